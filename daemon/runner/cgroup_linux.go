@@ -1,0 +1,316 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// execCgroup is the set of cgroups one execution lives in: one v2 cgroup (the
+// primary: membership at clone time, kill, freeze, limits when v2 has
+// controllers) and, on hybrid hosts, optional v1 pids/memory cgroups for limits.
+type execCgroup struct {
+	v2      string            // absolute dir in the v2 hierarchy
+	v1      map[string]string // controller -> absolute dir
+	kill    bool              // cgroup.kill exists
+	freeze  bool              // cgroup.freeze exists
+	applied []string          // limits actually written, e.g. "pids.max=64"
+	pidsMax int64             // v1 pids.max to settle once the spawning thread left
+}
+
+// createCgroup makes the cgroups for one execution and writes its limits.
+func (r *Runner) createCgroup(name string, spec Spec) (*execCgroup, error) {
+	cg := &execCgroup{v1: map[string]string{}}
+	dir := filepath.Join(r.parent, name)
+	if err := freshDir(dir); err != nil {
+		return nil, err
+	}
+	cg.v2 = dir
+	cg.kill = exists(filepath.Join(dir, "cgroup.kill"))
+	cg.freeze = exists(filepath.Join(dir, "cgroup.freeze"))
+	ctl := readControllers(filepath.Join(dir, "cgroup.controllers"))
+	has := func(c string) bool {
+		for _, x := range ctl {
+			if x == c {
+				return true
+			}
+		}
+		return false
+	}
+	fail := func(err error) (*execCgroup, error) {
+		cg.remove()
+		return nil, err
+	}
+	if spec.PidsMax > 0 && has("pids") {
+		if err := writeFile(filepath.Join(dir, "pids.max"), strconv.FormatInt(spec.PidsMax, 10)); err != nil {
+			return fail(err)
+		}
+		cg.applied = append(cg.applied, "v2:pids.max="+strconv.FormatInt(spec.PidsMax, 10))
+	}
+	if spec.MemoryMax > 0 && has("memory") {
+		if err := writeFile(filepath.Join(dir, "memory.max"), strconv.FormatInt(spec.MemoryMax, 10)); err != nil {
+			return fail(err)
+		}
+		// Without this the limit could be dodged by swapping.
+		_ = writeFile(filepath.Join(dir, "memory.swap.max"), "0")
+		cg.applied = append(cg.applied, "v2:memory.max="+strconv.FormatInt(spec.MemoryMax, 10))
+	}
+	// v1 limits only for what v2 could not do.
+	if p := r.v1Parents["pids"]; p != "" && spec.PidsMax > 0 && !has("pids") {
+		d := filepath.Join(p, name)
+		if err := freshDir(d); err != nil {
+			return fail(err)
+		}
+		cg.v1["pids"] = d
+		// +1: the spawning daemon thread sits in this cgroup while it forks.
+		if err := writeFile(filepath.Join(d, "pids.max"), strconv.FormatInt(spec.PidsMax+1, 10)); err != nil {
+			return fail(err)
+		}
+		cg.pidsMax = spec.PidsMax
+		cg.applied = append(cg.applied, "v1:pids.max="+strconv.FormatInt(spec.PidsMax, 10))
+	}
+	if p := r.v1Parents["memory"]; p != "" && spec.MemoryMax > 0 && !has("memory") {
+		d := filepath.Join(p, name)
+		if err := freshDir(d); err != nil {
+			return fail(err)
+		}
+		cg.v1["memory"] = d
+		if err := writeFile(filepath.Join(d, "memory.limit_in_bytes"), strconv.FormatInt(spec.MemoryMax, 10)); err != nil {
+			return fail(err)
+		}
+		_ = writeFile(filepath.Join(d, "memory.memsw.limit_in_bytes"), strconv.FormatInt(spec.MemoryMax, 10))
+		cg.applied = append(cg.applied, "v1:memory.limit_in_bytes="+strconv.FormatInt(spec.MemoryMax, 10))
+	}
+	return cg, nil
+}
+
+// freshDir creates dir; a leftover empty cgroup of the same name is replaced, a
+// populated one is an error (another execution, or leftovers to kill first).
+func freshDir(dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create cgroup %s: %w", dir, err)
+	}
+	if len(readPids(filepath.Join(dir, "cgroup.procs"))) > 0 {
+		return fmt.Errorf("cgroup %s already has processes: kill leftovers first", dir)
+	}
+	if err := os.Remove(dir); err != nil {
+		return fmt.Errorf("replace stale cgroup %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("create cgroup %s: %w", dir, err)
+	}
+	return nil
+}
+
+// enterV1 moves the calling (locked) OS thread into the v1 cgroups, so that the
+// child it forks next is born there: no window in which user code runs outside
+// its limits. It returns a function that moves the thread back.
+func (cg *execCgroup) enterV1(orig map[string]string) (leave func() error, err error) {
+	if len(cg.v1) == 0 {
+		return func() error { return nil }, nil
+	}
+	tid := strconv.Itoa(unix.Gettid())
+	var moved []string
+	back := func() error {
+		var first error
+		for _, ctl := range moved {
+			if e := writeFile(filepath.Join(orig[ctl], "tasks"), tid); e != nil && first == nil {
+				first = e
+			}
+		}
+		return first
+	}
+	for ctl, d := range cg.v1 {
+		if orig[ctl] == "" {
+			_ = back()
+			return nil, fmt.Errorf("no original v1 %s cgroup to return to", ctl)
+		}
+		if err := writeFile(filepath.Join(d, "tasks"), tid); err != nil {
+			if e := back(); e != nil {
+				return nil, fmt.Errorf("enter v1 %s cgroup: %v; and return failed: %w", ctl, err, e)
+			}
+			return nil, fmt.Errorf("enter v1 %s cgroup: %w", ctl, err)
+		}
+		moved = append(moved, ctl)
+	}
+	return back, nil
+}
+
+// settle applies the final v1 pids.max once the spawning thread has left.
+func (cg *execCgroup) settle() {
+	if d := cg.v1["pids"]; d != "" && cg.pidsMax > 0 {
+		_ = writeFile(filepath.Join(d, "pids.max"), strconv.FormatInt(cg.pidsMax, 10))
+	}
+}
+
+// procs lists member processes across all our hierarchies, never ourselves.
+func (cg *execCgroup) procs() []int {
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var out []int
+	add := func(dir string) {
+		if dir == "" {
+			return
+		}
+		for _, p := range readPids(filepath.Join(dir, "cgroup.procs")) {
+			if p != self && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	add(cg.v2)
+	for _, d := range cg.v1 {
+		add(d)
+	}
+	return out
+}
+
+func (cg *execCgroup) populated() bool {
+	if cg.v2 == "" {
+		return len(cg.procs()) > 0
+	}
+	data, err := os.ReadFile(filepath.Join(cg.v2, "cgroup.events"))
+	if err == nil {
+		if bytes.Contains(data, []byte("populated 0")) {
+			// v1 groups hold the same processes; check them too for safety.
+			for _, d := range cg.v1 {
+				if len(readPids(filepath.Join(d, "cgroup.procs"))) > 0 {
+					return true
+				}
+			}
+			return false
+		}
+		return true
+	}
+	return len(cg.procs()) > 0
+}
+
+// signal sends sig to every member, once.
+func (cg *execCgroup) signal(sig syscall.Signal) {
+	for _, p := range cg.procs() {
+		_ = unix.Kill(p, sig)
+	}
+}
+
+// killAll kills every member and waits until the cgroup is empty (or timeout).
+func (cg *execCgroup) killAll(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	if cg.kill {
+		_ = writeFile(filepath.Join(cg.v2, "cgroup.kill"), "1")
+	} else if cg.freeze {
+		// Freeze first so nobody forks while we walk the member list.
+		_ = writeFile(filepath.Join(cg.v2, "cgroup.freeze"), "1")
+	}
+	for {
+		if !cg.populated() {
+			return true
+		}
+		// Members that got in after cgroup.kill, or no cgroup.kill at all.
+		cg.signal(syscall.SIGKILL)
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// setFrozen writes cgroup.freeze and waits for cgroup.events to agree.
+func (cg *execCgroup) setFrozen(on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	if err := writeFile(filepath.Join(cg.v2, "cgroup.freeze"), v); err != nil {
+		return err
+	}
+	want := []byte("frozen " + v)
+	for i := 0; i < 1000; i++ {
+		data, err := os.ReadFile(filepath.Join(cg.v2, "cgroup.events"))
+		if err != nil || bytes.Contains(data, want) || bytes.Contains(data, []byte("populated 0")) {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("cgroup %s did not reach %q", cg.v2, want)
+}
+
+// remove deletes the (empty) cgroups, retrying briefly while the kernel
+// finishes tearing down exited members.
+func (cg *execCgroup) remove() {
+	dirs := []string{cg.v2}
+	for _, d := range cg.v1 {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		for i := 0; i < 200; i++ {
+			err := os.Remove(d)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func readPids(path string) []int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func writeFile(path, v string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(v)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// lockedThread runs f on a fresh goroutine locked to its OS thread. If f
+// reports that the thread is tainted (could not leave an execution's v1
+// cgroup), the goroutine exits still locked, and the Go runtime then destroys
+// the thread instead of reusing it.
+func lockedThread(f func() (tainted bool)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		if f() {
+			return
+		}
+		runtime.UnlockOSThread()
+	}()
+	<-done
+}

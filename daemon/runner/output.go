@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"encoding/hex"
+	"hash"
+	"io"
+	"sync"
+)
+
+// capture holds one output stream: the first cap bytes, a count and a running
+// hash of every byte. Memory is bounded by cap plus one read buffer, whatever
+// the command prints.
+type capture struct {
+	stream Stream
+	limit  int64
+	h      hash.Hash
+	onOut  func(Stream, int64, []byte)
+
+	mu    sync.Mutex
+	kept  []byte
+	total int64
+	done  bool
+	sum   string
+}
+
+func newCapture(s Stream, limit int64, h hash.Hash, onOut func(Stream, int64, []byte)) *capture {
+	return &capture{stream: s, limit: limit, h: h, onOut: onOut}
+}
+
+const readBufSize = 128 << 10
+
+// pump reads r to EOF (or error). It is the only writer of c.h.
+func (c *capture) pump(r io.Reader) {
+	buf := make([]byte, readBufSize)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			c.add(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	sum := hex.EncodeToString(c.h.Sum(nil))
+	c.mu.Lock()
+	c.done = true
+	c.sum = sum
+	c.mu.Unlock()
+}
+
+func (c *capture) add(p []byte) {
+	c.h.Write(p)
+	c.mu.Lock()
+	off := c.total
+	if room := c.limit - int64(len(c.kept)); room > 0 {
+		take := p
+		if int64(len(take)) > room {
+			take = take[:room]
+		}
+		if need := len(c.kept) + len(take); need > cap(c.kept) {
+			// Grow geometrically but never past the cap.
+			nc := int64(2*cap(c.kept) + len(take))
+			if nc > c.limit {
+				nc = c.limit
+			}
+			grown := make([]byte, len(c.kept), nc)
+			copy(grown, c.kept)
+			c.kept = grown
+		}
+		c.kept = append(c.kept, take...)
+	}
+	c.total += int64(len(p))
+	c.mu.Unlock()
+	if c.onOut != nil {
+		c.onOut(c.stream, off, p)
+	}
+}
+
+func (c *capture) read(offset int64, limit int) ([]byte, int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if offset < 0 {
+		offset = 0
+	}
+	var data []byte
+	if offset < int64(len(c.kept)) {
+		end := int64(len(c.kept))
+		if limit >= 0 && offset+int64(limit) < end {
+			end = offset + int64(limit)
+		}
+		data = append([]byte(nil), c.kept[offset:end]...)
+	}
+	return data, c.total, c.done
+}
+
+func (c *capture) result() StreamResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return StreamResult{
+		Kept:      append([]byte(nil), c.kept...),
+		Total:     c.total,
+		Digest:    c.sum,
+		Truncated: c.total > int64(len(c.kept)),
+	}
+}
+
+// finishEmpty closes a stream that never had a writer (spawn failure).
+func (c *capture) finishEmpty() StreamResult {
+	c.mu.Lock()
+	c.done = true
+	c.sum = hex.EncodeToString(c.h.Sum(nil))
+	c.mu.Unlock()
+	return c.result()
+}

@@ -1,0 +1,203 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Capabilities is what the kernel and our privileges allow on this host.
+type Capabilities struct {
+	// CgroupV2 is the mount path of the cgroup v2 hierarchy ("" when there is none):
+	// /sys/fs/cgroup on a pure v2 host, /sys/fs/cgroup/unified on a hybrid one.
+	CgroupV2 string
+	// Hybrid is true when v1 controller hierarchies are mounted next to the v2 one.
+	Hybrid bool
+	// Kill and Freeze: the v2 hierarchy has cgroup.kill / cgroup.freeze.
+	Kill, Freeze bool
+	// Controllers lists the v2 controllers available to our own cgroup
+	// (empty on a hybrid host, where controllers live in v1).
+	Controllers []string
+	// V1Pids and V1Memory are the v1 hierarchy mounts ("" when absent).
+	V1Pids, V1Memory string
+	// NetNS: we may create network namespaces (CAP_SYS_ADMIN, /proc/self/ns/net).
+	NetNS bool
+	// Subreaper: this process is a child subreaper (see EnableSubreaper).
+	Subreaper bool
+}
+
+// Probe inspects /proc and /sys to see what this host offers. It may create and
+// remove one empty probe cgroup to learn whether cgroup.kill/cgroup.freeze exist.
+func Probe() Capabilities {
+	var c Capabilities
+	mounts := cgroupMounts()
+	c.CgroupV2 = mounts.v2
+	c.V1Pids = mounts.v1["pids"]
+	c.V1Memory = mounts.v1["memory"]
+	c.Hybrid = c.CgroupV2 != "" && len(mounts.v1) > 0
+	if c.CgroupV2 != "" {
+		own := filepath.Join(c.CgroupV2, ownCgroup("").v2)
+		c.Controllers = readControllers(filepath.Join(own, "cgroup.controllers"))
+		c.Kill, c.Freeze = probeKillFreeze(c.CgroupV2, own)
+	}
+	c.NetNS = hasCapSysAdmin() && exists("/proc/self/ns/net")
+	c.Subreaper = isSubreaper()
+	return c
+}
+
+type mountSet struct {
+	v2 string
+	v1 map[string]string // controller -> mount point
+}
+
+// cgroupMounts parses /proc/self/mountinfo for cgroup and cgroup2 mounts.
+func cgroupMounts() mountSet {
+	ms := mountSet{v1: map[string]string{}}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ms
+	}
+	defer f.Close()
+	var v2s []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
+		line := sc.Text()
+		sep := strings.Index(line, " - ")
+		if sep < 0 {
+			continue
+		}
+		pre := strings.Fields(line[:sep])
+		post := strings.Fields(line[sep+3:])
+		if len(pre) < 5 || len(post) < 1 {
+			continue
+		}
+		mp := unescapeMount(pre[4])
+		switch post[0] {
+		case "cgroup2":
+			v2s = append(v2s, mp)
+		case "cgroup":
+			if len(post) >= 3 {
+				for _, o := range strings.Split(post[2], ",") {
+					if o == "pids" || o == "memory" || o == "freezer" {
+						if _, ok := ms.v1[o]; !ok {
+							ms.v1[o] = mp
+						}
+					}
+				}
+			}
+		}
+	}
+	// Prefer the canonical places: pure v2 at /sys/fs/cgroup, hybrid at .../unified.
+	for _, want := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		for _, m := range v2s {
+			if m == want {
+				ms.v2 = m
+				return ms
+			}
+		}
+	}
+	if len(v2s) > 0 {
+		ms.v2 = v2s[0]
+	}
+	return ms
+}
+
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+type ownPaths struct {
+	v2 string            // path relative to the v2 mount ("/" for the root)
+	v1 map[string]string // controller -> path relative to that v1 mount
+}
+
+// ownCgroup parses /proc/<pid>/cgroup ("" = self).
+func ownCgroup(pid string) ownPaths {
+	p := ownPaths{v2: "", v1: map[string]string{}}
+	if pid == "" {
+		pid = "self"
+	}
+	data, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if err != nil {
+		return p
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			p.v2 = parts[2]
+			continue
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			p.v1[ctl] = parts[2]
+		}
+	}
+	if p.v2 == "" {
+		p.v2 = "/"
+	}
+	return p
+}
+
+func readControllers(path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data))
+}
+
+// probeKillFreeze answers from an existing non-root cgroup if it can, else by
+// creating a throwaway child of own (root cgroups never carry these files).
+func probeKillFreeze(mount, own string) (kill, freeze bool) {
+	if own != mount {
+		return exists(filepath.Join(own, "cgroup.kill")), exists(filepath.Join(own, "cgroup.freeze"))
+	}
+	dir, err := os.MkdirTemp(own, "termd-probe-")
+	if err != nil {
+		return false, false
+	}
+	defer os.Remove(dir)
+	return exists(filepath.Join(dir, "cgroup.kill")), exists(filepath.Join(dir, "cgroup.freeze"))
+}
+
+func hasCapSysAdmin() bool {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("CapEff:")); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(string(v)), 16, 64)
+			return err == nil && caps&(1<<unix.CAP_SYS_ADMIN) != 0
+		}
+	}
+	return false
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,856 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Process is one running (or finished) execution.
+type Process struct {
+	r     *Runner
+	spec  Spec
+	name  string
+	proc  *os.Process
+	pid   int
+	pidfd int
+	start uint64 // start ticks of the main process
+	cg    *execCgroup
+	netns bool
+	out   [2]*capture
+	pipes [2]*os.File // read ends
+
+	startedAt time.Time
+
+	ctl sync.Mutex // serialises pause/resume/stop signalling
+
+	mu       sync.Mutex
+	reason   Status // set once by timeout or cancel
+	stopping chan struct{}
+	exited   bool
+	paused   bool
+	tracked  map[int]uint64 // fallback: pid -> start ticks seen in the tree
+
+	done   chan struct{}
+	result Result
+}
+
+// Start spawns spec. See the package doc for how spawn failures are reported.
+func (r *Runner) Start(spec Spec) (*Process, error) {
+	if err := validate(&spec); err != nil {
+		return nil, err
+	}
+	id := spec.ID
+	if id == "" {
+		id = fmt.Sprintf("anon-%d-%d", r.self, r.seq.Add(1))
+	}
+	p := &Process{
+		r:        r,
+		spec:     spec,
+		name:     cgroupName(id),
+		pidfd:    -1,
+		stopping: make(chan struct{}),
+		done:     make(chan struct{}),
+		tracked:  map[int]uint64{},
+	}
+	p.out[0] = newCapture(Stdout, spec.OutputCap, spec.NewHash(), spec.OnOutput)
+	p.out[1] = newCapture(Stderr, spec.OutputCap, spec.NewHash(), spec.OnOutput)
+	p.startedAt = time.Now()
+	// Registered before spawning: while pid is 0 the execution claims every
+	// orphan (see fallbackMembers), so another execution's cleanup cannot take
+	// its freshly forked child for a leftover.
+	r.register(p)
+	if err := p.spawn(); err != nil {
+		r.unregister(p)
+		p.finishSpawnFailure(err)
+		return p, nil
+	}
+	var readers sync.WaitGroup
+	for i := range p.pipes {
+		readers.Add(1)
+		go func(c *capture, f *os.File) {
+			defer readers.Done()
+			c.pump(f)
+		}(p.out[i], p.pipes[i])
+	}
+	go p.supervise(&readers)
+	return p, nil
+}
+
+func (p *Process) spawn() (err error) {
+	r, spec := p.r, p.spec
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close()
+	var writers [2]*os.File
+	defer func() {
+		for _, w := range writers {
+			if w != nil {
+				w.Close()
+			}
+		}
+		if err != nil {
+			for _, rd := range p.pipes {
+				if rd != nil {
+					rd.Close()
+				}
+			}
+		}
+	}()
+	for i := range writers {
+		rd, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		p.pipes[i], writers[i] = rd, w
+		// A larger pipe means fewer wakeups for chatty commands; best effort.
+		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	}
+
+	sys := &syscall.SysProcAttr{
+		Setpgid:    true,
+		Credential: spec.Credential,
+		Pdeathsig:  syscall.SIGKILL,
+		PidFD:      &p.pidfd,
+	}
+	if r.parent != "" {
+		cg, err := r.createCgroup(p.name, spec)
+		if err != nil {
+			return err
+		}
+		p.cg = cg
+		fd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			cg.remove()
+			p.cg = nil
+			return fmt.Errorf("open cgroup: %w", err)
+		}
+		defer unix.Close(fd)
+		sys.UseCgroupFD = true
+		sys.CgroupFD = fd
+	}
+	if spec.NoNetwork {
+		if r.caps.NetNS {
+			sys.Cloneflags |= syscall.CLONE_NEWNET
+			p.netns = true
+		} else if spec.RequireNoNetwork {
+			return p.spawnFailed(errors.New("network namespaces are not available and the spec requires no network"))
+		}
+	}
+	env := make([]string, len(spec.Env)) // never nil: nil would inherit os.Environ
+	copy(env, spec.Env)
+	attr := &os.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   env,
+		Files: []*os.File{devnull, writers[0], writers[1]},
+		Sys:   sys,
+	}
+
+	var proc *os.Process
+	startOnce := func() error {
+		var serr error
+		lockedThread(func() bool {
+			leave := func() error { return nil }
+			if p.cg != nil {
+				l, err := p.cg.enterV1(r.ownV1)
+				if err != nil {
+					serr = err
+					return false
+				}
+				leave = l
+			}
+			proc, serr = os.StartProcess(spec.Path, spec.Argv, attr)
+			// If the thread cannot leave the execution's v1 cgroups, it must not
+			// be reused: exit it (lockedThread) rather than fork other things there.
+			return leave() != nil
+		})
+		return serr
+	}
+	err = startOnce()
+	if err != nil && p.netns && !spec.RequireNoNetwork && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+		sys.Cloneflags &^= syscall.CLONE_NEWNET
+		p.netns = false
+		err = startOnce()
+	}
+	if err != nil {
+		return p.spawnFailed(err)
+	}
+	if p.cg != nil {
+		p.cg.settle()
+	}
+	p.proc = proc
+	p.pid = proc.Pid
+	if pi, ok := readProc(p.pid); ok {
+		p.start = pi.start
+	}
+	return nil
+}
+
+func (p *Process) spawnFailed(err error) error {
+	if p.cg != nil {
+		p.cg.killAll(time.Second)
+		p.cg.remove()
+	}
+	return err
+}
+
+func (p *Process) finishSpawnFailure(err error) {
+	now := time.Now()
+	p.result = Result{
+		Status:       StatusFailed,
+		ExitCode:     -1,
+		StartedAt:    p.startedAt,
+		FinishedAt:   now,
+		Duration:     now.Sub(p.startedAt),
+		Stdout:       p.out[0].finishEmpty(),
+		Stderr:       p.out[1].finishEmpty(),
+		Err:          fmt.Errorf("spawn %s: %w", p.spec.Path, err),
+		NetNSApplied: false,
+	}
+	p.mu.Lock()
+	p.exited = true
+	p.mu.Unlock()
+	close(p.done)
+}
+
+// Pid is the main process id (0 after a spawn failure).
+func (p *Process) Pid() int { return p.pid }
+
+// Identity is (pid, start time in clock ticks since boot): stable across pid
+// reuse; give it to KillLeftoversStrict.
+func (p *Process) Identity() (int, uint64) { return p.pid, p.start }
+
+// CgroupPath is the execution's v2 cgroup ("" when none).
+func (p *Process) CgroupPath() string {
+	if p.cg == nil {
+		return ""
+	}
+	return p.cg.v2
+}
+
+// Done is closed when the result is final.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the execution has ended and everything it started is gone.
+func (p *Process) Wait() Result {
+	<-p.done
+	return p.result
+}
+
+// ReadOutput returns kept bytes of stream s from offset (at most limit bytes;
+// limit < 0 = all), the total bytes written so far, and whether the stream has
+// ended. Bytes past the cap are counted and hashed but not kept.
+func (p *Process) ReadOutput(s Stream, offset int64, limit int) ([]byte, int64, bool) {
+	switch s {
+	case Stdout:
+		return p.out[0].read(offset, limit)
+	case Stderr:
+		return p.out[1].read(offset, limit)
+	}
+	return nil, 0, true
+}
+
+// Paused reports whether the execution is currently frozen.
+func (p *Process) Paused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused
+}
+
+// Pause freezes every process of the execution (cgroup.freeze, or SIGSTOP to
+// the whole tree without it). The timeout keeps counting.
+func (p *Process) Pause() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	p.mu.Lock()
+	exited, stopping, paused := p.exited, p.reason != "", p.paused
+	p.mu.Unlock()
+	switch {
+	case exited:
+		return ErrFinished
+	case stopping:
+		return ErrStopping
+	case paused:
+		return nil
+	}
+	if p.cg != nil && p.cg.freeze {
+		if err := p.cg.setFrozen(true); err != nil {
+			return err
+		}
+	} else {
+		p.signalTree(syscall.SIGSTOP, true)
+	}
+	p.mu.Lock()
+	p.paused = true
+	p.mu.Unlock()
+	return nil
+}
+
+// Resume thaws a paused execution.
+func (p *Process) Resume() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	p.mu.Lock()
+	exited, paused := p.exited, p.paused
+	p.mu.Unlock()
+	if exited {
+		return ErrFinished
+	}
+	if !paused {
+		return nil
+	}
+	return p.thaw()
+}
+
+// thaw requires p.ctl.
+func (p *Process) thaw() error {
+	var err error
+	if p.cg != nil && p.cg.freeze {
+		err = p.cg.setFrozen(false)
+	} else {
+		p.signalTree(syscall.SIGCONT, false)
+	}
+	if err == nil {
+		p.mu.Lock()
+		p.paused = false
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// Cancel ends the execution: SIGTERM to everything, the grace period, then
+// SIGKILL. A paused execution is thawed after the SIGTERM so it can act on it.
+// Cancel does not wait; use Wait. Cancelling a finished execution is a no-op.
+func (p *Process) Cancel() error {
+	p.beginStop(StatusCancelled)
+	return nil
+}
+
+// beginStop records why we are ending the execution (first reason wins; none
+// once the main process has exited) and sends SIGTERM to everything.
+func (p *Process) beginStop(reason Status) bool {
+	p.mu.Lock()
+	if p.exited || p.reason != "" {
+		p.mu.Unlock()
+		return false
+	}
+	p.reason = reason
+	close(p.stopping)
+	p.mu.Unlock()
+
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	p.signalTree(syscall.SIGTERM, false)
+	p.mu.Lock()
+	paused := p.paused
+	p.mu.Unlock()
+	if paused {
+		_ = p.thaw()
+	}
+	return true
+}
+
+// supervise waits for the main process, enforces timeout and grace, then
+// cleans up and publishes the result.
+func (p *Process) supervise(readers *sync.WaitGroup) {
+	exited := make(chan struct{})
+	go func() {
+		p.waitExitNoReap()
+		close(exited)
+	}()
+	var tracking <-chan time.Time
+	if p.cg == nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		tracking = t.C
+		p.track(snapshot())
+	}
+	timeout := time.NewTimer(p.spec.Timeout)
+	defer timeout.Stop()
+	var grace <-chan time.Time
+	stopping := p.stopping
+loop:
+	for {
+		select {
+		case <-exited:
+			break loop
+		case <-tracking:
+			p.track(snapshot())
+		case <-timeout.C:
+			select {
+			case <-exited: // exited first; not a timeout
+				break loop
+			default:
+			}
+			p.beginStop(StatusTimedOut)
+		case <-stopping:
+			stopping = nil
+			gt := time.NewTimer(p.spec.Grace)
+			defer gt.Stop()
+			grace = gt.C
+		case <-grace:
+			grace = nil
+			p.killTree()
+		}
+	}
+
+	// The main process has exited but is not reaped yet (WNOWAIT), so its pid
+	// and process group id cannot be reused while we clean up.
+	p.mu.Lock()
+	p.exited = true
+	p.mu.Unlock()
+	leftovers := p.killTree()
+	p.reapOrphans()
+	state, werr := p.proc.Wait()
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+
+	// Everything that could hold the pipes is dead; EOF follows at once unless
+	// a process escaped containment. Do not hang on that.
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-readersDone:
+	case <-time.After(5 * time.Second):
+		for _, f := range p.pipes {
+			f.Close()
+		}
+		<-readersDone
+	}
+	for _, f := range p.pipes {
+		f.Close()
+	}
+	var limits []string
+	cgPath := ""
+	if p.cg != nil {
+		limits = p.cg.applied
+		cgPath = p.cg.v2
+		p.cg.remove()
+	}
+	p.r.unregister(p)
+
+	now := time.Now()
+	res := Result{
+		ExitCode:     -1,
+		StartedAt:    p.startedAt,
+		FinishedAt:   now,
+		Duration:     now.Sub(p.startedAt),
+		Stdout:       p.out[0].result(),
+		Stderr:       p.out[1].result(),
+		CgroupUsed:   p.cg != nil,
+		CgroupPath:   cgPath,
+		NetNSApplied: p.netns,
+		Limits:       limits,
+		Leftovers:    leftovers,
+	}
+	p.mu.Lock()
+	reason := p.reason
+	p.paused = false
+	p.mu.Unlock()
+	switch {
+	case werr != nil:
+		res.Status = StatusFailed
+		res.Err = fmt.Errorf("wait: %w", werr)
+	default:
+		ws := state.Sys().(syscall.WaitStatus)
+		if ws.Exited() {
+			res.ExitCode = ws.ExitStatus()
+		} else if ws.Signaled() {
+			res.Signal = unix.SignalName(ws.Signal())
+		}
+		switch {
+		case reason != "":
+			res.Status = reason
+		case ws.Exited() && ws.ExitStatus() == 0:
+			res.Status = StatusSucceeded
+		case ws.Exited():
+			res.Status = StatusFailed
+		default:
+			res.Status = StatusKilled
+		}
+	}
+	p.result = res
+	close(p.done)
+}
+
+// waitExitNoReap blocks until the main process has exited, leaving it a zombie.
+func (p *Process) waitExitNoReap() {
+	if p.pidfd >= 0 {
+		for {
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_PIDFD, p.pidfd, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err == nil {
+				return
+			}
+			if err != unix.EINTR {
+				break
+			}
+		}
+	}
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// signalTree sends sig to every process of the execution. With stopAll it
+// repeats until no new process shows up (used for SIGSTOP without a freezer:
+// a stopped process cannot fork, so the set converges).
+func (p *Process) signalTree(sig syscall.Signal, stopAll bool) {
+	if p.cg != nil {
+		for i := 0; i < 50; i++ {
+			sent := 0
+			seen := map[int]bool{}
+			for _, pid := range p.cg.procs() {
+				if !seen[pid] {
+					seen[pid] = true
+					_ = unix.Kill(pid, sig)
+					sent++
+				}
+			}
+			if !stopAll || sent == 0 || !p.hasUnstopped(seen) {
+				return
+			}
+		}
+		return
+	}
+	_ = unix.Kill(-p.pid, sig)
+	for i := 0; i < 50; i++ {
+		members := p.fallbackMembers(snapshot(), false)
+		seen := map[int]bool{}
+		for pid := range members {
+			seen[pid] = true
+			_ = unix.Kill(pid, sig)
+		}
+		if !stopAll || !p.hasUnstopped(seen) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// hasUnstopped reports whether any process in set is still running (not in
+// state T/t/Z), i.e. another SIGSTOP round is needed.
+func (p *Process) hasUnstopped(set map[int]bool) bool {
+	for pid := range set {
+		if pi, ok := readProc(pid); ok && pi.state != 'T' && pi.state != 't' && pi.state != 'Z' && pi.state != 'X' {
+			return true
+		}
+	}
+	if p.cg == nil {
+		for pid := range p.fallbackMembers(snapshot(), false) {
+			if !set[pid] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// killTree SIGKILLs everything the execution started and waits until it is
+// gone. It returns how many processes other than the main one it found alive.
+func (p *Process) killTree() int {
+	found := map[int]bool{}
+	if p.cg != nil {
+		for _, pid := range p.cg.procs() {
+			if pi, ok := readProc(pid); ok {
+				p.noteTracked(pi)
+			}
+			if pid != p.pid {
+				found[pid] = true
+			}
+		}
+		p.cg.killAll(10 * time.Second)
+		return len(found)
+	}
+	_ = unix.Kill(-p.pid, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		snap := snapshot()
+		p.track(snap)
+		alive := 0
+		for pid, pi := range p.fallbackMembers(snap, true) {
+			if pi.state == 'Z' || pid == p.pid {
+				continue
+			}
+			alive++
+			found[pid] = true
+			_ = unix.Kill(pid, syscall.SIGKILL)
+		}
+		if alive == 0 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return len(found)
+}
+
+func (p *Process) noteTracked(pi procInfo) {
+	p.mu.Lock()
+	p.tracked[pi.pid] = pi.start
+	p.mu.Unlock()
+}
+
+// track records the current process tree of the execution (fallback mode), so
+// that its members stay attributable after their parents exit.
+func (p *Process) track(snap map[int]procInfo) {
+	m := p.fallbackMembers(snap, false)
+	p.mu.Lock()
+	for pid, pi := range m {
+		p.tracked[pid] = pi.start
+	}
+	p.mu.Unlock()
+}
+
+// fallbackMembers finds the execution's processes without cgroups: the main
+// process, its process group, everything seen in its tree before, orphans
+// re-parented to us (subreaper) that must be ours, and all their descendants.
+// atEnd also claims orphans no other live execution can claim.
+func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]procInfo {
+	self := p.r.self
+	roots := map[int]bool{}
+	if pi, ok := snap[p.pid]; ok && pi.start == p.start {
+		roots[p.pid] = true
+	}
+	p.mu.Lock()
+	for pid, st := range p.tracked {
+		if pi, ok := snap[pid]; ok && pi.start == st {
+			roots[pid] = true
+		}
+	}
+	p.mu.Unlock()
+	var others []*Process
+	if atEnd {
+		for _, o := range p.r.liveProcesses() {
+			if o != p {
+				others = append(others, o)
+			}
+		}
+	}
+	for pid, pi := range snap {
+		if pid == self {
+			continue
+		}
+		if pi.pgid == p.pid {
+			roots[pid] = true
+			continue
+		}
+		if atEnd && pi.ppid == self && pi.start >= p.start && p.r.unclaimedOrphan(pi) {
+			claimed := false
+			for _, o := range others {
+				if o.start <= pi.start && !o.isEnded() {
+					claimed = true
+					break
+				}
+			}
+			if !claimed {
+				roots[pid] = true
+			}
+		}
+	}
+	m := descendants(snap, roots)
+	delete(m, self)
+	return m
+}
+
+func (p *Process) isEnded() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited
+}
+
+// unclaimedOrphan: a direct child of ours that no execution started directly
+// and that does not look like a plain os/exec child of some other part of the
+// daemon (those share our session and process group).
+func (r *Runner) unclaimedOrphan(pi procInfo) bool {
+	if pi.sid == r.selfSid && pi.pgid == r.selfPgid {
+		return false
+	}
+	for _, o := range r.liveProcesses() {
+		if o.pid == pi.pid && o.start == pi.start {
+			return false
+		}
+	}
+	return true
+}
+
+// reapOrphans reaps zombies re-parented to us that belonged to this execution,
+// one pid at a time, never "any child" (see EnableSubreaper).
+func (p *Process) reapOrphans() {
+	self := p.r.self
+	snap := snapshot()
+	p.mu.Lock()
+	tracked := make(map[int]uint64, len(p.tracked))
+	for k, v := range p.tracked {
+		tracked[k] = v
+	}
+	p.mu.Unlock()
+	for pid, pi := range snap {
+		if pi.ppid != self || pi.state != 'Z' || pid == p.pid || p.r.isMain(pid, pi.start) {
+			continue
+		}
+		ours := tracked[pid] == pi.start && pi.start != 0
+		if !ours && p.cg != nil {
+			if cgs, ok := cgroupOf(pid); ok && cgs.v2 == p.r.parentRel+"/"+p.name {
+				ours = true
+			}
+		}
+		if ours {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+func (r *Runner) isMain(pid int, start uint64) bool {
+	for _, o := range r.liveProcesses() {
+		if o.pid == pid && o.start == start {
+			return true
+		}
+	}
+	return false
+}
+
+// IsExecutionProcess reports whether pid belongs to one of this Runner's
+// executions: it sits in one of our execution cgroups, or its ppid chain (or
+// process group) leads to a live execution's process. The daemon uses it to
+// refuse socket connections from commands it started.
+func (r *Runner) IsExecutionProcess(pid int) bool {
+	if pid <= 0 || pid == r.self {
+		return false
+	}
+	if r.parent != "" {
+		if cgs, ok := cgroupOf(pid); ok {
+			if under(cgs.v2, r.parentRel) {
+				return true
+			}
+			for ctl, rel := range r.v1Rel {
+				if under(cgs.v1[ctl], rel) {
+					return true
+				}
+			}
+		}
+	}
+	live := r.liveProcesses()
+	if len(live) == 0 {
+		return false
+	}
+	cur := pid
+	for i := 0; i < 256; i++ {
+		pi, ok := readProc(cur)
+		if !ok {
+			return false
+		}
+		for _, o := range live {
+			if (o.pid == pi.pid && o.start == pi.start) || (pi.pgid == o.pid && o.pid != 0) {
+				return true
+			}
+			o.mu.Lock()
+			st, seen := o.tracked[pi.pid]
+			o.mu.Unlock()
+			if seen && st == pi.start {
+				return true
+			}
+		}
+		if pi.ppid <= 1 || pi.ppid == r.self {
+			return false
+		}
+		cur = pi.ppid
+	}
+	return false
+}
+
+func under(path, parent string) bool {
+	if path == "" || parent == "" {
+		return false
+	}
+	return path == parent || (len(path) > len(parent) && path[:len(parent)] == parent && path[len(parent)] == '/')
+}
+
+// KillLeftovers kills whatever remains of an execution from a previous daemon
+// run (an intent without a receipt): every process in cgroupPath (then the
+// cgroup is removed), and, when pid > 0, the process group and descendants of
+// pid. Without a cgroup the pid cannot be verified against reuse; prefer
+// KillLeftoversStrict with the start time from Process.Identity.
+func KillLeftovers(pid int, cgroupPath string) error {
+	return KillLeftoversStrict(pid, 0, cgroupPath)
+}
+
+// KillLeftoversStrict is KillLeftovers where pid is only touched if its start
+// time (clock ticks since boot) equals startTicks (0 = do not check).
+func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
+	var errs []error
+	if cgroupPath != "" {
+		if err := killCgroupPath(cgroupPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if pid > 1 && pid != os.Getpid() {
+		if pi, ok := readProc(pid); ok && (startTicks == 0 || pi.start == startTicks) && pi.pgid == pid {
+			for i := 0; i < 100; i++ {
+				snap := snapshot()
+				roots := map[int]bool{pid: true}
+				for q, qi := range snap {
+					if qi.pgid == pid {
+						roots[q] = true
+					}
+				}
+				m := descendants(snap, roots)
+				delete(m, os.Getpid())
+				alive := 0
+				for q, qi := range m {
+					if qi.state != 'Z' {
+						alive++
+						_ = unix.Kill(q, syscall.SIGKILL)
+					}
+				}
+				if alive == 0 {
+					break
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func killCgroupPath(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return err
+	}
+	if st.Type != unix.CGROUP2_SUPER_MAGIC && st.Type != unix.CGROUP_SUPER_MAGIC {
+		return fmt.Errorf("%s is not a cgroup directory", dir)
+	}
+	cg := &execCgroup{v2: dir, kill: exists(dir + "/cgroup.kill"), freeze: exists(dir + "/cgroup.freeze")}
+	if st.Type == unix.CGROUP_SUPER_MAGIC {
+		cg = &execCgroup{v1: map[string]string{"x": dir}}
+		for i := 0; i < 5000 && len(cg.procs()) > 0; i++ {
+			cg.signal(syscall.SIGKILL)
+			time.Sleep(2 * time.Millisecond)
+		}
+	} else if !cg.killAll(10 * time.Second) {
+		return fmt.Errorf("cgroup %s still has processes", dir)
+	}
+	cg.remove()
+	if exists(dir) {
+		return fmt.Errorf("could not remove cgroup %s", dir)
+	}
+	return nil
+}
+
