@@ -1,0 +1,113 @@
+package receipt
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func intp(i int) *int { return &i }
+
+// sampleReceipt builds a realistic, schema-valid draft for a status.
+func sampleReceipt(k *Keys, st Status, session string) *Receipt {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	cmd := "git status --short"
+	uid := 1000
+	r := &Receipt{
+		PlanID:       "plan-" + string(st),
+		SessionID:    session,
+		ExecutionID:  "exec-" + string(st) + "-" + session,
+		RequestHash:  "4b227777d4dd1fc61c6f884f48641d02b4d121d3fd328cb08b5531fcacdabf8a",
+		Requester:    Principal{Kind: "unix", ID: "uid:1000", Role: "agent", UID: &uid},
+		Command:      cmd,
+		BinaryPath:   "/usr/bin/git",
+		BinarySHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		Cwd:          "/home/dev/project",
+		RunAs:        &RunAs{User: "dev", UID: 1000, GID: 1000},
+		Mode:         "confirm",
+		Risk:         "low",
+		Decision:     string(DecisionAllow),
+		Policy: Policy{
+			Allowed: true, Risk: "low", Reasons: []string{"read-only git subcommand"},
+			Argv: []string{"git", "status", "--short"}, Version: "builtin-1", RuleIDs: []string{"git.read"},
+		},
+		Limits:      Limits{TimeoutMs: 30000, MaxOutputBytes: 1 << 20},
+		Status:      st,
+		StartedAt:   start,
+		FinishedAt:  start.Add(42 * time.Millisecond),
+		DurationMs:  42,
+		Stdout:      " M main.go\n",
+		StdoutBytes: 11,
+	}
+	if k != nil {
+		r.CommandSHA256 = k.Digest([]byte(cmd))
+		r.StdoutDigest = k.Digest([]byte(r.Stdout))
+		r.StderrDigest = k.Digest(nil)
+	} else {
+		r.CommandSHA256 = "0000000000000000000000000000000000000000000000000000000000000001"
+	}
+	switch st {
+	case StatusSucceeded:
+		r.ExitCode = intp(0)
+	case StatusFailed:
+		r.ExitCode = intp(2)
+		r.Stderr = "fatal: not a git repository\n"
+		r.StderrBytes = int64(len(r.Stderr))
+	case StatusTimedOut, StatusKilled:
+		r.Signal = "SIGKILL"
+		r.Detail = "process group killed"
+	case StatusCancelled:
+		r.Signal = "SIGTERM"
+		r.Approved = true
+		r.Decision = string(DecisionAsk)
+		r.Policy.RequiresApproval = true
+		r.Approver = &Principal{Kind: "unix", ID: "uid:1001", Role: "operator"}
+	case StatusDenied:
+		r.Decision = string(DecisionDeny)
+		r.Policy.Allowed = false
+		r.Risk, r.Policy.Risk = "critical", "critical"
+		r.Policy.Reasons = []string{"rm -rf outside workspace"}
+		r.Policy.RuleIDs = []string{"fs.rm.outside"}
+	case StatusBlocked, StatusExpired:
+		r.Decision = string(DecisionAsk)
+		r.Policy.RequiresApproval = true
+	case StatusOutcomeUnknown:
+		r.Detail = "daemon restarted"
+	}
+	if !st.Ran() {
+		r.DurationMs = 0
+		r.FinishedAt = r.StartedAt
+		r.Stdout, r.StdoutBytes = "", 0
+		if k != nil {
+			r.StdoutDigest = ""
+			r.StderrDigest = ""
+		}
+		r.RunAs = nil
+	}
+	return r
+}
+
+func newKeys(t testing.TB) *Keys {
+	t.Helper()
+	k, err := LoadOrCreateKeys(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func newStore(t testing.TB) (*Store, *Keys, string) {
+	t.Helper()
+	dir := t.TempDir()
+	k, err := LoadOrCreateKeys(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "receipts.db")
+	s, err := Open(path, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, k, path
+}

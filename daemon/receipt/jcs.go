@@ -1,0 +1,287 @@
+package receipt
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Canonicalize returns the RFC 8785 (JSON Canonicalization Scheme) form of a
+// JSON document: object members sorted by the UTF-16 code units of their
+// names, no insignificant whitespace, minimal string escaping, and numbers in
+// ECMAScript Number.prototype.toString form. Duplicate member names and
+// invalid UTF-8 are errors (I-JSON).
+func Canonicalize(data []byte) ([]byte, error) {
+	return canonicalize(data, nil)
+}
+
+// canonicalize is Canonicalize, dropping the named top-level members.
+func canonicalize(data []byte, dropTop []string) ([]byte, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("jcs: input is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return nil, fmt.Errorf("jcs: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("jcs: trailing data after JSON value")
+	}
+	if len(dropTop) > 0 {
+		if m, ok := v.(jsonObject); ok {
+			kept := m[:0:0]
+			for _, mem := range m {
+				drop := false
+				for _, d := range dropTop {
+					if mem.key == d {
+						drop = true
+					}
+				}
+				if !drop {
+					kept = append(kept, mem)
+				}
+			}
+			v = kept
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(data))
+	if err := writeCanonical(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+type member struct {
+	key string
+	val any
+}
+
+type jsonObject []member
+
+// decodeValue reads one value keeping member order and detecting duplicates.
+func decodeValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			var obj jsonObject
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, ok := kt.(string)
+				if !ok {
+					return nil, errors.New("object key is not a string")
+				}
+				if seen[k] {
+					return nil, fmt.Errorf("duplicate member %q", k)
+				}
+				seen[k] = true
+				val, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				obj = append(obj, member{k, val})
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			if obj == nil {
+				obj = jsonObject{}
+			}
+			return obj, nil
+		case '[':
+			arr := []any{}
+			for dec.More() {
+				val, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, val)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return arr, nil
+		}
+		return nil, fmt.Errorf("unexpected delimiter %v", t)
+	default:
+		return t, nil // string, json.Number, bool, nil
+	}
+}
+
+func writeCanonical(buf *bytes.Buffer, v any) error {
+	switch t := v.(type) {
+	case nil:
+		buf.WriteString("null")
+	case bool:
+		if t {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+	case string:
+		writeString(buf, t)
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil {
+			// ParseFloat returns ±Inf with a range error for overflow.
+			return fmt.Errorf("jcs: number %s: %w", t, err)
+		}
+		s, err := FormatNumber(f)
+		if err != nil {
+			return err
+		}
+		buf.WriteString(s)
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeCanonical(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case jsonObject:
+		sorted := make(jsonObject, len(t))
+		copy(sorted, t)
+		sort.Slice(sorted, func(i, j int) bool { return lessUTF16(sorted[i].key, sorted[j].key) })
+		buf.WriteByte('{')
+		for i, m := range sorted {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeString(buf, m.key)
+			buf.WriteByte(':')
+			if err := writeCanonical(buf, m.val); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("jcs: unexpected value type %T", v)
+	}
+	return nil
+}
+
+// lessUTF16 compares strings by their UTF-16 code units, as RFC 8785 §3.2.3
+// requires (this differs from byte order for characters above U+FFFF versus
+// U+E000..U+FFFF).
+func lessUTF16(a, b string) bool {
+	ua := utf16.Encode([]rune(a))
+	ub := utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeString escapes per RFC 8785 §3.2.2.2: only '"', '\\' and control
+// characters are escaped; the short forms are used where JSON has them.
+func writeString(buf *bytes.Buffer, s string) {
+	buf.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			buf.WriteString(`\"`)
+		case c == '\\':
+			buf.WriteString(`\\`)
+		case c == '\b':
+			buf.WriteString(`\b`)
+		case c == '\f':
+			buf.WriteString(`\f`)
+		case c == '\n':
+			buf.WriteString(`\n`)
+		case c == '\r':
+			buf.WriteString(`\r`)
+		case c == '\t':
+			buf.WriteString(`\t`)
+		case c < 0x20:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexDigits[c>>4])
+			buf.WriteByte(hexDigits[c&0xf])
+		default:
+			buf.WriteByte(c)
+		}
+	}
+	buf.WriteByte('"')
+}
+
+// FormatNumber formats f as ECMAScript's Number.prototype.toString does
+// (ECMA-262 §7.1.12.1), which RFC 8785 §3.2.2.3 adopts. NaN and infinities
+// are not JSON and are errors.
+func FormatNumber(f float64) (string, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", errors.New("jcs: NaN and Infinity are not valid JSON numbers")
+	}
+	if f == 0 {
+		return "0", nil // also -0
+	}
+	if f < 0 {
+		s, err := FormatNumber(-f)
+		return "-" + s, err
+	}
+	// Shortest round-tripping digits, as "d.ddde±x".
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, expStr, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expStr)
+	k := len(digits)
+	n := exp + 1 // position of the decimal point relative to the digits
+	var b strings.Builder
+	switch {
+	case k <= n && n <= 21:
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", n-k))
+	case 0 < n && n <= 21:
+		b.WriteString(digits[:n])
+		b.WriteByte('.')
+		b.WriteString(digits[n:])
+	case -6 < n && n <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -n))
+		b.WriteString(digits)
+	default:
+		b.WriteByte(digits[0])
+		if k > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteByte('e')
+		if n-1 >= 0 {
+			b.WriteByte('+')
+		} else {
+			b.WriteByte('-')
+		}
+		x := n - 1
+		if x < 0 {
+			x = -x
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String(), nil
+}

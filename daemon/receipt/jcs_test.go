@@ -1,0 +1,100 @@
+package receipt
+
+import (
+	"math"
+	"testing"
+)
+
+// Examples from RFC 8785 §3.2.2 (number and string serialization) and
+// §3.2.3 (member sorting by UTF-16 code units).
+func TestCanonicalizeRFC8785Examples(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{
+			"serialization",
+			`{
+  "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+  "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+  "literals": [null, true, false]
+}`,
+			`{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`,
+		},
+		{
+			"sorting",
+			`{
+  "\u20ac": "Euro Sign",
+  "\r": "Carriage Return",
+  "\ufb33": "Hebrew Letter Dalet With Dagesh",
+  "1": "One",
+  "\ud83d\ude00": "Emoji: Grinning Face",
+  "\u0080": "Control",
+  "\u00f6": "Latin Small Letter O With Diaeresis"
+}`,
+			"{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u0080\":\"Control\",\"ö\":\"Latin Small Letter O With Diaeresis\",\"€\":\"Euro Sign\",\"😀\":\"Emoji: Grinning Face\",\"\ufb33\":\"Hebrew Letter Dalet With Dagesh\"}",
+		},
+		{"nested and whitespace", " { \"b\" : [ 1 , { \"z\":1,\"a\":2 } ] , \"a\" : {} } ", `{"a":{},"b":[1,{"a":2,"z":1}]}`},
+		{"no html escaping", `{"x":"<a&b>"}`, `{"x":"<a&b>"}`},
+	}
+	for _, c := range cases {
+		got, err := Canonicalize([]byte(c.in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if string(got) != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
+
+// ECMAScript number formatting, including the boundary cases listed in
+// RFC 8785 Appendix B.
+func TestFormatNumberES6(t *testing.T) {
+	cases := []struct {
+		f    float64
+		want string
+	}{
+		{0, "0"},
+		{math.Copysign(0, -1), "0"},
+		{math.Float64frombits(0x0000000000000001), "5e-324"},
+		{math.Float64frombits(0x8000000000000001), "-5e-324"},
+		{math.Float64frombits(0x7fefffffffffffff), "1.7976931348623157e+308"},
+		{math.Float64frombits(0x4340000000000000), "9007199254740992"},
+		{math.Float64frombits(0xc340000000000000), "-9007199254740992"},
+		{math.Float64frombits(0x4430000000000000), "295147905179352830000"},
+		{math.Float64frombits(0x44b52d02c7e14af5), "9.999999999999997e+22"},
+		{math.Float64frombits(0x44b52d02c7e14af6), "1e+23"},
+		{math.Float64frombits(0x3eb0c6f7a0b5ed8d), "0.000001"},
+		{math.Float64frombits(0x3eb0c6f7a0b5ed8c), "9.999999999999997e-7"},
+		{1e21, "1e+21"},
+		{1e20, "100000000000000000000"},
+		{1e-7, "1e-7"},
+		{123e-20, "1.23e-18"},
+		{42, "42"},
+		{-1.5, "-1.5"},
+		{1234567890123, "1234567890123"},
+	}
+	for _, c := range cases {
+		got, err := FormatNumber(c.f)
+		if err != nil || got != c.want {
+			t.Errorf("FormatNumber(%v) = %q, %v; want %q", c.f, got, err, c.want)
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if _, err := FormatNumber(bad); err == nil {
+			t.Errorf("FormatNumber(%v) accepted", bad)
+		}
+	}
+}
+
+func TestCanonicalizeRejects(t *testing.T) {
+	for _, in := range []string{
+		`{"a":1,"a":2}`,    // duplicate member
+		`{"a":1} {"b":2}`,  // trailing value
+		"{\"a\":\"\xff\"}", // invalid UTF-8
+		`{"a":1e400}`,      // not a finite double
+		`{"a":}`,           // not JSON
+	} {
+		if out, err := Canonicalize([]byte(in)); err == nil {
+			t.Errorf("Canonicalize(%q) = %s, want error", in, out)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+// Package receipt owns termd's receipts: the signed record of every final
+// state of a plan (schema 1.0), the keys that sign them, the redaction that
+// runs before anything is stored or leaves the daemon, and the append-only,
+// hash-chained store that keeps them durable across crashes.
+//
+// The verification path (Verify, VerifyJSON, ParsePublicKeyFile,
+// ValidateSchema, Canonicalize) needs no store and no daemon state, so the CLI
+// can check a receipt offline with only a public key.
+package receipt
+
+import (
+	"fmt"
+	"time"
+)
+
+// SchemaVersion is the receipt schema version this package writes and reads.
+const SchemaVersion = "1.0"
+
+// GenesisHash is the prev_hash of the first receipt in a chain.
+const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// Status is the final state a receipt records.
+type Status string
+
+const (
+	StatusSucceeded      Status = "succeeded"
+	StatusFailed         Status = "failed"
+	StatusTimedOut       Status = "timed_out"
+	StatusCancelled      Status = "cancelled"
+	StatusKilled         Status = "killed"
+	StatusBlocked        Status = "blocked"
+	StatusDenied         Status = "denied"
+	StatusExpired        Status = "expired"
+	StatusOutcomeUnknown Status = "outcome_unknown"
+)
+
+// Statuses lists every final status, in a stable order.
+var Statuses = []Status{
+	StatusSucceeded, StatusFailed, StatusTimedOut, StatusCancelled, StatusKilled,
+	StatusBlocked, StatusDenied, StatusExpired, StatusOutcomeUnknown,
+}
+
+// Valid reports whether s is a known final status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Ran reports whether a process may have been started for this status.
+// Denied, blocked and expired receipts record a decision: nothing ran.
+func (s Status) Ran() bool {
+	switch s {
+	case StatusDenied, StatusBlocked, StatusExpired:
+		return false
+	}
+	return true
+}
+
+// Decision is the policy decision (ARCHITECTURE §4).
+type Decision string
+
+const (
+	DecisionAllow Decision = "allow"
+	DecisionAsk   Decision = "ask"
+	DecisionDeny  Decision = "deny"
+)
+
+// Principal is who asked or approved, as the daemon established it (peer
+// credentials or the gateway token's grant), never as the caller claimed.
+type Principal struct {
+	// Kind is how the principal was identified: "unix" (SO_PEERCRED),
+	// "token" (gateway HTTP token), or "system" (the daemon itself, e.g. for
+	// outcome_unknown or expiry receipts).
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Role string `json:"role"` // operator, agent, viewer, system
+	UID  *int   `json:"uid,omitempty"`
+	GID  *int   `json:"gid,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// RunAs is the identity the command ran as.
+type RunAs struct {
+	User string `json:"user"`
+	UID  int    `json:"uid"`
+	GID  int    `json:"gid"`
+}
+
+// Limits are the bounds the execution ran under. Zero means "not set".
+type Limits struct {
+	TimeoutMs      int64 `json:"timeout_ms"`
+	MaxOutputBytes int64 `json:"max_output_bytes"`
+	MemoryBytes    int64 `json:"memory_bytes,omitempty"`
+	CPUPercent     int64 `json:"cpu_percent,omitempty"`
+	MaxPids        int64 `json:"max_pids,omitempty"`
+}
+
+// Policy is the decision as the policy engine made it.
+type Policy struct {
+	Allowed          bool     `json:"allowed"`
+	Risk             string   `json:"risk"`
+	RequiresApproval bool     `json:"requires_approval"`
+	Reasons          []string `json:"reasons"`
+	Argv             []string `json:"argv"`
+	Version          string   `json:"version"`
+	RuleIDs          []string `json:"rule_ids"`
+}
+
+// Receipt is a schema 1.0 receipt. Field names are part of the published
+// schema (schema/receipt-1.0.json); do not rename them.
+type Receipt struct {
+	SchemaVersion string `json:"schema_version"`
+	ID            string `json:"id"`
+	Seq           int64  `json:"seq"`
+	PrevHash      string `json:"prev_hash"`
+
+	PlanID      string `json:"plan_id"`
+	SessionID   string `json:"session_id"`
+	ExecutionID string `json:"execution_id,omitempty"`
+	RequestHash string `json:"request_hash"`
+
+	Requester Principal  `json:"requester"`
+	Approver  *Principal `json:"approver,omitempty"`
+
+	Command       string `json:"command"`
+	CommandSHA256 string `json:"command_sha256"` // keyed: HMAC-SHA256 with the daemon digest key
+	BinaryPath    string `json:"binary_path"`
+	BinarySHA256  string `json:"binary_sha256"`
+	Cwd           string `json:"cwd"`
+	RunAs         *RunAs `json:"run_as,omitempty"`
+	Mode          string `json:"mode"`
+	Risk          string `json:"risk"`
+	Approved      bool   `json:"approved"`
+	Decision      string `json:"decision"`
+	Policy        Policy `json:"policy"`
+	Limits        Limits `json:"limits"`
+
+	Status     Status    `json:"status"`
+	Detail     string    `json:"detail,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	DurationMs int64     `json:"duration_ms"` // from the monotonic clock, not FinishedAt-StartedAt
+	ExitCode   *int      `json:"exit_code"`
+	Signal     string    `json:"signal"`
+
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	OutputTruncated bool   `json:"output_truncated"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	StdoutBytes     int64  `json:"stdout_bytes"`
+	StderrBytes     int64  `json:"stderr_bytes"`
+	StdoutDigest    string `json:"stdout_digest"` // keyed digest of the full stream
+	StderrDigest    string `json:"stderr_digest"`
+
+	AdviceDigest    string `json:"advice_digest,omitempty"`
+	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
+
+	KeyID string `json:"key_id"`
+	// Signature is HMAC-SHA256 (lowercase hex) over the canonical receipt
+	// without signature and signature_ed25519.
+	Signature string `json:"signature"`
+	// SignatureEd25519 is the Ed25519 signature (lowercase hex) over the same
+	// bytes, by the key named in key_id.
+	SignatureEd25519 string `json:"signature_ed25519"`
+}
+
+// signatureFields are the members excluded from the signed canonical form.
+var signatureFields = []string{"signature", "signature_ed25519"}
+
+// Normalize puts fields into the form that is signed: UTC times, non-nil
+// slices, the schema version. It is idempotent.
+func (r *Receipt) Normalize() {
+	if r.SchemaVersion == "" {
+		r.SchemaVersion = SchemaVersion
+	}
+	r.StartedAt = r.StartedAt.UTC().Round(0)
+	r.FinishedAt = r.FinishedAt.UTC().Round(0)
+	if r.Policy.Reasons == nil {
+		r.Policy.Reasons = []string{}
+	}
+	if r.Policy.Argv == nil {
+		r.Policy.Argv = []string{}
+	}
+	if r.Policy.RuleIDs == nil {
+		r.Policy.RuleIDs = []string{}
+	}
+}
+
+// Clone returns a deep copy.
+func (r *Receipt) Clone() *Receipt {
+	c := *r
+	if r.Approver != nil {
+		a := *r.Approver
+		c.Approver = &a
+	}
+	c.Requester = clonePrincipal(r.Requester)
+	if c.Approver != nil {
+		*c.Approver = clonePrincipal(*c.Approver)
+	}
+	if r.RunAs != nil {
+		ra := *r.RunAs
+		c.RunAs = &ra
+	}
+	if r.ExitCode != nil {
+		e := *r.ExitCode
+		c.ExitCode = &e
+	}
+	c.Policy.Reasons = append([]string(nil), r.Policy.Reasons...)
+	c.Policy.Argv = append([]string(nil), r.Policy.Argv...)
+	c.Policy.RuleIDs = append([]string(nil), r.Policy.RuleIDs...)
+	return &c
+}
+
+func clonePrincipal(p Principal) Principal {
+	if p.UID != nil {
+		u := *p.UID
+		p.UID = &u
+	}
+	if p.GID != nil {
+		g := *p.GID
+		p.GID = &g
+	}
+	return p
+}
+
+// Intent is the durable record written before a process is spawned. It holds
+// enough to build an outcome_unknown receipt and to find leftovers to kill if
+// the daemon dies before the final receipt is appended.
+type Intent struct {
+	ExecutionID string    `json:"execution_id"`
+	PlanID      string    `json:"plan_id"`
+	SessionID   string    `json:"session_id"`
+	Pid         int       `json:"pid,omitempty"`
+	Pgid        int       `json:"pgid,omitempty"`
+	CgroupPath  string    `json:"cgroup_path,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	// Receipt is the pre-filled draft (command, policy, principals, ...).
+	Receipt *Receipt `json:"receipt,omitempty"`
+}
+
+// OutcomeUnknown builds the outcome_unknown receipt for an intent that was
+// never closed, e.g. after a daemon crash. The caller appends it.
+func (in Intent) OutcomeUnknown(now time.Time, detail string) *Receipt {
+	var r *Receipt
+	if in.Receipt != nil {
+		r = in.Receipt.Clone()
+	} else {
+		r = &Receipt{}
+	}
+	r.ID, r.Seq, r.PrevHash = "", 0, ""
+	r.Signature, r.SignatureEd25519, r.KeyID = "", "", ""
+	r.ExecutionID, r.PlanID, r.SessionID = in.ExecutionID, in.PlanID, in.SessionID
+	if !in.StartedAt.IsZero() {
+		r.StartedAt = in.StartedAt
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = now
+	}
+	r.FinishedAt = now
+	r.DurationMs = 0 // the monotonic clock did not survive the crash
+	r.Status = StatusOutcomeUnknown
+	r.ExitCode = nil
+	r.Signal = ""
+	if detail == "" {
+		detail = "daemon stopped before the execution finished"
+	}
+	r.Detail = detail
+	return r
+}
+
+// Error wraps a verification failure.
+type VerifyError struct {
+	Seq    int64
+	Reason string
+}
+
+func (e *VerifyError) Error() string {
+	if e.Seq > 0 {
+		return fmt.Sprintf("receipt seq %d: %s", e.Seq, e.Reason)
+	}
+	return "receipt: " + e.Reason
+}

@@ -1,0 +1,317 @@
+package receipt
+
+import (
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Redacted replaces a secret in redacted text.
+const Redacted = "[REDACTED]"
+
+// MinSecretLen is the shortest configured secret value that is redacted;
+// shorter values would blank out ordinary text and are ignored.
+const MinSecretLen = 4
+
+type rule struct {
+	name  string
+	re    *regexp.Regexp
+	group int // submatch to replace; 0 = the whole match
+}
+
+// Common secret shapes. Rules that name a key (KEY=value, "password": "...",
+// Authorization:) replace only the credential and keep the name, so the
+// output still says what was there.
+var rules = []rule{
+	{"authorization", regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*("[^"\r\n]*"|'[^'\r\n]*'|[^\r\n"']+)`), 1},
+	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1},
+	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1},
+	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1},
+	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0},
+	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0},
+	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0},
+	{"sk_key", regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), 0},
+	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0},
+}
+
+var (
+	pemBegin = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----`)
+	pemEnd   = regexp.MustCompile(`-----END[A-Z0-9 ]*PRIVATE KEY-----`)
+)
+
+// Redactor removes secrets: configured values (the adviser key, gateway
+// tokens, values listed in config) and common secret shapes. It is safe for
+// concurrent use.
+type Redactor struct {
+	mu      sync.RWMutex
+	secrets []string // longest first
+}
+
+// NewRedactor returns a Redactor that also removes the given values.
+func NewRedactor(secrets ...string) *Redactor {
+	r := &Redactor{}
+	for _, s := range secrets {
+		r.AddSecret(s)
+	}
+	return r
+}
+
+// AddSecret adds a value to redact wherever it appears. Values shorter than
+// MinSecretLen are ignored.
+func (r *Redactor) AddSecret(s string) {
+	if len(s) < MinSecretLen {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, have := range r.secrets {
+		if have == s {
+			return
+		}
+	}
+	r.secrets = append(r.secrets, s)
+	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+}
+
+type span struct{ start, end int }
+
+// spans returns the sorted, merged byte ranges of s to redact.
+func (r *Redactor) spans(s string) []span {
+	var out []span
+	// PEM private key blocks; an unterminated one runs to the end.
+	for off := 0; off < len(s); {
+		loc := pemBegin.FindStringIndex(s[off:])
+		if loc == nil {
+			break
+		}
+		start := off + loc[0]
+		end := len(s)
+		if e := pemEnd.FindStringIndex(s[off+loc[1]:]); e != nil {
+			end = off + loc[1] + e[1]
+		}
+		out = append(out, span{start, end})
+		off = end
+	}
+	for _, ru := range rules {
+		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+			a, b := m[2*ru.group], m[2*ru.group+1]
+			if a >= 0 && b > a {
+				out = append(out, span{a, b})
+			}
+		}
+	}
+	r.mu.RLock()
+	for _, sec := range r.secrets {
+		for off := 0; ; {
+			i := strings.Index(s[off:], sec)
+			if i < 0 {
+				break
+			}
+			out = append(out, span{off + i, off + i + len(sec)})
+			off += i + 1
+		}
+	}
+	r.mu.RUnlock()
+	if len(out) == 0 {
+		return nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	merged := out[:1]
+	for _, sp := range out[1:] {
+		last := &merged[len(merged)-1]
+		if sp.start < last.end {
+			if sp.end > last.end {
+				last.end = sp.end
+			}
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
+}
+
+// apply writes s[:limit] with every span (clipped to limit) replaced.
+func apply(b *strings.Builder, s string, spans []span, limit int) {
+	pos := 0
+	for _, sp := range spans {
+		if sp.start >= limit {
+			break
+		}
+		b.WriteString(s[pos:sp.start])
+		b.WriteString(Redacted)
+		pos = min(sp.end, limit)
+	}
+	if pos < limit {
+		b.WriteString(s[pos:limit])
+	}
+}
+
+// Redact returns s with every secret replaced by [REDACTED].
+func (r *Redactor) Redact(s string) string {
+	sp := r.spans(s)
+	if len(sp) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	apply(&b, s, sp, len(s))
+	return b.String()
+}
+
+// RedactAll redacts every element of ss in place and returns it.
+func (r *Redactor) RedactAll(ss []string) []string {
+	for i := range ss {
+		ss[i] = r.Redact(ss[i])
+	}
+	return ss
+}
+
+// RedactReceipt redacts the free-text fields of a receipt in place: command,
+// argv, reasons, cwd, detail, stdout and stderr. Digests are left alone (they
+// are keyed and were computed over the full streams).
+func (r *Redactor) RedactReceipt(rc *Receipt) {
+	rc.Command = r.Redact(rc.Command)
+	rc.Cwd = r.Redact(rc.Cwd)
+	rc.Detail = r.Redact(rc.Detail)
+	rc.Stdout = r.Redact(rc.Stdout)
+	rc.Stderr = r.Redact(rc.Stderr)
+	r.RedactAll(rc.Policy.Argv)
+	r.RedactAll(rc.Policy.Reasons)
+}
+
+// DefaultHold is the tail a StreamRedactor keeps back by default. A secret
+// (or secret shape) no longer than this is redacted even when it straddles
+// chunk boundaries.
+const DefaultHold = 4096
+
+// StreamRedactor redacts a byte stream chunk by chunk for live output. It
+// holds back the last Hold bytes (more while a match runs through the tail)
+// so a secret split across Write calls is still caught; PEM private key
+// blocks of any length are swallowed whole. Call Close to flush the tail.
+// Not safe for concurrent use.
+type StreamRedactor struct {
+	r     *Redactor
+	w     io.Writer
+	hold  int
+	buf   []byte
+	inPEM bool
+	cont  bool // a forced cut split a secret: drop its continuation
+}
+
+// NewStream returns a StreamRedactor writing redacted output to w. hold <= 0
+// means DefaultHold.
+func (r *Redactor) NewStream(w io.Writer, hold int) *StreamRedactor {
+	if hold <= 0 {
+		hold = DefaultHold
+	}
+	return &StreamRedactor{r: r, w: w, hold: hold}
+}
+
+// Write buffers p and writes out whatever can no longer be part of a secret.
+func (s *StreamRedactor) Write(p []byte) (int, error) {
+	s.buf = append(s.buf, p...)
+	return len(p), s.drain(false)
+}
+
+// Close redacts and writes the held tail. It does not close the writer.
+func (s *StreamRedactor) Close() error { return s.drain(true) }
+
+// Flush is Close: it writes out the held tail; the stream can go on after.
+func (s *StreamRedactor) Flush() error { return s.drain(true) }
+
+func (s *StreamRedactor) emit(str string) error {
+	if str == "" {
+		return nil
+	}
+	_, err := io.WriteString(s.w, str)
+	return err
+}
+
+func (s *StreamRedactor) keep(from int) {
+	s.buf = append(s.buf[:0], s.buf[from:]...)
+}
+
+func (s *StreamRedactor) drain(final bool) error {
+	for {
+		if s.cont {
+			i := 0
+			for i < len(s.buf) && !isSpace(s.buf[i]) {
+				i++
+			}
+			s.keep(i)
+			if i < len(s.buf) || final {
+				s.cont = false
+			}
+			if len(s.buf) == 0 {
+				return nil
+			}
+		}
+		if s.inPEM {
+			if loc := pemEnd.FindIndex(s.buf); loc != nil {
+				s.keep(loc[1])
+				s.inPEM = false
+				continue
+			}
+			if final {
+				s.buf = s.buf[:0]
+				return nil
+			}
+			if tail := 64; len(s.buf) > tail { // may hold a partial END line
+				s.keep(len(s.buf) - tail)
+			}
+			return nil
+		}
+		str := string(s.buf)
+		if loc := pemBegin.FindStringIndex(str); loc != nil && pemEnd.FindStringIndex(str[loc[1]:]) == nil {
+			if err := s.emit(s.r.Redact(str[:loc[0]])); err != nil {
+				return err
+			}
+			if err := s.emit(Redacted); err != nil {
+				return err
+			}
+			s.keep(loc[1])
+			s.inPEM = true
+			continue
+		}
+		spans := s.r.spans(str)
+		var b strings.Builder
+		if final {
+			apply(&b, str, spans, len(str))
+			s.buf = s.buf[:0]
+			return s.emit(b.String())
+		}
+		cut := len(str) - s.hold
+		if cut <= 0 {
+			return nil
+		}
+		var crossing *span
+		for i := range spans {
+			if spans[i].start < cut && spans[i].end > cut {
+				crossing = &spans[i]
+				cut = spans[i].start
+			}
+		}
+		next := cut
+		if cut <= 0 {
+			if len(str) < 4*s.hold {
+				return nil // wait for the match to end
+			}
+			// A match longer than the buffer bound: emit its marker and drop
+			// what we have of it.
+			cut = crossing.end
+			next = crossing.end
+			if crossing.end == len(str) {
+				s.cont = true
+			}
+		}
+		apply(&b, str, spans, cut)
+		s.keep(next)
+		return s.emit(b.String())
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'
+}

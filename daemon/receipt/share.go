@@ -1,0 +1,32 @@
+package receipt
+
+import "fmt"
+
+// SharingMarker replaces each field a share export removes.
+const SharingMarker = "[REDACTED FOR SHARING]"
+
+// ShareExport returns a copy of r fit to share outside the organisation:
+// command, cwd, argv, stdout and stderr are replaced with SharingMarker,
+// sharing_redacted is set, and the copy is signed again with the current
+// key. Only a receipt whose signatures verify can be exported. The copy keeps
+// seq and prev_hash, so it still names its place in the chain, but it is not
+// itself a chain member (its hash differs from the stored receipt's).
+func ShareExport(r *Receipt, k *Keys) (*Receipt, error) {
+	if r == nil {
+		return nil, fmt.Errorf("share export: no receipt")
+	}
+	if err := Verify(r, k.PublicKeys(), k.HMACKey()); err != nil {
+		return nil, fmt.Errorf("share export: only a valid signed receipt can be exported: %w", err)
+	}
+	c := r.Clone()
+	c.Command = SharingMarker
+	c.Cwd = SharingMarker
+	c.Policy.Argv = []string{SharingMarker}
+	c.Stdout = SharingMarker
+	c.Stderr = SharingMarker
+	c.SharingRedacted = true
+	if err := k.Sign(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

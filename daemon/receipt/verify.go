@@ -1,0 +1,231 @@
+package receipt
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/x509"
+	_ "embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// SchemaJSON is the receipt 1.0 JSON Schema (draft 2020-12). The gateway
+// serves it as is.
+//
+//go:embed schema/receipt-1.0.json
+var SchemaJSON []byte
+
+// SchemaURL is the $id of SchemaJSON.
+const SchemaURL = "https://termd.dev/schema/receipt-1.0.json"
+
+var (
+	schemaOnce sync.Once
+	schemaC    *jsonschema.Schema
+	schemaErr  error
+)
+
+func compiledSchema() (*jsonschema.Schema, error) {
+	schemaOnce.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
+		if err != nil {
+			schemaErr = fmt.Errorf("receipt schema: %w", err)
+			return
+		}
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		if err := c.AddResource(SchemaURL, doc); err != nil {
+			schemaErr = fmt.Errorf("receipt schema: %w", err)
+			return
+		}
+		schemaC, schemaErr = c.Compile(SchemaURL)
+	})
+	return schemaC, schemaErr
+}
+
+// ValidateSchema checks a receipt document against the 1.0 schema.
+func ValidateSchema(data []byte) error {
+	sch, err := compiledSchema()
+	if err != nil {
+		return err
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("receipt: not JSON: %w", err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		return fmt.Errorf("receipt does not match schema 1.0: %w", err)
+	}
+	return nil
+}
+
+// Verify checks r: the schema, the Ed25519 signature by a key in pub, and
+// the HMAC signature when hmacKey is given (inside the daemon; offline
+// verification has only public keys). It does not check the chain link; see
+// Store.VerifyReceipt for that.
+func Verify(r *Receipt, pub map[string]ed25519.PublicKey, hmacKey []byte) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = verifyRaw(raw, pub, hmacKey, true)
+	return err
+}
+
+// VerifyJSON verifies a receipt document offline: schema, then the Ed25519
+// signature over the RFC 8785 form of exactly the members in data. It needs
+// no store and no daemon state.
+func VerifyJSON(data []byte, pub map[string]ed25519.PublicKey) (*Receipt, error) {
+	return verifyRaw(data, pub, nil, true)
+}
+
+// verifyRaw is the one verification path: every check works on the bytes
+// that were given, never on a re-encoding that could hide a member.
+func verifyRaw(data []byte, pub map[string]ed25519.PublicKey, hmacKey []byte, schema bool) (*Receipt, error) {
+	if schema {
+		if err := ValidateSchema(data); err != nil {
+			return nil, err
+		}
+	}
+	var r Receipt
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, &VerifyError{Reason: "cannot decode: " + err.Error()}
+	}
+	if err := verifySignatures(data, &r, pub, hmacKey); err != nil {
+		return &r, err
+	}
+	return &r, nil
+}
+
+func verifySignatures(data []byte, r *Receipt, pub map[string]ed25519.PublicKey, hmacKey []byte) error {
+	msg, err := canonicalize(data, signatureFields)
+	if err != nil {
+		return &VerifyError{Seq: r.Seq, Reason: err.Error()}
+	}
+	pk, ok := pub[r.KeyID]
+	if !ok {
+		return &VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("signed by unknown key id %q: pass the public key file that holds it", r.KeyID)}
+	}
+	if KeyIDFor(pk) != r.KeyID {
+		return &VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("public key given for key id %q does not have that id", r.KeyID)}
+	}
+	sig, err := hex.DecodeString(r.SignatureEd25519)
+	if err != nil || len(sig) != ed25519.SignatureSize || strings.ToLower(r.SignatureEd25519) != r.SignatureEd25519 {
+		return &VerifyError{Seq: r.Seq, Reason: "malformed signature_ed25519"}
+	}
+	if !ed25519.Verify(pk, msg, sig) {
+		return &VerifyError{Seq: r.Seq, Reason: "Ed25519 signature does not match: the receipt was altered or signed by another key"}
+	}
+	if hmacKey != nil {
+		want := hmacHex(hmacKey, msg)
+		if !hmac.Equal([]byte(want), []byte(r.Signature)) {
+			return &VerifyError{Seq: r.Seq, Reason: "HMAC signature does not match"}
+		}
+	}
+	return nil
+}
+
+// publicKeyJSON is the JSON public-key file format: one object or an array.
+type publicKeyJSON struct {
+	KeyID     string `json:"key_id"`
+	PublicKey string `json:"public_key"` // standard base64 of the raw 32-byte key
+}
+
+func encodePublicPEM(id string, pub ed25519.PublicKey) []byte {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		panic(err) // cannot fail for an Ed25519 key
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Headers: map[string]string{"Key-Id": id}, Bytes: der})
+}
+
+// PublicKeyJSON encodes keys in the JSON public-key file format.
+func PublicKeyJSON(keys map[string]ed25519.PublicKey) []byte {
+	var out []publicKeyJSON
+	for id, pk := range keys {
+		out = append(out, publicKeyJSON{KeyID: id, PublicKey: base64.StdEncoding.EncodeToString(pk)})
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return b
+}
+
+// ParsePublicKeyFile reads Ed25519 public keys from a file that holds
+// either PEM "PUBLIC KEY" blocks (PKIX, optional Key-Id header), or JSON: an
+// object {"key_id", "public_key" (base64)} or an array of them. The key id
+// is always derived from the key; a stated key id that differs is an error.
+func ParsePublicKeyFile(data []byte) (map[string]ed25519.PublicKey, error) {
+	out := map[string]ed25519.PublicKey{}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("public key file is empty")
+	}
+	add := func(stated string, pk ed25519.PublicKey) error {
+		id := KeyIDFor(pk)
+		if stated != "" && stated != id {
+			return fmt.Errorf("key id %q does not match the key (its id is %q)", stated, id)
+		}
+		out[id] = pk
+		return nil
+	}
+	if trimmed[0] == '{' || trimmed[0] == '[' {
+		var list []publicKeyJSON
+		if trimmed[0] == '{' {
+			var one publicKeyJSON
+			if err := json.Unmarshal(trimmed, &one); err != nil {
+				return nil, fmt.Errorf("public key file: %w", err)
+			}
+			list = append(list, one)
+		} else if err := json.Unmarshal(trimmed, &list); err != nil {
+			return nil, fmt.Errorf("public key file: %w", err)
+		}
+		for _, e := range list {
+			raw, err := base64.StdEncoding.DecodeString(e.PublicKey)
+			if err != nil || len(raw) != ed25519.PublicKeySize {
+				return nil, fmt.Errorf("public key file: public_key for %q is not a base64 Ed25519 key", e.KeyID)
+			}
+			if err := add(e.KeyID, ed25519.PublicKey(raw)); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		rest := trimmed
+		for {
+			var blk *pem.Block
+			blk, rest = pem.Decode(rest)
+			if blk == nil {
+				break
+			}
+			if blk.Type != "PUBLIC KEY" {
+				return nil, fmt.Errorf("public key file: unexpected PEM block %q", blk.Type)
+			}
+			key, err := x509.ParsePKIXPublicKey(blk.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("public key file: %w", err)
+			}
+			pk, ok := key.(ed25519.PublicKey)
+			if !ok {
+				return nil, errors.New("public key file: not an Ed25519 key")
+			}
+			if err := add(blk.Headers["Key-Id"], pk); err != nil {
+				return nil, err
+			}
+		}
+		if len(bytes.TrimSpace(rest)) != 0 {
+			return nil, errors.New("public key file: trailing data that is not PEM")
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("public key file holds no keys")
+	}
+	return out, nil
+}
