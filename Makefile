@@ -1,0 +1,66 @@
+# termd — see README.md. Every target works offline given the Go module proxy.
+GO        ?= go
+BIN       ?= bin
+PREFIX    ?= /usr/local
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/termd/termd/internal/buildinfo.Version=$(VERSION)
+BUF       := $(GO) tool -modfile=tools/go.mod buf
+FUZZTIME  ?= 30s
+# Fuzz targets run by `make test` (package:target).
+FUZZ      ?=
+
+.PHONY: all build test unit vet fuzz run generate check-generated lint bench install uninstall man clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+## test: vet, unit + integration tests with the race detector, fuzzers, generated-code check
+test: vet check-generated unit fuzz
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+fuzz:
+	@set -e; for f in $(FUZZ); do \
+		pkg=$${f%%:*}; target=$${f##*:}; \
+		echo "fuzz $$pkg $$target for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+## run: start termd (and the gateway, when built) on embedded defaults in ./.run
+run: build
+	./scripts/run.sh
+
+## generate: regenerate protobuf Go code, gateway handlers and OpenAPI (offline)
+generate:
+	$(BUF) lint
+	$(BUF) generate
+
+## check-generated: fail when committed generated code differs from `make generate`
+check-generated:
+	./scripts/check-generated.sh
+
+lint: vet
+	$(BUF) lint
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: benchmarks that print ratios against baselines measured in the same run
+bench: build
+	TERMD_BENCH=1 $(GO) test -run '^TestBench' -count=1 -v -timeout 60m ./... 2>&1 | grep -E '^(=== RUN|--- |\s+bench|BENCH|ok|FAIL)|ratio' || true
+
+install: build
+	./scripts/install.sh "$(PREFIX)" "$(BIN)"
+
+uninstall:
+	./scripts/install.sh --uninstall "$(PREFIX)"
+
+man: build
+	$(BIN)/termctl gen-man docs/man
+
+clean:
+	rm -rf $(BIN) .run

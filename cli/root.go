@@ -1,0 +1,177 @@
+// Package cli is termctl: one file per verb, each a thin layer over client/.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+
+	"github.com/termd/termd/client"
+	"github.com/termd/termd/internal/buildinfo"
+)
+
+// Exit codes (documented in `termctl --help`).
+const (
+	ExitOK        = 0
+	ExitError     = 1
+	ExitUsage     = 2
+	ExitAsk       = 3
+	ExitDeny      = 4
+	ExitTimedOut  = 124
+	ExitRefused   = 125
+	ExitCancelled = 130
+)
+
+// exitError carries an exit code up to Main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// app is the state shared by every verb.
+type app struct {
+	socket  string
+	output  string
+	noColor bool
+	stdout  io.Writer
+	stderr  io.Writer
+	stdin   io.Reader
+	c       *client.Client
+}
+
+func (a *app) client() (*client.Client, error) {
+	if a.c != nil {
+		return a.c, nil
+	}
+	c, err := client.Dial(a.socket)
+	if err != nil {
+		return nil, err
+	}
+	a.c = c
+	return c, nil
+}
+
+func (a *app) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), 30*time.Second)
+}
+
+const rootLong = `termctl talks to termd, the command broker: plan a command, see the policy's
+decision, approve it (operators), execute it, and verify its signed receipt.
+
+  termctl plan -- ls -la          decide a command and record it as a plan
+  termctl approve PLAN_ID         approve a plan awaiting approval (operators)
+  termctl execute PLAN_ID --follow   run it and stream its output
+  termctl run -- make test        plan + approve (when you may) + execute, in one go
+  termctl receipts list           see what ran, signed
+
+Exit codes:
+  0    success (for execute/run: the command exited 0)
+  1    an error (termd unreachable, not found, ...); the message says what to do
+  2    usage error
+  3    policy check: the command needs approval (ask)
+  4    policy check: the command is denied
+  124  the command timed out
+  125  termd refused to run it (denied, blocked, stale, needs approval)
+  130  the command was cancelled
+  N    execute --follow / run: the command's own exit code
+
+The socket is --socket, else $TERMD_SOCKET, else the default path.`
+
+// NewRoot builds the termctl command tree.
+func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
+	a := &app{stdout: stdout, stderr: stderr, stdin: stdin}
+	root := &cobra.Command{
+		Use:           "termctl",
+		Short:         "termctl: plan, approve, execute and verify commands through termd",
+		Long:          rootLong,
+		Version:       buildinfo.String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch a.output {
+			case "table", "json", "yaml":
+			default:
+				return exitWith(ExitUsage, fmt.Errorf("-o %q: choose table, json or yaml", a.output))
+			}
+			if os.Getenv("NO_COLOR") != "" {
+				a.noColor = true
+			}
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(stdin)
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.socket, "socket", client.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(ExitUsage, err) })
+	for _, add := range verbs {
+		root.AddCommand(add(a))
+	}
+	return root
+}
+
+// verbs registers each verb file's constructor.
+var verbs []func(*app) *cobra.Command
+
+// Main runs termctl with the process's arguments and returns the exit code.
+func Main(args []string) int {
+	root := NewRoot(os.Stdout, os.Stderr, os.Stdin)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "termctl:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "termctl:", err)
+	if isUsage(err) {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+func isUsage(err error) bool {
+	if client.Code(err) == codes.InvalidArgument {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires exactly", "invalid argument"} {
+		if len(msg) >= len(p) && contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

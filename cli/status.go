@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newStatus) }
+
+func newStatus(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the daemon's version, uptime, policy and your role",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			st, err := c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+			if err != nil {
+				return err
+			}
+			if ok, err := a.printData(st); ok {
+				return err
+			}
+			who := ""
+			if p := st.Caller; p != nil {
+				who = fmt.Sprintf("%s (uid %d) as %s", p.Name, p.Uid, roleWord(p.Role))
+			}
+			adviser := "unavailable"
+			if st.AdviserAvailable {
+				adviser = "available"
+			}
+			if st.AdviserDetail != "" {
+				adviser += ": " + st.AdviserDetail
+			}
+			return kv(a.stdout,
+				"termd", st.Version,
+				"socket", c.Socket,
+				"uptime", (time.Duration(st.UptimeSeconds) * time.Second).String(),
+				"you", who,
+				"policy", strings.TrimSpace(st.PolicyVersion+" "+paren(st.PolicySource)),
+				"mode", modeWord(st.DefaultMode),
+				"workspaces", strings.Join(st.Workspaces, ", "),
+				"sessions", fmt.Sprint(st.ActiveSessions),
+				"executions", fmt.Sprint(st.ActiveExecutions),
+				"receipts", fmt.Sprint(st.Receipts),
+				"receipt key", st.ReceiptKeyId,
+				"adviser", adviser,
+				"console", st.ConsoleUrl,
+			)
+		},
+	}
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
+func roleWord(r termdv1.Role) string {
+	return strings.ToLower(strings.TrimPrefix(r.String(), "ROLE_"))
+}
+
+func modeWord(m termdv1.Mode) string {
+	if m == termdv1.Mode_MODE_UNSPECIFIED {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(m.String(), "MODE_"))
+}

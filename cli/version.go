@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/termd/termd/internal/buildinfo"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newVersion) }
+
+func newVersion(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print termctl's and the daemon's versions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := map[string]string{"termctl": buildinfo.String(), "api": buildinfo.APIVersion}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			v, err := c.Daemon.GetVersion(ctx, &termdv1.GetVersionRequest{})
+			if err != nil {
+				return err
+			}
+			out["termd"] = v.Version
+			if ok, err := a.printData(out); ok {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "termctl %s\ntermd   %s (%s, %s)\n", out["termctl"], v.Version, v.ApiVersion, v.GoVersion)
+			return err
+		},
+	}
+}

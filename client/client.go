@@ -1,0 +1,233 @@
+// Package client is the one Go client of the termd daemon. termctl, the MCP
+// bridge and the gateway all reach the daemon through it.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// Metadata keys a transport may send. The daemon only ever lowers a caller's
+// role from them, and takes a display name only from operators (the gateway).
+const (
+	MDRole = "x-termd-role"
+	MDVia  = "x-termd-via"
+	MDName = "x-termd-name"
+)
+
+// DefaultSocket returns $TERMD_SOCKET, else the per-user or system socket path.
+func DefaultSocket() string {
+	if s := os.Getenv("TERMD_SOCKET"); s != "" {
+		return s
+	}
+	if os.Geteuid() != 0 {
+		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+			return filepath.Join(rt, "termd", "termd.sock")
+		}
+	}
+	return "/run/termd/termd.sock"
+}
+
+// Options tune a connection.
+type Options struct {
+	// Via names the transport ("gateway", "mcp"); shown in receipts and logs.
+	Via string
+	// Role, when set, lowers the caller's role for every call on this connection.
+	Role termdv1.Role
+	// Name is a display name for the acting principal (honoured for operators only).
+	Name string
+}
+
+// Client holds one connection and a typed client for each service.
+type Client struct {
+	conn   *grpc.ClientConn
+	Socket string
+
+	Daemon     termdv1.DaemonServiceClient
+	Sessions   termdv1.SessionServiceClient
+	Plans      termdv1.PlanServiceClient
+	Executions termdv1.ExecutionServiceClient
+	Events     termdv1.EventServiceClient
+	Receipts   termdv1.ReceiptServiceClient
+	Policy     termdv1.PolicyServiceClient
+	Adviser    termdv1.AdviserServiceClient
+	Workspace  termdv1.WorkspaceServiceClient
+}
+
+// Dial connects to the daemon's unix socket. It does not wait for the daemon;
+// the first call fails with a clear error when nothing listens.
+func Dial(socket string, opts ...Options) (*Client, error) {
+	if socket == "" {
+		socket = DefaultSocket()
+	}
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	md := metadata.MD{}
+	if o.Via != "" {
+		md.Set(MDVia, o.Via)
+	}
+	if o.Role != termdv1.Role_ROLE_UNSPECIFIED {
+		md.Set(MDRole, o.Role.String())
+	}
+	if o.Name != "" {
+		md.Set(MDName, o.Name)
+	}
+	conn, err := grpc.NewClient("unix://"+socket,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(unaryInterceptor(socket, md)),
+		grpc.WithChainStreamInterceptor(streamInterceptor(socket, md)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to termd at %s: %w", socket, err)
+	}
+	return &Client{
+		conn:       conn,
+		Socket:     socket,
+		Daemon:     termdv1.NewDaemonServiceClient(conn),
+		Sessions:   termdv1.NewSessionServiceClient(conn),
+		Plans:      termdv1.NewPlanServiceClient(conn),
+		Executions: termdv1.NewExecutionServiceClient(conn),
+		Events:     termdv1.NewEventServiceClient(conn),
+		Receipts:   termdv1.NewReceiptServiceClient(conn),
+		Policy:     termdv1.NewPolicyServiceClient(conn),
+		Adviser:    termdv1.NewAdviserServiceClient(conn),
+		Workspace:  termdv1.NewWorkspaceServiceClient(conn),
+	}, nil
+}
+
+// Conn exposes the underlying connection (the gateway registers REST handlers on it).
+func (c *Client) Conn() *grpc.ClientConn { return c.conn }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// WaitReady blocks until the daemon answers its status call or ctx ends.
+func (c *Client) WaitReady(ctx context.Context) error {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.Daemon.GetStatus(cctx, &termdv1.GetStatusRequest{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var e *Error
+		if errors.As(err, &e) && e.Code != codes.Unavailable && e.Code != codes.DeadlineExceeded {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func unaryInterceptor(socket string, md metadata.MD) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if len(md) > 0 {
+			ctx = metadata.NewOutgoingContext(ctx, metadata.Join(md, outgoing(ctx)))
+		}
+		return wrap(socket, invoker(ctx, method, req, reply, cc, opts...))
+	}
+}
+
+func streamInterceptor(socket string, md metadata.MD) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if len(md) > 0 {
+			ctx = metadata.NewOutgoingContext(ctx, metadata.Join(md, outgoing(ctx)))
+		}
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			return nil, wrap(socket, err)
+		}
+		return &wrappedStream{ClientStream: s, socket: socket}, nil
+	}
+}
+
+func outgoing(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	return md
+}
+
+type wrappedStream struct {
+	grpc.ClientStream
+	socket string
+}
+
+func (w *wrappedStream) RecvMsg(m any) error {
+	err := w.ClientStream.RecvMsg(m)
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	if err.Error() == "EOF" {
+		return err
+	}
+	return wrap(w.socket, err)
+}
+
+// Error is a daemon error in words: what failed and what to do.
+type Error struct {
+	Code    codes.Code
+	Message string
+	Hint    string
+}
+
+func (e *Error) Error() string {
+	if e.Hint == "" {
+		return e.Message
+	}
+	return e.Message + " (" + e.Hint + ")"
+}
+
+// GRPCStatus lets status.FromError see through the wrapper.
+func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Error()) }
+
+// Code returns the gRPC code of err (codes.OK for nil, codes.Unknown for non-daemon errors).
+func Code(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return status.Code(err)
+}
+
+func wrap(socket string, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	e := &Error{Code: st.Code(), Message: st.Message()}
+	switch st.Code() {
+	case codes.Unavailable:
+		e.Message = "termd is not reachable at " + socket
+		e.Hint = "start it with `make run` or `termd --socket " + socket + "`, or point --socket / TERMD_SOCKET at the right path"
+	case codes.PermissionDenied:
+		e.Hint = "ask an operator, or check the roles in the daemon's config"
+	case codes.Unauthenticated:
+		e.Hint = "your user has no role in termd's config"
+	case codes.DeadlineExceeded:
+		e.Hint = "the daemon did not answer in time"
+	}
+	return e
+}

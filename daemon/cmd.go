@@ -1,0 +1,130 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/internal/buildinfo"
+)
+
+// Flags are the command-line settings; each overrides the config file.
+type Flags struct {
+	ConfigFile string
+	Socket     string
+	StateDir   string
+	Policy     string
+	Workspaces []string
+	LogLevel   string
+	LogFormat  string
+	ConsoleURL string
+}
+
+// LoadConfig reads the config file and applies the flags over it, strictly.
+func (f *Flags) LoadConfig() (*config.Config, error) {
+	c, err := config.Load(f.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	if f.Socket != "" {
+		c.Socket = f.Socket
+	}
+	if f.StateDir != "" {
+		c.StateDir = f.StateDir
+	}
+	if f.Policy != "" {
+		c.Policy = f.Policy
+	}
+	if len(f.Workspaces) > 0 {
+		c.Workspaces = append(c.Workspaces, f.Workspaces...)
+	}
+	if f.LogLevel != "" {
+		c.LogLevel = f.LogLevel
+	}
+	if f.LogFormat != "" {
+		c.LogFormat = f.LogFormat
+	}
+	if f.ConsoleURL != "" {
+		c.ConsoleURL = f.ConsoleURL
+	}
+	if err := c.ApplyDefaults(); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		if c.Source != "" {
+			return nil, fmt.Errorf("config %s: %w", c.Source, err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewCommand is termd's command line.
+func NewCommand() *cobra.Command {
+	var f Flags
+	cmd := &cobra.Command{
+		Use:   "termd",
+		Short: "termd: the privileged command broker (daemon)",
+		Long: `termd owns command policy, sessions, execution and receipt signing. It serves a
+gRPC API on a unix socket; termctl, termd-mcp and termd-gateway are its clients.
+
+It runs in the foreground (systemd and launchd supervise it). SIGHUP reloads the
+config and policy (keeping the last good ones when the new ones are invalid);
+SIGTERM stops accepting work, lets running executions finish up to the
+configured grace, and exits.`,
+		Version:       buildinfo.String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.LoadConfig()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			d, err := New(cfg, &f)
+			if err != nil {
+				return err
+			}
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			go func() {
+				for range hup {
+					d.Reload()
+				}
+			}()
+			return d.Run(ctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.ConfigFile, "config", "", "config file (YAML; see docs/CONFIG.md)")
+	fl.StringVar(&f.Socket, "socket", "", "unix socket path (default $XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock as root)")
+	fl.StringVar(&f.StateDir, "state-dir", "", "state directory for receipts and keys")
+	fl.StringVar(&f.Policy, "policy", "", "policy file (default: the embedded policy)")
+	fl.StringArrayVar(&f.Workspaces, "workspace", nil, "add a workspace root; commands run only inside workspace roots (repeatable)")
+	fl.StringVar(&f.LogLevel, "log-level", "", "debug, info, warn or error")
+	fl.StringVar(&f.LogFormat, "log-format", "", "text or json")
+	fl.StringVar(&f.ConsoleURL, "console-url", "", "web console base URL used in approval links")
+	return cmd
+}
+
+// Main runs termd and returns the process exit code.
+func Main() int {
+	if err := NewCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "termd:", err)
+		var ee interface{ ExitCode() int }
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,340 @@
+// Package config owns the daemon's configuration: the file format, defaults,
+// strict validation and the mapping of callers to roles.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Duration is a time.Duration written as "90s", "15m", "1h" in the file.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string and refuses anything else.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration such as \"30s\" or \"15m\"", n.Line)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration (write e.g. \"30s\", \"15m\", \"1h\")", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration back in Go syntax.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Principals lists uids, user names and groups that hold a role.
+type Principals struct {
+	UIDs   []uint32 `yaml:"uids" doc:"numeric user ids"`
+	Users  []string `yaml:"users" doc:"user names, resolved at load"`
+	Groups []string `yaml:"groups" doc:"group names or numeric gids; a caller whose primary gid matches, or whose user is a member, holds the role"`
+}
+
+// Roles maps callers to operator, agent and viewer.
+type Roles struct {
+	Operators Principals `yaml:"operators" doc:"may plan, approve, deny, execute, reload policy and see every session; root and the daemon's own uid are always operators"`
+	Agents    Principals `yaml:"agents" doc:"may plan and execute plans that need no approval or were approved by someone else; see only their own sessions"`
+	Viewers   Principals `yaml:"viewers" doc:"may read sessions, plans and receipts they can see"`
+	Default   string     `yaml:"default" doc:"role for callers matched by nothing above: none, viewer or agent" default:"none"`
+}
+
+// Sessions bounds sessions.
+type Sessions struct {
+	IdleTimeout  Duration `yaml:"idle_timeout" doc:"a session with no activity for this long is closed (its execution cancelled)" default:"1h"`
+	PerPrincipal int      `yaml:"per_principal" doc:"open sessions one principal may hold" default:"8"`
+	Global       int      `yaml:"global" doc:"open sessions across all principals" default:"64"`
+}
+
+// Approvals bounds approvals.
+type Approvals struct {
+	TTL Duration `yaml:"ttl" doc:"a plan awaiting approval, or approved but not run, expires after this long" default:"15m"`
+}
+
+// Adviser configures the optional OpenAI-compatible adviser (DeepSeek by default).
+type Adviser struct {
+	Enabled     *bool    `yaml:"enabled" doc:"set false to turn the adviser off even when a key is present" default:"true"`
+	BaseURL     string   `yaml:"base_url" doc:"OpenAI-compatible API base URL" default:"https://api.deepseek.com"`
+	Model       string   `yaml:"model" doc:"model name" default:"deepseek-v4-flash"`
+	APIKeyEnv   string   `yaml:"api_key_env" doc:"environment variable holding the API key (read per request)" default:"DEEPSEEK_API_KEY"`
+	APIKeyFile  string   `yaml:"api_key_file" doc:"file holding the API key; must be mode 0600 or stricter"`
+	Timeout     Duration `yaml:"timeout" doc:"overall time limit of one advice request" default:"120s"`
+	IdleTimeout Duration `yaml:"idle_timeout" doc:"cancel a stream when no chunk arrives for this long" default:"30s"`
+	MaxTokens   int      `yaml:"max_tokens" doc:"maximum tokens in one answer" default:"1024"`
+	MaxAttempts int      `yaml:"max_attempts" doc:"attempts for 429/5xx/transport errors (with backoff)" default:"4"`
+	History     int      `yaml:"history" doc:"messages of conversation kept per session" default:"20"`
+}
+
+// Config is the whole daemon configuration file.
+type Config struct {
+	Socket         string    `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
+	SocketGroup    string    `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
+	StateDir       string    `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
+	Policy         string    `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
+	Workspaces     []string  `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
+	LogLevel       string    `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
+	LogFormat      string    `yaml:"log_format" doc:"text or json" default:"text"`
+	Roles          Roles     `yaml:"roles"`
+	Sessions       Sessions  `yaml:"sessions"`
+	Approvals      Approvals `yaml:"approvals"`
+	ShutdownGrace  Duration  `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
+	ConsoleURL     string    `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
+	Secrets        []string  `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
+	MetricsListen  string    `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
+	Adviser        Adviser   `yaml:"adviser"`
+	RunAsRequester *bool     `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
+
+	// Source is the file the config came from ("" for defaults only).
+	Source string `yaml:"-"`
+}
+
+// Default returns the configuration used when no file is given.
+func Default() *Config {
+	t := true
+	return &Config{
+		LogLevel:  "info",
+		LogFormat: "text",
+		Roles:     Roles{Default: "none"},
+		Sessions: Sessions{
+			IdleTimeout:  Duration(time.Hour),
+			PerPrincipal: 8,
+			Global:       64,
+		},
+		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
+		ShutdownGrace:  Duration(10 * time.Second),
+		RunAsRequester: &t,
+		Adviser: Adviser{
+			Enabled:     &t,
+			BaseURL:     "https://api.deepseek.com",
+			Model:       "deepseek-v4-flash",
+			APIKeyEnv:   "DEEPSEEK_API_KEY",
+			Timeout:     Duration(120 * time.Second),
+			IdleTimeout: Duration(30 * time.Second),
+			MaxTokens:   1024,
+			MaxAttempts: 4,
+			History:     20,
+		},
+	}
+}
+
+// Load reads a config file over the defaults. Unknown keys and bad values are
+// errors that name the file, line and key.
+func Load(path string) (*Config, error) {
+	c := Default()
+	if path == "" {
+		return c, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := Parse(c, data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.Source = path
+	return c, nil
+}
+
+var yamlField = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
+
+// Parse decodes YAML into c strictly.
+func Parse(c *Config, data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		msg := err.Error()
+		msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n  ")
+		msg = yamlField.ReplaceAllString(msg, "unknown key \"$1\" (see docs/CONFIG.md for the keys)")
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// ApplyDefaults fills values that depend on who runs the daemon.
+func (c *Config) ApplyDefaults() error {
+	root := os.Geteuid() == 0
+	if c.Socket == "" {
+		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && !root {
+			c.Socket = filepath.Join(rt, "termd", "termd.sock")
+		} else if root {
+			c.Socket = "/run/termd/termd.sock"
+		} else {
+			return errors.New("socket: no path given and XDG_RUNTIME_DIR is unset; pass --socket PATH")
+		}
+	}
+	if c.StateDir == "" {
+		if root {
+			c.StateDir = "/var/lib/termd"
+		} else if s := os.Getenv("XDG_STATE_HOME"); s != "" {
+			c.StateDir = filepath.Join(s, "termd")
+		} else if h, err := os.UserHomeDir(); err == nil {
+			c.StateDir = filepath.Join(h, ".local", "state", "termd")
+		} else {
+			return errors.New("state_dir: no path given and no home directory; pass --state-dir DIR")
+		}
+	}
+	if len(c.Workspaces) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("workspaces: none given and the current directory is unknown: %w", err)
+		}
+		c.Workspaces = []string{wd}
+	}
+	return nil
+}
+
+// Validate checks every value and returns the first problem, naming the key.
+func (c *Config) Validate() error {
+	if c.Socket != "" && !filepath.IsAbs(c.Socket) {
+		return fmt.Errorf("socket: %q must be an absolute path", c.Socket)
+	}
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		return fmt.Errorf("state_dir: %q must be an absolute path", c.StateDir)
+	}
+	for i, w := range c.Workspaces {
+		if !filepath.IsAbs(w) {
+			return fmt.Errorf("workspaces[%d]: %q must be an absolute path", i, w)
+		}
+		st, err := os.Stat(w)
+		if err != nil {
+			return fmt.Errorf("workspaces[%d]: %v", i, err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("workspaces[%d]: %q is not a directory", i, w)
+		}
+		real, err := filepath.EvalSymlinks(w)
+		if err != nil {
+			return fmt.Errorf("workspaces[%d]: %v", i, err)
+		}
+		if real == "/" {
+			return fmt.Errorf("workspaces[%d]: the filesystem root cannot be a workspace", i)
+		}
+		c.Workspaces[i] = real
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log_level: %q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log_format: %q is not one of text, json", c.LogFormat)
+	}
+	switch c.Roles.Default {
+	case "none", "viewer", "agent":
+	default:
+		return fmt.Errorf("roles.default: %q is not one of none, viewer, agent (operators must be listed explicitly)", c.Roles.Default)
+	}
+	for _, r := range []struct {
+		name string
+		p    Principals
+	}{{"operators", c.Roles.Operators}, {"agents", c.Roles.Agents}, {"viewers", c.Roles.Viewers}} {
+		for _, u := range r.p.Users {
+			if _, err := user.Lookup(u); err != nil {
+				return fmt.Errorf("roles.%s.users: unknown user %q", r.name, u)
+			}
+		}
+		for _, g := range r.p.Groups {
+			if _, err := lookupGroup(g); err != nil {
+				return fmt.Errorf("roles.%s.groups: unknown group %q", r.name, g)
+			}
+		}
+	}
+	if c.SocketGroup != "" {
+		if _, err := lookupGroup(c.SocketGroup); err != nil {
+			return fmt.Errorf("socket_group: unknown group %q", c.SocketGroup)
+		}
+	}
+	if c.Sessions.PerPrincipal < 1 || c.Sessions.PerPrincipal > 10000 {
+		return fmt.Errorf("sessions.per_principal: %d is out of range 1..10000", c.Sessions.PerPrincipal)
+	}
+	if c.Sessions.Global < c.Sessions.PerPrincipal || c.Sessions.Global > 100000 {
+		return fmt.Errorf("sessions.global: %d must be at least sessions.per_principal (%d) and at most 100000", c.Sessions.Global, c.Sessions.PerPrincipal)
+	}
+	if c.Sessions.IdleTimeout.D() < time.Second {
+		return fmt.Errorf("sessions.idle_timeout: %s is too short (at least 1s)", c.Sessions.IdleTimeout.D())
+	}
+	if c.Approvals.TTL.D() < time.Second {
+		return fmt.Errorf("approvals.ttl: %s is too short (at least 1s)", c.Approvals.TTL.D())
+	}
+	if c.ConsoleURL != "" {
+		u, err := url.Parse(c.ConsoleURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("console_url: %q is not an http(s) URL", c.ConsoleURL)
+		}
+	}
+	if c.MetricsListen != "" {
+		host, _, err := net.SplitHostPort(c.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("metrics_listen: %v", err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("metrics_listen: %q is not a loopback address; metrics are served on loopback only", c.MetricsListen)
+		}
+	}
+	for i, s := range c.Secrets {
+		if err := CheckSecretFile(s); err != nil {
+			return fmt.Errorf("secrets[%d]: %v", i, err)
+		}
+	}
+	a := c.Adviser
+	if a.BaseURL != "" {
+		u, err := url.Parse(a.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("adviser.base_url: %q is not an http(s) URL", a.BaseURL)
+		}
+	}
+	if a.APIKeyFile != "" {
+		if err := CheckSecretFile(a.APIKeyFile); err != nil {
+			return fmt.Errorf("adviser.api_key_file: %v", err)
+		}
+	}
+	if a.MaxTokens < 1 || a.MaxTokens > 65536 {
+		return fmt.Errorf("adviser.max_tokens: %d is out of range 1..65536", a.MaxTokens)
+	}
+	if a.MaxAttempts < 1 || a.MaxAttempts > 10 {
+		return fmt.Errorf("adviser.max_attempts: %d is out of range 1..10", a.MaxAttempts)
+	}
+	if a.History < 0 || a.History > 200 {
+		return fmt.Errorf("adviser.history: %d is out of range 0..200", a.History)
+	}
+	return nil
+}
+
+// CheckSecretFile refuses a secret file that others may read.
+func CheckSecretFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s has mode %#o; a secret file must not be readable by group or others (chmod 600 %s)", path, st.Mode().Perm(), path)
+	}
+	return nil
+}
+
+func lookupGroup(g string) (*user.Group, error) {
+	if _, err := strconv.Atoi(g); err == nil {
+		return user.LookupGroupId(g)
+	}
+	return user.LookupGroup(g)
+}

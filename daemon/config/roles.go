@@ -1,0 +1,98 @@
+package config
+
+import (
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+)
+
+// Role is what a caller may do.
+type Role int
+
+// Roles, weakest first.
+const (
+	RoleNone Role = iota
+	RoleViewer
+	RoleAgent
+	RoleOperator
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleViewer:
+		return "viewer"
+	case RoleAgent:
+		return "agent"
+	case RoleOperator:
+		return "operator"
+	}
+	return "none"
+}
+
+// RoleOf maps a caller's uid and primary gid to a role. Root and the daemon's
+// own uid are operators; otherwise the strongest listed role wins, then the default.
+func (c *Config) RoleOf(uid, gid uint32) Role {
+	if uid == 0 || int(uid) == os.Geteuid() {
+		return RoleOperator
+	}
+	groups := callerGroups(uid, gid)
+	switch {
+	case c.Roles.Operators.has(uid, groups):
+		return RoleOperator
+	case c.Roles.Agents.has(uid, groups):
+		return RoleAgent
+	case c.Roles.Viewers.has(uid, groups):
+		return RoleViewer
+	}
+	switch c.Roles.Default {
+	case "agent":
+		return RoleAgent
+	case "viewer":
+		return RoleViewer
+	}
+	return RoleNone
+}
+
+func (p Principals) has(uid uint32, groups []string) bool {
+	if slices.Contains(p.UIDs, uid) {
+		return true
+	}
+	if len(p.Users) > 0 {
+		if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil && slices.Contains(p.Users, u.Username) {
+			return true
+		}
+	}
+	for _, g := range p.Groups {
+		gid := g
+		if _, err := strconv.Atoi(g); err != nil {
+			grp, err := user.LookupGroup(g)
+			if err != nil {
+				continue
+			}
+			gid = grp.Gid
+		}
+		if slices.Contains(groups, gid) {
+			return true
+		}
+	}
+	return false
+}
+
+func callerGroups(uid, gid uint32) []string {
+	groups := []string{strconv.FormatUint(uint64(gid), 10)}
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		if ids, err := u.GroupIds(); err == nil {
+			groups = append(groups, ids...)
+		}
+	}
+	return groups
+}
+
+// UserName returns the user name of uid, or "uid:N" when unknown.
+func UserName(uid uint32) string {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		return u.Username
+	}
+	return "uid:" + strconv.FormatUint(uint64(uid), 10)
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/termd/termd/client"
+	"github.com/termd/termd/daemon/config"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// minRole is the weakest role allowed to call each method. A method missing
+// here is refused: new RPCs must be placed deliberately.
+var minRole = map[string]config.Role{
+	"/termd.v1.DaemonService/GetStatus":  config.RoleViewer,
+	"/termd.v1.DaemonService/GetVersion": config.RoleViewer,
+
+	"/termd.v1.SessionService/CreateSession": config.RoleAgent,
+	"/termd.v1.SessionService/GetSession":    config.RoleViewer,
+	"/termd.v1.SessionService/ListSessions":  config.RoleViewer,
+	"/termd.v1.SessionService/CloseSession":  config.RoleAgent,
+
+	"/termd.v1.PlanService/CreatePlan":  config.RoleAgent,
+	"/termd.v1.PlanService/GetPlan":     config.RoleViewer,
+	"/termd.v1.PlanService/ListPlans":   config.RoleViewer,
+	"/termd.v1.PlanService/ApprovePlan": config.RoleOperator,
+	"/termd.v1.PlanService/DenyPlan":    config.RoleOperator,
+	"/termd.v1.PlanService/Replan":      config.RoleAgent,
+
+	"/termd.v1.ExecutionService/Execute":         config.RoleAgent,
+	"/termd.v1.ExecutionService/ExecuteAndWait":  config.RoleAgent,
+	"/termd.v1.ExecutionService/GetExecution":    config.RoleViewer,
+	"/termd.v1.ExecutionService/PauseExecution":  config.RoleAgent,
+	"/termd.v1.ExecutionService/ResumeExecution": config.RoleAgent,
+	"/termd.v1.ExecutionService/CancelExecution": config.RoleAgent,
+	"/termd.v1.ExecutionService/ReadOutput":      config.RoleViewer,
+
+	"/termd.v1.EventService/StreamEvents": config.RoleViewer,
+
+	"/termd.v1.ReceiptService/GetReceipt":       config.RoleViewer,
+	"/termd.v1.ReceiptService/ListReceipts":     config.RoleViewer,
+	"/termd.v1.ReceiptService/ExportReceipt":    config.RoleViewer,
+	"/termd.v1.ReceiptService/VerifyReceipt":    config.RoleViewer,
+	"/termd.v1.ReceiptService/GetPublicKey":     config.RoleViewer,
+	"/termd.v1.ReceiptService/VerifyAuditChain": config.RoleViewer,
+
+	"/termd.v1.PolicyService/CheckPolicy":  config.RoleViewer,
+	"/termd.v1.PolicyService/GetPolicy":    config.RoleViewer,
+	"/termd.v1.PolicyService/ReloadPolicy": config.RoleOperator,
+
+	"/termd.v1.AdviserService/Advise": config.RoleAgent,
+
+	"/termd.v1.WorkspaceService/ListWorkspaceFiles": config.RoleAgent,
+	"/termd.v1.WorkspaceService/ReadWorkspaceFile":  config.RoleAgent,
+}
+
+type principalKey struct{}
+
+// PrincipalFrom returns the authenticated caller of a request.
+func PrincipalFrom(ctx context.Context) *termdv1.Principal {
+	p, _ := ctx.Value(principalKey{}).(*termdv1.Principal)
+	return p
+}
+
+// WithPrincipal attaches a principal to ctx (used by tests of the domain layer).
+func WithPrincipal(ctx context.Context, p *termdv1.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+func roleProto(r config.Role) termdv1.Role {
+	switch r {
+	case config.RoleOperator:
+		return termdv1.Role_ROLE_OPERATOR
+	case config.RoleAgent:
+		return termdv1.Role_ROLE_AGENT
+	case config.RoleViewer:
+		return termdv1.Role_ROLE_VIEWER
+	}
+	return termdv1.Role_ROLE_UNSPECIFIED
+}
+
+func roleFromName(s string) (config.Role, bool) {
+	switch strings.ToUpper(s) {
+	case "ROLE_OPERATOR", "OPERATOR":
+		return config.RoleOperator, true
+	case "ROLE_AGENT", "AGENT":
+		return config.RoleAgent, true
+	case "ROLE_VIEWER", "VIEWER":
+		return config.RoleViewer, true
+	}
+	return config.RoleNone, false
+}
+
+// authenticate turns peer credentials (plus optional downgrade metadata) into a principal.
+func (s *Server) authenticate(ctx context.Context, method string) (context.Context, error) {
+	if strings.HasPrefix(method, "/grpc.health.v1.") || strings.HasPrefix(method, "/grpc.reflection.") {
+		return ctx, nil
+	}
+	pi, ok := PeerFrom(ctx)
+	if !ok {
+		return nil, status.Error(codes.Unauthenticated, "no peer credentials on this connection; connect over termd's unix socket")
+	}
+	cfg := s.cfg()
+	role := cfg.RoleOf(pi.UID, pi.GID)
+	name := config.UserName(pi.UID)
+	via := ""
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(client.MDRole); len(v) > 0 {
+			r, ok := roleFromName(v[0])
+			if !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "%s metadata %q is not a role (operator, agent, viewer)", client.MDRole, v[0])
+			}
+			if r < role { // only ever lower
+				role = r
+			}
+		}
+		if v := md.Get(client.MDVia); len(v) > 0 {
+			via = v[0]
+		}
+		if v := md.Get(client.MDName); len(v) > 0 && cfg.RoleOf(pi.UID, pi.GID) == config.RoleOperator {
+			name = v[0]
+		}
+	}
+	if role == config.RoleNone {
+		return nil, status.Errorf(codes.PermissionDenied, "uid %d has no role in termd's config (add it to roles.operators, roles.agents or roles.viewers)", pi.UID)
+	}
+	need, known := minRole[method]
+	if !known {
+		return nil, status.Errorf(codes.Unimplemented, "method %s is not offered", method)
+	}
+	if role < need {
+		return nil, status.Errorf(codes.PermissionDenied, "%s needs the %s role; you are %s (%s)", shortMethod(method), need, role, name)
+	}
+	p := &termdv1.Principal{Uid: pi.UID, Gid: pi.GID, Pid: pi.PID, Name: name, Role: roleProto(role), Via: via}
+	return WithPrincipal(ctx, p), nil
+}
+
+func shortMethod(m string) string {
+	if i := strings.LastIndex(m, "/"); i >= 0 {
+		return m[i+1:]
+	}
+	return m
+}
+
+func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	ctx, err := s.authenticate(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h(ctx, req)
+	return resp, toStatus(err)
+}
+
+type authedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a authedStream) Context() context.Context { return a.ctx }
+
+func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	ctx, err := s.authenticate(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return toStatus(h(srv, authedStream{ServerStream: ss, ctx: ctx}))
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+)
+
+// PeerInfo is the caller's identity as the kernel reported it for the socket.
+type PeerInfo struct {
+	credentials.CommonAuthInfo
+	UID, GID uint32
+	PID      int32
+}
+
+// AuthType names the mechanism.
+func (PeerInfo) AuthType() string { return "peercred" }
+
+// peerCreds is a TransportCredentials that reads the peer's uid/gid/pid from
+// the unix socket at accept time and refuses peers started by termd itself.
+type peerCreds struct {
+	refuse func(pid int32) error
+}
+
+func (p peerCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil, nil, errors.New("termd accepts unix socket connections only")
+	}
+	info, err := readPeer(uc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.refuse != nil {
+		if err := p.refuse(info.PID); err != nil {
+			return nil, nil, err
+		}
+	}
+	info.SecurityLevel = credentials.PrivacyAndIntegrity
+	return c, info, nil
+}
+
+func (peerCreds) ClientHandshake(_ context.Context, _ string, c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return c, nil, nil
+}
+func (peerCreds) Info() credentials.ProtocolInfo {
+	return credentials.ProtocolInfo{SecurityProtocol: "peercred"}
+}
+func (p peerCreds) Clone() credentials.TransportCredentials { return p }
+func (peerCreds) OverrideServerName(string) error           { return nil }
+
+// PeerFrom returns the caller's peer credentials from a request context.
+func PeerFrom(ctx context.Context) (PeerInfo, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return PeerInfo{}, false
+	}
+	info, ok := p.AuthInfo.(PeerInfo)
+	return info, ok
+}

@@ -1,0 +1,150 @@
+// Package server is the daemon's gRPC transport: it authenticates callers from
+// the socket's peer credentials, checks roles, and translates calls into the
+// domain layer. It holds no domain logic.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/termd/termd/daemon/config"
+)
+
+// Server is the gRPC front of the daemon.
+type Server struct {
+	cfgp    atomic.Pointer[config.Config]
+	log     *slog.Logger
+	grpc    *grpc.Server
+	health  *health.Server
+	started time.Time
+}
+
+// Options configure a Server.
+type Options struct {
+	Config *config.Config
+	Log    *slog.Logger
+	// RefusePeer refuses connections from processes termd started (no calling back).
+	RefusePeer func(pid int32) error
+}
+
+// New builds a server; Register adds the domain services before Serve.
+func New(o Options) *Server {
+	s := &Server{log: o.Log, started: time.Now()}
+	s.cfgp.Store(o.Config)
+	s.grpc = grpc.NewServer(
+		grpc.Creds(peerCreds{refuse: o.RefusePeer}),
+		grpc.ChainUnaryInterceptor(s.unaryAuth),
+		grpc.ChainStreamInterceptor(s.streamAuth),
+		grpc.MaxRecvMsgSize(4<<20),
+	)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	return s
+}
+
+// GRPC exposes the grpc.Server so services can be registered on it.
+func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// Started is when the server was created.
+func (s *Server) Started() time.Time { return s.started }
+
+// SetConfig swaps the active configuration (after a successful reload).
+func (s *Server) SetConfig(c *config.Config) { s.cfgp.Store(c) }
+
+func (s *Server) cfg() *config.Config { return s.cfgp.Load() }
+
+// Serve serves on l until Stop.
+func (s *Server) Serve(l net.Listener) error {
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	err := s.grpc.Serve(l)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Drain marks the server not serving (health) so clients stop sending work.
+func (s *Server) Drain() { s.health.Shutdown() }
+
+// Stop closes listeners and streams, waiting up to d for unary calls to end.
+func (s *Server) Stop(d time.Duration) {
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		s.grpc.Stop()
+	}
+}
+
+// Listen creates the unix socket: directory 0750, socket 0660, group from config.
+func Listen(path, group string) (net.Listener, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("socket directory %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("socket directory %s: %w", dir, err)
+	}
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket %s exists and is not a socket; remove it or choose another --socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("socket %s: another termd is already listening there", path)
+		}
+		_ = os.Remove(path)
+	}
+	old := syscall.Umask(0o117)
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if group != "" {
+		gid, err := groupID(group)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		if err := os.Chown(path, -1, gid); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("socket_group %s: %w", group, err)
+		}
+		_ = os.Chown(dir, -1, gid)
+	}
+	return l, nil
+}
+
+func groupID(g string) (int, error) {
+	if n, err := strconv.Atoi(g); err == nil {
+		return n, nil
+	}
+	grp, err := lookupGroup(g)
+	if err != nil {
+		return 0, fmt.Errorf("socket_group: unknown group %q", g)
+	}
+	return strconv.Atoi(grp.Gid)
+}
+
+func lookupGroup(g string) (*user.Group, error) { return user.LookupGroup(g) }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make run: termd (and termd-gateway with the web console) on embedded
+# defaults, state in ./.run, this checkout as the workspace. Ctrl-C stops both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+run="$root/.run"
+mkdir -p "$run"
+chmod 700 "$run"
+sock="$run/termd.sock"
+port="${TERMD_CONSOLE_PORT:-8765}"
+console="http://127.0.0.1:$port"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+args=(--socket "$sock" --state-dir "$run/state" --workspace "$root")
+if [ -x bin/termd-gateway ]; then args+=(--console-url "$console"); fi
+bin/termd "${args[@]}" 2> >(tee -a "$run/termd.log" >&2) &
+pids+=($!)
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+if [ ! -S "$sock" ]; then echo "termd did not start; see $run/termd.log" >&2; exit 1; fi
+
+if [ -x bin/termd-gateway ]; then
+	bin/termd-gateway --socket "$sock" --listen "127.0.0.1:$port" --token-file "$run/gateway.token" 2> >(tee -a "$run/gateway.log" >&2) &
+	pids+=($!)
+	for _ in $(seq 100); do [ -s "$run/gateway.token" ] && break; sleep 0.1; done
+fi
+
+cat <<MSG
+
+termd is running.
+  socket:     $sock
+  state:      $run/state (receipts, signing keys)
+  workspace:  $root
+
+Next, in another terminal:
+  export TERMD_SOCKET=$sock
+  bin/termctl status
+  bin/termctl run -- ls -la                 # a read-only command runs at once
+  bin/termctl plan -- touch hello.txt       # a write needs approval in confirm mode
+  bin/termctl pending                       # then: bin/termctl approve PLAN_ID
+  bin/termctl receipts list
+MSG
+if [ -x bin/termd-gateway ]; then
+cat <<MSG
+  Console:    $console  (sign in with the token in $run/gateway.token)
+MSG
+fi
+echo
+echo "Ctrl-C stops termd."
+wait -n "${pids[@]}"
