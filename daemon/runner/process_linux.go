@@ -582,7 +582,11 @@ func (p *Process) killTree() int {
 		p.track(snap)
 		alive := 0
 		for pid, pi := range p.fallbackMembers(snap, true) {
-			if pi.state == 'Z' || pid == p.pid {
+			if pid == p.pid {
+				continue
+			}
+			p.noteTracked(pi) // so reapOrphans knows it
+			if pi.state == 'Z' {
 				continue
 			}
 			alive++
