@@ -79,6 +79,14 @@ type span struct{ start, end int }
 
 // spans returns the sorted, merged byte ranges of s to redact.
 func (r *Redactor) spans(s string) []span {
+	sp, _ := r.spansGuards(s)
+	return sp
+}
+
+// spansGuards also returns the whole matches (key and value for key=value
+// rules). A stream must not cut through a guard: the key may be what makes
+// the value recognisable.
+func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 	var out []span
 	// PEM private key blocks; an unterminated one runs to the end.
 	for off := 0; off < len(s); {
@@ -99,6 +107,9 @@ func (r *Redactor) spans(s string) []span {
 			a, b := m[2*ru.group], m[2*ru.group+1]
 			if a >= 0 && b > a {
 				out = append(out, span{a, b})
+				if ru.group != 0 {
+					guards = append(guards, span{m[0], m[1]})
+				}
 			}
 		}
 	}
@@ -115,8 +126,9 @@ func (r *Redactor) spans(s string) []span {
 	}
 	r.mu.RUnlock()
 	if len(out) == 0 {
-		return nil
+		return nil, nil
 	}
+	guards = append(guards, out...)
 	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
 	merged := out[:1]
 	for _, sp := range out[1:] {
@@ -129,7 +141,7 @@ func (r *Redactor) spans(s string) []span {
 		}
 		merged = append(merged, sp)
 	}
-	return merged
+	return merged, guards
 }
 
 // apply writes s[:limit] with every span (clipped to limit) replaced.
@@ -275,7 +287,7 @@ func (s *StreamRedactor) drain(final bool) error {
 			s.inPEM = true
 			continue
 		}
-		spans := s.r.spans(str)
+		spans, guards := s.r.spansGuards(str)
 		var b strings.Builder
 		if final {
 			apply(&b, str, spans, len(str))
@@ -286,11 +298,14 @@ func (s *StreamRedactor) drain(final bool) error {
 		if cut <= 0 {
 			return nil
 		}
-		var crossing *span
-		for i := range spans {
-			if spans[i].start < cut && spans[i].end > cut {
-				crossing = &spans[i]
-				cut = spans[i].start
+		// Move the cut back before any match that runs through it.
+		for moved := true; moved; {
+			moved = false
+			for _, g := range guards {
+				if g.start < cut && g.end > cut {
+					cut = g.start
+					moved = true
+				}
 			}
 		}
 		next := cut
@@ -298,11 +313,16 @@ func (s *StreamRedactor) drain(final bool) error {
 			if len(str) < 4*s.hold {
 				return nil // wait for the match to end
 			}
-			// A match longer than the buffer bound: emit its marker and drop
-			// what we have of it.
-			cut = crossing.end
-			next = crossing.end
-			if crossing.end == len(str) {
+			// A match longer than the buffer bound: emit it (redacted) and
+			// drop what we have of it; if it reaches the end of the buffer,
+			// drop its continuation too.
+			for _, g := range guards {
+				if g.start == 0 && g.end > cut {
+					cut = g.end
+				}
+			}
+			next = cut
+			if cut == len(str) {
 				s.cont = true
 			}
 		}

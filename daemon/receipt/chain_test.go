@@ -1,0 +1,265 @@
+package receipt
+
+import (
+	"bufio"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// buildChain appends n receipts and closes the store, returning its path.
+func buildChain(t *testing.T, n int) (string, *Keys) {
+	t.Helper()
+	s, k, path := newStore(t)
+	for i := 0; i < n; i++ {
+		if _, err := s.Append(sampleReceipt(k, Statuses[i%len(Statuses)], "s")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, k
+}
+
+// tamper opens the SQLite file directly, as an attacker with file access
+// would, drops the append-only triggers and runs the statements.
+func tamper(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stmts = append([]string{
+		`DROP TRIGGER receipts_no_update`,
+		`DROP TRIGGER receipts_no_delete`,
+	}, stmts...)
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func verifyAt(t *testing.T, path string, k *Keys) (int, int64, error) {
+	t.Helper()
+	s, err := Open(path, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return s.VerifyChain()
+}
+
+func TestVerifyChainDetectsTampering(t *testing.T) {
+	const n = 10
+	cases := []struct {
+		name    string
+		stmts   []string
+		wantBad int64
+	}{
+		{"flip a byte of the command", []string{`UPDATE receipts SET body = replace(body, 'git status', 'git statuS') WHERE seq = 4`}, 4},
+		{"flip a byte of the HMAC signature", []string{flipStmt(6, `"signature":"`)}, 6},
+		{"flip a byte of the Ed25519 signature", []string{flipStmt(7, `"signature_ed25519":"`)}, 7},
+		{"flip a byte of prev_hash", []string{flipStmt(3, `"prev_hash":"`)}, 3},
+		{"flip the stored hash", []string{`UPDATE receipts SET hash = substr(hash, 2) || substr(hash, 1, 1) WHERE seq = 9`}, 9},
+		{"delete one", []string{`DELETE FROM receipts WHERE seq = 5`}, 5},
+		{"delete the first", []string{`DELETE FROM receipts WHERE seq = 1`}, 1},
+		{"reorder two bodies", []string{
+			`UPDATE receipts SET seq = -1 WHERE seq = 3`,
+			`UPDATE receipts SET seq = 3 WHERE seq = 8`,
+			`UPDATE receipts SET seq = 8 WHERE seq = -1`,
+		}, 3},
+		{"renumber after a deletion", []string{
+			`DELETE FROM receipts WHERE seq = 6`,
+			`UPDATE receipts SET seq = seq - 1 WHERE seq > 6`,
+		}, 6},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path, k := buildChain(t, n)
+			if checked, bad, err := verifyAt(t, path, k); err != nil || bad != 0 || checked != n {
+				t.Fatalf("before tampering: %d %d %v", checked, bad, err)
+			}
+			tamper(t, path, c.stmts...)
+			checked, bad, err := verifyAt(t, path, k)
+			if err == nil || bad != c.wantBad {
+				t.Fatalf("VerifyChain = checked %d, bad seq %d, %v; want bad seq %d", checked, bad, err, c.wantBad)
+			}
+			if checked != int(c.wantBad-1) {
+				t.Errorf("checked %d receipts before the bad one, want %d", checked, c.wantBad-1)
+			}
+			t.Logf("detected: %v", err)
+		})
+	}
+}
+
+// flipStmt changes the first hex digit after marker in the body at seq.
+func flipStmt(seq int, marker string) string {
+	m := strings.ReplaceAll(marker, "'", "''")
+	pos := fmt.Sprintf("instr(body, '%s') + %d", m, len(marker))
+	return fmt.Sprintf(`UPDATE receipts SET body = substr(body, 1, %[1]s - 1) ||
+		CASE substr(body, %[1]s, 1) WHEN '0' THEN '1' ELSE '0' END ||
+		substr(body, %[1]s + 1) WHERE seq = %[2]d`, pos, seq)
+}
+
+// The kill -9 test re-executes the test binary as a writer that appends in
+// a loop and reports each acknowledged seq on stdout.
+const helperEnv = "TERMD_RECEIPT_KILL_HELPER"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		os.Exit(killHelper(dir))
+	}
+	os.Exit(m.Run())
+}
+
+func killHelper(dir string) int {
+	k, err := LoadOrCreateKeys(filepath.Join(dir, "keys"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	s, err := Open(filepath.Join(dir, "receipts.db"), k)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	out := bufio.NewWriter(os.Stdout)
+	for i := 0; ; i++ {
+		exec := fmt.Sprintf("exec-%d-%d", os.Getpid(), i)
+		r := sampleReceipt(k, StatusSucceeded, "kill")
+		r.ExecutionID = exec
+		if err := s.AppendIntent(Intent{ExecutionID: exec, PlanID: "p-" + exec, SessionID: "kill", Receipt: r}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Fprintf(out, "intent %s\n", exec)
+		out.Flush()
+		got, err := s.Append(r)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Fprintf(out, "acked %d %s\n", got.Seq, got.ID)
+		out.Flush()
+	}
+}
+
+func TestKill9LosesNothingAcked(t *testing.T) {
+	dir := t.TempDir()
+	acked := map[int64]string{}
+	intents := map[string]bool{}
+	for round, stopAfter := range []int{25, 40, 7} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		n := 0
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch f[0] {
+			case "intent":
+				intents[f[1]] = true
+			case "acked":
+				seq, _ := strconv.ParseInt(f[1], 10, 64)
+				acked[seq] = f[2]
+				n++
+			}
+			if n == stopAfter {
+				// Mid-loop: the helper is already working on its next append.
+				cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+		}
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		err = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("round %d: helper did not die by SIGKILL: %v; stderr: %s", round, err, stderr.String())
+		}
+
+		k, err := LoadOrCreateKeys(filepath.Join(dir, "keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(filepath.Join(dir, "receipts.db"), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq, id := range acked {
+			r, err := s.GetSeq(seq)
+			if err != nil || r.ID != id {
+				t.Fatalf("round %d: acked seq %d (%s) lost: %v", round, seq, id, err)
+			}
+		}
+		checked, bad, err := s.VerifyChain()
+		if err != nil || bad != 0 || checked < len(acked) {
+			t.Fatalf("round %d: chain after kill -9: checked %d (acked %d), bad %d, %v", round, checked, len(acked), bad, err)
+		}
+		// Every intent either has its receipt or is returned for recovery;
+		// recovering turns it into an outcome_unknown receipt.
+		open, err := s.RecoverIntents()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(open) > 1 {
+			t.Fatalf("round %d: %d open intents, at most 1 expected", round, len(open))
+		}
+		for _, in := range open {
+			got, err := s.Append(in.OutcomeUnknown(in.StartedAt, "daemon was killed"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			acked[got.Seq] = got.ID
+		}
+		if open, _ := s.RecoverIntents(); len(open) != 0 {
+			t.Fatalf("round %d: intents still open after recovery", round)
+		}
+		s.Close()
+	}
+	if len(acked) < 25+40+7 {
+		t.Fatalf("only %d acked", len(acked))
+	}
+}
+
+// Every single-byte change anywhere in a stored body is caught by the
+// receipt's own checks, before the chain link is even consulted.
+func TestEveryByteFlipIsDetected(t *testing.T) {
+	s, k, _ := newStore(t)
+	r, err := s.Append(sampleReceipt(k, StatusFailed, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := CanonicalBytes(r)
+	pubs, hk := k.PublicKeys(), k.HMACKey()
+	if _, err := verifyRaw(body, pubs, hk, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range body {
+		for _, bit := range []byte{0x01, 0x20} {
+			b := append([]byte(nil), body...)
+			b[i] ^= bit
+			if _, err := verifyRaw(b, pubs, hk, false); err == nil {
+				t.Fatalf("flipping byte %d (%q -> %q) went unnoticed", i, body[i], b[i])
+			}
+		}
+	}
+}
