@@ -43,7 +43,9 @@
 //
 // For an all-sessions subscription the same holds with global sequence
 // numbers: Seq is 0, SessionId is "", GlobalSeq is the last missed global
-// seq, Lagged.ResumeFromSeq is the global cursor and Lagged.Dropped counts
+// seq, Lagged.ResumeFromSeq is the global cursor (which also advances past
+// events the predicate hid, so it may be above the last global_seq the
+// caller was given) and Lagged.Dropped counts
 // global sequence numbers, including those of sessions the caller may not see
 // (it cannot be known which were visible, since they are gone). A LAGGED event
 // is delivered regardless of the visibility predicate.
