@@ -266,7 +266,9 @@ func (b *Bus) Subscribe(sessionID string, sinceSeq uint64) (*Subscription, error
 }
 
 // SubscribeAll follows every session, in global_seq order, starting after
-// sinceGlobalSeq (clamped to the current global seq like Subscribe). Only
+// sinceGlobalSeq (clamped to the current global seq like Subscribe; 0
+// replays the global ring, after a LAGGED event if global seq 1 is no longer
+// held — pass LastGlobalSeq() to follow only new events). Only
 // events whose session id satisfies visible are returned (visible == nil
 // sees everything); visible is called from Next, outside the bus lock. The
 // stream never ends by itself.

@@ -175,9 +175,9 @@ func TestSubscribeAllVisibility(t *testing.T) {
 	all := b.SubscribeAll(2, nil)
 	defer all.Close()
 
-	b.Publish("theirs", kOutput, nil) // g4
+	b.Publish("theirs", kOutput, nil)  // g4
 	b.Publish("shared", kCreated, nil) // g5
-	b.Publish("theirs", kOutput, nil) // g6
+	b.Publish("theirs", kOutput, nil)  // g6
 	b.Publish("mine", kOutput, nil)    // g7
 
 	check := func(s *Subscription, want []uint64) {
@@ -743,5 +743,54 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 	}
 	if b.Subscribers() != 0 {
 		t.Errorf("Subscribers = %d after all closed", b.Subscribers())
+	}
+}
+
+func TestClosedSessionWithoutTail(t *testing.T) {
+	ctx := testCtx(t)
+	b := New(Options{ClosedSessionTail: -1})
+	for i := 0; i < 5; i++ {
+		b.Publish("s", kOutput, nil)
+	}
+	b.CloseSession("s")
+	b.mu.Lock()
+	if r := b.sessions["s"].ring; r.n != 0 || len(r.buf) != 0 || r.bytes != 0 {
+		t.Fatalf("ring not freed: %d events, %d slots, %d bytes", r.n, len(r.buf), r.bytes)
+	}
+	b.mu.Unlock()
+	s, err := b.Subscribe("s", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	wantLagged(t, next(t, ctx, s), 2, 3)
+	if _, err := s.Next(ctx); err != io.EOF {
+		t.Fatalf("Next = %v, want io.EOF", err)
+	}
+}
+
+func TestRingWrapAndGrow(t *testing.T) {
+	r := newRing(5, 1<<30)
+	for seq := uint64(1); seq <= 23; seq++ {
+		r.push(&termdv1.Event{Seq: seq}, seq, 10)
+		lo := max(1, int(seq)-4)
+		if r.first != uint64(lo) || r.n != int(seq)-lo+1 || r.bytes != 10*r.n {
+			t.Fatalf("after %d: first %d n %d bytes %d", seq, r.first, r.n, r.bytes)
+		}
+		for s := uint64(lo); s <= seq; s++ {
+			if ev := r.get(s); ev == nil || ev.Seq != s {
+				t.Fatalf("after %d: get(%d) = %v", seq, s, ev)
+			}
+		}
+		if r.get(uint64(lo)-1) != nil || r.get(seq+1) != nil {
+			t.Fatalf("after %d: get outside the ring returned an event", seq)
+		}
+	}
+	if len(r.buf) != 5 {
+		t.Fatalf("buffer grew to %d slots, bound 5", len(r.buf))
+	}
+	r.trim(2)
+	if r.n != 2 || len(r.buf) != 2 || r.first != 22 || r.get(23).Seq != 23 || r.bytes != 20 {
+		t.Fatalf("trim: n %d slots %d first %d bytes %d", r.n, len(r.buf), r.first, r.bytes)
 	}
 }
