@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -769,5 +770,24 @@ func TestConfigValidate(t *testing.T) {
 	a := New(Config{Enabled: true, BaseURL: "http://api.example.com"}, nil, nil)
 	if ok, why := a.Available(); ok || !strings.Contains(why, "https") {
 		t.Fatalf("plain-http remote: %v %q", ok, why)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := map[string]time.Duration{
+		"":     -1,
+		"0":    0,
+		"12":   12 * time.Second,
+		"-3":   -1,
+		"1.5":  -1,
+		"soon": -1,
+		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
+		now.Add(-time.Hour).Format(http.TimeFormat):       0,
+	}
+	for in, want := range cases {
+		if got := parseRetryAfter(in, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", in, got, want)
+		}
 	}
 }
