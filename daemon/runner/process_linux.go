@@ -407,8 +407,8 @@ loop:
 	p.exited = true
 	p.mu.Unlock()
 	leftovers := p.killTree()
-	p.reapOrphans()
 	state, werr := p.proc.Wait()
+	p.reapOrphans() // after our own zombie is gone, so the peek can say "none"
 	if p.pidfd >= 0 {
 		unix.Close(p.pidfd)
 		p.pidfd = -1
@@ -694,6 +694,9 @@ func (r *Runner) unclaimedOrphan(pi procInfo) bool {
 // one pid at a time, never "any child" (see EnableSubreaper).
 func (p *Process) reapOrphans() {
 	self := p.r.self
+	if !hasZombieChild() {
+		return // the common case, without a /proc scan
+	}
 	snap := snapshot()
 	p.mu.Lock()
 	tracked := make(map[int]uint64, len(p.tracked))
@@ -858,3 +861,10 @@ func killCgroupPath(dir string) error {
 	return nil
 }
 
+// hasZombieChild peeks (WNOWAIT: reaps nothing, steals no status) whether any
+// child of ours is waitable.
+func hasZombieChild() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo != 0
+}

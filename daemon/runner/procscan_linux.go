@@ -2,6 +2,8 @@ package runner
 
 import (
 	"os"
+
+	"golang.org/x/sys/unix"
 	"strconv"
 	"strings"
 )
@@ -16,11 +18,23 @@ type procInfo struct {
 }
 
 func readProc(pid int) (procInfo, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [1024]byte
+	return readProcBuf(pid, buf[:])
+}
+
+// readProcBuf reads /proc/<pid>/stat with one open+read (no stat, no
+// allocation beyond the string); scanning /proc is on the cleanup path.
+func readProcBuf(pid int, buf []byte) (procInfo, bool) {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return procInfo{}, false
 	}
-	return parseStat(pid, string(data))
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return procInfo{}, false
+	}
+	return parseStat(pid, string(buf[:n]))
 }
 
 func parseStat(pid int, s string) (procInfo, bool) {
@@ -50,6 +64,7 @@ func snapshot() map[int]procInfo {
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	out := make(map[int]procInfo, len(names))
+	buf := make([]byte, 1024)
 	for _, n := range names {
 		if n[0] < '0' || n[0] > '9' {
 			continue
@@ -58,7 +73,7 @@ func snapshot() map[int]procInfo {
 		if err != nil {
 			continue
 		}
-		if pi, ok := readProc(pid); ok {
+		if pi, ok := readProcBuf(pid, buf); ok {
 			out[pid] = pi
 		}
 	}
