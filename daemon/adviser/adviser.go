@@ -220,14 +220,14 @@ func (a *Adviser) Advise(ctx context.Context, req Request, onChunk func(Chunk) e
 		creq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
 	}
 
-	select {
-	case a.sem <- struct{}{}:
-		defer func() { <-a.sem }()
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("adviser: request cancelled: %w", ctx.Err())
-	}
 	tctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
+	select { // waiting for a slot counts against the timeout
+	case a.sem <- struct{}{}:
+		defer func() { <-a.sem }()
+	case <-tctx.Done():
+		return Result{}, a.ctxErr(ctx, tctx)
+	}
 
 	log := a.log.With("session", req.SessionID, "intent", string(req.Intent), "model", a.cfg.Model)
 	start := time.Now()

@@ -791,3 +791,13 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestNoCallbackStillRetriesAfterPartialStream(t *testing.T) {
+	// Without onChunk nobody saw the partial answer, so a retry is safe.
+	h := newHarness(t, nil)
+	h.srv.Enqueue(fakeapi.Dropped("half "), fakeapi.Answer("whole answer"))
+	res, err := h.a.Advise(context.Background(), ask("hi"), nil)
+	if err != nil || res.Text != "whole answer" || res.Attempts != 2 {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+}

@@ -158,14 +158,10 @@ func (a *Adviser) attempt(caller, tctx context.Context, key string, creq openai.
 			st.finish = "length"
 			return nil
 		}
-		if ch.Text != "" || ch.Reasoning != "" {
-			if st.onChunk != nil {
-				st.delivered++
-				if err := st.onChunk(ch); err != nil {
-					return &callbackError{err}
-				}
-			} else {
-				st.delivered++
+		if (ch.Text != "" || ch.Reasoning != "") && st.onChunk != nil {
+			st.delivered++ // from here on a retry would show a second answer
+			if err := st.onChunk(ch); err != nil {
+				return &callbackError{err}
 			}
 		}
 		watchdog.Reset(idle)
