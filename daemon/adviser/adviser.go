@@ -57,7 +57,8 @@ type Result struct {
 	FinishReason  string
 }
 
-// Chunk is a piece of the streamed answer. Text and Reasoning are never mixed.
+// Chunk is a piece of the streamed answer. Reasoning (reasoning_content) is
+// never put into Text; it is set only when Request.IncludeReasoning.
 type Chunk struct{ Text, Reasoning string }
 
 // Adviser answers advice requests. It is safe for concurrent use.
