@@ -185,11 +185,15 @@ func (p *Process) spawn() (err error) {
 	if p.cg != nil {
 		p.cg.settle()
 	}
+	var st uint64
+	if pi, ok := readProc(proc.Pid); ok {
+		st = pi.start
+	}
+	p.mu.Lock() // other executions read pid/start through ident()
 	p.proc = proc
 	p.pid = proc.Pid
-	if pi, ok := readProc(p.pid); ok {
-		p.start = pi.start
-	}
+	p.start = st
+	p.mu.Unlock()
 	return nil
 }
 
@@ -654,7 +658,7 @@ func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]pro
 		if atEnd && pi.ppid == self && pi.start >= p.start && p.r.unclaimedOrphan(pi) {
 			claimed := false
 			for _, o := range others {
-				if o.start <= pi.start && !o.isEnded() {
+				if _, ost := o.ident(); ost <= pi.start && !o.isEnded() {
 					claimed = true
 					break
 				}
@@ -683,7 +687,7 @@ func (r *Runner) unclaimedOrphan(pi procInfo) bool {
 		return false
 	}
 	for _, o := range r.liveProcesses() {
-		if o.pid == pi.pid && o.start == pi.start {
+		if opid, ost := o.ident(); opid == pi.pid && ost == pi.start {
 			return false
 		}
 	}
@@ -723,7 +727,7 @@ func (p *Process) reapOrphans() {
 
 func (r *Runner) isMain(pid int, start uint64) bool {
 	for _, o := range r.liveProcesses() {
-		if o.pid == pid && o.start == start {
+		if opid, ost := o.ident(); opid == pid && ost == start {
 			return true
 		}
 	}
@@ -761,7 +765,8 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 			return false
 		}
 		for _, o := range live {
-			if (o.pid == pi.pid && o.start == pi.start) || (pi.pgid == o.pid && o.pid != 0) {
+			opid, ost := o.ident()
+			if (opid == pi.pid && ost == pi.start) || (pi.pgid == opid && opid != 0) {
 				return true
 			}
 			o.mu.Lock()
@@ -867,4 +872,11 @@ func hasZombieChild() bool {
 	var info unix.Siginfo
 	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 	return err == nil && info.Signo != 0
+}
+
+// ident is (pid, start ticks) for use by other goroutines; (0, 0) while spawning.
+func (p *Process) ident() (int, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid, p.start
 }

@@ -599,3 +599,21 @@ func TestProbe(t *testing.T) {
 		t.Error("TestMain enabled the subreaper but Probe does not see it")
 	}
 }
+
+// Without cgroups, one execution's cleanup must not kill another live
+// execution's processes, and both must be gone once both have ended.
+func TestFallbackConcurrentExecutions(t *testing.T) {
+	r := newRunner(t, Options{NoCgroups: true})
+	a := start(t, r, sh(`setsid sleep 300 & echo $!; sleep 100`))
+	gcA := atoi(t, firstLine(t, a))
+	b := start(t, r, sh(`setsid sleep 300 & echo $!; sleep 0.3`))
+	gcB := atoi(t, firstLine(t, b))
+	if res := b.Wait(); res.Status != StatusSucceeded {
+		t.Fatalf("b: %s", res.Status)
+	}
+	assertAlive(t, gcA, "a's grandchild after b ended")
+	assertGone(t, gcB, "b's grandchild (seen by b's tracker)")
+	_ = a.Cancel()
+	a.Wait()
+	assertGone(t, gcA, "a's grandchild")
+}
