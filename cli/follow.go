@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/termd/termd/client"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// follow runs a plan with ExecuteAndWait, copying its output live to the
+// terminal's stdout and stderr, and returns an exitError carrying the
+// command's exit code (0 → nil). Ctrl-C cancels the execution (it still gets
+// a receipt); a second Ctrl-C stops waiting.
+func (a *app) follow(ctx context.Context, c *client.Client, planID string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID})
+	if err != nil {
+		return refusal(planID, err)
+	}
+
+	var (
+		execID   string
+		final    *termdv1.Execution
+		receipt  *termdv1.ReceiptSummary
+		sigs     = make(chan os.Signal, 2)
+		gotEvent = false
+	)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	events := make(chan *termdv1.Event)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case events <- m.GetEvent():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	interrupts := 0
+	for {
+		select {
+		case <-sigs:
+			interrupts++
+			if interrupts > 1 || execID == "" {
+				return exitWith(ExitCancelled, fmt.Errorf("stopped waiting; the execution may still run: see `termctl sessions list`"))
+			}
+			fmt.Fprintf(a.stderr, "termctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", execID)
+			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, cerr := c.Executions.CancelExecution(cctx, &termdv1.CancelExecutionRequest{ExecutionId: execID})
+			ccancel()
+			if cerr != nil {
+				fmt.Fprintf(a.stderr, "termctl: cancelling: %v\n", cerr)
+			}
+		case ev := <-events:
+			gotEvent = true
+			switch ev.GetKind() {
+			case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED:
+				if ex := ev.GetExecution(); ex != nil {
+					execID = ex.Id
+				}
+			case termdv1.EventKind_EVENT_KIND_OUTPUT:
+				out := ev.GetOutput()
+				if out == nil {
+					continue
+				}
+				if execID == "" {
+					execID = out.ExecutionId
+				}
+				w := a.stdout
+				if out.Stream == termdv1.OutputStream_OUTPUT_STREAM_STDERR {
+					w = a.stderr
+				}
+				if _, err := w.Write(out.Data); err != nil && !errors.Is(err, syscall.EPIPE) {
+					return err
+				}
+			case termdv1.EventKind_EVENT_KIND_PAUSED:
+				if isTerminal(a.stderr) {
+					fmt.Fprintln(a.stderr, "termctl: paused (termctl resume "+execID+")")
+				}
+			case termdv1.EventKind_EVENT_KIND_RESUMED:
+				if isTerminal(a.stderr) {
+					fmt.Fprintln(a.stderr, "termctl: resumed")
+				}
+			case termdv1.EventKind_EVENT_KIND_FINISHED:
+				if ex := ev.GetExecution(); ex != nil {
+					final = ex
+					execID = ex.Id
+				}
+			case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
+				receipt = ev.GetReceipt()
+			}
+		case err := <-errc:
+			if !errors.Is(err, io.EOF) {
+				if !gotEvent {
+					return refusal(planID, err)
+				}
+				if final == nil {
+					return fmt.Errorf("lost the stream of execution %s: %w; it may still be running: `termctl output %s` reads its output", execID, err, execID)
+				}
+			}
+			if final == nil && execID != "" {
+				// The stream ended without a final state: ask for it.
+				gctx, gcancel := context.WithTimeout(context.Background(), 10*time.Second)
+				got, gerr := c.Executions.GetExecution(gctx, &termdv1.GetExecutionRequest{ExecutionId: execID})
+				gcancel()
+				if gerr == nil {
+					final = got.Execution
+				}
+			}
+			if final == nil {
+				return fmt.Errorf("the execution stream of plan %s ended without a result: see `termctl receipts list`", planID)
+			}
+			return a.finish(final, receipt)
+		}
+	}
+}
+
+// finish turns a final execution state into termctl's exit code.
+func (a *app) finish(ex *termdv1.Execution, rc *termdv1.ReceiptSummary) error {
+	receiptID := ex.ReceiptId
+	if rc != nil && rc.Id != "" {
+		receiptID = rc.Id
+	}
+	note := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if receiptID != "" {
+			msg += "; receipt " + receiptID
+		}
+		fmt.Fprintln(a.stderr, "termctl:", msg)
+	}
+	switch ex.State {
+	case termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED:
+		if isTerminal(a.stderr) && receiptID != "" {
+			fmt.Fprintln(a.stderr, a.color(a.stderr, "2", "receipt "+receiptID))
+		}
+		return nil
+	case termdv1.ExecutionState_EXECUTION_STATE_FAILED:
+		code := int(ex.ExitCode)
+		if ex.Error != "" {
+			note("the command did not start: %s", ex.Error)
+		}
+		if code <= 0 || code > 255 {
+			code = ExitError
+		}
+		return exitWith(code, nil)
+	case termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT:
+		note("the command timed out after %s", time.Duration(ex.DurationMs)*time.Millisecond)
+		return exitWith(ExitTimedOut, nil)
+	case termdv1.ExecutionState_EXECUTION_STATE_CANCELLED:
+		note("the command was cancelled")
+		return exitWith(ExitCancelled, nil)
+	case termdv1.ExecutionState_EXECUTION_STATE_KILLED:
+		note("the command was killed%s", paren(ex.Signal))
+		if n := signalNumber(ex.Signal); n > 0 {
+			return exitWith(128+n, nil)
+		}
+		return exitWith(ExitError, nil)
+	case termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN:
+		note("the outcome is unknown (termd was interrupted while it ran)")
+		return exitWith(ExitError, nil)
+	}
+	note("execution %s ended in state %s", ex.Id, execStateWord(ex.State))
+	return exitWith(ExitError, nil)
+}
+
+func signalNumber(name string) int {
+	name = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(name)), "SIG")
+	for i := 1; i < 32; i++ {
+		if strings.TrimPrefix(strings.ToUpper(syscall.Signal(i).String()), "SIG") == name {
+			return i
+		}
+	}
+	for _, s := range []struct {
+		n string
+		v syscall.Signal
+	}{{"KILL", syscall.SIGKILL}, {"TERM", syscall.SIGTERM}, {"INT", syscall.SIGINT}, {"HUP", syscall.SIGHUP}, {"SEGV", syscall.SIGSEGV}, {"ABRT", syscall.SIGABRT}, {"PIPE", syscall.SIGPIPE}} {
+		if name == s.n {
+			return int(s.v)
+		}
+	}
+	return 0
+}
+
+// refusal maps termd refusing to run a plan (needs approval, blocked, stale,
+// already ran, not yours) to exit code 125; other errors stay errors.
+func refusal(planID string, err error) error {
+	switch client.Code(err) {
+	case codes.FailedPrecondition, codes.PermissionDenied, codes.Aborted:
+		return exitWith(ExitRefused, fmt.Errorf("termd refused to run plan %s: %w", planID, err))
+	}
+	return fmt.Errorf("running plan %s: %w", planID, err)
+}

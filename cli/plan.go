@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newPlan) }
+
+func newPlan(a *app) *cobra.Command {
+	var rf requestFlags
+	cmd := &cobra.Command{
+		Use:   "plan [flags] -- ARGV...",
+		Short: "Decide a command by policy and record it as a plan (nothing runs)",
+		Long: `plan sends a command to termd, which decides it by policy and records it as a
+plan. Nothing runs. The plan says whether the command may run now (allow),
+needs an operator's approval (ask) or is blocked (deny), how risky it is,
+why, what it may write, and what to do next.
+
+Give the command as ARGV after --, each word one argument (no shell), or as
+one string with --command.`,
+		Example: `  termctl plan -- ls -la
+  termctl plan --cwd ./src --timeout 5m -- make test
+  termctl plan --command "git status --short"
+  termctl plan -o json -- touch notes.txt`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := rf.build(args)
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			stop := a.spin("planning")
+			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.session, Request: req})
+			stop()
+			if err != nil {
+				return fmt.Errorf("planning failed: %w", err)
+			}
+			if ok, err := a.printData(resp.Plan); ok {
+				return err
+			}
+			return a.printPlan(a.stdout, resp.Plan)
+		},
+	}
+	rf.register(cmd, true, true)
+	return cmd
+}
+
+// printPlan writes a plan for a person: what was decided, why, and what next.
+func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
+	d := p.GetDecision()
+	pv := p.GetPreview()
+	argv := d.GetArgv()
+	if len(argv) == 0 {
+		argv = p.GetRequest().GetArgv()
+	}
+	command := shellQuote(argv)
+	if command == "" {
+		command = p.GetRequest().GetCommand()
+	}
+	var effects []string
+	if pv.GetReadOnly() {
+		effects = append(effects, "read-only")
+	}
+	if len(pv.GetWrites()) > 0 {
+		effects = append(effects, "writes "+strings.Join(pv.GetWrites(), ", "))
+	}
+	if pv.GetNetwork() {
+		effects = append(effects, "uses the network")
+	}
+	if pv.GetRunsProjectCode() {
+		effects = append(effects, "runs project code")
+	}
+	timeout := ""
+	if d.GetTimeoutSeconds() > 0 {
+		timeout = fmt.Sprintf("%ds", d.GetTimeoutSeconds())
+	}
+	err := kv(w,
+		"plan", p.Id,
+		"session", p.SessionId,
+		"state", planStateWord(p.State),
+		"decision", a.verdictColor(w, verdictWord(d.GetVerdict())),
+		"risk", riskWord(d.GetRisk()),
+		"command", command,
+		"program", d.GetResolvedPath(),
+		"cwd", d.GetCwd(),
+		"mode", modeWord(d.GetMode()),
+		"timeout", timeout,
+		"effects", strings.Join(effects, "; "),
+		"summary", pv.GetSummary(),
+		"rules", strings.Join(d.GetRules(), ", "),
+		"request hash", d.GetRequestHash(),
+		"expires", fmtTime(p.ExpiresAt),
+		"replanned from", p.ReplannedFrom,
+	)
+	if err != nil {
+		return err
+	}
+	if rs := d.GetReasons(); len(rs) > 0 {
+		fmt.Fprintln(w, "reasons:")
+		for _, r := range rs {
+			fmt.Fprintln(w, "  -", r)
+		}
+	}
+	if p.FlaggedByAdviser {
+		fmt.Fprintln(w, "flagged by the adviser: needs approval in every mode")
+	}
+	if p.NextStep != "" {
+		fmt.Fprintln(w, "next:", p.NextStep)
+	}
+	return nil
+}
+
+// canonicalLines writes the canonical request a plan stands for: what an
+// approver approves, field by field, ending with its hash.
+func canonicalLines(w io.Writer, p *termdv1.Plan) error {
+	d := p.GetDecision()
+	var env []string
+	for k, v := range d.GetEnv() {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	timeout := ""
+	if d.GetTimeoutSeconds() > 0 {
+		timeout = fmt.Sprintf("%ds", d.GetTimeoutSeconds())
+	}
+	execArgv := ""
+	if ea := d.GetExecArgv(); len(ea) > 0 && shellQuote(ea) != shellQuote(d.GetArgv()) {
+		execArgv = shellQuote(ea)
+	}
+	return kv(w,
+		"  argv", shellQuote(d.GetArgv()),
+		"  runs as argv", execArgv,
+		"  program", d.GetResolvedPath(),
+		"  program sha256", d.GetBinarySha256(),
+		"  cwd", d.GetCwd(),
+		"  env", strings.Join(env, " "),
+		"  mode", modeWord(d.GetMode()),
+		"  timeout", timeout,
+		"  network", yesNo(d.GetNetwork()),
+		"  run as", d.GetRunAs(),
+		"  policy", d.GetPolicyVersion(),
+		"  decision", verdictWord(d.GetVerdict())+" ("+riskWord(d.GetRisk())+")",
+		"  request hash", d.GetRequestHash(),
+	)
+}

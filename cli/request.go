@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// requestFlags are the flags that describe a command request; plan, run and
+// policy check share them so a command is spelled the same way everywhere.
+type requestFlags struct {
+	session string
+	cwd     string
+	command string
+	mode    string
+	env     []string
+	timeout time.Duration
+}
+
+func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout bool) {
+	fs := cmd.Flags()
+	if withSession {
+		fs.StringVar(&f.session, "session", "", "session to plan in (default: your most recent open session, or a new one)")
+	}
+	fs.StringVar(&f.cwd, "cwd", "", "working directory; must be inside a workspace (default: the current directory)")
+	fs.StringVar(&f.command, "command", "", "the command as one string, split like a shell would but never run by one (instead of ARGV)")
+	fs.StringArrayVar(&f.env, "env", nil, "environment variable `K=V` for the command (repeatable; only names the policy allows)")
+	fs.StringVar(&f.mode, "mode", "", "policy mode: inspect, confirm or trusted (default: the policy's)")
+	if withTimeout {
+		fs.DurationVar(&f.timeout, "timeout", 0, "time limit, e.g. 30s or 5m (default: the policy's)")
+	}
+	// Everything after the first argument belongs to the command, so
+	// `termctl plan ls -la` works as well as `termctl plan -- ls -la`.
+	fs.SetInterspersed(false)
+}
+
+// build turns the flags and ARGV into a request.
+func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {
+	req := &termdv1.CommandRequest{}
+	switch {
+	case f.command != "" && len(argv) > 0:
+		return nil, usageErr(errors.New("give the command either as ARGV after -- or with --command, not both"))
+	case f.command != "":
+		req.Command = f.command
+	case len(argv) > 0:
+		req.Argv = argv
+	default:
+		return nil, usageErr(errors.New("no command: give it after --, e.g. `-- ls -la`, or with --command \"ls -la\""))
+	}
+	m, err := parseMode(f.mode)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	req.Mode = m
+	req.Cwd = f.cwd
+	if req.Cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			req.Cwd = wd
+		}
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr(fmt.Errorf("--env %q: write it as NAME=value", kv))
+		}
+		if req.Env == nil {
+			req.Env = map[string]string{}
+		}
+		req.Env[k] = v
+	}
+	if f.timeout < 0 {
+		return nil, usageErr(fmt.Errorf("--timeout %s: must be positive", f.timeout))
+	}
+	if f.timeout > 0 {
+		secs := math.Ceil(f.timeout.Seconds())
+		if secs > math.MaxUint32 {
+			return nil, usageErr(fmt.Errorf("--timeout %s is too long", f.timeout))
+		}
+		req.TimeoutSeconds = uint32(secs)
+	}
+	return req, nil
+}
+
+func usageErr(err error) error { return exitWith(ExitUsage, err) }
+
+// timeout bounds one unary call to the daemon.
+func (a *app) timeout() time.Duration { return 30 * time.Second }

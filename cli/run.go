@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+
+	"github.com/termd/termd/client"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newRun) }
+
+func newRun(a *app) *cobra.Command {
+	var (
+		rf  requestFlags
+		yes bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [--yes] [flags] -- ARGV...",
+		Short: "Plan, approve (when you may) and execute a command, streaming its output",
+		Long: `run is plan + approve + execute --follow in one step. The decision is shown on
+stderr; the command's stdout and stderr stream to yours, and termctl exits
+with the command's exit code (124 timed out, 130 cancelled).
+
+When the plan needs approval:
+  - on a terminal, an operator is shown the canonical request and asked;
+  - --yes approves without asking, but only if you may approve it;
+  - otherwise (a script, or an agent) run stops with exit 125 and prints the
+    plan id and the command an operator runs to approve it.
+A blocked plan prints the policy's reasons and exits 125.`,
+		Example: `  termctl run -- ls -la
+  termctl run --timeout 10m -- make test
+  termctl run --yes -- touch notes.txt      # operators: approve without asking`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := rf.build(args)
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			stop := a.spin("planning")
+			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.session, Request: req})
+			stop()
+			cancel()
+			if err != nil {
+				return fmt.Errorf("planning failed: %w", err)
+			}
+			p := resp.Plan
+			d := p.GetDecision()
+			w := a.stderr
+			fmt.Fprintf(w, "termctl: plan %s: %s (risk %s): %s\n", p.Id, a.verdictColor(w, verdictWord(d.GetVerdict())), riskWord(d.GetRisk()), shellQuote(d.GetArgv()))
+			switch p.State {
+			case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
+			case termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_DENIED:
+				for _, r := range d.GetReasons() {
+					fmt.Fprintln(w, "  -", r)
+				}
+				return exitWith(ExitRefused, fmt.Errorf("plan %s is %s by policy; nothing ran", p.Id, planStateWord(p.State)))
+			case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+				if err := a.approveForRun(cmd.Context(), c, p, yes); err != nil {
+					return err
+				}
+			default:
+				return exitWith(ExitRefused, fmt.Errorf("plan %s is %s; nothing ran", p.Id, planStateWord(p.State)))
+			}
+			return a.follow(cmd.Context(), c, p.Id)
+		},
+	}
+	rf.register(cmd, true, true)
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve without asking when you may approve (operators)")
+	return cmd
+}
+
+// approveForRun gets a plan awaiting approval approved, or says how to.
+func (a *app) approveForRun(ctx context.Context, c *client.Client, p *termdv1.Plan, yes bool) error {
+	w := a.stderr
+	for _, r := range p.GetDecision().GetReasons() {
+		fmt.Fprintln(w, "  -", r)
+	}
+	stopHere := func(why string) error {
+		return exitWith(ExitRefused, fmt.Errorf("plan %s needs approval%s: an operator runs `termctl approve %s`, then `termctl execute %s --follow`", p.Id, why, p.Id, p.Id))
+	}
+	interactive := isTerminal(a.stdin) && isTerminal(a.stderr)
+	if !yes && !interactive {
+		return stopHere("")
+	}
+	if !yes {
+		// Only operators can approve; do not ask anyone else.
+		sctx, cancel := context.WithTimeout(ctx, a.timeout())
+		st, err := c.Daemon.GetStatus(sctx, &termdv1.GetStatusRequest{})
+		cancel()
+		if err != nil {
+			return err
+		}
+		if st.GetCaller().GetRole() != termdv1.Role_ROLE_OPERATOR {
+			return stopHere(" and you are not an operator")
+		}
+		fmt.Fprintln(w, "approve this canonical request?")
+		if err := canonicalLines(w, p); err != nil {
+			return err
+		}
+		fmt.Fprint(w, "approve and run? [y/N] ")
+		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+		default:
+			return stopHere(" (not approved here)")
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, a.timeout())
+	defer cancel()
+	_, err := c.Plans.ApprovePlan(actx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.GetDecision().GetRequestHash()})
+	if err != nil {
+		var ce *client.Error
+		if errors.As(err, &ce) && (ce.Code == codes.PermissionDenied || ce.Code == codes.FailedPrecondition) {
+			return exitWith(ExitRefused, fmt.Errorf("you may not approve plan %s (%s): an operator runs `termctl approve %s`, then `termctl execute %s --follow`", p.Id, ce.Message, p.Id, p.Id))
+		}
+		return fmt.Errorf("approving plan %s: %w", p.Id, err)
+	}
+	fmt.Fprintf(w, "termctl: approved plan %s (request hash %s)\n", p.Id, p.GetDecision().GetRequestHash())
+	return nil
+}
