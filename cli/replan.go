@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newReplan) }
+
+func newReplan(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "replan PLAN_ID",
+		Short: "Decide a plan's request again, as a new plan",
+		Long: `replan copies a plan's request into a new plan that policy decides afresh:
+use it when termd refused a plan as stale (the program, working directory or
+policy changed since it was planned) or when an approval expired. The new plan
+has its own id and request hash and needs its own approval when it asks for one.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			resp, err := c.Plans.Replan(ctx, &termdv1.ReplanRequest{PlanId: args[0]})
+			if err != nil {
+				return fmt.Errorf("replanning %s: %w", args[0], err)
+			}
+			if ok, err := a.printData(resp.Plan); ok {
+				return err
+			}
+			return a.printPlan(a.stdout, resp.Plan)
+		},
+	}
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newSessions) }
+
+func newSessions(a *app) *cobra.Command {
+	var all bool
+	list := func(cmd *cobra.Command, _ []string) error {
+		c, err := a.client()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := a.ctx(cmd)
+		defer cancel()
+		resp, err := c.Sessions.ListSessions(ctx, &termdv1.ListSessionsRequest{IncludeClosed: all})
+		if err != nil {
+			return fmt.Errorf("listing sessions: %w", err)
+		}
+		if ok, err := a.printData(resp); ok {
+			return err
+		}
+		if len(resp.Sessions) == 0 {
+			_, err := fmt.Fprintln(a.stdout, "no open sessions (termctl plan opens one)")
+			return err
+		}
+		rows := make([][]string, 0, len(resp.Sessions))
+		for _, s := range resp.Sessions {
+			state := "open"
+			if s.Closed {
+				state = "closed"
+			}
+			rows = append(rows, []string{s.Id, principalWord(s.Owner), state, fmt.Sprint(s.PlanCount), s.ActiveExecutionId, fmtTime(s.LastActiveAt), s.Label})
+		}
+		return table(a.stdout, []string{"SESSION", "OWNER", "STATE", "PLANS", "RUNNING", "LAST ACTIVE", "LABEL"}, rows)
+	}
+	cmd := &cobra.Command{
+		Use:   "sessions [list|create|close ID]",
+		Short: "List, open and close sessions",
+		Long: `A session groups one principal's plans, executions, receipts and event
+streams. termctl plan uses your most recent open session (or opens one), so
+you rarely need to create one yourself. Closing a session cancels its running
+command (which still gets a receipt) and ends its event streams.`,
+		Args: cobra.NoArgs,
+		RunE: list,
+	}
+	cmd.PersistentFlags().BoolVar(&all, "all", false, "include closed sessions")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List the sessions you may see",
+		Args:  cobra.NoArgs,
+		RunE:  list,
+	})
+	var label string
+	create := &cobra.Command{
+		Use:   "create [--label TEXT]",
+		Short: "Open a new session",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			resp, err := c.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: label})
+			if err != nil {
+				return fmt.Errorf("opening a session: %w", err)
+			}
+			if ok, err := a.printData(resp.Session); ok {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s\nuse it: termctl plan --session %s -- ARGV...\n", resp.Session.Id, resp.Session.Id)
+			return err
+		},
+	}
+	create.Flags().StringVar(&label, "label", "", "a label shown in listings")
+	cmd.AddCommand(create)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "close SESSION_ID",
+		Short: "Close a session, cancelling its running command",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			resp, err := c.Sessions.CloseSession(ctx, &termdv1.CloseSessionRequest{SessionId: args[0]})
+			if err != nil {
+				return fmt.Errorf("closing session %s: %w", args[0], err)
+			}
+			if ok, err := a.printData(resp.Session); ok {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "closed session %s\n", resp.Session.Id)
+			return err
+		},
+	})
+	return cmd
+}
