@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/termd/termd/client"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// serveEvents streams daemon events as Server-Sent Events.
+//
+//	GET /v1/events?session_id=S   one session; id: is the session seq
+//	GET /v1/events                everything the token may see; id: is global_seq
+//
+// Resume with the Last-Event-ID header (sent by EventSource on reconnect) or
+// the since query parameter. Headers go out at once; a comment line every
+// heartbeat keeps proxies and the browser from timing out; when the client
+// goes away the request context ends, which cancels the daemon stream.
+func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) {
+	if r.Method != http.MethodGet {
+		writeError(w, http.StatusMethodNotAllowed, "use GET")
+		return
+	}
+	q := r.URL.Query()
+	sessionID := q.Get("session_id")
+	var since uint64
+	for _, v := range []string{r.Header.Get("Last-Event-ID"), q.Get("since")} {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "Last-Event-ID / since must be an event sequence number")
+			return
+		}
+		since = n
+		break
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream has no overall write deadline
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stream, err := s.client.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: sessionID, SinceSeq: since})
+	if err != nil {
+		writeError(w, httpStatus(err), err.Error())
+		return
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// retry: how long EventSource waits before reconnecting on its own.
+	if _, err := io.WriteString(w, "retry: 2000\n: stream open\n\n"); err != nil {
+		return
+	}
+	if err := rc.Flush(); err != nil {
+		return
+	}
+
+	type recv struct {
+		ev  *termdv1.Event
+		err error
+	}
+	events := make(chan recv)
+	go func() {
+		for {
+			m, err := stream.Recv()
+			var ev *termdv1.Event
+			if m != nil {
+				ev = m.GetEvent()
+			}
+			select {
+			case events <- recv{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	tick := time.NewTicker(g.opts.Heartbeat)
+	defer tick.Stop()
+	for {
+		var chunk string
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			chunk = ": heartbeat\n\n"
+		case rv := <-events:
+			if rv.err != nil {
+				if rv.err == io.EOF {
+					_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
+				} else if ctx.Err() == nil {
+					chunk = sseData("stream-error", "", map[string]any{"code": httpStatus(rv.err), "message": rv.err.Error()})
+					_, _ = io.WriteString(w, chunk)
+				}
+				_ = rc.Flush()
+				return
+			}
+			if rv.ev == nil {
+				continue
+			}
+			id := rv.ev.GetSeq()
+			if sessionID == "" {
+				id = rv.ev.GetGlobalSeq()
+			}
+			b, err := jsonpb.Marshal(rv.ev)
+			if err != nil {
+				continue
+			}
+			chunk = sseRaw(rv.ev.GetKind().String(), strconv.FormatUint(id, 10), string(b))
+		}
+		if _, err := io.WriteString(w, chunk); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func sseData(event, id string, v map[string]any) string {
+	b, _ := jsonMarshal(v)
+	return sseRaw(event, id, string(b))
+}
+
+// sseRaw formats one event; every line of data gets its own data: prefix.
+func sseRaw(event, id, data string) string {
+	var sb strings.Builder
+	if id != "" {
+		fmt.Fprintf(&sb, "id: %s\n", id)
+	}
+	if event != "" {
+		fmt.Fprintf(&sb, "event: %s\n", event)
+	}
+	for _, line := range strings.Split(data, "\n") {
+		sb.WriteString("data: ")
+		sb.WriteString(strings.TrimSuffix(line, "\r"))
+		sb.WriteString("\n")
+	}
+	sb.WriteString("\n")
+	return sb.String()
+}
+
+// httpStatus maps a daemon error to the HTTP status grpc-gateway would use.
+func httpStatus(err error) int {
+	st, _ := status.FromError(err)
+	code := client.Code(err)
+	if st != nil && code == 0 {
+		code = st.Code()
+	}
+	return runtimeHTTPStatus(code)
+}
