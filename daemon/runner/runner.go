@@ -135,7 +135,13 @@ type Result struct {
 // Options configures a Runner beyond New's defaults.
 type Options struct {
 	// CgroupParent is the v2 directory under which per-execution cgroups are
-	// made; "" = <v2 mount><our own cgroup>/termd.
+	// made; "" = <v2 mount><our own cgroup>/termd. On a pure v2 systemd host
+	// the daemon's own cgroup holds the daemon, so v2 forbids delegating
+	// controllers from it: run the unit with Delegate=yes and either move the
+	// daemon into a leaf (e.g. <unit>/daemon) before New, or pass a parent
+	// whose ancestors have no processes. Without that, executions still get
+	// cgroups (kill, freeze, membership) but no pids/memory limits, and
+	// Result.Limits says so by being empty.
 	CgroupParent string
 	// NoCgroups forces the process-group + /proc + subreaper fallback.
 	NoCgroups bool
