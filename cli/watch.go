@@ -120,7 +120,7 @@ func (a *app) watchOnce(ctx context.Context, c *client.Client, session string, c
 	for {
 		m, err := stream.Recv()
 		if err != nil {
-			if errors.Is(err, io.EOF) && session != "" && n > 0 {
+			if errors.Is(err, io.EOF) && session != "" {
 				// A session stream ends when the session closes; make sure
 				// that was why (not a daemon stopping) before giving up.
 				gctx, gcancel := context.WithTimeout(context.Background(), 5*time.Second)
