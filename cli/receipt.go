@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/termd/termd/daemon/receipt"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newReceipt) }
+
+// verifyJSON is `termctl receipt verify -o json`.
+type verifyJSON struct {
+	File    string `json:"file"`
+	Valid   bool   `json:"valid"`
+	ID      string `json:"id,omitempty"`
+	Seq     int64  `json:"seq,omitempty"`
+	Status  string `json:"status,omitempty"`
+	KeyID   string `json:"key_id,omitempty"`
+	Problem string `json:"problem,omitempty"`
+}
+
+func newReceipt(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "receipt",
+		Short: "Verify a receipt file (offline with the public key)",
+		Args:  cobra.NoArgs,
+	}
+	var keyFile string
+	verify := &cobra.Command{
+		Use:   "verify FILE [--public-key FILE]",
+		Short: "Check a receipt's schema and Ed25519 signature",
+		Long: `verify checks a receipt file (from ` + "`termctl receipts export`" + `) against the
+receipt 1.0 schema and its Ed25519 signature over the RFC 8785 canonical JSON.
+Any change to any member fails it.
+
+With --public-key FILE (PEM from ` + "`termctl receipts public-key`" + `, or the JSON key
+format) it works offline, without termd. Without it, termctl asks termd for
+its public keys. FILE may be - for stdin.
+
+Exit status: 0 valid, 1 not valid (the message says why).`,
+		Example: `  termctl receipt verify receipt.json --public-key termd.pub
+  termctl receipts export 0b7e...31 | termctl receipt verify -`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readFileOrStdin(a, args[0])
+			if err != nil {
+				return err
+			}
+			keys, err := a.receiptKeys(cmd, keyFile)
+			if err != nil {
+				return err
+			}
+			res := verifyJSON{File: args[0]}
+			r, verr := receipt.VerifyJSON(data, keys)
+			if r != nil {
+				res.ID, res.Seq, res.Status, res.KeyID = r.ID, r.Seq, string(r.Status), r.KeyID
+			}
+			if verr != nil {
+				res.Problem = verr.Error()
+			} else {
+				res.Valid = true
+			}
+			if ok, err := a.printData(res); ok {
+				if err != nil {
+					return err
+				}
+				if !res.Valid {
+					return exitWith(ExitError, nil)
+				}
+				return nil
+			}
+			if !res.Valid {
+				return exitWith(ExitError, fmt.Errorf("%s: NOT valid: %v", args[0], verr))
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s: valid receipt %s (seq %d, %s), signed by key %s\n", args[0], res.ID, res.Seq, res.Status, res.KeyID)
+			return err
+		},
+	}
+	verify.Flags().StringVar(&keyFile, "public-key", "", "public key FILE to verify with, offline (default: ask termd)")
+	cmd.AddCommand(verify)
+	return cmd
+}
+
+func readFileOrStdin(a *app, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(a.stdin)
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, errors.Unwrap(err))
+	}
+	return data, nil
+}
+
+// receiptKeys reads the public keys from a file, or asks the daemon.
+func (a *app) receiptKeys(cmd *cobra.Command, file string) (map[string]ed25519.PublicKey, error) {
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading the public key: %w", err)
+		}
+		keys, err := receipt.ParsePublicKeyFile(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		return keys, nil
+	}
+	c, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.ctx(cmd)
+	defer cancel()
+	r, err := c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("asking termd for its public key (or verify offline with --public-key FILE): %w", err)
+	}
+	keys := map[string]ed25519.PublicKey{}
+	for _, k := range r.Keys {
+		got, err := receipt.ParsePublicKeyFile([]byte(k.Pem))
+		if err != nil {
+			return nil, fmt.Errorf("termd's public key %s: %w", k.KeyId, err)
+		}
+		for id, pk := range got {
+			keys[id] = pk
+		}
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("termd returned no public keys")
+	}
+	return keys, nil
+}

@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func init() { verbs = append(verbs, newReceipts) }
+
+func newReceipts(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "receipts",
+		Short: "List, show and export signed receipts; print the public key",
+		Long: `Every plan that ends (ran, failed, timed out, was cancelled, denied or
+blocked) gets a receipt: what ran, where, as whom, under which policy and
+decision, who approved it, the outcome and its output, signed with termd's
+Ed25519 key and chained to the previous receipt.
+
+Verify one offline, anywhere, with the public key:
+  termctl receipts public-key > termd.pub
+  termctl receipts export RECEIPT_ID > receipt.json
+  termctl receipt verify receipt.json --public-key termd.pub`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsPublicKey(a))
+	return cmd
+}
+
+func newReceiptsList(a *app) *cobra.Command {
+	var (
+		req          termdv1.ListReceiptsRequest
+		since, until string
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List receipts, newest first, by session, status, time or principal",
+		Example: `  termctl receipts list
+  termctl receipts list --status failed --since 24h
+  termctl receipts list --session 5e2b...a0 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if req.Since, err = parseWhen("--since", since); err != nil {
+				return err
+			}
+			if req.Until, err = parseWhen("--until", until); err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			resp, err := c.Receipts.ListReceipts(ctx, &req)
+			if err != nil {
+				return fmt.Errorf("listing receipts: %w", err)
+			}
+			if ok, err := a.printData(resp); ok {
+				return err
+			}
+			if len(resp.Receipts) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "no receipts match")
+				return err
+			}
+			rows := make([][]string, 0, len(resp.Receipts))
+			for _, r := range resp.Receipts {
+				exit := ""
+				if r.FinishedAt != nil && (r.Status == "succeeded" || r.Status == "failed") {
+					exit = fmt.Sprint(r.ExitCode)
+				}
+				rows = append(rows, []string{fmt.Sprint(r.Seq), r.Id, r.Status, exit, fmtTime(r.StartedAt), r.Requester, truncate(r.Command, 60)})
+			}
+			return table(a.stdout, []string{"SEQ", "RECEIPT", "STATUS", "EXIT", "STARTED", "REQUESTER", "COMMAND"}, rows)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.SessionId, "session", "", "only this session's receipts")
+	f.StringVar(&req.Status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, denied, blocked, outcome_unknown)")
+	f.StringVar(&req.Principal, "principal", "", "only receipts this principal requested or approved (e.g. uid:1000)")
+	f.StringVar(&since, "since", "", "only receipts from then on: a duration ago (24h) or a time (2006-01-02 or RFC 3339)")
+	f.StringVar(&until, "until", "", "only receipts before then (same forms as --since)")
+	f.Int32Var(&req.Limit, "limit", 50, "at most this many")
+	f.Int32Var(&req.Offset, "offset", 0, "skip this many (for paging)")
+	return cmd
+}
+
+func parseWhen(flag, s string) (*timestamppb.Timestamp, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return timestamppb.New(time.Now().Add(-d)), nil
+	}
+	for _, layout := range []string{time.RFC3339, time.DateTime, time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return timestamppb.New(t), nil
+		}
+	}
+	return nil, usageErr(fmt.Errorf("%s %q: give a duration ago (24h) or a time (2006-01-02, 2006-01-02 15:04:05, RFC 3339)", flag, s))
+}
+
+func truncate(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func newReceiptsShow(a *app) *cobra.Command {
+	var session string
+	cmd := &cobra.Command{
+		Use:   "show RECEIPT_ID",
+		Short: "Show one receipt (-o json prints it exactly as signed)",
+		Args:  cobra.RangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &termdv1.GetReceiptRequest{SessionId: session}
+			if len(args) == 1 {
+				req.ReceiptId = args[0]
+			}
+			if (req.ReceiptId == "") == (session == "") {
+				return usageErr(fmt.Errorf("give a RECEIPT_ID or --session ID (its latest receipt)"))
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			r, err := c.Receipts.GetReceipt(ctx, req)
+			if err != nil {
+				return fmt.Errorf("reading the receipt: %w", err)
+			}
+			switch a.output {
+			case "json":
+				_, err := fmt.Fprintln(a.stdout, strings.TrimSpace(r.ReceiptJson))
+				return err
+			case "yaml":
+				var tree any
+				if err := json.Unmarshal([]byte(r.ReceiptJson), &tree); err != nil {
+					return err
+				}
+				_, err := a.printData(tree)
+				return err
+			}
+			return printReceipt(a, r.ReceiptJson)
+		},
+	}
+	cmd.Flags().StringVar(&session, "session", "", "instead of an id: this session's latest receipt")
+	return cmd
+}
+
+// printReceipt prints a receipt's members for a person: the main ones first,
+// then the output.
+func printReceipt(a *app, raw string) error {
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("the receipt is not JSON: %w", err)
+	}
+	str := func(k string) string {
+		v, ok := m[k]
+		if !ok || v == nil {
+			return ""
+		}
+		switch t := v.(type) {
+		case string:
+			return t
+		case []any:
+			parts := make([]string, len(t))
+			for i, e := range t {
+				parts[i] = fmt.Sprint(e)
+			}
+			return shellQuote(parts)
+		case map[string]any:
+			b, _ := json.Marshal(t)
+			return string(b)
+		}
+		return fmt.Sprint(v)
+	}
+	pairs := []string{}
+	shown := map[string]bool{"stdout": true, "stderr": true}
+	for _, k := range []string{"id", "seq", "status", "exit_code", "signal", "argv", "binary_path", "cwd", "mode", "decision", "risk", "requester", "approver", "started_at", "finished_at", "duration_ms", "request_hash", "policy_version", "key_id"} {
+		if _, ok := m[k]; ok {
+			pairs = append(pairs, strings.ReplaceAll(k, "_", " "), str(k))
+			shown[k] = true
+		}
+	}
+	if err := kv(a.stdout, pairs...); err != nil {
+		return err
+	}
+	for _, s := range []string{"stdout", "stderr"} {
+		if v := str(s); v != "" {
+			fmt.Fprintf(a.stdout, "--- %s ---\n%s", s, v)
+			if !strings.HasSuffix(v, "\n") {
+				fmt.Fprintln(a.stdout)
+			}
+		}
+	}
+	fmt.Fprintln(a.stdout, "(-o json prints the whole signed receipt)")
+	return nil
+}
+
+func newReceiptsExport(a *app) *cobra.Command {
+	var share bool
+	cmd := &cobra.Command{
+		Use:   "export RECEIPT_ID [--share]",
+		Short: "Print a receipt as signed JSON, to keep or verify elsewhere",
+		Long: `export prints a receipt exactly as signed, for ` + "`termctl receipt verify`" + ` anywhere.
+With --share, the command, argv, working directory, stdout and stderr are
+replaced by markers, sharing_redacted is set, and termd signs it again: safe
+to paste into a ticket, still verifiable.`,
+		Example: `  termctl receipts export 0b7e...31 > receipt.json
+  termctl receipts export 0b7e...31 --share > receipt-shared.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			r, err := c.Receipts.ExportReceipt(ctx, &termdv1.ExportReceiptRequest{ReceiptId: args[0], Share: share})
+			if err != nil {
+				return fmt.Errorf("exporting receipt %s: %w", args[0], err)
+			}
+			if a.output == "yaml" {
+				var tree any
+				if err := json.Unmarshal([]byte(r.ReceiptJson), &tree); err != nil {
+					return err
+				}
+				_, err := a.printData(tree)
+				return err
+			}
+			// The signed bytes as they are: verification canonicalizes anyway,
+			// but a reader diffing files sees what was signed.
+			_, err = fmt.Fprintln(a.stdout, string(bytes.TrimSpace([]byte(r.ReceiptJson))))
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&share, "share", false, "redact command, argv, cwd and output for sharing (re-signed)")
+	return cmd
+}
+
+func newReceiptsPublicKey(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "public-key",
+		Short: "Print the receipt signing public keys (PEM), for offline verification",
+		Example: `  termctl receipts public-key > termd.pub
+  termctl receipt verify receipt.json --public-key termd.pub`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			r, err := c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
+			if err != nil {
+				return fmt.Errorf("reading the public key: %w", err)
+			}
+			if ok, err := a.printData(r); ok {
+				return err
+			}
+			// Current key first; rotated keys still verify older receipts.
+			for _, cur := range []bool{true, false} {
+				for _, k := range r.Keys {
+					if k.Current == cur {
+						fmt.Fprint(a.stdout, k.Pem)
+						if !strings.HasSuffix(k.Pem, "\n") {
+							fmt.Fprintln(a.stdout)
+						}
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
