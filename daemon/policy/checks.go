@@ -1,0 +1,478 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+)
+
+// ---- find -----------------------------------------------------------------
+
+var findArity = map[string]int{}
+var findDeny = map[string]string{
+	"-exec": whyExec, "-execdir": whyExec, "-ok": whyExec, "-okdir": whyExec,
+	"-delete": "deletes files", "-fprint": "writes a file", "-fprint0": "writes a file", "-fprintf": "writes a file", "-fls": "writes a file",
+}
+var findNewerRE = regexp.MustCompile(`^-newer[amcBt][amcBt]$`)
+
+func init() {
+	for _, w := range strings.Fields("-print -print0 -ls -prune -quit -true -false -empty -executable -readable -writable -nouser -nogroup -depth -d -mount -xdev -noleaf -daystart -follow -ignore_readdir_race -noignore_readdir_race -a -and -o -or -not ! ( ) , -help --help -version --version") {
+		findArity[w] = 0
+	}
+	for _, w := range strings.Fields("-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -xtype -size -mtime -atime -ctime -mmin -amin -cmin -newer -anewer -cnewer -perm -user -group -uid -gid -links -inum -samefile -maxdepth -mindepth -regextype -printf -lname -ilname -used -fstype -context -files0-from") {
+		findArity[w] = 1
+	}
+}
+
+func parseFind(p *parsed, args []string) error {
+	i := 0
+	// leading options
+	for i < len(args) {
+		a := args[i]
+		if a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O") && len(a) <= 3 {
+			i++
+			continue
+		}
+		if a == "-D" {
+			i += 2
+			continue
+		}
+		break
+	}
+	// starting points
+	for i < len(args) {
+		a := args[i]
+		if strings.HasPrefix(a, "-") || a == "(" || a == ")" || a == "!" || a == "," {
+			break
+		}
+		p.operands = append(p.operands, operand{value: a, kind: KPathRead})
+		i++
+	}
+	for i < len(args) {
+		a := args[i]
+		i++
+		if why, bad := findDeny[a]; bad {
+			p.opts = append(p.opts, optUse{opt: &opt{names: []string{a}}, name: a})
+			p.deny(RiskCritical, "find %s: %s", a, why)
+			if a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir" {
+				var inner []string
+				for i < len(args) && args[i] != ";" && args[i] != "+" {
+					inner = append(inner, args[i])
+					i++
+				}
+				i++
+				if len(inner) > 0 {
+					p.inner = append(p.inner, inner)
+				}
+			} else if a != "-delete" {
+				i++ // file
+				if a == "-fprintf" {
+					i++
+				}
+			}
+			continue
+		}
+		n, ok := findArity[a]
+		if !ok && findNewerRE.MatchString(a) {
+			n, ok = 1, true
+		}
+		if !ok {
+			return errf("unknown find expression %s", clip(printable(a)))
+		}
+		var val string
+		if n == 1 {
+			if i >= len(args) {
+				return errf("find %s needs a value", a)
+			}
+			val = args[i]
+			i++
+		}
+		op := &opt{names: []string{a}}
+		p.opts = append(p.opts, optUse{opt: op, name: a, value: val, has: n == 1})
+		switch a {
+		case "-newer", "-anewer", "-cnewer", "-samefile", "-files0-from":
+			p.paths = append(p.paths, operand{value: val, kind: KPathRead})
+		}
+	}
+	if len(p.operands) == 0 {
+		p.operands = append(p.operands, operand{value: ".", kind: KPathRead})
+	}
+	return nil
+}
+
+// ---- sed ------------------------------------------------------------------
+
+func postSed(p *parsed) {
+	scripts := p.values("-e")
+	if !p.has("-e", "-f") {
+		if len(p.operands) == 0 {
+			p.deny(RiskLow, "sed: missing script")
+			return
+		}
+		scripts = append(scripts, p.operands[0].value)
+		p.operands[0].kind = KOther
+	}
+	for _, s := range scripts {
+		if why := checkSedScript(s); why != "" {
+			p.deny(RiskCritical, "sed: %s", why)
+		}
+	}
+	if p.has("-i") {
+		p.write = true
+		for i := range p.operands {
+			if p.operands[i].kind == KPathRead {
+				p.operands[i].kind = KPathWrite
+			}
+		}
+	}
+}
+
+// checkSedScript returns a reason if the script can run commands, write or
+// read files, or cannot be understood.
+func checkSedScript(s string) string {
+	i := 0
+	n := len(s)
+	skipSpace := func() {
+		for i < n && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+	}
+	readDelimited := func(d byte) bool {
+		for i < n {
+			c := s[i]
+			if c == '\\' {
+				i += 2
+				continue
+			}
+			if c == '\n' && d != '\n' {
+				// GNU sed allows escaped newlines only
+				return false
+			}
+			if c == d {
+				i++
+				return true
+			}
+			i++
+		}
+		return false
+	}
+	readAddr := func() bool {
+		skipSpace()
+		if i >= n {
+			return true
+		}
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
+				i++
+			}
+		case c == '$':
+			i++
+		case c == '/' || c == '\\':
+			d := byte('/')
+			if c == '\\' {
+				if i+1 >= n {
+					return false
+				}
+				d = s[i+1]
+				i++
+			}
+			i++
+			if !readDelimited(d) {
+				return false
+			}
+			for i < n && (s[i] == 'I' || s[i] == 'M') {
+				i++
+			}
+		}
+		return true
+	}
+	for {
+		for i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ';') {
+			i++
+		}
+		if i >= n {
+			return ""
+		}
+		if !readAddr() {
+			return "unterminated address"
+		}
+		skipSpace()
+		if i < n && s[i] == ',' {
+			i++
+			skipSpace()
+			if i < n && (s[i] == '+' || s[i] == '~') {
+				i++
+			}
+			if !readAddr() {
+				return "unterminated address"
+			}
+		}
+		skipSpace()
+		for i < n && s[i] == '!' {
+			i++
+			skipSpace()
+		}
+		if i >= n {
+			return "missing command"
+		}
+		c := s[i]
+		i++
+		switch c {
+		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+		case 'l', 'q', 'Q', 'L':
+			skipSpace()
+			for i < n && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+		case ':', 'b', 't', 'T', 'v':
+			for i < n && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+				i++
+			}
+		case '#':
+			for i < n && s[i] != '\n' {
+				i++
+			}
+		case 'a', 'i', 'c':
+			for i < n && s[i] != '\n' {
+				if s[i] == '\\' {
+					i++
+				}
+				i++
+			}
+		case 'e':
+			return "the e command runs a shell command"
+		case 'w', 'W':
+			return "the " + string(c) + " command writes a file"
+		case 'r', 'R':
+			return "the " + string(c) + " command reads a file named in the script"
+		case 's', 'y':
+			if i >= n || s[i] == '\n' || s[i] == '\\' {
+				return "bad " + string(c) + " command"
+			}
+			d := s[i]
+			i++
+			if !readDelimited(d) || !readDelimited(d) {
+				return "unterminated " + string(c) + " command"
+			}
+			if c == 'y' {
+				break
+			}
+			for i < n {
+				f := s[i]
+				switch {
+				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
+					i++
+					continue
+				case f == 'e':
+					return "the s///e flag runs the pattern space as a command"
+				case f == 'w':
+					return "the s///w flag writes a file"
+				}
+				break
+			}
+		default:
+			return "unknown command " + printable(string(c)) + " (the script cannot be checked)"
+		}
+		skipSpace()
+		if i < n && !(s[i] == ';' || s[i] == '\n' || s[i] == '}' || s[i] == '#') {
+			return "unexpected text after command (the script cannot be checked)"
+		}
+	}
+}
+
+// ---- awk ------------------------------------------------------------------
+
+var awkWordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+func postAwk(p *parsed) {
+	if p.has("-f") {
+		return
+	}
+	if len(p.operands) == 0 {
+		p.deny(RiskLow, "awk: missing program")
+		return
+	}
+	p.operands[0].kind = KOther
+	if why := checkAwkProgram(p.operands[0].value); why != "" {
+		p.deny(RiskCritical, "awk: %s", why)
+	}
+	for i := 1; i < len(p.operands); i++ {
+		if strings.Contains(p.operands[i].value, "=") && !strings.Contains(p.operands[i].value, "/") {
+			p.operands[i].kind = KOther // var=value assignment
+		}
+	}
+}
+
+// checkAwkProgram is conservative: it strips strings and regex literals,
+// then refuses system(), pipes, getline, output redirection and
+// extension loading.
+func checkAwkProgram(prog string) string {
+	var b strings.Builder
+	prevSig := byte(0) // last significant char
+	for i := 0; i < len(prog); i++ {
+		c := prog[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(prog) && prog[j] != '"' {
+				if prog[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(prog) {
+				return "unterminated string (the program cannot be checked)"
+			}
+			b.WriteString(`""`)
+			i = j
+			prevSig = '"'
+			continue
+		case c == '/' && (prevSig == 0 || strings.IndexByte("(,~!{};&|\n", prevSig) >= 0):
+			j := i + 1
+			for j < len(prog) && prog[j] != '/' {
+				if prog[j] == '\\' {
+					j++
+				}
+				if j < len(prog) && prog[j] == '\n' {
+					return "unterminated regex (the program cannot be checked)"
+				}
+				j++
+			}
+			if j >= len(prog) {
+				return "unterminated regex (the program cannot be checked)"
+			}
+			b.WriteString("//")
+			i = j
+			prevSig = '/'
+			continue
+		case c == '#':
+			for i < len(prog) && prog[i] != '\n' {
+				i++
+			}
+			b.WriteByte('\n')
+			prevSig = '\n'
+			continue
+		}
+		b.WriteByte(c)
+		if c != ' ' && c != '\t' {
+			prevSig = c
+		}
+	}
+	code := b.String()
+	for _, w := range awkWordRE.FindAllString(code, -1) {
+		switch w {
+		case "system":
+			return "system() runs a shell command"
+		case "getline":
+			return "getline can read from commands or files"
+		case "fflush", "close":
+			// harmless on stdout, but close() only matters with pipes
+		case "ENVIRON", "PROCINFO":
+		}
+	}
+	if strings.Contains(code, "@") {
+		return "@load/@include extensions are not allowed"
+	}
+	stripped := strings.ReplaceAll(code, "||", "  ")
+	if strings.Contains(stripped, "|") {
+		return "pipes to or from commands run a shell"
+	}
+	// print/printf ... > file (or >>)
+	for _, stmt := range splitAwkStatements(code) {
+		loc := regexp.MustCompile(`\bprintf?\b`).FindStringIndex(stmt)
+		if loc == nil {
+			continue
+		}
+		depth := 0
+		for _, ch := range stmt[loc[1]:] {
+			switch ch {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			case '>':
+				if depth <= 0 {
+					return "print > file writes a file"
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func splitAwkStatements(code string) []string {
+	return strings.FieldsFunc(code, func(r rune) bool { return r == ';' || r == '\n' || r == '{' || r == '}' })
+}
+
+// ---- tar ------------------------------------------------------------------
+
+// tarOldStyle rewrites "tar xzf a.tgz" into "-x -z -f a.tgz".
+func tarOldStyle(args []string) []string {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	valueLetters := "fCbTXIFLNVgK"
+	letters := args[0]
+	rest := args[1:]
+	var out []string
+	for j := 0; j < len(letters); j++ {
+		c := letters[j]
+		out = append(out, "-"+string(c))
+		if strings.IndexByte(valueLetters, c) >= 0 && len(rest) > 0 {
+			out = append(out, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return append(out, rest...)
+}
+
+func postTar(p *parsed) {
+	create := p.has("-c", "-r", "-u", "-A")
+	extract := p.has("-x")
+	if !create && !extract && !p.has("-t", "-d", "--delete") {
+		p.deny(RiskLow, "tar: no operation (-c, -x, -t)")
+	}
+	if p.has("-P") && extract {
+		p.deny(RiskCritical, "tar -P: extracting absolute names writes outside the workspace")
+	}
+	for _, f := range p.values("-f") {
+		if strings.Contains(f, ":") && !p.has("--force-local") {
+			p.deny(RiskCritical, "tar -f %q: a host:path archive runs a remote shell", clip(f))
+		}
+		kind := KPathRead
+		if create || p.has("--delete") {
+			kind = KPathWrite
+		}
+		if f != "-" {
+			p.paths = append(p.paths, operand{value: f, kind: kind})
+		}
+	}
+	if p.has("--remove-files") {
+		for i := range p.operands {
+			p.operands[i].kind = KPathWrite
+		}
+	}
+	if extract {
+		p.write = true
+		dirs := p.values("-C")
+		if len(dirs) == 0 {
+			dirs = []string{"."}
+		}
+		for _, d := range dirs {
+			p.paths = append(p.paths, operand{value: d, kind: KPathWrite})
+		}
+		for i := range p.operands {
+			p.operands[i].kind = KOther // member names
+		}
+		if !p.has("-O") {
+			p.ask(RiskHigh, "tar -x: archive contents are not inspected; extraction may write any file under the target directory")
+		}
+	} else {
+		for _, d := range p.values("-C") {
+			p.paths = append(p.paths, operand{value: d, kind: KPathRead})
+		}
+	}
+	if create || p.has("--delete") {
+		p.write = true
+	}
+}

@@ -1,0 +1,776 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Request is what a caller asks to run.
+type Request struct {
+	Argv    []string          // canonical form; exactly one of Argv / Command
+	Command string            // string form, split without expansion
+	Cwd     string            // absolute working directory
+	Env     map[string]string // additions requested by the caller
+	Mode    Mode              // "" = policy default
+	Timeout time.Duration     // 0 = policy default; > policy max is denied
+}
+
+// Context is what the daemon knows, not the caller.
+type Context struct {
+	Workspaces []string // absolute workspace roots
+	Protected  []string // termd's own config/policy/keys/state paths
+	Home       string   // the principal's home (may be empty)
+}
+
+// Step is one stage of a decision, for explain.
+type Step struct {
+	Name    string `json:"name"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// Decision is the policy's answer for one request.
+type Decision struct {
+	Verdict         Verdict           `json:"verdict"`
+	Risk            Risk              `json:"risk"`
+	Reasons         []string          `json:"reasons"`
+	Rules           []string          `json:"rules"`
+	Mode            Mode              `json:"mode"`
+	PolicyVersion   string            `json:"policy_version"`
+	RequestHash     string            `json:"request_hash"`
+	Argv            []string          `json:"argv"`
+	ExecArgv        []string          `json:"exec_argv,omitempty"`
+	ResolvedPath    string            `json:"resolved_path,omitempty"`
+	BinarySHA256    string            `json:"binary_sha256,omitempty"`
+	Cwd             string            `json:"cwd,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	ExecEnv         map[string]string `json:"exec_env,omitempty"`
+	Timeout         time.Duration     `json:"timeout"`
+	Network         bool              `json:"network"`
+	RunsProjectCode bool              `json:"runs_project_code"`
+	ReadOnly        bool              `json:"read_only"`
+	Writes          []string          `json:"writes,omitempty"`
+	RunAs           string            `json:"run_as,omitempty"`
+	Steps           []Step            `json:"steps"`
+}
+
+// Input bounds. Oversized input is denied, never truncated then matched.
+const (
+	MaxArgs      = 256
+	MaxArgBytes  = 64 << 10
+	MaxTotalArgv = 1 << 20
+	MaxEnvVars   = 64
+	maxDepth     = 3
+)
+
+type decideCtx struct {
+	workspaces []string
+	protected  []string
+	home       string
+}
+
+type state struct {
+	d *Decision
+}
+
+func (s *state) step(name, outcome, detail string) {
+	s.d.Steps = append(s.d.Steps, Step{Name: name, Outcome: outcome, Detail: detail})
+}
+
+// raise makes the decision at least v / r, with a reason.
+func (s *state) raise(v Verdict, r Risk, reason string) {
+	if verdictRank(v) > verdictRank(s.d.Verdict) {
+		s.d.Verdict = v
+	}
+	s.d.Risk = maxRisk(s.d.Risk, r)
+	if reason != "" && !contains(s.d.Reasons, reason) {
+		s.d.Reasons = append(s.d.Reasons, reason)
+	}
+}
+
+func (s *state) deny(r Risk, reason string) { s.raise(Deny, r, reason) }
+
+// Decide decides a request. It never panics and always returns a decision.
+func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			d = Decision{Verdict: Deny, Risk: RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
+		}
+	}()
+	dc := &decideCtx{home: ctx.Home}
+	for _, w := range ctx.Workspaces {
+		if filepath.IsAbs(w) {
+			dc.workspaces = append(dc.workspaces, resolveAbs(w, 0))
+		}
+	}
+	for _, w := range ctx.Protected {
+		if filepath.IsAbs(w) {
+			dc.protected = append(dc.protected, resolveAbs(w, 0))
+		}
+	}
+	return p.decide(req, dc, 0)
+}
+
+type canonRequest struct {
+	Argv      []string          `json:"argv"`
+	Cwd       string            `json:"cwd"`
+	Env       map[string]string `json:"env"`
+	Mode      Mode              `json:"mode"`
+	TimeoutMS int64             `json:"timeout_ms"`
+}
+
+func hashRequest(c canonRequest) string {
+	if c.Env == nil {
+		c.Env = map[string]string{}
+	}
+	if c.Argv == nil {
+		c.Argv = []string{}
+	}
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
+	d := Decision{Verdict: Allow, Risk: RiskLow, PolicyVersion: p.version, Rules: []string{}, Reasons: []string{}}
+	s := &state{d: &d}
+
+	// --- mode and timeout
+	mode := req.Mode
+	if mode == "" {
+		mode = p.mode
+	}
+	if _, err := ParseMode(string(mode)); err != nil {
+		s.deny(RiskLow, err.Error())
+		mode = ModeInspect
+	}
+	if p.project != nil && p.project.DefaultMode != "" && modeRank(mode) > modeRank(p.mode) {
+		s.deny(RiskMedium, fmt.Sprintf("mode %s is more permissive than the project policy allows (%s)", mode, p.mode))
+	}
+	d.Mode = mode
+	d.Timeout = req.Timeout
+	switch {
+	case req.Timeout == 0:
+		d.Timeout = p.limits.DefaultTimeout
+	case req.Timeout < 0:
+		s.deny(RiskLow, "timeout must not be negative")
+	case req.Timeout > p.limits.MaxTimeout:
+		s.deny(RiskLow, fmt.Sprintf("timeout %s exceeds the policy maximum %s", req.Timeout, p.limits.MaxTimeout))
+	}
+	s.step("mode", string(mode), "timeout "+d.Timeout.String())
+
+	// --- input form and size
+	argv := req.Argv
+	switch {
+	case len(req.Argv) > 0 && req.Command != "":
+		s.deny(RiskLow, "send exactly one of argv or command")
+		argv = nil
+	case req.Command != "":
+		if len(req.Command) > MaxTotalArgv {
+			s.deny(RiskMedium, fmt.Sprintf("command string of %d bytes exceeds the %d byte limit", len(req.Command), MaxTotalArgv))
+			argv = nil
+			break
+		}
+		w, err := SplitCommand(req.Command)
+		if err != nil {
+			s.deny(RiskMedium, "command string refused: "+err.Error())
+			s.step("split", "deny", err.Error())
+		} else {
+			argv = w
+			s.step("split", "ok", fmt.Sprintf("%d words", len(w)))
+		}
+	case len(req.Argv) == 0:
+		s.deny(RiskLow, "empty command: send argv")
+	}
+	if len(argv) > MaxArgs {
+		s.deny(RiskMedium, fmt.Sprintf("argv has %d arguments; the limit is %d", len(argv), MaxArgs))
+	}
+	total := 0
+	for i, a := range argv {
+		total += len(a) + 1
+		if len(a) > MaxArgBytes {
+			s.deny(RiskMedium, fmt.Sprintf("argument %d is %d bytes; the limit is %d", i, len(a), MaxArgBytes))
+			break
+		}
+		if strings.IndexByte(a, 0) >= 0 {
+			s.deny(RiskHigh, fmt.Sprintf("argument %d contains a NUL byte", i))
+			break
+		}
+	}
+	if total > MaxTotalArgv {
+		s.deny(RiskMedium, fmt.Sprintf("argv totals %d bytes; the limit is %d", total, MaxTotalArgv))
+	}
+	d.Argv = argv
+	d.RequestHash = hashRequest(canonRequest{Argv: argv, Cwd: req.Cwd, Env: req.Env, Mode: mode, TimeoutMS: d.Timeout.Milliseconds()})
+	if d.Verdict == Deny && (len(argv) == 0 || total > MaxTotalArgv || len(argv) > MaxArgs) {
+		s.step("input", "deny", strings.Join(d.Reasons, "; "))
+		return finish(s)
+	}
+	s.step("input", "ok", quoteArgv(argv))
+
+	// --- environment additions
+	p.checkEnv(req.Env, s)
+
+	// --- working directory
+	cwd := ""
+	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) || len(req.Cwd) > 4096 || strings.IndexByte(req.Cwd, 0) >= 0 {
+		s.deny(RiskMedium, "cwd must be an absolute path")
+		s.step("cwd", "deny", req.Cwd)
+	} else {
+		cwd = resolveAbs(req.Cwd, 0)
+		d.Cwd = cwd
+		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+			s.deny(RiskMedium, "cwd "+cwd+" is not an existing directory")
+		}
+		in := false
+		for _, ws := range ctx.workspaces {
+			if within(ws, cwd) {
+				in = true
+			}
+		}
+		if len(ctx.workspaces) == 0 {
+			s.deny(RiskMedium, "no workspace roots are configured")
+		} else if !in {
+			s.deny(RiskHigh, "cwd "+cwd+" is outside the workspace roots")
+		}
+		s.step("cwd", outcome(in), cwd)
+	}
+
+	p.decideArgv(argv, cwd, req, ctx, depth, s)
+	return finish(s)
+}
+
+func outcome(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "deny"
+}
+
+func finish(s *state) Decision {
+	d := s.d
+	if d.Verdict == Deny {
+		d.ExecArgv = nil
+		d.ExecEnv = nil
+	}
+	s.step("verdict", string(d.Verdict), "risk "+string(d.Risk))
+	return *d
+}
+
+var envNameOK = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func envPatternMatch(pat, name string) bool {
+	switch {
+	case strings.HasPrefix(pat, "*") && strings.HasSuffix(pat, "*") && len(pat) > 1:
+		return strings.Contains(strings.ToUpper(name), strings.ToUpper(pat[1:len(pat)-1]))
+	case strings.HasPrefix(pat, "*"):
+		return strings.HasSuffix(strings.ToUpper(name), strings.ToUpper(pat[1:]))
+	case strings.HasSuffix(pat, "*"):
+		return strings.HasPrefix(name, pat[:len(pat)-1])
+	}
+	return pat == name
+}
+
+func (p *Policy) checkEnv(env map[string]string, s *state) {
+	if len(env) == 0 {
+		return
+	}
+	if len(env) > MaxEnvVars {
+		s.deny(RiskMedium, fmt.Sprintf("%d environment variables requested; the limit is %d", len(env), MaxEnvVars))
+		return
+	}
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	accepted := map[string]string{}
+	for _, k := range names {
+		v := env[k]
+		if !envNameOK.MatchString(k) {
+			s.deny(RiskHigh, fmt.Sprintf("environment variable name %q is not valid", clip(printable(k))))
+			continue
+		}
+		if len(v) > MaxArgBytes || strings.IndexByte(v, 0) >= 0 {
+			s.deny(RiskMedium, fmt.Sprintf("environment variable %s has a value that is too large or contains NUL", k))
+			continue
+		}
+		denied := false
+		for _, pat := range p.envDenyList() {
+			if envPatternMatch(pat, k) {
+				s.deny(RiskHigh, fmt.Sprintf("environment variable %s is a loader, hook or tool-control variable (%s) and is denied", k, pat))
+				denied = true
+				break
+			}
+		}
+		if denied {
+			continue
+		}
+		ok := false
+		for _, pat := range p.envAllow {
+			if envPatternMatch(pat, k) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			s.deny(RiskMedium, fmt.Sprintf("environment variable %s is not in the policy's allowlist", k))
+			continue
+		}
+		accepted[k] = v
+	}
+	s.d.Env = accepted
+	s.step("env", fmt.Sprintf("%d/%d accepted", len(accepted), len(env)), strings.Join(names, ","))
+}
+
+func (p *Policy) envDenyList() []string { return p.envDeny }
+
+// ---- program identity ------------------------------------------------------
+
+func badProgramChar(s string) (rune, bool) {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '+' || r == '/') {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+type hashKey struct {
+	path        string
+	size, mtime int64
+	ino, dev    uint64
+}
+
+var hashCache sync.Map // hashKey -> string
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	k := hashKey{path: path, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		k.ino, k.dev = uint64(st.Ino), uint64(st.Dev)
+	}
+	if v, ok := hashCache.Load(k); ok {
+		return v.(string), nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	hashCache.Store(k, sum)
+	return sum, nil
+}
+
+func isExecFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// resolveProgram finds name in the trusted PATH; returns the candidate
+// path and its real path.
+func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
+	for _, dir := range p.spec.TrustedPath {
+		rd := resolveAbs(dir, 0)
+		inWS := false
+		for _, ws := range ctx.workspaces {
+			if within(ws, rd) {
+				inWS = true
+			}
+		}
+		if inWS {
+			continue
+		}
+		cand := dir + "/" + name
+		if !isExecFile(cand) {
+			continue
+		}
+		real := resolveAbs(cand, 0)
+		for _, ws := range ctx.workspaces {
+			if within(ws, real) {
+				inWS = true
+			}
+		}
+		if inWS {
+			continue
+		}
+		return cand, real
+	}
+	return "", ""
+}
+
+func (p *Policy) pinned(name, path string) bool {
+	for _, r := range p.byProg[name] {
+		if r.Path != "" && r.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- the command itself ------------------------------------------------------
+
+func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
+	d := s.d
+	a0 := argv[0]
+	if r, bad := badProgramChar(a0); bad || a0 == "" || strings.HasPrefix(a0, "-") {
+		what := "is empty"
+		if bad {
+			what = fmt.Sprintf("contains the disallowed character %U (quotes, globs, spaces, control, zero-width and non-ASCII look-alikes are refused)", r)
+		} else if a0 != "" {
+			what = "starts with '-'"
+		}
+		s.deny(RiskCritical, "program name "+quoteArgv([]string{a0})+" "+what)
+		s.step("program", "deny", "bad program name")
+		return
+	}
+	base := baseName(a0)
+	if strings.Contains(a0, "/") && !filepath.IsAbs(a0) {
+		s.deny(RiskCritical, "program path "+a0+" is relative; send a bare program name resolved by the trusted PATH")
+		s.step("program", "deny", "relative path")
+		p.inner(append([]string{base}, argv[1:]...), cwd, req, ctx, depth, s)
+		return
+	}
+	if base == "." || base == ".." || base == "" {
+		s.deny(RiskCritical, "program name "+a0+" is not a file name")
+		return
+	}
+
+	// exact rules name an escape form precisely
+	var exact *rule
+	for _, r := range p.byProg[base] {
+		if len(r.Exact) > 0 && len(r.Exact) == len(argv) && equalStrings(r.Exact[1:], argv[1:]) {
+			exact = r
+		}
+	}
+
+	// --- escape classes
+	class := escapeClass(base)
+	if class != "" && exact == nil {
+		if inner, isEsc, why := escapeInner(base, argv); isEsc {
+			s.deny(RiskCritical, why)
+			s.step("escape", "deny", class)
+			if inner != nil {
+				p.inner(inner, cwd, req, ctx, depth, s)
+			}
+			return
+		}
+	}
+	s.step("escape", "ok", "")
+
+	// --- identity
+	var resolved, real string
+	if filepath.IsAbs(a0) {
+		clean := filepath.Clean(a0)
+		cr := resolveAbs(clean, 0)
+		if p.pinned(base, clean) {
+			resolved, real = clean, cr
+			if !isExecFile(cr) {
+				s.deny(RiskHigh, "pinned program "+clean+" is not an executable file")
+				return
+			}
+		} else {
+			_, tr := p.resolveProgram(base, ctx)
+			if tr == "" || tr != cr {
+				s.deny(RiskCritical, "absolute program path "+clean+" is not the file the trusted PATH resolves for "+base)
+				s.step("identity", "deny", clean)
+				return
+			}
+			resolved, real = clean, cr
+		}
+	} else {
+		resolved, real = p.resolveProgram(base, ctx)
+		if resolved == "" {
+			s.deny(RiskHigh, "program "+base+" was not found in the trusted PATH ("+strings.Join(p.spec.TrustedPath, ":")+")")
+			s.step("identity", "deny", base)
+			return
+		}
+	}
+	for _, ws := range ctx.workspaces {
+		if within(ws, real) {
+			s.deny(RiskCritical, "program "+real+" is inside a workspace")
+			return
+		}
+	}
+	if rc := escapeClass(baseName(real)); rc != "" && class == "" {
+		s.deny(RiskCritical, fmt.Sprintf("program %s resolves to %s, a %s", base, real, rc))
+		return
+	}
+	sum, err := fileSHA256(real)
+	if err != nil {
+		s.deny(RiskHigh, "cannot hash program "+real+": "+err.Error())
+		return
+	}
+	d.ResolvedPath, d.BinarySHA256 = real, sum
+	s.step("identity", "ok", real+" sha256:"+sum)
+
+	// --- grammar
+	var pc *parsed
+	if exact != nil {
+		pc = &parsed{tool: base, unparsed: true}
+		s.step("grammar", "exact", "rule "+exact.ID+" names this argv exactly")
+	} else {
+		var known bool
+		pc, known, err = parseCommand(append([]string{base}, argv[1:]...))
+		if err != nil {
+			s.deny(RiskHigh, base+": "+err.Error()+" (unknown or malformed options are denied)")
+			s.step("grammar", "deny", err.Error())
+			return
+		}
+		if !known {
+			s.step("grammar", "none", "no grammar for "+base+"; arguments are not analysed")
+		} else {
+			s.step("grammar", "ok", pc.cmdName())
+		}
+		for _, f := range pc.findings {
+			s.raise(f.verdict, f.risk, f.reason)
+		}
+		for _, in := range pc.inner {
+			p.inner(in, cwd, req, ctx, depth, s)
+		}
+	}
+
+	// --- paths
+	writes := p.checkPaths(pc, cwd, ctx, s)
+
+	// --- rules
+	var sys, proj []*rule
+	for _, r := range p.byProg[base] {
+		if r.Path != "" && r.Path != filepath.Clean(a0) && r.Path != resolved && resolveAbs(r.Path, 0) != real {
+			continue
+		}
+		var ok bool
+		if exact != nil {
+			ok = r == exact
+		} else if len(r.Exact) == 0 {
+			ok, _ = r.matchParsed(pc)
+		}
+		if !ok {
+			continue
+		}
+		if r.layer == 0 {
+			sys = append(sys, r)
+		} else {
+			proj = append(proj, r)
+		}
+	}
+	if len(sys) == 0 {
+		s.deny(RiskHigh, "no policy rule allows "+pc.cmdName())
+		s.step("rules", "deny", "no matching rule")
+	}
+	alreadyDenied := d.Verdict == Deny
+	for _, r := range append(sys, proj...) {
+		d.Rules = append(d.Rules, r.ID)
+		if alreadyDenied && r.verdict != Deny {
+			continue // an allow rule's reason would only confuse a denial
+		}
+		s.raise(r.verdict, r.risk, r.Reason+" (rule "+r.ID+")")
+		if r.RunAs != "" {
+			d.RunAs = r.RunAs
+		}
+	}
+	if len(sys)+len(proj) > 0 {
+		s.step("rules", "matched", strings.Join(d.Rules, ","))
+	}
+
+	// --- effects
+	d.Writes = writes
+	d.Network = pc.net
+	d.RunsProjectCode = pc.code
+	write := pc.write || len(writes) > 0 || pc.unparsed
+	d.ReadOnly = !write && !pc.net && !pc.code && !pc.unparsed
+	if pc.code {
+		s.raise(Allow, RiskHigh, "")
+	}
+	if write || pc.net {
+		s.raise(Allow, RiskMedium, "")
+	}
+	if pc.write && cwd != "" {
+		if why := p.protectedWrite(cwd, ctx); why != "" {
+			s.deny(RiskCritical, "command writes in "+cwd+", which is protected: "+why)
+		}
+	}
+	if pc.net && !p.NetworkAllowed() {
+		s.deny(RiskMedium, pc.cmdName()+" uses the network, which the policy denies")
+	}
+	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", write, pc.net, pc.code), strings.Join(writes, ","))
+
+	// --- mode
+	switch d.Mode {
+	case ModeInspect:
+		if !d.ReadOnly {
+			s.deny(d.Risk, "inspect mode runs only read-only commands")
+		}
+	case ModeConfirm:
+		var why []string
+		if write {
+			why = append(why, "writes")
+		}
+		if pc.code {
+			why = append(why, "runs project code")
+		}
+		if pc.net {
+			why = append(why, "uses the network")
+		}
+		if len(why) > 0 && d.Verdict == Allow {
+			s.raise(Ask, d.Risk, "confirm mode: approval needed because the command "+strings.Join(why, ", "))
+		}
+	case ModeTrusted:
+		if d.Verdict == Ask {
+			d.Verdict = Allow
+			s.d.Reasons = append(s.d.Reasons, "trusted mode: no approval needed")
+		}
+	}
+	s.step("mode-adjust", string(d.Verdict), string(d.Mode))
+
+	// --- execution plan
+	ps := p.spec.Programs[base]
+	d.ExecArgv = append([]string{a0}, ps.ExecArgs...)
+	d.ExecArgv = append(d.ExecArgv, argv[1:]...)
+	if len(ps.ExecEnv) > 0 {
+		d.ExecEnv = map[string]string{}
+		for k, v := range ps.ExecEnv {
+			d.ExecEnv[k] = v
+		}
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// inner analyses a wrapped command so its reasons appear in the decision.
+func (p *Policy) inner(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
+	if len(argv) == 0 || depth >= maxDepth {
+		return
+	}
+	sub := Request{Argv: argv, Cwd: req.Cwd, Mode: req.Mode, Timeout: req.Timeout}
+	id := p.decide(sub, ctx, depth+1)
+	if id.Verdict == Allow {
+		s.step("inner", "allow", quoteArgv(argv))
+		return
+	}
+	for _, r := range id.Reasons {
+		s.raise(Deny, "", "inner command "+clip(quoteArgv(argv))+": "+r)
+	}
+	s.step("inner", string(id.Verdict), quoteArgv(argv))
+}
+
+func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []string {
+	if cwd == "" {
+		return nil
+	}
+	var writes []string
+	all := append(append([]operand(nil), pc.operands...), pc.paths...)
+	check := func(v string, write bool) string {
+		real := resolvePath(cwd, v)
+		pv := p.checkPath(real, write, ctx)
+		if pv.reason != "" || pv.verdict != Allow {
+			s.raise(pv.verdict, pv.risk, pv.reason)
+		} else {
+			s.raise(Allow, pv.risk, "")
+		}
+		if write && !contains(writes, real) {
+			writes = append(writes, real)
+		}
+		if write && (pc.tool == "rm" || pc.tool == "rmdir" || pc.tool == "mv") {
+			for _, ws := range ctx.workspaces {
+				if within(real, ws) {
+					s.deny(RiskCritical, pc.tool+": "+real+" is a workspace root (or contains one); removing the workspace itself is denied")
+				}
+			}
+		}
+		return real
+	}
+	n := 0
+	var sources []string
+	for i, op := range all {
+		if op.value == "" || op.value == "-" && op.kind != KPathWrite {
+			continue
+		}
+		switch op.kind {
+		case KPathRead, KPathWrite:
+			n++
+			real := check(op.value, op.kind == KPathWrite)
+			if i < len(pc.operands)-1 {
+				sources = append(sources, op.value)
+			}
+			// cp/mv/ln into an existing directory write DIR/basename(src)
+			if pc.copyInto && op.kind == KPathWrite && i == len(pc.operands)-1 {
+				if fi, err := os.Stat(real); err == nil && fi.IsDir() {
+					for _, src := range sources {
+						check(filepath.Join(real, baseName(src)), true)
+					}
+				}
+			}
+		}
+	}
+	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
+	return writes
+}
+
+// matchParsed checks the rule's subcommand and option constraints.
+func (r *rule) matchParsed(p *parsed) (bool, string) {
+	if r.subs != nil {
+		if p.unparsed || len(p.subs) == 0 || !r.subs[p.subs[0]] {
+			return false, "subcommand not listed"
+		}
+	}
+	if len(r.Options) > 0 && !p.has(r.Options...) {
+		return false, "none of the options " + strings.Join(r.Options, ",") + " present"
+	}
+	return true, ""
+}
+
+// matches is used for the rule's own examples: program, grammar, hidden
+// execution findings and constraints (no file system access).
+func (r *rule) matches(argv []string) (bool, string) {
+	if baseName(argv[0]) != r.Program {
+		return false, "different program"
+	}
+	if len(r.Exact) > 0 {
+		return equalStrings(r.Exact[1:], argv[1:]), "exact argv differs"
+	}
+	if escapeClass(r.Program) != "" {
+		if _, isEsc, why := escapeInner(r.Program, argv); isEsc {
+			return false, why
+		}
+	}
+	p, _, err := parseCommand(argv)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, f := range p.findings {
+		if f.verdict == Deny {
+			return false, f.reason
+		}
+	}
+	return r.matchParsed(p)
+}

@@ -1,0 +1,173 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+)
+
+var shells = set("sh bash dash zsh ksh ksh93 mksh pdksh oksh fish csh tcsh ash rbash yash elvish nu xonsh pwsh powershell rc es")
+var interpreters = set("python python2 python3 pypy pypy3 node nodejs deno bun perl perl5 ruby irb php lua luajit tclsh wish expect Rscript R julia osascript jshell java groovy scala ghci runghc runhaskell guile racket sbcl clisp ocaml swift dotnet qjs jjs rhino gdb lldb")
+var pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*m?$|^(perl|ruby|php|lua|node)[0-9.]+$`)
+var wrappers = set("timeout nice nohup setsid stdbuf xargs watch flock script busybox toybox chroot unshare nsenter ionice chrt taskset time command builtin exec eval strace ltrace valgrind firejail bwrap systemd-run at batch parallel entr unbuffer rlwrap faketime catchsegv cgexec prlimit numactl torsocks proxychains proxychains4 dbus-launch dbus-run-session ssh setpriv setarch linux32 linux64 sg newgrp chronic ifne vipe xdg-open open env-exec nix-shell direnv fakeroot schroot systemd-nspawn docker podman kubectl tmux screen expect")
+var privilege = set("sudo su doas pkexec run0 sudoedit runuser machinectl calife ksu")
+
+func set(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+// escapeClass names the escape class of a program base name, or "".
+func escapeClass(base string) string {
+	switch {
+	case shells[base]:
+		return "shell"
+	case interpreters[base] || pythonRE.MatchString(base):
+		return "interpreter"
+	case privilege[base]:
+		return "privilege escalation"
+	case wrappers[base] || base == "env":
+		return "program-running wrapper"
+	}
+	return ""
+}
+
+// wrapper options that take a value (so the value is not the command).
+var wrapperValueOpts = map[string]string{
+	"timeout": "-s --signal -k --kill-after",
+	"nice":    "-n --adjustment",
+	"stdbuf":  "-i -o -e --input --output --error",
+	"xargs":   "-I -i -n -P -d -a -E -e -s -L -l --max-args --max-procs --delimiter --arg-file --eof --max-chars --max-lines --replace --process-slot-var",
+	"watch":   "-n --interval -d --differences -q --equexit",
+	"flock":   "-w --timeout -E --conflict-exit-code -c --command",
+	"script":  "-c --command -E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format",
+	"sudo":    "-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -R --chroot -r --role -t --type -U --other-user -T --command-timeout",
+	"doas":    "-u -C",
+	"su":      "-c --command -s --shell -g --group -G --supp-group -w --whitelist-environment",
+	"runuser": "-u --user -c --command -s --shell -g --group -G --supp-group -w",
+	"pkexec":  "--user -u",
+	"env":     "-u --unset -C --chdir -S --split-string",
+	"ionice":  "-c --class -n --classdata -p --pid -P --pgid -u --uid",
+	"chrt":    "-T -P -D",
+	"taskset": "-p --pid",
+	"ssh":     "-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w -B",
+	"unshare": "--map-user --map-group --setuid --setgid --root --wd",
+	"nsenter": "-t --target -S --setuid -G --setgid --root --wd",
+	"prlimit": "-p --pid",
+	"setpriv": "--reuid --regid --groups --inh-caps --ambient-caps --bounding-set --securebits --selinux-label --apparmor-profile",
+	"systemd-run": "-p --property -u --unit --uid --gid -E --setenv --working-directory --description --slice -M --machine --host",
+	"strace":  "-o -e -p -s -u -E -I -b -O -X -P -a",
+	"ltrace":  "-o -e -p -s -u -a -A -D -F -l -n",
+	"parallel": "-j --jobs -S --sshlogin -a --arg-file --colsep -d --delimiter -I -n -N -L --timeout --joblog",
+	"tmux":    "-L -S -f -c -T",
+	"time":    "-f --format -o --output",
+	"faketime": "-m -f",
+}
+
+// positional arguments (after options) that come before the command.
+var wrapperPositional = map[string]int{"timeout": 1, "chroot": 1, "taskset": 1, "chrt": 1, "sg": 1, "flock": 1, "ssh": 1, "faketime": 1, "setarch": 1, "cgexec": 0}
+
+// escapeInner reports whether argv (an escape-class program) is an escape
+// and, where it can be found, the command it would run.
+func escapeInner(base string, argv []string) ([]string, bool, string) {
+	args := argv[1:]
+	class := escapeClass(base)
+	switch class {
+	case "shell":
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if a == "--" {
+				break
+			}
+			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") || a == "--command" {
+				if i+1 < len(args) {
+					str := args[i+1]
+					inner, err := SplitCommand(str)
+					why := base + " -c runs a shell command string (shell escape; send argv instead)"
+					if err != nil {
+						why += ": " + err.Error()
+						return nil, true, why
+					}
+					return inner, true, why
+				}
+				return nil, true, base + " -c runs a shell command string (shell escape; send argv instead)"
+			}
+			if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
+				break
+			}
+		}
+		return nil, true, base + " runs shell scripts or commands (shell escape; send argv instead)"
+	case "interpreter":
+		for _, a := range args {
+			if a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-p" || a == "--print" || a == "-r" || a == "-x" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "ce")) {
+				return nil, true, base + " " + a + " runs inline code (interpreter escape)"
+			}
+		}
+		return nil, true, base + " runs a program in an interpreter (interpreter escape)"
+	case "privilege escalation":
+		inner := wrapperCommand(base, args)
+		return inner, true, base + " changes user or privileges (privilege escalation)"
+	case "program-running wrapper":
+		inner := wrapperCommand(base, args)
+		if base == "env" {
+			if inner == nil {
+				for _, a := range args {
+					if a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string") {
+						return nil, true, "env -S splits a string into a command (program-running wrapper)"
+					}
+				}
+				return nil, false, ""
+			}
+		}
+		if base == "busybox" || base == "toybox" {
+			return inner, true, base + " runs applets, including shells (program-running wrapper)"
+		}
+		return inner, true, base + " runs another program (program-running wrapper)"
+	}
+	return nil, false, ""
+}
+
+// wrapperCommand finds the command a wrapper would run, or nil.
+func wrapperCommand(base string, args []string) []string {
+	valued := set(wrapperValueOpts[base])
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		if (base == "su" || base == "runuser" || base == "flock" || base == "script") && (a == "-c" || a == "--command") && i+1 < len(args) {
+			if w, err := SplitCommand(args[i+1]); err == nil {
+				return w
+			}
+			return []string{"sh", "-c", args[i+1]}
+		}
+		name, _, hasEq := strings.Cut(a, "=")
+		i++
+		if valued[name] && !hasEq {
+			i++
+		}
+	}
+	if base == "env" {
+		for i < len(args) && strings.Contains(args[i], "=") && !strings.HasPrefix(args[i], "=") {
+			i++
+		}
+	}
+	i += wrapperPositional[base]
+	if i >= len(args) {
+		return nil
+	}
+	rest := args[i:]
+	if base == "watch" && len(rest) == 1 {
+		if w, err := SplitCommand(rest[0]); err == nil {
+			return w
+		}
+	}
+	return rest
+}

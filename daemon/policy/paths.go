@@ -1,0 +1,216 @@
+package policy
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// resolvePath makes p absolute against cwd and follows symlinks component
+// by component (so "link/.." means what the kernel means). Components that
+// do not exist yet are appended lexically to the deepest existing parent.
+func resolvePath(cwd, p string) string {
+	if !filepath.IsAbs(p) {
+		p = cwd + "/" + p
+	}
+	return resolveAbs(p, 0)
+}
+
+func resolveAbs(p string, depth int) string {
+	parts := strings.Split(p, "/")
+	cur := "/"
+	missing := false
+	for idx, c := range parts {
+		if c == "" || c == "." {
+			continue
+		}
+		if c == ".." {
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		if missing {
+			cur = next
+			continue
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			missing = true
+			cur = next
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if depth > 40 {
+				return next // loop: treat as opaque
+			}
+			target, err := os.Readlink(next)
+			if err != nil {
+				cur = next
+				continue
+			}
+			if !filepath.IsAbs(target) {
+				target = cur + "/" + target
+			}
+			rest := strings.Join(parts[idx+1:], "/")
+			return resolveAbs(target+"/"+rest, depth+1)
+		}
+		cur = next
+	}
+	return filepath.Clean(cur)
+}
+
+// within reports whether p is root or below it, by path components.
+func within(root, p string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// expandPattern turns "~/x" into concrete prefixes for home (and for any
+// home when the principal's home is unknown).
+func expandPattern(pat, home string) []string {
+	if !strings.HasPrefix(pat, "~/") {
+		return []string{pat}
+	}
+	rest := pat[1:]
+	out := []string{"/root" + rest, "/home/*" + rest}
+	if home != "" && filepath.IsAbs(home) {
+		out = append(out, filepath.Clean(home)+rest)
+	}
+	return out
+}
+
+// matchPrefix reports whether p is at or below the pattern, where the
+// pattern's components may use path.Match globs.
+func matchPrefix(pattern, p string) bool {
+	pc := strings.Split(strings.Trim(pattern, "/"), "/")
+	xc := strings.Split(strings.Trim(p, "/"), "/")
+	if pattern == "/" {
+		return true
+	}
+	if len(xc) < len(pc) {
+		return false
+	}
+	for i, c := range pc {
+		ok, err := path.Match(c, xc[i])
+		if err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// isAncestorOf reports whether p is a strict ancestor of the literal part
+// of the pattern (a recursive read of p would reach it).
+func isAncestorOf(p, pattern string) bool {
+	lit := pattern
+	if i := strings.IndexAny(lit, "*?["); i >= 0 {
+		lit = filepath.Dir(lit[:i+1])
+	}
+	return p != lit && within(p, lit)
+}
+
+type pathVerdict struct {
+	verdict Verdict
+	risk    Risk
+	reason  string
+}
+
+// checkPath decides one resolved path.
+func (p *Policy) checkPath(real string, write bool, ctx *decideCtx) pathVerdict {
+	spec := &p.spec
+	// termd's own files: no reads or writes.
+	for _, pr := range ctx.protected {
+		if within(pr, real) {
+			return pathVerdict{Deny, RiskCritical, "path " + real + " is termd's own configuration, policy, key or state"}
+		}
+		if write && within(real, pr) {
+			return pathVerdict{Deny, RiskCritical, "write to " + real + " would reach termd's own files"}
+		}
+	}
+	for _, pat := range spec.Paths.SensitiveRead {
+		for _, e := range expandPattern(pat, ctx.home) {
+			if matchPrefix(e, real) {
+				return pathVerdict{Deny, RiskCritical, "path " + real + " holds secrets (" + pat + ")"}
+			}
+		}
+	}
+	if write {
+		if why := p.protectedWrite(real, ctx); why != "" {
+			return pathVerdict{Deny, RiskCritical, "write to " + real + " is denied: " + why}
+		}
+	}
+	inWS := false
+	for _, ws := range ctx.workspaces {
+		if within(ws, real) {
+			inWS = true
+			break
+		}
+	}
+	if write {
+		if !inWS {
+			return pathVerdict{Deny, RiskHigh, "write to " + real + " is outside the workspace roots"}
+		}
+		for _, ws := range ctx.workspaces {
+			if real == ws {
+				return pathVerdict{Ask, RiskHigh, "write to the workspace root directory " + real}
+			}
+		}
+		return pathVerdict{Allow, RiskLow, ""}
+	}
+	if inWS {
+		return pathVerdict{Allow, RiskLow, ""}
+	}
+	for _, pat := range spec.Paths.SensitiveRead {
+		for _, e := range expandPattern(pat, ctx.home) {
+			if isAncestorOf(real, e) {
+				return pathVerdict{Ask, RiskHigh, "read of " + real + " outside the workspace may reach secrets (" + pat + ")"}
+			}
+		}
+	}
+	for _, pat := range spec.Paths.SystemRead {
+		if matchPrefix(pat, real) {
+			return pathVerdict{Allow, RiskMedium, "read of system path " + real + " outside the workspace"}
+		}
+	}
+	return pathVerdict{Ask, RiskMedium, "read of " + real + " outside the workspace roots"}
+}
+
+// protectedWrite names why a write target later runs code, or "".
+func (p *Policy) protectedWrite(real string, ctx *decideCtx) string {
+	spec := &p.spec
+	for _, pat := range spec.Paths.Protected {
+		for _, e := range expandPattern(pat, ctx.home) {
+			if matchPrefix(e, real) {
+				return "protected path " + pat
+			}
+		}
+	}
+	comps := strings.Split(strings.Trim(real, "/"), "/")
+	last := comps[len(comps)-1]
+	for _, n := range spec.Paths.ProtectedNames {
+		if last == n {
+			return n + " files run code or configure tools that do"
+		}
+	}
+	for i, c := range comps {
+		for _, d := range spec.Paths.ProtectedDirs {
+			if c == d {
+				return d + " holds editor, agent or tool configuration that runs code"
+			}
+		}
+		if c == ".git" {
+			if i == len(comps)-1 {
+				return ".git directory itself"
+			}
+			for _, c2 := range comps[i+1:] {
+				if c2 == "hooks" || c2 == "config" || c2 == "info" {
+					return ".git/" + c2 + " can run code (hooks, config)"
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,305 @@
+package policy
+
+import (
+	"strings"
+)
+
+func initGit() {
+	R, W := KPathRead, KPathWrite
+	diffOpts := opts(flags("-p|-u|--patch -s|--no-patch --raw --numstat --shortstat --name-only --name-status --summary --no-color -w|--ignore-all-space -b|--ignore-space-change --ignore-blank-lines --ignore-space-at-eol --ignore-cr-at-eol -R --no-renames --binary --full-index --no-ext-diff --textconv --no-textconv --pickaxe-all --pickaxe-regex -z -a|--text --minimal --patience --histogram --check --exit-code --quiet --no-prefix --no-relative --cc --combined-all-paths --compact-summary --patch-with-stat --patch-with-raw -W|--function-context --ita-invisible-in-index --default-prefix"),
+		list(o("-U|--unified="), o("--stat?"), o("--dirstat?"), o("--color?"), o("--word-diff?"), o("--color-words?"), o("--color-moved?"), o("-M|--find-renames?"), o("-C|--find-copies?"), o("-B|--break-rewrites?"), o("-l="), o("--abbrev?"), o("--diff-filter="), o("-S="), o("-G="), o("-O=", R), o("--relative?"), o("--diff-algorithm="), o("--src-prefix="), o("--dst-prefix="), o("--line-prefix="), o("--submodule?"), o("--ignore-submodules?"), o("--inter-hunk-context="), o("--output=", W), o("--find-object="), o("--anchored="), o("-I|--ignore-matching-lines="),
+			o("--ext-diff").denyWith("runs an external diff program")))
+	logOpts := opts(diffOpts, flags("--oneline --abbrev-commit --no-abbrev-commit --graph --no-decorate --all --first-parent --merges --no-merges --reverse --follow --source --topo-order --date-order --author-date-order --left-right --cherry-pick --cherry-mark --cherry --boundary --ancestry-path --simplify-by-decoration --full-history --dense --sparse -g|--walk-reflogs --show-signature -m --mailmap --use-mailmap --no-mailmap --log-size --all-match --invert-grep -i|--regexp-ignore-case -E|--extended-regexp -F|--fixed-strings -P|--perl-regexp --basic-regexp --no-notes --stdin --not --children --parents --full-diff --remove-empty --no-min-parents --no-max-parents --expand-tabs --no-expand-tabs --clear-decorations --show-pulls --reflog --single-worktree --bisect --no-walk --do-walk --show-linear-break --exclude-first-parent-only --no-graph --show-notes-by-default -c -t --root --show-notes"),
+		list(o("-n|--max-count="), o("--skip="), o("--since|--after|--since-as-filter="), o("--until|--before="), o("--author="), o("--committer="), o("--grep="), o("--grep-reflog="), o("--pretty?"), o("--format="), o("--decorate?"), o("--branches?"), o("--tags?"), o("--remotes?"), o("--glob="), o("--exclude="), o("--date="), o("-L="), o("--notes?"), o("--min-parents="), o("--max-parents="), o("--decorate-refs="), o("--decorate-refs-exclude="), o("--encoding=")))
+	subcmds := subs(
+		sub("status", &cmdSpec{opts: opts(flags("-s|--short -b|--branch --long -v|--verbose -z --no-column --ahead-behind --no-ahead-behind --renames --no-renames --show-stash"), list(o("--porcelain?"), o("-u|--untracked-files?"), o("--ignored?"), o("--ignore-submodules?"), o("--column?"), o("--find-renames?")))}),
+		sub("log", &cmdSpec{numFlag: "-n", opts: logOpts}),
+		sub("show", &cmdSpec{numFlag: "-n", opts: logOpts}),
+		sub("diff", &cmdSpec{opts: opts(diffOpts, flags("--cached|--staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs"))}),
+		sub("branch", &cmdSpec{post: postGitBranch, opts: opts(flags("-a|--all -r|--remotes -l|--list -v|--verbose --show-current -i|--ignore-case --no-color --no-abbrev --omit-empty -q|--quiet -d|--delete -D -m|--move -M -c|--copy -C -f|--force --unset-upstream --no-track --create-reflog --recurse-submodules"),
+			list(o("--contains?"), o("--no-contains?"), o("--merged?"), o("--no-merged?"), o("--sort="), o("--format="), o("--points-at="), o("--color?"), o("--column?"), o("--no-column"), o("--abbrev="), o("-u|--set-upstream-to="), o("-t|--track?"), o("--edit-description").denyWith("opens an editor")))}),
+		sub("ls-files", &cmdSpec{opts: opts(flags("-c|--cached -d|--deleted -m|--modified -o|--others -i|--ignored -s|--stage -u|--unmerged -k|--killed -z -t -v -f --directory --no-empty-directory --eol --full-name --recurse-submodules --debug --deduplicate --exclude-standard --error-unmatch --sparse --resolve-undo"), list(o("--abbrev?"), o("-x|--exclude="), o("-X|--exclude-from=", R), o("--exclude-per-directory="), o("--with-tree="), o("--format=")))}),
+		sub("rev-parse", &cmdSpec{opts: opts(flags("--show-toplevel --show-prefix --show-cdup --git-dir --git-common-dir --absolute-git-dir --is-inside-work-tree --is-inside-git-dir --is-bare-repository --is-shallow-repository --verify -q|--quiet --symbolic --symbolic-full-name --all --local-env-vars --sq --sq-quote --revs-only --no-revs --flags --no-flags --show-superproject-working-tree --shared-index-path --not --keep-dashdash --stop-at-non-option --stuck-long"),
+			list(o("--abbrev-ref?"), o("--short?"), o("--branches?"), o("--tags?"), o("--remotes?"), o("--glob="), o("--exclude="), o("--show-object-format?"), o("--path-format="), o("--git-path="), o("--default="), o("--prefix="), o("--since|--after="), o("--until|--before="), o("--resolve-git-dir=", R), o("--disambiguate="), o("--show-ref-format")))}),
+		sub("blame", &cmdSpec{opts: opts(flags("-l -t -s -e|--show-email -w -p|--porcelain --line-porcelain --incremental -f|--show-name -n|--show-number -c --root --show-stats --first-parent --color-lines --color-by-age --progress --no-progress --score-debug -b"),
+			list(o("-L="), o("-M?"), o("-C?"), o("--date="), o("--abbrev="), o("--reverse="), o("--contents=", R), o("--since="), o("-S=", R), o("--ignore-rev="), o("--ignore-revs-file=", R), o("--encoding=")))}),
+		sub("grep", &cmdSpec{post: postPatternFirst("-e", "-f"), opts: opts(flags("-i|--ignore-case -w|--word-regexp -v|--invert-match -n|--line-number -l|--files-with-matches|--name-only -L|--files-without-match -c|--count -h -H -o|--only-matching -q|--quiet -E|--extended-regexp -F|--fixed-strings -G|--basic-regexp -P|--perl-regexp --cached --untracked --no-index --index --recurse-submodules -r|--recursive --no-recursive -a|--text --full-name -z|--null --and --or --not --all-match -W|--function-context -p|--show-function --no-color --column --break --heading --textconv --no-textconv -I --exclude-standard --no-exclude-standard"),
+			list(o("-e=", KPattern), o("-f=", R), o("-A|--after-context="), o("-B|--before-context="), o("-C|--context="), o("--max-depth="), o("--color?"), o("--threads="), o("-m|--max-count="), o("-O|--open-files-in-pager?").denyWith(whyPager)))}),
+		sub("add", &cmdSpec{write: true, opts: opts(flags("-A|--all -u|--update -n|--dry-run -v|--verbose -f|--force -N|--intent-to-add --refresh --ignore-errors --ignore-missing --no-all --renormalize --pathspec-file-nul --sparse --no-ignore-removal --ignore-removal"), list(o("--chmod="), o("--pathspec-from-file=", R), o("-i|--interactive").denyWith("is interactive"), o("-p|--patch").denyWith("is interactive"), o("-e|--edit").denyWith("opens an editor")))}),
+		sub("commit", &cmdSpec{write: true, opts: opts(flags("-a|--all --amend --no-edit -s|--signoff --no-signoff --allow-empty --allow-empty-message -n|--no-verify --verify -q|--quiet -v|--verbose --dry-run --no-status --status --no-gpg-sign -o|--only -i|--include --reset-author --pathspec-file-nul --short --porcelain --long -z|--null"),
+			list(o("-m|--message="), o("-F|--file=", R), o("--author="), o("--date="), o("--fixup="), o("--squash="), o("-C|--reuse-message="), o("--cleanup="), o("--trailer="), o("--pathspec-from-file=", R), o("-u|--untracked-files?"), o("-S|--gpg-sign?"),
+				o("-c|--reedit-message=").denyWith("opens an editor"), o("-e|--edit").denyWith("opens an editor"), o("-t|--template=").denyWith("opens an editor"), o("-p|--patch").denyWith("is interactive")))}),
+		sub("restore", &cmdSpec{write: true, opts: opts(flags("-S|--staged -W|--worktree --ours --theirs -m|--merge --ignore-unmerged --ignore-skip-worktree-bits --overlay --no-overlay -q|--quiet --progress --no-progress --recurse-submodules --no-recurse-submodules --pathspec-file-nul"), list(o("-s|--source="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
+		sub("switch", &cmdSpec{write: true, opts: opts(flags("-d|--detach --guess --no-guess -f|--force|--discard-changes -m|--merge -q|--quiet --no-track --recurse-submodules --no-recurse-submodules --ignore-other-worktrees --progress --no-progress"), list(o("-c|--create="), o("-C|--force-create="), o("--conflict="), o("--orphan="), o("-t|--track?")))}),
+		sub("checkout", &cmdSpec{write: true, opts: opts(flags("-f|--force -q|--quiet --detach --no-track -m|--merge --ours --theirs --recurse-submodules --no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -l --ignore-other-worktrees --progress --no-progress --guess --no-guess --ignore-skip-worktree-bits"), list(o("-b="), o("-B="), o("-t|--track?"), o("--orphan="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
+		sub("fetch", &cmdSpec{net: true, write: true, operand: KURL, post: postGitURL, opts: opts(flags("--all -p|--prune -P|--prune-tags -t|--tags -n|--no-tags --unshallow -q|--quiet -v|--verbose -f|--force --dry-run --no-recurse-submodules --multiple --atomic --refetch --set-upstream --progress -u|--update-head-ok -4|--ipv4 -6|--ipv6 -k|--keep -a|--append --porcelain --no-write-fetch-head --write-fetch-head --no-show-forced-updates --show-forced-updates --update-shallow --no-auto-gc --auto-gc --no-auto-maintenance --auto-maintenance"),
+			list(o("--depth="), o("--deepen="), o("--shallow-since="), o("--shallow-exclude="), o("--recurse-submodules?"), o("-j|--jobs="), o("--filter="), o("--negotiation-tip="), o("-o|--server-option="), o("--refmap="), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
+		sub("pull", &cmdSpec{net: true, write: true, operand: KURL, post: postGitURL, opts: opts(flags("--no-rebase --ff --no-ff --ff-only -q|--quiet -v|--verbose --autostash --no-autostash --all --tags --no-tags -p|--prune --squash --no-squash --commit --no-commit --no-edit --verify --no-verify --stat -n|--no-stat --signoff --no-signoff --progress -4|--ipv4 -6|--ipv6 --allow-unrelated-histories --unshallow --no-gpg-sign"),
+			list(o("-r|--rebase?"), o("--depth="), o("-s|--strategy="), o("-X|--strategy-option="), o("--recurse-submodules?"), o("-j|--jobs="), o("-S|--gpg-sign?"), o("-e|--edit").denyWith("opens an editor"), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
+		sub("push", &cmdSpec{net: true, operand: KURL, post: postGitURL, opts: opts(flags("-u|--set-upstream -f|--force --force-if-includes --all --branches --tags --follow-tags --no-follow-tags -d|--delete -n|--dry-run --porcelain -q|--quiet -v|--verbose --prune --mirror --atomic --no-atomic --no-verify --verify --progress --no-progress -4|--ipv4 -6|--ipv6 --no-signed --no-force-with-lease"),
+			list(o("--force-with-lease?"), o("-o|--push-option="), o("--recurse-submodules="), o("--signed?"), o("--repo="), o("--receive-pack=").denyWith("runs a program on the remote side chosen by the caller"), o("--exec=").denyWith("runs a program on the remote side chosen by the caller")))}),
+		sub("clone", &cmdSpec{net: true, write: true, operand: KURL, hasLast: true, last: W, post: postGitClone, opts: opts(flags("--single-branch --no-single-branch --shallow-submodules --no-shallow-submodules --bare --mirror -q|--quiet -v|--verbose --progress -n|--no-checkout --sparse --no-tags --tags --dissociate -l|--local --no-local --no-hardlinks -s|--shared --remote-submodules --no-remote-submodules --also-filter-submodules --reject-shallow --no-reject-shallow -4|--ipv4 -6|--ipv6"),
+			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri="), o("--server-option="), o("--revision="), o("--ref-format="),
+				o("--template=").denyWith("installs hooks from a template directory"), o("-c|--config=").denyWith(whyConfig), o("-u|--upload-pack=").denyWith("runs a program chosen by the caller")))}),
+		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --includes --no-includes --no-type"), list(o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
+	)
+	reg("git", &cmdSpec{needSub: true, subs: subcmds, opts: opts(flags("-P|--no-pager --bare --no-replace-objects --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --version --html-path --man-path --info-path --no-advice"),
+		list(o("-C=", R), o("--git-dir=", R), o("--work-tree=", R), o("--namespace="), o("--list-cmds="), o("--attr-source="),
+			o("-c=").denyWith(whyConfig), o("--config-env=").denyWith(whyConfig), o("--exec-path?").denyWith("changes where git finds the programs it runs"), o("-p|--paginate").denyWith(whyPager), o("--super-prefix=").denyWith("is an internal option"), o("--help")))})
+	for _, s := range subcmds {
+		s.index()
+		if _, ok := s.optIndex["-h"]; !ok {
+			s.opts = append(s.opts, o("-h"))
+		}
+		s.opts = append(s.opts, o("--help"))
+	}
+}
+
+func postGitBranch(p *parsed) {
+	if p.has("-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "--unset-upstream", "-t", "--no-track", "--create-reflog") {
+		p.write = true
+	}
+	if len(p.operands) > 0 && !p.has("-l", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at") {
+		p.write = true
+	}
+}
+
+func postGitConfig(p *parsed) {
+	if p.has("-l", "--get", "--get-all", "--get-regexp", "--get-urlmatch") {
+		return
+	}
+	switch {
+	case len(p.operands) == 0:
+		return
+	case p.operands[0].value == "get" || p.operands[0].value == "list":
+		return
+	case len(p.operands) == 1 && strings.Contains(p.operands[0].value, ".") && !strings.HasPrefix(p.operands[0].value, "-"):
+		return // `git config name` prints the value
+	}
+	p.deny(RiskHigh, "git config: writing configuration (git config can run programs: core.fsmonitor, aliases, hooks)")
+}
+
+func checkGitURL(p *parsed, v string) {
+	l := strings.ToLower(v)
+	if strings.HasPrefix(l, "ext::") || strings.HasPrefix(l, "fd::") || strings.Contains(l, "::") && !strings.Contains(l, "://") {
+		p.deny(RiskCritical, "%s: remote %q uses a transport helper that runs commands", p.cmdName(), clip(v))
+	}
+	if strings.HasPrefix(v, "-") {
+		p.deny(RiskCritical, "%s: remote %q looks like an option", p.cmdName(), clip(v))
+	}
+}
+
+func postGitURL(p *parsed) {
+	for i := range p.operands {
+		if i == 0 {
+			checkGitURL(p, p.operands[i].value)
+		}
+		p.operands[i].kind = KOther // remote names and refspecs
+	}
+}
+
+func postGitClone(p *parsed) {
+	if len(p.operands) == 0 {
+		p.deny(RiskLow, "git clone: missing repository")
+		return
+	}
+	checkGitURL(p, p.operands[0].value)
+	p.operands[0].kind = KURL
+	if len(p.operands) == 1 {
+		// clones into ./<name>
+		name := strings.TrimSuffix(baseName(strings.TrimRight(p.operands[0].value, "/")), ".git")
+		if i := strings.LastIndexByte(name, ':'); i >= 0 {
+			name = name[i+1:]
+		}
+		p.operands = append(p.operands, operand{value: name, kind: KPathWrite})
+	}
+}
+
+func initBuildTools() {
+	R, W := KPathRead, KPathWrite
+	buildFlags := opts(flags("-v -x -n -a -race -msan -asan -cover -trimpath -linkshared -modcacherw -work -json -buildvcs -i"),
+		list(o("-covermode="), o("-coverpkg="), o("-p="), o("-tags="), o("-ldflags="), o("-gcflags="), o("-asmflags="), o("-buildmode="), o("-compiler="), o("-gccgoflags="), o("-installsuffix="), o("-mod="), o("-modfile=", R), o("-overlay=", R), o("-pgo="), o("-pkgdir=", W), o("-o=", W), o("-C=", R),
+			o("-toolexec=").denyWith("runs a program around every compiler step"), o("-exec=").denyWith("runs a program around the binary"), o("-vettool=").denyWith("runs a vet program chosen by the caller")))
+	testFlags := opts(buildFlags, flags("-benchmem -failfast -short -c -fullpath -cpuprofile"), list(o("-run="), o("-skip="), o("-bench="), o("-benchtime="), o("-count="), o("-cpu="), o("-fuzz="), o("-fuzztime="), o("-fuzzminimizetime="), o("-list="), o("-parallel="), o("-shuffle="), o("-timeout="), o("-vet="), o("-coverprofile=", W), o("-memprofile=", W), o("-blockprofile=", W), o("-mutexprofile=", W), o("-outputdir=", W), o("-trace=", W), o("-memprofilerate="), o("-blockprofilerate="), o("-mutexprofilefraction="), o("-test.v?"), o("-test.run=")))
+	// -cpuprofile takes a value; fix the flag above
+	for i, op := range testFlags {
+		if op.names[0] == "-cpuprofile" {
+			testFlags[i] = o("-cpuprofile=", W)
+		}
+	}
+	goSub := func(name string, c *cmdSpec) *cmdSpec {
+		c.name = name
+		c.longSingleDash = true
+		c.opts = append(c.opts, o("-h|-help"))
+		return c
+	}
+	modSubs := subs(
+		goSub("download", &cmdSpec{net: true, opts: list(o("-json"), o("-x"), o("-reuse="))}),
+		goSub("tidy", &cmdSpec{net: true, write: true, opts: list(o("-v"), o("-e"), o("-x"), o("-diff"), o("-go="), o("-compat="))}),
+		goSub("graph", &cmdSpec{opts: list(o("-x"), o("-go="))}),
+		goSub("why", &cmdSpec{opts: list(o("-m"), o("-vendor"))}),
+		goSub("verify", &cmdSpec{}),
+		goSub("init", &cmdSpec{write: true}),
+		goSub("vendor", &cmdSpec{write: true, net: true, opts: list(o("-v"), o("-e"), o("-o=", W))}),
+		goSub("edit", &cmdSpec{write: true, opts: list(o("-fmt"), o("-print"), o("-json"), o("-module="), o("-go="), o("-toolchain="), o("-require="), o("-droprequire="), o("-exclude="), o("-dropexclude="), o("-replace="), o("-dropreplace="), o("-retract="), o("-dropretract="), o("-tool="), o("-droptool="), o("-godebug="), o("-dropgodebug="))}),
+	)
+	goSubs := subs(
+		goSub("build", &cmdSpec{code: true, write: true, opts: buildFlags}),
+		goSub("install", &cmdSpec{code: true, write: true, net: true, opts: buildFlags}),
+		goSub("test", &cmdSpec{code: true, restMarker: "-args", opts: testFlags}),
+		goSub("run", &cmdSpec{code: true, posix: true, opts: buildFlags}),
+		goSub("vet", &cmdSpec{opts: buildFlags}),
+		goSub("fmt", &cmdSpec{write: true, opts: list(o("-n"), o("-x"), o("-mod="))}),
+		goSub("env", &cmdSpec{opts: list(o("-json"), o("-changed"), o("-w").denyWith("writes the go env file that later go commands obey"), o("-u").denyWith("writes the go env file that later go commands obey"))}),
+		goSub("version", &cmdSpec{opts: list(o("-m"), o("-v"), o("-json"))}),
+		goSub("list", &cmdSpec{opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export"), o("-compiled"), o("-versions"), o("-retracted"), o("-reuse=")))}),
+		goSub("mod", &cmdSpec{needSub: true, subs: modSubs}),
+		goSub("get", &cmdSpec{net: true, write: true, opts: opts(buildFlags, list(o("-t"), o("-u?"), o("-tool")))}),
+		goSub("doc", &cmdSpec{opts: list(o("-all"), o("-c"), o("-cmd"), o("-short"), o("-src"), o("-u"), o("-http").denyWith("starts a web server"))}),
+		goSub("generate", &cmdSpec{code: true, write: true, opts: opts(buildFlags, list(o("-run="), o("-skip=")))}),
+		goSub("clean", &cmdSpec{write: true, opts: opts(buildFlags, list(o("-cache"), o("-testcache"), o("-modcache"), o("-fuzzcache"), o("-r")))}),
+		goSub("tool", &cmdSpec{code: true, posix: true, opts: list(o("-n"), o("-modfile=", R))}),
+	)
+	reg("go", &cmdSpec{needSub: true, subs: goSubs, longSingleDash: true, opts: list(o("-C=", R), o("-h|-help"))})
+
+	reg("make|gmake", &cmdSpec{code: true, write: true, operand: KOther, opts: opts(flags("-k|--keep-going -s|--silent|--quiet --no-silent -n|--dry-run|--just-print|--recon -B|--always-make -i|--ignore-errors -e|--environment-overrides -q|--question -r|--no-builtin-rules -R|--no-builtin-variables -w|--print-directory --no-print-directory -t|--touch -d -p|--print-data-base --trace --warn-undefined-variables -L|--check-symlink-times -S|--no-keep-going|--stop -v|--version -h|--help"),
+		list(o("-C|--directory=", R), o("-f|--file|--makefile=", R), o("-j|--jobs?"), o("-l|--load-average|--max-load?"), o("-O|--output-sync?"), o("-W|--what-if|--new-file|--assume-new=", R), o("-o|--old-file|--assume-old=", R), o("--debug?"), o("-I|--include-dir=", R), o("--shuffle?"), o("--jobserver-style="),
+			o("-E|--eval=").denyWith("evaluates make code given on the command line")))})
+
+	// JavaScript package managers. Options may appear anywhere.
+	jsGlobal := opts(flags("-D|--save-dev -P|--save-prod -O|--save-optional -E|--save-exact -B|--save-bundle --no-save -S|--save --save-peer --ignore-scripts --no-audit --audit --no-fund --production --legacy-peer-deps --strict-peer-deps -f|--force --dry-run --prefer-offline --offline --prefer-online --package-lock-only --no-package-lock --workspaces --if-present -s|--silent -q|--quiet --json -p|--parseable -l|--long -a|--all --no-color --progress --no-progress --foreground-scripts --install-links --verbose -d --frozen-lockfile --no-frozen-lockfile --immutable --recursive -r --include-workspace-root --fix -h|--help -v|--version --prod --dev --no-optional --lockfile-only --check-files --non-interactive --pure-lockfile"),
+		list(o("--omit="), o("--include="), o("-w|--workspace|--filter="), o("--loglevel="), o("--depth="), o("--registry="), o("--audit-level="), o("--cache="), o("--color="), o("--install-strategy="), o("--save-prefix="), o("--tag="), o("--before="), o("--reporter="), o("-C|--dir=", R), o("--cwd=", R),
+			o("-g|--global").denyWith("installs outside the workspace"), o("--location=").denyWith("installs outside the workspace"), o("--prefix=").denyWith("installs outside the workspace"), o("--script-shell=").denyWith("chooses the shell that runs scripts"), o("--node-options=").denyWith("injects node options"), o("--userconfig=").denyWith("loads a config file that can run programs"), o("--globalconfig=").denyWith("loads a config file that can run programs"), o("--init-module=").denyWith("runs a module"), o("-y|--yes").denyWith("auto-confirms running downloaded code"), o("--unsafe-perm").denyWith("runs scripts as root")))
+	js := func(tool string) {
+		install := &cmdSpec{inherit: true, net: true, write: true, code: true, post: postJSInstall}
+		test := &cmdSpec{inherit: true, code: true}
+		run := &cmdSpec{inherit: true, code: true}
+		read := &cmdSpec{inherit: true}
+		readNet := &cmdSpec{inherit: true, net: true}
+		write := &cmdSpec{inherit: true, write: true}
+		m := map[string]*cmdSpec{
+			"install": withName("install", install), "ci": withName("ci", install), "add": withName("add", install), "update": withName("update", install), "remove": withName("remove", install),
+			"test": withName("test", test), "run": withName("run", run), "start": withName("start", run), "rebuild": withName("rebuild", run),
+			"ls": withName("ls", read), "why": withName("why", read), "root": withName("root", read), "prefix": withName("prefix", read), "explain": withName("explain", read),
+			"view": withName("view", readNet), "outdated": withName("outdated", readNet), "audit": withName("audit", readNet), "info": withName("info", readNet),
+			"pack": withName("pack", write), "prune": withName("prune", write), "dedupe": withName("dedupe", write),
+			"config": withName("config", &cmdSpec{inherit: true, post: postJSConfig}),
+			"exec": withName("exec", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s exec runs a downloaded or arbitrary program", p.tool) }}),
+			"dlx":  withName("dlx", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s dlx runs a downloaded program", p.tool) }}),
+		}
+		al := map[string]string{"i": "install", "isntall": "install", "in": "install", "t": "test", "tst": "test", "run-script": "run", "rum": "run", "urn": "run", "list": "ls", "ll": "ls", "la": "ls", "v": "view", "show": "view", "c": "config", "x": "exec", "rm": "remove", "r": "remove", "un": "remove", "uninstall": "remove", "unlink": "remove", "up": "update", "upgrade": "update", "clean-install": "ci", "install-clean": "ci", "ic": "ci", "rb": "rebuild", "ddp": "dedupe"}
+		reg(tool, &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal})
+	}
+	js("npm")
+	js("pnpm")
+	js("yarn")
+
+	cargoGlobal := opts(flags("-v|--verbose -q|--quiet --frozen --locked --offline -h|--help -V|--version --list"), list(o("--color="), o("--manifest-path=", R), o("--config=").denyWith(whyConfig), o("-Z=").denyWith("enables unstable features"), o("-C=").denyWith("is an unstable option")))
+	cargoSub := opts(flags("--workspace --all --lib --bins --examples --tests --benches --all-targets --all-features --no-default-features -r|--release --keep-going --no-run --no-fail-fast --doc --future-incompat-report --ignore-rust-version --unit-graph --no-deps --all-packages --fix --allow-dirty --allow-staged --allow-no-vcs --dry-run --document-private-items --check"),
+		list(o("-p|--package="), o("--exclude="), o("--bin="), o("--example="), o("--test="), o("--bench="), o("-F|--features="), o("--profile="), o("-j|--jobs="), o("--target="), o("--target-dir=", W), o("--message-format="), o("--timings?"), o("--format-version="), o("--depth="), o("-e|--edges="), o("-i|--invert="), o("--prefix="), o("--charset="), o("--filter-platform="), o("--open").denyWith("opens a browser")))
+	cs := func(name string, c *cmdSpec) *cmdSpec { c.name = name; c.inherit = true; c.opts = cargoSub; return c }
+	reg("cargo", &cmdSpec{needSub: true, opts: cargoGlobal, aliases: map[string]string{"b": "build", "t": "test", "r": "run", "c": "check", "d": "doc"},
+		subs: subs(cs("build", &cmdSpec{code: true, net: true, write: true}), cs("test", &cmdSpec{code: true, net: true, write: true}), cs("run", &cmdSpec{code: true, net: true, write: true}),
+			cs("check", &cmdSpec{code: true, net: true, write: true}), cs("clippy", &cmdSpec{code: true, net: true, write: true}), cs("doc", &cmdSpec{code: true, net: true, write: true}), cs("bench", &cmdSpec{code: true, net: true, write: true}),
+			cs("fmt", &cmdSpec{write: true}), cs("fetch", &cmdSpec{net: true}), cs("tree", &cmdSpec{net: true}), cs("metadata", &cmdSpec{net: true}), cs("clean", &cmdSpec{write: true}), cs("update", &cmdSpec{net: true, write: true}), cs("version", &cmdSpec{}))})
+
+	reg("pytest|py.test", &cmdSpec{code: true, write: true, operand: KOther, opts: opts(flags("-x|--exitfirst -q|--quiet -v|--verbose -s -l|--showlocals --lf|--last-failed --ff|--failed-first --nf|--new-first --sw|--stepwise --co|--collect-only --disable-warnings --noconftest --strict-markers --no-header --no-summary --cache-clear --setup-show --fixtures -h|--help --version --runxfail"),
+		list(o("-k="), o("-m="), o("--maxfail="), o("--capture="), o("--tb="), o("-r="), o("--durations="), o("-W|--pythonwarnings="), o("--junitxml|--junit-xml=", W), o("--rootdir=", R), o("-c=", R), o("--confcutdir=", R), o("--ignore=", R), o("--deselect="), o("--import-mode="), o("--basetemp=", W), o("-n|--numprocesses="), o("--color="), o("--timeout="),
+			o("--pdb").denyWith("starts an interactive debugger"), o("--pdbcls=").denyWith("loads a debugger class"), o("-p=").denyWith("loads a plugin module chosen by the caller"), o("-o|--override-ini=").denyWith("overrides configuration (addopts, plugins)")))})
+}
+
+func withName(n string, c *cmdSpec) *cmdSpec { cc := *c; cc.name = n; return &cc }
+
+func postJSInstall(p *parsed) {
+	if p.has("--ignore-scripts") {
+		p.code = false
+	}
+	for i := range p.operands {
+		p.operands[i].kind = KOther // package specs
+	}
+}
+
+func postJSConfig(p *parsed) {
+	if len(p.operands) == 0 {
+		return
+	}
+	switch p.operands[0].value {
+	case "get", "list", "ls":
+		return
+	}
+	p.deny(RiskHigh, "%s config: writing configuration (npmrc can choose the script shell and run programs)", p.tool)
+}
+
+func initNet() {
+	R, W := KPathRead, KPathWrite
+	reg("curl", &cmdSpec{net: true, operand: KURL, post: postCurl, opts: opts(flags("-s|--silent -S|--show-error -L|--location -O|--remote-name -J|--remote-header-name -I|--head -i|--include -f|--fail --fail-with-body -v|--verbose -k|--insecure --compressed -G|--get -N|--no-buffer -#|--progress-bar --http1.0 --http1.1 --http2 --http3 --tlsv1.2 --tlsv1.3 -Z|--parallel -4|--ipv4 -6|--ipv6 --create-dirs --remote-name-all --location-trusted --fail-early --globoff -g --no-progress-meter --no-keepalive --raw --ssl-reqd --path-as-is -q|--disable -h|--help -V|--version"),
+		list(o("-o|--output=", W), o("--output-dir=", W), o("-H|--header="), o("-X|--request="), o("-d|--data|--data-ascii="), o("--data-raw="), o("--data-binary="), o("--data-urlencode="), o("--json="), o("-F|--form="), o("--form-string="), o("-u|--user="), o("-A|--user-agent="), o("-e|--referer="), o("-m|--max-time="), o("--connect-timeout="), o("--retry="), o("--retry-delay="), o("--retry-max-time="), o("-w|--write-out="), o("-r|--range="), o("-C|--continue-at="), o("-T|--upload-file=", R), o("-b|--cookie="), o("-c|--cookie-jar=", W), o("-x|--proxy="), o("--noproxy="), o("--url=", KURL), o("--cacert=", R), o("--capath=", R), o("--cert|-E=", R), o("--key=", R), o("--libcurl=", W), o("--trace=", W), o("--trace-ascii=", W), o("--stderr=", W), o("-D|--dump-header=", W), o("--etag-save=", W), o("--etag-compare=", R), o("--hsts=", W), o("--alt-svc=", W), o("--max-filesize="), o("--limit-rate="), o("--resolve="), o("--connect-to="), o("--max-redirs="), o("-z|--time-cond="), o("--proto="), o("--proto-redir="), o("--oauth2-bearer="), o("--aws-sigv4="), o("-Y|--speed-limit="), o("-y|--speed-time="), o("--variable="), o("--netrc-file=", R),
+			o("-K|--config=").denyWith("reads options from a file"), o("-n|--netrc").denyWith("reads credentials from ~/.netrc"), o("--netrc-optional").denyWith("reads credentials from ~/.netrc"), o("--engine=").denyWith("loads a crypto engine module")))})
+	reg("wget", &cmdSpec{net: true, write: true, operand: KURL, post: postWget, opts: opts(flags("-q|--quiet -c|--continue -N|--timestamping -r|--recursive -k|--convert-links -p|--page-requisites -m|--mirror -S|--server-response --spider --no-check-certificate -x|--force-directories --show-progress -v|--verbose -d|--debug -4|--inet4-only -6|--inet6-only --no-verbose --no-clobber --no-directories --no-parent --no-host-directories --content-disposition --no-cookies -h|--help -V|--version --https-only"),
+		list(o("-O|--output-document=", W), o("-P|--directory-prefix=", W), o("-l|--level="), o("-t|--tries="), o("-T|--timeout="), o("--header="), o("-U|--user-agent="), o("--user="), o("--password="), o("--post-data="), o("--post-file=", R), o("--body-file=", R), o("--body-data="), o("--method="), o("-i|--input-file=", R), o("-o|--output-file=", W), o("-a|--append-output=", W), o("--limit-rate="), o("-w|--wait="), o("--restrict-file-names="), o("--cut-dirs="), o("-A|--accept="), o("-R|--reject="), o("--progress="), o("--max-redirect="), o("--load-cookies=", R), o("--save-cookies=", W), o("--ca-certificate=", R), o("--certificate=", R), o("--private-key=", R),
+			o("-e|--execute=").denyWith("runs wgetrc commands"), o("--config=").denyWith("reads commands from a file"), o("--use-askpass?").denyWith("runs a password program")))})
+}
+
+var allowedURLSchemes = map[string]bool{"http": true, "https": true}
+
+func checkURL(p *parsed, v string) {
+	if i := strings.Index(v, "://"); i >= 0 {
+		scheme := strings.ToLower(v[:i])
+		if !allowedURLSchemes[scheme] {
+			p.deny(RiskHigh, "%s: URL scheme %q is not allowed (only http and https)", p.tool, clip(scheme))
+		}
+	} else if strings.Contains(strings.ToLower(v), "file:") {
+		p.deny(RiskHigh, "%s: file: URLs are not allowed", p.tool)
+	}
+}
+
+func postCurl(p *parsed) {
+	for _, op := range p.operands {
+		checkURL(p, op.value)
+	}
+	for _, v := range p.values("--url") {
+		checkURL(p, v)
+	}
+	for _, u := range p.opts {
+		n := u.opt.names[0]
+		switch {
+		case n == "-d" || n == "--data-binary" || n == "--data-urlencode" || n == "--json":
+			v := u.value
+			if n == "--data-urlencode" {
+				if i := strings.IndexAny(v, "@="); i >= 0 && v[i] == '@' {
+					v = v[i:]
+				}
+			}
+			if strings.HasPrefix(v, "@") && v != "@-" {
+				p.paths = append(p.paths, operand{value: v[1:], kind: KPathRead})
+			}
+		case n == "-F":
+			if _, val, ok := strings.Cut(u.value, "="); ok && (strings.HasPrefix(val, "@") || strings.HasPrefix(val, "<")) {
+				f := val[1:]
+				if i := strings.IndexByte(f, ';'); i >= 0 {
+					f = f[:i]
+				}
+				if f != "-" {
+					p.paths = append(p.paths, operand{value: f, kind: KPathRead})
+				}
+			}
+		}
+	}
+	if p.has("-O", "--remote-name-all") {
+		p.write = true
+	}
+	for _, op := range p.paths {
+		if op.kind == KPathWrite {
+			p.write = true
+		}
+	}
+}
+
+func postWget(p *parsed) {
+	for _, op := range p.operands {
+		checkURL(p, op.value)
+	}
+	if p.has("--spider") || contains(p.values("-O"), "-") {
+		p.write = false
+	}
+}
