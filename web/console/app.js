@@ -1,0 +1,163 @@
+// app.js: the console shell: sign-in, navigation, the live event stream and
+// a small router over history.pushState. Each view renders into <main> and
+// returns a cleanup function.
+import { api, token, setToken, clearToken, setUnauthorizedHandler, Events } from './api.js';
+import { h, clear, errorBox, short } from './dom.js';
+import { planFormView, planView } from './plan.js';
+import { approvalsView, plansView, sessionsView, sessionView, receiptsView, receiptView } from './lists.js';
+
+const main = document.getElementById('main');
+const flashEl = document.getElementById('flash');
+let cleanup = null;
+let events = null;
+let status = null;
+
+const routes = [
+  [/^\/$/, planFormView, 'plan'],
+  [/^\/approvals$/, approvalsView, 'approvals'],
+  [/^\/plans$/, plansView, 'plans'],
+  [/^\/plans\/([^/]+)$/, planView, 'plans'],
+  [/^\/sessions$/, sessionsView, 'sessions'],
+  [/^\/sessions\/([^/]+)$/, sessionView, 'sessions'],
+  [/^\/receipts$/, receiptsView, 'receipts'],
+  [/^\/receipts\/([^/]+)$/, receiptView, 'receipts'],
+];
+
+const ctx = {
+  go(path) {
+    history.pushState(null, '', path);
+    route();
+  },
+  flash(err) {
+    clear(flashEl, err ? errorBox(err) : null);
+  },
+  on(fn) { return events.on(fn); },
+  get role() { return status ? short(status.caller?.role, 'ROLE_') : ''; },
+  get canApprove() { return this.role === 'OPERATOR'; },
+  get canRun() { return this.role === 'OPERATOR' || this.role === 'AGENT'; },
+};
+
+function route() {
+  if (cleanup) { try { cleanup(); } catch (e) { console.error(e); } cleanup = null; }
+  ctx.flash(null);
+  const path = location.pathname.replace(/\/+$/, '') || '/';
+  for (const [re, view, nav] of routes) {
+    const m = path.match(re);
+    if (!m) continue;
+    for (const a of document.querySelectorAll('[data-nav]')) {
+      if (a.dataset.nav === nav) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    clear(main);
+    cleanup = view(main, ctx, ...m.slice(1).map(decodeURIComponent)) || null;
+    main.focus({ preventScroll: true });
+    return;
+  }
+  clear(main, h('h1', {}, 'Not found'), h('p', {}, 'Nothing lives at ', h('code', {}, path), '. ', h('a', { href: '/' }, 'Start a new plan'), '.'));
+}
+
+// Links inside the app navigate without reloading.
+document.addEventListener('click', (e) => {
+  const a = e.target.closest('a[href]');
+  if (!a || a.target || a.hasAttribute('download') || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin || url.pathname.startsWith('/v1/')) return;
+  e.preventDefault();
+  ctx.go(url.pathname + url.search);
+});
+window.addEventListener('popstate', route);
+
+function setLive(on, text) {
+  const el = document.getElementById('live');
+  el.textContent = text;
+  el.classList.toggle('on', on);
+}
+
+async function refreshApprovalCount() {
+  try {
+    const r = await api('GET', '/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200');
+    const n = (r.plans || []).length;
+    document.getElementById('approval-count').textContent = n ? String(n) : '';
+  } catch { /* the count is a hint; the page shows errors */ }
+}
+
+let countTimer = null;
+function onEvent(ev) {
+  const k = ev.kind || '';
+  if (/AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED/.test(k)) {
+    clearTimeout(countTimer);
+    countTimer = setTimeout(refreshApprovalCount, 200);
+  }
+}
+
+function signInView(message) {
+  document.getElementById('nav').hidden = true;
+  document.getElementById('who').hidden = true;
+  const input = h('input', { type: 'password', id: 'token', name: 'token', autocomplete: 'off', required: true, spellcheck: 'false' });
+  const err = h('div');
+  const form = h('form', { class: 'card signin', 'aria-labelledby': 'signin-title' },
+    h('h1', { id: 'signin-title' }, 'Sign in to termd'),
+    h('p', { class: 'muted' }, 'Paste the gateway token (for `make run`: the contents of .run/gateway.token). It is kept in this tab only.'),
+    message ? errorBox(message) : null,
+    h('label', { for: 'token' }, 'Token'),
+    input,
+    err,
+    h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary' }, 'Sign in')));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const t = input.value.trim();
+    clear(err);
+    try {
+      status = await api('GET', '/v1/status', undefined, t);
+    } catch (ex) {
+      clear(err, errorBox(ex.status === 401 ? 'That token was not accepted.' : ex));
+      input.focus();
+      return;
+    }
+    setToken(t);
+    start();
+  });
+  clear(main, form);
+  input.focus();
+}
+
+async function start() {
+  if (!token()) { signInView(); return; }
+  if (!status) {
+    try {
+      status = await api('GET', '/v1/status');
+    } catch (e) {
+      if (e.status === 401) return;
+      clear(main, h('h1', {}, 'termd is not answering'), errorBox(e), h('button', { type: 'button', onclick: () => start() }, 'Try again'));
+      return;
+    }
+  }
+  document.getElementById('nav').hidden = false;
+  document.getElementById('who').hidden = false;
+  const c = status.caller || {};
+  document.getElementById('identity').textContent = (c.name || 'unknown') + ' · ' + short(c.role, 'ROLE_').toLowerCase();
+  if (!events) {
+    events = new Events(setLive);
+    events.on(onEvent);
+  }
+  events.start();
+  refreshApprovalCount();
+  route();
+}
+
+setUnauthorizedHandler(() => {
+  clearToken();
+  status = null;
+  if (events) { events.stop(); events = null; }
+  signInView('Your token is no longer accepted; sign in again.');
+});
+
+document.getElementById('signout').addEventListener('click', () => {
+  clearToken();
+  status = null;
+  if (events) { events.stop(); events = null; }
+  if (cleanup) { cleanup(); cleanup = null; }
+  signInView();
+});
+
+start();

@@ -1,0 +1,188 @@
+// lists.js: the approval queue, plan, session and receipt listings, and a
+// receipt's page with verification, raw JSON, download and share export.
+import { api } from './api.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download } from './dom.js';
+
+function planRow(p) {
+  const st = short(p.state, 'PLAN_STATE_');
+  const d = p.decision || {};
+  return h('tr', {},
+    h('td', {}, h('a', { href: '/plans/' + encodeURIComponent(p.id) }, h('code', {}, argvText(d.argv && d.argv.length ? d.argv : p.request?.argv) || p.request?.command || p.id))),
+    h('td', {}, badge(words(st), 'st-' + st)),
+    h('td', {}, badge(words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_'))),
+    h('td', {}, p.requester?.name || ''),
+    h('td', {}, when(p.createdAt)));
+}
+
+function planTable(plans) {
+  return h('table', {}, h('thead', {}, h('tr', {}, ['Command', 'State', 'Risk', 'Requested by', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, plans.map(planRow)));
+}
+
+// live re-runs load when an event matches, debounced.
+function live(ctx, match, load) {
+  let t = null;
+  const off = ctx.on((ev) => { if (match(ev)) { clearTimeout(t); t = setTimeout(load, 150); } });
+  return () => { off(); clearTimeout(t); };
+}
+
+export function approvalsView(main, ctx) {
+  const list = h('div', { id: 'approval-queue', 'aria-live': 'polite' }, empty('Loading…'));
+  main.append(h('h1', {}, 'Approval queue'),
+    h('p', { class: 'muted' }, 'Plans waiting for a person. This list updates as plans arrive.'), list);
+  async function load() {
+    try {
+      const r = await api('GET', '/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200');
+      const plans = r.plans || [];
+      if (!plans.length) { clear(list, empty('Nothing is waiting for approval.')); return; }
+      clear(list, plans.map((p) => queueItem(p)));
+    } catch (e) {
+      clear(list, errorBox(e));
+    }
+  }
+  function queueItem(p) {
+    const d = p.decision || {};
+    const err = h('div');
+    const reason = h('input', { type: 'text', id: 'reason-' + p.id, placeholder: 'reason for denying' });
+    const act = (label, fn, cls) => h('button', { type: 'button', class: cls, onclick: async (e) => {
+      e.target.disabled = true;
+      try { await fn(); load(); } catch (ex) { clear(err, errorBox(ex)); e.target.disabled = false; }
+    } }, label);
+    return h('article', { class: 'card queue-item', 'aria-label': 'Plan ' + p.id, dataset: { plan: p.id } },
+      h('h2', {}, h('a', { href: '/plans/' + encodeURIComponent(p.id) }, h('code', {}, argvText(d.argv) || p.request?.command))),
+      h('div', { class: 'row' }, badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_')),
+        h('span', { class: 'muted' }, 'by ' + (p.requester?.name || 'unknown') + ' · ' + when(p.createdAt) + ' · expires ' + when(p.expiresAt))),
+      (d.reasons || []).length ? h('ul', { class: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
+      kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
+        ['Request hash', h('code', { class: 'hash' }, d.requestHash)]]),
+      ctx.canApprove ? h('div', { class: 'row' },
+        act('Approve', () => api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':approve', { requestHash: d.requestHash }), 'primary'),
+        h('label', { class: 'hint', for: 'reason-' + p.id }, 'Reason'), reason,
+        act('Deny', () => api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':deny', { reason: reason.value || 'denied in the console' }), 'danger'),
+        h('a', { href: '/plans/' + encodeURIComponent(p.id) }, 'Details')) : h('p', { class: 'hint' }, 'Only an operator can approve.'),
+      err);
+  }
+  load();
+  return live(ctx, (ev) => /AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED/.test(ev.kind || ''), load);
+}
+
+export function plansView(main, ctx) {
+  const list = h('div', {}, empty('Loading…'));
+  main.append(h('h1', {}, 'Plans'), list);
+  async function load() {
+    try {
+      const r = await api('GET', '/v1/plans?limit=100');
+      const plans = r.plans || [];
+      clear(list, plans.length ? h('div', { class: 'card' }, planTable(plans)) : empty('No plans yet. Start one from New plan.'));
+    } catch (e) { clear(list, errorBox(e)); }
+  }
+  load();
+  return live(ctx, (ev) => !!ev.plan, load);
+}
+
+export function sessionsView(main, ctx) {
+  const list = h('div', {}, empty('Loading…'));
+  const closed = h('input', { type: 'checkbox', id: 'include-closed', onchange: () => load() });
+  main.append(h('h1', {}, 'Sessions'), h('label', { class: 'check', for: 'include-closed' }, closed, 'Include closed sessions'), list);
+  async function load() {
+    try {
+      const r = await api('GET', '/v1/sessions' + (closed.checked ? '?include_closed=true' : ''));
+      const ss = r.sessions || [];
+      if (!ss.length) { clear(list, empty('No sessions.')); return; }
+      clear(list, h('div', { class: 'card' }, h('table', {},
+        h('thead', {}, h('tr', {}, ['Session', 'Owner', 'Label', 'Plans', 'Last active', 'State'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, ss.map((s) => h('tr', {},
+          h('td', {}, h('a', { href: '/sessions/' + encodeURIComponent(s.id) }, h('code', {}, s.id))),
+          h('td', {}, s.owner?.name || ''), h('td', {}, s.label || ''), h('td', {}, String(s.planCount || 0)),
+          h('td', {}, when(s.lastActiveAt)), h('td', {}, s.closed ? 'closed' : (s.activeExecutionId ? 'running' : 'open'))))))));
+    } catch (e) { clear(list, errorBox(e)); }
+  }
+  load();
+  return live(ctx, (ev) => /SESSION/.test(ev.kind || ''), load);
+}
+
+export function sessionView(main, ctx, id) {
+  const info = h('div', { class: 'card' }, empty('Loading…'));
+  const plans = h('div');
+  main.append(h('h1', {}, 'Session ', h('code', {}, id)), info, h('h2', {}, 'Plans'), plans);
+  async function load() {
+    try {
+      const { session: s } = await api('GET', '/v1/sessions/' + encodeURIComponent(id));
+      clear(info, kv([['Owner', s.owner?.name], ['Label', s.label], ['Created', when(s.createdAt)], ['Last active', when(s.lastActiveAt)],
+        ['Expires', when(s.expiresAt)], ['State', s.closed ? 'closed' : 'open']]),
+      !s.closed && ctx.canRun ? h('div', { class: 'row' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
+        try { await api('POST', '/v1/sessions/' + encodeURIComponent(id) + ':close', {}); load(); } catch (e) { ctx.flash(e); }
+      } }, 'Close session')) : null);
+      const r = await api('GET', '/v1/plans?session_id=' + encodeURIComponent(id) + '&limit=200');
+      clear(plans, (r.plans || []).length ? h('div', { class: 'card' }, planTable(r.plans)) : empty('No plans in this session.'));
+    } catch (e) { clear(info, errorBox(e)); }
+  }
+  load();
+  return live(ctx, (ev) => ev.sessionId === id, load);
+}
+
+export function receiptsView(main, ctx) {
+  const list = h('div', {}, empty('Loading…'));
+  main.append(h('h1', {}, 'Receipts'), h('p', { class: 'muted' }, 'Every finished execution has a signed receipt.'), list);
+  async function load() {
+    try {
+      const r = await api('GET', '/v1/receipts?limit=100');
+      const rs = r.receipts || [];
+      if (!rs.length) { clear(list, empty('No receipts yet: they appear when a command finishes.')); return; }
+      clear(list, h('div', { class: 'card' }, h('table', {},
+        h('thead', {}, h('tr', {}, ['Seq', 'Command', 'Status', 'Exit', 'Requester', 'Approver', 'Finished'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, rs.map((x) => h('tr', {},
+          h('td', {}, String(x.seq)),
+          h('td', {}, h('a', { href: '/receipts/' + encodeURIComponent(x.id) }, h('code', {}, x.command || x.id))),
+          h('td', {}, x.status), h('td', {}, String(x.exitCode ?? '')), h('td', {}, x.requester || ''), h('td', {}, x.approver || ''),
+          h('td', {}, when(x.finishedAt))))))));
+    } catch (e) { clear(list, errorBox(e)); }
+  }
+  load();
+  return live(ctx, (ev) => ev.kind === 'EVENT_KIND_RECEIPT_SIGNED', load);
+}
+
+export function receiptView(main, ctx, id) {
+  const top = h('div', {}, empty('Loading…'));
+  main.append(h('h1', {}, 'Receipt ', h('code', {}, id)), top);
+  (async () => {
+    try {
+      const r = await api('GET', '/v1/receipts/' + encodeURIComponent(id));
+      const v = await api('POST', '/v1/receipts:verify', { receiptJson: r.receiptJson });
+      const s = r.summary || {};
+      let pretty = r.receiptJson;
+      try { pretty = JSON.stringify(JSON.parse(r.receiptJson), null, 2); } catch { /* show as is */ }
+      const shareOut = h('div');
+      const check = (ok) => (ok ? h('span', { class: 'ok' }, '✔ yes') : h('span', { class: 'bad' }, '✘ no'));
+      clear(top,
+        h('section', { class: 'card', 'aria-labelledby': 'verify-title' },
+          h('h2', { id: 'verify-title' }, 'Verification'),
+          h('p', { id: 'receipt-verdict', class: v.valid ? 'ok' : 'bad' }, v.valid ? '✔ Receipt verified' : '✘ Receipt does not verify'),
+          kv([['Schema', check(v.schemaOk)], ['Ed25519 signature', check(v.ed25519Ok)], ['HMAC', check(v.hmacOk)], ['Chain link', check(v.chainOk)],
+            ['Key', v.keyId], ['Problems', (v.problems || []).join('; ')]])),
+        h('section', { class: 'card', 'aria-labelledby': 'summary-title' },
+          h('h2', { id: 'summary-title' }, 'Summary'),
+          kv([['Command', h('code', {}, s.command)], ['Status', s.status], ['Exit code', String(s.exitCode ?? '')], ['Decision', s.decision],
+            ['Plan', s.planId ? h('a', { href: '/plans/' + encodeURIComponent(s.planId) }, s.planId) : ''],
+            ['Session', s.sessionId ? h('a', { href: '/sessions/' + encodeURIComponent(s.sessionId) }, s.sessionId) : ''],
+            ['Requester', s.requester], ['Approver', s.approver], ['Started', when(s.startedAt)], ['Finished', when(s.finishedAt)],
+            ['Request hash', h('code', { class: 'hash' }, s.requestHash)], ['Seq', String(s.seq ?? '')]]),
+          h('div', { class: 'row' },
+            h('button', { type: 'button', onclick: () => download('receipt-' + id + '.json', r.receiptJson) }, 'Download JSON'),
+            h('button', { type: 'button', onclick: async () => {
+              try {
+                const x = await api('GET', '/v1/receipts/' + encodeURIComponent(id) + ':export?share=true');
+                let p = x.receiptJson;
+                try { p = JSON.stringify(JSON.parse(x.receiptJson), null, 2); } catch { /* as is */ }
+                clear(shareOut, h('h3', {}, 'Share export'), h('p', { class: 'hint' }, 'Sensitive fields are replaced and the receipt is signed again.'),
+                  h('button', { type: 'button', onclick: () => download('receipt-' + id + '-share.json', x.receiptJson) }, 'Download share export'),
+                  h('pre', { id: 'share-json' }, p));
+              } catch (e) { clear(shareOut, errorBox(e)); }
+            } }, 'Share export…')),
+          shareOut),
+        h('section', { class: 'card', 'aria-labelledby': 'raw-title' }, h('h2', { id: 'raw-title' }, 'Raw JSON'), h('pre', { id: 'receipt-json' }, pretty)));
+    } catch (e) {
+      clear(top, errorBox(e.status === 404 ? 'No receipt ' + id + ' (or you may not see it).' : e));
+    }
+  })();
+}

@@ -1,0 +1,341 @@
+// plan.js: the plan form with the adviser panel, and a plan's own page
+// (/plans/ID): decision, approval, execution controls, live output, receipt.
+import { api, stream } from './api.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when } from './dom.js';
+
+const FORM_KEY = 'termd.planDraft';
+
+export function planFormView(main, ctx) {
+  const draft = JSON.parse(sessionStorage.getItem(FORM_KEY) || 'null');
+  sessionStorage.removeItem(FORM_KEY);
+  const argvMode = h('input', { type: 'radio', name: 'form', value: 'argv', id: 'form-argv', checked: true });
+  const cmdMode = h('input', { type: 'radio', name: 'form', value: 'command', id: 'form-command' });
+  const argv = h('textarea', { id: 'argv', name: 'argv', rows: 4, spellcheck: 'false', placeholder: 'ls\n-la' });
+  const command = h('input', { type: 'text', id: 'command', name: 'command', spellcheck: 'false', placeholder: 'ls -la' });
+  const cwd = h('input', { type: 'text', id: 'cwd', name: 'cwd', spellcheck: 'false', placeholder: 'first workspace root' });
+  const env = h('textarea', { id: 'env', name: 'env', rows: 2, spellcheck: 'false', placeholder: 'NAME=value' });
+  const mode = h('select', { id: 'mode', name: 'mode' },
+    h('option', { value: '' }, 'policy default'),
+    h('option', { value: 'MODE_INSPECT' }, 'inspect — read-only only'),
+    h('option', { value: 'MODE_CONFIRM' }, 'confirm — writes need approval'),
+    h('option', { value: 'MODE_TRUSTED' }, 'trusted — no approvals, denials hold'));
+  const timeout = h('input', { type: 'number', id: 'timeout', name: 'timeout', min: 0, step: 1, placeholder: 'policy default' });
+  const autorun = h('input', { type: 'checkbox', id: 'autorun', checked: true });
+  const argvBox = h('div', {}, h('label', { for: 'argv' }, 'Arguments ', h('span', { class: 'hint' }, 'one per line, taken literally')), argv);
+  const cmdBox = h('div', { hidden: true }, h('label', { for: 'command' }, 'Command ', h('span', { class: 'hint' }, 'split like a shell, no expansion; pipes and redirections are refused')), command);
+  const syncMode = () => { argvBox.hidden = !argvMode.checked; cmdBox.hidden = argvMode.checked; };
+  argvMode.addEventListener('change', syncMode);
+  cmdMode.addEventListener('change', syncMode);
+  const err = h('div');
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Plan');
+
+  const fill = (d) => {
+    if (!d) return;
+    if (d.argv) { argvMode.checked = true; argv.value = d.argv.join('\n'); }
+    if (d.command) { cmdMode.checked = true; command.value = d.command; }
+    if (d.cwd !== undefined) cwd.value = d.cwd;
+    syncMode();
+  };
+  fill(draft);
+
+  const form = h('form', { class: 'card', 'aria-labelledby': 'plan-title', id: 'plan-form' },
+    h('h1', { id: 'plan-title' }, 'New plan'),
+    h('p', { class: 'muted' }, 'termd decides the command by policy before anything runs.'),
+    h('fieldset', {}, h('legend', {}, 'Form'),
+      h('label', { class: 'radio', for: 'form-argv' }, argvMode, 'argv list'),
+      h('label', { class: 'radio', for: 'form-command' }, cmdMode, 'command string')),
+    argvBox, cmdBox,
+    h('label', { for: 'cwd' }, 'Working directory'), cwd,
+    h('label', { for: 'env' }, 'Environment ', h('span', { class: 'hint' }, 'NAME=value per line; only allowlisted names')), env,
+    h('div', { class: 'grid' },
+      h('div', {}, h('label', { for: 'mode' }, 'Mode'), mode),
+      h('div', {}, h('label', { for: 'timeout' }, 'Timeout (seconds)'), timeout)),
+    h('label', { class: 'check', for: 'autorun' }, autorun, 'Run at once when the policy allows it'),
+    err,
+    h('div', { class: 'row' }, submit));
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clear(err);
+    const req = { cwd: cwd.value.trim(), env: {} };
+    if (argvMode.checked) {
+      req.argv = argv.value.split('\n').map((s) => s.replace(/\r$/, '')).filter((s) => s !== '');
+      if (!req.argv.length) { clear(err, errorBox('Give at least the program name.')); argv.focus(); return; }
+    } else {
+      req.command = command.value.trim();
+      if (!req.command) { clear(err, errorBox('Type a command.')); command.focus(); return; }
+    }
+    for (const line of env.value.split('\n')) {
+      if (!line.trim()) continue;
+      const i = line.indexOf('=');
+      if (i <= 0) { clear(err, errorBox('Environment lines look like NAME=value: ' + line)); env.focus(); return; }
+      req.env[line.slice(0, i).trim()] = line.slice(i + 1);
+    }
+    if (mode.value) req.mode = mode.value;
+    if (timeout.value) req.timeoutSeconds = Number(timeout.value);
+    submit.disabled = true;
+    try {
+      const { plan } = await api('POST', '/v1/plans', { request: req });
+      if (autorun.checked && short(plan.state, 'PLAN_STATE_') === 'PLANNED' && ctx.canRun) {
+        try { await api('POST', '/v1/plans/' + encodeURIComponent(plan.id) + ':execute', {}); } catch (ex) { sessionStorage.setItem('termd.flash', ex.message); }
+      }
+      ctx.go('/plans/' + encodeURIComponent(plan.id));
+    } catch (ex) {
+      clear(err, errorBox(ex));
+      submit.disabled = false;
+    }
+  });
+
+  const adviser = adviserPanel(ctx, (s) => fill({ argv: s.argv }));
+  main.append(h('div', { class: 'grid' }, h('div', {}, form), h('div', {}, adviser)));
+  (argvMode.checked ? argv : command).focus();
+}
+
+// adviserPanel asks the daemon's adviser; its answer is shown as text and a
+// suggestion can only fill the plan form, never run.
+function adviserPanel(ctx, use, planId) {
+  const intent = h('select', { id: 'advise-intent' },
+    h('option', { value: 'ADVISE_INTENT_SUGGEST' }, 'Suggest commands for a task'),
+    h('option', { value: 'ADVISE_INTENT_ASK' }, 'Ask a question'),
+    planId ? h('option', { value: 'ADVISE_INTENT_EXPLAIN' }, 'Explain this plan') : null);
+  const q = h('textarea', { id: 'advise-question', rows: 3, placeholder: 'e.g. list the largest files in this project' });
+  const out = h('pre', { class: 'advice', 'aria-live': 'polite', hidden: true });
+  const sugg = h('div');
+  const err = h('div');
+  const btn = h('button', { type: 'submit' }, 'Ask the adviser');
+  const form = h('form', { class: 'card', 'aria-labelledby': 'adviser-title' },
+    h('h2', { id: 'adviser-title' }, 'Adviser'),
+    h('p', { class: 'hint' }, 'Advice is text only: nothing runs because of it.'),
+    h('label', { for: 'advise-intent' }, 'What you want'), intent,
+    h('label', { for: 'advise-question' }, 'Question or task'), q,
+    h('div', { class: 'row' }, btn), err, out, sugg);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clear(err); clear(sugg); out.textContent = ''; out.hidden = false;
+    btn.disabled = true;
+    try {
+      await stream('/v1/advise', { intent: intent.value, question: q.value, planId: planId || '' }, (m) => {
+        if (m.textDelta) out.textContent += m.textDelta;
+        if (m.result) {
+          if (m.result.text && !out.textContent) out.textContent = m.result.text;
+          const list = m.result.suggestions || [];
+          if (list.length) {
+            clear(sugg, h('h3', {}, 'Suggestions'), h('ul', {}, list.map((s) => h('li', {},
+              h('code', {}, argvText(s.argv)), s.purpose ? ' — ' + s.purpose : '', ' ',
+              h('button', { type: 'button', onclick: () => use(s) }, 'Use as plan')))));
+          }
+          for (const w of m.result.warnings || []) sugg.append(h('p', { class: 'hint' }, 'Warning: ' + w));
+        }
+      });
+      if (!out.textContent) out.textContent = '(no answer)';
+    } catch (ex) {
+      out.hidden = true;
+      clear(err, errorBox(ex.status === 503 ? 'The adviser is not available: ' + ex.message : ex));
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  return form;
+}
+
+// planView is the page a person reaches from an approval link.
+export function planView(main, ctx, id) {
+  const title = h('h1', {}, 'Plan ', h('code', {}, id));
+  const summary = h('section', { class: 'card', 'aria-label': 'Plan' }, empty('Loading…'));
+  const decision = h('section', { class: 'card', 'aria-labelledby': 'decision-title' });
+  const approval = h('section', { class: 'card', 'aria-labelledby': 'approval-title', hidden: true });
+  const execution = h('section', { class: 'card', 'aria-labelledby': 'exec-title', hidden: true });
+  const stdout = h('pre', { class: 'output', id: 'stdout', 'aria-label': 'Standard output', 'aria-live': 'off' });
+  const stderr = h('pre', { class: 'output stderr', id: 'stderr', 'aria-label': 'Standard error', hidden: true });
+  const output = h('section', { class: 'card', 'aria-labelledby': 'output-title', hidden: true },
+    h('h2', { id: 'output-title' }, 'Output'), stdout, h('div', { id: 'stderr-label', class: 'hint', hidden: true }, 'stderr'), stderr);
+  const receipt = h('section', { class: 'card', 'aria-labelledby': 'receipt-title', hidden: true });
+  const err = h('div');
+  main.append(title, err, summary, approval, decision, execution, output, receipt);
+  const pending = sessionStorage.getItem('termd.flash');
+  if (pending) { sessionStorage.removeItem('termd.flash'); ctx.flash(pending); }
+
+  let plan = null;
+  let exec = null;
+  let gone = false;
+  const out = { OUTPUT_STREAM_STDOUT: { off: 0, el: stdout, dec: new TextDecoder(), busy: false, again: false },
+    OUTPUT_STREAM_STDERR: { off: 0, el: stderr, dec: new TextDecoder(), busy: false, again: false } };
+  let receiptShown = '';
+
+  const appendOut = (s, bytes) => {
+    const text = s.dec.decode(bytes, { stream: true });
+    if (!text) return;
+    s.el.append(text);
+    if (s === out.OUTPUT_STREAM_STDERR) { stderr.hidden = false; stderr.previousElementSibling.hidden = false; }
+    output.hidden = false;
+    s.el.scrollTop = s.el.scrollHeight;
+  };
+
+  // fetchOutput reads from the current offset until caught up; it is the
+  // source of truth after a reload or a lagged stream.
+  async function fetchOutput(name) {
+    const s = out[name];
+    if (!exec) return;
+    if (s.busy) { s.again = true; return; }
+    s.busy = true;
+    try {
+      do {
+        s.again = false;
+        for (let i = 0; i < 64 && !gone; i++) {
+          const r = await api('GET', '/v1/executions/' + encodeURIComponent(exec.id) + '/output?stream=' + name + '&offset=' + s.off);
+          const data = b64decode(r.data);
+          if (Number(r.offset) === s.off && data.length) appendOut(s, data);
+          const next = Number(r.nextOffset);
+          if (next > s.off) s.off = next;
+          if (!data.length || r.eof) break;
+        }
+      } while (s.again && !gone);
+    } catch (e) {
+      if (!gone) ctx.flash(e);
+    } finally {
+      s.busy = false;
+    }
+  }
+
+  async function load() {
+    try {
+      plan = (await api('GET', '/v1/plans/' + encodeURIComponent(id))).plan;
+      if (plan.executionId) {
+        const first = !exec;
+        exec = (await api('GET', '/v1/executions/' + encodeURIComponent(plan.executionId))).execution;
+        if (first) { output.hidden = false; fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
+      }
+      if (gone) return;
+      clear(err);
+      render();
+      const rid = plan.receiptId || exec?.receiptId;
+      if (rid && rid !== receiptShown) { receiptShown = rid; showReceipt(rid); }
+    } catch (e) {
+      if (gone) return;
+      clear(err, errorBox(e.status === 404 ? 'No plan ' + id + ' (or you may not see it).' : e));
+      if (!plan) clear(summary, empty('This plan could not be loaded.'));
+    }
+  }
+
+  function act(label, fn, cls) {
+    return h('button', { type: 'button', class: cls, onclick: async (e) => {
+      e.target.disabled = true;
+      ctx.flash(null);
+      try { await fn(); } catch (ex) { ctx.flash(ex); } finally { e.target.disabled = false; }
+      load();
+    } }, label);
+  }
+
+  function render() {
+    const st = short(plan.state, 'PLAN_STATE_');
+    const d = plan.decision || {};
+    const p = plan.preview || {};
+    const req = plan.request || {};
+    clear(summary,
+      h('div', { class: 'row', style: '' },
+        badge(words(st), 'st-' + st), badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_'))),
+      h('pre', { class: 'mono', id: 'plan-argv' }, argvText(d.argv && d.argv.length ? d.argv : req.argv) || req.command),
+      plan.nextStep ? h('p', { id: 'next-step' }, plan.nextStep) : null,
+      kv([['Session', h('a', { href: '/sessions/' + encodeURIComponent(plan.sessionId) }, plan.sessionId)],
+        ['Requested by', plan.requester ? plan.requester.name + (plan.requester.via ? ' via ' + plan.requester.via : '') : ''],
+        ['Created', when(plan.createdAt)],
+        ['Expires', when(plan.expiresAt)],
+        ['Replanned from', plan.replannedFrom ? h('a', { href: '/plans/' + plan.replannedFrom }, plan.replannedFrom) : ''],
+        ['Approved by', plan.approval?.approver ? plan.approval.approver.name + ' at ' + when(plan.approval.approvedAt) : ''],
+        ['Denied by', plan.denial?.deniedBy ? plan.denial.deniedBy.name + ': ' + plan.denial.reason : ''],
+        ['Flagged by adviser', plan.flaggedByAdviser ? 'yes — needs approval in every mode' : '']]),
+      h('div', { class: 'row' },
+        ['PLANNED', 'APPROVED'].includes(st) && ctx.canRun ? act('Run', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':execute', {}), 'primary') : null,
+        ctx.canRun ? act('Replan', async () => {
+          const r = await api('POST', '/v1/plans/' + encodeURIComponent(id) + ':replan', {});
+          ctx.go('/plans/' + encodeURIComponent(r.plan.id));
+        }) : null));
+
+    clear(decision,
+      h('h2', { id: 'decision-title' }, 'Decision: ', badge(words(short(d.verdict, 'VERDICT_')), 'v-' + short(d.verdict, 'VERDICT_'))),
+      (d.reasons || []).length ? h('ul', { class: 'reasons', id: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
+      h('h3', {}, 'Preview'),
+      p.summary ? h('p', {}, p.summary) : null,
+      kv([['Program', p.program || d.resolvedPath],
+        ['Read-only', p.readOnly ? 'yes' : 'no'],
+        ['Writes', (p.writes || []).join(', ')],
+        ['Network', p.network ? 'yes' : 'no'],
+        ['Runs project code', p.runsProjectCode ? 'yes' : 'no'],
+        ['Rules', (d.rules || []).join(', ')],
+        ['Policy', d.policyVersion]]));
+
+    // The canonical request: exactly what an approval is for.
+    const canon = { argv: d.argv, exec_argv: d.execArgv, cwd: d.cwd, env: d.env, mode: d.mode, timeout_seconds: d.timeoutSeconds,
+      resolved_path: d.resolvedPath, binary_sha256: d.binarySha256, run_as: d.runAs };
+    approval.hidden = false;
+    const awaiting = st === 'AWAITING_APPROVAL';
+    const reason = h('input', { type: 'text', id: 'deny-reason', placeholder: 'why (shown to the requester)' });
+    clear(approval,
+      h('h2', { id: 'approval-title' }, awaiting ? 'Approval needed' : 'Canonical request'),
+      h('p', {}, 'Request hash ', h('code', { class: 'hash', id: 'request-hash' }, d.requestHash || '')),
+      h('pre', { class: 'mono', id: 'canonical' }, JSON.stringify(canon, null, 2)),
+      awaiting && ctx.canApprove ? [
+        h('p', { class: 'hint' }, 'Approving lets exactly this request (this hash) run once, until ', when(plan.expiresAt) || 'it expires', '.'),
+        h('div', { class: 'row' },
+          act('Approve', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':approve', { requestHash: d.requestHash }), 'primary'),
+          h('label', { for: 'deny-reason', class: 'hint' }, 'Reason'), reason,
+          act('Deny', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':deny', { reason: reason.value || 'denied in the console' }), 'danger')),
+      ] : null,
+      awaiting && !ctx.canApprove ? h('p', { class: 'hint' }, 'Only an operator can approve this plan.') : null);
+
+    if (exec) {
+      const es = short(exec.state, 'EXECUTION_STATE_');
+      execution.hidden = false;
+      const eid = encodeURIComponent(exec.id);
+      clear(execution,
+        h('h2', { id: 'exec-title' }, 'Execution ', badge(words(es), 'st-' + es)),
+        kv([['Execution', h('code', {}, exec.id)], ['Pid', exec.pid || ''], ['Started', when(exec.startedAt)], ['Finished', when(exec.finishedAt)],
+          ['Duration', exec.durationMs && exec.finishedAt ? exec.durationMs + ' ms' : ''],
+          ['Exit code', exec.finishedAt ? String(exec.exitCode) : ''], ['Signal', exec.signal], ['Error', exec.error],
+          ['Output truncated', exec.outputTruncated ? 'yes' : '']]),
+        ctx.canRun ? h('div', { class: 'row' },
+          es === 'RUNNING' ? act('Pause', () => api('POST', '/v1/executions/' + eid + ':pause', {})) : null,
+          es === 'PAUSED' ? act('Resume', () => api('POST', '/v1/executions/' + eid + ':resume', {})) : null,
+          es === 'RUNNING' || es === 'PAUSED' ? act('Cancel', () => api('POST', '/v1/executions/' + eid + ':cancel', {}), 'danger') : null) : null);
+      if (es !== 'RUNNING' && es !== 'PAUSED') { fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
+    }
+  }
+
+  async function showReceipt(rid) {
+    receipt.hidden = false;
+    clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'), empty('Verifying…'));
+    try {
+      const r = await api('GET', '/v1/receipts/' + encodeURIComponent(rid));
+      const v = await api('POST', '/v1/receipts:verify', { receiptJson: r.receiptJson });
+      clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'),
+        h('p', { id: 'receipt-verdict', class: v.valid ? 'ok' : 'bad' }, v.valid ? '✔ Receipt verified' : '✘ Receipt does not verify'),
+        kv([['Receipt', h('a', { href: '/receipts/' + encodeURIComponent(rid) }, rid)], ['Status', r.summary?.status], ['Exit code', String(r.summary?.exitCode ?? '')],
+          ['Problems', (v.problems || []).join('; ')]]));
+    } catch (e) {
+      clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'), errorBox(e));
+    }
+  }
+
+  let timer = null;
+  const refresh = () => { clearTimeout(timer); timer = setTimeout(load, 120); };
+  const off = ctx.on((ev) => {
+    if (ev.plan && ev.plan.id === id) refresh();
+    if (ev.execution && ev.execution.planId === id) refresh();
+    if (ev.receipt && ev.receipt.planId === id) refresh();
+    if (ev.output && exec && ev.output.executionId === exec.id) {
+      const s = out[ev.output.stream];
+      if (!s) return;
+      const off0 = Number(ev.output.offset);
+      const data = b64decode(ev.output.data);
+      if (off0 === s.off && !s.busy) { appendOut(s, data); s.off += data.length; }
+      else if (off0 + data.length > s.off) fetchOutput(ev.output.stream);
+    }
+  });
+  // Polling backs the event stream up while something is still moving.
+  const poll = setInterval(() => {
+    const es = exec ? short(exec.state, 'EXECUTION_STATE_') : '';
+    if (es === 'RUNNING' || es === 'PAUSED' || (exec && !receiptShown)) load();
+  }, 3000);
+  load();
+  return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); };
+}
