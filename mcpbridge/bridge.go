@@ -1,0 +1,134 @@
+// Package mcpbridge serves termd to MCP clients: tools, prompts and
+// resources that map onto the daemon's gRPC API through package client.
+// It holds no privilege and runs nothing itself; every decision is the
+// daemon's, made for the uid the bridge runs as. There is deliberately no
+// approve tool: approval comes only from an operator (termctl or the console).
+package mcpbridge
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termd/termd/client"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// Instructions tell an agent the flow, in the server info every client sees.
+const Instructions = "termd runs shell commands for you under policy: call terminal_plan with the argv first, then terminal_execute with the returned plan_id (nothing runs without a plan; a plan that needs approval waits until a person runs `termctl approve <plan_id>` or approves it in the console). " +
+	"A command that outlasts wait_seconds comes back as `running` with an execution_id: poll terminal_status and terminal_output, and read the signed receipt with terminal_receipt."
+
+// Options configure a Bridge.
+type Options struct {
+	// Client reaches the daemon (dial it with client.Options{Via: "mcp"}).
+	Client *client.Client
+	// Logger receives diagnostics; it must not write to stdout under stdio.
+	Logger *slog.Logger
+	// Version is reported in the server info.
+	Version string
+	// MaxSessions caps the daemon sessions this bridge opens on behalf of MCP
+	// clients (HTTP serves many); beyond it, sessions are shared. Default 4.
+	MaxSessions int
+}
+
+// Bridge is one MCP server backed by one daemon connection.
+type Bridge struct {
+	c        *client.Client
+	log      *slog.Logger
+	server   *mcp.Server
+	sessions *sessionPool
+
+	mu         sync.Mutex
+	consoleURL string
+	consoleAt  time.Time
+	roots      []string          // workspace roots, from the daemon's status
+	seen       map[string]uint64 // daemon session id -> highest event seq seen
+}
+
+// New builds the MCP server with every tool, prompt and resource.
+func New(o Options) *Bridge {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 4
+	}
+	b := &Bridge{
+		c:    o.Client,
+		log:  o.Logger,
+		seen: map[string]uint64{},
+	}
+	b.sessions = newSessionPool(o.Client, o.MaxSessions)
+	b.server = mcp.NewServer(&mcp.Implementation{
+		Name:    "termd-mcp",
+		Title:   "termd command broker",
+		Version: o.Version,
+	}, &mcp.ServerOptions{
+		Instructions: Instructions,
+		Logger:       o.Logger,
+		// Logging over MCP is deprecated (2026-07-28); the bridge logs to stderr.
+		Capabilities: &mcp.ServerCapabilities{},
+		PageSize:     100,
+		SchemaCache:  mcp.NewSchemaCache(),
+	})
+	b.addTools()
+	b.addPrompts()
+	b.addResources()
+	return b
+}
+
+// Server is the MCP server (for transports and tests).
+func (b *Bridge) Server() *mcp.Server { return b.server }
+
+// ServeStdio serves one MCP client over stdin/stdout until stdin closes or
+// ctx ends. Running executions are left to the daemon: they keep their
+// sessions until those expire.
+func (b *Bridge) ServeStdio(ctx context.Context) error {
+	return b.server.Run(ctx, &mcp.StdioTransport{})
+}
+
+// consoleURLFor returns the console's approval page for a plan, or "" when
+// the daemon has no console URL configured.
+func (b *Bridge) consoleURLFor(ctx context.Context, planID string) string {
+	b.mu.Lock()
+	u, at := b.consoleURL, b.consoleAt
+	b.mu.Unlock()
+	if at.IsZero() || (u == "" && time.Since(at) > 30*time.Second) {
+		st, err := b.c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+		if err == nil {
+			u = st.GetConsoleUrl()
+			b.mu.Lock()
+			b.consoleURL, b.consoleAt = u, time.Now()
+			b.mu.Unlock()
+		}
+	}
+	if u == "" {
+		return ""
+	}
+	for len(u) > 0 && u[len(u)-1] == '/' {
+		u = u[:len(u)-1]
+	}
+	return u + "/plans/" + planID
+}
+
+// lastSeen is the highest event sequence number the bridge has seen in a
+// session; streams resume after it so they replay little.
+func (b *Bridge) lastSeen(session string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seen[session]
+}
+
+func (b *Bridge) sawSeq(session string, seq uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seq > b.seen[session] {
+		b.seen[session] = seq
+	}
+}

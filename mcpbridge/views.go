@@ -1,0 +1,257 @@
+package mcpbridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// The views below are the tools' structured output. They are flat and named
+// for the agent reading them; enums are lowercase words.
+
+// DecisionView is the policy's decision on a request.
+type DecisionView struct {
+	Verdict       string            `json:"verdict" jsonschema:"allow (runs without approval), ask (needs a person's approval) or deny"`
+	Risk          string            `json:"risk" jsonschema:"low, medium, high or critical"`
+	Reasons       []string          `json:"reasons,omitempty" jsonschema:"why the policy decided so"`
+	Rules         []string          `json:"rules,omitempty" jsonschema:"ids of the policy rules that matched"`
+	Argv          []string          `json:"argv,omitempty" jsonschema:"the canonical argv"`
+	ResolvedPath  string            `json:"resolved_path,omitempty" jsonschema:"absolute path of the program"`
+	Cwd           string            `json:"cwd,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Mode          string            `json:"mode,omitempty" jsonschema:"inspect, confirm or trusted"`
+	Network       bool              `json:"network,omitempty"`
+	ReadOnly      bool              `json:"read_only,omitempty"`
+	Writes        []string          `json:"writes,omitempty"`
+	TimeoutSecs   uint32            `json:"timeout_seconds,omitempty"`
+	PolicyVersion string            `json:"policy_version,omitempty"`
+	RequestHash   string            `json:"request_hash,omitempty"`
+}
+
+// PreviewView says what a plan would do.
+type PreviewView struct {
+	Program         string   `json:"program,omitempty"`
+	Summary         string   `json:"summary,omitempty"`
+	Writes          []string `json:"writes,omitempty"`
+	Network         bool     `json:"network,omitempty"`
+	RunsProjectCode bool     `json:"runs_project_code,omitempty"`
+	ReadOnly        bool     `json:"read_only,omitempty"`
+}
+
+// PlanView is a plan as an agent needs it.
+type PlanView struct {
+	PlanID         string        `json:"plan_id"`
+	SessionID      string        `json:"session_id"`
+	State          string        `json:"state" jsonschema:"planned (ready to execute), awaiting_approval, approved, blocked (denied by policy), denied, expired, running, or a final state"`
+	Decision       *DecisionView `json:"decision,omitempty"`
+	Preview        *PreviewView  `json:"preview,omitempty"`
+	NextStep       string        `json:"next_step" jsonschema:"what to do next"`
+	ApproveCommand string        `json:"approve_command,omitempty" jsonschema:"the command a person runs to approve this plan"`
+	ApprovalURL    string        `json:"approval_url,omitempty" jsonschema:"the console page where a person can approve this plan"`
+	ExecutionID    string        `json:"execution_id,omitempty"`
+	ReceiptID      string        `json:"receipt_id,omitempty"`
+	ReplannedFrom  string        `json:"replanned_from,omitempty"`
+}
+
+// ExecutionView is an execution, with its receipt once it has one.
+type ExecutionView struct {
+	ExecutionID     string `json:"execution_id"`
+	PlanID          string `json:"plan_id,omitempty"`
+	SessionID       string `json:"session_id,omitempty"`
+	State           string `json:"state" jsonschema:"running, paused, succeeded, failed, timed_out, cancelled, killed or outcome_unknown"`
+	Done            bool   `json:"done" jsonschema:"true once the command has ended"`
+	ExitCode        *int32 `json:"exit_code,omitempty"`
+	Signal          string `json:"signal,omitempty"`
+	DurationMs      int64  `json:"duration_ms,omitempty"`
+	StdoutBytes     int64  `json:"stdout_bytes"`
+	StderrBytes     int64  `json:"stderr_bytes"`
+	OutputTruncated bool   `json:"output_truncated,omitempty"`
+	Stdout          string `json:"stdout,omitempty" jsonschema:"output seen while waiting (bounded; page the rest with terminal_output)"`
+	Stderr          string `json:"stderr,omitempty"`
+	Error           string `json:"error,omitempty"`
+	ReceiptID       string `json:"receipt_id,omitempty"`
+	Receipt         any    `json:"receipt,omitempty" jsonschema:"the signed receipt (JSON) once the command has ended"`
+	NextStep        string `json:"next_step"`
+}
+
+// OutputView is one page of an execution's output.
+type OutputView struct {
+	ExecutionID string `json:"execution_id"`
+	Stream      string `json:"stream" jsonschema:"stdout or stderr"`
+	Offset      int64  `json:"offset"`
+	NextOffset  int64  `json:"next_offset" jsonschema:"pass as offset to read on"`
+	TotalBytes  int64  `json:"total_bytes" jsonschema:"bytes the stream has produced so far"`
+	Data        string `json:"data"`
+	More        bool   `json:"more" jsonschema:"true when more output is available now or may still come"`
+	EOF         bool   `json:"eof" jsonschema:"true when the stream has ended and everything was read"`
+	Truncated   bool   `json:"truncated,omitempty" jsonschema:"the daemon kept only part of the output (over its byte cap)"`
+	NextStep    string `json:"next_step,omitempty"`
+}
+
+// ReceiptView is a signed receipt.
+type ReceiptView struct {
+	ReceiptID string `json:"receipt_id"`
+	PlanID    string `json:"plan_id,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	Status    string `json:"status"`
+	Command   string `json:"command,omitempty"`
+	ExitCode  int32  `json:"exit_code"`
+	Receipt   any    `json:"receipt" jsonschema:"the full signed receipt (schema 1.0)"`
+}
+
+// CheckView is a policy explanation.
+type CheckView struct {
+	Decision         *DecisionView `json:"decision"`
+	Steps            []StepView    `json:"steps,omitempty" jsonschema:"each check the policy made"`
+	CanonicalRequest string        `json:"canonical_request,omitempty"`
+	NextStep         string        `json:"next_step"`
+}
+
+// StepView is one step of a policy explanation.
+type StepView struct {
+	Name    string `json:"name"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// AdviceView is the adviser's text: data for the agent, never an action.
+type AdviceView struct {
+	Text        string           `json:"text"`
+	Suggestions []SuggestionView `json:"suggestions,omitempty" jsonschema:"candidate commands; each must still go through terminal_plan"`
+	Flagged     bool             `json:"flagged,omitempty"`
+	Model       string           `json:"model,omitempty"`
+	Warnings    []string         `json:"warnings,omitempty"`
+}
+
+// SuggestionView is one suggested command.
+type SuggestionView struct {
+	Argv    []string `json:"argv"`
+	Purpose string   `json:"purpose,omitempty"`
+}
+
+func enumWord(s, prefix string) string {
+	return strings.ToLower(strings.TrimPrefix(s, prefix))
+}
+
+func decisionView(d *termdv1.Decision) *DecisionView {
+	if d == nil {
+		return nil
+	}
+	return &DecisionView{
+		Verdict:       enumWord(d.GetVerdict().String(), "VERDICT_"),
+		Risk:          enumWord(d.GetRisk().String(), "RISK_"),
+		Reasons:       d.GetReasons(),
+		Rules:         d.GetRules(),
+		Argv:          d.GetArgv(),
+		ResolvedPath:  d.GetResolvedPath(),
+		Cwd:           d.GetCwd(),
+		Env:           d.GetEnv(),
+		Mode:          enumWord(d.GetMode().String(), "MODE_"),
+		Network:       d.GetNetwork(),
+		ReadOnly:      d.GetReadOnly(),
+		Writes:        d.GetWrites(),
+		TimeoutSecs:   d.GetTimeoutSeconds(),
+		PolicyVersion: d.GetPolicyVersion(),
+		RequestHash:   d.GetRequestHash(),
+	}
+}
+
+func planState(p *termdv1.Plan) string { return enumWord(p.GetState().String(), "PLAN_STATE_") }
+
+func planView(p *termdv1.Plan) *PlanView {
+	v := &PlanView{
+		PlanID:        p.GetId(),
+		SessionID:     p.GetSessionId(),
+		State:         planState(p),
+		Decision:      decisionView(p.GetDecision()),
+		ExecutionID:   p.GetExecutionId(),
+		ReceiptID:     p.GetReceiptId(),
+		ReplannedFrom: p.GetReplannedFrom(),
+	}
+	if pr := p.GetPreview(); pr != nil {
+		v.Preview = &PreviewView{
+			Program:         pr.GetProgram(),
+			Summary:         pr.GetSummary(),
+			Writes:          pr.GetWrites(),
+			Network:         pr.GetNetwork(),
+			RunsProjectCode: pr.GetRunsProjectCode(),
+			ReadOnly:        pr.GetReadOnly(),
+		}
+	}
+	switch p.GetState() {
+	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
+		v.NextStep = fmt.Sprintf("call terminal_execute with plan_id %q", p.GetId())
+	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+		v.ApproveCommand = "termctl approve " + p.GetId()
+		v.NextStep = fmt.Sprintf("this plan needs a person's approval: ask the user to run `termctl approve %s` (or approve it in the termd console), then call terminal_execute with plan_id %q; you cannot approve it yourself", p.GetId(), p.GetId())
+	case termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_DENIED:
+		v.NextStep = "the policy will not run this command; do not retry it as is. Reach the goal another way (see reasons; terminal_policy_check explains a command without planning it)"
+	case termdv1.PlanState_PLAN_STATE_EXPIRED:
+		v.NextStep = fmt.Sprintf("the plan expired; call terminal_retry with plan_id %q for a fresh one", p.GetId())
+	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+		v.NextStep = fmt.Sprintf("it is running: poll terminal_status with execution_id %q", p.GetExecutionId())
+	default:
+		v.NextStep = "the plan has finished; read its receipt with terminal_receipt"
+	}
+	if p.GetNextStep() != "" && p.GetState() != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		// The daemon's own words come first; ours say which tool to call.
+		v.NextStep = p.GetNextStep() + " — " + v.NextStep
+	}
+	return v
+}
+
+func execState(e *termdv1.Execution) string { return enumWord(e.GetState().String(), "EXECUTION_STATE_") }
+
+func execDone(e *termdv1.Execution) bool {
+	switch e.GetState() {
+	case termdv1.ExecutionState_EXECUTION_STATE_RUNNING, termdv1.ExecutionState_EXECUTION_STATE_PAUSED, termdv1.ExecutionState_EXECUTION_STATE_UNSPECIFIED:
+		return false
+	}
+	return true
+}
+
+func executionView(e *termdv1.Execution) *ExecutionView {
+	v := &ExecutionView{
+		ExecutionID:     e.GetId(),
+		PlanID:          e.GetPlanId(),
+		SessionID:       e.GetSessionId(),
+		State:           execState(e),
+		Done:            execDone(e),
+		Signal:          e.GetSignal(),
+		DurationMs:      e.GetDurationMs(),
+		StdoutBytes:     e.GetStdoutBytes(),
+		StderrBytes:     e.GetStderrBytes(),
+		OutputTruncated: e.GetOutputTruncated(),
+		Error:           e.GetError(),
+		ReceiptID:       e.GetReceiptId(),
+	}
+	if v.Done && e.GetSignal() == "" {
+		code := e.GetExitCode()
+		v.ExitCode = &code
+	}
+	switch {
+	case !v.Done && e.GetState() == termdv1.ExecutionState_EXECUTION_STATE_PAUSED:
+		v.NextStep = fmt.Sprintf("paused: terminal_resume or terminal_cancel with execution_id %q", e.GetId())
+	case !v.Done:
+		v.NextStep = fmt.Sprintf("still running: poll terminal_status with execution_id %q (and terminal_output for its output); terminal_cancel stops it", e.GetId())
+	case v.ReceiptID != "":
+		v.NextStep = "finished; the signed receipt is included (terminal_receipt fetches it again)"
+	default:
+		v.NextStep = "finished; the receipt is being signed: call terminal_status again shortly"
+	}
+	return v
+}
+
+// parseJSON turns a daemon JSON document into a value for structured content.
+func parseJSON(s string) any {
+	if s == "" {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return s
+	}
+	return v
+}
