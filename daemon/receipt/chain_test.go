@@ -106,7 +106,7 @@ func flipStmt(seq int, marker string) string {
 	m := strings.ReplaceAll(marker, "'", "''")
 	pos := fmt.Sprintf("instr(body, '%s') + %d", m, len(marker))
 	return fmt.Sprintf(`UPDATE receipts SET body = substr(body, 1, %[1]s - 1) ||
-		CASE substr(body, %[1]s, 1) WHEN '0' THEN '1' ELSE '0' END ||
+		CASE CAST(substr(body, %[1]s, 1) AS TEXT) WHEN '0' THEN '1' ELSE '0' END ||
 		substr(body, %[1]s + 1) WHERE seq = %[2]d`, pos, seq)
 }
 

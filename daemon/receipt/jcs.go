@@ -2,10 +2,8 @@ package receipt
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -28,13 +26,14 @@ func canonicalize(data []byte, dropTop []string) ([]byte, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("jcs: input is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec)
+	p := parser{data: data}
+	p.skipWS()
+	v, err := p.value(0)
 	if err != nil {
 		return nil, fmt.Errorf("jcs: %w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	p.skipWS()
+	if p.pos != len(p.data) {
 		return nil, errors.New("jcs: trailing data after JSON value")
 	}
 	if len(dropTop) > 0 {
@@ -69,64 +68,6 @@ type member struct {
 
 type jsonObject []member
 
-// decodeValue reads one value keeping member order and detecting duplicates.
-func decodeValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			var obj jsonObject
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, errors.New("object key is not a string")
-				}
-				if seen[k] {
-					return nil, fmt.Errorf("duplicate member %q", k)
-				}
-				seen[k] = true
-				val, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				obj = append(obj, member{k, val})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			if obj == nil {
-				obj = jsonObject{}
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				val, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, val)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return arr, nil
-		}
-		return nil, fmt.Errorf("unexpected delimiter %v", t)
-	default:
-		return t, nil // string, json.Number, bool, nil
-	}
-}
-
 func writeCanonical(buf *bytes.Buffer, v any) error {
 	switch t := v.(type) {
 	case nil:
@@ -139,7 +80,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 		}
 	case string:
 		writeString(buf, t)
-	case json.Number:
+	case number:
 		f, err := strconv.ParseFloat(string(t), 64)
 		if err != nil {
 			// ParseFloat returns ±Inf with a range error for overflow.
@@ -187,6 +128,9 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 // requires (this differs from byte order for characters above U+FFFF versus
 // U+E000..U+FFFF).
 func lessUTF16(a, b string) bool {
+	if isASCII(a) && isASCII(b) {
+		return a < b
+	}
 	ua := utf16.Encode([]rune(a))
 	ub := utf16.Encode([]rune(b))
 	for i := 0; i < len(ua) && i < len(ub); i++ {

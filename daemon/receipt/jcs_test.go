@@ -2,6 +2,7 @@ package receipt
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -87,11 +88,17 @@ func TestFormatNumberES6(t *testing.T) {
 
 func TestCanonicalizeRejects(t *testing.T) {
 	for _, in := range []string{
-		`{"a":1,"a":2}`,    // duplicate member
-		`{"a":1} {"b":2}`,  // trailing value
-		"{\"a\":\"\xff\"}", // invalid UTF-8
-		`{"a":1e400}`,      // not a finite double
-		`{"a":}`,           // not JSON
+		`{"a":1,"a":2}`,                        // duplicate member
+		`{"a":1} {"b":2}`,                      // trailing value
+		"{\"a\":\"\xff\"}",                     // invalid UTF-8
+		`{"a":1e400}`,                          // not a finite double
+		`{"a":}`,                               // not JSON
+		`{"a":"\ud800"}`,                       // lone surrogate
+		`{"a":"\udc00x"}`,                      // lone low surrogate
+		`[01]`, `[1.]`, `[.5]`, `[1e]`, `[+1]`, // number grammar
+		"[\"tab\there\"]", // raw control character
+		`{"a":1,}`, `[1,]`, `[tru]`,
+		strings.Repeat("[", 100) + strings.Repeat("]", 100), // too deep
 	} {
 		if out, err := Canonicalize([]byte(in)); err == nil {
 			t.Errorf("Canonicalize(%q) = %s, want error", in, out)

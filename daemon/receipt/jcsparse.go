@@ -1,0 +1,286 @@
+package receipt
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// number is a JSON number literal as it appeared in the input.
+type number string
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 64
+
+// parser is a small strict JSON (RFC 8259) parser that keeps member order
+// and reports duplicates; it is what Canonicalize runs on.
+type parser struct {
+	data []byte
+	pos  int
+}
+
+func (p *parser) skipWS() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) errf(format string, a ...any) error {
+	return fmt.Errorf("offset %d: "+format, append([]any{p.pos}, a...)...)
+}
+
+func (p *parser) value(depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, p.errf("nesting deeper than %d", maxDepth)
+	}
+	if p.pos >= len(p.data) {
+		return nil, p.errf("unexpected end of input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.str()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.num()
+	default:
+		for _, lit := range []struct {
+			s string
+			v any
+		}{{"true", true}, {"false", false}, {"null", nil}} {
+			if len(p.data)-p.pos >= len(lit.s) && string(p.data[p.pos:p.pos+len(lit.s)]) == lit.s {
+				p.pos += len(lit.s)
+				return lit.v, nil
+			}
+		}
+		return nil, p.errf("unexpected character %q", c)
+	}
+}
+
+func (p *parser) object(depth int) (any, error) {
+	p.pos++ // {
+	obj := jsonObject{}
+	p.skipWS()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return obj, nil
+	}
+	seen := map[string]struct{}{}
+	for {
+		p.skipWS()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.errf("expected member name")
+		}
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := seen[k]; dup {
+			return nil, fmt.Errorf("duplicate member %q", k)
+		}
+		seen[k] = struct{}{}
+		p.skipWS()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return nil, p.errf("expected ':'")
+		}
+		p.pos++
+		p.skipWS()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		obj = append(obj, member{k, v})
+		p.skipWS()
+		if p.pos >= len(p.data) {
+			return nil, p.errf("unterminated object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			return obj, nil
+		default:
+			return nil, p.errf("expected ',' or '}'")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (any, error) {
+	p.pos++ // [
+	arr := []any{}
+	p.skipWS()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return arr, nil
+	}
+	for {
+		p.skipWS()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		p.skipWS()
+		if p.pos >= len(p.data) {
+			return nil, p.errf("unterminated array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return arr, nil
+		default:
+			return nil, p.errf("expected ',' or ']'")
+		}
+	}
+}
+
+func (p *parser) str() (string, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	// Fast path: no escapes.
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		if c == '"' {
+			s := string(p.data[start:p.pos])
+			p.pos++
+			return s, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.errf("control character in string")
+		}
+		p.pos++
+	}
+	buf := append([]byte(nil), p.data[start:p.pos]...)
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.errf("control character in string")
+		case c != '\\':
+			buf = append(buf, c)
+			p.pos++
+			continue
+		}
+		if p.pos+1 >= len(p.data) {
+			break
+		}
+		e := p.data[p.pos+1]
+		p.pos += 2
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, err := p.hex4()
+			if err != nil {
+				return "", err
+			}
+			if utf16.IsSurrogate(r) {
+				// A high surrogate must be followed by a low one; lone
+				// surrogates are not valid I-JSON strings.
+				if r >= 0xDC00 || p.pos+6 > len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+					return "", p.errf("lone surrogate in string")
+				}
+				p.pos += 2
+				r2, err := p.hex4()
+				if err != nil {
+					return "", err
+				}
+				r = utf16.DecodeRune(r, r2)
+				if r == utf8.RuneError {
+					return "", p.errf("invalid surrogate pair in string")
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			return "", p.errf("invalid escape \\%c", e)
+		}
+	}
+	return "", errors.New("unterminated string")
+}
+
+func (p *parser) hex4() (rune, error) {
+	if p.pos+4 > len(p.data) {
+		return 0, p.errf("short \\u escape")
+	}
+	v, err := strconv.ParseUint(string(p.data[p.pos:p.pos+4]), 16, 32)
+	if err != nil {
+		return 0, p.errf("bad \\u escape")
+	}
+	p.pos += 4
+	return rune(v), nil
+}
+
+// num checks the RFC 8259 number grammar.
+func (p *parser) num() (any, error) {
+	start := p.pos
+	d := p.data
+	if p.pos < len(d) && d[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if p.pos < len(d) && d[p.pos] == '0' {
+		p.pos++
+	} else if digits() == 0 {
+		return nil, p.errf("invalid number")
+	}
+	if p.pos < len(d) && d[p.pos] == '.' {
+		p.pos++
+		if digits() == 0 {
+			return nil, p.errf("invalid number")
+		}
+	}
+	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.errf("invalid number")
+		}
+	}
+	return number(d[start:p.pos]), nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
