@@ -35,12 +35,12 @@ func newStatus(a *app) *cobra.Command {
 			if p := st.Caller; p != nil {
 				who = fmt.Sprintf("%s (uid %d) as %s", p.Name, p.Uid, roleWord(p.Role))
 			}
-			adviser := "unavailable"
-			if st.AdviserAvailable {
-				adviser = "available"
-			}
-			if st.AdviserDetail != "" {
-				adviser += ": " + st.AdviserDetail
+			adviser := "available"
+			if !st.AdviserAvailable {
+				adviser = st.AdviserDetail
+				if adviser == "" {
+					adviser = "unavailable"
+				}
 			}
 			return kv(a.stdout,
 				"termd", st.Version,

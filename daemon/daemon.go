@@ -8,10 +8,18 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/termd/termd/daemon/adviser"
+	"github.com/termd/termd/daemon/broker"
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/events"
+	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/server"
 )
 
@@ -26,6 +34,10 @@ type Daemon struct {
 
 	srv      *server.Server
 	listener net.Listener
+	policy   *policy.Engine
+	runner   *runner.Runner
+	store    *receipt.Store
+	broker   *broker.Broker
 }
 
 // New prepares a daemon: state directory, logging and the socket.
@@ -39,14 +51,113 @@ func New(cfg *config.Config, flags *Flags) (*Daemon, error) {
 	if err := os.Chmod(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state_dir %s: %w", cfg.StateDir, err)
 	}
-	d.srv = server.New(server.Options{Config: cfg, Log: d.log})
-	d.srv.RegisterDaemon(nil)
+	if err := d.assemble(cfg); err != nil {
+		d.close()
+		return nil, err
+	}
 	l, err := server.Listen(cfg.Socket, cfg.SocketGroup)
 	if err != nil {
+		d.close()
 		return nil, err
 	}
 	d.listener = l
 	return d, nil
+}
+
+// assemble builds the domain services and the gRPC server.
+func (d *Daemon) assemble(cfg *config.Config) error {
+	var err error
+	if d.policy, err = policy.NewEngine(cfg.Policy); err != nil {
+		return err
+	}
+	red := receipt.NewRedactor()
+	for _, f := range cfg.Secrets {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("secrets: %w", err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v := strings.TrimSpace(line); v != "" {
+				red.AddSecret(v)
+			}
+		}
+	}
+	keys, err := receipt.LoadOrCreateKeys(filepath.Join(cfg.StateDir, "keys"))
+	if err != nil {
+		return err
+	}
+	if d.store, err = receipt.Open(filepath.Join(cfg.StateDir, "receipts.db"), keys); err != nil {
+		return err
+	}
+	if err := runner.EnableSubreaper(); err != nil {
+		d.log.Warn("no child subreaper: double-forked children are found through cgroups only", "error", err)
+	}
+	if d.runner, err = runner.New(""); err != nil {
+		return fmt.Errorf("execution runtime: %w", err)
+	}
+	caps := d.runner.Capabilities()
+	if caps.CgroupV2 == "" {
+		d.log.Warn("cgroup v2 unavailable: executions are bounded by process group and subreaper only")
+	}
+	var adv broker.Adviser
+	if a := adviserFrom(cfg, red, d.log); a != nil {
+		adv = a
+	}
+	d.broker, err = broker.New(broker.Deps{
+		Config:   d.config,
+		Policy:   d.policy,
+		Runner:   d.runner,
+		Store:    d.store,
+		Keys:     keys,
+		Redactor: red,
+		Bus:      events.New(events.Options{}),
+		Adviser:  adv,
+		Log:      d.log,
+	})
+	if err != nil {
+		return err
+	}
+	d.srv = server.New(server.Options{Config: cfg, Log: d.log, RefusePeer: d.refusePeer})
+	d.srv.RegisterDaemon(d.broker)
+	d.srv.RegisterBroker(d.broker)
+	return nil
+}
+
+// refusePeer refuses socket connections from processes termd started.
+func (d *Daemon) refusePeer(pid int32) error {
+	if pid > 0 && d.runner.IsExecutionProcess(int(pid)) {
+		d.log.Warn("refused a connection from a process termd started", "pid", pid)
+		return fmt.Errorf("pid %d was started by termd; commands cannot call back into termd", pid)
+	}
+	return nil
+}
+
+func adviserFrom(cfg *config.Config, red *receipt.Redactor, log *slog.Logger) *adviser.Adviser {
+	a := cfg.Adviser
+	if a.Enabled != nil && !*a.Enabled {
+		return nil
+	}
+	return adviser.New(adviser.Config{
+		Enabled:     true,
+		BaseURL:     a.BaseURL,
+		Model:       a.Model,
+		APIKeyEnv:   a.APIKeyEnv,
+		APIKeyFile:  a.APIKeyFile,
+		Timeout:     a.Timeout.D(),
+		IdleTimeout: a.IdleTimeout.D(),
+		MaxTokens:   a.MaxTokens,
+		MaxAttempts: a.MaxAttempts,
+		History:     a.History,
+	}, red, log.With("component", "adviser"))
+}
+
+func (d *Daemon) close() {
+	if d.store != nil {
+		_ = d.store.Close()
+	}
+	if d.runner != nil {
+		_ = d.runner.Close()
+	}
 }
 
 func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
@@ -69,10 +180,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
-	d.log.Info("termd shutting down")
+	d.log.Info("termd shutting down", "running", d.broker.ActiveExecutions(), "grace", cfg.ShutdownGrace.D().String())
 	d.srv.Drain()
-	d.srv.Stop(cfg.ShutdownGrace.D() + 2*time.Second)
+	d.broker.Shutdown(cfg.ShutdownGrace.D())
+	d.srv.Stop(2 * time.Second)
 	_ = os.Remove(cfg.Socket)
+	d.close()
 	d.log.Info("termd stopped")
 	return nil
 }
@@ -102,4 +215,7 @@ func (d *Daemon) Reload() {
 	_ = d.level.UnmarshalText([]byte(cfg.LogLevel))
 	d.srv.SetConfig(cfg)
 	d.log.Info("config reloaded", "source", cfg.Source)
+	if _, err := d.broker.ReloadPolicy(); err != nil {
+		d.log.Error("policy reload refused", "error", err)
+	}
 }

@@ -1,0 +1,255 @@
+// Package broker is termd's domain core: sessions, plans and their state
+// machine, approvals, executions and events. It decides with the policy
+// engine, runs with the runner, and records every final state as a signed
+// receipt. It knows nothing about gRPC; the server package translates.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/termd/termd/daemon/adviser"
+	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/events"
+	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/runner"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// Adviser is the optional model adviser as the broker sees it.
+type Adviser interface {
+	Available() (bool, string)
+	Advise(ctx context.Context, req adviser.Request, onChunk func(adviser.Chunk) error) (adviser.Result, error)
+	ForgetSession(id string)
+}
+
+// Deps are the broker's collaborators.
+type Deps struct {
+	Config   func() *config.Config
+	Policy   *policy.Engine
+	Runner   *runner.Runner
+	Store    *receipt.Store
+	Keys     *receipt.Keys
+	Redactor *receipt.Redactor
+	Bus      *events.Bus
+	Adviser  Adviser // nil when turned off
+	Log      *slog.Logger
+	// Protected are termd's own files (config, policy, keys, state): writes are denied.
+	Protected []string
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+}
+
+// Broker owns sessions, plans and executions.
+type Broker struct {
+	Deps
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	plans    map[string]*planRec
+	execs    map[string]*execRec
+	running  sync.WaitGroup
+	closing  bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// New builds a broker and recovers executions a crash interrupted: each
+// intent without a final receipt becomes an outcome_unknown receipt, and any
+// process it left behind is killed.
+func New(d Deps) (*Broker, error) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	b := &Broker{
+		Deps:     d,
+		sessions: map[string]*session{},
+		plans:    map[string]*planRec{},
+		execs:    map[string]*execRec{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if err := b.recover(); err != nil {
+		return nil, err
+	}
+	go b.sweep()
+	return b, nil
+}
+
+func (b *Broker) recover() error {
+	intents, err := b.Store.RecoverIntents()
+	if err != nil {
+		return fmt.Errorf("recovering interrupted executions: %w", err)
+	}
+	for _, in := range intents {
+		if in.Pid > 0 || in.CgroupPath != "" {
+			if err := runner.KillLeftovers(in.Pid, in.CgroupPath); err != nil {
+				b.Log.Warn("killing leftovers of an interrupted execution", "execution", in.ExecutionID, "error", err)
+			}
+		}
+		r := in.OutcomeUnknown(b.Now(), "termd stopped while this command was running; its outcome is unknown")
+		if _, err := b.Store.Append(r); err != nil {
+			return fmt.Errorf("recording outcome_unknown for execution %s: %w", in.ExecutionID, err)
+		}
+		b.Log.Warn("interrupted execution recorded as outcome_unknown", "execution", in.ExecutionID, "plan", in.PlanID)
+	}
+	return nil
+}
+
+// sweep expires idle sessions and stale approvals.
+func (b *Broker) sweep() {
+	defer close(b.done)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.expire()
+		}
+	}
+}
+
+// Shutdown stops accepting work, lets running executions finish for up to
+// grace, then cancels the rest and waits for their receipts.
+func (b *Broker) Shutdown(grace time.Duration) {
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	finished := make(chan struct{})
+	go func() { b.running.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(grace):
+		b.mu.Lock()
+		for _, e := range b.execs {
+			if e.proc != nil && !e.finished {
+				e.stopReason = "termd is shutting down"
+				_ = e.proc.Cancel()
+			}
+		}
+		b.mu.Unlock()
+		<-finished
+	}
+	close(b.stop)
+	<-b.done
+}
+
+// ActiveExecutions counts executions still running.
+func (b *Broker) ActiveExecutions() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, e := range b.execs {
+		if !e.finished {
+			n++
+		}
+	}
+	return n
+}
+
+// FillStatus adds the domain part of the daemon status.
+func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *termdv1.GetStatusResponse) {
+	pol := b.Policy.Current()
+	st.PolicyVersion = pol.Version()
+	st.PolicySource = pol.Name()
+	st.DefaultMode = modeProto(pol.DefaultMode())
+	b.mu.Lock()
+	for _, s := range b.sessions {
+		if !s.closed && visible(caller, s.owner) {
+			st.ActiveSessions++
+		}
+	}
+	for _, e := range b.execs {
+		if !e.finished && visible(caller, e.plan.session.owner) {
+			st.ActiveExecutions++
+		}
+	}
+	b.mu.Unlock()
+	if n, err := b.Store.Count(); err == nil {
+		st.Receipts = n
+	}
+	st.ReceiptKeyId = b.Keys.KeyID()
+	if b.Adviser != nil {
+		st.AdviserAvailable, st.AdviserDetail = b.Adviser.Available()
+		if st.AdviserAvailable {
+			st.AdviserDetail = ""
+		}
+	} else {
+		st.AdviserDetail = "turned off (adviser.enabled: false)"
+	}
+	caps := b.Runner.Capabilities()
+	st.Capabilities = []*termdv1.Capability{
+		{Name: "cgroup_v2", Available: caps.CgroupV2 != "", Detail: caps.CgroupV2},
+		{Name: "cgroup_kill", Available: caps.Kill},
+		{Name: "cgroup_freeze", Available: caps.Freeze},
+		{Name: "network_namespace", Available: caps.NetNS},
+		{Name: "subreaper", Available: caps.Subreaper},
+	}
+}
+
+// protectedPaths are termd's own files plus the configured ones.
+func (b *Broker) protectedPaths() []string {
+	cfg := b.Config()
+	p := append([]string{cfg.StateDir, filepath.Dir(cfg.Socket)}, b.Protected...)
+	if cfg.Source != "" {
+		p = append(p, cfg.Source)
+	}
+	if cfg.Policy != "" {
+		p = append(p, cfg.Policy)
+	}
+	p = append(p, cfg.Secrets...)
+	if cfg.Adviser.APIKeyFile != "" {
+		p = append(p, cfg.Adviser.APIKeyFile)
+	}
+	return p
+}
+
+// homeFor returns a HOME for commands run for uid: outside every workspace,
+// private to that uid.
+func (b *Broker) homeFor(uid, gid int) (string, error) {
+	cfg := b.Config()
+	base := filepath.Join(cfg.StateDir, "home")
+	if insideAny(base, cfg.Workspaces) {
+		base = filepath.Join(os.TempDir(), "termd-home")
+	}
+	if err := os.MkdirAll(base, 0o711); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, fmt.Sprint(uid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("home directory %s is not a directory", dir)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(dir, uid, gid); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func insideAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, r+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}

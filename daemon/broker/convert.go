@@ -1,0 +1,174 @@
+package broker
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/policy"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func modeProto(m policy.Mode) termdv1.Mode {
+	switch m {
+	case policy.ModeInspect:
+		return termdv1.Mode_MODE_INSPECT
+	case policy.ModeConfirm:
+		return termdv1.Mode_MODE_CONFIRM
+	case policy.ModeTrusted:
+		return termdv1.Mode_MODE_TRUSTED
+	}
+	return termdv1.Mode_MODE_UNSPECIFIED
+}
+
+func modeFromProto(m termdv1.Mode) (policy.Mode, error) {
+	switch m {
+	case termdv1.Mode_MODE_INSPECT:
+		return policy.ModeInspect, nil
+	case termdv1.Mode_MODE_CONFIRM:
+		return policy.ModeConfirm, nil
+	case termdv1.Mode_MODE_TRUSTED:
+		return policy.ModeTrusted, nil
+	}
+	return "", errdefs.Invalid("mode %v is not one of inspect, confirm, trusted", m)
+}
+
+func verdictProto(v policy.Verdict) termdv1.Verdict {
+	switch v {
+	case policy.Allow:
+		return termdv1.Verdict_VERDICT_ALLOW
+	case policy.Ask:
+		return termdv1.Verdict_VERDICT_ASK
+	case policy.Deny:
+		return termdv1.Verdict_VERDICT_DENY
+	}
+	return termdv1.Verdict_VERDICT_UNSPECIFIED
+}
+
+func riskProto(r policy.Risk) termdv1.Risk {
+	switch r {
+	case policy.RiskLow:
+		return termdv1.Risk_RISK_LOW
+	case policy.RiskMedium:
+		return termdv1.Risk_RISK_MEDIUM
+	case policy.RiskHigh:
+		return termdv1.Risk_RISK_HIGH
+	case policy.RiskCritical:
+		return termdv1.Risk_RISK_CRITICAL
+	}
+	return termdv1.Risk_RISK_UNSPECIFIED
+}
+
+func decisionProto(d policy.Decision) *termdv1.Decision {
+	out := &termdv1.Decision{
+		Verdict:         verdictProto(d.Verdict),
+		Risk:            riskProto(d.Risk),
+		Reasons:         slices.Clone(d.Reasons),
+		Rules:           slices.Clone(d.Rules),
+		PolicyVersion:   d.PolicyVersion,
+		RequestHash:     d.RequestHash,
+		Argv:            slices.Clone(d.Argv),
+		ResolvedPath:    d.ResolvedPath,
+		BinarySha256:    d.BinarySHA256,
+		Cwd:             d.Cwd,
+		Env:             maps.Clone(d.Env),
+		Mode:            modeProto(d.Mode),
+		Network:         d.Network,
+		RunsProjectCode: d.RunsProjectCode,
+		ReadOnly:        d.ReadOnly,
+		Writes:          slices.Clone(d.Writes),
+		TimeoutSeconds:  uint32(d.Timeout / time.Second),
+		RunAs:           d.RunAs,
+		ExecArgv:        slices.Clone(d.ExecArgv),
+	}
+	for _, s := range d.Steps {
+		out.Steps = append(out.Steps, &termdv1.PolicyStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
+	}
+	return out
+}
+
+func previewOf(d policy.Decision) *termdv1.Preview {
+	prog := d.ResolvedPath
+	if prog == "" && len(d.Argv) > 0 {
+		prog = d.Argv[0]
+	}
+	p := &termdv1.Preview{
+		Program:         prog,
+		Writes:          slices.Clone(d.Writes),
+		Network:         d.Network,
+		RunsProjectCode: d.RunsProjectCode,
+		ReadOnly:        d.ReadOnly,
+	}
+	var parts []string
+	switch {
+	case d.Verdict == policy.Deny:
+		parts = append(parts, "will not run")
+	case d.ReadOnly:
+		parts = append(parts, "reads only")
+	case len(d.Writes) > 0:
+		parts = append(parts, fmt.Sprintf("may write %s", strings.Join(shortPaths(d.Writes), ", ")))
+	default:
+		parts = append(parts, "may change files")
+	}
+	if d.RunsProjectCode {
+		parts = append(parts, "runs project code")
+	}
+	if d.Network {
+		parts = append(parts, "uses the network")
+	}
+	if d.Verdict != policy.Deny {
+		parts = append(parts, "times out after "+d.Timeout.String())
+	}
+	p.Summary = filepath.Base(prog) + ": " + strings.Join(parts, "; ")
+	return p
+}
+
+func shortPaths(ps []string) []string {
+	if len(ps) > 5 {
+		return append(slices.Clone(ps[:5]), fmt.Sprintf("and %d more", len(ps)-5))
+	}
+	return ps
+}
+
+// redactDecision removes secrets from what a decision shows (argv, env,
+// reasons); the hash was computed by the policy on the real request.
+func (b *Broker) redactDecision(d *policy.Decision) {
+	r := b.Redactor
+	d.Argv = r.RedactAll(d.Argv)
+	d.ExecArgv = r.RedactAll(d.ExecArgv)
+	d.Reasons = r.RedactAll(d.Reasons)
+	d.Cwd = r.Redact(d.Cwd)
+	if len(d.Env) > 0 {
+		env := make(map[string]string, len(d.Env))
+		for k, v := range d.Env {
+			env[k] = b.redactEnvValue(k, v)
+		}
+		d.Env = env
+	}
+}
+
+func redactRequest(b *Broker, r *termdv1.CommandRequest) *termdv1.CommandRequest {
+	c := proto.Clone(r).(*termdv1.CommandRequest)
+	c.Argv = b.Redactor.RedactAll(c.Argv)
+	c.Command = b.Redactor.Redact(c.Command)
+	c.Cwd = b.Redactor.Redact(c.Cwd)
+	for k, v := range c.Env {
+		c.Env[k] = b.redactEnvValue(k, v)
+	}
+	return c
+}
+
+// redactEnvValue redacts v as the value of variable k (so NAME_TOKEN=... shapes apply).
+func (b *Broker) redactEnvValue(k, v string) string {
+	red := b.Redactor.Redact(k + "=" + v)
+	if strings.HasPrefix(red, k+"=") {
+		return red[len(k)+1:]
+	}
+	return "[REDACTED]"
+}

@@ -1,0 +1,660 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/runner"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// execRec is one execution. Guarded by Broker.mu unless noted.
+type execRec struct {
+	id       string
+	e        *termdv1.Execution
+	plan     *planRec
+	proc     *runner.Process
+	finished bool
+	done     chan struct{}
+
+	// stopReason explains a cancel that did not come from a caller's Cancel
+	// (session closed or expired, daemon shutting down).
+	stopReason        string
+	closeSessionAfter bool
+	cancelledBy       *termdv1.Principal
+
+	// out holds the live, redacted output offsets; owned by the reader goroutines.
+	out [3]*liveStream
+}
+
+// liveStream redacts one output stream as it arrives and publishes it as events.
+type liveStream struct {
+	mu     sync.Mutex
+	red    *receipt.StreamRedactor
+	offset int64
+}
+
+const outputChunk = 32 << 10
+
+// Execute starts an allowed or approved plan and returns at once.
+func (b *Broker) Execute(_ context.Context, caller *termdv1.Principal, planID, sessionID string) (*termdv1.Execution, error) {
+	e, err := b.start(caller, planID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return proto.Clone(e.e).(*termdv1.Execution), nil
+}
+
+// ExecuteAndWait starts a plan and delivers its events until its receipt is signed.
+func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, send func(*termdv1.Event) error) error {
+	b.mu.Lock()
+	p, err := b.planLocked(caller, planID)
+	var since uint64
+	if err == nil {
+		since = b.Bus.LastSeq(p.session.id)
+	}
+	b.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	sub, err := b.Bus.Subscribe(p.session.id, since)
+	if err != nil {
+		return errdefs.Internal("subscribing to session events: %v", err)
+	}
+	defer sub.Close()
+	e, err := b.start(caller, planID, sessionID)
+	if err != nil {
+		return err
+	}
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			return nil // session closed: its events ended
+		}
+		if !eventOf(ev, e.id, planID) {
+			continue
+		}
+		if err := send(ev); err != nil {
+			return err
+		}
+		if ev.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED && ev.GetReceipt().GetPlanId() == planID {
+			return nil
+		}
+	}
+}
+
+func eventOf(ev *termdv1.Event, execID, planID string) bool {
+	switch p := ev.Payload.(type) {
+	case *termdv1.Event_Execution:
+		return p.Execution.Id == execID
+	case *termdv1.Event_Output:
+		return p.Output.ExecutionId == execID
+	case *termdv1.Event_Receipt:
+		return p.Receipt.PlanId == planID
+	case *termdv1.Event_Lagged:
+		return true
+	}
+	return false
+}
+
+// start checks everything, records the intent durably, and spawns.
+func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*execRec, error) {
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return nil, errdefs.Unavailable("termd is shutting down; nothing new starts")
+	}
+	p, err := b.planLocked(caller, planID)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	s := p.session
+	if sessionID != "" && sessionID != s.id {
+		b.mu.Unlock()
+		return nil, errdefs.Precondition("plan %s belongs to session %s, not %s; a plan runs only in its own session", planID, s.id, sessionID)
+	}
+	if !ownerOrOperator(caller, s.owner) {
+		b.mu.Unlock()
+		return nil, errdefs.Permission("plan %s belongs to %s; only its owner or an operator may execute it", planID, s.owner.Name)
+	}
+	if s.closed {
+		b.mu.Unlock()
+		return nil, errdefs.Precondition("session %s is closed; replan in an open session (`termctl replan %s`)", s.id, planID)
+	}
+	switch p.p.State {
+	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
+	default:
+		st := p.p.State
+		b.mu.Unlock()
+		return nil, errdefs.Precondition("plan %s is %s and cannot be executed%s", planID, stateWord(st), hintFor(p.p))
+	}
+	if s.active != nil && !s.active.finished {
+		b.mu.Unlock()
+		return nil, errdefs.Precondition("session %s is already running execution %s; wait for it, or cancel it with `termctl cancel %s`", s.id, s.active.id, s.active.id)
+	}
+	// Reserve the plan so it cannot start twice while we re-check outside the lock.
+	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	now := b.Now()
+	e := &execRec{
+		id:   uuid.NewString(),
+		plan: p,
+		done: make(chan struct{}),
+		e: &termdv1.Execution{
+			PlanId:    p.p.Id,
+			SessionId: s.id,
+			State:     termdv1.ExecutionState_EXECUTION_STATE_RUNNING,
+			StartedAt: timestamppb.New(now),
+		},
+	}
+	e.e.Id = e.id
+	s.active = e
+	s.touch(now)
+	p.p.ExecutionId = e.id
+	b.execs[e.id] = e
+	b.running.Add(1)
+	req, approved := p.req, p.dec
+	requester := p.p.Requester
+	b.mu.Unlock()
+
+	// Re-check what may have changed since the plan was decided and approved.
+	fresh := b.decide(requester, req)
+	if msg := stale(approved, fresh); msg != "" {
+		b.refuse(e, "plan is stale; replan: "+msg)
+		return nil, errdefs.Precondition("plan is stale; replan (`termctl replan %s`): %s", planID, msg)
+	}
+	spec, err := b.spec(e, fresh, requester)
+	if err != nil {
+		b.refuse(e, err.Error())
+		return nil, err
+	}
+	draft := b.draftReceipt(p, now)
+	if err := b.Store.AppendIntent(receipt.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, Receipt: draft}); err != nil {
+		b.refuse(e, "could not record the execution intent: "+err.Error())
+		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", err)
+	}
+	proc, err := b.Runner.Start(spec)
+	if err != nil {
+		// A spawn failure is a failed execution with its cause, and it has a receipt.
+		b.finish(e, runner.Result{Status: runner.StatusFailed, ExitCode: -1, StartedAt: now, FinishedAt: b.Now(), Err: err})
+		return e, nil
+	}
+	pid, _ := proc.Identity()
+	_ = b.Store.RecordSpawn(e.id, pid, pid, proc.CgroupPath())
+	b.mu.Lock()
+	e.proc = proc
+	e.e.Pid = int32(pid)
+	e.e.Cgroup = proc.CgroupPath() != ""
+	stop := e.stopReason != ""
+	snap := proto.Clone(e.e).(*termdv1.Execution)
+	b.mu.Unlock()
+	if stop {
+		_ = proc.Cancel()
+	}
+	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
+	go func() { b.finish(e, proc.Wait()) }()
+	return e, nil
+}
+
+// stale compares an approved decision with a fresh one.
+func stale(was, now policy.Decision) string {
+	switch {
+	case now.Verdict == policy.Deny:
+		return "the policy now denies it"
+	case was.BinarySHA256 != now.BinarySHA256 || was.ResolvedPath != now.ResolvedPath:
+		return fmt.Sprintf("the program changed (%s)", now.ResolvedPath)
+	case was.Cwd != now.Cwd:
+		return fmt.Sprintf("the working directory now resolves to %s, not %s", now.Cwd, was.Cwd)
+	case was.PolicyVersion != now.PolicyVersion:
+		return "the policy changed since the plan was decided"
+	case was.RequestHash != now.RequestHash:
+		return "the canonical request changed"
+	}
+	return ""
+}
+
+// refuse undoes a reservation when the plan could not start.
+func (b *Broker) refuse(e *execRec, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := e.plan
+	p.p.State = termdv1.PlanState_PLAN_STATE_EXPIRED
+	p.p.ExecutionId = ""
+	p.p.NextStep = why + fmt.Sprintf(" (run `termctl replan %s`)", p.p.Id)
+	e.finished = true
+	close(e.done)
+	delete(b.execs, e.id)
+	if p.session.active == e {
+		p.session.active = nil
+	}
+	b.running.Done()
+	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
+	b.decisionReceiptLocked(p, "expired", nil, why)
+}
+
+// spec builds the bounded process description from a fresh decision.
+func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principal) (runner.Spec, error) {
+	pol := b.Policy.Current()
+	lim := pol.Limits()
+	uid, gid := os.Geteuid(), os.Getegid()
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		runAs := ""
+		if d.RunAs != "" {
+			runAs = d.RunAs
+		} else if rr := b.Config().RunAsRequester; rr == nil || *rr {
+			runAs = strconv.FormatUint(uint64(requester.GetUid()), 10)
+		}
+		if runAs != "" {
+			c, err := credentialFor(runAs)
+			if err != nil {
+				return runner.Spec{}, errdefs.Precondition("cannot run as %s: %v", runAs, err)
+			}
+			cred, uid, gid = c, int(c.Uid), int(c.Gid)
+			if c.Uid == 0 && c.Gid == 0 {
+				cred = nil
+			}
+		}
+	}
+	home, err := b.homeFor(uid, gid)
+	if err != nil {
+		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
+	}
+	env := map[string]string{}
+	for k, v := range d.Env {
+		env[k] = v
+	}
+	for k, v := range d.ExecEnv {
+		env[k] = v
+	}
+	fixed := map[string]string{
+		"PATH":             joinPath(pol.TrustedPath()),
+		"HOME":             home,
+		"LANG":             "C.UTF-8",
+		"TERM":             "dumb",
+		"NO_COLOR":         "1",
+		"PAGER":            "cat",
+		"GIT_PAGER":        "cat",
+		"TERMD_SESSION_ID": e.plan.session.id,
+		"TERMD_PLAN_ID":    e.plan.p.Id,
+		"TERMD_EXECUTION":  e.id,
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		fixed["USER"], fixed["LOGNAME"] = u.Username, u.Username
+	}
+	for k, v := range fixed {
+		env[k] = v
+	}
+	envList := make([]string, 0, len(env))
+	for k, v := range env {
+		envList = append(envList, k+"="+v)
+	}
+	sort.Strings(envList)
+	argv := d.ExecArgv
+	if len(argv) == 0 {
+		argv = d.Argv
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = lim.DefaultTimeout
+	}
+	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
+		e.out[s] = &liveStream{}
+		e.out[s].red = b.Redactor.NewStream(&eventWriter{b: b, e: e, s: s}, 0)
+	}
+	return runner.Spec{
+		ID:         e.id,
+		Path:       d.ResolvedPath,
+		Argv:       argv,
+		Dir:        d.Cwd,
+		Env:        envList,
+		Timeout:    timeout,
+		Grace:      lim.Grace,
+		OutputCap:  lim.OutputBytes,
+		MemoryMax:  lim.MemoryBytes,
+		PidsMax:    lim.Pids,
+		NoNetwork:  !d.Network,
+		Credential: cred,
+		NewHash:    b.Keys.NewDigest,
+		OnOutput: func(s runner.Stream, _ int64, chunk []byte) {
+			ls := e.out[s]
+			ls.mu.Lock()
+			_, _ = ls.red.Write(chunk)
+			ls.mu.Unlock()
+		},
+	}, nil
+}
+
+func joinPath(dirs []string) string {
+	out := ""
+	for i, d := range dirs {
+		if i > 0 {
+			out += ":"
+		}
+		out += d
+	}
+	return out
+}
+
+func credentialFor(who string) (*syscall.Credential, error) {
+	u, err := user.LookupId(who)
+	if err != nil {
+		if u, err = user.Lookup(who); err != nil {
+			// A uid without a passwd entry still runs as itself.
+			if n, perr := strconv.ParseUint(who, 10, 32); perr == nil {
+				return &syscall.Credential{Uid: uint32(n), Gid: uint32(n)}, nil
+			}
+			return nil, err
+		}
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	c := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if ids, err := u.GroupIds(); err == nil {
+		for _, g := range ids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				c.Groups = append(c.Groups, uint32(n))
+			}
+		}
+	}
+	return c, nil
+}
+
+// eventWriter receives redacted output and publishes it in chunks.
+type eventWriter struct {
+	b *Broker
+	e *execRec
+	s runner.Stream
+}
+
+func (w *eventWriter) Write(p []byte) (int, error) {
+	ls := w.e.out[w.s]
+	stream := termdv1.OutputStream_OUTPUT_STREAM_STDOUT
+	if w.s == runner.Stderr {
+		stream = termdv1.OutputStream_OUTPUT_STREAM_STDERR
+	}
+	for off := 0; off < len(p); off += outputChunk {
+		end := min(off+outputChunk, len(p))
+		data := append([]byte(nil), p[off:end]...)
+		at := ls.offset
+		ls.offset += int64(len(data))
+		w.b.Bus.Publish(w.e.plan.session.id, termdv1.EventKind_EVENT_KIND_OUTPUT, func(ev *termdv1.Event) {
+			ev.Payload = &termdv1.Event_Output{Output: &termdv1.OutputChunk{ExecutionId: w.e.id, Stream: stream, Offset: at, Data: data}}
+		})
+	}
+	return len(p), nil
+}
+
+var finalStates = map[runner.Status]struct {
+	plan termdv1.PlanState
+	exec termdv1.ExecutionState
+}{
+	runner.StatusSucceeded: {termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED},
+	runner.StatusFailed:    {termdv1.PlanState_PLAN_STATE_FAILED, termdv1.ExecutionState_EXECUTION_STATE_FAILED},
+	runner.StatusTimedOut:  {termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT},
+	runner.StatusCancelled: {termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.ExecutionState_EXECUTION_STATE_CANCELLED},
+	runner.StatusKilled:    {termdv1.PlanState_PLAN_STATE_KILLED, termdv1.ExecutionState_EXECUTION_STATE_KILLED},
+}
+
+// finish records the final state: receipt first (durable), then state and events.
+func (b *Broker) finish(e *execRec, res runner.Result) {
+	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
+		if ls := e.out[s]; ls != nil {
+			ls.mu.Lock()
+			_ = ls.red.Close()
+			ls.mu.Unlock()
+		}
+	}
+	b.mu.Lock()
+	p := e.plan
+	detail := ""
+	if res.Err != nil {
+		detail = "the command could not be started: " + res.Err.Error()
+	} else if res.Status == runner.StatusCancelled {
+		switch {
+		case e.stopReason != "":
+			detail = e.stopReason
+		case e.cancelledBy != nil:
+			detail = "cancelled by " + e.cancelledBy.Name
+		}
+	}
+	r := b.finalReceipt(p, e, res, detail)
+	b.mu.Unlock()
+
+	stored, err := b.Store.Append(r)
+
+	b.mu.Lock()
+	fs, ok := finalStates[res.Status]
+	if !ok {
+		fs = finalStates[runner.StatusFailed]
+	}
+	if err != nil {
+		b.Log.Error("could not store the receipt; the intent stays open and becomes outcome_unknown at restart", "execution", e.id, "error", err)
+		fs.plan, fs.exec = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN
+	}
+	p.p.State = fs.plan
+	p.p.UpdatedAt = timestamppb.New(b.Now())
+	ee := e.e
+	ee.State = fs.exec
+	ee.FinishedAt = timestamppb.New(res.FinishedAt)
+	ee.DurationMs = res.Duration.Milliseconds()
+	ee.ExitCode = int32(res.ExitCode)
+	ee.Signal = res.Signal
+	ee.StdoutBytes, ee.StderrBytes = res.Stdout.Total, res.Stderr.Total
+	ee.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
+	ee.NetworkIsolated = res.NetNSApplied
+	ee.Error = detail
+	if stored != nil {
+		ee.ReceiptId = stored.ID
+		p.p.ReceiptId = stored.ID
+	}
+	p.p.NextStep = nextStep(p.p)
+	e.finished = true
+	e.proc = nil // output is now served from the receipt
+	s := p.session
+	if s.active == e {
+		s.active = nil
+	}
+	s.touch(b.Now())
+	snap := proto.Clone(ee).(*termdv1.Execution)
+	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_FINISHED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
+	if stored != nil {
+		sum := summaryOf(stored)
+		b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
+	}
+	if e.closeSessionAfter {
+		b.publishSessionClosed(s)
+	}
+	close(e.done)
+	b.mu.Unlock()
+	b.running.Done()
+}
+
+// execLocked finds an execution the caller may see.
+func (b *Broker) execLocked(caller *termdv1.Principal, id string) (*execRec, error) {
+	if id == "" {
+		return nil, errdefs.Invalid("execution_id is empty")
+	}
+	e, ok := b.execs[id]
+	if !ok || !visible(caller, e.plan.session.owner) {
+		return nil, errdefs.NotFound("execution %s not found", id)
+	}
+	return e, nil
+}
+
+// GetExecution returns an execution's status.
+func (b *Broker) GetExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, err := b.execLocked(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Clone(e.e).(*termdv1.Execution), nil
+}
+
+// control runs pause, resume or cancel on a running execution.
+func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.Execution, error) {
+	b.mu.Lock()
+	e, err := b.execLocked(caller, id)
+	if err == nil && !ownerOrOperator(caller, e.plan.session.owner) {
+		err = errdefs.Permission("execution %s belongs to %s; only its owner or an operator may %s it", id, e.plan.session.owner.Name, verb)
+	}
+	if err == nil && (e.finished || e.proc == nil) {
+		err = errdefs.Precondition("execution %s is %s; only a running execution can be %s", id, execWord(e.e.State), verb+"d")
+		if verb == "pause" {
+			err = errdefs.Precondition("execution %s is %s; only a running execution can be paused", id, execWord(e.e.State))
+		}
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	proc, p := e.proc, e.plan
+	b.mu.Unlock()
+	var kind termdv1.EventKind
+	switch verb {
+	case "pause":
+		if err := proc.Pause(); err != nil {
+			return nil, errdefs.Precondition("pausing execution %s: %v", id, err)
+		}
+		kind = termdv1.EventKind_EVENT_KIND_PAUSED
+	case "resume":
+		if err := proc.Resume(); err != nil {
+			return nil, errdefs.Precondition("resuming execution %s: %v", id, err)
+		}
+		kind = termdv1.EventKind_EVENT_KIND_RESUMED
+	case "cancel":
+		b.mu.Lock()
+		e.cancelledBy = caller
+		b.mu.Unlock()
+		if err := proc.Cancel(); err != nil && !errors.Is(err, runner.ErrFinished) && !errors.Is(err, runner.ErrStopping) {
+			return nil, errdefs.Precondition("cancelling execution %s: %v", id, err)
+		}
+		<-e.done
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return proto.Clone(e.e).(*termdv1.Execution), nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !e.finished {
+		if verb == "pause" {
+			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_PAUSED
+			_ = b.transition(p, termdv1.PlanState_PLAN_STATE_PAUSED)
+		} else {
+			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_RUNNING
+			_ = b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING)
+		}
+		snap := proto.Clone(e.e).(*termdv1.Execution)
+		b.Bus.Publish(p.session.id, kind, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
+		p.session.touch(b.Now())
+	}
+	return proto.Clone(e.e).(*termdv1.Execution), nil
+}
+
+func execWord(s termdv1.ExecutionState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "EXECUTION_STATE_"))
+}
+
+// PauseExecution freezes every process of an execution.
+func (b *Broker) PauseExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
+	return b.control(caller, id, "pause")
+}
+
+// ResumeExecution thaws a paused execution.
+func (b *Broker) ResumeExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
+	return b.control(caller, id, "resume")
+}
+
+// CancelExecution ends an execution and waits for its receipt.
+func (b *Broker) CancelExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
+	return b.control(caller, id, "cancel")
+}
+
+// ReadOutput reads redacted output by offset, while or after the command runs.
+func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *termdv1.ReadOutputRequest) (*termdv1.ReadOutputResponse, error) {
+	stream := runner.Stdout
+	switch r.Stream {
+	case termdv1.OutputStream_OUTPUT_STREAM_UNSPECIFIED, termdv1.OutputStream_OUTPUT_STREAM_STDOUT:
+	case termdv1.OutputStream_OUTPUT_STREAM_STDERR:
+		stream = runner.Stderr
+	default:
+		return nil, errdefs.Invalid("stream %v is not stdout or stderr", r.Stream)
+	}
+	if r.Offset < 0 {
+		return nil, errdefs.Invalid("offset %d is negative", r.Offset)
+	}
+	limit := int(r.Limit)
+	if limit <= 0 {
+		limit = 64 << 10
+	}
+	limit = min(limit, 1<<20)
+	b.mu.Lock()
+	e, err := b.execLocked(caller, r.ExecutionId)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	proc, receiptID, ee := e.proc, e.e.ReceiptId, proto.Clone(e.e).(*termdv1.Execution)
+	b.mu.Unlock()
+
+	var kept []byte
+	var total int64
+	var done bool
+	if proc != nil {
+		raw, t, d := proc.ReadOutput(stream, 0, 1<<30)
+		kept, total, done = []byte(b.Redactor.Redact(string(raw))), t, d
+		done = false // the receipt, not the live buffer, is the final word
+	} else if receiptID != "" {
+		rc, err := b.Store.Get(receiptID)
+		if err != nil {
+			return nil, errdefs.Internal("reading the receipt of execution %s: %v", r.ExecutionId, err)
+		}
+		if stream == runner.Stdout {
+			kept, total = []byte(rc.Stdout), rc.StdoutBytes
+		} else {
+			kept, total = []byte(rc.Stderr), rc.StderrBytes
+		}
+		done = true
+	} else {
+		done = e.finished
+		if stream == runner.Stdout {
+			total = ee.StdoutBytes
+		} else {
+			total = ee.StderrBytes
+		}
+	}
+	resp := &termdv1.ReadOutputResponse{Offset: r.Offset, KeptBytes: int64(len(kept)), TotalBytes: total}
+	resp.Truncated = total > int64(len(kept)) && done
+	if r.Offset < int64(len(kept)) {
+		end := min(int64(len(kept)), r.Offset+int64(limit))
+		resp.Data = kept[r.Offset:end]
+	}
+	resp.NextOffset = r.Offset + int64(len(resp.Data))
+	resp.Eof = done && resp.NextOffset >= int64(len(kept))
+	return resp, nil
+}

@@ -1,0 +1,470 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os/user"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/policy"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// planRec is a plan and what it was decided on. Guarded by Broker.mu.
+type planRec struct {
+	p       *termdv1.Plan
+	req     policy.Request
+	dec     policy.Decision
+	session *session
+}
+
+// transitions is the plan state machine (ARCHITECTURE §5), in one place.
+var transitions = map[termdv1.PlanState][]termdv1.PlanState{
+	termdv1.PlanState_PLAN_STATE_PLANNED:           {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL},
+	termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL: {termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_DENIED, termdv1.PlanState_PLAN_STATE_EXPIRED},
+	termdv1.PlanState_PLAN_STATE_APPROVED:          {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED},
+	termdv1.PlanState_PLAN_STATE_RUNNING: {termdv1.PlanState_PLAN_STATE_PAUSED, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
+		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN},
+	termdv1.PlanState_PLAN_STATE_PAUSED: {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
+		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN},
+}
+
+func stateWord(s termdv1.PlanState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "PLAN_STATE_"))
+}
+
+// transition moves a plan to a new state or explains why it cannot.
+func (b *Broker) transition(p *planRec, to termdv1.PlanState) error {
+	from := p.p.State
+	if !slices.Contains(transitions[from], to) {
+		return errdefs.Precondition("plan %s is %s; it cannot become %s%s", p.p.Id, stateWord(from), stateWord(to), hintFor(p.p))
+	}
+	p.p.State = to
+	p.p.UpdatedAt = timestamppb.New(b.Now())
+	p.p.NextStep = nextStep(p.p)
+	return nil
+}
+
+func hintFor(p *termdv1.Plan) string {
+	switch p.State {
+	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+		return fmt.Sprintf(" (it is awaiting approval: an operator runs `termctl approve %s`)", p.Id)
+	case termdv1.PlanState_PLAN_STATE_BLOCKED:
+		return " (the policy denied it: " + strings.Join(p.Decision.GetReasons(), "; ") + ")"
+	case termdv1.PlanState_PLAN_STATE_EXPIRED, termdv1.PlanState_PLAN_STATE_DENIED:
+		return fmt.Sprintf(" (run `termctl replan %s` to decide it again)", p.Id)
+	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+		return " (a plan runs at most once; it is running now)"
+	}
+	if isFinal(p.State) {
+		return fmt.Sprintf(" (a plan runs at most once; run `termctl replan %s` to run it again)", p.Id)
+	}
+	return ""
+}
+
+func nextStep(p *termdv1.Plan) string {
+	switch p.State {
+	case termdv1.PlanState_PLAN_STATE_PLANNED:
+		return fmt.Sprintf("allowed: run it with `termctl execute %s --follow` (or the terminal_execute tool)", p.Id)
+	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+		return fmt.Sprintf("needs approval: an operator runs `termctl approve %s` (or approves it in the console); then execute it", p.Id)
+	case termdv1.PlanState_PLAN_STATE_APPROVED:
+		return fmt.Sprintf("approved: run it with `termctl execute %s --follow` before the approval expires", p.Id)
+	case termdv1.PlanState_PLAN_STATE_BLOCKED:
+		return "denied by policy: change the command (see the reasons); it cannot be approved"
+	case termdv1.PlanState_PLAN_STATE_DENIED:
+		return "denied by " + p.Denial.GetDeniedBy().GetName() + ": " + p.Denial.GetReason()
+	case termdv1.PlanState_PLAN_STATE_EXPIRED:
+		return fmt.Sprintf("expired: run `termctl replan %s` to decide it again", p.Id)
+	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+		return fmt.Sprintf("running as execution %s: follow it with `termctl output %s` or pause/cancel it", p.ExecutionId, p.ExecutionId)
+	}
+	if isFinal(p.State) {
+		return fmt.Sprintf("finished: its receipt is %s (`termctl receipts show %s`)", p.ReceiptId, p.ReceiptId)
+	}
+	return ""
+}
+
+func isFinal(s termdv1.PlanState) bool {
+	switch s {
+	case termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED, termdv1.PlanState_PLAN_STATE_TIMED_OUT,
+		termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN:
+		return true
+	}
+	return false
+}
+
+// policyRequest turns the API request into the policy's canonical input.
+func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequest) (policy.Request, error) {
+	if r == nil {
+		return policy.Request{}, errdefs.Invalid("request is empty; send argv (a list) or command (a string)")
+	}
+	if len(r.Argv) > 0 && r.Command != "" {
+		return policy.Request{}, errdefs.Invalid("send either argv or command, not both")
+	}
+	if len(r.Argv) == 0 && strings.TrimSpace(r.Command) == "" {
+		return policy.Request{}, errdefs.Invalid("nothing to run: send argv (a list, e.g. [\"ls\", \"-la\"]) or command (a string)")
+	}
+	pol := b.Policy.Current()
+	mode := pol.DefaultMode()
+	if r.Mode != termdv1.Mode_MODE_UNSPECIFIED {
+		m, err := modeFromProto(r.Mode)
+		if err != nil {
+			return policy.Request{}, err
+		}
+		// Only operators may ask for a mode less strict than the policy's default.
+		if modeRank(m) < modeRank(mode) && !isOperator(caller) {
+			return policy.Request{}, errdefs.Permission("mode %s is less strict than the policy's default (%s); only operators may request it", m, mode)
+		}
+		mode = m
+	}
+	cwd := r.Cwd
+	if cwd == "" {
+		cwd = b.Config().Workspaces[0]
+	}
+	return policy.Request{
+		Argv:    slices.Clone(r.Argv),
+		Command: r.Command,
+		Cwd:     cwd,
+		Env:     r.Env,
+		Mode:    mode,
+		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
+	}, nil
+}
+
+func modeRank(m policy.Mode) int {
+	switch m {
+	case policy.ModeInspect:
+		return 3
+	case policy.ModeConfirm:
+		return 2
+	case policy.ModeTrusted:
+		return 1
+	}
+	return 0
+}
+
+// policyContext is what the daemon (not the caller) knows for a decision.
+func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
+	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths()}
+	if caller != nil {
+		if u, err := user.LookupId(strconv.FormatUint(uint64(caller.Uid), 10)); err == nil {
+			ctx.Home = u.HomeDir
+		}
+	}
+	return ctx
+}
+
+// decide runs the policy for a caller's request.
+func (b *Broker) decide(caller *termdv1.Principal, req policy.Request) policy.Decision {
+	return b.Policy.Decide(req, b.policyContext(caller))
+}
+
+// CheckPolicy decides a request and explains it, creating nothing.
+func (b *Broker) CheckPolicy(_ context.Context, caller *termdv1.Principal, r *termdv1.CommandRequest) (*termdv1.Decision, string, error) {
+	req, err := b.policyRequest(caller, r)
+	if err != nil {
+		return nil, "", err
+	}
+	ex := b.Policy.Current().Explain(req, b.policyContext(caller))
+	d := ex.Decision
+	b.redactDecision(&d)
+	return decisionProto(d), b.Redactor.Redact(string(ex.Request)), nil
+}
+
+// CreatePlan decides a request and records it as a plan. A denied request
+// becomes a blocked plan with a decision receipt, so everyone sees why.
+func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessionID string, r *termdv1.CommandRequest) (*termdv1.Plan, error) {
+	req, err := b.policyRequest(caller, r)
+	if err != nil {
+		return nil, err
+	}
+	dec := b.decide(caller, req)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, err := b.planSessionLocked(caller, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	p := b.newPlanLocked(caller, s, r, req, dec, "")
+	return proto.Clone(p.p).(*termdv1.Plan), nil
+}
+
+// planSessionLocked finds the session a new plan goes into: the given one,
+// else the caller's most recent open session, else a new one.
+func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*session, error) {
+	if id != "" {
+		s, err := b.sessionLocked(caller, id)
+		if err != nil {
+			return nil, err
+		}
+		if s.closed {
+			return nil, errdefs.Precondition("session %s is closed; plan in an open session (omit session_id to use your latest)", id)
+		}
+		if !ownerOrOperator(caller, s.owner) {
+			return nil, errdefs.Permission("session %s belongs to %s; plan in your own session", id, s.owner.Name)
+		}
+		return s, nil
+	}
+	var latest *session
+	key := principalKey(caller)
+	for _, s := range b.sessions {
+		if !s.closed && principalKey(s.owner) == key && (latest == nil || s.lastActive.After(latest.lastActive)) {
+			latest = s
+		}
+	}
+	if latest != nil {
+		return latest, nil
+	}
+	return b.newSessionLocked(caller, "")
+}
+
+func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1.CommandRequest, req policy.Request, dec policy.Decision, from string) *planRec {
+	now := b.Now()
+	b.redactDecision(&dec)
+	pol := b.Policy.Current()
+	lim := pol.Limits()
+	p := &termdv1.Plan{
+		Id:            uuid.NewString(),
+		SessionId:     s.id,
+		Request:       redactRequest(b, r),
+		Decision:      decisionProto(dec),
+		Preview:       previewOf(dec),
+		Requester:     proto.Clone(caller).(*termdv1.Principal),
+		CreatedAt:     timestamppb.New(now),
+		UpdatedAt:     timestamppb.New(now),
+		ReplannedFrom: from,
+		Limits: &termdv1.Limits{
+			TimeoutSeconds: uint32(dec.Timeout / time.Second),
+			OutputBytes:    lim.OutputBytes,
+			MemoryBytes:    lim.MemoryBytes,
+			Pids:           lim.Pids,
+			GraceSeconds:   uint32(lim.Grace / time.Second),
+		},
+	}
+	rec := &planRec{p: p, req: req, dec: dec, session: s}
+	ttl := b.Config().Approvals.TTL.D()
+	switch dec.Verdict {
+	case policy.Allow:
+		p.State = termdv1.PlanState_PLAN_STATE_PLANNED
+		p.ExpiresAt = timestamppb.New(now.Add(ttl))
+	case policy.Ask:
+		p.State = termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL
+		p.ExpiresAt = timestamppb.New(now.Add(ttl))
+	default:
+		p.State = termdv1.PlanState_PLAN_STATE_BLOCKED
+	}
+	p.NextStep = nextStep(p)
+	b.plans[p.Id] = rec
+	s.plans = append(s.plans, p.Id)
+	s.touch(now)
+	b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_PLAN_CREATED)
+	switch p.State {
+	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+		b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_AWAITING_APPROVAL)
+	case termdv1.PlanState_PLAN_STATE_BLOCKED:
+		b.decisionReceiptLocked(rec, "blocked", nil, "")
+	}
+	return rec
+}
+
+func (b *Broker) publishPlan(p *planRec, kind termdv1.EventKind) {
+	snap := proto.Clone(p.p).(*termdv1.Plan)
+	b.Bus.Publish(p.session.id, kind, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Plan{Plan: snap} })
+}
+
+// planLocked finds a plan the caller may see; another agent's plan is not found.
+func (b *Broker) planLocked(caller *termdv1.Principal, id string) (*planRec, error) {
+	if id == "" {
+		return nil, errdefs.Invalid("plan_id is empty; pass a plan id (see `termctl pending` or the plan's output)")
+	}
+	p, ok := b.plans[id]
+	if !ok || !visible(caller, p.session.owner) {
+		return nil, errdefs.NotFound("plan %s not found", id)
+	}
+	return p, nil
+}
+
+// GetPlan returns a plan the caller may see.
+func (b *Broker) GetPlan(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Plan, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.planLocked(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Clone(p.p).(*termdv1.Plan), nil
+}
+
+// ListPlans lists plans the caller may see, newest first.
+func (b *Broker) ListPlans(_ context.Context, caller *termdv1.Principal, r *termdv1.ListPlansRequest) ([]*termdv1.Plan, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.SessionId != "" {
+		if _, err := b.sessionLocked(caller, r.SessionId); err != nil {
+			return nil, err
+		}
+	}
+	var out []*termdv1.Plan
+	for _, p := range b.plans {
+		if !visible(caller, p.session.owner) || (r.SessionId != "" && p.session.id != r.SessionId) {
+			continue
+		}
+		if len(r.States) > 0 && !slices.Contains(r.States, p.p.State) {
+			continue
+		}
+		if r.ApprovableOnly && (p.p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || mayApprove(caller, p) != nil) {
+			continue
+		}
+		out = append(out, p.p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.AsTime().After(out[j].CreatedAt.AsTime()) })
+	if r.Limit > 0 && len(out) > int(r.Limit) {
+		out = out[:r.Limit]
+	}
+	for i := range out {
+		out[i] = proto.Clone(out[i]).(*termdv1.Plan)
+	}
+	return out, nil
+}
+
+// mayApprove says whether caller may approve or deny p.
+func mayApprove(caller *termdv1.Principal, p *planRec) error {
+	if !isOperator(caller) {
+		return errdefs.Permission("only operators approve plans; ask an operator to run `termctl approve %s`", p.p.Id)
+	}
+	req := p.p.Requester
+	if req.GetRole() == termdv1.Role_ROLE_AGENT && principalKey(req) == principalKey(caller) {
+		return errdefs.Permission("plan %s was requested by you as an agent; an agent cannot approve its own plan", p.p.Id)
+	}
+	return nil
+}
+
+// ApprovePlan approves exactly the request the approver saw (by its hash).
+func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, requestHash string) (*termdv1.Plan, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.planLocked(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayApprove(caller, p); err != nil {
+		return nil, err
+	}
+	if p.p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		return nil, errdefs.Precondition("plan %s is %s, not awaiting approval%s", id, stateWord(p.p.State), hintFor(p.p))
+	}
+	if requestHash == "" {
+		return nil, errdefs.Invalid("request_hash is empty: approve the exact request you reviewed by passing its hash (%s)", p.p.Decision.RequestHash)
+	}
+	if requestHash != p.p.Decision.RequestHash {
+		return nil, errdefs.Precondition("request_hash %s does not match plan %s (%s): review the plan again before approving", requestHash, id, p.p.Decision.RequestHash)
+	}
+	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_APPROVED); err != nil {
+		return nil, err
+	}
+	now := b.Now()
+	exp := now.Add(b.Config().Approvals.TTL.D())
+	p.p.Approval = &termdv1.Approval{Approver: proto.Clone(caller).(*termdv1.Principal), ApprovedAt: timestamppb.New(now), ExpiresAt: timestamppb.New(exp), RequestHash: requestHash}
+	p.p.ExpiresAt = timestamppb.New(exp)
+	p.p.NextStep = nextStep(p.p)
+	p.session.touch(now)
+	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_APPROVED)
+	b.Log.Info("plan approved", "plan", id, "approver", caller.Name, "request_hash", requestHash)
+	return proto.Clone(p.p).(*termdv1.Plan), nil
+}
+
+// DenyPlan refuses a plan awaiting approval; the denial gets a receipt.
+func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reason string) (*termdv1.Plan, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.planLocked(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayApprove(caller, p); err != nil {
+		return nil, err
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return nil, errdefs.Invalid("a denial needs a reason (e.g. --reason \"writes outside the task\")")
+	}
+	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_DENIED); err != nil {
+		return nil, err
+	}
+	p.p.Denial = &termdv1.Denial{DeniedBy: proto.Clone(caller).(*termdv1.Principal), DeniedAt: timestamppb.New(b.Now()), Reason: b.Redactor.Redact(reason)}
+	p.p.ExpiresAt = nil
+	p.p.NextStep = nextStep(p.p)
+	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_DENIED)
+	b.decisionReceiptLocked(p, "denied", caller, "denied by "+caller.Name+": "+p.p.Denial.Reason)
+	return proto.Clone(p.p).(*termdv1.Plan), nil
+}
+
+// Replan copies a plan's request into a new plan that is decided again.
+func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Plan, error) {
+	b.mu.Lock()
+	old, err := b.planLocked(caller, id)
+	if err == nil && !ownerOrOperator(caller, old.session.owner) {
+		err = errdefs.Permission("plan %s belongs to %s; replan your own plans", id, old.session.owner.Name)
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	req, s, r := old.req, old.session, old.p.Request
+	b.mu.Unlock()
+	dec := b.decide(caller, req)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.closed {
+		var err error
+		if s, err = b.planSessionLocked(caller, ""); err != nil {
+			return nil, err
+		}
+	}
+	p := b.newPlanLocked(caller, s, r, req, dec, id)
+	return proto.Clone(p.p).(*termdv1.Plan), nil
+}
+
+// expirePlanLocked ends an approval window with a receipt.
+func (b *Broker) expirePlanLocked(p *planRec) {
+	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
+		return
+	}
+	p.p.NextStep = nextStep(p.p)
+	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
+	b.decisionReceiptLocked(p, "expired", nil, "the plan was not run before it expired")
+}
+
+// FlagPlan raises a plan's scrutiny after the adviser flagged it: an
+// allowed plan now needs approval. Scrutiny is never lowered.
+func (b *Broker) FlagPlan(caller *termdv1.Principal, id, adviceDigest string, flagged bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.planLocked(caller, id)
+	if err != nil {
+		return err
+	}
+	p.p.AdviceDigest = adviceDigest
+	if !flagged {
+		return nil
+	}
+	p.p.FlaggedByAdviser = true
+	if p.p.State == termdv1.PlanState_PLAN_STATE_PLANNED {
+		if err := b.transition(p, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL); err != nil {
+			return err
+		}
+		p.p.Decision.Reasons = append(p.p.Decision.Reasons, "the adviser flagged this plan as dangerous; it needs approval")
+		b.publishPlan(p, termdv1.EventKind_EVENT_KIND_AWAITING_APPROVAL)
+	}
+	return nil
+}

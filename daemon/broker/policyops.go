@@ -1,0 +1,66 @@
+package broker
+
+import (
+	"strings"
+	"time"
+
+	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/receipt"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// Summary is the searchable part of a receipt.
+func Summary(r *receipt.Receipt) *termdv1.ReceiptSummary { return summaryOf(r) }
+
+// PublicKeys returns the receipt signing keys, current first.
+func (b *Broker) PublicKeys() *termdv1.GetPublicKeyResponse {
+	out := &termdv1.GetPublicKeyResponse{}
+	cur := b.Keys.KeyID()
+	for id, pub := range b.Keys.PublicKeys() {
+		pem := string(receipt.PublicKeyPEMFor(id, pub))
+		k := &termdv1.PublicKey{KeyId: id, Pem: pem, Current: id == cur}
+		if k.Current {
+			out.Keys = append([]*termdv1.PublicKey{k}, out.Keys...)
+		} else {
+			out.Keys = append(out.Keys, k)
+		}
+	}
+	return out
+}
+
+// GetPolicy describes the active policy.
+func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse {
+	p := b.Policy.Current()
+	lim := p.Limits()
+	return &termdv1.GetPolicyResponse{
+		Version:        p.Version(),
+		Source:         p.Name(),
+		Text:           string(p.Canonical()),
+		DefaultMode:    modeProto(p.DefaultMode()),
+		NetworkAllowed: p.NetworkAllowed(),
+		TrustedPath:    p.TrustedPath(),
+		EnvAllowlist:   p.EnvAllowlist(),
+		Limits: &termdv1.Limits{
+			TimeoutSeconds: uint32(lim.DefaultTimeout / time.Second),
+			OutputBytes:    lim.OutputBytes,
+			MemoryBytes:    lim.MemoryBytes,
+			Pids:           lim.Pids,
+			GraceSeconds:   uint32(lim.Grace / time.Second),
+		},
+	}
+}
+
+// ReloadPolicy re-reads the policy file; a bad file keeps the last good policy.
+func (b *Broker) ReloadPolicy() (*termdv1.ReloadPolicyResponse, error) {
+	prev := b.Policy.Current().Version()
+	changed, err := b.Policy.Reload()
+	if err != nil {
+		b.Log.Error("policy reload refused; keeping the last good policy", "error", err)
+		return nil, errdefs.Invalid("policy reload refused, the last good policy (%s) stays active: %s", prev, strings.TrimSpace(err.Error()))
+	}
+	now := b.Policy.Current().Version()
+	if changed {
+		b.Log.Info("policy reloaded", "version", now, "previous", prev)
+	}
+	return &termdv1.ReloadPolicyResponse{Changed: changed, Version: now, PreviousVersion: prev}, nil
+}

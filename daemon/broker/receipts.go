@@ -1,0 +1,299 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/runner"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// quoteArgv renders argv as a command line a person can read (and paste).
+func quoteArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]{}~#!") {
+			parts[i] = a
+			continue
+		}
+		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(parts, " ")
+}
+
+// draftReceipt fills everything known before a command runs.
+func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
+	d := p.dec
+	lim := b.Policy.Current().Limits()
+	cmd := quoteArgv(p.req.Argv)
+	if len(p.req.Argv) == 0 {
+		cmd = quoteArgv(d.Argv)
+	}
+	r := &receipt.Receipt{
+		ID:            uuid.NewString(),
+		PlanID:        p.p.Id,
+		SessionID:     p.session.id,
+		RequestHash:   d.RequestHash,
+		Requester:     receiptPrincipal(p.p.Requester),
+		Command:       cmd,
+		CommandSHA256: b.Keys.Digest([]byte(cmd)),
+		BinaryPath:    d.ResolvedPath,
+		BinarySHA256:  d.BinarySHA256,
+		Cwd:           d.Cwd,
+		Mode:          string(d.Mode),
+		Risk:          string(d.Risk),
+		Decision:      string(d.Verdict),
+		Approved:      p.p.Approval != nil,
+		Policy: receipt.Policy{
+			Allowed:          d.Verdict != policy.Deny,
+			Risk:             string(d.Risk),
+			RequiresApproval: d.Verdict == policy.Ask || p.p.FlaggedByAdviser,
+			Reasons:          d.Reasons,
+			Argv:             d.Argv,
+			Version:          d.PolicyVersion,
+			RuleIDs:          d.Rules,
+		},
+		Limits: receipt.Limits{
+			TimeoutMs:      d.Timeout.Milliseconds(),
+			MaxOutputBytes: lim.OutputBytes,
+			MemoryBytes:    lim.MemoryBytes,
+			MaxPids:        lim.Pids,
+		},
+		StartedAt:    now,
+		FinishedAt:   now,
+		AdviceDigest: p.p.AdviceDigest,
+	}
+	if a := p.p.Approval; a != nil {
+		ap := receiptPrincipal(a.Approver)
+		r.Approver = &ap
+	}
+	if d.RunAs != "" {
+		if c, err := credentialFor(d.RunAs); err == nil {
+			r.RunAs = &receipt.RunAs{User: d.RunAs, UID: int(c.Uid), GID: int(c.Gid)}
+		}
+	} else if rr := b.Config().RunAsRequester; (rr == nil || *rr) && p.p.Requester != nil {
+		r.RunAs = &receipt.RunAs{User: p.p.Requester.Name, UID: int(p.p.Requester.Uid), GID: int(p.p.Requester.Gid)}
+	}
+	return r
+}
+
+// decisionReceiptLocked records a final state in which nothing ran
+// (blocked, denied, expired).
+func (b *Broker) decisionReceiptLocked(p *planRec, status string, by *termdv1.Principal, detail string) {
+	r := b.draftReceipt(p, b.Now())
+	r.Status = receipt.Status(status)
+	r.Detail = detail
+	if by != nil && status == "denied" {
+		ap := receiptPrincipal(by)
+		r.Approver = &ap
+		r.Approved = false
+	}
+	b.Redactor.RedactReceipt(r)
+	stored, err := b.Store.Append(r)
+	if err != nil {
+		b.Log.Error("could not store a decision receipt", "plan", p.p.Id, "status", status, "error", err)
+		return
+	}
+	p.p.ReceiptId = stored.ID
+	p.p.NextStep = nextStep(p.p)
+	sum := summaryOf(stored)
+	b.Bus.Publish(p.session.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
+}
+
+// finalReceipt builds the receipt of an execution that ended.
+func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail string) *receipt.Receipt {
+	r := b.draftReceipt(p, res.StartedAt)
+	r.ExecutionID = e.id
+	r.Status = receipt.Status(res.Status)
+	r.Detail = detail
+	if !res.FinishedAt.IsZero() {
+		r.FinishedAt = res.FinishedAt
+	}
+	r.DurationMs = res.Duration.Milliseconds()
+	if res.Err == nil && res.Signal == "" && res.ExitCode >= 0 {
+		code := res.ExitCode
+		r.ExitCode = &code
+	}
+	r.Signal = res.Signal
+	r.Stdout, r.Stderr = string(res.Stdout.Kept), string(res.Stderr.Kept)
+	r.StdoutBytes, r.StderrBytes = res.Stdout.Total, res.Stderr.Total
+	r.StdoutDigest, r.StderrDigest = res.Stdout.Digest, res.Stderr.Digest
+	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
+	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
+	b.Redactor.RedactReceipt(r)
+	return r
+}
+
+func summaryOf(r *receipt.Receipt) *termdv1.ReceiptSummary {
+	s := &termdv1.ReceiptSummary{
+		Id:          r.ID,
+		Seq:         r.Seq,
+		PlanId:      r.PlanID,
+		SessionId:   r.SessionID,
+		Status:      string(r.Status),
+		Command:     r.Command,
+		StartedAt:   timestamppb.New(r.StartedAt),
+		FinishedAt:  timestamppb.New(r.FinishedAt),
+		Requester:   r.Requester.ID,
+		RequestHash: r.RequestHash,
+		Decision:    r.Decision,
+	}
+	if r.ExitCode != nil {
+		s.ExitCode = int32(*r.ExitCode)
+	} else {
+		s.ExitCode = -1
+	}
+	if r.Approver != nil {
+		s.Approver = r.Approver.ID
+	}
+	return s
+}
+
+// receiptVisible says whether caller may see r: an agent sees its own.
+func (b *Broker) receiptVisible(caller *termdv1.Principal, r *receipt.Receipt) bool {
+	switch caller.GetRole() {
+	case termdv1.Role_ROLE_OPERATOR, termdv1.Role_ROLE_VIEWER:
+		return true
+	}
+	return r.Requester.ID == principalKey(caller)
+}
+
+// GetReceipt returns a receipt by id, or the latest of a session.
+func (b *Broker) GetReceipt(_ context.Context, caller *termdv1.Principal, id, sessionID string) (*receipt.Receipt, error) {
+	var r *receipt.Receipt
+	var err error
+	switch {
+	case id != "":
+		r, err = b.Store.Get(id)
+	case sessionID != "":
+		b.mu.Lock()
+		_, serr := b.sessionLocked(caller, sessionID)
+		b.mu.Unlock()
+		if serr != nil {
+			return nil, serr
+		}
+		r, err = b.Store.Latest(sessionID)
+	default:
+		return nil, errdefs.Invalid("pass a receipt_id, or a session_id for its latest receipt")
+	}
+	if errors.Is(err, receipt.ErrNotFound) || (err == nil && !b.receiptVisible(caller, r)) {
+		if id == "" {
+			return nil, errdefs.NotFound("session %s has no receipt yet", sessionID)
+		}
+		return nil, errdefs.NotFound("receipt %s not found (see `termctl receipts list`)", id)
+	}
+	if err != nil {
+		return nil, errdefs.Internal("reading receipts: %v", err)
+	}
+	return r, nil
+}
+
+// ListReceipts lists receipts by filter; an agent sees only its own.
+func (b *Broker) ListReceipts(_ context.Context, caller *termdv1.Principal, q *termdv1.ListReceiptsRequest) ([]*receipt.Receipt, error) {
+	f := receipt.Filter{SessionID: q.SessionId, Principal: q.Principal, Limit: int(q.Limit), Offset: int(q.Offset), Desc: true}
+	if q.Status != "" {
+		st := receipt.Status(strings.ToLower(q.Status))
+		if !st.Valid() {
+			return nil, errdefs.Invalid("status %q is not a receipt status (%s)", q.Status, statusList())
+		}
+		f.Status = st
+	}
+	if q.Since != nil {
+		f.Since = q.Since.AsTime()
+	}
+	if q.Until != nil {
+		f.Until = q.Until.AsTime()
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, errdefs.Invalid("limit and offset must not be negative")
+	}
+	if caller.GetRole() == termdv1.Role_ROLE_AGENT {
+		if f.Principal != "" && f.Principal != principalKey(caller) {
+			return nil, nil
+		}
+		f.Principal = principalKey(caller)
+	}
+	rs, err := b.Store.List(f)
+	if err != nil {
+		return nil, errdefs.Internal("listing receipts: %v", err)
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if b.receiptVisible(caller, r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func statusList() string {
+	var s []string
+	for _, st := range receipt.Statuses {
+		s = append(s, string(st))
+	}
+	return strings.Join(s, ", ")
+}
+
+// ExportReceipt returns a receipt as stored, or re-signed for sharing.
+func (b *Broker) ExportReceipt(ctx context.Context, caller *termdv1.Principal, id string, share bool) (*receipt.Receipt, error) {
+	r, err := b.GetReceipt(ctx, caller, id, "")
+	if err != nil {
+		return nil, err
+	}
+	if !share {
+		return r, nil
+	}
+	out, err := receipt.ShareExport(r, b.Keys)
+	if err != nil {
+		return nil, errdefs.Precondition("receipt %s cannot be exported for sharing: %v", id, err)
+	}
+	return out, nil
+}
+
+// VerifyReceipt checks a receipt document: schema, both signatures, chain.
+func (b *Broker) VerifyReceipt(_ context.Context, data []byte) *termdv1.VerifyReceiptResponse {
+	out := &termdv1.VerifyReceiptResponse{}
+	if err := receipt.ValidateSchema(data); err != nil {
+		out.Problems = append(out.Problems, "schema: "+err.Error())
+	} else {
+		out.SchemaOk = true
+	}
+	r, err := receipt.VerifyJSON(data, b.Keys.PublicKeys())
+	if err != nil {
+		out.Problems = append(out.Problems, "ed25519: "+err.Error())
+	} else {
+		out.Ed25519Ok = true
+		out.KeyId = r.KeyID
+		if verr := receipt.Verify(r, b.Keys.PublicKeys(), b.Keys.HMACKey()); verr != nil {
+			out.Problems = append(out.Problems, "hmac: "+verr.Error())
+		} else {
+			out.HmacOk = true
+		}
+		if cerr := b.Store.VerifyReceipt(r); cerr != nil {
+			out.Problems = append(out.Problems, "chain: "+cerr.Error())
+		} else {
+			out.ChainOk = true
+		}
+	}
+	out.Valid = out.SchemaOk && out.Ed25519Ok && out.HmacOk
+	return out
+}
+
+// VerifyAuditChain checks the whole chain.
+func (b *Broker) VerifyAuditChain(context.Context) *termdv1.VerifyAuditChainResponse {
+	n, bad, err := b.Store.VerifyChain()
+	out := &termdv1.VerifyAuditChainResponse{Ok: err == nil, Checked: int64(n), BadSeq: bad}
+	if err != nil {
+		out.Problem = fmt.Sprint(err)
+	}
+	return out
+}

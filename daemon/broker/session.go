@@ -1,0 +1,211 @@
+package broker
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/termd/termd/daemon/errdefs"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// session is one principal's working context. Guarded by Broker.mu.
+type session struct {
+	id         string
+	owner      *termdv1.Principal
+	label      string
+	created    time.Time
+	lastActive time.Time
+	closed     bool
+	plans      []string
+	active     *execRec
+}
+
+func (s *session) proto(b *Broker) *termdv1.Session {
+	ps := &termdv1.Session{
+		Id:           s.id,
+		Owner:        proto.Clone(s.owner).(*termdv1.Principal),
+		CreatedAt:    timestamppb.New(s.created),
+		LastActiveAt: timestamppb.New(s.lastActive),
+		Closed:       s.closed,
+		PlanCount:    int32(len(s.plans)),
+		Label:        s.label,
+		LastSeq:      b.Bus.LastSeq(s.id),
+	}
+	if !s.closed {
+		ps.ExpiresAt = timestamppb.New(s.lastActive.Add(b.Config().Sessions.IdleTimeout.D()))
+	}
+	if s.active != nil {
+		ps.ActiveExecutionId = s.active.id
+	}
+	return ps
+}
+
+func (s *session) touch(now time.Time) { s.lastActive = now }
+
+// CreateSession opens a session owned by the caller, within the caps.
+func (b *Broker) CreateSession(_ context.Context, caller *termdv1.Principal, label string) (*termdv1.Session, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, err := b.newSessionLocked(caller, label)
+	if err != nil {
+		return nil, err
+	}
+	return s.proto(b), nil
+}
+
+func (b *Broker) newSessionLocked(caller *termdv1.Principal, label string) (*session, error) {
+	if b.closing {
+		return nil, errdefs.Unavailable("termd is shutting down; try again after it restarts")
+	}
+	if len(label) > 200 {
+		return nil, errdefs.Invalid("session label is %d bytes; keep it under 200", len(label))
+	}
+	cfg := b.Config()
+	total, mine := 0, 0
+	key := principalKey(caller)
+	for _, s := range b.sessions {
+		if s.closed {
+			continue
+		}
+		total++
+		if principalKey(s.owner) == key {
+			mine++
+		}
+	}
+	if mine >= cfg.Sessions.PerPrincipal {
+		return nil, errdefs.Exhausted("you already have %d open sessions (the per-principal cap, sessions.per_principal); close one with `termctl sessions close ID` or reuse it", mine)
+	}
+	if total >= cfg.Sessions.Global {
+		return nil, errdefs.Exhausted("termd has %d open sessions (the global cap, sessions.global); close idle sessions with `termctl sessions close ID`", total)
+	}
+	now := b.Now()
+	s := &session{id: uuid.NewString(), owner: proto.Clone(caller).(*termdv1.Principal), label: label, created: now, lastActive: now}
+	b.sessions[s.id] = s
+	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_SESSION_CREATED, func(e *termdv1.Event) {
+		e.Payload = &termdv1.Event_Session{Session: s.proto(b)}
+	})
+	return s, nil
+}
+
+// sessionLocked finds a session the caller may see; another agent's session is not found.
+func (b *Broker) sessionLocked(caller *termdv1.Principal, id string) (*session, error) {
+	if id == "" {
+		return nil, errdefs.Invalid("session_id is empty; pass a session id (see `termctl sessions list`)")
+	}
+	s, ok := b.sessions[id]
+	if !ok || !visible(caller, s.owner) {
+		return nil, errdefs.NotFound("session %s not found (see `termctl sessions list`)", id)
+	}
+	return s, nil
+}
+
+// GetSession returns a session the caller may see.
+func (b *Broker) GetSession(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Session, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, err := b.sessionLocked(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.proto(b), nil
+}
+
+// ListSessions lists the sessions the caller may see, newest first.
+func (b *Broker) ListSessions(_ context.Context, caller *termdv1.Principal, includeClosed bool) []*termdv1.Session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*session
+	for _, s := range b.sessions {
+		if (includeClosed || !s.closed) && visible(caller, s.owner) {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].created.After(out[j].created) })
+	res := make([]*termdv1.Session, len(out))
+	for i, s := range out {
+		res[i] = s.proto(b)
+	}
+	return res
+}
+
+// CloseSession ends a session: its execution is cancelled (with a receipt)
+// and its event streams end.
+func (b *Broker) CloseSession(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Session, error) {
+	b.mu.Lock()
+	s, err := b.sessionLocked(caller, id)
+	if err == nil && !ownerOrOperator(caller, s.owner) {
+		err = errdefs.Permission("session %s belongs to %s; only its owner or an operator may close it", id, s.owner.Name)
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	wait := b.closeSessionLocked(s, "session closed by "+caller.Name)
+	out := s.proto(b)
+	b.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	return out, nil
+}
+
+// closeSessionLocked marks the session closed and cancels its execution. The
+// returned channel closes when the execution's receipt is written.
+func (b *Broker) closeSessionLocked(s *session, why string) <-chan struct{} {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var wait chan struct{}
+	if e := s.active; e != nil && !e.finished {
+		e.stopReason = why
+		e.closeSessionAfter = true
+		wait = e.done
+		if e.proc != nil {
+			_ = e.proc.Cancel()
+		}
+		return wait
+	}
+	b.publishSessionClosed(s)
+	return nil
+}
+
+func (b *Broker) publishSessionClosed(s *session) {
+	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_SESSION_CLOSED, func(e *termdv1.Event) {
+		e.Payload = &termdv1.Event_Session{Session: s.proto(b)}
+	})
+	b.Bus.CloseSession(s.id)
+	b.forgetAdvice(s.id)
+}
+
+// expire closes idle sessions and expires stale approvals.
+func (b *Broker) expire() {
+	now := b.Now()
+	idle := b.Config().Sessions.IdleTimeout.D()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.sessions {
+		if s.closed {
+			continue
+		}
+		if s.active != nil && !s.active.finished {
+			continue // a running command keeps its session alive
+		}
+		if now.Sub(s.lastActive) > idle {
+			b.Log.Info("session expired", "session", s.id, "owner", s.owner.Name)
+			b.closeSessionLocked(s, "session expired after "+idle.String()+" without activity")
+		}
+	}
+	for _, p := range b.plans {
+		st := p.p.State
+		if (st == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || st == termdv1.PlanState_PLAN_STATE_APPROVED || st == termdv1.PlanState_PLAN_STATE_PLANNED) &&
+			p.p.ExpiresAt != nil && now.After(p.p.ExpiresAt.AsTime()) {
+			b.expirePlanLocked(p)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package broker
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/termd/termd/daemon/errdefs"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// Workspace files are read under the same confinement as commands: inside a
+// workspace root after symlinks, never termd's own files, text only, bounded.
+const (
+	maxWorkspaceFile = 256 << 10
+	maxListPage      = 500
+)
+
+var skipDirs = map[string]bool{".git": true, "node_modules": true, ".run": true, "vendor": true, "__pycache__": true}
+
+// confine resolves p (relative to the first root when relative) and checks
+// it stays inside a workspace root and outside termd's protected paths.
+func (b *Broker) confine(p string) (string, error) {
+	roots := b.Config().Workspaces
+	if p == "" {
+		return "", errdefs.Invalid("path is empty")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(roots[0], p)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err != nil {
+		return "", errdefs.NotFound("%s: %v", p, unwrapPathErr(err))
+	}
+	if !insideAny(real, roots) {
+		return "", errdefs.Permission("%s resolves to %s, outside the workspace roots (%s)", p, real, strings.Join(roots, ", "))
+	}
+	for _, prot := range b.protectedPaths() {
+		if pr, err := filepath.EvalSymlinks(prot); err == nil && (real == pr || strings.HasPrefix(real, pr+string(filepath.Separator))) {
+			return "", errdefs.Permission("%s is one of termd's own files and cannot be read through the workspace", p)
+		}
+	}
+	return real, nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if ok := asPathErr(err, &pe); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func asPathErr(err error, pe **fs.PathError) bool {
+	p, ok := err.(*fs.PathError)
+	if ok {
+		*pe = p
+	}
+	return ok
+}
+
+// ListWorkspaceFiles lists regular files under dir (default: every root), paginated.
+func (b *Broker) ListWorkspaceFiles(_ context.Context, _ *termdv1.Principal, r *termdv1.ListWorkspaceFilesRequest) (*termdv1.ListWorkspaceFilesResponse, error) {
+	size := int(r.PageSize)
+	if size <= 0 || size > maxListPage {
+		size = 100
+	}
+	after := ""
+	if r.PageToken != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(r.PageToken)
+		if err != nil {
+			return nil, errdefs.Invalid("page_token is not one this daemon issued; start without it")
+		}
+		after = string(raw)
+	}
+	roots := b.Config().Workspaces
+	if r.Dir != "" {
+		d, err := b.confine(r.Dir)
+		if err != nil {
+			return nil, err
+		}
+		roots = []string{d}
+	}
+	out := &termdv1.ListWorkspaceFilesResponse{}
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() {
+				if path != root && (skipDirs[d.Name()] || b.isProtected(path)) {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.Type().IsRegular() || path <= after {
+				return nil
+			}
+			if len(out.Files) >= size {
+				out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(out.Files[len(out.Files)-1].Path))
+				return io.EOF
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			out.Files = append(out.Files, &termdv1.WorkspaceFile{Path: path, Size: info.Size()})
+			return nil
+		})
+		if err == io.EOF {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (b *Broker) isProtected(path string) bool {
+	for _, p := range b.protectedPaths() {
+		if path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadWorkspaceFile reads one UTF-8 text file, redacted.
+func (b *Broker) ReadWorkspaceFile(_ context.Context, _ *termdv1.Principal, path string) (*termdv1.ReadWorkspaceFileResponse, error) {
+	real, err := b.confine(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, errdefs.NotFound("%s: %v", path, unwrapPathErr(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, errdefs.Internal("%s: %v", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errdefs.Invalid("%s is not a regular file", path)
+	}
+	if st.Size() > maxWorkspaceFile {
+		return nil, errdefs.Invalid("%s is %d bytes; files over %d bytes are not served (read a part with a command such as `head`)", path, st.Size(), maxWorkspaceFile)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxWorkspaceFile+1))
+	if err != nil {
+		return nil, errdefs.Internal("%s: %v", path, err)
+	}
+	if !utf8.Valid(data) || strings.ContainsRune(string(data), 0) {
+		return nil, errdefs.Invalid("%s is not UTF-8 text", path)
+	}
+	text := b.Redactor.Redact(string(data))
+	return &termdv1.ReadWorkspaceFileResponse{Path: real, Text: text, Size: st.Size(), Redacted: text != string(data)}, nil
+}

@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/termd/termd/internal/harness"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func TestReadOnlyCommandRunsWithReceipt(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	os.WriteFile(filepath.Join(d.Workspace, "hello.txt"), []byte("hi there\n"), 0o644)
+	p := plan(t, d.Client, "", "cat", "hello.txt")
+	if p.State != termdv1.PlanState_PLAN_STATE_PLANNED {
+		t.Fatalf("cat of a workspace file should be allowed; state %v reasons %v", p.State, p.Decision.Reasons)
+	}
+	ex, rec, out, _ := runToEnd(t, d.Client, p)
+	if ex.State != termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED || out != "hi there\n" {
+		t.Fatalf("state %v out %q", ex.State, out)
+	}
+	r := receiptJSON(t, d.Client, rec.Id)
+	if r["status"] != "succeeded" || r["stdout"] != "hi there\n" || r["plan_id"] != p.Id || r["request_hash"] != p.Decision.RequestHash {
+		t.Fatalf("receipt: %v", r)
+	}
+}
+
+func TestWriteNeedsApprovalInConfirmMode(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	p := plan(t, d.Client, "", "touch", "new.txt")
+	if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Fatalf("touch should need approval; got %v %v", p.State, p.Decision.Reasons)
+	}
+	if _, err := d.Client.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id}); err == nil || !strings.Contains(err.Error(), "awaiting approval") {
+		t.Fatalf("executing before approval must be refused naming the state; got %v", err)
+	}
+	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: "deadbeef"}); err == nil {
+		t.Fatal("approval with a wrong request hash must be refused")
+	}
+	ap, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap.Plan.Approval.GetApprover().GetName() == "" {
+		t.Fatal("approver not recorded")
+	}
+	ex, rec, _, _ := runToEnd(t, d.Client, ap.Plan)
+	if ex.State != termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED {
+		t.Fatalf("state %v: %s", ex.State, ex.Error)
+	}
+	if _, err := os.Stat(filepath.Join(d.Workspace, "new.txt")); err != nil {
+		t.Fatal("the approved write did not happen")
+	}
+	r := receiptJSON(t, d.Client, rec.Id)
+	if r["approved"] != true || r["approver"] == nil {
+		t.Fatalf("receipt should record the approval: %v", r)
+	}
+	// A plan runs at most once.
+	if _, err := d.Client.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id}); err == nil || !strings.Contains(err.Error(), "at most once") {
+		t.Fatalf("second execution must be refused; got %v", err)
+	}
+}
+
+func TestBlockedPlanHasReasonsAndReceipt(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	p := plan(t, d.Client, "", "sudo", "ls")
+	if p.State != termdv1.PlanState_PLAN_STATE_BLOCKED || len(p.Decision.Reasons) == 0 || p.ReceiptId == "" {
+		t.Fatalf("sudo should be blocked with reasons and a receipt: %v", p)
+	}
+	r := receiptJSON(t, d.Client, p.ReceiptId)
+	if r["status"] != "blocked" {
+		t.Fatalf("receipt status %v", r["status"])
+	}
+}

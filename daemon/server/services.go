@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"google.golang.org/grpc"
+
+	"github.com/termd/termd/daemon/broker"
+	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/receipt"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// RegisterBroker registers every domain service, each a thin translation to the broker.
+func (s *Server) RegisterBroker(b *broker.Broker) {
+	g := s.grpc
+	termdv1.RegisterSessionServiceServer(g, sessionSvc{b: b})
+	termdv1.RegisterPlanServiceServer(g, planSvc{b: b})
+	termdv1.RegisterExecutionServiceServer(g, execSvc{b: b})
+	termdv1.RegisterEventServiceServer(g, eventSvc{b: b})
+	termdv1.RegisterReceiptServiceServer(g, receiptSvc{b: b})
+	termdv1.RegisterPolicyServiceServer(g, policySvc{b: b})
+	termdv1.RegisterAdviserServiceServer(g, adviserSvc{b: b})
+	termdv1.RegisterWorkspaceServiceServer(g, workspaceSvc{b: b})
+}
+
+var who = PrincipalFrom
+
+type sessionSvc struct {
+	termdv1.UnimplementedSessionServiceServer
+	b *broker.Broker
+}
+
+func (s sessionSvc) CreateSession(ctx context.Context, r *termdv1.CreateSessionRequest) (*termdv1.CreateSessionResponse, error) {
+	ss, err := s.b.CreateSession(ctx, who(ctx), r.Label)
+	return &termdv1.CreateSessionResponse{Session: ss}, err
+}
+
+func (s sessionSvc) GetSession(ctx context.Context, r *termdv1.GetSessionRequest) (*termdv1.GetSessionResponse, error) {
+	ss, err := s.b.GetSession(ctx, who(ctx), r.SessionId)
+	return &termdv1.GetSessionResponse{Session: ss}, err
+}
+
+func (s sessionSvc) ListSessions(ctx context.Context, r *termdv1.ListSessionsRequest) (*termdv1.ListSessionsResponse, error) {
+	return &termdv1.ListSessionsResponse{Sessions: s.b.ListSessions(ctx, who(ctx), r.IncludeClosed)}, nil
+}
+
+func (s sessionSvc) CloseSession(ctx context.Context, r *termdv1.CloseSessionRequest) (*termdv1.CloseSessionResponse, error) {
+	ss, err := s.b.CloseSession(ctx, who(ctx), r.SessionId)
+	return &termdv1.CloseSessionResponse{Session: ss}, err
+}
+
+type planSvc struct {
+	termdv1.UnimplementedPlanServiceServer
+	b *broker.Broker
+}
+
+func (s planSvc) CreatePlan(ctx context.Context, r *termdv1.CreatePlanRequest) (*termdv1.CreatePlanResponse, error) {
+	p, err := s.b.CreatePlan(ctx, who(ctx), r.SessionId, r.Request)
+	return &termdv1.CreatePlanResponse{Plan: p}, err
+}
+
+func (s planSvc) GetPlan(ctx context.Context, r *termdv1.GetPlanRequest) (*termdv1.GetPlanResponse, error) {
+	p, err := s.b.GetPlan(ctx, who(ctx), r.PlanId)
+	return &termdv1.GetPlanResponse{Plan: p}, err
+}
+
+func (s planSvc) ListPlans(ctx context.Context, r *termdv1.ListPlansRequest) (*termdv1.ListPlansResponse, error) {
+	ps, err := s.b.ListPlans(ctx, who(ctx), r)
+	return &termdv1.ListPlansResponse{Plans: ps}, err
+}
+
+func (s planSvc) ApprovePlan(ctx context.Context, r *termdv1.ApprovePlanRequest) (*termdv1.ApprovePlanResponse, error) {
+	p, err := s.b.ApprovePlan(ctx, who(ctx), r.PlanId, r.RequestHash)
+	return &termdv1.ApprovePlanResponse{Plan: p}, err
+}
+
+func (s planSvc) DenyPlan(ctx context.Context, r *termdv1.DenyPlanRequest) (*termdv1.DenyPlanResponse, error) {
+	p, err := s.b.DenyPlan(ctx, who(ctx), r.PlanId, r.Reason)
+	return &termdv1.DenyPlanResponse{Plan: p}, err
+}
+
+func (s planSvc) Replan(ctx context.Context, r *termdv1.ReplanRequest) (*termdv1.ReplanResponse, error) {
+	p, err := s.b.Replan(ctx, who(ctx), r.PlanId)
+	return &termdv1.ReplanResponse{Plan: p}, err
+}
+
+type execSvc struct {
+	termdv1.UnimplementedExecutionServiceServer
+	b *broker.Broker
+}
+
+func (s execSvc) Execute(ctx context.Context, r *termdv1.ExecuteRequest) (*termdv1.ExecuteResponse, error) {
+	e, err := s.b.Execute(ctx, who(ctx), r.PlanId, r.SessionId)
+	return &termdv1.ExecuteResponse{Execution: e}, err
+}
+
+func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.ServerStreamingServer[termdv1.ExecuteAndWaitResponse]) error {
+	ctx := st.Context()
+	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, func(e *termdv1.Event) error {
+		return st.Send(&termdv1.ExecuteAndWaitResponse{Event: e})
+	})
+}
+
+func (s execSvc) GetExecution(ctx context.Context, r *termdv1.GetExecutionRequest) (*termdv1.GetExecutionResponse, error) {
+	e, err := s.b.GetExecution(ctx, who(ctx), r.ExecutionId)
+	return &termdv1.GetExecutionResponse{Execution: e}, err
+}
+
+func (s execSvc) PauseExecution(ctx context.Context, r *termdv1.PauseExecutionRequest) (*termdv1.PauseExecutionResponse, error) {
+	e, err := s.b.PauseExecution(ctx, who(ctx), r.ExecutionId)
+	return &termdv1.PauseExecutionResponse{Execution: e}, err
+}
+
+func (s execSvc) ResumeExecution(ctx context.Context, r *termdv1.ResumeExecutionRequest) (*termdv1.ResumeExecutionResponse, error) {
+	e, err := s.b.ResumeExecution(ctx, who(ctx), r.ExecutionId)
+	return &termdv1.ResumeExecutionResponse{Execution: e}, err
+}
+
+func (s execSvc) CancelExecution(ctx context.Context, r *termdv1.CancelExecutionRequest) (*termdv1.CancelExecutionResponse, error) {
+	e, err := s.b.CancelExecution(ctx, who(ctx), r.ExecutionId)
+	return &termdv1.CancelExecutionResponse{Execution: e}, err
+}
+
+func (s execSvc) ReadOutput(ctx context.Context, r *termdv1.ReadOutputRequest) (*termdv1.ReadOutputResponse, error) {
+	return s.b.ReadOutput(ctx, who(ctx), r)
+}
+
+type eventSvc struct {
+	termdv1.UnimplementedEventServiceServer
+	b *broker.Broker
+}
+
+func (s eventSvc) StreamEvents(r *termdv1.StreamEventsRequest, st grpc.ServerStreamingServer[termdv1.StreamEventsResponse]) error {
+	ctx := st.Context()
+	return s.b.StreamEvents(ctx, who(ctx), r.SessionId, r.SinceSeq, func(e *termdv1.Event) error {
+		return st.Send(&termdv1.StreamEventsResponse{Event: e})
+	})
+}
+
+type receiptSvc struct {
+	termdv1.UnimplementedReceiptServiceServer
+	b *broker.Broker
+}
+
+func receiptJSON(r *receipt.Receipt) (string, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", errdefs.Internal("encoding receipt %s: %v", r.ID, err)
+	}
+	return string(data), nil
+}
+
+func (s receiptSvc) GetReceipt(ctx context.Context, r *termdv1.GetReceiptRequest) (*termdv1.GetReceiptResponse, error) {
+	rc, err := s.b.GetReceipt(ctx, who(ctx), r.ReceiptId, r.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	js, err := receiptJSON(rc)
+	return &termdv1.GetReceiptResponse{Summary: broker.Summary(rc), ReceiptJson: js}, err
+}
+
+func (s receiptSvc) ListReceipts(ctx context.Context, r *termdv1.ListReceiptsRequest) (*termdv1.ListReceiptsResponse, error) {
+	rs, err := s.b.ListReceipts(ctx, who(ctx), r)
+	if err != nil {
+		return nil, err
+	}
+	out := &termdv1.ListReceiptsResponse{}
+	for _, rc := range rs {
+		out.Receipts = append(out.Receipts, broker.Summary(rc))
+	}
+	return out, nil
+}
+
+func (s receiptSvc) ExportReceipt(ctx context.Context, r *termdv1.ExportReceiptRequest) (*termdv1.ExportReceiptResponse, error) {
+	rc, err := s.b.ExportReceipt(ctx, who(ctx), r.ReceiptId, r.Share)
+	if err != nil {
+		return nil, err
+	}
+	js, err := receiptJSON(rc)
+	return &termdv1.ExportReceiptResponse{ReceiptJson: js}, err
+}
+
+func (s receiptSvc) VerifyReceipt(ctx context.Context, r *termdv1.VerifyReceiptRequest) (*termdv1.VerifyReceiptResponse, error) {
+	if r.ReceiptJson == "" {
+		return nil, errdefs.Invalid("receipt_json is empty; send the receipt document to verify")
+	}
+	return s.b.VerifyReceipt(ctx, []byte(r.ReceiptJson)), nil
+}
+
+func (s receiptSvc) GetPublicKey(ctx context.Context, _ *termdv1.GetPublicKeyRequest) (*termdv1.GetPublicKeyResponse, error) {
+	return s.b.PublicKeys(), nil
+}
+
+func (s receiptSvc) VerifyAuditChain(ctx context.Context, _ *termdv1.VerifyAuditChainRequest) (*termdv1.VerifyAuditChainResponse, error) {
+	return s.b.VerifyAuditChain(ctx), nil
+}
+
+type policySvc struct {
+	termdv1.UnimplementedPolicyServiceServer
+	b *broker.Broker
+}
+
+func (s policySvc) CheckPolicy(ctx context.Context, r *termdv1.CheckPolicyRequest) (*termdv1.CheckPolicyResponse, error) {
+	d, canon, err := s.b.CheckPolicy(ctx, who(ctx), r.Request)
+	return &termdv1.CheckPolicyResponse{Decision: d, CanonicalRequest: canon}, err
+}
+
+func (s policySvc) GetPolicy(ctx context.Context, _ *termdv1.GetPolicyRequest) (*termdv1.GetPolicyResponse, error) {
+	return s.b.GetPolicy(), nil
+}
+
+func (s policySvc) ReloadPolicy(ctx context.Context, _ *termdv1.ReloadPolicyRequest) (*termdv1.ReloadPolicyResponse, error) {
+	return s.b.ReloadPolicy()
+}
+
+type adviserSvc struct {
+	termdv1.UnimplementedAdviserServiceServer
+	b *broker.Broker
+}
+
+func (s adviserSvc) Advise(r *termdv1.AdviseRequest, st grpc.ServerStreamingServer[termdv1.AdviseResponse]) error {
+	ctx := st.Context()
+	return s.b.Advise(ctx, who(ctx), r, st.Send)
+}
+
+type workspaceSvc struct {
+	termdv1.UnimplementedWorkspaceServiceServer
+	b *broker.Broker
+}
+
+func (s workspaceSvc) ListWorkspaceFiles(ctx context.Context, r *termdv1.ListWorkspaceFilesRequest) (*termdv1.ListWorkspaceFilesResponse, error) {
+	return s.b.ListWorkspaceFiles(ctx, who(ctx), r)
+}
+
+func (s workspaceSvc) ReadWorkspaceFile(ctx context.Context, r *termdv1.ReadWorkspaceFileRequest) (*termdv1.ReadWorkspaceFileResponse, error) {
+	return s.b.ReadWorkspaceFile(ctx, who(ctx), r.Path)
+}
