@@ -202,7 +202,9 @@ func planView(p *termdv1.Plan) *PlanView {
 	return v
 }
 
-func execState(e *termdv1.Execution) string { return enumWord(e.GetState().String(), "EXECUTION_STATE_") }
+func execState(e *termdv1.Execution) string {
+	return enumWord(e.GetState().String(), "EXECUTION_STATE_")
+}
 
 func execDone(e *termdv1.Execution) bool {
 	switch e.GetState() {

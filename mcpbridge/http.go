@@ -1,0 +1,201 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxBodyBytes bounds an HTTP request body.
+const MaxBodyBytes = 1 << 20
+
+// MinTokenBits is the least estimated entropy of a bearer token: 32 random bytes.
+const MinTokenBits = 256
+
+// HTTPOptions configure the streamable HTTP transport.
+type HTTPOptions struct {
+	// Token is the bearer token every request must carry.
+	Token string
+	// AllowedOrigins are browser origins (scheme://host[:port]) allowed to
+	// call; requests carrying any other Origin are refused.
+	AllowedOrigins []string
+	// SessionTimeout closes idle stateful MCP sessions (default 30 min).
+	SessionTimeout time.Duration
+}
+
+// ReadToken reads a bearer token file and refuses weak or exposed tokens.
+func ReadToken(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("--http needs --token-file: a file holding a bearer token of at least 32 random bytes (e.g. `head -c 32 /dev/urandom | base64 > token; chmod 600 token`)")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("reading token file: %w", err)
+	}
+	if fi.Mode().Perm()&0o007 != 0 {
+		return "", fmt.Errorf("token file %s is accessible to other users (mode %v): chmod 600 it", path, fi.Mode().Perm())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	if err := CheckToken(tok); err != nil {
+		return "", fmt.Errorf("token in %s: %w", path, err)
+	}
+	return tok, nil
+}
+
+// CheckToken refuses tokens that cannot hold 32 random bytes: too short, or
+// drawn from too few distinct characters (length × log2(alphabet)).
+func CheckToken(tok string) error {
+	if strings.ContainsAny(tok, " \t\r\n") {
+		return errors.New("the token must be one line without spaces")
+	}
+	distinct := map[rune]bool{}
+	for _, r := range tok {
+		distinct[r] = true
+	}
+	bits := 0.0
+	if len(distinct) > 1 {
+		bits = float64(len(tok)) * math.Log2(float64(min(len(distinct), 64)))
+	}
+	if len(tok) < 43 || bits < MinTokenBits {
+		return fmt.Errorf("too weak (%d characters, about %.0f bits): use at least 32 random bytes, e.g. `head -c 32 /dev/urandom | base64`", len(tok), bits)
+	}
+	return nil
+}
+
+// CheckListen refuses to serve plain HTTP on a non-loopback address.
+func CheckListen(addr string, tls bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want HOST:PORT (e.g. 127.0.0.1:8765): %v", addr, err)
+	}
+	if tls {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http %s is not a loopback address: serving the bearer token in clear text off this machine is refused; bind 127.0.0.1 or configure --tls-cert and --tls-key", addr)
+	}
+	return nil
+}
+
+// HTTPHandler serves MCP over streamable HTTP. Every request needs the bearer
+// token; cross-origin browser requests are refused; DNS-rebinding protection
+// (Host must be loopback when the listener is) and the body limit are on.
+//
+// Two SDK handlers share the one server: a stateful one for clients that
+// open with `initialize` (protocol 2025-11-25 and older, Mcp-Session-Id) and
+// a stateless one for 2026-07-28 clients (per-request _meta, no session).
+func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
+	if err := CheckToken(o.Token); err != nil {
+		return nil, err
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	get := func(*http.Request) *mcp.Server { return b.server }
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      o.SessionTimeout,
+		MaxRequestBodyBytes: MaxBodyBytes,
+		Logger:              b.log,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: MaxBodyBytes,
+		Logger:              b.log,
+	})
+	want := []byte("Bearer " + o.Token)
+	origins := slices.Clone(o.AllowedOrigins)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(origins, origin) {
+			http.Error(w, "Forbidden: cross-origin request from "+origin, http.StatusForbidden)
+			return
+		}
+		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+			http.Error(w, "Forbidden: cross-site request", http.StatusForbidden)
+			return
+		}
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="termd-mcp"`)
+			http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		toStateful, err := useStateful(w, r)
+		switch {
+		case err != nil:
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+		case toStateful:
+			stateful.ServeHTTP(w, r)
+		default:
+			stateless.ServeHTTP(w, r)
+		}
+	}), nil
+}
+
+// useStateful routes a request: anything on an MCP session, and a POST that
+// opens one with initialize, goes to the stateful handler; the rest (the
+// 2026-07-28 protocol: server/discover and per-request _meta) is stateless.
+func useStateful(w http.ResponseWriter, r *http.Request) (bool, error) {
+	if r.Header.Get("Mcp-Session-Id") != "" || r.Method != http.MethodPost {
+		return true, nil
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v < "2026-07-28" {
+		return true, nil
+	}
+	if r.Body == nil {
+		return false, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	r.Body.Close()
+	if err != nil {
+		return false, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return hasInitialize(body), nil
+}
+
+func hasInitialize(body []byte) bool {
+	type msg struct {
+		Method string `json:"method"`
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var batch []msg
+		_ = json.Unmarshal(body, &batch)
+		for _, m := range batch {
+			if m.Method == "initialize" {
+				return true
+			}
+		}
+		return false
+	}
+	var m msg
+	_ = json.Unmarshal(body, &m)
+	return m.Method == "initialize"
+}
