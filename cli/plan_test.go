@@ -1,0 +1,63 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPlanShowsDecisionAndNextStep(t *testing.T) {
+	d := start(t)
+
+	p := plan(t, d, nil, "ls", "-la")
+	if p.State != "PLAN_STATE_PLANNED" || p.Decision.Verdict != "VERDICT_ALLOW" || p.Decision.RequestHash == "" || p.ID == "" || p.SessionID == "" {
+		t.Fatalf("ls should be planned and allowed with a hash: %+v", p)
+	}
+	if !strings.HasSuffix(p.Decision.ResolvedPath, "/ls") {
+		t.Fatalf("plan should record the resolved program, got %q", p.Decision.ResolvedPath)
+	}
+
+	ask := plan(t, d, []string{"--mode", "confirm"}, "touch", "notes.txt")
+	if ask.State != "PLAN_STATE_AWAITING_APPROVAL" || ask.Decision.Verdict != "VERDICT_ASK" {
+		t.Fatalf("touch in confirm mode should await approval: %+v", ask)
+	}
+
+	blocked := plan(t, d, nil, "bash", "-c", "true")
+	if blocked.State != "PLAN_STATE_BLOCKED" || len(blocked.Decision.Reasons) == 0 {
+		t.Fatalf("bash -c should be blocked with reasons: %+v", blocked)
+	}
+
+	// The table a person reads: decision, risk, reasons, what to do next.
+	out := ok(t, d, "plan", "--mode", "confirm", "--", "touch", "other.txt")
+	for _, want := range []string{"decision:", "ask", "risk:", "request hash:", "reasons:", "next:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// --command is the string form; ARGV without -- works too.
+	if p := decode[planJSON](t, ok(t, d, "plan", "-o", "json", "--command", "echo hi there")); strings.Join(p.Decision.Argv, "|") != "echo|hi|there" {
+		t.Fatalf("--command should be split into argv, got %q", p.Decision.Argv)
+	}
+	if p := decode[planJSON](t, ok(t, d, "plan", "-o", "json", "echo", "-n", "x")); strings.Join(p.Decision.Argv, "|") != "echo|-n|x" {
+		t.Fatalf("flags after the program belong to it, got %q", p.Decision.Argv)
+	}
+}
+
+func TestPlanUsageErrors(t *testing.T) {
+	d := start(t)
+	_, errOut := expect(t, d, 2, "plan")
+	if !strings.Contains(errOut, "no command") {
+		t.Fatalf("want a usage error saying what is missing, got %q", errOut)
+	}
+	expect(t, d, 2, "plan", "--command", "ls", "--", "ls")
+	expect(t, d, 2, "plan", "--mode", "yolo", "--", "ls")
+	expect(t, d, 2, "plan", "--env", "NOEQUALS", "--", "ls")
+}
+
+func TestUnreachableDaemonIsOneLine(t *testing.T) {
+	d := start(t)
+	_, errOut, code := d.Run("termctl", "--socket", d.Dir+"/nothing.sock", "plan", "--", "ls")
+	if code != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "not reachable") {
+		t.Fatalf("want one line saying termd is not reachable (exit 1), got exit %d: %q", code, errOut)
+	}
+}
