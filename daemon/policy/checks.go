@@ -218,7 +218,9 @@ func checkSedScript(s string) string {
 		c := s[i]
 		i++
 		switch c {
-		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+		case '{', '}':
+			continue
+		case '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
 		case 'l', 'q', 'Q', 'L':
 			skipSpace()
 			for i < n && s[i] >= '0' && s[i] <= '9' {

@@ -190,9 +190,9 @@ func o(spec string, kind ...Kind) *opt {
 }
 
 func (op *opt) denyWith(reason string) *opt { op.deny = reason; return op }
-func (op *opt) writes() *opt               { op.write = true; return op }
-func (op *opt) network() *opt              { op.net = true; return op }
-func (op *opt) runsCode() *opt             { op.code = true; return op }
+func (op *opt) writes() *opt                { op.write = true; return op }
+func (op *opt) network() *opt               { op.net = true; return op }
+func (op *opt) runsCode() *opt              { op.code = true; return op }
 
 // flags builds many no-argument options from a space separated list; each
 // word may be "a|b" aliases.
@@ -306,7 +306,11 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 	addOpt := func(op *opt, name, val string, has bool) {
 		p.opts = append(p.opts, optUse{opt: op, name: op.names[0], value: val, has: has})
 		if op.deny != "" {
-			p.deny(RiskCritical, "%s %s: %s", p.cmdName(), name, op.deny)
+			shown := name
+			if long := op.names[len(op.names)-1]; long != name {
+				shown += " (" + long + ")"
+			}
+			p.deny(RiskCritical, "%s %s: %s", p.cmdName(), shown, op.deny)
 		}
 		if op.write {
 			p.write = true

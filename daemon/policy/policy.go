@@ -623,7 +623,9 @@ func (p *Policy) TrustedPath() []string { return append([]string(nil), p.spec.Tr
 func (p *Policy) EnvAllowlist() []string { return append([]string(nil), p.envAllow...) }
 
 // NetworkAllowed reports whether commands may use the network at all.
-func (p *Policy) NetworkAllowed() bool { return p.spec.Network && (p.project == nil || p.project.Network) }
+func (p *Policy) NetworkAllowed() bool {
+	return p.spec.Network && (p.project == nil || p.project.Network)
+}
 
 // DefaultMode is the mode used when a request names none.
 func (p *Policy) DefaultMode() Mode { return p.mode }

@@ -42,9 +42,9 @@ func subs(cs ...*cmdSpec) map[string]*cmdSpec {
 }
 
 const (
-	whyExec     = "runs a command (hidden execution)"
-	whyPager    = "runs a pager program"
-	whyConfig   = "sets configuration that can run programs"
+	whyExec      = "runs a command (hidden execution)"
+	whyPager     = "runs a pager program"
+	whyConfig    = "sets configuration that can run programs"
 	whyUnchecked = "reads a program text that cannot be checked"
 )
 

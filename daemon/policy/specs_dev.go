@@ -184,8 +184,8 @@ func initBuildTools() {
 			"view": withName("view", readNet), "outdated": withName("outdated", readNet), "audit": withName("audit", readNet), "info": withName("info", readNet),
 			"pack": withName("pack", write), "prune": withName("prune", write), "dedupe": withName("dedupe", write),
 			"config": withName("config", &cmdSpec{inherit: true, post: postJSConfig}),
-			"exec": withName("exec", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s exec runs a downloaded or arbitrary program", p.tool) }}),
-			"dlx":  withName("dlx", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s dlx runs a downloaded program", p.tool) }}),
+			"exec":   withName("exec", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s exec runs a downloaded or arbitrary program", p.tool) }}),
+			"dlx":    withName("dlx", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s dlx runs a downloaded program", p.tool) }}),
 		}
 		al := map[string]string{"i": "install", "isntall": "install", "in": "install", "t": "test", "tst": "test", "run-script": "run", "rum": "run", "urn": "run", "list": "ls", "ll": "ls", "la": "ls", "v": "view", "show": "view", "c": "config", "x": "exec", "rm": "remove", "r": "remove", "un": "remove", "uninstall": "remove", "unlink": "remove", "up": "update", "upgrade": "update", "clean-install": "ci", "install-clean": "ci", "ic": "ci", "rb": "rebuild", "ddp": "dedupe"}
 		reg(tool, &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal})
