@@ -1,0 +1,67 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+func TestRunAllowedStreamsAndExits(t *testing.T) {
+	d := start(t)
+	out, errOut := expect(t, d, 0, "run", "--", "echo", "one", "two")
+	if out != "one two\n" {
+		t.Fatalf("stdout should hold only the command's output, got %q", out)
+	}
+	if !strings.Contains(errOut, "allow") {
+		t.Fatalf("the decision should be shown on stderr, got %q", errOut)
+	}
+	expect(t, d, 1, "run", "--", "false")
+	expect(t, d, 124, "run", "--timeout", "1s", "--", "sleep", "30")
+}
+
+func TestRunBlockedShowsReasons(t *testing.T) {
+	d := start(t)
+	_, errOut := expect(t, d, 125, "run", "--", "sudo", "true")
+	if !strings.Contains(errOut, "  - ") || !strings.Contains(errOut, "nothing ran") {
+		t.Fatalf("a blocked run should list the policy's reasons and say nothing ran, got %q", errOut)
+	}
+}
+
+func TestRunNeedingApprovalStopsWithoutTTY(t *testing.T) {
+	d := start(t)
+	_, errOut := expect(t, d, 125, "run", "--mode", "confirm", "--", "touch", "stopped.txt")
+	if !strings.Contains(errOut, "termctl approve ") || !strings.Contains(errOut, "needs approval") {
+		t.Fatalf("the stop should name the plan and the approve command, got %q", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(d.Workspace, "stopped.txt")); err == nil {
+		t.Fatal("the command ran without approval")
+	}
+	// The plan it left is what an operator approves.
+	pending := ok(t, d, "pending")
+	if !strings.Contains(pending, "touch stopped.txt") {
+		t.Fatalf("the stopped plan should be pending:\n%s", pending)
+	}
+}
+
+func TestRunYesApprovesOnlyWhenAllowedTo(t *testing.T) {
+	d := startWithAgent(t)
+	// The operator (root) may approve: --yes runs it.
+	_, errOut := expect(t, d, 0, "run", "--yes", "--mode", "confirm", "--", "touch", "by-operator.txt")
+	if !strings.Contains(errOut, "approved plan") {
+		t.Fatalf("run --yes should say it approved the plan, got %q", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(d.Workspace, "by-operator.txt")); err != nil {
+		t.Fatal("the approved command did not run")
+	}
+	// An agent cannot approve its own plan, --yes or not.
+	out, errOut, code := d.RunAs(harness.Nobody, "termctl", nil, "run", "--yes", "--mode", "confirm", "--", "touch", "by-agent.txt")
+	if code != 125 || !strings.Contains(errOut, "termctl approve ") {
+		t.Fatalf("an agent's run --yes should stop with 125 and the approve command; exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(d.Workspace, "by-agent.txt")); err == nil {
+		t.Fatal("an agent approved its own plan")
+	}
+}
