@@ -1,0 +1,164 @@
+package gateway_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+// gatewayProc is the real termd-gateway binary in front of a real termd.
+type gatewayProc struct {
+	URL       string
+	TokenFile string
+	Token     string
+	cmd       *exec.Cmd
+	log       *strings.Builder
+}
+
+var listenRE = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
+
+// startGateway runs termd-gateway on a free loopback port and waits for it
+// to say where it listens.
+func startGateway(t *testing.T, d *harness.Daemon, args ...string) *gatewayProc {
+	t.Helper()
+	dir := t.TempDir()
+	g := &gatewayProc{TokenFile: filepath.Join(dir, "gateway.token"), log: &strings.Builder{}}
+	all := append([]string{"--socket", d.Socket, "--listen", "127.0.0.1:0", "--token-file", g.TokenFile}, args...)
+	g.cmd = exec.Command(harness.Bin(t, "termd-gateway"), all...)
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := g.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			g.log.WriteString(line + "\n")
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				select {
+				case urlc <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = g.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("termd-gateway log:\n%s", g.log.String())
+		}
+	})
+	select {
+	case g.URL = <-urlc:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("termd-gateway did not start:\n%s", g.log.String())
+	}
+	b, err := os.ReadFile(g.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Token = strings.TrimSpace(string(b))
+	return g
+}
+
+// runGateway runs termd-gateway expecting it to refuse to start.
+func runGateway(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(harness.Bin(t, "termd-gateway"), args...)
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("termd-gateway %v kept running; want a refusal", args)
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return string(out), code
+}
+
+func TestBinaryCreatesPrivateToken(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	g := startGateway(t, d)
+	st, err := os.Stat(g.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, want 0600", st.Mode().Perm())
+	}
+	if len(g.Token) < 43 {
+		t.Errorf("generated token has %d characters, want at least 43 (32 random bytes)", len(g.Token))
+	}
+	e := &env{t: t, URL: g.URL}
+	if code, body := status(t, e.do("GET", "/v1/status", g.Token, nil)); code != 200 || !strings.Contains(body, "token:console") {
+		t.Errorf("status with the generated token: %d %s", code, body)
+	}
+	if code, _ := status(t, e.do("GET", "/v1/status", "", nil)); code != 401 {
+		t.Errorf("status without a token: %d, want 401", code)
+	}
+	if strings.Contains(g.log.String(), g.Token) {
+		t.Error("the gateway logged its token")
+	}
+}
+
+func TestBinaryRefusesUnsafeStarts(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.token")
+	_ = os.WriteFile(short, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
+	open := filepath.Join(dir, "open.token")
+	_ = os.WriteFile(open, []byte(strings.Repeat("k", 64)+"\n"), 0o644)
+	_ = os.Chmod(open, 0o644)
+	good := filepath.Join(dir, "good.token")
+	_ = os.WriteFile(good, []byte(strings.Repeat("k", 64)+"\n"), 0o600)
+	cfg := filepath.Join(dir, "gw.yaml")
+	_ = os.WriteFile(cfg, []byte("tokens:\n  - name: bob\n    token_file: "+short+"\n    role: viewer\n"), 0o600)
+	badRole := filepath.Join(dir, "role.yaml")
+	_ = os.WriteFile(badRole, []byte("tokens:\n  - name: bob\n    token_file: "+good+"\n    role: root\n"), 0o600)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"short token", []string{"--listen", "127.0.0.1:0", "--token-file", short}, "at least 43"},
+		{"token readable by others", []string{"--listen", "127.0.0.1:0", "--token-file", open}, "chmod 600"},
+		{"short token in config", []string{"--listen", "127.0.0.1:0", "--config", cfg}, "at least 43"},
+		{"unknown role", []string{"--listen", "127.0.0.1:0", "--config", badRole}, "not viewer, agent or operator"},
+		{"all interfaces without TLS", []string{"--listen", ":0", "--token-file", good}, "without TLS"},
+		{"public address without TLS", []string{"--listen", "0.0.0.0:0", "--token-file", good}, "without TLS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, code := runGateway(t, append([]string{"--socket", filepath.Join(dir, "none.sock")}, c.args...)...)
+			if code == 0 || !strings.Contains(out, c.want) {
+				t.Errorf("exit %d, output %q; want a refusal mentioning %q", code, out, c.want)
+			}
+		})
+	}
+}
