@@ -499,7 +499,9 @@ func (p *Policy) addRules(name string, specs []ruleSpec, layer int, lines *specL
 	seenSel := map[string]string{}
 	for _, rs := range p.allRules() {
 		seenID[rs.ID] = 1
-		seenSel[selectorKey(&rs.ruleSpec)] = rs.ID
+		if rs.layer == layer {
+			seenSel[selectorKey(&rs.ruleSpec)] = rs.ID
+		}
 	}
 	for i := range specs {
 		rs := specs[i]
