@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -62,7 +63,11 @@ type Gateway struct {
 	tickets *tickets
 	log     *slog.Logger
 	static  http.Handler
+	streams atomic.Int64
 }
+
+// ActiveStreams is the number of daemon event streams the gateway holds open.
+func (g *Gateway) ActiveStreams() int64 { return g.streams.Load() }
 
 // scope is one token with its own daemon connection and REST mux.
 type scope struct {

@@ -73,7 +73,11 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 		err error
 	}
 	events := make(chan recv)
+	g.streams.Add(1)
 	go func() {
+		// Counted until Recv has returned an error: only then is the daemon
+		// stream finished (cancelled when the client went away).
+		defer g.streams.Add(-1)
 		for {
 			m, err := stream.Recv()
 			var ev *termdv1.Event
@@ -83,7 +87,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 			select {
 			case events <- recv{ev, err}:
 			case <-ctx.Done():
-				return
+				// Keep receiving: the cancelled stream returns an error promptly.
 			}
 			if err != nil {
 				return
