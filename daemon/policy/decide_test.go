@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestSplitCommand(t *testing.T) {
+	ok := []struct {
+		in   string
+		want []string
+	}{
+		{"ls -la", []string{"ls", "-la"}},
+		{`rg 'a|b' src`, []string{"rg", "a|b", "src"}},
+		{`echo "a b" c\ d`, []string{"echo", "a b", "c d"}},
+		{`echo "q\"uote" 'it''s'`, []string{"echo", `q"uote`, "its"}},
+		{`printf '%s\n' x`, []string{"printf", `%s\n`, "x"}},
+		{"  a\t b  ", []string{"a", "b"}},
+		{`echo ""`, []string{"echo", ""}},
+		{"git log a#b", []string{"git", "log", "a#b"}},
+		{"echo *.go ~", []string{"echo", "*.go", "~"}},
+	}
+	for _, c := range ok {
+		got, err := SplitCommand(c.in)
+		if err != nil || strings.Join(got, "\x00") != strings.Join(c.want, "\x00") {
+			t.Errorf("SplitCommand(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	bad := map[string]string{
+		"ls | sh": "send argv", "a && b": "operator", "a; b": "operator", "a > f": "operator", "a < f": "operator",
+		"echo $HOME": "expansion", `echo "$HOME"`: "expansion", "echo `id`": "substitution", "(ls)": "operator",
+		"ls\nid": "newline", "ls # c": "comment", "'open": "unterminated", `"open`: "unterminated", "x\\": "backslash", "": "empty", "   ": "empty",
+	}
+	for in, want := range bad {
+		if _, err := SplitCommand(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("SplitCommand(%q) err = %v; want %q", in, err, want)
+		}
+	}
+}
+
+// Real binaries: identity, hash, exec plan.
+func TestDecisionRecordsIdentityAndPlan(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/git"); err != nil {
+		t.Skip("no /usr/bin/git")
+	}
+	ws := t.TempDir()
+	p := Default()
+	ctx := Context{Workspaces: []string{ws}}
+	d := p.Decide(Request{Argv: []string{"git", "status"}, Cwd: ws}, ctx)
+	if d.Verdict != Allow || d.Risk != RiskLow || !d.ReadOnly {
+		t.Fatalf("git status: %s %s %v", d.Verdict, d.Risk, d.Reasons)
+	}
+	data, _ := os.ReadFile(d.ResolvedPath)
+	sum := sha256.Sum256(data)
+	if d.ResolvedPath != "/usr/bin/git" || d.BinarySHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("identity %s %s", d.ResolvedPath, d.BinarySHA256)
+	}
+	if d.ExecArgv[0] != "git" || d.ExecArgv[len(d.ExecArgv)-1] != "status" || !contains(d.ExecArgv, "core.hooksPath=/dev/null") || !contains(d.ExecArgv, "core.fsmonitor=false") {
+		t.Fatalf("exec argv %q", d.ExecArgv)
+	}
+	if d.ExecEnv["GIT_CONFIG_NOSYSTEM"] != "1" || d.ExecEnv["GIT_CONFIG_GLOBAL"] != "/dev/null" || d.ExecEnv["GIT_TERMINAL_PROMPT"] != "0" {
+		t.Fatalf("exec env %v", d.ExecEnv)
+	}
+	if strings.Join(d.Argv, " ") != "git status" || d.PolicyVersion != p.Version() || len(d.RequestHash) != 64 || d.Mode != ModeConfirm {
+		t.Fatalf("decision fields %+v", d)
+	}
+	// /bin is a symlink to /usr/bin here: same file, accepted.
+	if d2 := p.Decide(Request{Argv: []string{"/bin/git", "status"}, Cwd: ws}, ctx); d2.Verdict != Allow || d2.ResolvedPath != d.ResolvedPath {
+		t.Fatalf("/bin/git: %s %v", d2.Verdict, d2.Reasons)
+	}
+	// string form and argv form hash the same canonical request
+	d3 := p.Decide(Request{Command: "git status", Cwd: ws}, ctx)
+	if d3.RequestHash != d.RequestHash {
+		t.Fatal("string and argv forms hash differently")
+	}
+	d4 := p.Decide(Request{Argv: []string{"git", "status", "-s"}, Cwd: ws}, ctx)
+	if d4.RequestHash == d.RequestHash {
+		t.Fatal("different requests hash the same")
+	}
+	ex := p.Explain(Request{Argv: []string{"git", "status"}, Cwd: ws}, ctx)
+	if ex.RequestHash != d.RequestHash || ex.Verdict != Allow || len(ex.Steps) < 5 || !strings.Contains(string(ex.Request), `"argv":["git","status"]`) {
+		t.Fatalf("explain %+v", ex)
+	}
+	names := map[string]bool{}
+	for _, s := range ex.Steps {
+		names[s.Name] = true
+	}
+	for _, n := range []string{"mode", "input", "cwd", "escape", "identity", "grammar", "paths", "rules", "effects", "verdict"} {
+		if !names[n] {
+			t.Errorf("explain lacks step %s: %+v", n, ex.Steps)
+		}
+	}
+}
+
+func TestModes(t *testing.T) {
+	f := newFixture(t)
+	type exp struct{ inspect, confirm, trusted Verdict }
+	cases := []struct {
+		argv []string
+		want exp
+	}{
+		{[]string{"ls"}, exp{Allow, Allow, Allow}},
+		{[]string{"touch", "x"}, exp{Deny, Ask, Allow}},
+		{[]string{"make"}, exp{Deny, Ask, Allow}},
+		{[]string{"go", "test", "./..."}, exp{Deny, Ask, Allow}},
+		{[]string{"curl", "https://e.com"}, exp{Deny, Ask, Allow}},
+		{[]string{"git", "push"}, exp{Deny, Ask, Allow}},
+		{[]string{"git", "fetch"}, exp{Deny, Ask, Allow}},
+		{[]string{"rm", "-rf", "."}, exp{Deny, Deny, Deny}},
+		{[]string{"cat", "/etc/shadow"}, exp{Deny, Deny, Deny}},
+	}
+	for _, c := range cases {
+		for mode, want := range map[Mode]Verdict{ModeInspect: c.want.inspect, ModeConfirm: c.want.confirm, ModeTrusted: c.want.trusted} {
+			d := f.decide(c.argv, mode)
+			if d.Verdict != want {
+				t.Errorf("%q in %s: %s, want %s (%v)", c.argv, mode, d.Verdict, want, d.Reasons)
+			}
+		}
+	}
+	// project code is never low risk
+	for _, a := range [][]string{{"make"}, {"go", "build", "."}, {"go", "run", "."}, {"npm", "test"}, {"npm", "run", "x"}, {"cargo", "build"}, {"cargo", "test"}, {"pytest"}} {
+		d := f.decide(a, ModeTrusted)
+		if d.Risk == RiskLow || !d.RunsProjectCode {
+			t.Errorf("%q: risk %s project code %v", a, d.Risk, d.RunsProjectCode)
+		}
+		if d := f.decide(a, ModeConfirm); d.Verdict != Ask {
+			t.Errorf("%q confirm: %s %v", a, d.Verdict, d.Reasons)
+		}
+	}
+}
+
+func TestNetworkClassification(t *testing.T) {
+	f := newFixture(t)
+	net := [][]string{{"curl", "https://e.com"}, {"wget", "https://e.com"}, {"git", "fetch"}, {"git", "pull"}, {"git", "push"}, {"git", "clone", "https://e.com/r"}, {"npm", "install"}, {"pnpm", "add", "x"}, {"yarn", "install"}, {"go", "get", "x"}, {"go", "mod", "download"}, {"cargo", "fetch"}, {"cargo", "build"}}
+	local := [][]string{{"ls"}, {"git", "status"}, {"go", "version"}, {"npm", "ls"}, {"make"}}
+	for _, a := range net {
+		if d := f.decide(a, ModeTrusted); !d.Network {
+			t.Errorf("%q not classified as network", a)
+		}
+	}
+	for _, a := range local {
+		if d := f.decide(a, ModeTrusted); d.Network {
+			t.Errorf("%q classified as network", a)
+		}
+	}
+	f.pol = func() *Policy {
+		p, err := Parse("n.yaml", []byte(strings.Replace(string(defaultYAML), "network: true", "network: false", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}()
+	// the real trusted path; these decisions fail identity if missing, so only check the reason when found
+	d := f.pol.Decide(Request{Argv: []string{"curl", "https://e.com"}, Cwd: f.ws}, f.ctx)
+	if d.Verdict != Deny {
+		t.Fatalf("network denied policy allowed curl: %v", d.Reasons)
+	}
+	if _, err := os.Stat("/usr/bin/curl"); err == nil && !hasReason(d, "network") {
+		t.Fatalf("reason lacks network: %v", d.Reasons)
+	}
+}
+
+func TestOversizedInputDenied(t *testing.T) {
+	f := newFixture(t)
+	many := make([]string, MaxArgs+1)
+	for i := range many {
+		many[i] = "x"
+	}
+	many[0] = "echo"
+	big := strings.Repeat("a", MaxArgBytes+1)
+	total := []string{"echo"}
+	for i := 0; i < 20; i++ {
+		total = append(total, strings.Repeat("b", 60<<10))
+	}
+	for name, req := range map[string]Request{
+		"args":   {Argv: many},
+		"arg":    {Argv: []string{"echo", big}},
+		"total":  {Argv: total},
+		"string": {Command: "echo " + strings.Repeat("c", MaxTotalArgv)},
+		"nul":    {Argv: []string{"echo", "a\x00b"}},
+		"both":   {Argv: []string{"ls"}, Command: "ls"},
+		"none":   {},
+		"negtim": {Argv: []string{"ls"}, Timeout: -1},
+	} {
+		req.Cwd = f.ws
+		d := f.pol.Decide(req, f.ctx)
+		if d.Verdict != Deny || len(d.Reasons) == 0 {
+			t.Errorf("%s: %s %v", name, d.Verdict, d.Reasons)
+		}
+	}
+	// just under the limits is fine
+	ok := make([]string, MaxArgs)
+	copy(ok, many)
+	if d := f.pol.Decide(Request{Argv: ok, Cwd: f.ws}, f.ctx); d.Verdict != Allow {
+		t.Errorf("256 args: %s %v", d.Verdict, d.Reasons)
+	}
+}
+
+func TestEnvAcceptedAndMandatory(t *testing.T) {
+	f := newFixture(t)
+	d := f.pol.Decide(Request{Argv: []string{"ls"}, Cwd: f.ws, Env: map[string]string{"LANG": "C.UTF-8", "LC_ALL": "C"}}, f.ctx)
+	if d.Verdict != Allow || d.Env["LANG"] != "C.UTF-8" || d.Env["LC_ALL"] != "C" {
+		t.Fatalf("%s %v %v", d.Verdict, d.Env, d.Reasons)
+	}
+	for _, k := range []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "NODE_OPTIONS", "PYTHONSTARTUP", "PYTHONHOME", "PERL5OPT", "RUBYOPT", "JAVA_TOOL_OPTIONS", "BASH_ENV", "ENV", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_EXTERNAL_DIFF", "GIT_EXEC_PATH", "PAGER", "GIT_PAGER", "EDITOR", "VISUAL", "http_proxy", "HTTP_PROXY", "All_Proxy", "no_proxy", "RIPGREP_CONFIG_PATH", "PATH", "HOME", "IFS", "PROMPT_COMMAND", "GOFLAGS"} {
+		d := f.pol.Decide(Request{Argv: []string{"ls"}, Cwd: f.ws, Env: map[string]string{k: "x"}}, f.ctx)
+		if d.Verdict != Deny || !hasReason(d, k) {
+			t.Errorf("env %s: %s %v", k, d.Verdict, d.Reasons)
+		}
+	}
+}
+
+func TestPathContainment(t *testing.T) {
+	if !within("/srv/work", "/srv/work/a") || within("/srv/work", "/srv/work-evil") || within("/srv/work", "/srv") || !within("/", "/x") || !within("/srv/work", "/srv/work") {
+		t.Fatal("within")
+	}
+	f := newFixture(t)
+	// symlink inside the workspace pointing outside: the write is outside
+	if err := os.Symlink(f.out, f.ws+"/escape"); err != nil {
+		t.Fatal(err)
+	}
+	d := f.decide([]string{"touch", "escape/x"}, ModeTrusted)
+	if d.Verdict != Deny || !hasReason(d, "outside the workspace") {
+		t.Fatalf("symlink escape: %v", d.Reasons)
+	}
+	// link/.. is resolved the way the kernel does: escape/.. is f.root
+	d = f.decide([]string{"touch", "escape/../x"}, ModeTrusted)
+	if d.Verdict != Deny {
+		t.Fatalf("symlink dotdot: %v", d.Reasons)
+	}
+	// a not-yet-existing nested file inside the workspace
+	d = f.decide([]string{"mkdir", "-p", "new/a/b"}, ModeTrusted)
+	if d.Verdict != Allow || len(d.Writes) != 1 || d.Writes[0] != f.ws+"/new/a/b" {
+		t.Fatalf("mkdir -p: %s %v %v", d.Verdict, d.Writes, d.Reasons)
+	}
+	// attached and = forms of path options are resolved
+	for _, a := range [][]string{{"sort", "-o.bashrc", "data.txt"}, {"sort", "--output=.bashrc", "data.txt"}, {"sort", "--out=.bashrc", "data.txt"}, {"cp", "-t.git/hooks", "data.txt"}} {
+		if d := f.decide(a, ModeTrusted); d.Verdict != Deny {
+			t.Errorf("%q: %s %v", a, d.Verdict, d.Reasons)
+		}
+	}
+}
