@@ -1,0 +1,72 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWatchPrintsEventsAndStopsWhenSessionCloses(t *testing.T) {
+	d := start(t)
+	s := decode[sessionJSON](t, ok(t, d, "sessions", "create", "-o", "json"))
+	w := startBackground(t, d, "watch", s.ID)
+	p := plan(t, d, []string{"--session", s.ID}, "echo", "watched output")
+	expect(t, d, 0, "execute", p.ID, "--follow")
+	eventually(t, "watch to print the receipt", func() bool {
+		out, _ := w.output()
+		return strings.Contains(out, "receipt_signed")
+	})
+	ok(t, d, "sessions", "close", s.ID)
+	if code := w.wait(t); code != 0 {
+		out, errOut := w.output()
+		t.Fatalf("watch should stop cleanly when the session closes, exit %d\n%s%s", code, out, errOut)
+	}
+	out, _ := w.output()
+	for _, want := range []string{"plan_created", "execution_started", "watched output", "finished", "receipt_signed", "session_closed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("watch output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestWatchResumesAfterDaemonRestart: the daemon drops every stream when it
+// stops; watch must reconnect by itself and go on printing.
+func TestWatchResumesAfterDaemonRestart(t *testing.T) {
+	d := start(t)
+	w := startBackground(t, d, "watch", "-o", "json")
+	p := plan(t, d, nil, "echo", "before restart")
+	expect(t, d, 0, "execute", p.ID, "--follow")
+	eventually(t, "watch to print the first execution", func() bool {
+		out, _ := w.output()
+		return strings.Contains(out, p.ID) && strings.Contains(out, "EVENT_KIND_RECEIPT_SIGNED")
+	})
+
+	d.Stop()
+	d.Restart()
+
+	p2 := plan(t, d, nil, "echo", "after restart")
+	expect(t, d, 0, "execute", p2.ID, "--follow")
+	eventually(t, "watch to reconnect and print the second execution", func() bool {
+		out, _ := w.output()
+		return strings.Contains(out, p2.ID) && strings.Count(out, "EVENT_KIND_RECEIPT_SIGNED") >= 2
+	})
+	_, errOut := w.output()
+	if !strings.Contains(errOut, "reconnecting") {
+		t.Errorf("watch should say on stderr that it reconnects, got %q", errOut)
+	}
+	// Every line on stdout is one JSON event, none printed twice.
+	out, _ := w.output()
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		ev := decode[struct {
+			GlobalSeq string `json:"global_seq"`
+			Kind      string `json:"kind"`
+			SessionID string `json:"session_id"`
+			Time      string `json:"time"`
+		}](t, line)
+		key := ev.Time + ev.Kind + ev.GlobalSeq
+		if seen[key] {
+			t.Errorf("event printed twice: %s", line)
+		}
+		seen[key] = true
+	}
+}
