@@ -119,7 +119,12 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 		r.FinishedAt = res.FinishedAt
 	}
 	r.DurationMs = res.Duration.Milliseconds()
-	if res.Err == nil && res.Signal == "" && res.ExitCode >= 0 {
+	switch {
+	case res.Err != nil:
+		// Never started: recorded as a shell would (127), with the cause in detail.
+		code := 127
+		r.ExitCode = &code
+	case res.Signal == "" && res.ExitCode >= 0:
 		code := res.ExitCode
 		r.ExitCode = &code
 	}

@@ -79,6 +79,8 @@ type Options struct {
 	Args []string
 	// Env are extra environment variables for termd.
 	Env []string
+	// Socket overrides the socket path (default: inside the test directory).
+	Socket string
 }
 
 // Daemon is a running termd.
@@ -115,6 +117,9 @@ func Start(t testing.TB, o Options) *Daemon {
 		StateDir:  filepath.Join(dir, "state"),
 		Workspace: filepath.Join(dir, "work"),
 		LogPath:   filepath.Join(dir, "termd.log"),
+	}
+	if o.Socket != "" {
+		d.Socket = o.Socket
 	}
 	if err := os.MkdirAll(d.Workspace, 0o755); err != nil {
 		t.Fatal(err)
