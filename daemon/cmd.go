@@ -104,6 +104,9 @@ configured grace, and exits.`,
 			return d.Run(ctx)
 		},
 	}
+	for _, sub := range subcommands {
+		cmd.AddCommand(sub())
+	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.ConfigFile, "config", "", "config file (YAML; see docs/CONFIG.md)")
 	fl.StringVar(&f.Socket, "socket", "", "unix socket path (default $XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock as root)")
@@ -115,6 +118,9 @@ configured grace, and exits.`,
 	fl.StringVar(&f.ConsoleURL, "console-url", "", "web console base URL used in approval links")
 	return cmd
 }
+
+// subcommands are added by their own files (e.g. `termd doctor`).
+var subcommands []func() *cobra.Command
 
 // Main runs termd and returns the process exit code.
 func Main() int {
