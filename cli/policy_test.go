@@ -1,0 +1,90 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/termd/termd/daemon/policy"
+)
+
+// checkResult is the documented JSON of `termctl policy check -o json`.
+type checkResult struct {
+	Decision     string   `json:"decision"`
+	Risk         string   `json:"risk"`
+	Reasons      []string `json:"reasons"`
+	Rules        []string `json:"rules"`
+	RequestHash  string   `json:"request_hash"`
+	ResolvedPath string   `json:"resolved_path"`
+}
+
+func TestPolicyCheckExitCodesAndJSON(t *testing.T) {
+	d := start(t)
+	cases := []struct {
+		argv     []string
+		flags    []string
+		code     int
+		decision string
+	}{
+		{[]string{"ls", "-la"}, nil, 0, "allow"},
+		{[]string{"touch", "notes.txt"}, []string{"--mode", "confirm"}, 3, "ask"},
+		{[]string{"bash", "-c", "true"}, nil, 4, "deny"},
+		{[]string{"sudo", "ls"}, nil, 4, "deny"},
+	}
+	for _, tc := range cases {
+		args := append(append([]string{"policy", "check", "-o", "json"}, tc.flags...), "--")
+		out, _ := expect(t, d, tc.code, append(args, tc.argv...)...)
+		r := decode[checkResult](t, out)
+		if r.Decision != tc.decision || r.RequestHash == "" || r.Risk == "" || r.Reasons == nil || r.Rules == nil {
+			t.Errorf("%v: want decision %q with risk, reasons, rules and hash; got %+v", tc.argv, tc.decision, r)
+		}
+	}
+	r := decode[checkResult](t, ok(t, d, "policy", "check", "-o", "json", "--", "ls"))
+	if r.Risk != "low" || !strings.HasSuffix(r.ResolvedPath, "/ls") {
+		t.Fatalf("ls: want low risk and the resolved path, got %+v", r)
+	}
+	// Table output, and --command.
+	out, _ := expect(t, d, 4, "policy", "check", "--command", "sudo ls")
+	if !strings.Contains(out, "decision:") || !strings.Contains(out, "deny") || !strings.Contains(out, "reasons:") {
+		t.Fatalf("policy check should explain itself:\n%s", out)
+	}
+	expect(t, d, 2, "policy", "check")
+	expect(t, d, 2, "policy", "check", "--mode", "nope", "--", "ls")
+}
+
+func TestPolicyShowReloadLint(t *testing.T) {
+	d := start(t)
+	out := ok(t, d, "policy", "show")
+	if !strings.Contains(out, "version:") || !strings.Contains(out, "source:") {
+		t.Fatalf("policy show should say which policy is active:\n%s", out)
+	}
+	show := decode[struct {
+		Version string `json:"version"`
+		Text    string `json:"text"`
+	}](t, ok(t, d, "policy", "show", "-o", "json"))
+	if show.Version == "" || show.Text == "" {
+		t.Fatalf("policy show -o json: %+v", show)
+	}
+	if out := ok(t, d, "policy", "reload"); !strings.Contains(out, "policy") {
+		t.Fatalf("policy reload: %q", out)
+	}
+
+	// lint is offline: no daemon at this socket.
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, policy.DefaultYAML(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("no_such_key: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := ok(t, d, "--socket", filepath.Join(dir, "none.sock"), "policy", "lint", good); !strings.Contains(out, "ok") {
+		t.Fatalf("lint of the default policy: %q", out)
+	}
+	_, errOut := expect(t, d, 1, "--socket", filepath.Join(dir, "none.sock"), "policy", "lint", bad)
+	if !strings.Contains(errOut, bad) {
+		t.Fatalf("lint should name the file with its problem, got %q", errOut)
+	}
+}
