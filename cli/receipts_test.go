@@ -1,0 +1,136 @@
+package cli_test
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+type receiptRow struct {
+	ID       string `json:"id"`
+	Seq      string `json:"seq"`
+	PlanID   string `json:"plan_id"`
+	Status   string `json:"status"`
+	ExitCode int    `json:"exit_code"`
+}
+
+func TestReceiptsListShowExportVerifyOffline(t *testing.T) {
+	d := start(t)
+	p := plan(t, d, nil, "echo", "signed words")
+	expect(t, d, 0, "execute", p.ID, "--follow")
+
+	list := decode[struct {
+		Receipts []receiptRow `json:"receipts"`
+	}](t, ok(t, d, "receipts", "list", "--session", p.SessionID, "-o", "json"))
+	var rc receiptRow
+	for _, r := range list.Receipts {
+		if r.PlanID == p.ID {
+			rc = r
+		}
+	}
+	if rc.ID == "" || rc.Status != "succeeded" {
+		t.Fatalf("receipts list should hold the run's succeeded receipt: %+v", list.Receipts)
+	}
+	if out := ok(t, d, "receipts", "list"); !strings.Contains(out, rc.ID) {
+		t.Fatalf("receipts list table lacks %s:\n%s", rc.ID, out)
+	}
+	shown := decode[struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Stdout string `json:"stdout"`
+	}](t, ok(t, d, "receipts", "show", rc.ID, "-o", "json"))
+	if shown.ID != rc.ID || !strings.Contains(shown.Stdout, "signed words") {
+		t.Fatalf("receipts show -o json should be the receipt, got %+v", shown)
+	}
+	if out := ok(t, d, "receipts", "show", rc.ID); !strings.Contains(out, "status:") || !strings.Contains(out, "signed words") {
+		t.Fatalf("receipts show:\n%s", out)
+	}
+
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	file := write("receipt.json", ok(t, d, "receipts", "export", rc.ID))
+	shared := write("shared.json", ok(t, d, "receipts", "export", rc.ID, "--share"))
+	if strings.Contains(readFile(t, shared), "signed words") {
+		t.Fatal("a share export should not carry the output")
+	}
+	key := write("termd.pub", ok(t, d, "receipts", "public-key"))
+	// With the daemon: the key comes from it.
+	ok(t, d, "receipt", "verify", file)
+
+	// Offline: no daemon at all, only the public key file.
+	d.Stop()
+	offline := []string{"--socket", filepath.Join(dir, "none.sock")}
+	out := ok(t, d, append(offline, "receipt", "verify", file, "--public-key", key)...)
+	if !strings.Contains(out, "valid receipt "+rc.ID) {
+		t.Fatalf("offline verify: %q", out)
+	}
+	ok(t, d, append(offline, "receipt", "verify", shared, "--public-key", key)...)
+	res := decode[struct {
+		Valid bool   `json:"valid"`
+		ID    string `json:"id"`
+	}](t, ok(t, d, append(offline, "receipt", "verify", file, "--public-key", key, "-o", "json")...))
+	if !res.Valid || res.ID != rc.ID {
+		t.Fatalf("verify -o json: %+v", res)
+	}
+
+	// Any change fails it.
+	tampered := write("tampered.json", strings.Replace(readFile(t, file), "signed words", "signed wordz", 1))
+	_, errOut := expect(t, d, 1, append(offline, "receipt", "verify", tampered, "--public-key", key)...)
+	if !strings.Contains(errOut, "NOT valid") {
+		t.Fatalf("a tampered receipt should fail saying so, got %q", errOut)
+	}
+	// Without --public-key and without a daemon, it says how to go offline.
+	_, errOut = expect(t, d, 1, append(offline, "receipt", "verify", file)...)
+	if !strings.Contains(errOut, "--public-key") {
+		t.Fatalf("want a hint to pass --public-key, got %q", errOut)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestAuditVerifyNamesFirstBadSeq(t *testing.T) {
+	d := start(t)
+	for _, w := range []string{"one", "two", "three"} {
+		expect(t, d, 0, "run", "--", "echo", w)
+	}
+	if out := ok(t, d, "audit", "verify"); !strings.Contains(out, "audit chain ok") {
+		t.Fatalf("audit verify: %q", out)
+	}
+	// Tamper with the second receipt as someone with file access would.
+	d.Stop()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "receipts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`DROP TRIGGER receipts_no_update`,
+		`UPDATE receipts SET body = CAST(replace(CAST(body AS TEXT), 'two', 'TWO') AS BLOB) WHERE seq = 2`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	db.Close()
+	d.Restart()
+	_, errOut := expect(t, d, 1, "audit", "verify")
+	if !strings.Contains(errOut, "seq 2") {
+		t.Fatalf("audit verify should name seq 2, got %q", errOut)
+	}
+}
