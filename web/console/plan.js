@@ -232,7 +232,7 @@ export function planView(main, ctx, id) {
     const p = plan.preview || {};
     const req = plan.request || {};
     clear(summary,
-      h('div', { class: 'row', style: '' },
+      h('div', { class: 'row' },
         badge(words(st), 'st-' + st), badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_'))),
       h('pre', { class: 'mono', id: 'plan-argv' }, argvText(d.argv && d.argv.length ? d.argv : req.argv) || req.command),
       plan.nextStep ? h('p', { id: 'next-step' }, plan.nextStep) : null,

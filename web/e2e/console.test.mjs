@@ -1,0 +1,185 @@
+// Browser tests of the termd web console in real headless Chromium.
+// Run by gateway/browser_test.go, which starts termd and termd-gateway and
+// passes TERMD_CONSOLE_URL and TERMD_CONSOLE_TOKEN. Screenshots of every
+// step go to artifacts/ (gitignored).
+import { chromium } from 'playwright-core';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const url = process.env.TERMD_CONSOLE_URL;
+const token = process.env.TERMD_CONSOLE_TOKEN;
+if (!url || !token) {
+  console.error('set TERMD_CONSOLE_URL and TERMD_CONSOLE_TOKEN');
+  process.exit(2);
+}
+const here = dirname(fileURLToPath(import.meta.url));
+const artifacts = process.env.TERMD_ARTIFACTS || join(here, 'artifacts');
+mkdirSync(artifacts, { recursive: true });
+const profile = mkdtempSync(join(tmpdir(), 'termd-chromium-'));
+
+const T = 30000;
+let step = 0;
+let failures = 0;
+const consoleErrors = [];
+
+// A fresh profile directory per run (playwright passes it as --user-data-dir).
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1366, height: 900 },
+  acceptDownloads: true,
+});
+const page = context.pages()[0] || await context.newPage();
+page.setDefaultTimeout(T);
+page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+page.on('pageerror', (e) => consoleErrors.push('page error: ' + e.message));
+
+async function shot(name) {
+  step++;
+  const file = join(artifacts, String(step).padStart(2, '0') + '-' + name + '.png');
+  await page.screenshot({ path: file, fullPage: true });
+  console.log('  screenshot', file);
+}
+
+async function test(name, fn) {
+  console.log('- ' + name);
+  try {
+    await fn();
+    console.log('  ok');
+  } catch (e) {
+    failures++;
+    console.log('  FAIL: ' + (e.stack || e));
+    await shot('FAILED-' + name.replace(/\W+/g, '-')).catch(() => {});
+  }
+}
+
+function must(cond, msg) { if (!cond) throw new Error(msg); }
+
+async function planForm({ argv, command, mode }) {
+  await page.getByRole('link', { name: 'New plan' }).click();
+  await page.waitForSelector('#plan-form');
+  if (command) {
+    await page.getByLabel('command string').check();
+    await page.fill('#command', command);
+  } else {
+    await page.getByLabel('argv list').check();
+    await page.fill('#argv', argv.join('\n'));
+  }
+  if (mode) await page.selectOption('#mode', mode);
+}
+
+async function submitPlan() {
+  await page.getByRole('button', { name: 'Plan', exact: true }).click();
+  await page.waitForURL(/\/plans\/[^/]+$/);
+  await page.waitForSelector('#plan-argv');
+  return page.url().split('/plans/')[1];
+}
+
+await test('sign in', async () => {
+  await page.goto(url);
+  await page.waitForSelector('#token');
+  await shot('sign-in');
+  // A wrong token is refused with a clear message.
+  await page.fill('#token', 'x'.repeat(50));
+  await page.keyboard.press('Enter');
+  await page.getByText('That token was not accepted.').waitFor();
+  await page.fill('#token', token);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#plan-form');
+  await page.locator('#live.on').waitFor();
+  must((await page.locator('#identity').textContent()).includes('operator'), 'identity does not show the operator role');
+  // The token is kept in sessionStorage and never in the URL.
+  must(!page.url().includes(token), 'token in URL');
+  must(await page.evaluate((t) => sessionStorage.getItem('termd.token') === t, token), 'token not in sessionStorage');
+  await shot('signed-in');
+});
+
+await test('read-only command: live output and a verified receipt', async () => {
+  await planForm({ argv: ['echo', 'hello from the console'] });
+  await submitPlan();
+  await page.locator('#stdout', { hasText: 'hello from the console' }).waitFor();
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  await shot('read-only-output-and-receipt');
+  await page.locator('#receipt-title ~ dl a').first().click();
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  must((await page.locator('#receipt-json').textContent()).includes('hello from the console'), 'raw receipt JSON lacks the command');
+  await page.getByRole('button', { name: 'Share export…' }).click();
+  await page.locator('#share-json').waitFor();
+  const dl = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Download JSON' }).click();
+  must((await dl).suggestedFilename().startsWith('receipt-'), 'download has no receipt file name');
+  await shot('receipt-detail');
+});
+
+await test('write in confirm mode: approval queue, approve, run', async () => {
+  await planForm({ command: 'touch hello.txt', mode: 'MODE_CONFIRM' });
+  const id = await submitPlan();
+  await page.locator('.badge', { hasText: 'awaiting approval' }).first().waitFor();
+  const hash = (await page.locator('#request-hash').textContent()).trim();
+  must(/^[0-9a-f]{64}$/.test(hash), 'plan page does not show the request hash: ' + hash);
+  must((await page.locator('#canonical').textContent()).includes('hello.txt'), 'canonical request not shown');
+  await shot('awaiting-approval-plan-page');
+  await page.getByRole('link', { name: /Approvals/ }).click();
+  const item = page.locator(`article[data-plan="${id}"]`);
+  await item.waitFor();
+  must((await item.textContent()).includes(hash), 'queue item does not show the hash being approved');
+  await shot('approval-queue');
+  await item.getByRole('button', { name: 'Approve' }).click();
+  await item.waitFor({ state: 'detached' });
+  await page.goto(url + '/plans/' + id); // the stable approval link
+  await page.locator('.badge', { hasText: 'approved' }).first().waitFor();
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  await shot('approved-and-ran');
+});
+
+await test('denied command shows its reasons', async () => {
+  await planForm({ argv: ['sudo', 'ls'] });
+  await submitPlan();
+  await page.locator('.badge', { hasText: 'blocked' }).first().waitFor();
+  const reasons = await page.locator('#reasons li').allTextContents();
+  must(reasons.length > 0 && reasons.join(' ').includes('sudo'), 'no reasons shown: ' + reasons);
+  must(await page.getByRole('button', { name: 'Run' }).count() === 0, 'a blocked plan offers Run');
+  await shot('denied-with-reasons');
+});
+
+await test('reload mid-run: output continues', async () => {
+  await planForm({ argv: ['make', 'slow'], mode: 'MODE_TRUSTED' });
+  const id = await submitPlan();
+  await page.locator('#stdout', { hasText: 'before' }).waitFor();
+  await page.locator('#exec-title .badge', { hasText: 'running' }).waitFor();
+  await shot('running-before-reload');
+  await page.reload();
+  must(page.url().endsWith('/plans/' + id), 'reload lost the page');
+  await page.locator('#stdout', { hasText: 'before' }).waitFor();
+  await page.locator('#stdout', { hasText: 'after' }).waitFor();
+  const out = await page.locator('#stdout').textContent();
+  must(out.indexOf('before') < out.indexOf('after') && out.split('before').length === 2, 'output duplicated or out of order: ' + JSON.stringify(out));
+  await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
+  await shot('output-continued-after-reload');
+});
+
+await test('sessions and receipts lists', async () => {
+  await page.getByRole('link', { name: 'Sessions' }).click();
+  await page.locator('table tbody tr').first().waitFor();
+  await shot('sessions');
+  await page.getByRole('link', { name: 'Receipts' }).click();
+  await page.locator('table tbody tr').first().waitFor();
+  must(await page.locator('table tbody tr').count() >= 3, 'fewer than 3 receipts listed');
+  await shot('receipts');
+});
+
+await test('no script errors', async () => {
+  const relevant = consoleErrors.filter((e) => !/status of 40[13]/.test(e));
+  must(relevant.length === 0, 'console errors: ' + relevant.join(' | '));
+});
+
+await context.close();
+rmSync(profile, { recursive: true, force: true });
+console.log(failures ? `${failures} failed` : 'all passed');
+process.exit(failures ? 1 : 0);
