@@ -1,0 +1,50 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestHelpCompletionAndManPages: the help a newcomer reads, shell completion
+// and man pages work without a daemon.
+func TestHelpCompletionAndManPages(t *testing.T) {
+	d := start(t)
+	out := ok(t, d, "--help")
+	for _, want := range []string{"Exit codes:", "124", "125", "130", "plan", "approve", "execute", "run", "receipts"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("termctl --help lacks %q", want)
+		}
+	}
+	for _, verb := range [][]string{
+		{"plan"}, {"approve"}, {"deny"}, {"pending"}, {"execute"}, {"run"}, {"sessions"}, {"watch"},
+		{"pause"}, {"resume"}, {"cancel"}, {"replan"}, {"output"}, {"policy", "check"}, {"policy", "show"},
+		{"policy", "lint"}, {"policy", "reload"}, {"receipts", "list"}, {"receipts", "show"},
+		{"receipts", "export"}, {"receipts", "public-key"}, {"receipt", "verify"}, {"audit", "verify"}, {"ask"},
+	} {
+		out := ok(t, d, append(verb, "--help")...)
+		if !strings.Contains(out, "Usage:") || len(out) < 200 {
+			t.Errorf("termctl %s --help is too thin:\n%s", strings.Join(verb, " "), out)
+		}
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if out := ok(t, d, "completion", sh); !strings.Contains(out, "termctl") {
+			t.Errorf("completion %s printed no script", sh)
+		}
+	}
+	dir := t.TempDir()
+	ok(t, d, "gen-man", dir)
+	for _, page := range []string{"termctl.1", "termctl-plan.1", "termctl-receipt-verify.1"} {
+		if _, err := os.Stat(filepath.Join(dir, page)); err != nil {
+			t.Errorf("gen-man did not write %s", page)
+		}
+	}
+	if out := ok(t, d, "--help"); strings.Contains(out, "gen-man") {
+		t.Error("gen-man is for make, it should be hidden from --help")
+	}
+	_, errOut := expect(t, d, 2, "-o", "xml", "status")
+	if !strings.Contains(errOut, "table, json or yaml") {
+		t.Errorf("a bad -o should say the choices, got %q", errOut)
+	}
+}
