@@ -151,7 +151,9 @@ export function planView(main, ctx, id) {
     h('h2', { id: 'output-title' }, 'Output'), stdout, h('div', { id: 'stderr-label', class: 'hint', hidden: true }, 'stderr'), stderr);
   const receipt = h('section', { class: 'card', 'aria-labelledby': 'receipt-title', hidden: true });
   const err = h('div');
-  main.append(title, err, summary, approval, decision, execution, output, receipt);
+  // What happens now comes first; the decision and canonical request follow
+  // (render moves the approval card up while a person must act on it).
+  main.append(title, err, summary, approval, execution, output, receipt, decision);
   const pending = sessionStorage.getItem('termd.flash');
   if (pending) { sessionStorage.removeItem('termd.flash'); ctx.flash(pending); }
 
@@ -269,6 +271,7 @@ export function planView(main, ctx, id) {
       resolved_path: d.resolvedPath, binary_sha256: d.binarySha256, run_as: d.runAs };
     approval.hidden = false;
     const awaiting = st === 'AWAITING_APPROVAL';
+    if (awaiting) summary.after(approval); else decision.after(approval);
     const reason = h('input', { type: 'text', id: 'deny-reason', placeholder: 'why (shown to the requester)' });
     clear(approval,
       h('h2', { id: 'approval-title' }, awaiting ? 'Approval needed' : 'Canonical request'),

@@ -1,0 +1,48 @@
+package gateway_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+// TestConsoleInBrowser drives the web console in real headless Chromium
+// (web/e2e/console.test.mjs, playwright-core) against the real termd-gateway
+// binary in front of a real termd. scripts/ci-deps.sh installs Chromium and
+// the npm packages, so CI never skips this.
+func TestConsoleInBrowser(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	e2e := filepath.Join(filepath.Dir(file), "..", "web", "e2e")
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
+		t.Skip("web/e2e/node_modules is missing: run scripts/ci-deps.sh (npm ci in web/e2e) to run the browser tests")
+	}
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skip("Chromium is missing at " + chromium + ": run scripts/ci-deps.sh (apt-get install chromium)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	d := harness.Start(t, harness.Options{})
+	// A recipe that prints, waits and prints again: the page is reloaded while it runs.
+	if err := os.WriteFile(filepath.Join(d.Workspace, "Makefile"), []byte("slow:\n\t@echo before\n\t@sleep 3\n\t@echo after\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, d)
+	cmd := exec.Command(node, "console.test.mjs")
+	cmd.Dir = e2e
+	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	t.Logf("console.test.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("browser tests failed: %v", err)
+	}
+}
