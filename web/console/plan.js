@@ -163,6 +163,7 @@ export function planView(main, ctx, id) {
   const out = { OUTPUT_STREAM_STDOUT: { off: 0, el: stdout, dec: new TextDecoder(), busy: false, again: false },
     OUTPUT_STREAM_STDERR: { off: 0, el: stderr, dec: new TextDecoder(), busy: false, again: false } };
   let receiptShown = '';
+  let canonicalText = '';
 
   const appendOut = (s, bytes) => {
     const text = s.dec.decode(bytes, { stream: true });
@@ -269,6 +270,17 @@ export function planView(main, ctx, id) {
     // The canonical request: exactly what an approval is for.
     const canon = { argv: d.argv, exec_argv: d.execArgv, cwd: d.cwd, env: d.env, mode: d.mode, timeout_seconds: d.timeoutSeconds,
       resolved_path: d.resolvedPath, binary_sha256: d.binarySha256, run_as: d.runAs };
+    // Prefer the daemon's own canonical request (the bytes whose sha256 is the
+    // hash); fall back to the decision's fields if the policy has changed since.
+    const canonPre = h('pre', { class: 'mono', id: 'canonical' }, canonicalText || JSON.stringify(canon, null, 2));
+    if (!canonicalText && plan.request) {
+      api('POST', '/v1/policy:check', { request: plan.request }).then((c) => {
+        if (c.decision?.requestHash === d.requestHash && c.canonicalRequest) {
+          try { canonicalText = JSON.stringify(JSON.parse(c.canonicalRequest), null, 2); } catch { canonicalText = c.canonicalRequest; }
+          canonPre.textContent = canonicalText;
+        }
+      }).catch(() => { /* keep the decision's fields */ });
+    }
     approval.hidden = false;
     const awaiting = st === 'AWAITING_APPROVAL';
     if (awaiting) summary.after(approval); else decision.after(approval);
@@ -276,7 +288,7 @@ export function planView(main, ctx, id) {
     clear(approval,
       h('h2', { id: 'approval-title' }, awaiting ? 'Approval needed' : 'Canonical request'),
       h('p', {}, 'Request hash ', h('code', { class: 'hash', id: 'request-hash' }, d.requestHash || '')),
-      h('pre', { class: 'mono', id: 'canonical' }, JSON.stringify(canon, null, 2)),
+      canonPre,
       awaiting && ctx.canApprove ? [
         h('p', { class: 'hint' }, 'Approving lets exactly this request (this hash) run once, until ', when(plan.expiresAt) || 'it expires', '.'),
         h('div', { class: 'row' },

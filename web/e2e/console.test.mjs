@@ -176,7 +176,7 @@ await test('sessions and receipts lists', async () => {
 
 await test('no script errors', async () => {
   const relevant = consoleErrors.filter((e) => !/status of 40[13]/.test(e));
-  must(relevant.length === 0, 'console errors: ' + relevant.join(' | '));
+  must(relevant.length === 0, 'console errors: ' + [...new Set(relevant)].join(' | '));
 });
 
 await context.close();
