@@ -59,6 +59,9 @@ type Broker struct {
 	running  sync.WaitGroup
 	closing  bool
 
+	journal   *journal
+	recovered map[string]string // plan id -> outcome_unknown receipt id
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -71,14 +74,18 @@ func New(d Deps) (*Broker, error) {
 		d.Now = time.Now
 	}
 	b := &Broker{
-		Deps:     d,
-		sessions: map[string]*session{},
-		plans:    map[string]*planRec{},
-		execs:    map[string]*execRec{},
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		Deps:      d,
+		sessions:  map[string]*session{},
+		plans:     map[string]*planRec{},
+		execs:     map[string]*execRec{},
+		recovered: map[string]string{},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	if err := b.recover(); err != nil {
+		return nil, err
+	}
+	if err := b.openJournal(filepath.Join(d.Config().StateDir, "plans.jsonl")); err != nil {
 		return nil, err
 	}
 	go b.sweep()
@@ -97,9 +104,11 @@ func (b *Broker) recover() error {
 			}
 		}
 		r := in.OutcomeUnknown(b.Now(), "termd stopped while this command was running; its outcome is unknown")
-		if _, err := b.Store.Append(r); err != nil {
+		stored, err := b.Store.Append(r)
+		if err != nil {
 			return fmt.Errorf("recording outcome_unknown for execution %s: %w", in.ExecutionID, err)
 		}
+		b.recovered[in.PlanID] = stored.ID
 		b.Log.Warn("interrupted execution recorded as outcome_unknown", "execution", in.ExecutionID, "plan", in.PlanID)
 	}
 	return nil
@@ -143,6 +152,10 @@ func (b *Broker) Shutdown(grace time.Duration) {
 	}
 	close(b.stop)
 	<-b.done
+	b.mu.Lock()
+	b.closeJournal()
+	b.journal = nil
+	b.mu.Unlock()
 }
 
 // ActiveExecutions counts executions still running.

@@ -174,6 +174,14 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	s.active = e
 	s.touch(now)
 	p.p.ExecutionId = e.id
+	if err := b.journalPlanLocked(p); err != nil {
+		p.p.State, p.p.ExecutionId, s.active = termdv1.PlanState_PLAN_STATE_PLANNED, "", nil
+		if p.p.Approval != nil {
+			p.p.State = termdv1.PlanState_PLAN_STATE_APPROVED
+		}
+		b.mu.Unlock()
+		return nil, errdefs.Internal("recording the start durably failed (%v); nothing was started", err)
+	}
 	b.execs[e.id] = e
 	b.running.Add(1)
 	req, approved := p.req, p.dec
@@ -472,6 +480,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		p.p.ReceiptId = stored.ID
 	}
 	p.p.NextStep = nextStep(p.p)
+	_ = b.journalPlanLocked(p)
 	e.finished = true
 	e.proc = nil // output is now served from the receipt
 	s := p.session
@@ -569,6 +578,7 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_RUNNING
 			_ = b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING)
 		}
+		_ = b.journalPlanLocked(p)
 		snap := proto.Clone(e.e).(*termdv1.Execution)
 		b.Bus.Publish(p.session.id, kind, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
 		p.session.touch(b.Now())

@@ -267,6 +267,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	b.plans[p.Id] = rec
 	s.plans = append(s.plans, p.Id)
 	s.touch(now)
+	_ = b.journalPlanLocked(rec)
 	b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_PLAN_CREATED)
 	switch p.State {
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
@@ -378,6 +379,9 @@ func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, r
 	p.p.ExpiresAt = timestamppb.New(exp)
 	p.p.NextStep = nextStep(p.p)
 	p.session.touch(now)
+	if err := b.journalPlanLocked(p); err != nil {
+		return nil, errdefs.Internal("the approval could not be recorded durably (%v); try again", err)
+	}
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_APPROVED)
 	b.Log.Info("plan approved", "plan", id, "approver", caller.Name, "request_hash", requestHash)
 	return proto.Clone(p.p).(*termdv1.Plan), nil
@@ -404,6 +408,7 @@ func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reas
 	p.p.Denial = &termdv1.Denial{DeniedBy: proto.Clone(caller).(*termdv1.Principal), DeniedAt: timestamppb.New(b.Now()), Reason: b.Redactor.Redact(reason)}
 	p.p.ExpiresAt = nil
 	p.p.NextStep = nextStep(p.p)
+	_ = b.journalPlanLocked(p)
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_DENIED)
 	b.decisionReceiptLocked(p, "denied", caller, "denied by "+caller.Name+": "+p.p.Denial.Reason)
 	return proto.Clone(p.p).(*termdv1.Plan), nil
@@ -443,6 +448,7 @@ func (b *Broker) expirePlanLocked(p *planRec) {
 	p.p.NextStep = nextStep(p.p)
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
 	b.decisionReceiptLocked(p, "expired", nil, "the plan was not run before it expired")
+	_ = b.journalPlanLocked(p)
 }
 
 // FlagPlan raises a plan's scrutiny after the adviser flagged it: an
@@ -455,6 +461,7 @@ func (b *Broker) FlagPlan(caller *termdv1.Principal, id, adviceDigest string, fl
 		return err
 	}
 	p.p.AdviceDigest = adviceDigest
+	defer func() { _ = b.journalPlanLocked(p) }()
 	if !flagged {
 		return nil
 	}

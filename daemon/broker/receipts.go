@@ -105,6 +105,7 @@ func (b *Broker) decisionReceiptLocked(p *planRec, status string, by *termdv1.Pr
 	}
 	p.p.ReceiptId = stored.ID
 	p.p.NextStep = nextStep(p.p)
+	_ = b.journalPlanLocked(p)
 	sum := summaryOf(stored)
 	b.Bus.Publish(p.session.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
 }

@@ -86,6 +86,10 @@ func (b *Broker) newSessionLocked(caller *termdv1.Principal, label string) (*ses
 	now := b.Now()
 	s := &session{id: uuid.NewString(), owner: proto.Clone(caller).(*termdv1.Principal), label: label, created: now, lastActive: now}
 	b.sessions[s.id] = s
+	if err := b.journalSessionLocked(s); err != nil {
+		delete(b.sessions, s.id)
+		return nil, err
+	}
 	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_SESSION_CREATED, func(e *termdv1.Event) {
 		e.Payload = &termdv1.Event_Session{Session: s.proto(b)}
 	})
@@ -161,6 +165,7 @@ func (b *Broker) closeSessionLocked(s *session, why string) <-chan struct{} {
 		return nil
 	}
 	s.closed = true
+	_ = b.journalSessionLocked(s)
 	var wait chan struct{}
 	if e := s.active; e != nil && !e.finished {
 		e.stopReason = why

@@ -349,3 +349,29 @@ func TestKill9DuringRunGivesOutcomeUnknown(t *testing.T) {
 		t.Fatalf("chain after kill -9: %v %v", ch, err)
 	}
 }
+
+func TestPlansAndApprovalsSurviveACrash(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	waiting := plan(t, d.Client, "", "touch", "a.txt")
+	approved := plan(t, d.Client, waiting.SessionId, "touch", "b.txt")
+	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: approved.Id, RequestHash: approved.Decision.RequestHash}); err != nil {
+		t.Fatal(err)
+	}
+	d.Kill9()
+	d.Restart()
+	g, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: waiting.Id})
+	if err != nil || g.Plan.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Fatalf("awaiting plan after a crash: %v %v", g, err)
+	}
+	g2, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: approved.Id})
+	if err != nil || g2.Plan.State != termdv1.PlanState_PLAN_STATE_APPROVED || g2.Plan.Approval.GetApprover() == nil {
+		t.Fatalf("approved plan after a crash: %v %v", g2, err)
+	}
+	ex, _, _, _ := runToEnd(t, d.Client, g2.Plan)
+	if ex.State != termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED {
+		t.Fatalf("the approval survived but the run failed: %v %s", ex.State, ex.Error)
+	}
+	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: waiting.Id, RequestHash: waiting.Decision.RequestHash}); err != nil {
+		t.Fatalf("approving a plan from before the crash: %v", err)
+	}
+}

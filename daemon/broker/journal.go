@@ -1,0 +1,213 @@
+package broker
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/termd/termd/daemon/policy"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// The journal makes sessions, plans and approvals survive a crash: every
+// change is appended (fsync'd) before the caller is answered, and replayed at
+// start. The latest record of each id wins; the file is compacted at start.
+type journal struct {
+	path string
+	f    *os.File
+}
+
+type journalRecord struct {
+	Kind    string          `json:"kind"` // "session" or "plan"
+	Session json.RawMessage `json:"session,omitempty"`
+	Plan    json.RawMessage `json:"plan,omitempty"`
+	Request *policy.Request `json:"request,omitempty"`
+	// Decision is what the plan was decided on (re-checked before it runs).
+	Decision *policy.Decision `json:"decision,omitempty"`
+}
+
+var pjm = protojson.MarshalOptions{UseProtoNames: true}
+var pju = protojson.UnmarshalOptions{DiscardUnknown: false}
+
+// keepClosed is how long closed sessions and their plans stay in the journal.
+const keepClosed = 7 * 24 * time.Hour
+
+// openJournal replays the journal into the broker and compacts it.
+func (b *Broker) openJournal(path string) error {
+	type sessRec struct{ s *termdv1.Session }
+	sessions := map[string]*termdv1.Session{}
+	var sessOrder []string
+	plans := map[string]journalRecord{}
+	var planOrder []string
+	if f, err := os.Open(path); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		line := 0
+		for sc.Scan() {
+			line++
+			var r journalRecord
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				// A torn last line (crash mid-write) is expected; anything else is reported.
+				b.Log.Warn("plan journal: skipping an unreadable record", "file", path, "line", line, "error", err)
+				continue
+			}
+			switch r.Kind {
+			case "session":
+				s := &termdv1.Session{}
+				if err := pju.Unmarshal(r.Session, s); err != nil {
+					b.Log.Warn("plan journal: bad session record", "line", line, "error", err)
+					continue
+				}
+				if _, ok := sessions[s.Id]; !ok {
+					sessOrder = append(sessOrder, s.Id)
+				}
+				sessions[s.Id] = s
+			case "plan":
+				p := &termdv1.Plan{}
+				if err := pju.Unmarshal(r.Plan, p); err != nil {
+					b.Log.Warn("plan journal: bad plan record", "line", line, "error", err)
+					continue
+				}
+				if _, ok := plans[p.Id]; !ok {
+					planOrder = append(planOrder, p.Id)
+				}
+				plans[p.Id] = r
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("reading the plan journal %s: %w", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("opening the plan journal: %w", err)
+	}
+
+	now := b.Now()
+	for _, id := range sessOrder {
+		ps := sessions[id]
+		if ps.Closed && now.Sub(ps.LastActiveAt.AsTime()) > keepClosed {
+			continue
+		}
+		b.sessions[id] = &session{id: id, owner: ps.Owner, label: ps.Label, created: ps.CreatedAt.AsTime(), lastActive: now, closed: ps.Closed}
+		if ps.Closed {
+			b.Bus.CloseSession(id)
+		} else {
+			// Event sequence numbers restart with the daemon; the first event says so.
+			s := b.sessions[id]
+			b.Bus.Publish(id, termdv1.EventKind_EVENT_KIND_SESSION_CREATED, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Session{Session: s.proto(b)} })
+		}
+	}
+	for _, id := range planOrder {
+		r := plans[id]
+		p := &termdv1.Plan{}
+		_ = pju.Unmarshal(r.Plan, p)
+		s, ok := b.sessions[p.SessionId]
+		if !ok || r.Request == nil || r.Decision == nil {
+			continue
+		}
+		rec := &planRec{p: p, req: *r.Request, dec: *r.Decision, session: s}
+		if p.State == termdv1.PlanState_PLAN_STATE_RUNNING || p.State == termdv1.PlanState_PLAN_STATE_PAUSED {
+			// It was running when termd stopped: recover() recorded outcome_unknown.
+			p.State = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
+			if rid, ok := b.recovered[p.Id]; ok {
+				p.ReceiptId = rid
+			}
+			p.NextStep = nextStep(p)
+		}
+		b.plans[id] = rec
+		s.plans = append(s.plans, id)
+	}
+
+	// Compact: write the live state to a new file, then swap it in.
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("compacting the plan journal: %w", err)
+	}
+	b.journal = &journal{path: path, f: f}
+	for _, id := range sessOrder {
+		if s, ok := b.sessions[id]; ok {
+			if err := b.journalSessionLocked(s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range planOrder {
+		if p, ok := b.plans[id]; ok {
+			if err := b.journalPlanLocked(p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("compacting the plan journal: %w", err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func (b *Broker) journalWrite(r journalRecord) error {
+	if b.journal == nil {
+		return nil
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if _, err := b.journal.f.Write(data); err != nil {
+		return fmt.Errorf("writing the plan journal: %w", err)
+	}
+	if err := b.journal.f.Sync(); err != nil {
+		return fmt.Errorf("syncing the plan journal: %w", err)
+	}
+	return nil
+}
+
+// journalPlanLocked durably records a plan's current state.
+func (b *Broker) journalPlanLocked(p *planRec) error {
+	data, err := pjm.Marshal(p.p)
+	if err != nil {
+		return err
+	}
+	req, dec := p.req, p.dec
+	err = b.journalWrite(journalRecord{Kind: "plan", Plan: data, Request: &req, Decision: &dec})
+	if err != nil {
+		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", p.p.Id, "error", err)
+	}
+	return err
+}
+
+// journalSessionLocked durably records a session.
+func (b *Broker) journalSessionLocked(s *session) error {
+	ps := s.proto(b)
+	ps.ActiveExecutionId = ""
+	data, err := pjm.Marshal(proto.Message(ps))
+	if err != nil {
+		return err
+	}
+	err = b.journalWrite(journalRecord{Kind: "session", Session: data})
+	if err != nil {
+		b.Log.Error("plan journal write failed; this session would not survive a crash", "session", s.id, "error", err)
+	}
+	return err
+}
+
+func (b *Broker) closeJournal() {
+	if b.journal != nil {
+		_ = b.journal.f.Close()
+	}
+}
