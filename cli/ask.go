@@ -89,7 +89,8 @@ func (a *app) ask(ctx context.Context, c *client.Client, req *termdv1.AdviseRequ
 		return err
 	}
 	if !st.AdviserAvailable {
-		return exitWith(ExitError, fmt.Errorf("the adviser is unavailable%s", colonIf(st.AdviserDetail)))
+		detail := strings.TrimLeft(strings.TrimPrefix(st.AdviserDetail, "unavailable"), ": ")
+		return exitWith(ExitError, fmt.Errorf("the adviser is unavailable%s", colonIf(detail)))
 	}
 	stream, err := c.Adviser.Advise(ctx, req)
 	if err != nil {

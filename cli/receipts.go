@@ -174,6 +174,11 @@ func printReceipt(a *app, raw string) error {
 		}
 		switch t := v.(type) {
 		case string:
+			if strings.HasSuffix(k, "_at") {
+				if ts, err := time.Parse(time.RFC3339Nano, t); err == nil {
+					return ts.Local().Format(time.DateTime)
+				}
+			}
 			return t
 		case []any:
 			parts := make([]string, len(t))
@@ -182,6 +187,13 @@ func printReceipt(a *app, raw string) error {
 			}
 			return shellQuote(parts)
 		case map[string]any:
+			// A principal: its name and role.
+			if name, ok := t["name"].(string); ok {
+				if role, ok := t["role"].(string); ok && role != "" {
+					return name + " (" + role + ")"
+				}
+				return name
+			}
 			b, _ := json.Marshal(t)
 			return string(b)
 		}
@@ -189,7 +201,7 @@ func printReceipt(a *app, raw string) error {
 	}
 	pairs := []string{}
 	shown := map[string]bool{"stdout": true, "stderr": true}
-	for _, k := range []string{"id", "seq", "status", "exit_code", "signal", "argv", "binary_path", "cwd", "mode", "decision", "risk", "requester", "approver", "started_at", "finished_at", "duration_ms", "request_hash", "policy_version", "key_id"} {
+	for _, k := range []string{"id", "seq", "status", "exit_code", "signal", "command", "binary_path", "cwd", "mode", "decision", "risk", "requester", "approver", "started_at", "duration_ms", "request_hash", "key_id"} {
 		if _, ok := m[k]; ok {
 			pairs = append(pairs, strings.ReplaceAll(k, "_", " "), str(k))
 			shown[k] = true
@@ -206,7 +218,7 @@ func printReceipt(a *app, raw string) error {
 			}
 		}
 	}
-	fmt.Fprintln(a.stdout, "(-o json prints the whole signed receipt)")
+	fmt.Fprintln(a.stdout, "(-o json prints the whole signed receipt; `termctl receipts export ID` keeps it for verifying)")
 	return nil
 }
 

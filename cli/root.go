@@ -123,10 +123,29 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(ExitUsage, err) })
+	root.AddGroup(
+		&cobra.Group{ID: "run", Title: "Plan and run commands:"},
+		&cobra.Group{ID: "approve", Title: "Approve (operators):"},
+		&cobra.Group{ID: "evidence", Title: "Policy, receipts and audit:"},
+		&cobra.Group{ID: "more", Title: "More:"},
+	)
 	for _, add := range verbs {
-		root.AddCommand(add(a))
+		cmd := add(a)
+		cmd.GroupID = verbGroup[cmd.Name()]
+		root.AddCommand(cmd)
 	}
+	root.SetHelpCommandGroupID("more")
+	root.SetCompletionCommandGroupID("more")
 	return root
+}
+
+// verbGroup places each verb under a heading in `termctl --help`.
+var verbGroup = map[string]string{
+	"plan": "run", "run": "run", "execute": "run", "output": "run", "watch": "run",
+	"pause": "run", "resume": "run", "cancel": "run", "replan": "run", "sessions": "run",
+	"pending": "approve", "approve": "approve", "deny": "approve",
+	"policy": "evidence", "receipts": "evidence", "receipt": "evidence", "audit": "evidence",
+	"ask": "more", "status": "more", "version": "more", "gen-man": "more",
 }
 
 // verbs registers each verb file's constructor.
