@@ -220,6 +220,8 @@ func (b *Bridge) listResources(ctx context.Context, p *mcp.ListResourcesParams) 
 		}
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	// Receipts and files are this principal's view, and change: never cache.
+	res.CacheScope, res.TTLMs = "private", 0
 	if first {
 		res.Resources = append(res.Resources, &mcp.Resource{URI: policyURI, Name: "policy", Title: "Active termd policy", MIMEType: "application/json"})
 		if rs, err := b.c.Receipts.ListReceipts(ctx, &termdv1.ListReceiptsRequest{Limit: latestReceipts}); err == nil {

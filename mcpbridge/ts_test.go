@@ -1,0 +1,128 @@
+package mcpbridge_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+// TestTypeScriptClient drives the bridge with the official TypeScript SDK
+// (mcpbridge/tsclient/client.mjs) over stdio and HTTP at both protocol eras.
+func TestTypeScriptClient(t *testing.T) {
+	needRoot(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "tsclient")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Skip("run scripts/ci-deps.sh (npm ci in mcpbridge/tsclient) first")
+	}
+	d := startDaemon(t)
+	if err := os.Chown(d.Workspace, int(harness.Nobody.Uid), int(harness.Nobody.Gid)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/tmp", "PROTO=" + tr.version, "BIN=" + harness.Bin(t, "termd-mcp"), "SOCKET=" + d.Socket, "WORKSPACE=" + d.Workspace}
+			if tr.http {
+				hb := startHTTPBridge(t, d)
+				env = append(env, "TRANSPORT=http", "URL="+hb.URL, "TOKEN="+hb.Token)
+			} else {
+				env = append(env, "TRANSPORT=stdio")
+			}
+			cmd := exec.Command(node, "client.mjs")
+			cmd.Dir = dir
+			cmd.Env = env
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: harness.Nobody}
+			stderr := &syncBuf{}
+			cmd.Stderr = stderr
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				stdin.Close()
+				_ = cmd.Wait()
+				if t.Failed() {
+					t.Logf("node stderr:\n%s", stderr.String())
+				}
+			}()
+			steps := map[string]map[string]any{}
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(nil, 4<<20)
+			for sc.Scan() {
+				var m map[string]any
+				if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+					t.Fatalf("node printed %q", sc.Text())
+				}
+				step := str(m, "step")
+				steps[step] = m
+				if e := str(m, "error"); e != "" {
+					t.Fatalf("%s: %s", step, e)
+				}
+				if step == "approve" {
+					p, _ := m["sc"].(map[string]any)
+					id := str(p, "plan_id")
+					if str(p, "state") != "awaiting_approval" || !strings.Contains(str(m, "text"), "termctl approve "+id) {
+						t.Errorf("touch plan: %v", m)
+					}
+					if out, errOut, code := d.Run("termctl", "approve", id); code != 0 {
+						t.Fatalf("termctl approve %s: %d %s %s", id, code, out, errOut)
+					}
+					stdin.Write([]byte("approved\n"))
+				}
+			}
+			if steps["done"] == nil {
+				t.Fatalf("the TypeScript client did not finish; steps: %v", steps)
+			}
+			res := func(step string) map[string]any { m, _ := steps[step]["sc"].(map[string]any); return m }
+
+			if v := str(steps["connect"], "version"); v != tr.version {
+				t.Errorf("negotiated %q, want %s", v, tr.version)
+			}
+			names, _ := steps["tools"]["names"].([]any)
+			var ns []string
+			for _, n := range names {
+				ns = append(ns, n.(string))
+			}
+			if !slices.Contains(ns, "terminal_plan") || !slices.Contains(ns, "terminal_execute") || slices.ContainsFunc(ns, func(s string) bool { return strings.Contains(s, "approve") }) {
+				t.Errorf("tools = %v", ns)
+			}
+			if s := res("execute_pwd"); str(s, "state") != "succeeded" || !strings.Contains(str(s, "stdout"), d.Workspace) || s["receipt"] == nil {
+				t.Errorf("pwd: %v", steps["execute_pwd"])
+			}
+			if p, _ := steps["execute_pwd"]["progress"].([]any); len(p) == 0 {
+				t.Errorf("no progress notifications for pwd: %v", steps["execute_pwd"])
+			}
+			if steps["plan_sudo"]["isError"] != true || str(res("plan_sudo"), "state") != "blocked" {
+				t.Errorf("sudo ls: %v", steps["plan_sudo"])
+			}
+			if str(res("execute_sleep"), "state") != "running" || str(res("status_sleep"), "state") != "succeeded" {
+				t.Errorf("sleep 3: %v then %v", steps["execute_sleep"], steps["status_sleep"])
+			}
+			if str(res("execute_touch"), "state") != "succeeded" {
+				t.Errorf("approved touch: %v", steps["execute_touch"])
+			}
+			uris, _ := steps["resources"]["uris"].([]any)
+			if !slices.Contains(uris, any("policy://current")) {
+				t.Errorf("resources = %v", uris)
+			}
+			prompts, _ := steps["prompts"]["names"].([]any)
+			if !slices.Contains(prompts, any("safe_terminal_task")) || !slices.Contains(prompts, any("diagnose_failure")) {
+				t.Errorf("prompts = %v", prompts)
+			}
+		})
+	}
+}

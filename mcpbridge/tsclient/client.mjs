@@ -1,0 +1,83 @@
+// Drives termd-mcp with the official TypeScript MCP SDK client, for
+// mcpbridge/ts_test.go. Protocol 2025-11-25 uses @modelcontextprotocol/sdk
+// (v1); 2026-07-28 uses its v2 client package, pinned to that revision.
+// Each step prints one JSON line; before executing a plan that needs
+// approval it prints {"step":"approve"} and waits for a line on stdin.
+import { createInterface } from 'node:readline';
+
+const { TRANSPORT, PROTO, BIN, SOCKET, URL: ENDPOINT, TOKEN, WORKSPACE } = process.env;
+const modern = PROTO >= '2026-07-28';
+const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+
+let Client, Stdio, HTTP;
+if (modern) {
+  ({ Client, StreamableHTTPClientTransport: HTTP } = await import('@modelcontextprotocol/client'));
+  ({ StdioClientTransport: Stdio } = await import('@modelcontextprotocol/client/stdio'));
+} else {
+  ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
+  ({ StdioClientTransport: Stdio } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
+  ({ StreamableHTTPClientTransport: HTTP } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
+}
+
+const opts = modern ? { versionNegotiation: { mode: { pin: PROTO } } } : {};
+const client = new Client({ name: 'termd-ts-e2e', version: '1.0.0' }, opts);
+const transport = TRANSPORT === 'stdio'
+  ? new Stdio({ command: BIN, args: [], env: { PATH: process.env.PATH, HOME: '/tmp', TERMD_SOCKET: SOCKET }, cwd: WORKSPACE, stderr: 'inherit' })
+  : new HTTP(new URL(ENDPOINT), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } });
+
+try {
+  await client.connect(transport);
+} catch (e) {
+  out({ step: 'connect', error: String(e && e.message || e) });
+  process.exit(0);
+}
+out({ step: 'connect', version: client.getNegotiatedProtocolVersion ? client.getNegotiatedProtocolVersion() : (transport.protocolVersion || PROTO), instructions: client.getInstructions ? client.getInstructions() : '' });
+
+const call = async (name, args, progress) => {
+  const seen = [];
+  const o = progress ? { onprogress: (p) => seen.push(p.message || '') } : undefined;
+  const r = modern ? await client.callTool({ name, arguments: args }, o) : await client.callTool({ name, arguments: args }, undefined, o);
+  return { isError: !!r.isError, sc: r.structuredContent || {}, progress: seen, text: (r.content || []).map((c) => c.text || '').join('\n') };
+};
+
+try {
+const tools = await client.listTools();
+out({ step: 'tools', names: tools.tools.map((t) => t.name), annotations: Object.fromEntries(tools.tools.map((t) => [t.name, t.annotations || {}])) });
+
+let r = await call('terminal_plan', { argv: ['pwd'] });
+out({ step: 'plan_pwd', ...r });
+r = await call('terminal_execute', { plan_id: r.sc.plan_id }, true);
+out({ step: 'execute_pwd', ...r });
+
+r = await call('terminal_plan', { argv: ['sudo', 'ls'] });
+out({ step: 'plan_sudo', ...r });
+
+r = await call('terminal_plan', { argv: ['sleep', '3'] });
+r = await call('terminal_execute', { plan_id: r.sc.plan_id, wait_seconds: 1 });
+out({ step: 'execute_sleep', ...r });
+const id = r.sc.execution_id;
+for (let i = 0; i < 200; i++) {
+  r = await call('terminal_status', { execution_id: id });
+  if (r.sc.done) break;
+  await new Promise((res) => setTimeout(res, 300));
+}
+out({ step: 'status_sleep', ...r });
+
+r = await call('terminal_plan', { argv: ['touch', `ts-${TRANSPORT}-${PROTO}`] });
+out({ step: 'approve', ...r });
+await lines.next(); // the operator has approved
+r = await call('terminal_execute', { plan_id: r.sc.plan_id });
+out({ step: 'execute_touch', ...r });
+
+const res = await client.listResources();
+out({ step: 'resources', uris: res.resources.map((x) => x.uri) });
+const prompts = await client.listPrompts();
+out({ step: 'prompts', names: prompts.prompts.map((p) => p.name) });
+
+await client.close();
+out({ step: 'done' });
+} catch (e) {
+  out({ step: 'fatal', error: String(e && e.stack || e) });
+}
+process.exit(0);
