@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,5 +64,48 @@ func TestRunYesApprovesOnlyWhenAllowedTo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d.Workspace, "by-agent.txt")); err == nil {
 		t.Fatal("an agent approved its own plan")
+	}
+}
+
+// runOnTTY runs termctl under script(1) so it has a terminal, typing answer.
+func runOnTTY(t *testing.T, d *harness.Daemon, answer string, args ...string) (string, int) {
+	t.Helper()
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is needed to give termctl a terminal")
+	}
+	line := harness.Bin(t, "termctl")
+	for _, a := range args {
+		line += " '" + a + "'"
+	}
+	cmd := exec.Command(script, "-qec", line, "/dev/null")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TERMD_SOCKET=" + d.Socket, "NO_COLOR=1", "TERM=dumb"}
+	cmd.Dir = d.Workspace
+	cmd.Stdin = strings.NewReader(answer)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestRunAsksOnATerminal(t *testing.T) {
+	d := start(t)
+	out, code := runOnTTY(t, d, "y\n", "run", "--mode", "confirm", "--", "touch", "yes.txt")
+	if code != 0 || !strings.Contains(out, "approve and run? [y/N]") || !strings.Contains(out, "request hash") {
+		t.Fatalf("on a terminal run should show the canonical request and ask; exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(d.Workspace, "yes.txt")); err != nil {
+		t.Fatal("the approved command did not run")
+	}
+	out, code = runOnTTY(t, d, "n\n", "run", "--mode", "confirm", "--", "touch", "no.txt")
+	if code != 125 || !strings.Contains(out, "termctl approve ") {
+		t.Fatalf("answering no should stop with 125 and the approve command; exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(d.Workspace, "no.txt")); err == nil {
+		t.Fatal("the command ran although the answer was no")
 	}
 }
