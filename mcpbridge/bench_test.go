@@ -1,0 +1,123 @@
+package mcpbridge_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestBenchBridge measures, in one run and against baselines from the same
+// run: terminal_plan(pwd) + terminal_execute (signed receipt included) over
+// streamable HTTP versus a bare fork/exec of /bin/true; and the stdio
+// bridge's cold start (process start to the first tools/list answer) versus
+// starting a trivial Go binary. Run with TERMD_BENCH=1; it prints ratios.
+func TestBenchBridge(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1 to run the bridge benchmark")
+	}
+	d := startDaemon(t)
+	ctx := context.Background()
+	const pairs = 200
+
+	// Baseline: fork/exec of /bin/true.
+	trueTimes := make([]time.Duration, 0, pairs)
+	for range pairs {
+		start := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			t.Fatal(err)
+		}
+		trueTimes = append(trueTimes, time.Since(start))
+	}
+
+	// plan + execute over streamable HTTP (protocol 2026-07-28, stateless).
+	hb := startHTTPBridge(t, d)
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	pair := func() (plan, execute time.Duration) {
+		start := time.Now()
+		p, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"pwd"}}, false)
+		if res.IsError || str(p, "state") != "planned" {
+			t.Fatalf("plan: %s", text(res))
+		}
+		mid := time.Now()
+		ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false)
+		if res.IsError || str(ex, "state") != "succeeded" || ex["receipt"] == nil {
+			t.Fatalf("execute: %s", text(res))
+		}
+		return mid.Sub(start), time.Since(mid)
+	}
+	for range 10 { // warm up
+		pair()
+	}
+	var pairTimes, planTimes, execTimes []time.Duration
+	for range pairs {
+		p, e := pair()
+		planTimes, execTimes, pairTimes = append(planTimes, p), append(execTimes, e), append(pairTimes, p+e)
+	}
+	report(t, "plan+execute over HTTP", pairTimes, "fork/exec /bin/true", trueTimes, 2.5)
+	t.Logf("  of which terminal_plan median %v, terminal_execute median %v", pct(planTimes, 50), pct(execTimes, 50))
+
+	// Cold start over stdio versus a trivial Go binary.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module trivial\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", "trivial", ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the trivial binary: %v\n%s", err, out)
+	}
+	const starts = 30
+	var trivial, cold []time.Duration
+	for range starts {
+		start := time.Now()
+		if err := exec.Command(filepath.Join(dir, "trivial")).Run(); err != nil {
+			t.Fatal(err)
+		}
+		trivial = append(trivial, time.Since(start))
+	}
+	for range starts {
+		cmd := bridgeCmd(t, d, nil)
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		start := time.Now()
+		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		cold = append(cold, time.Since(start))
+		cs.Close()
+	}
+	report(t, "stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s)-1, i-1))]
+}
+
+func report(t *testing.T, what string, got []time.Duration, base string, baseline []time.Duration, target float64) {
+	t.Helper()
+	for _, p := range []int{50, 90} {
+		g, b := pct(got, p), pct(baseline, p)
+		t.Logf("%s p%d %v vs %s p%d %v: ratio %.2fx (target <= %.1fx)", what, p, g, base, p, b, float64(g)/float64(b), target)
+	}
+}
