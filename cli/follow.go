@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
@@ -182,21 +183,14 @@ func (a *app) finish(ex *termdv1.Execution, rc *termdv1.ReceiptSummary) error {
 }
 
 func signalNumber(name string) int {
-	name = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(name)), "SIG")
-	for i := 1; i < 32; i++ {
-		if strings.TrimPrefix(strings.ToUpper(syscall.Signal(i).String()), "SIG") == name {
-			return i
-		}
+	name = strings.ToUpper(strings.TrimSpace(name))
+	if name == "" {
+		return 0
 	}
-	for _, s := range []struct {
-		n string
-		v syscall.Signal
-	}{{"KILL", syscall.SIGKILL}, {"TERM", syscall.SIGTERM}, {"INT", syscall.SIGINT}, {"HUP", syscall.SIGHUP}, {"SEGV", syscall.SIGSEGV}, {"ABRT", syscall.SIGABRT}, {"PIPE", syscall.SIGPIPE}} {
-		if name == s.n {
-			return int(s.v)
-		}
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
 	}
-	return 0
+	return int(unix.SignalNum(name))
 }
 
 // refusal maps termd refusing to run a plan (needs approval, blocked, stale,
