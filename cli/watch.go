@@ -89,7 +89,15 @@ func (a *app) watch(ctx context.Context, c *client.Client, session string, curso
 			return nil
 		}
 		switch client.Code(err) {
-		case codes.NotFound, codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated:
+		case codes.NotFound:
+			// A restarted termd knows an open session (its journal) before
+			// its event bus has seen any event of it: wait for them.
+			if open, closed := sessionState(ctx, c, session); closed {
+				return nil
+			} else if !open {
+				return fmt.Errorf("watching %s: %w", orAll(session), err)
+			}
+		case codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated:
 			return fmt.Errorf("watching %s: %w", orAll(session), err)
 		}
 		if got > 0 {
@@ -219,6 +227,20 @@ func eventDetail(ev *termdv1.Event) string {
 		return fmt.Sprintf("receipt %s %s", p.Receipt.Id, p.Receipt.Status)
 	}
 	return ""
+}
+
+// sessionState says whether a session exists and is open, or is closed.
+func sessionState(ctx context.Context, c *client.Client, session string) (open, closed bool) {
+	if session == "" {
+		return false, false
+	}
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := c.Sessions.GetSession(gctx, &termdv1.GetSessionRequest{SessionId: session})
+	if err != nil {
+		return false, false
+	}
+	return !s.Session.Closed, s.Session.Closed
 }
 
 func orAll(session string) string {

@@ -70,3 +70,31 @@ func TestWatchResumesAfterDaemonRestart(t *testing.T) {
 		seen[key] = true
 	}
 }
+
+// TestWatchSessionAcrossRestart: a session outlives a daemon restart, and so
+// does watching it: watch reconnects, prints the session's new events and
+// stops when it closes.
+func TestWatchSessionAcrossRestart(t *testing.T) {
+	d := start(t)
+	s := decode[sessionJSON](t, ok(t, d, "sessions", "create", "-o", "json"))
+	w := startBackground(t, d, "watch", s.ID)
+	expect(t, d, 0, "run", "--session", s.ID, "--", "echo", "first words")
+	eventually(t, "watch to print the first run", func() bool {
+		out, _ := w.output()
+		return strings.Contains(out, "first words") && strings.Contains(out, "receipt_signed")
+	})
+
+	d.Stop()
+	d.Restart()
+
+	expect(t, d, 0, "run", "--session", s.ID, "--", "echo", "second words")
+	eventually(t, "watch to print the run after the restart", func() bool {
+		out, _ := w.output()
+		return strings.Contains(out, "second words")
+	})
+	ok(t, d, "sessions", "close", s.ID)
+	if code := w.wait(t); code != 0 {
+		out, errOut := w.output()
+		t.Fatalf("watch should stop cleanly when the session closes, exit %d\n%s%s", code, out, errOut)
+	}
+}
