@@ -9,7 +9,7 @@ FUZZTIME  ?= 30s
 # Fuzz targets run by `make test` (package:target).
 FUZZ      ?=
 
-.PHONY: all build test unit vet fuzz run generate check-generated lint bench install uninstall man clean
+.PHONY: all build test unit vet fuzz run generate check-generated lint bench install uninstall man docs clean
 
 all: build
 
@@ -58,6 +58,10 @@ install: build
 
 uninstall:
 	./scripts/install.sh --uninstall "$(PREFIX)"
+
+## docs: regenerate docs/CONFIG.md from the config struct (a test fails when it is stale)
+docs:
+	$(GO) run ./daemon/config/gen
 
 man: build
 	$(BIN)/termctl gen-man docs/man
