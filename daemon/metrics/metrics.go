@@ -1,0 +1,188 @@
+// Package metrics exposes termd's Prometheus metrics on an opt-in loopback
+// listener (config key metrics_listen). Metrics carry counts, durations and
+// sizes only: never commands, arguments, output or principals.
+//
+// The broker reports events through a Recorder (PlanDecided,
+// ExecutionFinished, PolicyReloaded); gauges are read at scrape time from
+// functions the daemon supplies (Gauges). A nil *Recorder ignores every call.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Recorder counts what the broker does.
+type Recorder struct {
+	reg      *prometheus.Registry
+	plans    *prometheus.CounterVec
+	execs    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	output   prometheus.Counter
+	reloads  *prometheus.CounterVec
+}
+
+// Gauges are read at every scrape. Nil functions are not exported.
+type Gauges struct {
+	ActiveSessions   func() int
+	ActiveExecutions func() int
+	Subscribers      func() int
+	Receipts         func() (int64, error)
+}
+
+// New makes a Recorder with its own registry (Go runtime and process
+// collectors included).
+func New() *Recorder {
+	r := &Recorder{reg: prometheus.NewRegistry()}
+	r.plans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "termd_plans_total",
+		Help: "Plans created, by policy decision (allow, ask, deny).",
+	}, []string{"decision"})
+	r.execs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "termd_executions_total",
+		Help: "Executions finished, by final status (succeeded, failed, timed_out, cancelled, killed).",
+	}, []string{"status"})
+	r.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "termd_execution_duration_seconds",
+		Help:    "Wall-clock duration of finished executions, by final status.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+	}, []string{"status"})
+	r.output = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "termd_output_bytes_total",
+		Help: "Bytes of stdout and stderr produced by finished executions (before the output cap).",
+	})
+	r.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "termd_policy_reloads_total",
+		Help: "Policy reload attempts, by result (ok, refused: the last good policy stayed active).",
+	}, []string{"result"})
+	r.reg.MustRegister(r.plans, r.execs, r.duration, r.output, r.reloads,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, v := range []string{"allow", "ask", "deny"} {
+		r.plans.WithLabelValues(v)
+	}
+	for _, v := range []string{"ok", "refused"} {
+		r.reloads.WithLabelValues(v)
+	}
+	return r
+}
+
+// PlanDecided counts a new plan by its policy verdict.
+func (r *Recorder) PlanDecided(verdict string) {
+	if r == nil {
+		return
+	}
+	r.plans.WithLabelValues(verdict).Inc()
+}
+
+// ExecutionFinished counts a finished execution, its duration and output.
+func (r *Recorder) ExecutionFinished(status string, d time.Duration, outBytes int64) {
+	if r == nil {
+		return
+	}
+	r.execs.WithLabelValues(status).Inc()
+	r.duration.WithLabelValues(status).Observe(d.Seconds())
+	if outBytes > 0 {
+		r.output.Add(float64(outBytes))
+	}
+}
+
+// PolicyReloaded counts a policy reload attempt.
+func (r *Recorder) PolicyReloaded(ok bool) {
+	if r == nil {
+		return
+	}
+	res := "ok"
+	if !ok {
+		res = "refused"
+	}
+	r.reloads.WithLabelValues(res).Inc()
+}
+
+// Observe registers the scrape-time gauges.
+func (r *Recorder) Observe(g Gauges) {
+	if r == nil {
+		return
+	}
+	gauge := func(name, help string, f func() int) {
+		if f != nil {
+			r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(f()) }))
+		}
+	}
+	gauge("termd_active_sessions", "Open sessions.", g.ActiveSessions)
+	gauge("termd_active_executions", "Executions running now.", g.ActiveExecutions)
+	gauge("termd_event_subscribers", "Event stream subscribers (watchers, consoles, bridges).", g.Subscribers)
+	if g.Receipts != nil {
+		r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "termd_receipts",
+			Help: "Receipts in the receipt store (-1 when the store cannot be read).",
+		}, func() float64 {
+			n, err := g.Receipts()
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}))
+	}
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (r *Recorder) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{})
+}
+
+// Server is the metrics HTTP listener.
+type Server struct {
+	srv  *http.Server
+	addr net.Addr
+}
+
+// Addr is the address actually listened on.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Serve listens on addr (which config validation keeps on loopback) and
+// serves /metrics until Close.
+func (r *Recorder) Serve(addr string, log *slog.Logger) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics_listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", r.Handler())
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "termd metrics: see /metrics")
+	})
+	s := &Server{addr: l.Addr(), srv: &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}}
+	go func() {
+		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "error", err)
+		}
+	}()
+	log.Info("metrics listening", "address", l.Addr().String())
+	return s, nil
+}
+
+// Close stops the listener.
+func (s *Server) Close() {
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}

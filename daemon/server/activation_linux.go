@@ -1,0 +1,93 @@
+//go:build linux
+
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// listenFDsStart is the first inherited descriptor (SD_LISTEN_FDS_START).
+const listenFDsStart = 3
+
+// Activated returns the listening unix socket handed over by a service
+// manager (systemd socket activation: LISTEN_PID, LISTEN_FDS and optionally
+// LISTEN_FDNAMES), or nil when termd was not socket-activated. The
+// variables are removed from the environment so commands termd runs never
+// see them. When several sockets are passed, the one named "termd" (or the
+// first unix stream socket) is used.
+func Activated() (net.Listener, error) {
+	pidStr, fdsStr := os.Getenv("LISTEN_PID"), os.Getenv("LISTEN_FDS")
+	names := os.Getenv("LISTEN_FDNAMES")
+	defer func() {
+		os.Unsetenv("LISTEN_PID")
+		os.Unsetenv("LISTEN_FDS")
+		os.Unsetenv("LISTEN_FDNAMES")
+	}()
+	if fdsStr == "" {
+		return nil, nil
+	}
+	if pid, err := strconv.Atoi(pidStr); err != nil || pid != os.Getpid() {
+		// Meant for another process (e.g. inherited through a shell).
+		return nil, nil
+	}
+	n, err := strconv.Atoi(fdsStr)
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("socket activation: LISTEN_FDS=%q is not a positive count", fdsStr)
+	}
+	var fdNames []string
+	if names != "" {
+		fdNames = strings.Split(names, ":")
+	}
+	pick := -1
+	for i := 0; i < n; i++ {
+		fd := listenFDsStart + i
+		syscall.CloseOnExec(fd)
+		if !isUnixStreamListener(fd) {
+			continue
+		}
+		if i < len(fdNames) && fdNames[i] == "termd" {
+			pick = fd
+			break
+		}
+		if pick < 0 {
+			pick = fd
+		}
+	}
+	if pick < 0 {
+		return nil, fmt.Errorf("socket activation: none of the %d inherited descriptors is a listening unix stream socket (check ListenStream= in termd.socket)", n)
+	}
+	f := os.NewFile(uintptr(pick), "termd.socket")
+	l, err := net.FileListener(f) // dups the descriptor
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("socket activation: fd %d: %w", pick, err)
+	}
+	// Close the descriptors we do not use.
+	for i := 0; i < n; i++ {
+		if fd := listenFDsStart + i; fd != pick {
+			syscall.Close(fd)
+		}
+	}
+	return l, nil
+}
+
+func isUnixStreamListener(fd int) bool {
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		return false
+	}
+	if _, ok := sa.(*syscall.SockaddrUnix); !ok {
+		return false
+	}
+	typ, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TYPE)
+	if err != nil || typ != syscall.SOCK_STREAM {
+		return false
+	}
+	acc, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ACCEPTCONN)
+	return err == nil && acc == 1
+}
