@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 // TestBenchBridge measures, in one run and against baselines from the same
@@ -35,6 +37,42 @@ func TestBenchBridge(t *testing.T) {
 		}
 		trueTimes = append(trueTimes, time.Since(start))
 	}
+
+	// The daemon's own share: the same pair straight over gRPC (as the
+	// operator; CreatePlan + ExecuteAndWait to the signed receipt), with no
+	// bridge, so the bridge's overhead can be told apart.
+	sess, err := d.Client.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := func() time.Duration {
+		start := time.Now()
+		p, err := d.Client.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: sess.GetSession().GetId(), Request: &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: d.Workspace}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := d.Client.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: p.GetPlan().GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := st.Recv(); err != nil {
+				break
+			}
+		}
+		if _, err := d.Client.Receipts.GetReceipt(ctx, &termdv1.GetReceiptRequest{SessionId: sess.GetSession().GetId()}); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for range 10 {
+		direct()
+	}
+	var directTimes []time.Duration
+	for range pairs {
+		directTimes = append(directTimes, direct())
+	}
+	report(t, "daemon alone (gRPC plan+execute-and-wait+receipt)", directTimes, "fork/exec /bin/true", trueTimes, 2.5)
 
 	// plan + execute over streamable HTTP (protocol 2026-07-28, stateless).
 	hb := startHTTPBridge(t, d)
@@ -66,7 +104,7 @@ func TestBenchBridge(t *testing.T) {
 		planTimes, execTimes, pairTimes = append(planTimes, p), append(execTimes, e), append(pairTimes, p+e)
 	}
 	report(t, "plan+execute over HTTP", pairTimes, "fork/exec /bin/true", trueTimes, 2.5)
-	t.Logf("  of which terminal_plan median %v, terminal_execute median %v", pct(planTimes, 50), pct(execTimes, 50))
+	t.Logf("  of which terminal_plan median %v, terminal_execute median %v; the bridge adds %v to the daemon's median", pct(planTimes, 50), pct(execTimes, 50), pct(pairTimes, 50)-pct(directTimes, 50))
 
 	// Cold start over stdio versus a trivial Go binary.
 	dir := t.TempDir()

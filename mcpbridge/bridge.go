@@ -44,8 +44,7 @@ type Bridge struct {
 	mu         sync.Mutex
 	consoleURL string
 	consoleAt  time.Time
-	roots      []string          // workspace roots, from the daemon's status
-	seen       map[string]uint64 // daemon session id -> highest event seq seen
+	roots      []string // workspace roots, from the daemon's status
 }
 
 // New builds the MCP server with every tool, prompt and resource.
@@ -60,9 +59,8 @@ func New(o Options) *Bridge {
 		o.MaxSessions = 4
 	}
 	b := &Bridge{
-		c:    o.Client,
-		log:  o.Logger,
-		seen: map[string]uint64{},
+		c:   o.Client,
+		log: o.Logger,
 	}
 	b.sessions = newSessionPool(o.Client, o.MaxSessions)
 	b.server = mcp.NewServer(&mcp.Implementation{
@@ -115,20 +113,4 @@ func (b *Bridge) consoleURLFor(ctx context.Context, planID string) string {
 		u = u[:len(u)-1]
 	}
 	return u + "/plans/" + planID
-}
-
-// lastSeen is the highest event sequence number the bridge has seen in a
-// session; streams resume after it so they replay little.
-func (b *Bridge) lastSeen(session string) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.seen[session]
-}
-
-func (b *Bridge) sawSeq(session string, seq uint64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if seq > b.seen[session] {
-		b.seen[session] = seq
-	}
 }

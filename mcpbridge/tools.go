@@ -347,7 +347,7 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if in.WaitSeconds > 0 {
 		wait = min(time.Duration(in.WaitSeconds)*time.Second, MaxWait)
 	}
-	resp, err := b.c.Executions.Execute(ctx, &termdv1.ExecuteRequest{PlanId: in.PlanID})
+	w, err := b.run(ctx, req, in.PlanID, wait)
 	if err != nil {
 		next := ""
 		if client.Code(err) == codes.FailedPrecondition && strings.Contains(strings.ToLower(err.Error()), "approv") {
@@ -355,8 +355,6 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		}
 		return nil, nil, failure(err, next)
 	}
-	ex := resp.GetExecution()
-	w := b.watch(ctx, req, ex, wait)
 	v := executionView(w.exec)
 	v.Stdout, v.Stderr = w.stdout.String(), w.stderr.String()
 	if w.receipt != nil {
@@ -413,11 +411,12 @@ type watched struct {
 	stdout, stderr capped
 }
 
-// watch follows an execution's events until it has a signed receipt or wait
-// runs out, relaying output as progress notifications when the client asked
-// for them. The execution itself is the daemon's: leaving early stops nothing.
-func (b *Bridge) watch(ctx context.Context, req *mcp.CallToolRequest, ex *termdv1.Execution, wait time.Duration) *watched {
-	w := &watched{exec: ex}
+// run starts a plan and follows its events until the receipt is signed or
+// wait runs out, relaying output as progress notifications when the client
+// asked for them. The execution is the daemon's: leaving early (wait spent,
+// client gone) stops nothing; the agent polls it by id.
+func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID string, wait time.Duration) (*watched, error) {
+	w := &watched{}
 	token := req.Params.GetProgressToken()
 	var progress float64
 	notify := func(msg string) {
@@ -429,24 +428,20 @@ func (b *Bridge) watch(ctx context.Context, req *mcp.CallToolRequest, ex *termdv
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	sid := ex.GetSessionId()
 	var final *termdv1.Execution
 	receiptID := ""
-	stream, err := b.c.Events.StreamEvents(wctx, &termdv1.StreamEventsRequest{SessionId: sid, SinceSeq: b.lastSeen(sid)})
-	for err == nil && receiptID == "" {
-		var m *termdv1.StreamEventsResponse
-		m, err = stream.Recv()
-		if err != nil {
+	events := 0
+	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID})
+	for err == nil {
+		var m *termdv1.ExecuteAndWaitResponse
+		if m, err = stream.Recv(); err != nil {
 			break
 		}
+		events++
 		ev := m.GetEvent()
-		b.sawSeq(sid, ev.GetSeq())
 		switch ev.GetKind() {
 		case termdv1.EventKind_EVENT_KIND_OUTPUT:
 			o := ev.GetOutput()
-			if o.GetExecutionId() != ex.GetId() {
-				continue
-			}
 			if o.GetStream() == termdv1.OutputStream_OUTPUT_STREAM_STDERR {
 				w.stderr.write(o.GetData())
 			} else {
@@ -454,49 +449,40 @@ func (b *Bridge) watch(ctx context.Context, req *mcp.CallToolRequest, ex *termdv
 			}
 			notify(strings.ToValidUTF8(string(o.GetData()), "\uFFFD"))
 		case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, termdv1.EventKind_EVENT_KIND_PAUSED, termdv1.EventKind_EVENT_KIND_RESUMED:
-			if e := ev.GetExecution(); e.GetId() == ex.GetId() {
-				notify(fmt.Sprintf("execution %s %s", e.GetId(), execState(e)))
-			}
+			w.exec = ev.GetExecution()
+			notify(fmt.Sprintf("execution %s %s", w.exec.GetId(), execState(w.exec)))
 		case termdv1.EventKind_EVENT_KIND_FINISHED:
-			if e := ev.GetExecution(); e.GetId() == ex.GetId() {
-				final = e
-				receiptID = e.GetReceiptId()
-				notify(fmt.Sprintf("execution %s %s", e.GetId(), execState(e)))
-			}
+			final = ev.GetExecution()
+			w.exec = final
+			notify(fmt.Sprintf("execution %s %s", final.GetId(), execState(final)))
 		case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
-			if r := ev.GetReceipt(); r.GetPlanId() == ex.GetPlanId() && r.GetId() != "" {
-				receiptID = r.GetId()
-			}
+			receiptID = ev.GetReceipt().GetId()
 		}
 	}
-	if err != nil && !errors.Is(err, io.EOF) && wctx.Err() == nil {
-		// The event stream failed; poll instead.
-		b.log.Warn("event stream ended; polling", "execution", ex.GetId(), "err", err)
-		for wctx.Err() == nil {
-			g, gerr := b.c.Executions.GetExecution(wctx, &termdv1.GetExecutionRequest{ExecutionId: ex.GetId()})
-			if gerr == nil && execDone(g.GetExecution()) && g.GetExecution().GetReceiptId() != "" {
-				final, receiptID = g.GetExecution(), g.GetExecution().GetReceiptId()
-				break
-			}
-			select {
-			case <-wctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
+	if err != nil && !errors.Is(err, io.EOF) && wctx.Err() == nil && events == 0 {
+		return nil, err // refused: not approved, blocked, stale, ...
 	}
 	// Use a fresh context: wait may be spent, but the answer should be current.
 	qctx, qcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer qcancel()
-	if final == nil || final.GetReceiptId() == "" {
-		if g, gerr := b.c.Executions.GetExecution(qctx, &termdv1.GetExecutionRequest{ExecutionId: ex.GetId()}); gerr == nil {
-			final = g.GetExecution()
-			if receiptID == "" {
-				receiptID = final.GetReceiptId()
-			}
+	if w.exec == nil {
+		// Nothing arrived in time: find the execution through its plan.
+		p, perr := b.c.Plans.GetPlan(qctx, &termdv1.GetPlanRequest{PlanId: planID})
+		if perr != nil {
+			return nil, perr
+		}
+		if p.GetPlan().GetExecutionId() == "" {
+			return nil, fmt.Errorf("plan %s did not start within %s (state %s)", planID, wait, planState(p.GetPlan()))
+		}
+		w.exec = &termdv1.Execution{Id: p.GetPlan().GetExecutionId(), PlanId: planID, State: termdv1.ExecutionState_EXECUTION_STATE_RUNNING}
+	}
+	if final == nil || (receiptID == "" && final.GetReceiptId() == "") {
+		if g, gerr := b.c.Executions.GetExecution(qctx, &termdv1.GetExecutionRequest{ExecutionId: w.exec.GetId()}); gerr == nil {
+			w.exec = g.GetExecution()
 		}
 	}
-	if final != nil {
-		w.exec = final
+	if receiptID == "" {
+		receiptID = w.exec.GetReceiptId()
 	}
 	if receiptID != "" && execDone(w.exec) {
 		if w.exec.GetReceiptId() == "" {
@@ -506,7 +492,7 @@ func (b *Bridge) watch(ctx context.Context, req *mcp.CallToolRequest, ex *termdv
 			w.receipt = parseJSON(r.GetReceiptJson())
 		}
 	}
-	return w
+	return w, nil
 }
 
 func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in ExecutionInput) (*mcp.CallToolResult, *ExecutionView, error) {
