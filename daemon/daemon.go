@@ -17,10 +17,12 @@ import (
 	"github.com/termd/termd/daemon/broker"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/events"
+	"github.com/termd/termd/daemon/metrics"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receipt"
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/server"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 // Daemon is one running termd.
@@ -38,6 +40,10 @@ type Daemon struct {
 	runner   *runner.Runner
 	store    *receipt.Store
 	broker   *broker.Broker
+
+	activated bool // the socket came from the service manager (systemd socket activation)
+	metrics   *metrics.Recorder
+	metricsLn *metrics.Server
 }
 
 // New prepares a daemon: state directory, logging and the socket.
@@ -55,12 +61,27 @@ func New(cfg *config.Config, flags *Flags) (*Daemon, error) {
 		d.close()
 		return nil, err
 	}
-	l, err := server.Listen(cfg.Socket, cfg.SocketGroup)
+	l, err := server.Activated()
+	if err == nil && l != nil {
+		d.activated = true
+		if a := l.Addr().String(); a != cfg.Socket {
+			d.log.Warn("the service manager's socket differs from the configured socket; clients must use the activated one", "activated", a, "socket", cfg.Socket)
+		}
+	} else if err == nil {
+		l, err = server.Listen(cfg.Socket, cfg.SocketGroup)
+	}
 	if err != nil {
 		d.close()
 		return nil, err
 	}
 	d.listener = l
+	if cfg.MetricsListen != "" {
+		if d.metricsLn, err = d.metrics.Serve(cfg.MetricsListen, d.log); err != nil {
+			l.Close()
+			d.close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -103,6 +124,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if a := adviserFrom(cfg, red, d.log); a != nil {
 		adv = a
 	}
+	d.metrics = metrics.New()
 	d.broker, err = broker.New(broker.Deps{
 		Config:   d.config,
 		Policy:   d.policy,
@@ -113,10 +135,19 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Bus:      events.New(events.Options{}),
 		Adviser:  adv,
 		Log:      d.log,
+		Metrics:  d.metrics,
 	})
 	if err != nil {
 		return err
 	}
+	d.metrics.Observe(metrics.Gauges{
+		ActiveSessions: func() int {
+			return len(d.broker.ListSessions(context.Background(), &termdv1.Principal{Role: termdv1.Role_ROLE_OPERATOR}, false))
+		},
+		ActiveExecutions: d.broker.ActiveExecutions,
+		Subscribers:      d.broker.Subscribers,
+		Receipts:         d.store.Count,
+	})
 	d.srv = server.New(server.Options{Config: cfg, Log: d.log, RefusePeer: d.refusePeer})
 	d.srv.RegisterDaemon(d.broker)
 	d.srv.RegisterBroker(d.broker)
@@ -184,7 +215,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.srv.Drain()
 	d.broker.Shutdown(cfg.ShutdownGrace.D())
 	d.srv.Stop(2 * time.Second)
-	_ = os.Remove(cfg.Socket)
+	d.metricsLn.Close()
+	if !d.activated { // an activated socket belongs to the service manager
+		_ = os.Remove(cfg.Socket)
+	}
 	d.close()
 	d.log.Info("termd stopped")
 	return nil

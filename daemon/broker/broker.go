@@ -46,6 +46,12 @@ type Deps struct {
 	Protected []string
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
+	// Metrics observes plans, executions and policy reloads (nil = none; see daemon/metrics).
+	Metrics interface {
+		PlanDecided(verdict string)
+		ExecutionFinished(status string, d time.Duration, outBytes int64)
+		PolicyReloaded(ok bool)
+	}
 }
 
 // Broker owns sessions, plans and executions.

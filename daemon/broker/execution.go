@@ -482,6 +482,9 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	p.p.NextStep = nextStep(p.p)
 	_ = b.journalPlanLocked(p)
 	e.finished = true
+	if b.Metrics != nil {
+		b.Metrics.ExecutionFinished(string(res.Status), res.Duration, res.Stdout.Total+res.Stderr.Total)
+	}
 	e.proc = nil // output is now served from the receipt
 	s := p.session
 	if s.active == e {

@@ -252,6 +252,9 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 		},
 	}
 	rec := &planRec{p: p, req: req, dec: dec, session: s}
+	if b.Metrics != nil {
+		b.Metrics.PlanDecided(string(dec.Verdict))
+	}
 	ttl := b.Config().Approvals.TTL.D()
 	switch dec.Verdict {
 	case policy.Allow:

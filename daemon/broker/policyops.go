@@ -54,6 +54,9 @@ func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse {
 func (b *Broker) ReloadPolicy() (*termdv1.ReloadPolicyResponse, error) {
 	prev := b.Policy.Current().Version()
 	changed, err := b.Policy.Reload()
+	if b.Metrics != nil {
+		b.Metrics.PolicyReloaded(err == nil)
+	}
 	if err != nil {
 		b.Log.Error("policy reload refused; keeping the last good policy", "error", err)
 		return nil, errdefs.Invalid("policy reload refused, the last good policy (%s) stays active: %s", prev, strings.TrimSpace(err.Error()))
