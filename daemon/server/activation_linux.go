@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,7 +74,28 @@ func Activated() (net.Listener, error) {
 			syscall.Close(fd)
 		}
 	}
+	shareDir(l.Addr().String())
 	return l, nil
+}
+
+// shareDir makes the socket's directory 0750 and gives it the socket's group,
+// so members of the group (SocketGroup= in termd.socket) can reach the socket
+// even after the service manager (RuntimeDirectory=) reset the directory to
+// root:root. Best effort: a directory we cannot change stays as it is.
+func shareDir(path string) {
+	if !filepath.IsAbs(path) {
+		return
+	}
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return
+	}
+	dir := filepath.Dir(path)
+	if dir == "/" || dir == os.TempDir() {
+		return
+	}
+	_ = os.Chown(dir, -1, int(st.Gid))
+	_ = os.Chmod(dir, 0o750)
 }
 
 func isUnixStreamListener(fd int) bool {
