@@ -93,3 +93,23 @@ func TestExecuteWithoutFollowPrintsHandle(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-C during --follow cancels the execution (it still gets a receipt).
+func TestExecuteFollowInterruptCancels(t *testing.T) {
+	d := start(t)
+	p := plan(t, d, nil, "sleep", "30")
+	follow := startBackground(t, d, "execute", p.ID, "--follow")
+	eventually(t, "the execution to start", func() bool {
+		out, _, _ := d.Run("termctl", "sessions", "list", "-o", "json")
+		return strings.Contains(out, `"active_execution_id"`)
+	})
+	_ = follow.cmd.Process.Signal(os.Interrupt)
+	if code := follow.wait(t); code != 130 {
+		out, errOut := follow.output()
+		t.Fatalf("Ctrl-C should cancel and exit 130, got %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, "the cancelled receipt", func() bool {
+		out, _, _ := d.Run("termctl", "receipts", "list", "--session", p.SessionID, "--status", "cancelled", "-o", "json")
+		return strings.Contains(out, p.ID)
+	})
+}

@@ -25,20 +25,31 @@ import (
 func (a *app) follow(ctx context.Context, c *client.Client, planID string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Catch Ctrl-C before the execution can start, so it never goes unhandled.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	stream, err := c.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID})
 	if err != nil {
 		return refusal(planID, err)
 	}
 
 	var (
-		execID   string
-		final    *termdv1.Execution
-		receipt  *termdv1.ReceiptSummary
-		sigs     = make(chan os.Signal, 2)
-		gotEvent = false
+		execID     string
+		final      *termdv1.Execution
+		receipt    *termdv1.ReceiptSummary
+		gotEvent   bool
+		wantCancel bool
 	)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	cancelExec := func() {
+		fmt.Fprintf(a.stderr, "termctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", execID)
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, cerr := c.Executions.CancelExecution(cctx, &termdv1.CancelExecutionRequest{ExecutionId: execID})
+		ccancel()
+		if cerr != nil {
+			fmt.Fprintf(a.stderr, "termctl: cancelling: %v\n", cerr)
+		}
+	}
 	events := make(chan *termdv1.Event)
 	errc := make(chan error, 1)
 	go func() {
@@ -60,22 +71,24 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string) error
 		select {
 		case <-sigs:
 			interrupts++
-			if interrupts > 1 || execID == "" {
+			if interrupts > 1 {
 				return exitWith(ExitCancelled, fmt.Errorf("stopped waiting; the execution may still run: see `termctl sessions list`"))
 			}
-			fmt.Fprintf(a.stderr, "termctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", execID)
-			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, cerr := c.Executions.CancelExecution(cctx, &termdv1.CancelExecutionRequest{ExecutionId: execID})
-			ccancel()
-			if cerr != nil {
-				fmt.Fprintf(a.stderr, "termctl: cancelling: %v\n", cerr)
+			if execID == "" {
+				wantCancel = true // cancel it as soon as it has an id
+				continue
 			}
+			cancelExec()
 		case ev := <-events:
 			gotEvent = true
 			switch ev.GetKind() {
 			case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED:
 				if ex := ev.GetExecution(); ex != nil {
 					execID = ex.Id
+					if wantCancel {
+						wantCancel = false
+						cancelExec()
+					}
 				}
 			case termdv1.EventKind_EVENT_KIND_OUTPUT:
 				out := ev.GetOutput()
@@ -84,6 +97,10 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string) error
 				}
 				if execID == "" {
 					execID = out.ExecutionId
+					if wantCancel {
+						wantCancel = false
+						cancelExec()
+					}
 				}
 				w := a.stdout
 				if out.Stream == termdv1.OutputStream_OUTPUT_STREAM_STDERR {
