@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,25 @@ type gatewayProc struct {
 	TokenFile string
 	Token     string
 	cmd       *exec.Cmd
-	log       *strings.Builder
+	log       *lockedLog
+}
+
+// lockedLog collects the gateway's stderr while tests read it.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var listenRE = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
@@ -30,7 +49,7 @@ var listenRE = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
 func startGateway(t *testing.T, d *harness.Daemon, args ...string) *gatewayProc {
 	t.Helper()
 	dir := t.TempDir()
-	g := &gatewayProc{TokenFile: filepath.Join(dir, "gateway.token"), log: &strings.Builder{}}
+	g := &gatewayProc{TokenFile: filepath.Join(dir, "gateway.token"), log: &lockedLog{}}
 	all := append([]string{"--socket", d.Socket, "--listen", "127.0.0.1:0", "--token-file", g.TokenFile}, args...)
 	g.cmd = exec.Command(harness.Bin(t, "termd-gateway"), all...)
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
