@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/gateway"
+	"github.com/termd/termd/internal/harness"
 )
 
 // waitFinished polls an execution until it has a receipt.
@@ -235,13 +239,37 @@ func TestSSESessionIDsAndResume(t *testing.T) {
 }
 
 func TestSSEDisconnectCancelsDaemonStream(t *testing.T) {
-	e := newEnv(t)
+	// The daemon's own count of event subscribers (its Prometheus gauge) shows
+	// whether the gateway's stream really ended on the daemon side.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := l.Addr().String()
+	l.Close()
+	e := newEnv(t, envOpts{daemon: harness.Options{Config: "metrics_listen: " + metricsAddr + "\n"}})
+	subscribers := func() int {
+		res, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return -1
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "termd_event_subscribers "); ok {
+				n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				return int(n)
+			}
+		}
+		return -1
+	}
+	waitFor(t, "the daemon's metrics", func() bool { return subscribers() == 0 })
 	for i := 0; i < 5; i++ {
 		s := e.openSSE("/v1/events", e.Operator)
 		s.next(t) // the stream is open
-		waitFor(t, "the gateway to hold a daemon stream", func() bool { return e.gw.ActiveStreams() == 1 })
+		waitFor(t, "one daemon subscriber", func() bool { return subscribers() == 1 && e.gw.ActiveStreams() == 1 })
 		s.res.Body.Close() // the browser tab goes away
-		waitFor(t, "the daemon stream to be cancelled", func() bool { return e.gw.ActiveStreams() == 0 })
+		waitFor(t, "the daemon subscriber to go away", func() bool { return subscribers() == 0 && e.gw.ActiveStreams() == 0 })
 	}
 	// The daemon still serves new streams normally.
 	s := e.openSSE("/v1/events", e.Operator)
