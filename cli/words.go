@@ -125,4 +125,3 @@ func principalWord(p *termdv1.Principal) string {
 	}
 	return s
 }
-
