@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -88,72 +89,99 @@ type AdviseInput struct {
 
 func (b *Bridge) addTools() {
 	s := b.server
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_plan",
-		Title:       "Plan a command",
-		Description: "Ask termd's policy to plan a command: returns the plan with its decision (allow / ask / deny), risk, reasons, a preview and the next step. Nothing runs yet; a planned command runs with terminal_execute.",
-		Annotations: &mcp.ToolAnnotations{Title: "Plan a command", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
-	}, b.plan)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_execute",
-		Title:       "Run a plan",
-		Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status.",
-		Annotations: &mcp.ToolAnnotations{Title: "Run a plan", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
-	}, b.execute)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_status",
-		Title:       "Execution status",
-		Description: "State of an execution; once it has ended, includes its exit code and signed receipt.",
-		Annotations: &mcp.ToolAnnotations{Title: "Execution status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}, b.status)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_output",
-		Title:       "Read output",
-		Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
-		Annotations: &mcp.ToolAnnotations{Title: "Read output", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}, b.output)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_pause",
-		Title:       "Pause an execution",
-		Description: "Pause a running execution (SIGSTOP to its process group); terminal_resume continues it.",
-		Annotations: &mcp.ToolAnnotations{Title: "Pause an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}, b.control("pause"))
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_resume",
-		Title:       "Resume an execution",
-		Description: "Resume a paused execution.",
-		Annotations: &mcp.ToolAnnotations{Title: "Resume an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}, b.control("resume"))
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_cancel",
-		Title:       "Cancel an execution",
-		Description: "Cancel an execution: its processes are stopped and a receipt with status cancelled is signed.",
-		Annotations: &mcp.ToolAnnotations{Title: "Cancel an execution", DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}, b.control("cancel"))
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_retry",
-		Title:       "Plan again",
-		Description: "Plan the same request again (after a plan expired, went stale, or to run it once more); the policy decides afresh.",
-		Annotations: &mcp.ToolAnnotations{Title: "Plan again", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
-	}, b.retry)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_receipt",
-		Title:       "Signed receipt",
-		Description: "A signed receipt: by receipt_id, or the latest of a session (default: this client's session).",
-		Annotations: &mcp.ToolAnnotations{Title: "Signed receipt", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}, b.receipt)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_policy_check",
-		Title:       "Explain the policy",
-		Description: "Explain what the policy would decide for a command and why, creating nothing.",
-		Annotations: &mcp.ToolAnnotations{Title: "Explain the policy", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}, b.check)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "terminal_advise",
-		Title:       "Ask the adviser",
-		Description: "Ask termd's model adviser: a question, an explanation of a plan (plan_id), a diagnosis of a receipt (receipt_id), or commands for a task. Its text is advice only; suggested commands must go through terminal_plan.",
-		Annotations: &mcp.ToolAnnotations{Title: "Ask the adviser", ReadOnlyHint: true, OpenWorldHint: ptr(true)},
-	}, b.advise)
+	// Inferring and resolving the schemas is most of a cold start: do it on
+	// every core (AddTool is safe for concurrent use; tools/list sorts).
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go_ := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_plan",
+			Title:       "Plan a command",
+			Description: "Ask termd's policy to plan a command: returns the plan with its decision (allow / ask / deny), risk, reasons, a preview and the next step. Nothing runs yet; a planned command runs with terminal_execute.",
+			Annotations: &mcp.ToolAnnotations{Title: "Plan a command", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		}, b.plan)
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_execute",
+			Title:       "Run a plan",
+			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status.",
+			Annotations: &mcp.ToolAnnotations{Title: "Run a plan", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+		}, b.execute)
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_status",
+			Title:       "Execution status",
+			Description: "State of an execution; once it has ended, includes its exit code and signed receipt.",
+			Annotations: &mcp.ToolAnnotations{Title: "Execution status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.status)
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_output",
+			Title:       "Read output",
+			Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
+			Annotations: &mcp.ToolAnnotations{Title: "Read output", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.output)
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_pause",
+			Title:       "Pause an execution",
+			Description: "Pause a running execution (SIGSTOP to its process group); terminal_resume continues it.",
+			Annotations: &mcp.ToolAnnotations{Title: "Pause an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.control("pause"))
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_resume",
+			Title:       "Resume an execution",
+			Description: "Resume a paused execution.",
+			Annotations: &mcp.ToolAnnotations{Title: "Resume an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.control("resume"))
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_cancel",
+			Title:       "Cancel an execution",
+			Description: "Cancel an execution: its processes are stopped and a receipt with status cancelled is signed.",
+			Annotations: &mcp.ToolAnnotations{Title: "Cancel an execution", DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.control("cancel"))
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_retry",
+			Title:       "Plan again",
+			Description: "Plan the same request again (after a plan expired, went stale, or to run it once more); the policy decides afresh.",
+			Annotations: &mcp.ToolAnnotations{Title: "Plan again", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		}, b.retry)
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_receipt",
+			Title:       "Signed receipt",
+			Description: "A signed receipt: by receipt_id, or the latest of a session (default: this client's session).",
+			Annotations: &mcp.ToolAnnotations{Title: "Signed receipt", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.receipt)
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_policy_check",
+			Title:       "Explain the policy",
+			Description: "Explain what the policy would decide for a command and why, creating nothing.",
+			Annotations: &mcp.ToolAnnotations{Title: "Explain the policy", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.check)
+	})
+	go_(func() {
+		mcp.AddTool(s, &mcp.Tool{
+			Name:        "terminal_advise",
+			Title:       "Ask the adviser",
+			Description: "Ask termd's model adviser: a question, an explanation of a plan (plan_id), a diagnosis of a receipt (receipt_id), or commands for a task. Its text is advice only; suggested commands must go through terminal_plan.",
+			Annotations: &mcp.ToolAnnotations{Title: "Ask the adviser", ReadOnlyHint: true, OpenWorldHint: ptr(true)},
+		}, b.advise)
+	})
 }
 
 // reply builds a tool result whose text is a summary for a person followed by
