@@ -1,0 +1,82 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzSplitCommand(f *testing.F) {
+	for _, s := range []string{"ls -la", `rg 'a|b'`, `echo "x\"y"`, "a | b", "$(id)", "'unterminated", `a\ b`, "x\n", "#c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := SplitCommand(s)
+		if err == nil {
+			if len(w) == 0 {
+				t.Fatal("no words and no error")
+			}
+			// re-quoting and splitting again is the identity
+			w2, err := SplitCommand(quoteArgv(w))
+			if err != nil || strings.Join(w2, "\x00") != strings.Join(w, "\x00") {
+				t.Fatalf("round trip %q -> %q -> %q (%v)", s, w, w2, err)
+			}
+		}
+	})
+}
+
+func FuzzParseArgs(f *testing.F) {
+	f.Add("git", "-c\x00x=y\x00log")
+	f.Add("find", ".\x00-exec\x00rm\x00;")
+	f.Add("tar", "xzf\x00a.tgz")
+	f.Add("sed", "-n\x001e")
+	f.Add("awk", "{print > \"x\"}")
+	f.Add("go", "test\x00-run=X\x00-args\x00-x")
+	f.Add("chmod", "-x\x00f")
+	f.Fuzz(func(t *testing.T, tool, args string) {
+		argv := append([]string{tool}, strings.Split(args, "\x00")...)
+		p, known, err := parseCommand(argv)
+		if err == nil && known && p == nil {
+			t.Fatal("nil parse")
+		}
+		if err == nil && known {
+			for _, op := range p.operands {
+				if op.kind > KPattern {
+					t.Fatal("bad kind")
+				}
+			}
+		}
+	})
+}
+
+func FuzzDecide(f *testing.F) {
+	fx := newFixture(f)
+	f.Add("find . -name x", "", "")
+	f.Add("", "bash\x00-c\x00rm -rf /", "trusted")
+	f.Add("git -p log", "", "inspect")
+	f.Add("", "sudo\x00timeout\x005\x00env\x00sh", "")
+	f.Add("", "rm\x00-rf\x00.", "confirm")
+	f.Fuzz(func(t *testing.T, cmd, argv, mode string) {
+		req := Request{Command: cmd, Cwd: fx.ws, Mode: Mode(mode)}
+		if argv != "" {
+			req.Argv = strings.Split(argv, "\x00")
+		}
+		d := fx.pol.Decide(req, fx.ctx)
+		switch d.Verdict {
+		case Allow, Ask, Deny:
+		default:
+			t.Fatalf("no verdict: %+v", d)
+		}
+		if d.Verdict == Deny && len(d.Reasons) == 0 {
+			t.Fatal("deny without a reason")
+		}
+		if d.Verdict != Deny && (d.ResolvedPath == "" || d.BinarySHA256 == "") {
+			t.Fatalf("non-deny without identity: %+v", d)
+		}
+		if _, err := ParseMode(mode); err != nil && mode != "" && d.Verdict != Deny {
+			t.Fatal("bad mode not denied")
+		}
+		if len(req.Argv) > MaxArgs && d.Verdict != Deny {
+			t.Fatal("oversized argv not denied")
+		}
+	})
+}
