@@ -145,6 +145,16 @@ func TestPauseResumeCancel(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Without a configured adviser, advice is a clear error, not a hang.
+	_, res = call(t, cs, "terminal_advise", map[string]any{"question": "what does ls -la show?"}, false)
+	if !res.IsError || !strings.Contains(strings.ToLower(text(res)), "advis") {
+		t.Errorf("advise without an adviser: %s", text(res))
+	}
+	_, res = call(t, cs, "terminal_advise", map[string]any{"question": "a", "task": "b"}, false)
+	if !res.IsError {
+		t.Errorf("advise with two intents: %s", text(res))
+	}
+
 	// The same plan cannot run twice; retry makes a fresh plan.
 	r, res := call(t, cs, "terminal_retry", map[string]any{"plan_id": str(plan, "plan_id")}, false)
 	if res.IsError || str(r, "plan_id") == "" || str(r, "plan_id") == str(plan, "plan_id") || str(r, "state") != "planned" {
