@@ -449,6 +449,12 @@ func postTar(p *parsed) {
 			p.paths = append(p.paths, operand{value: f, kind: kind})
 		}
 	}
+	if p.has("-T") && create {
+		p.ask(RiskHigh, "tar -T: the names in the file list are not inspected")
+	}
+	if p.has("-h") && create {
+		p.ask(RiskHigh, "tar -h: symlinks inside the archived trees are followed and not inspected")
+	}
 	if p.has("--remove-files") {
 		for i := range p.operands {
 			p.operands[i].kind = KPathWrite

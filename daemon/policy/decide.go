@@ -541,6 +541,15 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		} else {
 			s.step("grammar", "ok", pc.cmdName())
 		}
+		if pc.write || pc.code {
+			// Directory options of a command that writes or builds: the
+			// command works (and writes) there.
+			for i := range pc.paths {
+				if pc.paths[i].kind == KPathRead && pc.paths[i].dirOpt {
+					pc.paths[i].kind = KPathWrite
+				}
+			}
+		}
 		for _, f := range pc.findings {
 			s.raise(f.verdict, f.risk, f.reason)
 		}

@@ -97,9 +97,13 @@ type optUse struct {
 }
 
 type operand struct {
-	value string
-	kind  Kind
+	value  string
+	kind   Kind
+	dirOpt bool // from a "work in this directory" option (-C, --git-dir)
 }
+
+// dirOptions are options that move where a tool works.
+var dirOptions = map[string]bool{"-C": true, "--directory": true, "--git-dir": true, "--work-tree": true, "--cwd": true, "--dir": true, "--manifest-path": true, "-modfile": true, "--rootdir": true}
 
 type finding struct {
 	verdict Verdict
@@ -322,7 +326,11 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 			p.code = true
 		}
 		if has && (op.kind == KPathRead || op.kind == KPathWrite || op.kind == KURL) {
-			p.paths = append(p.paths, operand{value: val, kind: op.kind})
+			dir := false
+			for _, n := range op.names {
+				dir = dir || dirOptions[n]
+			}
+			p.paths = append(p.paths, operand{value: val, kind: op.kind, dirOpt: dir})
 		}
 	}
 	i := 0

@@ -140,9 +140,15 @@ func postGzip(p *parsed) {
 }
 
 func postCopy(p *parsed) {
+	if p.tool == "cp" && p.has("-l") {
+		// hard links share inodes with the sources: check them as writes
+		for i := range p.operands {
+			p.operands[i].kind = KPathWrite
+		}
+	}
 	if p.has("-t") {
 		for i := range p.operands {
-			if p.tool == "cp" {
+			if p.tool == "cp" && !p.has("-l") {
 				p.operands[i].kind = KPathRead
 			} else {
 				p.operands[i].kind = KPathWrite
@@ -157,6 +163,18 @@ func postCopy(p *parsed) {
 }
 
 func postLn(p *parsed) {
+	hard := !p.has("-s")
+	defer func() {
+		// A hard link shares the inode: writing the link later writes the
+		// target, so a hard link target is checked like a write.
+		if hard {
+			for i := range p.operands {
+				if p.operands[i].kind == KOther {
+					p.operands[i].kind = KPathWrite
+				}
+			}
+		}
+	}()
 	if p.has("-t") {
 		for i := range p.operands {
 			p.operands[i].kind = KOther

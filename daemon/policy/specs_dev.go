@@ -15,7 +15,7 @@ func initGit() {
 		sub("status", &cmdSpec{opts: opts(flags("-s|--short -b|--branch --long -v|--verbose -z --no-column --ahead-behind --no-ahead-behind --renames --no-renames --show-stash"), list(o("--porcelain?"), o("-u|--untracked-files?"), o("--ignored?"), o("--ignore-submodules?"), o("--column?"), o("--find-renames?")))}),
 		sub("log", &cmdSpec{numFlag: "-n", opts: logOpts}),
 		sub("show", &cmdSpec{numFlag: "-n", opts: logOpts}),
-		sub("diff", &cmdSpec{opts: opts(diffOpts, flags("--cached|--staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs"))}),
+		sub("diff", &cmdSpec{post: postGitDiff, opts: opts(diffOpts, flags("--cached|--staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs"))}),
 		sub("branch", &cmdSpec{post: postGitBranch, opts: opts(flags("-a|--all -r|--remotes -l|--list -v|--verbose --show-current -i|--ignore-case --no-color --no-abbrev --omit-empty -q|--quiet -d|--delete -D -m|--move -M -c|--copy -C -f|--force --unset-upstream --no-track --create-reflog --recurse-submodules"),
 			list(o("--contains?"), o("--no-contains?"), o("--merged?"), o("--no-merged?"), o("--sort="), o("--format="), o("--points-at="), o("--color?"), o("--column?"), o("--no-column"), o("--abbrev="), o("-u|--set-upstream-to="), o("-t|--track?"), o("--edit-description").denyWith("opens an editor")))}),
 		sub("ls-files", &cmdSpec{opts: opts(flags("-c|--cached -d|--deleted -m|--modified -o|--others -i|--ignored -s|--stage -u|--unmerged -k|--killed -z -t -v -f --directory --no-empty-directory --eol --full-name --recurse-submodules --debug --deduplicate --exclude-standard --error-unmatch --sparse --resolve-undo"), list(o("--abbrev?"), o("-x|--exclude="), o("-X|--exclude-from=", R), o("--exclude-per-directory="), o("--with-tree="), o("--format=")))}),
@@ -52,6 +52,14 @@ func initGit() {
 			s.opts = append(s.opts, o("-h"))
 		}
 		s.opts = append(s.opts, o("--help"))
+	}
+}
+
+func postGitDiff(p *parsed) {
+	if p.has("--no-index") {
+		for i := range p.operands {
+			p.operands[i].kind = KPathRead
+		}
 	}
 }
 
@@ -233,7 +241,7 @@ func postJSConfig(p *parsed) {
 func initNet() {
 	R, W := KPathRead, KPathWrite
 	reg("curl", &cmdSpec{net: true, operand: KURL, post: postCurl, opts: opts(flags("-s|--silent -S|--show-error -L|--location -O|--remote-name -J|--remote-header-name -I|--head -i|--include -f|--fail --fail-with-body -v|--verbose -k|--insecure --compressed -G|--get -N|--no-buffer -#|--progress-bar --http1.0 --http1.1 --http2 --http3 --tlsv1.2 --tlsv1.3 -Z|--parallel -4|--ipv4 -6|--ipv6 --create-dirs --remote-name-all --location-trusted --fail-early --globoff -g --no-progress-meter --no-keepalive --raw --ssl-reqd --path-as-is -q|--disable -h|--help -V|--version"),
-		list(o("-o|--output=", W), o("--output-dir=", W), o("-H|--header="), o("-X|--request="), o("-d|--data|--data-ascii="), o("--data-raw="), o("--data-binary="), o("--data-urlencode="), o("--json="), o("-F|--form="), o("--form-string="), o("-u|--user="), o("-A|--user-agent="), o("-e|--referer="), o("-m|--max-time="), o("--connect-timeout="), o("--retry="), o("--retry-delay="), o("--retry-max-time="), o("-w|--write-out="), o("-r|--range="), o("-C|--continue-at="), o("-T|--upload-file=", R), o("-b|--cookie="), o("-c|--cookie-jar=", W), o("-x|--proxy="), o("--noproxy="), o("--url=", KURL), o("--cacert=", R), o("--capath=", R), o("--cert|-E=", R), o("--key=", R), o("--libcurl=", W), o("--trace=", W), o("--trace-ascii=", W), o("--stderr=", W), o("-D|--dump-header=", W), o("--etag-save=", W), o("--etag-compare=", R), o("--hsts=", W), o("--alt-svc=", W), o("--max-filesize="), o("--limit-rate="), o("--resolve="), o("--connect-to="), o("--max-redirs="), o("-z|--time-cond="), o("--proto="), o("--proto-redir="), o("--oauth2-bearer="), o("--aws-sigv4="), o("-Y|--speed-limit="), o("-y|--speed-time="), o("--variable="), o("--netrc-file=", R),
+		list(o("-o|--output=", W), o("--output-dir=", W), o("-H|--header="), o("-X|--request="), o("-d|--data|--data-ascii="), o("--data-raw="), o("--data-binary="), o("--data-urlencode="), o("--json="), o("-F|--form="), o("--form-string="), o("-u|--user="), o("-A|--user-agent="), o("-e|--referer="), o("-m|--max-time="), o("--connect-timeout="), o("--retry="), o("--retry-delay="), o("--retry-max-time="), o("-w|--write-out="), o("-r|--range="), o("-C|--continue-at="), o("-T|--upload-file=", R), o("-b|--cookie="), o("-c|--cookie-jar=", W), o("-x|--proxy="), o("--noproxy="), o("--url=", KURL), o("--cacert=", R), o("--capath=", R), o("--cert|-E=", R), o("--key=", R), o("--libcurl=", W), o("--trace=", W), o("--trace-ascii=", W), o("--stderr=", W), o("-D|--dump-header=", W), o("--etag-save=", W), o("--etag-compare=", R), o("--hsts=", W), o("--alt-svc=", W), o("--max-filesize="), o("--limit-rate="), o("--resolve="), o("--connect-to="), o("--max-redirs="), o("-z|--time-cond="), o("--proto=").denyWith("changes the allowed protocols"), o("--proto-redir=").denyWith("changes the allowed redirect protocols"), o("--oauth2-bearer="), o("--aws-sigv4="), o("-Y|--speed-limit="), o("-y|--speed-time="), o("--variable="), o("--netrc-file=", R),
 			o("-K|--config=").denyWith("reads options from a file"), o("-n|--netrc").denyWith("reads credentials from ~/.netrc"), o("--netrc-optional").denyWith("reads credentials from ~/.netrc"), o("--engine=").denyWith("loads a crypto engine module")))})
 	reg("wget", &cmdSpec{net: true, write: true, operand: KURL, post: postWget, opts: opts(flags("-q|--quiet -c|--continue -N|--timestamping -r|--recursive -k|--convert-links -p|--page-requisites -m|--mirror -S|--server-response --spider --no-check-certificate -x|--force-directories --show-progress -v|--verbose -d|--debug -4|--inet4-only -6|--inet6-only --no-verbose --no-clobber --no-directories --no-parent --no-host-directories --content-disposition --no-cookies -h|--help -V|--version --https-only"),
 		list(o("-O|--output-document=", W), o("-P|--directory-prefix=", W), o("-l|--level="), o("-t|--tries="), o("-T|--timeout="), o("--header="), o("-U|--user-agent="), o("--user="), o("--password="), o("--post-data="), o("--post-file=", R), o("--body-file=", R), o("--body-data="), o("--method="), o("-i|--input-file=", R), o("-o|--output-file=", W), o("-a|--append-output=", W), o("--limit-rate="), o("-w|--wait="), o("--restrict-file-names="), o("--cut-dirs="), o("-A|--accept="), o("-R|--reject="), o("--progress="), o("--max-redirect="), o("--load-cookies=", R), o("--save-cookies=", W), o("--ca-certificate=", R), o("--certificate=", R), o("--private-key=", R),
