@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -220,6 +221,9 @@ func wrap(socket string, err error) error {
 	e := &Error{Code: st.Code(), Message: st.Message()}
 	switch st.Code() {
 	case codes.Unavailable:
+		if !transportFailure(st.Message()) {
+			break // the daemon answered: something it depends on is unavailable
+		}
 		e.Message = "termd is not reachable at " + socket
 		e.Hint = "start it with `make run` or `termd --socket " + socket + "`, or point --socket / TERMD_SOCKET at the right path"
 	case codes.PermissionDenied:
@@ -230,4 +234,14 @@ func wrap(socket string, err error) error {
 		e.Hint = "the daemon did not answer in time"
 	}
 	return e
+}
+
+// transportFailure tells a connection failure from an Unavailable answer of the daemon.
+func transportFailure(msg string) bool {
+	for _, p := range []string{"connection error", "transport", "dial", "connection refused", "no such file", "connection reset", "EOF", "closing"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -203,6 +203,9 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 // Run serves until ctx ends (SIGTERM), then shuts down gracefully.
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg := d.config()
+	if addr := os.Getenv("TERMD_DEBUG_PPROF"); addr != "" {
+		startPprof(addr, d.log)
+	}
 	d.log.Info("termd listening", "socket", cfg.Socket, "state_dir", cfg.StateDir, "workspaces", cfg.Workspaces, "pid", os.Getpid())
 	errc := make(chan error, 1)
 	go func() { errc <- d.srv.Serve(d.listener) }()

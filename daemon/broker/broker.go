@@ -220,7 +220,11 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 // protectedPaths are termd's own files plus the configured ones.
 func (b *Broker) protectedPaths() []string {
 	cfg := b.Config()
-	p := append([]string{cfg.StateDir, filepath.Dir(cfg.Socket)}, b.Protected...)
+	p := append([]string{cfg.StateDir, cfg.Socket}, b.Protected...)
+	// The socket's directory too, unless commands legitimately work there.
+	if dir := filepath.Dir(cfg.Socket); !insideAny(dir, cfg.Workspaces) && !containsAny(dir, cfg.Workspaces) {
+		p = append(p, dir)
+	}
 	if cfg.Source != "" {
 		p = append(p, cfg.Source)
 	}
@@ -262,6 +266,16 @@ func (b *Broker) homeFor(uid, gid int) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// containsAny says whether dir is a parent of one of paths.
+func containsAny(dir string, paths []string) bool {
+	for _, p := range paths {
+		if strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 func insideAny(p string, roots []string) bool {

@@ -174,6 +174,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	s.active = e
 	s.touch(now)
 	p.p.ExecutionId = e.id
+	p.p.NextStep = nextStep(p.p)
 	if err := b.journalPlanLocked(p); err != nil {
 		p.p.State, p.p.ExecutionId, s.active = termdv1.PlanState_PLAN_STATE_PLANNED, "", nil
 		if p.p.Approval != nil {
@@ -200,7 +201,13 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return nil, err
 	}
 	draft := b.draftReceipt(p, now)
-	if err := b.Store.AppendIntent(receipt.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, Receipt: draft}); err != nil {
+	// The cgroup path is known before the spawn, so a crash at any moment
+	// leaves enough to find and kill what the command started.
+	cgroupPath := ""
+	if b.Runner.Capabilities().CgroupV2 != "" {
+		cgroupPath = b.Runner.CgroupPathFor(e.id)
+	}
+	if err := b.Store.AppendIntent(receipt.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}); err != nil {
 		b.refuse(e, "could not record the execution intent: "+err.Error())
 		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", err)
 	}
@@ -211,7 +218,10 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return e, nil
 	}
 	pid, _ := proc.Identity()
-	_ = b.Store.RecordSpawn(e.id, pid, pid, proc.CgroupPath())
+	if proc.CgroupPath() == "" || proc.CgroupPath() != cgroupPath {
+		// Without a known cgroup, leftovers are found by process group.
+		_ = b.Store.RecordSpawn(e.id, pid, pid, proc.CgroupPath())
+	}
 	b.mu.Lock()
 	e.proc = proc
 	e.e.Pid = int32(pid)

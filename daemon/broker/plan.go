@@ -74,7 +74,7 @@ func hintFor(p *termdv1.Plan) string {
 func nextStep(p *termdv1.Plan) string {
 	switch p.State {
 	case termdv1.PlanState_PLAN_STATE_PLANNED:
-		return fmt.Sprintf("allowed: run it with `termctl execute %s --follow` (or the terminal_execute tool)", p.Id)
+		return fmt.Sprintf("allowed: run it now (`termctl execute %s --follow`)", p.Id)
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
 		return fmt.Sprintf("needs approval: an operator runs `termctl approve %s` (or approves it in the console); then execute it", p.Id)
 	case termdv1.PlanState_PLAN_STATE_APPROVED:

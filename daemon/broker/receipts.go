@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -130,13 +132,23 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 		r.ExitCode = &code
 	}
 	r.Signal = res.Signal
-	r.Stdout, r.Stderr = string(res.Stdout.Kept), string(res.Stderr.Kept)
+	r.Stdout, r.Stderr = keptText(res.Stdout), keptText(res.Stderr)
 	r.StdoutBytes, r.StderrBytes = res.Stdout.Total, res.Stderr.Total
 	r.StdoutDigest, r.StderrDigest = res.Stdout.Digest, res.Stderr.Digest
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
 	b.Redactor.RedactReceipt(r)
 	return r
+}
+
+// keptText is the kept output as receipt text. Binary output (NUL bytes or
+// invalid UTF-8) is not copied into the receipt: its byte count and keyed
+// digest prove what was produced, and JSON-escaping it would multiply its size.
+func keptText(s runner.StreamResult) string {
+	if bytes.IndexByte(s.Kept, 0) >= 0 || !utf8.Valid(s.Kept) {
+		return fmt.Sprintf("[binary output not kept in the receipt: %d bytes; see the stream digest]", s.Total)
+	}
+	return string(s.Kept)
 }
 
 func summaryOf(r *receipt.Receipt) *termdv1.ReceiptSummary {

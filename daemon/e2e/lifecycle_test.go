@@ -190,13 +190,20 @@ func TestPlanRunsOnlyInItsOwnSession(t *testing.T) {
 func TestOutputOverCapIsTruncatedWithFullCountAndDigest(t *testing.T) {
 	pol := strings.Replace(testPolicy(), "output_bytes: 16777216", "output_bytes: 65536", 1)
 	d := harness.Start(t, harness.Options{Policy: pol})
-	_, rec, _, _ := runToEnd(t, d.Client, plan(t, d.Client, "", "head", "-c", "300000", "/dev/zero"))
+	os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(strings.Repeat("0123456789abcdef", 300000/16)[:300000]), 0o644)
+	_, rec, _, _ := runToEnd(t, d.Client, plan(t, d.Client, "", "cat", "big.txt"))
 	r := receiptJSON(t, d.Client, rec.Id)
 	if r["stdout_bytes"].(float64) != 300000 || r["output_truncated"] != true || len(r["stdout"].(string)) != 65536 {
 		t.Fatalf("bytes %v truncated %v kept %d", r["stdout_bytes"], r["output_truncated"], len(r["stdout"].(string)))
 	}
 	if dg, _ := r["stdout_digest"].(string); len(dg) != 64 {
 		t.Fatalf("stdout digest %q", dg)
+	}
+	// Binary output is counted and digested but not copied into the receipt.
+	_, rec, _, _ = runToEnd(t, d.Client, plan(t, d.Client, "", "head", "-c", "1000", "/dev/zero"))
+	r = receiptJSON(t, d.Client, rec.Id)
+	if r["stdout_bytes"].(float64) != 1000 || !strings.Contains(r["stdout"].(string), "binary output") {
+		t.Fatalf("binary output in the receipt: %v %q", r["stdout_bytes"], r["stdout"])
 	}
 }
 

@@ -19,21 +19,40 @@ type rule struct {
 	name  string
 	re    *regexp.Regexp
 	group int // submatch to replace; 0 = the whole match
+	// need lists literals (in lower case) of which the text must contain one
+	// for the rule to possibly match: a cheap filter before the regexp, so
+	// output with no secret-like text streams at memory speed.
+	need []string
+	// needAll, when set, must also be present.
+	needAll string
 }
 
 // Common secret shapes. Rules that name a key (KEY=value, "password": "...",
 // Authorization:) replace only the credential and keep the name, so the
 // output still says what was there.
 var rules = []rule{
-	{"authorization", regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*("[^"\r\n]*"|'[^'\r\n]*'|[^\r\n"']+)`), 1},
-	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1},
-	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1},
-	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1},
-	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0},
-	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0},
-	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0},
-	{"sk_key", regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), 0},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0},
+	{"authorization", regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*("[^"\r\n]*"|'[^'\r\n]*'|[^\r\n"']+)`), 1, []string{"authorization"}, ""},
+	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1, []string{"passw", "secret", "token", "key", "credential"}, `"`},
+	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1, []string{"_key", "token", "secret", "passw", "_pwd", "apikey"}, "="},
+	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1, []string{"passw"}, ":"},
+	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0, []string{"akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"}, ""},
+	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0, []string{"gh", "github_pat_"}, "_"},
+	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}, ""},
+	{"sk_key", regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), 0, []string{"sk-"}, ""},
+	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0, []string{"eyj"}, ""},
+}
+
+// mayMatch is the cheap filter: false means the rule cannot match s.
+func (ru rule) mayMatch(lower string) bool {
+	if ru.needAll != "" && !strings.Contains(lower, ru.needAll) {
+		return false
+	}
+	for _, n := range ru.need {
+		if strings.Contains(lower, n) {
+			return true
+		}
+	}
+	return len(ru.need) == 0
 }
 
 var (
@@ -89,7 +108,7 @@ func (r *Redactor) spans(s string) []span {
 func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 	var out []span
 	// PEM private key blocks; an unterminated one runs to the end.
-	for off := 0; off < len(s); {
+	for off := 0; off < len(s) && strings.Contains(s, "-----BEGIN"); {
 		loc := pemBegin.FindStringIndex(s[off:])
 		if loc == nil {
 			break
@@ -102,7 +121,11 @@ func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 		out = append(out, span{start, end})
 		off = end
 	}
+	lower := strings.ToLower(s)
 	for _, ru := range rules {
+		if !ru.mayMatch(lower) {
+			continue
+		}
 		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
 			a, b := m[2*ru.group], m[2*ru.group+1]
 			if a >= 0 && b > a {
