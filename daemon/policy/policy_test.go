@@ -69,7 +69,7 @@ func lineOf(data []byte, needle string) int {
 func TestStrictLoading(t *testing.T) {
 	cases := []struct {
 		name, old, new, want string
-		lineOf           string // text whose line the error must name
+		lineOf               string // text whose line the error must name
 	}{
 		{"unknown top key", "default_mode: confirm", "default_mode: confirm\nfrobnicate: 1", `unknown key "frobnicate"`, "frobnicate"},
 		{"unknown rule key", "{id: read.cat, program: cat,", "{id: read.cat, program: cat, colour: red,", `unknown key "colour"`, "colour: red"},
