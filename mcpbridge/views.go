@@ -180,24 +180,32 @@ func planView(p *termdv1.Plan) *PlanView {
 			ReadOnly:        pr.GetReadOnly(),
 		}
 	}
+	// ours is the full next step; hint is what to add to the daemon's own words.
+	var ours, hint string
 	switch p.GetState() {
 	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
-		v.NextStep = fmt.Sprintf("call terminal_execute with plan_id %q", p.GetId())
+		ours = fmt.Sprintf("call terminal_execute with plan_id %q", p.GetId())
+		hint = ours
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
 		v.ApproveCommand = "termctl approve " + p.GetId()
-		v.NextStep = fmt.Sprintf("this plan needs a person's approval: ask the user to run `termctl approve %s` (or approve it in the termd console), then call terminal_execute with plan_id %q; you cannot approve it yourself", p.GetId(), p.GetId())
+		ours = fmt.Sprintf("this plan needs a person's approval: ask the user to run `termctl approve %s` (or approve it in the termd console), then call terminal_execute with plan_id %q; you cannot approve it yourself", p.GetId(), p.GetId())
 	case termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_DENIED:
-		v.NextStep = "the policy will not run this command; do not retry it as is. Reach the goal another way (see reasons; terminal_policy_check explains a command without planning it)"
+		ours = "the policy will not run this command and it cannot be approved; do not retry it as is. Reach the goal another way (see reasons; terminal_policy_check explains a command without planning it)"
+		hint = "do not retry it as is; terminal_policy_check explains a command without planning it"
 	case termdv1.PlanState_PLAN_STATE_EXPIRED:
-		v.NextStep = fmt.Sprintf("the plan expired; call terminal_retry with plan_id %q for a fresh one", p.GetId())
+		ours = fmt.Sprintf("the plan expired; call terminal_retry with plan_id %q for a fresh one", p.GetId())
+		hint = ours
 	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
-		v.NextStep = fmt.Sprintf("it is running: poll terminal_status with execution_id %q", p.GetExecutionId())
+		ours = fmt.Sprintf("it is running: poll terminal_status with execution_id %q", p.GetExecutionId())
+		hint = ours
 	default:
-		v.NextStep = "the plan has finished; read its receipt with terminal_receipt"
+		ours = "the plan has finished; read its receipt with terminal_receipt"
+		hint = ours
 	}
-	if p.GetNextStep() != "" && p.GetState() != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
-		// The daemon's own words come first; ours say which tool to call.
-		v.NextStep = p.GetNextStep() + " — " + v.NextStep
+	v.NextStep = ours
+	if d := p.GetNextStep(); d != "" && hint != "" {
+		// The daemon's own words first; ours say which tool to call.
+		v.NextStep = d + "; " + hint
 	}
 	return v
 }
