@@ -243,3 +243,32 @@ func TestPathContainment(t *testing.T) {
 		}
 	}
 }
+
+// Programs other packages' tests run, with the real default policy.
+func TestDefaultPolicyRealPrograms(t *testing.T) {
+	ws := t.TempDir()
+	p := Default()
+	ctx := Context{Workspaces: []string{ws}}
+	for _, a := range [][]string{{"/bin/true"}, {"true"}, {"echo", "hi"}, {"sleep", "0"}, {"printf", "%s", "x"}, {"cat", "f"}, {"ls"}, {"pwd"}, {"false"}} {
+		d := p.Decide(Request{Argv: a, Cwd: ws}, ctx)
+		if d.Verdict != Allow || d.Risk != RiskLow || d.BinarySHA256 == "" {
+			t.Errorf("%q: %s %s %v", a, d.Verdict, d.Risk, d.Reasons)
+		}
+	}
+	for _, a := range [][]string{{"touch", "f"}, {"mkdir", "d"}, {"rm", "f"}} {
+		if d := p.Decide(Request{Argv: a, Cwd: ws, Mode: ModeTrusted}, ctx); d.Verdict != Allow {
+			t.Errorf("%q trusted: %s %v", a, d.Verdict, d.Reasons)
+		}
+		if d := p.Decide(Request{Argv: a, Cwd: ws}, ctx); d.Verdict != Ask {
+			t.Errorf("%q confirm: %s %v", a, d.Verdict, d.Reasons)
+		}
+	}
+	// a binary copied into the workspace is never run, even by absolute path
+	data, err := os.ReadFile("/usr/bin/true")
+	if err == nil {
+		os.WriteFile(ws+"/true", data, 0o755)
+		if d := p.Decide(Request{Argv: []string{ws + "/true"}, Cwd: ws, Mode: ModeTrusted}, ctx); d.Verdict != Deny {
+			t.Errorf("workspace binary: %s", d.Verdict)
+		}
+	}
+}
