@@ -175,14 +175,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	s.touch(now)
 	p.p.ExecutionId = e.id
 	p.p.NextStep = nextStep(p.p)
-	if err := b.journalPlanLocked(p); err != nil {
-		p.p.State, p.p.ExecutionId, s.active = termdv1.PlanState_PLAN_STATE_PLANNED, "", nil
-		if p.p.Approval != nil {
-			p.p.State = termdv1.PlanState_PLAN_STATE_APPROVED
-		}
-		b.mu.Unlock()
-		return nil, errdefs.Internal("recording the start durably failed (%v); nothing was started", err)
-	}
+	b.journalPlanLazy(p) // the intent below is the durable record of the start
 	b.execs[e.id] = e
 	b.running.Add(1)
 	req, approved := p.req, p.dec
@@ -490,7 +483,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		p.p.ReceiptId = stored.ID
 	}
 	p.p.NextStep = nextStep(p.p)
-	_ = b.journalPlanLocked(p)
+	b.journalPlanLazy(p) // the receipt is the durable record of the end
 	e.finished = true
 	if b.Metrics != nil {
 		b.Metrics.ExecutionFinished(string(res.Status), res.Duration, res.Stdout.Total+res.Stderr.Total)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/daemon/receipt"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -113,14 +114,7 @@ func (b *Broker) openJournal(path string) error {
 			continue
 		}
 		rec := &planRec{p: p, req: *r.Request, dec: *r.Decision, session: s}
-		if p.State == termdv1.PlanState_PLAN_STATE_RUNNING || p.State == termdv1.PlanState_PLAN_STATE_PAUSED {
-			// It was running when termd stopped: recover() recorded outcome_unknown.
-			p.State = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
-			if rid, ok := b.recovered[p.Id]; ok {
-				p.ReceiptId = rid
-			}
-			p.NextStep = nextStep(p)
-		}
+		b.settleRestoredPlan(p)
 		b.plans[id] = rec
 		s.plans = append(s.plans, id)
 	}
@@ -159,7 +153,11 @@ func (b *Broker) openJournal(path string) error {
 	return nil
 }
 
-func (b *Broker) journalWrite(r journalRecord) error {
+func (b *Broker) journalWrite(r journalRecord) error { return b.journalAppend(r, true) }
+
+// journalAppend appends a record; sync=false leaves it to the next synced
+// write (used where another durable record already covers a crash).
+func (b *Broker) journalAppend(r journalRecord, sync bool) error {
 	if b.journal == nil {
 		return nil
 	}
@@ -171,6 +169,9 @@ func (b *Broker) journalWrite(r journalRecord) error {
 	if _, err := b.journal.f.Write(data); err != nil {
 		return fmt.Errorf("writing the plan journal: %w", err)
 	}
+	if !sync {
+		return nil
+	}
 	if err := b.journal.f.Sync(); err != nil {
 		return fmt.Errorf("syncing the plan journal: %w", err)
 	}
@@ -178,13 +179,19 @@ func (b *Broker) journalWrite(r journalRecord) error {
 }
 
 // journalPlanLocked durably records a plan's current state.
-func (b *Broker) journalPlanLocked(p *planRec) error {
+func (b *Broker) journalPlanLocked(p *planRec) error { return b.journalPlan(p, true) }
+
+// journalPlanLazy records a state change that the receipt store already
+// makes durable (start: the intent; finish: the receipt).
+func (b *Broker) journalPlanLazy(p *planRec) { _ = b.journalPlan(p, false) }
+
+func (b *Broker) journalPlan(p *planRec, sync bool) error {
 	data, err := pjm.Marshal(p.p)
 	if err != nil {
 		return err
 	}
 	req, dec := p.req, p.dec
-	err = b.journalWrite(journalRecord{Kind: "plan", Plan: data, Request: &req, Decision: &dec})
+	err = b.journalAppend(journalRecord{Kind: "plan", Plan: data, Request: &req, Decision: &dec}, sync)
 	if err != nil {
 		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", p.p.Id, "error", err)
 	}
@@ -210,4 +217,50 @@ func (b *Broker) closeJournal() {
 	if b.journal != nil {
 		_ = b.journal.f.Close()
 	}
+}
+
+// settleRestoredPlan fixes the state of a plan whose last journal record may
+// predate its execution: the receipt store is the durable word on what ran.
+func (b *Broker) settleRestoredPlan(p *termdv1.Plan) {
+	switch p.State {
+	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED,
+		termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+	default:
+		return
+	}
+	if rid, ok := b.recovered[p.Id]; ok {
+		p.State, p.ReceiptId = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, rid
+		p.NextStep = nextStep(p)
+		return
+	}
+	rs, err := b.Store.List(receipt.Filter{SessionID: p.SessionId, Limit: -1})
+	if err == nil {
+		for _, r := range rs {
+			if r.PlanID == p.Id && r.ExecutionID != "" {
+				p.State, p.ReceiptId = planStateOf(r.Status), r.ID
+				p.NextStep = nextStep(p)
+				return
+			}
+		}
+	}
+	if p.State == termdv1.PlanState_PLAN_STATE_RUNNING || p.State == termdv1.PlanState_PLAN_STATE_PAUSED {
+		p.State = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
+		p.NextStep = nextStep(p)
+	}
+}
+
+func planStateOf(s receipt.Status) termdv1.PlanState {
+	switch s {
+	case receipt.StatusSucceeded:
+		return termdv1.PlanState_PLAN_STATE_SUCCEEDED
+	case receipt.StatusFailed:
+		return termdv1.PlanState_PLAN_STATE_FAILED
+	case receipt.StatusTimedOut:
+		return termdv1.PlanState_PLAN_STATE_TIMED_OUT
+	case receipt.StatusCancelled:
+		return termdv1.PlanState_PLAN_STATE_CANCELLED
+	case receipt.StatusKilled:
+		return termdv1.PlanState_PLAN_STATE_KILLED
+	}
+	return termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
 }

@@ -355,6 +355,13 @@ func TestKill9DuringRunGivesOutcomeUnknown(t *testing.T) {
 	if err != nil || !ch.Ok {
 		t.Fatalf("chain after kill -9: %v %v", ch, err)
 	}
+	g, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: p.Id})
+	if err != nil || g.Plan.State != termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN || g.Plan.ReceiptId != rs.Receipts[0].Id {
+		t.Fatalf("the interrupted plan after restart: %v %v", g, err)
+	}
+	if _, err := d.Client.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id}); err == nil {
+		t.Fatal("an interrupted plan must not run again")
+	}
 }
 
 func TestPlansAndApprovalsSurviveACrash(t *testing.T) {
