@@ -7,7 +7,7 @@ LDFLAGS   := -X github.com/termd/termd/internal/buildinfo.Version=$(VERSION)
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 FUZZTIME  ?= 30s
 # Fuzz targets run by `make test` (package:target).
-FUZZ      ?=
+FUZZ      ?= ./daemon/policy:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide
 
 .PHONY: all build test unit vet fuzz run generate check-generated lint bench install uninstall man docs clean
 
@@ -51,7 +51,9 @@ lint: vet
 
 ## bench: benchmarks that print ratios against baselines measured in the same run
 bench: build
-	TERMD_BENCH=1 $(GO) test -run '^TestBench' -count=1 -v -timeout 60m ./... 2>&1 | grep -E '^(=== RUN|--- |\s+bench|BENCH|ok|FAIL)|ratio' || true
+	@echo "benchmarks print ratios against baselines measured in the same run"
+	TERMD_BENCH=1 $(GO) test -run '^TestBench' -count=1 -v -timeout 60m ./... 2>&1 | grep -E 'BENCH|ratio|^(--- FAIL|FAIL|ok )'
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./daemon/policy ./daemon/events 2>&1 | grep -E 'Benchmark|ratio|ok'
 
 install: build
 	./scripts/install.sh "$(PREFIX)" "$(BIN)"
