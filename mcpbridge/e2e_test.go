@@ -444,3 +444,29 @@ func TestApprovalComesFromTheOperator(t *testing.T) {
 		})
 	}
 }
+
+// Older protocol versions the SDK supports still work on both transports.
+func TestOlderProtocolVersions(t *testing.T) {
+	d := startDaemon(t)
+	for _, v := range []string{"2025-06-18", "2025-03-26", "2024-11-05"} {
+		for _, overHTTP := range []bool{false, true} {
+			tr := transport{name: v, version: v, http: overHTTP}
+			if overHTTP {
+				tr.name = "http/" + v
+			} else {
+				tr.name = "stdio/" + v
+			}
+			t.Run(tr.name, func(t *testing.T) {
+				cs := connect(t, d, tr, &clientRecorder{}, false)
+				plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"true"}}, false)
+				if res.IsError || str(plan, "state") != "planned" {
+					t.Fatalf("plan true: %s", text(res))
+				}
+				ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id")}, false)
+				if str(ex, "state") != "succeeded" {
+					t.Errorf("execute true: %s", text(res))
+				}
+			})
+		}
+	}
+}
