@@ -188,7 +188,7 @@ func TestPlanRunsOnlyInItsOwnSession(t *testing.T) {
 }
 
 func TestOutputOverCapIsTruncatedWithFullCountAndDigest(t *testing.T) {
-	pol := strings.Replace(testPolicy(), "output_bytes: 16777216", "output_bytes: 65536", 1)
+	pol := strings.Replace(testPolicy(), "output_bytes: 1048576", "output_bytes: 65536", 1)
 	d := harness.Start(t, harness.Options{Policy: pol})
 	os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(strings.Repeat("0123456789abcdef", 300000/16)[:300000]), 0o644)
 	_, rec, _, _ := runToEnd(t, d.Client, plan(t, d.Client, "", "cat", "big.txt"))

@@ -119,15 +119,59 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 			dc.protected = append(dc.protected, resolveAbs(w, 0))
 		}
 	}
-	return p.decide(req, dc, 0)
+	d = p.decide(req, dc, 0)
+	d.RequestHash = hashRequest(p.canonical(d))
+	return d
 }
 
+// canonRequest is the canonical request: everything an approval approves.
+// Its SHA-256 is the request hash that approvals and receipts refer to, so a
+// different binary, working directory, environment, limit, mode, policy or
+// verdict is a different request.
 type canonRequest struct {
-	Argv      []string          `json:"argv"`
-	Cwd       string            `json:"cwd"`
-	Env       map[string]string `json:"env"`
-	Mode      Mode              `json:"mode"`
-	TimeoutMS int64             `json:"timeout_ms"`
+	Argv          []string          `json:"argv"`
+	ExecArgv      []string          `json:"exec_argv"`
+	ResolvedPath  string            `json:"resolved_path"`
+	BinarySHA256  string            `json:"binary_sha256"`
+	Cwd           string            `json:"cwd"`
+	Env           map[string]string `json:"env"`
+	ExecEnv       map[string]string `json:"exec_env"`
+	Mode          Mode              `json:"mode"`
+	TimeoutMS     int64             `json:"timeout_ms"`
+	Limits        canonLimits       `json:"limits"`
+	Network       bool              `json:"network"`
+	RunAs         string            `json:"run_as"`
+	PolicyVersion string            `json:"policy_version"`
+	Verdict       Verdict           `json:"verdict"`
+	Risk          Risk              `json:"risk"`
+}
+
+type canonLimits struct {
+	OutputBytes int64 `json:"output_bytes"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	Pids        int64 `json:"pids"`
+	GraceMS     int64 `json:"grace_ms"`
+}
+
+// canonical builds the canonical request of a decision.
+func (p *Policy) canonical(d Decision) canonRequest {
+	l := p.Limits()
+	c := canonRequest{
+		Argv: d.Argv, ExecArgv: d.ExecArgv, ResolvedPath: d.ResolvedPath, BinarySHA256: d.BinarySHA256,
+		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
+		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
+		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
+	}
+	if c.Argv == nil {
+		c.Argv = []string{}
+	}
+	if c.ExecArgv == nil {
+		c.ExecArgv = []string{}
+	}
+	if c.ExecEnv == nil {
+		c.ExecEnv = map[string]string{}
+	}
+	return c
 }
 
 func hashRequest(c canonRequest) string {
@@ -212,7 +256,6 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 		s.deny(RiskMedium, fmt.Sprintf("argv totals %d bytes; the limit is %d", total, MaxTotalArgv))
 	}
 	d.Argv = argv
-	d.RequestHash = hashRequest(canonRequest{Argv: argv, Cwd: req.Cwd, Env: req.Env, Mode: mode, TimeoutMS: d.Timeout.Milliseconds()})
 	if d.Verdict == Deny && (len(argv) == 0 || total > MaxTotalArgv || len(argv) > MaxArgs) {
 		s.step("input", "deny", strings.Join(d.Reasons, "; "))
 		return finish(s)

@@ -70,14 +70,10 @@ type Explanation struct {
 // decision and every step considered.
 func (p *Policy) Explain(req Request, ctx Context) Explanation {
 	d := p.Decide(req, ctx)
-	env := req.Env
-	if env == nil {
-		env = map[string]string{}
+	c := p.canonical(d)
+	if c.Env == nil {
+		c.Env = map[string]string{}
 	}
-	argv := d.Argv
-	if argv == nil {
-		argv = []string{}
-	}
-	b, _ := json.Marshal(canonRequest{Argv: argv, Cwd: req.Cwd, Env: env, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds()})
+	b, _ := json.Marshal(c)
 	return Explanation{Request: b, RequestHash: d.RequestHash, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk, Reasons: d.Reasons, Rules: d.Rules, Steps: d.Steps, Decision: d}
 }
