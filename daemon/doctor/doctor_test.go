@@ -1,0 +1,106 @@
+package doctor_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+func doctor(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(harness.Bin(t, "termd"), append([]string{"doctor"}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func wantLine(t *testing.T, out, pattern string) {
+	t.Helper()
+	if !regexp.MustCompile(`(?m)` + pattern).MatchString(out) {
+		t.Errorf("doctor output lacks a line matching %q:\n%s", pattern, out)
+	}
+}
+
+// TestDoctorOnThisMachine runs `termd doctor` against a running daemon: it
+// explains the kernel features and the socket/state modes and passes; a
+// world-readable receipt key makes it FAIL with a non-zero exit.
+func TestDoctorOnThisMachine(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	out, code := doctor(t, "--socket", d.Socket, "--state-dir", d.StateDir)
+	if code != 0 {
+		t.Fatalf("doctor exit %d on a healthy daemon:\n%s", code, out)
+	}
+	wantLine(t, out, `^(OK|WARN) +cgroups +.*cgroup`)
+	wantLine(t, out, `^(OK|WARN) +netns +.*network namespaces`)
+	wantLine(t, out, `^(OK|WARN) +landlock +.*Landlock`)
+	wantLine(t, out, `^(OK|WARN) +subreaper `)
+	wantLine(t, out, `^OK +socket +socket directory .* has mode 0750`)
+	wantLine(t, out, `^OK +socket +socket .*termd.sock has mode 0660`)
+	wantLine(t, out, `^OK +state +state directory .* has mode 0700`)
+	wantLine(t, out, `^OK +keys +key files .* 0600`)
+	wantLine(t, out, `^OK +policy +embedded default policy`)
+	wantLine(t, out, `^OK +daemon +termd .* answers at `)
+	if strings.Contains(out, "FAIL ") {
+		t.Errorf("FAIL on a healthy daemon:\n%s", out)
+	}
+
+	key := filepath.Join(d.StateDir, "keys", "receipt-ed25519.pem")
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = doctor(t, "--socket", d.Socket, "--state-dir", d.StateDir)
+	if code == 0 {
+		t.Fatalf("doctor passed with a world-readable key:\n%s", out)
+	}
+	wantLine(t, out, `^FAIL +keys +key file .*receipt-ed25519.pem has mode 0644`)
+	wantLine(t, out, `fix: chmod 600 .*receipt-ed25519.pem`)
+
+	js, code := doctor(t, "--socket", d.Socket, "--state-dir", d.StateDir, "-o", "json")
+	if code == 0 {
+		t.Fatal("json doctor passed with a world-readable key")
+	}
+	var doc struct {
+		Checks []struct{ Area, Status, Message, Fix string }
+		Failed bool
+	}
+	if err := json.Unmarshal([]byte(js[:strings.LastIndex(js, "}")+1]), &doc); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, js)
+	}
+	if !doc.Failed || len(doc.Checks) < 10 {
+		t.Fatalf("json doctor: %+v", doc)
+	}
+	_ = os.Chmod(key, 0o600)
+}
+
+// TestDoctorSaysWhenAgentsAndOperatorsShareAUID and rejects an invalid config.
+func TestDoctorRolesAndBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "termd.yaml")
+	os.WriteFile(cfg, []byte("roles:\n  operators: {uids: [1000]}\n  agents: {uids: [1000]}\nadviser: {base_url: \"http://models.example.com\"}\n"), 0o644)
+	out, code := doctor(t, "--config", cfg, "--socket", filepath.Join(dir, "none.sock"), "--state-dir", filepath.Join(dir, "state"))
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantLine(t, out, `^WARN +roles +agents and operators share uid 1000`)
+	wantLine(t, out, `^WARN +adviser +.*plain http`)
+	wantLine(t, out, `^WARN +daemon +`)
+
+	os.WriteFile(cfg, []byte("shutdown_grace: soon\n"), 0o644)
+	out, code = doctor(t, "--config", cfg, "--socket", filepath.Join(dir, "none.sock"), "--state-dir", filepath.Join(dir, "state"))
+	if code == 0 {
+		t.Fatalf("doctor passed an invalid config:\n%s", out)
+	}
+	wantLine(t, out, `^FAIL +config +config is invalid: .*shutdown_grace`)
+}
