@@ -67,6 +67,7 @@ type Broker struct {
 
 	journal   *journal
 	recovered map[string]string // plan id -> outcome_unknown receipt id
+	projects  []projectPolicy
 
 	stop chan struct{}
 	done chan struct{}
@@ -91,6 +92,7 @@ func New(d Deps) (*Broker, error) {
 	if err := b.recover(); err != nil {
 		return nil, err
 	}
+	b.loadProjectPolicies()
 	if err := b.openJournal(filepath.Join(d.Config().StateDir, "plans.jsonl")); err != nil {
 		return nil, err
 	}
@@ -232,6 +234,7 @@ func (b *Broker) protectedPaths() []string {
 		p = append(p, cfg.Policy)
 	}
 	p = append(p, cfg.Secrets...)
+	p = append(p, b.projectPolicyPaths()...)
 	if cfg.Adviser.APIKeyFile != "" {
 		p = append(p, cfg.Adviser.APIKeyFile)
 	}

@@ -164,9 +164,9 @@ func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 	return ctx
 }
 
-// decide runs the policy for a caller's request.
+// decide runs the policy (narrowed by a project policy) for a caller's request.
 func (b *Broker) decide(caller *termdv1.Principal, req policy.Request) policy.Decision {
-	return b.Policy.Decide(req, b.policyContext(caller))
+	return b.decideWith(req, b.policyContext(caller)).Decision
 }
 
 // CheckPolicy decides a request and explains it, creating nothing.
@@ -175,7 +175,7 @@ func (b *Broker) CheckPolicy(_ context.Context, caller *termdv1.Principal, r *te
 	if err != nil {
 		return nil, "", err
 	}
-	ex := b.Policy.Current().Explain(req, b.policyContext(caller))
+	ex := b.decideWith(req, b.policyContext(caller))
 	d := ex.Decision
 	b.redactDecision(&d)
 	return decisionProto(d), b.Redactor.Redact(string(ex.Request)), nil

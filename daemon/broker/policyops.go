@@ -61,6 +61,7 @@ func (b *Broker) ReloadPolicy() (*termdv1.ReloadPolicyResponse, error) {
 		b.Log.Error("policy reload refused; keeping the last good policy", "error", err)
 		return nil, errdefs.Invalid("policy reload refused, the last good policy (%s) stays active: %s", prev, strings.TrimSpace(err.Error()))
 	}
+	b.loadProjectPolicies()
 	now := b.Policy.Current().Version()
 	if changed {
 		b.Log.Info("policy reloaded", "version", now, "previous", prev)

@@ -89,6 +89,7 @@ type Config struct {
 	SocketGroup    string    `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
 	StateDir       string    `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
 	Policy         string    `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
+	ProjectPolicy  string    `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
 	Workspaces     []string  `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
 	LogLevel       string    `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
 	LogFormat      string    `yaml:"log_format" doc:"text or json" default:"text"`
@@ -121,6 +122,7 @@ func Default() *Config {
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
 		RunAsRequester: &t,
+		ProjectPolicy:  ".termd/policy.yaml",
 		Adviser: Adviser{
 			Enabled:     &t,
 			BaseURL:     "https://api.deepseek.com",
@@ -228,6 +230,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("workspaces[%d]: the filesystem root cannot be a workspace", i)
 		}
 		c.Workspaces[i] = real
+	}
+	if pp := c.ProjectPolicy; pp != "" && (filepath.IsAbs(pp) || !filepath.IsLocal(pp)) {
+		return fmt.Errorf("project_policy: %q must be a path inside the workspace root (relative, no \"..\")", pp)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -26,6 +26,7 @@ func TestBadConfigRefusesToStart(t *testing.T) {
 		{"bad duration", "sessions:\n  idle_timeout: forever\n", `"forever" is not a duration`},
 		{"bad cap", "sessions:\n  per_principal: 0\n", "sessions.per_principal: 0 is out of range"},
 		{"bad role default", "roles:\n  default: operator\n", "roles.default"},
+		{"project policy outside", "project_policy: ../elsewhere.yaml\n", "project_policy"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
