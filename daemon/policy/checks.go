@@ -118,9 +118,32 @@ func postSed(p *parsed) {
 	}
 	if p.has("-i") {
 		p.write = true
+		suffixes := p.values("-i")
 		for i := range p.operands {
-			if p.operands[i].kind == KPathRead {
-				p.operands[i].kind = KPathWrite
+			if p.operands[i].kind != KPathRead {
+				continue
+			}
+			p.operands[i].kind = KPathWrite
+			// sed -iSUFFIX keeps a backup copy: FILE+SUFFIX, or SUFFIX with
+			// each '*' replaced by the file's base name (which may name
+			// another directory). The backup is a write like any other.
+			for _, suf := range suffixes {
+				if suf == "" {
+					continue
+				}
+				f := p.operands[i].value
+				var b string
+				if strings.Contains(suf, "*") {
+					b = strings.ReplaceAll(suf, "*", baseName(f))
+					if !strings.Contains(b, "/") {
+						if j := strings.LastIndexByte(f, '/'); j >= 0 {
+							b = f[:j+1] + b
+						}
+					}
+				} else {
+					b = f + suf
+				}
+				p.paths = append(p.paths, operand{value: b, kind: KPathWrite})
 			}
 		}
 	}
@@ -329,19 +352,17 @@ func checkAwkProgram(prog string) string {
 			i = j
 			prevSig = '"'
 			continue
-		case c == '/' && (prevSig == 0 || strings.IndexByte("(,~!{};&|\n", prevSig) >= 0):
-			j := i + 1
-			for j < len(prog) && prog[j] != '/' {
-				if prog[j] == '\\' {
-					j++
-				}
-				if j < len(prog) && prog[j] == '\n' {
-					return "unterminated regex (the program cannot be checked)"
-				}
-				j++
+		case c == '/':
+			regex, why := awkSlashIsRegex(prog, i, prevSig, b.String())
+			if why != "" {
+				return why
 			}
-			if j >= len(prog) {
-				return "unterminated regex (the program cannot be checked)"
+			if !regex {
+				break
+			}
+			j, why := awkRegexEnd(prog, i+1)
+			if why != "" {
+				return why
 			}
 			b.WriteString("//")
 			i = j
@@ -367,6 +388,8 @@ func checkAwkProgram(prog string) string {
 			return "system() runs a shell command"
 		case "getline":
 			return "getline can read from commands or files"
+		case "ARGV", "ARGC":
+			return "changing ARGV/ARGC makes awk read files named in the program"
 		case "fflush", "close":
 			// harmless on stdout, but close() only matters with pipes
 		case "ENVIRON", "PROCINFO":
@@ -400,6 +423,89 @@ func checkAwkProgram(prog string) string {
 		}
 	}
 	return ""
+}
+
+// awkKeywordsBeforeOperand are words after which awk expects an operand, so
+// a '/' there starts a regex literal.
+var awkKeywordsBeforeOperand = set("print printf return case do else exit in")
+
+// awkSlashIsRegex decides whether the '/' at prog[i] starts a regex literal
+// (as awk's lexer would) or is division. Where awk implementations could
+// disagree, the program is refused: a wrong guess would hide code inside a
+// "regex" or start a "comment" or "string" inside a real regex.
+func awkSlashIsRegex(prog string, i int, prevSig byte, code string) (bool, string) {
+	const ambiguous = "a '/' whose meaning (division or regex) is ambiguous (the program cannot be checked)"
+	switch {
+	case prevSig == 0 || strings.IndexByte("(,~!{};&|\n=<>?:*%^[", prevSig) >= 0:
+		return true, ""
+	case prevSig == '+' || prevSig == '-':
+		// "x++ / 2" is division, "a - /re/" a regex: refuse both.
+		return false, ambiguous
+	case prevSig == '/':
+		return false, ambiguous
+	case prevSig == '_' || prevSig >= 'a' && prevSig <= 'z' || prevSig >= 'A' && prevSig <= 'Z' || prevSig >= '0' && prevSig <= '9':
+		t := strings.TrimRight(code, " \t")
+		k := len(t)
+		for k > 0 && (t[k-1] == '_' || t[k-1] >= 'a' && t[k-1] <= 'z' || t[k-1] >= 'A' && t[k-1] <= 'Z' || t[k-1] >= '0' && t[k-1] <= '9') {
+			k--
+		}
+		if awkKeywordsBeforeOperand[t[k:]] {
+			return true, ""
+		}
+		return false, ""
+	}
+	return false, "" // after ')', ']', '$', a string or a number: division
+}
+
+// awkRegexEnd returns the index of the '/' closing the regex literal that
+// starts at prog[j]. Bracket expressions are skipped; a '/' or newline
+// inside one is refused (awk implementations differ there).
+func awkRegexEnd(prog string, j int) (int, string) {
+	const bad = "unterminated or ambiguous regex (the program cannot be checked)"
+	for j < len(prog) {
+		switch prog[j] {
+		case '\\':
+			j += 2
+			continue
+		case '\n':
+			return 0, bad
+		case '/':
+			return j, ""
+		case '[':
+			j++
+			if j < len(prog) && prog[j] == '^' {
+				j++
+			}
+			if j < len(prog) && prog[j] == ']' {
+				j++
+			}
+			for j < len(prog) && prog[j] != ']' {
+				switch prog[j] {
+				case '/', '\n':
+					return 0, "a '/' inside a bracket expression of a regex literal (the program cannot be checked)"
+				case '\\':
+					j++
+				case '[':
+					if j+1 < len(prog) && strings.IndexByte(":.=", prog[j+1]) >= 0 {
+						end := strings.Index(prog[j+2:], string(prog[j+1])+"]")
+						if end < 0 {
+							return 0, bad
+						}
+						if strings.ContainsAny(prog[j+2:j+2+end], "/\n") {
+							return 0, "a '/' inside a bracket expression of a regex literal (the program cannot be checked)"
+						}
+						j += 2 + end + 1
+					}
+				}
+				j++
+			}
+			if j >= len(prog) {
+				return 0, bad
+			}
+		}
+		j++
+	}
+	return 0, bad
 }
 
 func splitAwkStatements(code string) []string {

@@ -603,6 +603,23 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 
 	// --- paths
 	writes := p.checkPaths(pc, cwd, ctx, s)
+	if base == "chmod" && cwd != "" {
+		for _, v := range pc.values("--reference") {
+			if fi, err := os.Stat(resolvePath(cwd, v)); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+				s.deny(RiskCritical, "chmod --reference="+clip(v)+": the reference is missing or has setuid/setgid bits (termd runs as root)")
+			}
+		}
+	}
+	if base == "git" && cwd != "" {
+		// A git directory outside a ".git" component (a bare repository the
+		// caller built with cp/sed) has a config the caller could write:
+		// its textconv/filter/fsmonitor settings would run programs.
+		for _, v := range pc.values("--git-dir") {
+			if real := resolvePath(cwd, v); !hasComponent(real, ".git") {
+				s.deny(RiskCritical, "git --git-dir="+clip(v)+": "+real+" is not inside a .git directory (its config could run programs)")
+			}
+		}
+	}
 
 	// --- rules
 	var sys, proj []*rule
@@ -704,6 +721,15 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			d.ExecEnv[k] = v
 		}
 	}
+}
+
+func hasComponent(p, name string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if c == name {
+			return true
+		}
+	}
+	return false
 }
 
 func equalStrings(a, b []string) bool {

@@ -205,11 +205,9 @@ func (p *Policy) protectedWrite(real string, ctx *decideCtx) string {
 			if i == len(comps)-1 {
 				return ".git directory itself"
 			}
-			for _, c2 := range comps[i+1:] {
-				if c2 == "hooks" || c2 == "config" || c2 == "info" {
-					return ".git/" + c2 + " can run code (hooks, config)"
-				}
-			}
+			// hooks, config, config.worktree, info/attributes, modules/*/config,
+			// worktrees/*/: everything in a git directory is git's to write.
+			return ".git/" + strings.Join(comps[i+1:], "/") + " is repository state and configuration (hooks, config) that can run code"
 		}
 	}
 	return ""

@@ -90,7 +90,7 @@ func init() {
 	reg("mv", &cmdSpec{operand: W, write: true, post: postCopy, opts: opts(flags("-b -f|--force -i|--interactive -n|--no-clobber --strip-trailing-slashes -T|--no-target-directory -u -v|--verbose -Z|--context --exchange --no-copy --debug --help --version"), list(o("--backup?"), o("-S|--suffix="), o("-t|--target-directory=", W), o("--update?")))})
 	reg("rm", &cmdSpec{operand: W, write: true, post: postRm, opts: opts(flags("-f|--force -i -I -r|-R|--recursive -d|--dir -v|--verbose --one-file-system --preserve-root --help --version"), list(o("--interactive?"), o("--no-preserve-root").denyWith("removes / recursively")))})
 	reg("rmdir", &cmdSpec{operand: W, write: true, post: postRm, opts: flags("-p|--parents -v|--verbose --ignore-fail-on-non-empty --help --version")})
-	reg("mkdir", &cmdSpec{operand: W, write: true, opts: opts(flags("-p|--parents -v|--verbose -Z --help --version"), list(o("-m|--mode="), o("--context?")))})
+	reg("mkdir", &cmdSpec{operand: W, write: true, post: postMkdir, opts: opts(flags("-p|--parents -v|--verbose -Z --help --version"), list(o("-m|--mode="), o("--context?")))})
 	reg("touch", &cmdSpec{operand: W, write: true, opts: opts(flags("-a -c|--no-create -m -h|--no-dereference -f --help --version"), list(o("-d|--date="), o("-t="), o("-r|--reference=", R), o("--time=")))})
 	reg("ln", &cmdSpec{operand: KOther, hasLast: true, last: W, write: true, post: postLn, opts: opts(flags("-b -d|-F|--directory -f|--force -i|--interactive -L|--logical -n|--no-dereference -P|--physical -r|--relative -s|--symbolic -T|--no-target-directory -v|--verbose --help --version"), list(o("--backup?"), o("-S|--suffix="), o("-t|--target-directory=", W)))})
 	reg("chmod", &cmdSpec{operandLike: chmodModeRE.MatchString, operand: W, hasFirst: true, first: KOther, write: true, post: postChmod, opts: opts(flags("-c|--changes -f|--silent|--quiet -v|--verbose -R|--recursive --preserve-root --dereference -h|--no-dereference --help --version"), list(o("--reference=", R), o("--no-preserve-root").denyWith("changes / recursively")))})
@@ -134,9 +134,43 @@ func postGzip(p *parsed) {
 		return
 	}
 	p.write = true
+	suffix := ".gz"
+	if v := p.values("-S"); len(v) > 0 {
+		suffix = v[len(v)-1]
+	}
+	decompress := p.tool == "gunzip" || p.has("-d")
 	for i := range p.operands {
 		p.operands[i].kind = KPathWrite
+		// The output file is a write too: FILE+SUFFIX when compressing,
+		// FILE without its suffix when decompressing.
+		f := p.operands[i].value
+		if f == "-" {
+			continue
+		}
+		out := f + suffix
+		if decompress {
+			out = gunzipName(f, suffix)
+		}
+		if out != "" {
+			p.paths = append(p.paths, operand{value: out, kind: KPathWrite})
+		}
 	}
+}
+
+// gunzipName is the file gunzip writes for f ("" when it would refuse).
+func gunzipName(f, suffix string) string {
+	lower := strings.ToLower(f)
+	for _, s := range []string{strings.ToLower(suffix), ".gz", "-gz", ".z", "-z", "_z"} {
+		if s != "" && strings.HasSuffix(lower, s) && len(f) > len(s) {
+			return f[:len(f)-len(s)]
+		}
+	}
+	for _, s := range []string{".tgz", ".taz"} {
+		if strings.HasSuffix(lower, s) && len(f) > len(s) {
+			return f[:len(f)-len(s)] + ".tar"
+		}
+	}
+	return f // unknown suffix: gunzip refuses; check the name itself
 }
 
 func postCopy(p *parsed) {
@@ -154,6 +188,7 @@ func postCopy(p *parsed) {
 				p.operands[i].kind = KPathWrite
 			}
 		}
+		addTargetDirWrites(p)
 		return
 	}
 	if len(p.operands) == 1 {
@@ -179,6 +214,7 @@ func postLn(p *parsed) {
 		for i := range p.operands {
 			p.operands[i].kind = KOther
 		}
+		addTargetDirWrites(p)
 		return
 	}
 	if len(p.operands) == 1 {
@@ -186,6 +222,44 @@ func postLn(p *parsed) {
 		p.operands = append(p.operands, operand{value: baseName(p.operands[0].value), kind: KPathWrite})
 	}
 	p.copyInto = !p.has("-T")
+}
+
+// addTargetDirWrites: with -t DIR, cp/mv/ln write DIR/basename(SOURCE).
+func addTargetDirWrites(p *parsed) {
+	for _, dir := range p.values("-t") {
+		for _, op := range p.operands {
+			p.paths = append(p.paths, operand{value: strings.TrimRight(dir, "/") + "/" + baseName(op.value), kind: KPathWrite})
+		}
+	}
+}
+
+// setIDMode reports whether a chmod/mkdir mode sets the setuid or setgid bit.
+func setIDMode(m string) bool {
+	if isOctal(m) {
+		var v int
+		for _, c := range m {
+			v = v*8 + int(c-'0')
+		}
+		return v&0o6000 != 0
+	}
+	for _, clause := range strings.Split(m, ",") {
+		if i := strings.IndexAny(clause, "+="); i >= 0 && strings.ContainsRune(clause[i:], 's') {
+			return true
+		}
+	}
+	return false
+}
+
+func isOctal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '7' {
+			return false
+		}
+	}
+	return true
 }
 
 func baseName(s string) string {
@@ -202,8 +276,22 @@ func baseName(s string) string {
 var chmodModeRE = regexp.MustCompile(`^([ugoa]*[-+=][rwxXstugo]*)(,[ugoa]*[-+=][rwxXstugo]*)*$|^[0-7]{1,4}$`)
 
 func postChmod(p *parsed) {
-	if p.has("--reference") && len(p.operands) > 0 {
-		p.operands[0].kind = KPathWrite
+	if p.has("--reference") {
+		if len(p.operands) > 0 {
+			p.operands[0].kind = KPathWrite
+		}
+		return // the reference file's setuid/setgid bits are checked when deciding
+	}
+	if len(p.operands) > 0 && setIDMode(p.operands[0].value) {
+		p.deny(RiskCritical, "chmod %s: setuid/setgid bits make a file run with its owner's privileges (termd runs as root)", clip(p.operands[0].value))
+	}
+}
+
+func postMkdir(p *parsed) {
+	for _, m := range p.values("-m") {
+		if setIDMode(m) {
+			p.deny(RiskHigh, "mkdir -m %s: setuid/setgid bits are not allowed", clip(m))
+		}
 	}
 }
 

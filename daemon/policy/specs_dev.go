@@ -38,8 +38,8 @@ func initGit() {
 			list(o("-r|--rebase?"), o("--depth="), o("-s|--strategy="), o("-X|--strategy-option="), o("--recurse-submodules?"), o("-j|--jobs="), o("-S|--gpg-sign?"), o("-e|--edit").denyWith("opens an editor"), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
 		sub("push", &cmdSpec{net: true, operand: KURL, post: postGitURL, opts: opts(flags("-u|--set-upstream -f|--force --force-if-includes --all --branches --tags --follow-tags --no-follow-tags -d|--delete -n|--dry-run --porcelain -q|--quiet -v|--verbose --prune --mirror --atomic --no-atomic --no-verify --verify --progress --no-progress -4|--ipv4 -6|--ipv6 --no-signed --no-force-with-lease"),
 			list(o("--force-with-lease?"), o("-o|--push-option="), o("--recurse-submodules="), o("--signed?"), o("--repo="), o("--receive-pack=").denyWith("runs a program on the remote side chosen by the caller"), o("--exec=").denyWith("runs a program on the remote side chosen by the caller")))}),
-		sub("clone", &cmdSpec{net: true, write: true, operand: KURL, hasLast: true, last: W, post: postGitClone, opts: opts(flags("--single-branch --no-single-branch --shallow-submodules --no-shallow-submodules --bare --mirror -q|--quiet -v|--verbose --progress -n|--no-checkout --sparse --no-tags --tags --dissociate -l|--local --no-local --no-hardlinks -s|--shared --remote-submodules --no-remote-submodules --also-filter-submodules --reject-shallow --no-reject-shallow -4|--ipv4 -6|--ipv6"),
-			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri="), o("--server-option="), o("--revision="), o("--ref-format="),
+		sub("clone", &cmdSpec{net: true, write: true, operand: KURL, hasLast: true, last: W, post: postGitClone, opts: opts(flags("--single-branch --no-single-branch --shallow-submodules --no-shallow-submodules -q|--quiet -v|--verbose --progress -n|--no-checkout --sparse --no-tags --tags --dissociate -l|--local --no-local --no-hardlinks -s|--shared --remote-submodules --no-remote-submodules --also-filter-submodules --reject-shallow --no-reject-shallow -4|--ipv4 -6|--ipv6"),
+			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W).denyWith(whyGitDir), o("--bare").denyWith(whyGitDir), o("--mirror").denyWith(whyGitDir), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri="), o("--server-option="), o("--revision="), o("--ref-format="),
 				o("--template=").denyWith("installs hooks from a template directory"), o("-c|--config=").denyWith(whyConfig), o("-u|--upload-pack=").denyWith("runs a program chosen by the caller")))}),
 		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --includes --no-includes --no-type"), list(o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
 	)
@@ -54,6 +54,8 @@ func initGit() {
 		s.opts = append(s.opts, o("--help"))
 	}
 }
+
+const whyGitDir = "creates a repository whose config is not in a .git directory (a writable config runs programs)"
 
 func postGitDiff(p *parsed) {
 	if p.has("--no-index") {
@@ -282,19 +284,61 @@ func postCurl(p *parsed) {
 				p.paths = append(p.paths, operand{value: v[1:], kind: KPathRead})
 			}
 		case n == "-F":
-			if _, val, ok := strings.Cut(u.value, "="); ok && (strings.HasPrefix(val, "@") || strings.HasPrefix(val, "<")) {
-				f := val[1:]
-				if i := strings.IndexByte(f, ';'); i >= 0 {
-					f = f[:i]
-				}
-				if f != "-" {
-					p.paths = append(p.paths, operand{value: f, kind: KPathRead})
-				}
+			curlFormFiles(p, u.value)
+		case n == "-H" || n == "-w":
+			// -H @FILE reads headers from a file (and sends them);
+			// -w @FILE reads the output format from a file (and prints it).
+			if strings.HasPrefix(u.value, "@") && u.value != "@-" {
+				p.paths = append(p.paths, operand{value: u.value[1:], kind: KPathRead})
+			}
+		case n == "-b":
+			// a cookie argument without '=' is a cookie file to read
+			if !strings.Contains(u.value, "=") && u.value != "-" {
+				p.paths = append(p.paths, operand{value: u.value, kind: KPathRead})
+			}
+		case n == "--variable":
+			if i := strings.IndexAny(u.value, "=@"); i >= 0 && u.value[i] == '@' && u.value[i+1:] != "-" {
+				p.paths = append(p.paths, operand{value: u.value[i+1:], kind: KPathRead})
 			}
 		}
 	}
+	var urls []string
+	for _, op := range p.operands {
+		urls = append(urls, op.value)
+	}
+	urls = append(urls, p.values("--url")...)
+	writes := p.has("-O", "--remote-name-all") || len(p.values("-o")) > 0
+	if writes && !p.has("-g") {
+		for _, u := range urls {
+			if strings.ContainsAny(u, "{[") {
+				p.deny(RiskHigh, "%s: URL globbing ({...} or [...]) chooses output file names that are not checked; add --globoff", p.tool)
+				break
+			}
+		}
+	}
+	if p.has("-J") {
+		p.deny(RiskHigh, "%s -J: the server chooses the output file name (not checked)", p.tool)
+	}
 	if p.has("-O", "--remote-name-all") {
 		p.write = true
+		dir := ""
+		if v := p.values("--output-dir"); len(v) > 0 {
+			dir = strings.TrimRight(v[len(v)-1], "/") + "/"
+		}
+		for _, u := range urls {
+			if name := urlFileName(u, ""); name != "" {
+				p.paths = append(p.paths, operand{value: dir + name, kind: KPathWrite})
+			}
+		}
+	}
+	if dirs := p.values("--output-dir"); len(dirs) > 0 {
+		// -o NAME is relative to --output-dir
+		d := strings.TrimRight(dirs[len(dirs)-1], "/") + "/"
+		for _, o := range p.values("-o") {
+			if o != "-" && !strings.HasPrefix(o, "/") {
+				p.paths = append(p.paths, operand{value: d + o, kind: KPathWrite})
+			}
+		}
 	}
 	for _, op := range p.paths {
 		if op.kind == KPathWrite {
@@ -303,11 +347,112 @@ func postCurl(p *parsed) {
 	}
 }
 
+// curlFormFiles records the files a -F value reads: name=@file,
+// name=<file and ;headers=@file / ;headers=<file. Quoted file names are
+// refused (their unquoting is curl's, not ours).
+func curlFormFiles(p *parsed, v string) {
+	_, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return
+	}
+	parts := strings.Split(val, ";")
+	add := func(f string) {
+		if strings.ContainsAny(f, "\"\\") {
+			p.deny(RiskHigh, "%s -F: quoted or escaped file names are not checked", p.tool)
+			return
+		}
+		for _, one := range strings.Split(f, ",") {
+			if one != "" && one != "-" {
+				p.paths = append(p.paths, operand{value: one, kind: KPathRead})
+			}
+		}
+	}
+	if strings.HasPrefix(parts[0], "@") || strings.HasPrefix(parts[0], "<") {
+		if strings.Contains(val, "\"") {
+			p.deny(RiskHigh, "%s -F: quoted or escaped file names are not checked", p.tool)
+			return
+		}
+		add(parts[0][1:])
+	}
+	for _, prm := range parts[1:] {
+		k, pv, _ := strings.Cut(strings.TrimSpace(prm), "=")
+		if strings.EqualFold(k, "headers") && (strings.HasPrefix(pv, "@") || strings.HasPrefix(pv, "<")) {
+			add(pv[1:])
+		}
+	}
+}
+
+// urlFileName is the file name a download tool derives from a URL: the last
+// path segment (curl strips the query, wget keeps it), or dflt.
+func urlFileName(u string, dflt string) string {
+	rest := u
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	if i := strings.IndexAny(rest, "#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if dflt == "" {
+		if i := strings.IndexByte(rest, '?'); i >= 0 {
+			rest = rest[:i]
+		}
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return dflt
+	}
+	path := rest[i:]
+	if q := strings.IndexByte(path, '?'); q >= 0 {
+		// wget: "dir/file?x=1" is saved as "file?x=1"
+		path = path[:strings.LastIndexByte(path[:q], '/')+1] + strings.ReplaceAll(path[q:], "/", "%2F")
+	}
+	name := path[strings.LastIndexByte(path, '/')+1:]
+	if name == "" {
+		return dflt
+	}
+	return name
+}
+
 func postWget(p *parsed) {
 	for _, op := range p.operands {
 		checkURL(p, op.value)
 	}
 	if p.has("--spider") || contains(p.values("-O"), "-") {
 		p.write = false
+	}
+	for _, o := range []string{"-r", "-m", "-p"} {
+		if p.has(o) {
+			p.deny(RiskHigh, "wget %s: recursive retrieval writes files and directories named by the server (not checked)", o)
+		}
+	}
+	if p.has("--content-disposition") {
+		p.deny(RiskHigh, "wget --content-disposition: the server chooses the output file name (not checked)")
+	}
+	if p.has("-i") {
+		p.deny(RiskHigh, "wget -i: the URLs (and so the output file names) in the list are not checked")
+	}
+	if len(p.values("-O")) > 0 || p.has("--spider") {
+		return
+	}
+	// Default output: the URL's last path segment (index.html for a
+	// directory), under -P DIR, or HOST/PATH with -x.
+	dir := ""
+	if v := p.values("-P"); len(v) > 0 {
+		dir = strings.TrimRight(v[len(v)-1], "/") + "/"
+	}
+	for _, op := range p.operands {
+		name := urlFileName(op.value, "index.html")
+		if p.has("-x") {
+			rest := op.value
+			if i := strings.Index(rest, "://"); i >= 0 {
+				rest = rest[i+3:]
+			}
+			if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+				name = rest[:i+1] + name
+			} else {
+				name = rest + "/" + name
+			}
+		}
+		p.paths = append(p.paths, operand{value: dir + name, kind: KPathWrite})
 	}
 }
