@@ -536,6 +536,7 @@ func tarOldStyle(args []string) []string {
 
 func postTar(p *parsed) {
 	create := p.has("-c", "-r", "-u", "-A")
+	p.recursive = create && !p.has("--no-recursion")
 	extract := p.has("-x")
 	if !create && !extract && !p.has("-t", "-d", "--delete") {
 		p.deny(RiskLow, "tar: no operation (-c, -x, -t)")
@@ -584,6 +585,12 @@ func postTar(p *parsed) {
 	} else {
 		for _, d := range p.values("-C") {
 			p.paths = append(p.paths, operand{value: d, kind: KPathRead})
+			// members named after -C DIR are read relative to DIR
+			for _, op := range p.operands {
+				if !strings.HasPrefix(op.value, "/") {
+					p.paths = append(p.paths, operand{value: strings.TrimRight(d, "/") + "/" + op.value, kind: KPathRead})
+				}
+			}
 		}
 	}
 	if create || p.has("--delete") {

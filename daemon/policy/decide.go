@@ -721,6 +721,15 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			d.ExecEnv[k] = v
 		}
 	}
+	if base == "go" && !pc.net && !pc.code && !pc.unparsed {
+		// go inspection commands classified as offline must stay offline: any go
+		// command may download missing modules or a newer toolchain.
+		if d.ExecEnv == nil {
+			d.ExecEnv = map[string]string{}
+		}
+		d.ExecEnv["GOPROXY"] = "off"
+		d.ExecEnv["GOTOOLCHAIN"] = "local"
+	}
 }
 
 func hasComponent(p, name string) bool {
@@ -774,6 +783,15 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 			s.raise(pv.verdict, pv.risk, pv.reason)
 		} else {
 			s.raise(Allow, pv.risk, "")
+		}
+		if !write && pc.recursive && pv.verdict != Deny && recursiveOutside(real) {
+			inWS := false
+			for _, ws := range ctx.workspaces {
+				inWS = inWS || within(ws, real)
+			}
+			if !inWS {
+				s.raise(Ask, RiskHigh, pc.cmdName()+" reads "+real+" recursively: files below it (keys, credentials readable only by root) are not checked")
+			}
 		}
 		if write && !contains(writes, real) {
 			writes = append(writes, real)

@@ -124,6 +124,9 @@ type parsed struct {
 	net      bool
 	code     bool
 	unparsed bool // tool without grammar
+	// recursive: directory operands are read recursively (grep -r, rg,
+	// cp -r, tar -c, diff -r).
+	recursive bool
 	// copyInto: when the last operand is an existing directory, the
 	// command writes DIR/basename(source) (cp, mv, ln).
 	copyInto bool

@@ -37,6 +37,13 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The policy denies reads outside the workspace of what other users
+	// cannot read; t.TempDir directories are 0700.
+	for _, d := range []string{root, filepath.Dir(root)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f := &fixture{root: root, bin: root + "/bin", ws: root + "/ws", home: root + "/home", out: root + "/out", prot: root + "/prot"}
 	for _, d := range []string{f.bin, f.ws + "/src/sub", f.ws + "/dir", f.ws + "/build", f.ws + "/.git/hooks", f.home + "/.ssh", f.home + "/.aws", f.home + "/.config/systemd/user", f.out, f.prot, root + "/ws-evil"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -163,6 +163,12 @@ func (p *Policy) checkPath(real string, write bool, ctx *decideCtx) pathVerdict 
 	if inWS {
 		return pathVerdict{Allow, RiskLow, ""}
 	}
+	// termd runs as root: a file outside the workspace that ordinary users
+	// cannot read (mode, or an unsearchable parent) is a secret by
+	// definition (/etc/krb5.keytab, /etc/kubernetes/admin.conf, /root/...).
+	if why := privilegedOnly(real); why != "" {
+		return pathVerdict{Deny, RiskHigh, "read of " + real + " outside the workspace is denied: " + why + " (termd runs as root)"}
+	}
 	for _, pat := range spec.Paths.SensitiveRead {
 		for _, e := range expandPattern(pat, ctx.home) {
 			if isAncestorOf(real, e) {
@@ -211,4 +217,45 @@ func (p *Policy) protectedWrite(real string, ctx *decideCtx) string {
 		}
 	}
 	return ""
+}
+
+// privilegedOnly names why real can be read only by privileged users, or
+// "" (also when it does not exist). Directories that cannot be listed are
+// reported too.
+func privilegedOnly(real string) string {
+	fi, err := os.Stat(real)
+	if err != nil {
+		return ""
+	}
+	if fi.Mode().Perm()&0o004 == 0 && (fi.Mode().IsRegular() || fi.IsDir()) {
+		return "it is not readable by other users (mode " + fi.Mode().Perm().String() + ")"
+	}
+	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+		if di, err := os.Stat(d); err == nil && di.Mode().Perm()&0o001 == 0 {
+			return "its directory " + d + " is not searchable by other users"
+		}
+		if d == "/" || d == "." {
+			break
+		}
+	}
+	return ""
+}
+
+// recursiveReadRoots are trees that recursive reads may search without
+// asking (program and library files).
+var recursiveReadRoots = []string{"/usr", "/opt", "/lib", "/lib32", "/lib64", "/bin", "/sbin"}
+
+// recursiveOutside reports whether a recursive read of real (outside the
+// workspace) may reach files the policy cannot see.
+func recursiveOutside(real string) bool {
+	fi, err := os.Stat(real)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	for _, r := range recursiveReadRoots {
+		if within(r, real) {
+			return false
+		}
+	}
+	return true
 }

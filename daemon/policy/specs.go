@@ -72,11 +72,11 @@ func init() {
 			o("--pre=").denyWith("runs a preprocessor program on every file"), o("--hostname-bin=").denyWith("runs a program to get the host name")))})
 	reg("find", &cmdSpec{custom: parseFind})
 	reg("sort", &cmdSpec{operand: R, opts: opts(flags("-b|--ignore-leading-blanks -d|--dictionary-order -f|--ignore-case -g|--general-numeric-sort -i|--ignore-nonprinting -M|--month-sort -h|--human-numeric-sort -n|--numeric-sort -R|--random-sort -r|--reverse -V|--version-sort -c -C -m|--merge -s|--stable -u|--unique -z|--zero-terminated --debug --help --version"),
-		list(o("--check?"), o("-k|--key="), o("-t|--field-separator="), o("-o|--output=", W), o("-S|--buffer-size="), o("-T|--temporary-directory=", W), o("--parallel="), o("--files0-from=", R), o("--random-source=", R), o("--sort="), o("--batch-size="), o("--compress-program=").denyWith(whyExec)))})
+		list(o("--check?"), o("-k|--key="), o("-t|--field-separator="), o("-o|--output=", W), o("-S|--buffer-size="), o("-T|--temporary-directory=", W), o("--parallel="), o("--files0-from=", R).denyWith("reads and prints the files named in a list (the names are not checked)"), o("--random-source=", R), o("--sort="), o("--batch-size="), o("--compress-program=").denyWith(whyExec)))})
 	reg("uniq", &cmdSpec{operand: R, hasLast: true, last: W, opts: opts(flags("-c|--count -d|--repeated -D -u|--unique -i|--ignore-case -z|--zero-terminated --help --version"), list(o("--all-repeated?"), o("--group?"), o("-f|--skip-fields="), o("-s|--skip-chars="), o("-w|--check-chars=")))})
 	reg("cut", &cmdSpec{operand: R, opts: opts(flags("-s|--only-delimited -n --complement -z|--zero-terminated --help --version"), list(o("-b|--bytes="), o("-c|--characters="), o("-f|--fields="), o("-d|--delimiter="), o("--output-delimiter=")))})
 	reg("tr", &cmdSpec{operand: KOther, opts: flags("-c|-C|--complement -d|--delete -s|--squeeze-repeats -t|--truncate-set1 --help --version")})
-	reg("diff", &cmdSpec{operand: R, opts: opts(flags("-u -c -q|--brief -r|--recursive -N|--new-file -i|--ignore-case -w|--ignore-all-space -b|--ignore-space-change -B|--ignore-blank-lines -E|--ignore-tab-expansion -Z|--ignore-trailing-space -a|--text -y|--side-by-side -p|--show-c-function -s|--report-identical-files --strip-trailing-cr -t|--expand-tabs -T|--initial-tab --suppress-common-lines -l|--paginate --no-dereference -d|--minimal --speed-large-files --normal -e|--ed -n|--rcs --ignore-file-name-case --no-ignore-file-name-case --unidirectional-new-file --left-column --suppress-blank-empty --help -v|--version"),
+	reg("diff", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = p.has("-r") }, opts: opts(flags("-u -c -q|--brief -r|--recursive -N|--new-file -i|--ignore-case -w|--ignore-all-space -b|--ignore-space-change -B|--ignore-blank-lines -E|--ignore-tab-expansion -Z|--ignore-trailing-space -a|--text -y|--side-by-side -p|--show-c-function -s|--report-identical-files --strip-trailing-cr -t|--expand-tabs -T|--initial-tab --suppress-common-lines -l|--paginate --no-dereference -d|--minimal --speed-large-files --normal -e|--ed -n|--rcs --ignore-file-name-case --no-ignore-file-name-case --unidirectional-new-file --left-column --suppress-blank-empty --help -v|--version"),
 		list(o("-U|--unified?"), o("-C|--context?"), o("--color?"), o("-W|--width="), o("-F|--show-function-line="), o("--label="), o("-x|--exclude="), o("-X|--exclude-from=", R), o("-S|--starting-file="), o("--from-file=", R), o("--to-file=", R), o("-I|--ignore-matching-lines="), o("--horizon-lines="), o("-D|--ifdef="), o("--tabsize="), o("--line-format="), o("--old-line-format="), o("--new-line-format="), o("--unchanged-line-format="), o("--old-group-format="), o("--new-group-format="), o("--changed-group-format="), o("--unchanged-group-format="), o("--palette=")))})
 	reg("sed", &cmdSpec{operand: R, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
 		list(o("-e|--expression="), o("-f|--file=").denyWith(whyUnchecked+" (sed script file)"), o("-i|--in-place?").writes(), o("-l|--line-length=")))})
@@ -114,6 +114,7 @@ func init() {
 
 func postPatternFirst(e, f string) func(*parsed) {
 	return func(p *parsed) {
+		p.recursive = p.has("-r", "-R") || contains(p.values("-d"), "recurse")
 		if !p.has(e, f) && len(p.operands) > 0 {
 			p.operands[0].kind = KPattern
 		}
@@ -121,6 +122,7 @@ func postPatternFirst(e, f string) func(*parsed) {
 }
 
 func postRg(p *parsed) {
+	p.recursive = true
 	if p.has("--files", "--type-list", "-e", "-f") {
 		return
 	}
@@ -174,6 +176,7 @@ func gunzipName(f, suffix string) string {
 }
 
 func postCopy(p *parsed) {
+	p.recursive = p.has("-R", "-a")
 	if p.tool == "cp" && p.has("-l") {
 		// hard links share inodes with the sources: check them as writes
 		for i := range p.operands {
