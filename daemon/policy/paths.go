@@ -41,6 +41,12 @@ func resolveAbs(p string, depth int) string {
 			continue
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
+			if within("/proc", cur) {
+				// /proc symlinks (self, thread-self, <pid>/fd/N, <pid>/cwd,
+				// <pid>/root) mean something else in the child than in the
+				// daemon: keep them lexical so /proc rules apply.
+				return filepath.Clean(next + "/" + strings.Join(parts[idx+1:], "/"))
+			}
 			if depth > 40 {
 				return next // loop: treat as opaque
 			}

@@ -99,12 +99,35 @@ func checkGitURL(p *parsed, v string) {
 	}
 }
 
+// gitLocalPath returns the directory a repository argument names on this
+// machine (a path or a file:// URL), or "".
+func gitLocalPath(v string, bareNameIsRemote bool) string {
+	l := strings.ToLower(v)
+	if strings.HasPrefix(l, "file://") {
+		return v[len("file://"):]
+	}
+	if strings.Contains(v, "://") {
+		return ""
+	}
+	if i := strings.IndexByte(v, ':'); i >= 0 && !strings.Contains(v[:i], "/") {
+		return "" // scp-like host:path
+	}
+	if bareNameIsRemote && !strings.Contains(v, "/") && v != "." && v != ".." {
+		return "" // a remote name
+	}
+	return v
+}
+
 func postGitURL(p *parsed) {
 	for i := range p.operands {
+		p.operands[i].kind = KOther // remote names and refspecs
 		if i == 0 {
 			checkGitURL(p, p.operands[i].value)
+			if lp := gitLocalPath(p.operands[i].value, true); lp != "" {
+				// fetching from a local repository reads it
+				p.paths = append(p.paths, operand{value: lp, kind: KPathRead})
+			}
 		}
-		p.operands[i].kind = KOther // remote names and refspecs
 	}
 }
 
@@ -115,6 +138,9 @@ func postGitClone(p *parsed) {
 	}
 	checkGitURL(p, p.operands[0].value)
 	p.operands[0].kind = KURL
+	if lp := gitLocalPath(p.operands[0].value, false); lp != "" {
+		p.paths = append(p.paths, operand{value: lp, kind: KPathRead})
+	}
 	if len(p.operands) == 1 {
 		// clones into ./<name>
 		name := strings.TrimSuffix(baseName(strings.TrimRight(p.operands[0].value, "/")), ".git")
