@@ -73,6 +73,10 @@ func newFixture(t testing.TB) *fixture {
 	mustWrite(t, f.home+"/.aws/credentials", "secret")
 	mustWrite(t, f.home+"/.bashrc", "")
 	mustWrite(t, f.prot+"/key", "k")
+	mustWrite(t, f.out+"/root-only.conf", "password=x")
+	if err := os.Chmod(f.out+"/root-only.conf", 0o600); err != nil {
+		t.Fatal(err)
+	}
 	f.pol = policyWithPath(t, f.bin)
 	f.ctx = Context{Workspaces: []string{f.ws}, Protected: []string{f.prot}, Home: f.home}
 	return f
