@@ -188,7 +188,7 @@ func initBuildTools() {
 		goSub("fmt", &cmdSpec{write: true, opts: list(o("-n"), o("-x"), o("-mod="))}),
 		goSub("env", &cmdSpec{opts: list(o("-json"), o("-changed"), o("-w").denyWith("writes the go env file that later go commands obey"), o("-u").denyWith("writes the go env file that later go commands obey"))}),
 		goSub("version", &cmdSpec{opts: list(o("-m"), o("-v"), o("-json"))}),
-		goSub("list", &cmdSpec{opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export"), o("-compiled"), o("-versions"), o("-retracted"), o("-reuse=")))}),
+		goSub("list", &cmdSpec{opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=")))}),
 		goSub("mod", &cmdSpec{needSub: true, subs: modSubs}),
 		goSub("get", &cmdSpec{net: true, write: true, opts: opts(buildFlags, list(o("-t"), o("-u?"), o("-tool")))}),
 		goSub("doc", &cmdSpec{opts: list(o("-all"), o("-c"), o("-cmd"), o("-short"), o("-src"), o("-u"), o("-http").denyWith("starts a web server"))}),
