@@ -102,5 +102,5 @@ func TestDoctorRolesAndBadConfig(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("doctor passed an invalid config:\n%s", out)
 	}
-	wantLine(t, out, `^FAIL +config +config is invalid: .*shutdown_grace`)
+	wantLine(t, out, `^FAIL +config +config is invalid: .*"soon" is not a duration`)
 }
