@@ -17,3 +17,9 @@ for d in web/e2e mcpbridge/tsclient; do
 		(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
 	fi
 done
+
+# --- deploy tests: `systemd-analyze verify` on the shipped units (deploy/deploy_test.go skips without it).
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq --no-install-recommends systemd >/dev/null
+fi
