@@ -29,15 +29,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Stream names one output stream of an execution.
@@ -149,145 +144,6 @@ type Options struct {
 	NoV1 bool
 }
 
-// Runner starts executions. It is safe for concurrent use.
-type Runner struct {
-	caps      Capabilities
-	parent    string            // abs v2 parent dir, "" = no cgroups
-	parentRel string            // parent relative to the v2 mount (as in /proc/PID/cgroup)
-	v1Parents map[string]string // controller -> abs parent dir
-	v1Rel     map[string]string // controller -> parent relative to its mount
-	ownV1     map[string]string // controller -> our own abs v1 cgroup dir
-	created   []string          // parent dirs we made (removed by Close)
-	self      int
-	selfSid   int
-	selfPgid  int
-	seq       atomic.Uint64
-
-	mu   sync.Mutex
-	live map[*Process]struct{}
-}
-
-// New makes a Runner with default options; cgroupParent "" = auto.
-func New(cgroupParent string) (*Runner, error) {
-	return NewWithOptions(Options{CgroupParent: cgroupParent})
-}
-
-// NewWithOptions makes a Runner. It creates the cgroup parent directories it
-// needs and enables the pids and memory controllers for them where v2 has them.
-func NewWithOptions(o Options) (*Runner, error) {
-	r := &Runner{
-		caps:      Probe(),
-		v1Parents: map[string]string{},
-		v1Rel:     map[string]string{},
-		ownV1:     map[string]string{},
-		self:      os.Getpid(),
-		live:      map[*Process]struct{}{},
-	}
-	r.selfSid, _ = unix.Getsid(0)
-	r.selfPgid = unix.Getpgrp()
-	if o.NoCgroups || r.caps.CgroupV2 == "" {
-		return r, nil
-	}
-	own := ownCgroup("")
-	mount := r.caps.CgroupV2
-	parent := o.CgroupParent
-	if parent == "" {
-		parent = filepath.Join(mount, own.v2, "termd")
-	}
-	parent = filepath.Clean(parent)
-	rel, err := filepath.Rel(mount, parent)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return nil, fmt.Errorf("cgroup parent %s is not below the cgroup v2 mount %s", parent, mount)
-	}
-	if err := r.mkParent(mount, parent); err != nil {
-		return nil, err
-	}
-	r.parent = parent
-	r.parentRel = "/" + rel
-	if !o.NoV1 {
-		for _, ctl := range []string{"pids", "memory"} {
-			m := map[string]string{"pids": r.caps.V1Pids, "memory": r.caps.V1Memory}[ctl]
-			if m == "" || own.v1[ctl] == "" {
-				continue
-			}
-			ownDir := filepath.Join(m, own.v1[ctl])
-			d := filepath.Join(ownDir, filepath.Base(parent))
-			if err := r.mkdirTracked(d); err != nil {
-				continue // v1 limits are optional
-			}
-			r.ownV1[ctl] = ownDir
-			r.v1Parents[ctl] = d
-			r.v1Rel[ctl] = filepath.Join(own.v1[ctl], filepath.Base(parent))
-		}
-	}
-	return r, nil
-}
-
-// mkParent creates parent (and missing ancestors) and enables pids/memory in
-// each level's subtree_control where available (best effort: a cgroup that has
-// processes of its own cannot delegate controllers in v2).
-func (r *Runner) mkParent(mount, parent string) error {
-	rel, _ := filepath.Rel(mount, parent)
-	cur := mount
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		enableControllers(cur)
-		cur = filepath.Join(cur, part)
-		if err := r.mkdirTracked(cur); err != nil {
-			return fmt.Errorf("create cgroup parent: %w", err)
-		}
-	}
-	enableControllers(cur)
-	return nil
-}
-
-func enableControllers(dir string) {
-	for _, c := range readControllers(filepath.Join(dir, "cgroup.controllers")) {
-		if c == "pids" || c == "memory" {
-			_ = writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+c)
-		}
-	}
-}
-
-func (r *Runner) mkdirTracked(d string) error {
-	err := os.Mkdir(d, 0o755)
-	if err == nil {
-		r.created = append(r.created, d)
-		return nil
-	}
-	if errors.Is(err, os.ErrExist) {
-		return nil
-	}
-	return err
-}
-
-// Close removes the cgroup parent directories this Runner created, when empty.
-func (r *Runner) Close() error {
-	var first error
-	for i := len(r.created) - 1; i >= 0; i-- {
-		if err := os.Remove(r.created[i]); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
-			first = err
-		}
-	}
-	r.created = nil
-	return first
-}
-
-// Capabilities reports what this Runner found at New.
-func (r *Runner) Capabilities() Capabilities { return r.caps }
-
-// CgroupParent is the v2 directory holding per-execution cgroups ("" = none).
-func (r *Runner) CgroupParent() string { return r.parent }
-
-// CgroupPathFor is the v2 cgroup an execution with this id will use, so the
-// daemon can record it in the intent before the process starts ("" without
-// cgroups or for an empty id).
-func (r *Runner) CgroupPathFor(id string) string {
-	if r.parent == "" || id == "" {
-		return ""
-	}
-	return filepath.Join(r.parent, cgroupName(id))
-}
-
 func cgroupName(id string) string {
 	var b strings.Builder
 	b.WriteString("x-")
@@ -310,28 +166,6 @@ var ErrFinished = errors.New("execution has finished")
 
 // ErrStopping is returned by Pause once the execution is being ended.
 var ErrStopping = errors.New("execution is being stopped")
-
-func (r *Runner) register(p *Process) {
-	r.mu.Lock()
-	r.live[p] = struct{}{}
-	r.mu.Unlock()
-}
-
-func (r *Runner) unregister(p *Process) {
-	r.mu.Lock()
-	delete(r.live, p)
-	r.mu.Unlock()
-}
-
-func (r *Runner) liveProcesses() []*Process {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*Process, 0, len(r.live))
-	for p := range r.live {
-		out = append(out, p)
-	}
-	return out
-}
 
 func validate(s *Spec) error {
 	if !filepath.IsAbs(s.Path) {
