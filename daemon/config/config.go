@@ -155,7 +155,28 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-var yamlField = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
+var (
+	yamlField = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
+	yamlLine  = regexp.MustCompile(`^line (\d+): `)
+	yamlKey   = regexp.MustCompile(`^\s*(?:- )?([A-Za-z0-9_]+)\s*:`)
+)
+
+// nameKey adds the key found on the reported line, so every error names it.
+func nameKey(msg string, data []byte) string {
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil || strings.Contains(msg, "unknown key") {
+		return msg
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return msg
+	}
+	if k := yamlKey.FindStringSubmatch(lines[n-1]); k != nil {
+		return fmt.Sprintf("line %d: %s: %s", n, k[1], strings.TrimPrefix(msg, m[0]))
+	}
+	return msg
+}
 
 // Parse decodes YAML into c strictly.
 func Parse(c *Config, data []byte) error {
@@ -165,7 +186,7 @@ func Parse(c *Config, data []byte) error {
 		msg := err.Error()
 		msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n  ")
 		msg = yamlField.ReplaceAllString(msg, "unknown key \"$1\" (see docs/CONFIG.md for the keys)")
-		return errors.New(msg)
+		return errors.New(nameKey(msg, data))
 	}
 	return nil
 }
