@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -50,18 +51,10 @@ func (b *Broker) confine(p string) (string, error) {
 
 func unwrapPathErr(err error) error {
 	var pe *fs.PathError
-	if ok := asPathErr(err, &pe); ok {
+	if errors.As(err, &pe) {
 		return pe.Err
 	}
 	return err
-}
-
-func asPathErr(err error, pe **fs.PathError) bool {
-	p, ok := err.(*fs.PathError)
-	if ok {
-		*pe = p
-	}
-	return ok
 }
 
 // ListWorkspaceFiles lists regular files under dir (default: every root), paginated.
