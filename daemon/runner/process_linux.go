@@ -438,7 +438,9 @@ loop:
 	if p.cg != nil {
 		limits = p.cg.applied
 		cgPath = p.cg.v2
-		p.cg.remove()
+		// Everything in it is dead; the kernel may take a few milliseconds to
+		// let the directory go, which the result need not wait for.
+		p.r.removeLater(p.cg)
 	}
 	p.r.unregister(p)
 

@@ -28,6 +28,17 @@ type Runner struct {
 
 	mu   sync.Mutex
 	live map[*Process]struct{}
+
+	cleanup sync.WaitGroup // cgroup directories being removed
+}
+
+// removeLater removes an ended execution's cgroups in the background.
+func (r *Runner) removeLater(cg *execCgroup) {
+	r.cleanup.Add(1)
+	go func() {
+		defer r.cleanup.Done()
+		cg.remove()
+	}()
 }
 
 // New makes a Runner with default options; cgroupParent "" = auto.
@@ -125,6 +136,7 @@ func (r *Runner) mkdirTracked(d string) error {
 
 // Close removes the cgroup parent directories this Runner created, when empty.
 func (r *Runner) Close() error {
+	r.cleanup.Wait()
 	var first error
 	for i := len(r.created) - 1; i >= 0; i-- {
 		if err := os.Remove(r.created[i]); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {

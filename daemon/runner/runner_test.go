@@ -244,6 +244,7 @@ func TestNothingSurvives(t *testing.T) {
 					if r.IsExecutionProcess(gc) {
 						t.Errorf("IsExecutionProcess(grandchild) = true after the end")
 					}
+					r.cleanup.Wait() // removal runs after the result
 					if res.CgroupPath != "" && exists(res.CgroupPath) {
 						t.Errorf("cgroup %s left behind", res.CgroupPath)
 					}
