@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/termd/termd/daemon/adviser"
@@ -241,15 +242,25 @@ func (b *Broker) protectedPaths() []string {
 	return p
 }
 
-// homeFor returns a HOME for commands run for uid: outside every workspace,
-// private to that uid.
+// homeFor returns a HOME for commands run for uid: outside every workspace
+// and outside the (private) state directory, private to that uid. The base
+// is a sibling of the state directory (e.g. /var/lib/termd-home), traversable
+// but not listable; a base another user could control is refused.
 func (b *Broker) homeFor(uid, gid int) (string, error) {
 	cfg := b.Config()
-	base := filepath.Join(cfg.StateDir, "home")
+	base := cfg.StateDir + "-home"
 	if insideAny(base, cfg.Workspaces) {
-		base = filepath.Join(os.TempDir(), "termd-home")
+		base = filepath.Join(os.TempDir(), fmt.Sprintf("termd-home-%d", os.Geteuid()))
 	}
-	if err := os.MkdirAll(base, 0o711); err != nil {
+	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	if st, err := os.Lstat(base); err != nil {
+		return "", err
+	} else if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() {
+		return "", fmt.Errorf("refusing %s as the base of command homes: it is not a directory owned by termd's user", base)
+	}
+	if err := os.Chmod(base, 0o711); err != nil {
 		return "", err
 	}
 	dir := filepath.Join(base, fmt.Sprint(uid))

@@ -58,7 +58,7 @@ func unwrapPathErr(err error) error {
 }
 
 // ListWorkspaceFiles lists regular files under dir (default: every root), paginated.
-func (b *Broker) ListWorkspaceFiles(_ context.Context, _ *termdv1.Principal, r *termdv1.ListWorkspaceFilesRequest) (*termdv1.ListWorkspaceFilesResponse, error) {
+func (b *Broker) ListWorkspaceFiles(_ context.Context, caller *termdv1.Principal, r *termdv1.ListWorkspaceFilesRequest) (*termdv1.ListWorkspaceFilesResponse, error) {
 	size := int(r.PageSize)
 	if size <= 0 || size > maxListPage {
 		size = 100
@@ -86,7 +86,7 @@ func (b *Broker) ListWorkspaceFiles(_ context.Context, _ *termdv1.Principal, r *
 				return nil
 			}
 			if d.IsDir() {
-				if path != root && (skipDirs[d.Name()] || b.isProtected(path)) {
+				if (path != root && (skipDirs[d.Name()] || b.isProtected(path))) || !callerCanRead(caller, path, true) {
 					return filepath.SkipDir
 				}
 				return nil
@@ -122,10 +122,13 @@ func (b *Broker) isProtected(path string) bool {
 }
 
 // ReadWorkspaceFile reads one UTF-8 text file, redacted.
-func (b *Broker) ReadWorkspaceFile(_ context.Context, _ *termdv1.Principal, path string) (*termdv1.ReadWorkspaceFileResponse, error) {
+func (b *Broker) ReadWorkspaceFile(_ context.Context, caller *termdv1.Principal, path string) (*termdv1.ReadWorkspaceFileResponse, error) {
 	real, err := b.confine(path)
 	if err != nil {
 		return nil, err
+	}
+	if !callerCanRead(caller, real, false) {
+		return nil, errdefs.Permission("%s is not readable by %s (uid %d); termd serves only what the caller could read itself", path, caller.GetName(), caller.GetUid())
 	}
 	f, err := os.Open(real)
 	if err != nil {
