@@ -272,4 +272,3 @@ func KillLeftovers(pid int, _ string) error {
 func KillLeftoversStrict(pid int, _ uint64, cgroupPath string) error {
 	return KillLeftovers(pid, cgroupPath)
 }
-
