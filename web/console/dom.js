@@ -81,3 +81,8 @@ export function download(name, text, type) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+// exitText shows an exit code; -1 means none (nothing ran, or a signal ended it).
+export function exitText(code) {
+  return code === undefined || code === null || code === -1 ? '—' : String(code);
+}

@@ -1,7 +1,7 @@
 // lists.js: the approval queue, plan, session and receipt listings, and a
 // receipt's page with verification, raw JSON, download and share export.
 import { api } from './api.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download } from './dom.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText } from './dom.js';
 
 function planRow(p) {
   const st = short(p.state, 'PLAN_STATE_');
@@ -134,7 +134,7 @@ export function receiptsView(main, ctx) {
         h('tbody', {}, rs.map((x) => h('tr', {},
           h('td', {}, String(x.seq)),
           h('td', {}, h('a', { href: '/receipts/' + encodeURIComponent(x.id) }, h('code', {}, x.command || x.id))),
-          h('td', {}, x.status), h('td', {}, String(x.exitCode ?? '')), h('td', {}, x.requester || ''), h('td', {}, x.approver || ''),
+          h('td', {}, x.status), h('td', {}, exitText(x.exitCode)), h('td', {}, x.requester || ''), h('td', {}, x.approver || ''),
           h('td', {}, when(x.finishedAt))))))));
     } catch (e) { clear(list, errorBox(e)); }
   }
@@ -162,7 +162,7 @@ export function receiptView(main, ctx, id) {
             ['Key', v.keyId], ['Problems', (v.problems || []).join('; ')]])),
         h('section', { class: 'card', 'aria-labelledby': 'summary-title' },
           h('h2', { id: 'summary-title' }, 'Summary'),
-          kv([['Command', h('code', {}, s.command)], ['Status', s.status], ['Exit code', String(s.exitCode ?? '')], ['Decision', s.decision],
+          kv([['Command', h('code', {}, s.command)], ['Status', s.status], ['Exit code', exitText(s.exitCode)], ['Decision', s.decision],
             ['Plan', s.planId ? h('a', { href: '/plans/' + encodeURIComponent(s.planId) }, s.planId) : ''],
             ['Session', s.sessionId ? h('a', { href: '/sessions/' + encodeURIComponent(s.sessionId) }, s.sessionId) : ''],
             ['Requester', s.requester], ['Approver', s.approver], ['Started', when(s.startedAt)], ['Finished', when(s.finishedAt)],
@@ -186,3 +186,4 @@ export function receiptView(main, ctx, id) {
     }
   })();
 }
+

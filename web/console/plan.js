@@ -1,7 +1,7 @@
 // plan.js: the plan form with the adviser panel, and a plan's own page
 // (/plans/ID): decision, approval, execution controls, live output, receipt.
 import { api, stream } from './api.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when } from './dom.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText } from './dom.js';
 
 const FORM_KEY = 'termd.planDraft';
 
@@ -306,7 +306,7 @@ export function planView(main, ctx, id) {
         h('h2', { id: 'exec-title' }, 'Execution ', badge(words(es), 'st-' + es)),
         kv([['Execution', h('code', {}, exec.id)], ['Pid', exec.pid || ''], ['Started', when(exec.startedAt)], ['Finished', when(exec.finishedAt)],
           ['Duration', exec.durationMs && exec.finishedAt ? exec.durationMs + ' ms' : ''],
-          ['Exit code', exec.finishedAt ? String(exec.exitCode) : ''], ['Signal', exec.signal], ['Error', exec.error],
+          ['Exit code', exec.finishedAt ? exitText(exec.exitCode) : ''], ['Signal', exec.signal], ['Error', exec.error],
           ['Output truncated', exec.outputTruncated ? 'yes' : '']]),
         ctx.canRun ? h('div', { class: 'row' },
           es === 'RUNNING' ? act('Pause', () => api('POST', '/v1/executions/' + eid + ':pause', {})) : null,
@@ -324,7 +324,7 @@ export function planView(main, ctx, id) {
       const v = await api('POST', '/v1/receipts:verify', { receiptJson: r.receiptJson });
       clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'),
         h('p', { id: 'receipt-verdict', class: v.valid ? 'ok' : 'bad' }, v.valid ? '✔ Receipt verified' : '✘ Receipt does not verify'),
-        kv([['Receipt', h('a', { href: '/receipts/' + encodeURIComponent(rid) }, rid)], ['Status', r.summary?.status], ['Exit code', String(r.summary?.exitCode ?? '')],
+        kv([['Receipt', h('a', { href: '/receipts/' + encodeURIComponent(rid) }, rid)], ['Status', r.summary?.status], ['Exit code', exitText(r.summary?.exitCode)],
           ['Problems', (v.problems || []).join('; ')]]));
     } catch (e) {
       clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'), errorBox(e));
