@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +13,7 @@ import (
 func init() { verbs = append(verbs, newAudit) }
 
 func newAudit(a *app) *cobra.Command {
+	var expect string
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Verify the receipt chain",
@@ -23,10 +26,26 @@ func newAudit(a *app) *cobra.Command {
 and that each one's prev_hash is the hash of the one before. A changed,
 removed or reordered receipt breaks the chain at that point.
 
+It prints the chain's head (seq and hash). Receipts removed from the end leave
+a shorter chain that is still valid, so keep the head somewhere else (a log,
+a ticket) and pass it back later: --expect SEQ:HASH fails unless the chain
+still holds exactly that receipt at that seq.
+
 Exit status: 0 when the chain is intact, 1 otherwise, with the first bad seq
 and what is wrong with it.`,
+		Example: `  termctl audit verify
+  termctl audit verify --expect 1042:9f2c...e1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := &termdv1.VerifyAuditChainRequest{}
+			if expect != "" {
+				seq, hash, ok := strings.Cut(expect, ":")
+				n, err := strconv.ParseInt(seq, 10, 64)
+				if !ok || err != nil || n < 1 || len(hash) != 64 {
+					return exitWith(ExitUsage, fmt.Errorf("--expect %q: write SEQ:HASH as printed by an earlier `termctl audit verify`", expect))
+				}
+				req.ExpectSeq, req.ExpectHash = n, hash
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -34,7 +53,7 @@ and what is wrong with it.`,
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
 			stop := a.spin("verifying the receipt chain")
-			r, err := c.Receipts.VerifyAuditChain(ctx, &termdv1.VerifyAuditChainRequest{})
+			r, err := c.Receipts.VerifyAuditChain(ctx, req)
 			stop()
 			if err != nil {
 				return fmt.Errorf("verifying the audit chain: %w", err)
@@ -48,9 +67,10 @@ and what is wrong with it.`,
 			if !r.Ok {
 				return exitWith(ExitError, fmt.Errorf("audit chain broken at seq %d: %s (%d receipts checked before it)", r.BadSeq, r.Problem, r.Checked))
 			}
-			_, err = fmt.Fprintf(a.stdout, "audit chain ok: %d receipts checked\n", r.Checked)
+			_, err = fmt.Fprintf(a.stdout, "audit chain ok: %d receipts checked\nhead: %d:%s\n", r.Checked, r.HeadSeq, r.HeadHash)
 			return err
 		},
 	})
+	cmd.Commands()[0].Flags().StringVar(&expect, "expect", "", "a head recorded earlier (SEQ:HASH) that must still be in the chain")
 	return cmd
 }

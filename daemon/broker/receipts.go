@@ -306,12 +306,42 @@ func (b *Broker) VerifyReceipt(_ context.Context, data []byte) *termdv1.VerifyRe
 	return out
 }
 
-// VerifyAuditChain checks the whole chain.
-func (b *Broker) VerifyAuditChain(context.Context) *termdv1.VerifyAuditChainResponse {
+// VerifyAuditChain checks the whole chain, reports its head, and checks that
+// a head recorded earlier is still in it (receipts removed from the end
+// leave a valid but shorter chain; only an outside record can tell).
+func (b *Broker) VerifyAuditChain(_ context.Context, r *termdv1.VerifyAuditChainRequest) *termdv1.VerifyAuditChainResponse {
 	n, bad, err := b.Store.VerifyChain()
 	out := &termdv1.VerifyAuditChainResponse{Ok: err == nil, Checked: int64(n), BadSeq: bad}
 	if err != nil {
 		out.Problem = fmt.Sprint(err)
+		return out
+	}
+	if n > 0 {
+		out.HeadSeq, out.HeadHash = b.chainHash(int64(n))
+	}
+	if r.GetExpectSeq() > 0 {
+		seq, hash := b.chainHash(r.ExpectSeq)
+		switch {
+		case seq == 0:
+			out.Ok, out.BadSeq = false, r.ExpectSeq
+			out.Problem = fmt.Sprintf("the chain ends at seq %d but seq %d was recorded earlier: receipts were removed from the end", n, r.ExpectSeq)
+		case r.ExpectHash != "" && hash != r.ExpectHash:
+			out.Ok, out.BadSeq = false, r.ExpectSeq
+			out.Problem = fmt.Sprintf("seq %d has hash %s, not the %s recorded earlier: the chain was rewritten", r.ExpectSeq, hash, r.ExpectHash)
+		}
 	}
 	return out
+}
+
+// chainHash returns seq and the hash the next receipt links to (0, "" when absent).
+func (b *Broker) chainHash(seq int64) (int64, string) {
+	r, err := b.Store.GetSeq(seq)
+	if err != nil {
+		return 0, ""
+	}
+	c, err := receipt.CanonicalBytes(r)
+	if err != nil {
+		return 0, ""
+	}
+	return seq, receipt.ChainHash(c)
 }

@@ -193,8 +193,8 @@ func (s receiptSvc) GetPublicKey(ctx context.Context, _ *termdv1.GetPublicKeyReq
 	return s.b.PublicKeys(), nil
 }
 
-func (s receiptSvc) VerifyAuditChain(ctx context.Context, _ *termdv1.VerifyAuditChainRequest) (*termdv1.VerifyAuditChainResponse, error) {
-	return s.b.VerifyAuditChain(ctx), nil
+func (s receiptSvc) VerifyAuditChain(ctx context.Context, r *termdv1.VerifyAuditChainRequest) (*termdv1.VerifyAuditChainResponse, error) {
+	return s.b.VerifyAuditChain(ctx, r), nil
 }
 
 type policySvc struct {

@@ -642,7 +642,12 @@ func (x *GetPublicKeyResponse) GetKeys() []*PublicKey {
 }
 
 type VerifyAuditChainRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A head recorded earlier (seq and chain hash, e.g. from a previous verify
+	// kept outside this machine): the chain must still contain it unchanged.
+	// This detects receipts removed from the end, which the chain alone cannot.
+	ExpectSeq     int64  `protobuf:"varint,1,opt,name=expect_seq,json=expectSeq,proto3" json:"expect_seq,omitempty"`
+	ExpectHash    string `protobuf:"bytes,2,opt,name=expect_hash,json=expectHash,proto3" json:"expect_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -677,13 +682,30 @@ func (*VerifyAuditChainRequest) Descriptor() ([]byte, []int) {
 	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{11}
 }
 
+func (x *VerifyAuditChainRequest) GetExpectSeq() int64 {
+	if x != nil {
+		return x.ExpectSeq
+	}
+	return 0
+}
+
+func (x *VerifyAuditChainRequest) GetExpectHash() string {
+	if x != nil {
+		return x.ExpectHash
+	}
+	return ""
+}
+
 type VerifyAuditChainResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Ok      bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
 	Checked int64                  `protobuf:"varint,2,opt,name=checked,proto3" json:"checked,omitempty"`
 	// First bad sequence number; 0 when ok.
-	BadSeq        int64  `protobuf:"varint,3,opt,name=bad_seq,json=badSeq,proto3" json:"bad_seq,omitempty"`
-	Problem       string `protobuf:"bytes,4,opt,name=problem,proto3" json:"problem,omitempty"`
+	BadSeq  int64  `protobuf:"varint,3,opt,name=bad_seq,json=badSeq,proto3" json:"bad_seq,omitempty"`
+	Problem string `protobuf:"bytes,4,opt,name=problem,proto3" json:"problem,omitempty"`
+	// The chain's head now: record it elsewhere and pass it back as expect_*.
+	HeadSeq       int64  `protobuf:"varint,5,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	HeadHash      string `protobuf:"bytes,6,opt,name=head_hash,json=headHash,proto3" json:"head_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,6 +768,20 @@ func (x *VerifyAuditChainResponse) GetProblem() string {
 	return ""
 }
 
+func (x *VerifyAuditChainResponse) GetHeadSeq() int64 {
+	if x != nil {
+		return x.HeadSeq
+	}
+	return 0
+}
+
+func (x *VerifyAuditChainResponse) GetHeadHash() string {
+	if x != nil {
+		return x.HeadHash
+	}
+	return ""
+}
+
 var File_termd_v1_receipt_proto protoreflect.FileDescriptor
 
 const file_termd_v1_receipt_proto_rawDesc = "" +
@@ -793,13 +829,19 @@ const file_termd_v1_receipt_proto_rawDesc = "" +
 	"\x03pem\x18\x02 \x01(\tR\x03pem\x12\x18\n" +
 	"\acurrent\x18\x03 \x01(\bR\acurrent\"?\n" +
 	"\x14GetPublicKeyResponse\x12'\n" +
-	"\x04keys\x18\x01 \x03(\v2\x13.termd.v1.PublicKeyR\x04keys\"\x19\n" +
-	"\x17VerifyAuditChainRequest\"w\n" +
+	"\x04keys\x18\x01 \x03(\v2\x13.termd.v1.PublicKeyR\x04keys\"Y\n" +
+	"\x17VerifyAuditChainRequest\x12\x1d\n" +
+	"\n" +
+	"expect_seq\x18\x01 \x01(\x03R\texpectSeq\x12\x1f\n" +
+	"\vexpect_hash\x18\x02 \x01(\tR\n" +
+	"expectHash\"\xaf\x01\n" +
 	"\x18VerifyAuditChainResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x18\n" +
 	"\achecked\x18\x02 \x01(\x03R\achecked\x12\x17\n" +
 	"\abad_seq\x18\x03 \x01(\x03R\x06badSeq\x12\x18\n" +
-	"\aproblem\x18\x04 \x01(\tR\aproblem2\xb6\x05\n" +
+	"\aproblem\x18\x04 \x01(\tR\aproblem\x12\x19\n" +
+	"\bhead_seq\x18\x05 \x01(\x03R\aheadSeq\x12\x1b\n" +
+	"\thead_hash\x18\x06 \x01(\tR\bheadHash2\xb6\x05\n" +
 	"\x0eReceiptService\x12j\n" +
 	"\n" +
 	"GetReceipt\x12\x1b.termd.v1.GetReceiptRequest\x1a\x1c.termd.v1.GetReceiptResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/v1/receipts/{receipt_id}\x12c\n" +
