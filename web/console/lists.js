@@ -169,6 +169,12 @@ export function receiptView(main, ctx, id) {
             ['Request hash', h('code', { class: 'hash' }, s.requestHash)], ['Seq', String(s.seq ?? '')]]),
           h('div', { class: 'row' },
             h('button', { type: 'button', onclick: () => download('receipt-' + id + '.json', r.receiptJson) }, 'Download JSON'),
+            h('button', { type: 'button', id: 'download-public-key', onclick: async () => {
+              try {
+                const k = await api('GET', '/v1/receipts:publicKey');
+                download('termd-receipts.pem', (k.keys || []).map((x) => x.pem).join(''), 'application/x-pem-file');
+              } catch (e) { clear(shareOut, errorBox(e)); }
+            } }, 'Download public key'),
             h('button', { type: 'button', onclick: async () => {
               try {
                 const x = await api('GET', '/v1/receipts/' + encodeURIComponent(id) + ':export?share=true');
@@ -179,6 +185,7 @@ export function receiptView(main, ctx, id) {
                   h('pre', { id: 'share-json' }, p));
               } catch (e) { clear(shareOut, errorBox(e)); }
             } }, 'Share export…')),
+          h('p', { class: 'hint' }, 'Verify offline, without termd: ', h('code', {}, 'termctl receipt verify receipt-' + id + '.json --public-key termd-receipts.pem')),
           shareOut),
         h('section', { class: 'card', 'aria-labelledby': 'raw-title' }, h('h2', { id: 'raw-title' }, 'Raw JSON'), h('pre', { id: 'receipt-json' }, pretty)));
     } catch (e) {

@@ -5,6 +5,7 @@
 import { chromium } from 'playwright-core';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -111,7 +112,22 @@ await test('read-only command: live output and a verified receipt', async () => 
   await page.locator('#share-json').waitFor();
   const dl = page.waitForEvent('download');
   await page.getByRole('button', { name: 'Download JSON' }).click();
-  must((await dl).suggestedFilename().startsWith('receipt-'), 'download has no receipt file name');
+  const receiptDl = await dl;
+  must(receiptDl.suggestedFilename().startsWith('receipt-'), 'download has no receipt file name');
+  const keyDl = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Download public key' }).click();
+  const pubDl = await keyDl;
+  if (process.env.TERMCTL) {
+    // What the console hands out verifies offline: no daemon, only the public key.
+    const dir = mkdtempSync(join(tmpdir(), 'termd-offline-'));
+    const rf = join(dir, receiptDl.suggestedFilename());
+    const kf = join(dir, pubDl.suggestedFilename());
+    await receiptDl.saveAs(rf);
+    await pubDl.saveAs(kf);
+    const v = spawnSync(process.env.TERMCTL, ['receipt', 'verify', rf, '--public-key', kf, '--socket', join(dir, 'no-daemon.sock')], { encoding: 'utf8' });
+    rmSync(dir, { recursive: true, force: true });
+    must(v.status === 0 && v.stdout.includes('valid receipt'), 'offline verification of the downloaded receipt failed: ' + v.stdout + v.stderr);
+  }
   await shot('receipt-detail');
 });
 
