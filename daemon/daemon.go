@@ -116,6 +116,9 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if d.runner, err = runner.New(""); err != nil {
 		return fmt.Errorf("execution runtime: %w", err)
 	}
+	if d.runner.LeafMove != "" {
+		d.log.Info("cgroup delegation", "detail", d.runner.LeafMove)
+	}
 	caps := d.runner.Capabilities()
 	if caps.CgroupV2 == "" {
 		d.log.Warn("cgroup v2 unavailable: executions are bounded by process group and subreaper only")

@@ -30,6 +30,10 @@ type Runner struct {
 	live map[*Process]struct{}
 
 	cleanup sync.WaitGroup // cgroup directories being removed
+
+	// LeafMove says whether termd moved itself into a leaf cgroup at start
+	// (pure v2 with a delegated cgroup), for the daemon's log.
+	LeafMove string
 }
 
 // removeLater removes an ended execution's cgroups in the background.
@@ -66,6 +70,9 @@ func NewWithOptions(o Options) (*Runner, error) {
 	mount := r.caps.CgroupV2
 	parent := o.CgroupParent
 	if parent == "" {
+		if !r.caps.Hybrid {
+			r.LeafMove = moveToLeaf(mount, own.v2, r.self)
+		}
 		parent = filepath.Join(mount, own.v2, "termd")
 	}
 	parent = filepath.Clean(parent)
@@ -95,6 +102,37 @@ func NewWithOptions(o Options) (*Runner, error) {
 		}
 	}
 	return r, nil
+}
+
+// moveToLeaf makes limits possible on a pure cgroup v2 host where termd owns
+// a delegated cgroup (systemd Delegate=yes): v2 will not hand controllers to
+// children of a cgroup that has processes of its own, so when termd is the
+// only process there and pids/memory are available, it moves itself into a
+// "daemon" leaf and enables the controllers for its executions' parent. It
+// reports what it did; on any failure it leaves things as they were.
+func moveToLeaf(mount, own string, self int) string {
+	if own == "/" || own == "" {
+		return ""
+	}
+	dir := filepath.Join(mount, own)
+	want := false
+	for _, c := range readControllers(filepath.Join(dir, "cgroup.controllers")) {
+		want = want || c == "pids" || c == "memory"
+	}
+	procs := readPids(filepath.Join(dir, "cgroup.procs"))
+	if !want || len(procs) != 1 || procs[0] != self {
+		return ""
+	}
+	leaf := filepath.Join(dir, "daemon")
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "not moved: " + err.Error()
+	}
+	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), fmt.Sprint(self)); err != nil {
+		_ = os.Remove(leaf)
+		return "not moved: " + err.Error()
+	}
+	enableControllers(dir)
+	return "moved termd into " + leaf + " so executions can have pids/memory limits"
 }
 
 // mkParent creates parent (and missing ancestors) and enables pids/memory in

@@ -40,6 +40,9 @@ func EnableSubreaper() error {
 type Runner struct {
 	mu   sync.Mutex
 	live map[*Process]struct{}
+
+	// LeafMove is always "" here (no cgroups).
+	LeafMove string
 }
 
 // New makes a Runner; cgroupParent is ignored without cgroups.
