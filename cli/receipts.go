@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -223,18 +225,41 @@ func printReceipt(a *app, raw string) error {
 }
 
 func newReceiptsExport(a *app) *cobra.Command {
-	var share bool
+	var (
+		share, all   bool
+		filter       termdv1.ExportReceiptsRequest
+		since, until string
+	)
 	cmd := &cobra.Command{
-		Use:   "export RECEIPT_ID [--share]",
+		Use:   "export (RECEIPT_ID | --all [filters]) [--share]",
 		Short: "Print a receipt as signed JSON, to keep or verify elsewhere",
 		Long: `export prints a receipt exactly as signed, for ` + "`termctl receipt verify`" + ` anywhere.
 With --share, the command, argv, working directory, stdout and stderr are
 replaced by markers, sharing_redacted is set, and termd signs it again: safe
-to paste into a ticket, still verifiable.`,
+to paste into a ticket, still verifiable.
+
+With --all, every receipt matching the filters is printed as JSON Lines (one
+signed receipt per line, in chain order): ship them to a log pipeline, verify
+them anywhere with the public key.`,
 		Example: `  termctl receipts export 0b7e...31 > receipt.json
-  termctl receipts export 0b7e...31 --share > receipt-shared.json`,
-		Args: cobra.ExactArgs(1),
+  termctl receipts export 0b7e...31 --share > receipt-shared.json
+  termctl receipts export --all --since 24h > receipts.jsonl`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) == 1) {
+				return usageErr(fmt.Errorf("give a RECEIPT_ID, or --all (with optional filters) for JSON Lines"))
+			}
+			if all {
+				var err error
+				if filter.Since, err = parseWhen("--since", since); err != nil {
+					return err
+				}
+				if filter.Until, err = parseWhen("--until", until); err != nil {
+					return err
+				}
+				filter.Share = share
+				return a.exportJSONL(cmd, &filter)
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -259,8 +284,44 @@ to paste into a ticket, still verifiable.`,
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&share, "share", false, "redact command, argv, cwd and output for sharing (re-signed)")
+	f := cmd.Flags()
+	f.BoolVar(&share, "share", false, "redact command, argv, cwd and output for sharing (re-signed)")
+	f.BoolVar(&all, "all", false, "export every receipt matching the filters as JSON Lines")
+	f.StringVar(&filter.SessionId, "session", "", "with --all: only this session's receipts")
+	f.StringVar(&filter.Status, "status", "", "with --all: only this status")
+	f.StringVar(&filter.Principal, "principal", "", "with --all: only receipts this principal requested or approved")
+	f.StringVar(&since, "since", "", "with --all: from then on (24h, 2006-01-02, RFC 3339)")
+	f.StringVar(&until, "until", "", "with --all: before then")
 	return cmd
+}
+
+// exportJSONL streams receipts as compact JSON, one per line.
+func (a *app) exportJSONL(cmd *cobra.Command, q *termdv1.ExportReceiptsRequest) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	st, err := c.Receipts.ExportReceipts(cmd.Context(), q)
+	if err != nil {
+		return fmt.Errorf("exporting receipts: %w", err)
+	}
+	for {
+		m, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("exporting receipts: %w", err)
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, []byte(m.ReceiptJson)); err != nil {
+			return err
+		}
+		buf.WriteByte('\n')
+		if _, err := a.stdout.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
 }
 
 func newReceiptsPublicKey(a *app) *cobra.Command {

@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,4 +135,35 @@ func TestAuditVerifyNamesFirstBadSeq(t *testing.T) {
 	if !strings.Contains(errOut, "seq 2") {
 		t.Fatalf("audit verify should name seq 2, got %q", errOut)
 	}
+}
+
+func TestReceiptsExportAllIsVerifiableJSONLines(t *testing.T) {
+	d := start(t)
+	ok(t, d, "run", "--", "echo", "one")
+	ok(t, d, "run", "--", "echo", "two")
+	expect(t, d, 125, "run", "--", "sudo", "ls")
+	out := ok(t, d, "receipts", "export", "--all")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 JSON lines (two runs and a blocked plan), got %d:\n%s", len(lines), out)
+	}
+	dir := t.TempDir()
+	key := filepath.Join(dir, "termd.pub")
+	os.WriteFile(key, []byte(ok(t, d, "receipts", "public-key")), 0o644)
+	for i, l := range lines {
+		var r struct {
+			Seq    int64  `json:"seq"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Seq != int64(i+1) {
+			t.Fatalf("line %d is not receipt seq %d in chain order: %v %s", i, i+1, err, l)
+		}
+		f := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
+		os.WriteFile(f, []byte(l), 0o644)
+		ok(t, d, "receipt", "verify", f, "--public-key", key)
+	}
+	if out := ok(t, d, "receipts", "export", "--all", "--status", "blocked"); strings.Count(out, "\n") != 1 {
+		t.Fatalf("filtered export:\n%s", out)
+	}
+	expect(t, d, 2, "receipts", "export")
 }

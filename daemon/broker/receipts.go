@@ -215,9 +215,35 @@ func (b *Broker) GetReceipt(_ context.Context, caller *termdv1.Principal, id, se
 	return r, nil
 }
 
-// ListReceipts lists receipts by filter; an agent sees only its own.
+// ExportReceipts sends every receipt matching the filter, in chain order.
+func (b *Broker) ExportReceipts(ctx context.Context, caller *termdv1.Principal, q *termdv1.ExportReceiptsRequest, send func(*receipt.Receipt) error) error {
+	rs, err := b.listReceipts(caller, &termdv1.ListReceiptsRequest{SessionId: q.SessionId, Status: q.Status, Since: q.Since, Until: q.Until, Principal: q.Principal}, -1, false)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if q.Share {
+			if r, err = receipt.ShareExport(r, b.Keys); err != nil {
+				return errdefs.Precondition("receipt %s cannot be exported for sharing: %v", r.ID, err)
+			}
+		}
+		if err := send(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListReceipts lists receipts by filter, newest first; an agent sees only its own.
 func (b *Broker) ListReceipts(_ context.Context, caller *termdv1.Principal, q *termdv1.ListReceiptsRequest) ([]*receipt.Receipt, error) {
-	f := receipt.Filter{SessionID: q.SessionId, Principal: q.Principal, Limit: int(q.Limit), Offset: int(q.Offset), Desc: true}
+	return b.listReceipts(caller, q, int(q.Limit), true)
+}
+
+func (b *Broker) listReceipts(caller *termdv1.Principal, q *termdv1.ListReceiptsRequest, limit int, desc bool) ([]*receipt.Receipt, error) {
+	f := receipt.Filter{SessionID: q.SessionId, Principal: q.Principal, Limit: limit, Offset: int(q.Offset), Desc: desc}
 	if q.Status != "" {
 		st := receipt.Status(strings.ToLower(q.Status))
 		if !st.Valid() {
@@ -231,7 +257,7 @@ func (b *Broker) ListReceipts(_ context.Context, caller *termdv1.Principal, q *t
 	if q.Until != nil {
 		f.Until = q.Until.AsTime()
 	}
-	if q.Limit < 0 || q.Offset < 0 {
+	if limit < -1 || q.Limit < 0 || q.Offset < 0 {
 		return nil, errdefs.Invalid("limit and offset must not be negative")
 	}
 	if caller.GetRole() == termdv1.Role_ROLE_AGENT {

@@ -45,6 +45,7 @@ var minRole = map[string]config.Role{
 	"/termd.v1.ReceiptService/GetReceipt":       config.RoleViewer,
 	"/termd.v1.ReceiptService/ListReceipts":     config.RoleViewer,
 	"/termd.v1.ReceiptService/ExportReceipt":    config.RoleViewer,
+	"/termd.v1.ReceiptService/ExportReceipts":   config.RoleViewer,
 	"/termd.v1.ReceiptService/VerifyReceipt":    config.RoleViewer,
 	"/termd.v1.ReceiptService/GetPublicKey":     config.RoleViewer,
 	"/termd.v1.ReceiptService/VerifyAuditChain": config.RoleViewer,

@@ -182,6 +182,17 @@ func (s receiptSvc) ExportReceipt(ctx context.Context, r *termdv1.ExportReceiptR
 	return &termdv1.ExportReceiptResponse{ReceiptJson: js}, err
 }
 
+func (s receiptSvc) ExportReceipts(r *termdv1.ExportReceiptsRequest, st grpc.ServerStreamingServer[termdv1.ExportReceiptsResponse]) error {
+	ctx := st.Context()
+	return s.b.ExportReceipts(ctx, who(ctx), r, func(rc *receipt.Receipt) error {
+		data, err := json.Marshal(rc)
+		if err != nil {
+			return errdefs.Internal("encoding receipt %s: %v", rc.ID, err)
+		}
+		return st.Send(&termdv1.ExportReceiptsResponse{ReceiptJson: string(data)})
+	})
+}
+
 func (s receiptSvc) VerifyReceipt(ctx context.Context, r *termdv1.VerifyReceiptRequest) (*termdv1.VerifyReceiptResponse, error) {
 	if r.ReceiptJson == "" {
 		return nil, errdefs.Invalid("receipt_json is empty; send the receipt document to verify")

@@ -362,6 +362,136 @@ func (x *ExportReceiptResponse) GetReceiptJson() string {
 	return ""
 }
 
+type ExportReceiptsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Status    string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Since     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	Until     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=until,proto3" json:"until,omitempty"`
+	Principal string                 `protobuf:"bytes,5,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Re-sign each receipt as a share export (sensitive fields replaced).
+	Share         bool `protobuf:"varint,6,opt,name=share,proto3" json:"share,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportReceiptsRequest) Reset() {
+	*x = ExportReceiptsRequest{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportReceiptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportReceiptsRequest) ProtoMessage() {}
+
+func (x *ExportReceiptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportReceiptsRequest.ProtoReflect.Descriptor instead.
+func (*ExportReceiptsRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ExportReceiptsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ExportReceiptsRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ExportReceiptsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ExportReceiptsRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *ExportReceiptsRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ExportReceiptsRequest) GetShare() bool {
+	if x != nil {
+		return x.Share
+	}
+	return false
+}
+
+type ExportReceiptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One receipt exactly as signed (one JSONL line once compacted).
+	ReceiptJson   string `protobuf:"bytes,1,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportReceiptsResponse) Reset() {
+	*x = ExportReceiptsResponse{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportReceiptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportReceiptsResponse) ProtoMessage() {}
+
+func (x *ExportReceiptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportReceiptsResponse.ProtoReflect.Descriptor instead.
+func (*ExportReceiptsResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ExportReceiptsResponse) GetReceiptJson() string {
+	if x != nil {
+		return x.ReceiptJson
+	}
+	return ""
+}
+
 type VerifyReceiptRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ReceiptJson   string                 `protobuf:"bytes,1,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
@@ -371,7 +501,7 @@ type VerifyReceiptRequest struct {
 
 func (x *VerifyReceiptRequest) Reset() {
 	*x = VerifyReceiptRequest{}
-	mi := &file_termd_v1_receipt_proto_msgTypes[6]
+	mi := &file_termd_v1_receipt_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -383,7 +513,7 @@ func (x *VerifyReceiptRequest) String() string {
 func (*VerifyReceiptRequest) ProtoMessage() {}
 
 func (x *VerifyReceiptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_receipt_proto_msgTypes[6]
+	mi := &file_termd_v1_receipt_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -396,7 +526,7 @@ func (x *VerifyReceiptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyReceiptRequest.ProtoReflect.Descriptor instead.
 func (*VerifyReceiptRequest) Descriptor() ([]byte, []int) {
-	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{6}
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VerifyReceiptRequest) GetReceiptJson() string {
@@ -422,7 +552,7 @@ type VerifyReceiptResponse struct {
 
 func (x *VerifyReceiptResponse) Reset() {
 	*x = VerifyReceiptResponse{}
-	mi := &file_termd_v1_receipt_proto_msgTypes[7]
+	mi := &file_termd_v1_receipt_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +564,7 @@ func (x *VerifyReceiptResponse) String() string {
 func (*VerifyReceiptResponse) ProtoMessage() {}
 
 func (x *VerifyReceiptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_receipt_proto_msgTypes[7]
+	mi := &file_termd_v1_receipt_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +577,7 @@ func (x *VerifyReceiptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyReceiptResponse.ProtoReflect.Descriptor instead.
 func (*VerifyReceiptResponse) Descriptor() ([]byte, []int) {
-	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{7}
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VerifyReceiptResponse) GetValid() bool {
@@ -507,7 +637,7 @@ type GetPublicKeyRequest struct {
 
 func (x *GetPublicKeyRequest) Reset() {
 	*x = GetPublicKeyRequest{}
-	mi := &file_termd_v1_receipt_proto_msgTypes[8]
+	mi := &file_termd_v1_receipt_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +649,7 @@ func (x *GetPublicKeyRequest) String() string {
 func (*GetPublicKeyRequest) ProtoMessage() {}
 
 func (x *GetPublicKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_receipt_proto_msgTypes[8]
+	mi := &file_termd_v1_receipt_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +662,7 @@ func (x *GetPublicKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPublicKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetPublicKeyRequest) Descriptor() ([]byte, []int) {
-	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{8}
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{10}
 }
 
 // PublicKey is one receipt signing key.
@@ -548,7 +678,7 @@ type PublicKey struct {
 
 func (x *PublicKey) Reset() {
 	*x = PublicKey{}
-	mi := &file_termd_v1_receipt_proto_msgTypes[9]
+	mi := &file_termd_v1_receipt_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +690,7 @@ func (x *PublicKey) String() string {
 func (*PublicKey) ProtoMessage() {}
 
 func (x *PublicKey) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_receipt_proto_msgTypes[9]
+	mi := &file_termd_v1_receipt_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +703,7 @@ func (x *PublicKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublicKey.ProtoReflect.Descriptor instead.
 func (*PublicKey) Descriptor() ([]byte, []int) {
-	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{9}
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PublicKey) GetKeyId() string {
@@ -606,7 +736,7 @@ type GetPublicKeyResponse struct {
 
 func (x *GetPublicKeyResponse) Reset() {
 	*x = GetPublicKeyResponse{}
-	mi := &file_termd_v1_receipt_proto_msgTypes[10]
+	mi := &file_termd_v1_receipt_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +748,7 @@ func (x *GetPublicKeyResponse) String() string {
 func (*GetPublicKeyResponse) ProtoMessage() {}
 
 func (x *GetPublicKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_receipt_proto_msgTypes[10]
+	mi := &file_termd_v1_receipt_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +761,7 @@ func (x *GetPublicKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPublicKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetPublicKeyResponse) Descriptor() ([]byte, []int) {
-	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{10}
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetPublicKeyResponse) GetKeys() []*PublicKey {
@@ -654,7 +784,7 @@ type VerifyAuditChainRequest struct {
 
 func (x *VerifyAuditChainRequest) Reset() {
 	*x = VerifyAuditChainRequest{}
-	mi := &file_termd_v1_receipt_proto_msgTypes[11]
+	mi := &file_termd_v1_receipt_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +796,7 @@ func (x *VerifyAuditChainRequest) String() string {
 func (*VerifyAuditChainRequest) ProtoMessage() {}
 
 func (x *VerifyAuditChainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_receipt_proto_msgTypes[11]
+	mi := &file_termd_v1_receipt_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +809,7 @@ func (x *VerifyAuditChainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditChainRequest.ProtoReflect.Descriptor instead.
 func (*VerifyAuditChainRequest) Descriptor() ([]byte, []int) {
-	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{11}
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VerifyAuditChainRequest) GetExpectSeq() int64 {
@@ -712,7 +842,7 @@ type VerifyAuditChainResponse struct {
 
 func (x *VerifyAuditChainResponse) Reset() {
 	*x = VerifyAuditChainResponse{}
-	mi := &file_termd_v1_receipt_proto_msgTypes[12]
+	mi := &file_termd_v1_receipt_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +854,7 @@ func (x *VerifyAuditChainResponse) String() string {
 func (*VerifyAuditChainResponse) ProtoMessage() {}
 
 func (x *VerifyAuditChainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_receipt_proto_msgTypes[12]
+	mi := &file_termd_v1_receipt_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +867,7 @@ func (x *VerifyAuditChainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditChainResponse.ProtoReflect.Descriptor instead.
 func (*VerifyAuditChainResponse) Descriptor() ([]byte, []int) {
-	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{12}
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *VerifyAuditChainResponse) GetOk() bool {
@@ -811,6 +941,16 @@ const file_termd_v1_receipt_proto_rawDesc = "" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12\x14\n" +
 	"\x05share\x18\x02 \x01(\bR\x05share\":\n" +
 	"\x15ExportReceiptResponse\x12!\n" +
+	"\freceipt_json\x18\x01 \x01(\tR\vreceiptJson\"\xe6\x01\n" +
+	"\x15ExportReceiptsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1c\n" +
+	"\tprincipal\x18\x05 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05share\x18\x06 \x01(\bR\x05share\";\n" +
+	"\x16ExportReceiptsResponse\x12!\n" +
 	"\freceipt_json\x18\x01 \x01(\tR\vreceiptJson\"9\n" +
 	"\x14VerifyReceiptRequest\x12!\n" +
 	"\freceipt_json\x18\x01 \x01(\tR\vreceiptJson\"\xd0\x01\n" +
@@ -841,12 +981,13 @@ const file_termd_v1_receipt_proto_rawDesc = "" +
 	"\abad_seq\x18\x03 \x01(\x03R\x06badSeq\x12\x18\n" +
 	"\aproblem\x18\x04 \x01(\tR\aproblem\x12\x19\n" +
 	"\bhead_seq\x18\x05 \x01(\x03R\aheadSeq\x12\x1b\n" +
-	"\thead_hash\x18\x06 \x01(\tR\bheadHash2\xb6\x05\n" +
+	"\thead_hash\x18\x06 \x01(\tR\bheadHash2\x8d\x06\n" +
 	"\x0eReceiptService\x12j\n" +
 	"\n" +
 	"GetReceipt\x12\x1b.termd.v1.GetReceiptRequest\x1a\x1c.termd.v1.GetReceiptResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/v1/receipts/{receipt_id}\x12c\n" +
 	"\fListReceipts\x12\x1d.termd.v1.ListReceiptsRequest\x1a\x1e.termd.v1.ListReceiptsResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\x12\f/v1/receipts\x12z\n" +
-	"\rExportReceipt\x12\x1e.termd.v1.ExportReceiptRequest\x1a\x1f.termd.v1.ExportReceiptResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/receipts/{receipt_id}:export\x12p\n" +
+	"\rExportReceipt\x12\x1e.termd.v1.ExportReceiptRequest\x1a\x1f.termd.v1.ExportReceiptResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /v1/receipts/{receipt_id}:export\x12U\n" +
+	"\x0eExportReceipts\x12\x1f.termd.v1.ExportReceiptsRequest\x1a .termd.v1.ExportReceiptsResponse0\x01\x12p\n" +
 	"\rVerifyReceipt\x12\x1e.termd.v1.VerifyReceiptRequest\x1a\x1f.termd.v1.VerifyReceiptResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/v1/receipts:verify\x12m\n" +
 	"\fGetPublicKey\x12\x1d.termd.v1.GetPublicKeyRequest\x1a\x1e.termd.v1.GetPublicKeyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/receipts:publicKey\x12v\n" +
 	"\x10VerifyAuditChain\x12!.termd.v1.VerifyAuditChainRequest\x1a\".termd.v1.VerifyAuditChainResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/audit:verifyB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
@@ -863,7 +1004,7 @@ func file_termd_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_termd_v1_receipt_proto_rawDescData
 }
 
-var file_termd_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_termd_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_termd_v1_receipt_proto_goTypes = []any{
 	(*GetReceiptRequest)(nil),        // 0: termd.v1.GetReceiptRequest
 	(*GetReceiptResponse)(nil),       // 1: termd.v1.GetReceiptResponse
@@ -871,39 +1012,45 @@ var file_termd_v1_receipt_proto_goTypes = []any{
 	(*ListReceiptsResponse)(nil),     // 3: termd.v1.ListReceiptsResponse
 	(*ExportReceiptRequest)(nil),     // 4: termd.v1.ExportReceiptRequest
 	(*ExportReceiptResponse)(nil),    // 5: termd.v1.ExportReceiptResponse
-	(*VerifyReceiptRequest)(nil),     // 6: termd.v1.VerifyReceiptRequest
-	(*VerifyReceiptResponse)(nil),    // 7: termd.v1.VerifyReceiptResponse
-	(*GetPublicKeyRequest)(nil),      // 8: termd.v1.GetPublicKeyRequest
-	(*PublicKey)(nil),                // 9: termd.v1.PublicKey
-	(*GetPublicKeyResponse)(nil),     // 10: termd.v1.GetPublicKeyResponse
-	(*VerifyAuditChainRequest)(nil),  // 11: termd.v1.VerifyAuditChainRequest
-	(*VerifyAuditChainResponse)(nil), // 12: termd.v1.VerifyAuditChainResponse
-	(*ReceiptSummary)(nil),           // 13: termd.v1.ReceiptSummary
-	(*timestamppb.Timestamp)(nil),    // 14: google.protobuf.Timestamp
+	(*ExportReceiptsRequest)(nil),    // 6: termd.v1.ExportReceiptsRequest
+	(*ExportReceiptsResponse)(nil),   // 7: termd.v1.ExportReceiptsResponse
+	(*VerifyReceiptRequest)(nil),     // 8: termd.v1.VerifyReceiptRequest
+	(*VerifyReceiptResponse)(nil),    // 9: termd.v1.VerifyReceiptResponse
+	(*GetPublicKeyRequest)(nil),      // 10: termd.v1.GetPublicKeyRequest
+	(*PublicKey)(nil),                // 11: termd.v1.PublicKey
+	(*GetPublicKeyResponse)(nil),     // 12: termd.v1.GetPublicKeyResponse
+	(*VerifyAuditChainRequest)(nil),  // 13: termd.v1.VerifyAuditChainRequest
+	(*VerifyAuditChainResponse)(nil), // 14: termd.v1.VerifyAuditChainResponse
+	(*ReceiptSummary)(nil),           // 15: termd.v1.ReceiptSummary
+	(*timestamppb.Timestamp)(nil),    // 16: google.protobuf.Timestamp
 }
 var file_termd_v1_receipt_proto_depIdxs = []int32{
-	13, // 0: termd.v1.GetReceiptResponse.summary:type_name -> termd.v1.ReceiptSummary
-	14, // 1: termd.v1.ListReceiptsRequest.since:type_name -> google.protobuf.Timestamp
-	14, // 2: termd.v1.ListReceiptsRequest.until:type_name -> google.protobuf.Timestamp
-	13, // 3: termd.v1.ListReceiptsResponse.receipts:type_name -> termd.v1.ReceiptSummary
-	9,  // 4: termd.v1.GetPublicKeyResponse.keys:type_name -> termd.v1.PublicKey
-	0,  // 5: termd.v1.ReceiptService.GetReceipt:input_type -> termd.v1.GetReceiptRequest
-	2,  // 6: termd.v1.ReceiptService.ListReceipts:input_type -> termd.v1.ListReceiptsRequest
-	4,  // 7: termd.v1.ReceiptService.ExportReceipt:input_type -> termd.v1.ExportReceiptRequest
-	6,  // 8: termd.v1.ReceiptService.VerifyReceipt:input_type -> termd.v1.VerifyReceiptRequest
-	8,  // 9: termd.v1.ReceiptService.GetPublicKey:input_type -> termd.v1.GetPublicKeyRequest
-	11, // 10: termd.v1.ReceiptService.VerifyAuditChain:input_type -> termd.v1.VerifyAuditChainRequest
-	1,  // 11: termd.v1.ReceiptService.GetReceipt:output_type -> termd.v1.GetReceiptResponse
-	3,  // 12: termd.v1.ReceiptService.ListReceipts:output_type -> termd.v1.ListReceiptsResponse
-	5,  // 13: termd.v1.ReceiptService.ExportReceipt:output_type -> termd.v1.ExportReceiptResponse
-	7,  // 14: termd.v1.ReceiptService.VerifyReceipt:output_type -> termd.v1.VerifyReceiptResponse
-	10, // 15: termd.v1.ReceiptService.GetPublicKey:output_type -> termd.v1.GetPublicKeyResponse
-	12, // 16: termd.v1.ReceiptService.VerifyAuditChain:output_type -> termd.v1.VerifyAuditChainResponse
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	15, // 0: termd.v1.GetReceiptResponse.summary:type_name -> termd.v1.ReceiptSummary
+	16, // 1: termd.v1.ListReceiptsRequest.since:type_name -> google.protobuf.Timestamp
+	16, // 2: termd.v1.ListReceiptsRequest.until:type_name -> google.protobuf.Timestamp
+	15, // 3: termd.v1.ListReceiptsResponse.receipts:type_name -> termd.v1.ReceiptSummary
+	16, // 4: termd.v1.ExportReceiptsRequest.since:type_name -> google.protobuf.Timestamp
+	16, // 5: termd.v1.ExportReceiptsRequest.until:type_name -> google.protobuf.Timestamp
+	11, // 6: termd.v1.GetPublicKeyResponse.keys:type_name -> termd.v1.PublicKey
+	0,  // 7: termd.v1.ReceiptService.GetReceipt:input_type -> termd.v1.GetReceiptRequest
+	2,  // 8: termd.v1.ReceiptService.ListReceipts:input_type -> termd.v1.ListReceiptsRequest
+	4,  // 9: termd.v1.ReceiptService.ExportReceipt:input_type -> termd.v1.ExportReceiptRequest
+	6,  // 10: termd.v1.ReceiptService.ExportReceipts:input_type -> termd.v1.ExportReceiptsRequest
+	8,  // 11: termd.v1.ReceiptService.VerifyReceipt:input_type -> termd.v1.VerifyReceiptRequest
+	10, // 12: termd.v1.ReceiptService.GetPublicKey:input_type -> termd.v1.GetPublicKeyRequest
+	13, // 13: termd.v1.ReceiptService.VerifyAuditChain:input_type -> termd.v1.VerifyAuditChainRequest
+	1,  // 14: termd.v1.ReceiptService.GetReceipt:output_type -> termd.v1.GetReceiptResponse
+	3,  // 15: termd.v1.ReceiptService.ListReceipts:output_type -> termd.v1.ListReceiptsResponse
+	5,  // 16: termd.v1.ReceiptService.ExportReceipt:output_type -> termd.v1.ExportReceiptResponse
+	7,  // 17: termd.v1.ReceiptService.ExportReceipts:output_type -> termd.v1.ExportReceiptsResponse
+	9,  // 18: termd.v1.ReceiptService.VerifyReceipt:output_type -> termd.v1.VerifyReceiptResponse
+	12, // 19: termd.v1.ReceiptService.GetPublicKey:output_type -> termd.v1.GetPublicKeyResponse
+	14, // 20: termd.v1.ReceiptService.VerifyAuditChain:output_type -> termd.v1.VerifyAuditChainResponse
+	14, // [14:21] is the sub-list for method output_type
+	7,  // [7:14] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_receipt_proto_init() }
@@ -918,7 +1065,7 @@ func file_termd_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_receipt_proto_rawDesc), len(file_termd_v1_receipt_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	ReceiptService_GetReceipt_FullMethodName       = "/termd.v1.ReceiptService/GetReceipt"
 	ReceiptService_ListReceipts_FullMethodName     = "/termd.v1.ReceiptService/ListReceipts"
 	ReceiptService_ExportReceipt_FullMethodName    = "/termd.v1.ReceiptService/ExportReceipt"
+	ReceiptService_ExportReceipts_FullMethodName   = "/termd.v1.ReceiptService/ExportReceipts"
 	ReceiptService_VerifyReceipt_FullMethodName    = "/termd.v1.ReceiptService/VerifyReceipt"
 	ReceiptService_GetPublicKey_FullMethodName     = "/termd.v1.ReceiptService/GetPublicKey"
 	ReceiptService_VerifyAuditChain_FullMethodName = "/termd.v1.ReceiptService/VerifyAuditChain"
@@ -39,6 +40,8 @@ type ReceiptServiceClient interface {
 	ListReceipts(ctx context.Context, in *ListReceiptsRequest, opts ...grpc.CallOption) (*ListReceiptsResponse, error)
 	// ExportReceipt returns a receipt for sharing (share=true replaces sensitive fields and re-signs).
 	ExportReceipt(ctx context.Context, in *ExportReceiptRequest, opts ...grpc.CallOption) (*ExportReceiptResponse, error)
+	// ExportReceipts streams receipts as signed JSON in chain order (for JSONL export).
+	ExportReceipts(ctx context.Context, in *ExportReceiptsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportReceiptsResponse], error)
 	// VerifyReceipt checks a receipt's schema, signatures and chain link.
 	VerifyReceipt(ctx context.Context, in *VerifyReceiptRequest, opts ...grpc.CallOption) (*VerifyReceiptResponse, error)
 	// GetPublicKey returns the receipt signing public keys (current and rotated).
@@ -85,6 +88,25 @@ func (c *receiptServiceClient) ExportReceipt(ctx context.Context, in *ExportRece
 	return out, nil
 }
 
+func (c *receiptServiceClient) ExportReceipts(ctx context.Context, in *ExportReceiptsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportReceiptsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ReceiptService_ServiceDesc.Streams[0], ReceiptService_ExportReceipts_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportReceiptsRequest, ExportReceiptsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ReceiptService_ExportReceiptsClient = grpc.ServerStreamingClient[ExportReceiptsResponse]
+
 func (c *receiptServiceClient) VerifyReceipt(ctx context.Context, in *VerifyReceiptRequest, opts ...grpc.CallOption) (*VerifyReceiptResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(VerifyReceiptResponse)
@@ -127,6 +149,8 @@ type ReceiptServiceServer interface {
 	ListReceipts(context.Context, *ListReceiptsRequest) (*ListReceiptsResponse, error)
 	// ExportReceipt returns a receipt for sharing (share=true replaces sensitive fields and re-signs).
 	ExportReceipt(context.Context, *ExportReceiptRequest) (*ExportReceiptResponse, error)
+	// ExportReceipts streams receipts as signed JSON in chain order (for JSONL export).
+	ExportReceipts(*ExportReceiptsRequest, grpc.ServerStreamingServer[ExportReceiptsResponse]) error
 	// VerifyReceipt checks a receipt's schema, signatures and chain link.
 	VerifyReceipt(context.Context, *VerifyReceiptRequest) (*VerifyReceiptResponse, error)
 	// GetPublicKey returns the receipt signing public keys (current and rotated).
@@ -151,6 +175,9 @@ func (UnimplementedReceiptServiceServer) ListReceipts(context.Context, *ListRece
 }
 func (UnimplementedReceiptServiceServer) ExportReceipt(context.Context, *ExportReceiptRequest) (*ExportReceiptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExportReceipt not implemented")
+}
+func (UnimplementedReceiptServiceServer) ExportReceipts(*ExportReceiptsRequest, grpc.ServerStreamingServer[ExportReceiptsResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExportReceipts not implemented")
 }
 func (UnimplementedReceiptServiceServer) VerifyReceipt(context.Context, *VerifyReceiptRequest) (*VerifyReceiptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyReceipt not implemented")
@@ -235,6 +262,17 @@ func _ReceiptService_ExportReceipt_Handler(srv interface{}, ctx context.Context,
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _ReceiptService_ExportReceipts_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExportReceiptsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ReceiptServiceServer).ExportReceipts(m, &grpc.GenericServerStream[ExportReceiptsRequest, ExportReceiptsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ReceiptService_ExportReceiptsServer = grpc.ServerStreamingServer[ExportReceiptsResponse]
 
 func _ReceiptService_VerifyReceipt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(VerifyReceiptRequest)
@@ -322,6 +360,12 @@ var ReceiptService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ReceiptService_VerifyAuditChain_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ExportReceipts",
+			Handler:       _ReceiptService_ExportReceipts_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "termd/v1/receipt.proto",
 }
