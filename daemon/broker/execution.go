@@ -138,6 +138,13 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		b.mu.Unlock()
 		return nil, errdefs.Permission("plan %s belongs to %s; only its owner or an operator may execute it", planID, s.owner.Name)
 	}
+	// A command runs as its requester: only the requester (or an operator)
+	// may start it, or an agent could run an operator's plan with the
+	// operator's uid (an operator may plan or replan in an agent's session).
+	if !isOperator(caller) && principalKey(caller) != principalKey(p.p.Requester) {
+		b.mu.Unlock()
+		return nil, errdefs.Permission("plan %s was requested by %s and runs as that principal; only its requester or an operator may execute it", planID, p.p.Requester.GetName())
+	}
 	if s.closed {
 		b.mu.Unlock()
 		return nil, errdefs.Precondition("session %s is closed; replan in an open session (`termctl replan %s`)", s.id, planID)
