@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -130,7 +129,10 @@ func (b *Broker) ReadWorkspaceFile(_ context.Context, caller *termdv1.Principal,
 	if !callerCanRead(caller, real, false) {
 		return nil, errdefs.Permission("%s is not readable by %s (uid %d); termd serves only what the caller could read itself", path, caller.GetName(), caller.GetUid())
 	}
-	f, err := os.Open(real)
+	f, err := openAsCaller(caller, real)
+	if errors.Is(err, errNotReadable) {
+		return nil, errdefs.Permission("%s is not readable by %s (uid %d); termd serves only what the caller could read itself", path, caller.GetName(), caller.GetUid())
+	}
 	if err != nil {
 		return nil, errdefs.NotFound("%s: %v", path, unwrapPathErr(err))
 	}
