@@ -2,6 +2,7 @@ package receipt
 
 import (
 	"bufio"
+	"bytes"
 	"database/sql"
 	"fmt"
 	"os"
@@ -261,5 +262,45 @@ func TestEveryByteFlipIsDetected(t *testing.T) {
 				t.Fatalf("flipping byte %d (%q -> %q) went unnoticed", i, body[i], b[i])
 			}
 		}
+	}
+}
+
+// Append validates the signed receipt against the schema (on the parsed tree
+// it writes, not a re-parse) and stores nothing that does not match, and what
+// it stores is exactly CanonicalBytes of the returned receipt.
+func TestAppendRefusesSchemaInvalid(t *testing.T) {
+	s, k, _ := newStore(t)
+	bad := sampleReceipt(k, StatusSucceeded, "s")
+	bad.BinarySHA256 = "not-a-hash"
+	if _, err := s.Append(bad); err == nil || !strings.Contains(err.Error(), "schema") {
+		t.Fatalf("Append of a schema-invalid receipt: %v", err)
+	}
+	neg := sampleReceipt(k, StatusFailed, "s")
+	neg.DurationMs = -1
+	if _, err := s.Append(neg); err == nil {
+		t.Fatal("Append accepted a negative duration")
+	}
+	if n, _ := s.Count(); n != 0 {
+		t.Fatalf("%d receipts stored", n)
+	}
+	for _, st := range Statuses {
+		got, err := s.Append(sampleReceipt(k, st, "s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := CanonicalBytes(got)
+		var stored []byte
+		if err := s.db.QueryRow(`SELECT body FROM receipts WHERE seq = ?`, got.Seq).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(stored, want) {
+			t.Fatalf("stored body differs from CanonicalBytes:\n%s\n%s", stored, want)
+		}
+		if err := ValidateSchema(stored); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, bad, err := s.VerifyChain(); err != nil || bad != 0 {
+		t.Fatalf("VerifyChain: %d %v", bad, err)
 	}
 }

@@ -23,6 +23,16 @@ func Canonicalize(data []byte) ([]byte, error) {
 
 // canonicalize is Canonicalize, dropping the named top-level members.
 func canonicalize(data []byte, dropTop []string) ([]byte, error) {
+	v, err := parseTree(data)
+	if err != nil {
+		return nil, err
+	}
+	return writeTree(v, dropTop, len(data))
+}
+
+// parseTree parses a whole JSON document strictly (valid UTF-8, no duplicate
+// members, nothing after the value) into the tree writeCanonical writes.
+func parseTree(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("jcs: input is not valid UTF-8")
 	}
@@ -36,6 +46,12 @@ func canonicalize(data []byte, dropTop []string) ([]byte, error) {
 	if p.pos != len(p.data) {
 		return nil, errors.New("jcs: trailing data after JSON value")
 	}
+	return v, nil
+}
+
+// writeTree writes the canonical form of a parsed tree, dropping the named
+// top-level members. sizeHint is the expected output size.
+func writeTree(v any, dropTop []string, sizeHint int) ([]byte, error) {
 	if len(dropTop) > 0 {
 		if m, ok := v.(jsonObject); ok {
 			kept := m[:0:0]
@@ -54,7 +70,7 @@ func canonicalize(data []byte, dropTop []string) ([]byte, error) {
 		}
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(data))
+	buf.Grow(sizeHint)
 	if err := writeCanonical(&buf, v); err != nil {
 		return nil, err
 	}

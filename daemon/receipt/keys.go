@@ -327,6 +327,53 @@ func (k *Keys) Sign(r *Receipt) error {
 	return nil
 }
 
+// signCanonical is Sign followed by CanonicalBytes, with one encoding and
+// one parse instead of two: it signs r and returns its canonical signed bytes
+// and the parsed tree they were written from (for schema validation).
+func (k *Keys) signCanonical(r *Receipt) (body []byte, tree jsonObject, err error) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	r.Normalize()
+	r.KeyID = k.keyID
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := parseTree(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, ok := v.(jsonObject)
+	if !ok {
+		return nil, nil, errors.New("receipt: not a JSON object")
+	}
+	msg, err := writeTree(obj, signatureFields, len(raw))
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Signature = hmacHex(k.hmacKey, msg)
+	r.SignatureEd25519 = hex.EncodeToString(ed25519.Sign(k.priv, msg))
+	// The tree now gets exactly the members json.Marshal would give the
+	// signed receipt: the two signatures (always present, no omitempty).
+	setMember(&obj, "signature", r.Signature)
+	setMember(&obj, "signature_ed25519", r.SignatureEd25519)
+	body, err = writeTree(obj, nil, len(raw)+len(r.Signature)+len(r.SignatureEd25519))
+	if err != nil {
+		return nil, nil, err
+	}
+	return body, obj, nil
+}
+
+func setMember(obj *jsonObject, key string, val any) {
+	for i := range *obj {
+		if (*obj)[i].key == key {
+			(*obj)[i].val = val
+			return
+		}
+	}
+	*obj = append(*obj, member{key: key, val: val})
+}
+
 func hmacHex(key, msg []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write(msg)

@@ -250,15 +250,12 @@ func (s *Store) insert(tx *sql.Tx, c *Receipt, schema bool) (*Receipt, error) {
 	}
 	c.Seq = last + 1
 	c.PrevHash = prev
-	if err := s.keys.Sign(c); err != nil {
-		return nil, err
-	}
-	body, err := CanonicalBytes(c)
+	body, tree, err := s.keys.signCanonical(c)
 	if err != nil {
 		return nil, err
 	}
 	if schema {
-		if err := ValidateSchema(body); err != nil {
+		if err := validateTree(tree); err != nil {
 			return nil, fmt.Errorf("receipt store: refusing receipt %s: %w", c.ID, err)
 		}
 	}

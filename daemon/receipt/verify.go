@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -65,6 +66,65 @@ func ValidateSchema(data []byte) error {
 		return fmt.Errorf("receipt does not match schema 1.0: %w", err)
 	}
 	return nil
+}
+
+// validateTree checks a parsed receipt (the tree its canonical bytes were
+// written from) against the 1.0 schema without parsing the bytes again. The
+// instance holds the same values as the canonical bytes: numbers in their
+// canonical form.
+func validateTree(tree jsonObject) error {
+	sch, err := compiledSchema()
+	if err != nil {
+		return err
+	}
+	inst, err := schemaInstance(tree)
+	if err != nil {
+		return err
+	}
+	if err := sch.Validate(inst); err != nil {
+		return fmt.Errorf("receipt does not match schema 1.0: %w", err)
+	}
+	return nil
+}
+
+// schemaInstance converts a parse tree into the value types the schema
+// validator reads from JSON (objects as maps, numbers as json.Number).
+func schemaInstance(v any) (any, error) {
+	switch t := v.(type) {
+	case jsonObject:
+		m := make(map[string]any, len(t))
+		for _, mem := range t {
+			x, err := schemaInstance(mem.val)
+			if err != nil {
+				return nil, err
+			}
+			m[mem.key] = x
+		}
+		return m, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			x, err := schemaInstance(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		}
+		return out, nil
+	case number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil {
+			return nil, fmt.Errorf("jcs: number %s: %w", t, err)
+		}
+		s, err := FormatNumber(f)
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(s), nil
+	case nil, bool, string:
+		return t, nil
+	}
+	return nil, fmt.Errorf("receipt: unexpected value type %T", v)
 }
 
 // Verify checks r: the schema, the Ed25519 signature by a key in pub, and
