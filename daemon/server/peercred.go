@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"syscall"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
@@ -37,6 +39,14 @@ func (p peerCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, 
 	if p.refuse != nil {
 		if err := p.refuse(info.PID); err != nil {
 			return nil, nil, err
+		}
+		// The kernel recorded the process that called connect(); it may have
+		// exited since and left the connection to another process. A pid
+		// that is gone cannot be placed (inside an execution or not), so
+		// the check above proved nothing: refuse. Checked after refuse, so
+		// a process alive during that check was placed by it.
+		if info.PID > 0 && syscall.Kill(int(info.PID), 0) == syscall.ESRCH {
+			return nil, nil, fmt.Errorf("pid %d that opened this connection has exited; connect from the process that uses the connection", info.PID)
 		}
 	}
 	info.SecurityLevel = credentials.PrivacyAndIntegrity
