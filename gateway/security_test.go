@@ -115,6 +115,11 @@ func TestHostAndOrigin(t *testing.T) {
 	}{
 		{"rebinding host", []string{"Host", "evil.example:" + port}, 403},
 		{"right name, wrong port", []string{"Host", "127.0.0.1:1"}, 403},
+		{"rebinding via a resolving name", []string{"Host", "127.0.0.1.nip.io:" + port}, 403},
+		{"trailing-dot localhost", []string{"Host", "localhost.:" + port}, 403},
+		{"no port", []string{"Host", "127.0.0.1"}, 403},
+		{"uppercase localhost", []string{"Host", "LOCALHOST:" + port}, 200},
+		{"ipv6 loopback", []string{"Host", "[::1]:" + port}, 200},
 		{"localhost", []string{"Host", "localhost:" + port}, 200},
 		{"cross-site origin", []string{"Origin", "https://evil.example"}, 403},
 		{"null origin", []string{"Origin", "null"}, 403},
