@@ -570,6 +570,12 @@ func (p *Process) hasUnstopped(set map[int]bool) bool {
 func (p *Process) killTree() int {
 	found := map[int]bool{}
 	if p.cg != nil {
+		// The common case: the main process was alone and has exited (a
+		// zombie is no longer a member), so the cgroups are empty and nothing
+		// can enter them any more; skip listing and cgroup.kill.
+		if !p.cg.populated() {
+			return 0
+		}
 		for _, pid := range p.cg.procs() {
 			if pi, ok := readProc(pid); ok {
 				p.noteTracked(pi)
