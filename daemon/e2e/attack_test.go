@@ -1,13 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/harness"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -68,5 +75,106 @@ func TestAgentCannotExecuteAPlanRequestedByAnother(t *testing.T) {
 	out, _ := d.Client.Executions.ReadOutput(ctxT(t), &termdv1.ReadOutputRequest{ExecutionId: fin.Id})
 	if got := strings.TrimSpace(string(out.GetData())); got != "65534" {
 		t.Fatalf("the agent's own plan ran as uid %q, want 65534", got)
+	}
+}
+
+// What holds: a second agent sees nothing of the first; an agent cannot
+// approve (not even by asking for the operator role in metadata), cannot ask
+// for a weaker mode, and a plan runs once however many Execute calls race.
+func TestAgentIsolationAndSingleExecution(t *testing.T) {
+	requireRoot(t)
+	d := harness.Start(t, harness.Options{Config: "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534, 65533]\n"})
+	a := agentClient(t, d, harness.Nobody)
+	other := agentClient(t, d, &syscall.Credential{Uid: 65533, Gid: 65534})
+
+	ls := plan(t, a, "", "ls")
+	ex, err := a.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: ls.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fin := waitFinal(t, d.Client, ex.Execution.Id)
+	write, err := a.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{SessionId: ls.SessionId, Request: &termdv1.CommandRequest{Argv: []string{"touch", "x"}}})
+	if err != nil || write.Plan.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Fatalf("write plan: %v %v", write, err)
+	}
+
+	notFound := func(what string, err error) {
+		t.Helper()
+		if status.Code(err) != codes.NotFound {
+			t.Errorf("%s by another agent: want NotFound, got %v", what, err)
+		}
+	}
+	_, err = other.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: ls.Id})
+	notFound("GetPlan", err)
+	_, err = other.Sessions.GetSession(ctxT(t), &termdv1.GetSessionRequest{SessionId: ls.SessionId})
+	notFound("GetSession", err)
+	_, err = other.Executions.GetExecution(ctxT(t), &termdv1.GetExecutionRequest{ExecutionId: fin.Id})
+	notFound("GetExecution", err)
+	_, err = other.Executions.ReadOutput(ctxT(t), &termdv1.ReadOutputRequest{ExecutionId: fin.Id})
+	notFound("ReadOutput", err)
+	_, err = other.Receipts.GetReceipt(ctxT(t), &termdv1.GetReceiptRequest{ReceiptId: fin.ReceiptId})
+	notFound("GetReceipt", err)
+	_, err = other.Receipts.ExportReceipt(ctxT(t), &termdv1.ExportReceiptRequest{ReceiptId: fin.ReceiptId})
+	notFound("ExportReceipt", err)
+	_, err = other.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: write.Plan.Id})
+	notFound("Execute", err)
+	_, err = other.Plans.Replan(ctxT(t), &termdv1.ReplanRequest{PlanId: ls.Id})
+	notFound("Replan", err)
+	st, err := other.Events.StreamEvents(ctxT(t), &termdv1.StreamEventsRequest{SessionId: ls.SessionId})
+	if err == nil {
+		_, err = st.Recv()
+	}
+	notFound("StreamEvents", err)
+	rs, err := other.Receipts.ListReceipts(ctxT(t), &termdv1.ListReceiptsRequest{Principal: "uid:65534"})
+	if err != nil || len(rs.Receipts) != 0 {
+		t.Errorf("ListReceipts with another agent's principal: %v %v", rs, err)
+	}
+	ss, _ := other.Sessions.ListSessions(ctxT(t), &termdv1.ListSessionsRequest{IncludeClosed: true})
+	if len(ss.GetSessions()) != 0 {
+		t.Errorf("another agent listed %d sessions", len(ss.GetSessions()))
+	}
+	// Everything visible on the all-sessions stream is the caller's own.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if all, err := other.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{}); err == nil {
+		for {
+			ev, err := all.Recv()
+			if err != nil {
+				break
+			}
+			if ev.Event.SessionId == ls.SessionId {
+				t.Fatalf("another agent's all-sessions stream carried %v", ev.Event.Kind)
+			}
+		}
+	}
+
+	// No self-approval, not even with the role metadata a transport may send.
+	up := metadata.AppendToOutgoingContext(ctxT(t), client.MDRole, "operator", client.MDName, "root")
+	if _, err := a.Plans.ApprovePlan(up, &termdv1.ApprovePlanRequest{PlanId: write.Plan.Id, RequestHash: write.Plan.Decision.RequestHash}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("agent approving its own plan with operator metadata: %v", err)
+	}
+	if _, err := a.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"touch", "y"}, Mode: termdv1.Mode_MODE_TRUSTED}}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("agent asking for trusted mode: %v", err)
+	}
+	if _, err := a.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: write.Plan.Id}); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("executing an unapproved plan: %v", err)
+	}
+
+	// Racing Execute calls start the plan once.
+	race := plan(t, a, ls.SessionId, "ls")
+	var wg sync.WaitGroup
+	var started atomic.Int32
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := a.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: race.Id}); err == nil {
+				started.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := started.Load(); n != 1 {
+		t.Fatalf("%d concurrent Execute calls started the plan, want exactly 1", n)
 	}
 }
