@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +12,14 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/termd/termd/internal/token"
+
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 // MinTokenLen is the shortest bearer token accepted: 32 random bytes in
 // unpadded base64url. Shorter tokens are refused at start, not warned about.
-const MinTokenLen = 43
+const MinTokenLen = token.MinLen
 
 // Token is one bearer token and the scope it grants. The gateway dials one
 // daemon connection per token, lowered to Role and named "token:Name".
@@ -120,25 +120,16 @@ func ReadTokenFile(path string) (string, error) {
 	return v, nil
 }
 
-// CheckToken refuses tokens too short to resist guessing.
+// CheckToken refuses tokens too short or too regular to resist guessing.
 func CheckToken(v string) error {
-	if len(v) < MinTokenLen {
-		return fmt.Errorf("token is %d characters; at least %d are required (32 random bytes, base64url); delete the file to have a new one generated", len(v), MinTokenLen)
-	}
-	if strings.ContainsAny(v, " \t\r\n") {
-		return errors.New("token contains whitespace")
+	if err := token.Check(v); err != nil {
+		return fmt.Errorf("%w (or delete the token file to have a new one generated)", err)
 	}
 	return nil
 }
 
 // NewTokenValue returns 32 random bytes as unpadded base64url.
-func NewTokenValue() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func NewTokenValue() string { return token.New() }
 
 // LoadOrCreateTokenFile reads path, or creates it (mode 0600, parent 0700)
 // with a new random token when it does not exist. created reports which.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -16,13 +15,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termd/termd/internal/token"
 )
 
 // MaxBodyBytes bounds an HTTP request body.
 const MaxBodyBytes = 1 << 20
-
-// MinTokenBits is the least estimated entropy of a bearer token: 32 random bytes.
-const MinTokenBits = 256
 
 // HTTPOptions configure the streamable HTTP transport.
 type HTTPOptions struct {
@@ -58,25 +56,9 @@ func ReadToken(path string) (string, error) {
 	return tok, nil
 }
 
-// CheckToken refuses tokens that cannot hold 32 random bytes: too short, or
-// drawn from too few distinct characters (length × log2(alphabet)).
-func CheckToken(tok string) error {
-	if strings.ContainsAny(tok, " \t\r\n") {
-		return errors.New("the token must be one line without spaces")
-	}
-	distinct := map[rune]bool{}
-	for _, r := range tok {
-		distinct[r] = true
-	}
-	bits := 0.0
-	if len(distinct) > 1 {
-		bits = float64(len(tok)) * math.Log2(float64(min(len(distinct), 64)))
-	}
-	if len(tok) < 43 || bits < MinTokenBits {
-		return fmt.Errorf("too weak (%d characters, about %.0f bits): use at least 32 random bytes, e.g. `head -c 32 /dev/urandom | base64`", len(tok), bits)
-	}
-	return nil
-}
+// CheckToken refuses tokens that cannot hold 32 random bytes (the same rule
+// as termd-gateway's).
+func CheckToken(tok string) error { return token.Check(tok) }
 
 // CheckListen refuses to serve plain HTTP on a non-loopback address.
 func CheckListen(addr string, tls bool) error {
