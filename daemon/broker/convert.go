@@ -98,6 +98,9 @@ func previewOf(d policy.Decision) *termdv1.Preview {
 	if prog == "" && len(d.Argv) > 0 {
 		prog = d.Argv[0]
 	}
+	if prog == "" {
+		prog = "the command"
+	}
 	p := &termdv1.Preview{
 		Program:         prog,
 		Writes:          slices.Clone(d.Writes),

@@ -58,6 +58,8 @@ func hintFor(p *termdv1.Plan) string {
 	switch p.State {
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
 		return fmt.Sprintf(" (it is awaiting approval: an operator runs `termctl approve %s`)", p.Id)
+	case termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_PLANNED:
+		return fmt.Sprintf(" (it may run now: `termctl execute %s --follow`)", p.Id)
 	case termdv1.PlanState_PLAN_STATE_BLOCKED:
 		return " (the policy denied it: " + strings.Join(p.Decision.GetReasons(), "; ") + ")"
 	case termdv1.PlanState_PLAN_STATE_EXPIRED, termdv1.PlanState_PLAN_STATE_DENIED:
@@ -293,7 +295,7 @@ func (b *Broker) planLocked(caller *termdv1.Principal, id string) (*planRec, err
 	}
 	p, ok := b.plans[id]
 	if !ok || !visible(caller, p.session.owner) {
-		return nil, errdefs.NotFound("plan %s not found", id)
+		return nil, errdefs.NotFound("plan %s not found (see `termctl pending` or `termctl plan --help`)", id)
 	}
 	return p, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receipt"
@@ -37,8 +38,12 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 	d := p.dec
 	lim := b.Policy.Current().Limits()
 	cmd := quoteArgv(p.req.Argv)
-	if len(p.req.Argv) == 0 {
+	switch {
+	case len(p.req.Argv) > 0:
+	case len(d.Argv) > 0:
 		cmd = quoteArgv(d.Argv)
+	default:
+		cmd = p.req.Command // a command string that could not be split
 	}
 	r := &receipt.Receipt{
 		ID:            uuid.NewString(),
@@ -83,7 +88,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 			r.RunAs = &receipt.RunAs{User: d.RunAs, UID: int(c.Uid), GID: int(c.Gid)}
 		}
 	} else if rr := b.Config().RunAsRequester; (rr == nil || *rr) && p.p.Requester != nil {
-		r.RunAs = &receipt.RunAs{User: p.p.Requester.Name, UID: int(p.p.Requester.Uid), GID: int(p.p.Requester.Gid)}
+		r.RunAs = &receipt.RunAs{User: config.UserName(p.p.Requester.Uid), UID: int(p.p.Requester.Uid), GID: int(p.p.Requester.Gid)}
 	}
 	return r
 }
@@ -161,7 +166,7 @@ func summaryOf(r *receipt.Receipt) *termdv1.ReceiptSummary {
 		Command:     r.Command,
 		StartedAt:   timestamppb.New(r.StartedAt),
 		FinishedAt:  timestamppb.New(r.FinishedAt),
-		Requester:   r.Requester.ID,
+		Requester:   principalText(r.Requester),
 		RequestHash: r.RequestHash,
 		Decision:    r.Decision,
 	}
@@ -171,9 +176,20 @@ func summaryOf(r *receipt.Receipt) *termdv1.ReceiptSummary {
 		s.ExitCode = -1
 	}
 	if r.Approver != nil {
-		s.Approver = r.Approver.ID
+		s.Approver = principalText(*r.Approver)
 	}
 	return s
+}
+
+// principalText names a principal for people: "root (uid:0)", "token:console".
+func principalText(p receipt.Principal) string {
+	if p.Name == "" || p.Name == p.ID || strings.HasPrefix(p.Name, p.ID) {
+		if p.Name != "" {
+			return p.Name
+		}
+		return p.ID
+	}
+	return p.Name + " (" + p.ID + ")"
 }
 
 // receiptVisible says whether caller may see r: an agent sees its own.

@@ -19,7 +19,9 @@ import (
 )
 
 // dialHelperEnv makes the test binary connect to a socket and hand the
-// connected descriptor back on fd 3 (SCM_RIGHTS), then exit. The daemon
+// connected descriptor back on fd 3 (SCM_RIGHTS), then wait until the test
+// closes its end: the daemon refuses connections whose connecting process
+// is gone, so the helper lives as long as the connection is used. The daemon
 // records the helper's uid at connect time, so the test process gets a
 // connection that really is another principal's.
 const dialHelperEnv = "TERMD_E2E_DIAL_AS_HELPER"
@@ -46,6 +48,7 @@ func dialHelper(sock string) int {
 	if _, _, err := bc.(*net.UnixConn).WriteMsgUnix([]byte{1}, syscall.UnixRights(int(f.Fd())), nil); err != nil {
 		return 4
 	}
+	_, _ = bc.Read(make([]byte, 1)) // until the test is done with the connection
 	return 0
 }
 
@@ -81,26 +84,26 @@ func helperBinary(t *testing.T) string {
 // connAs returns a unix connection to the daemon whose peer credentials are cred's.
 func connAs(t *testing.T, sock string, cred *syscall.Credential) net.Conn {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "mine"), os.NewFile(uintptr(fds[1]), "theirs")
-	defer mine.Close()
 	cmd := exec.Command(helperBinary(t))
 	cmd.Env = []string{dialHelperEnv + "=" + sock}
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	out, err := cmd.CombinedOutput()
-	theirs.Close()
-	if err != nil {
-		t.Fatalf("dial helper as uid %d: %v %s", cred.Uid, err, out)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("dial helper as uid %d: %v", cred.Uid, err)
 	}
+	theirs.Close()
 	mc, err := net.FileConn(mine)
+	mine.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mc.Close()
+	t.Cleanup(func() { mc.Close(); _ = cmd.Wait() })
 	buf, oob := make([]byte, 1), make([]byte, 64)
 	_, oobn, _, _, err := mc.(*net.UnixConn).ReadMsgUnix(buf, oob)
 	if err != nil {
