@@ -34,7 +34,7 @@ async function request(method, path, body, tok) {
 async function errorOf(res) {
   const text = await res.text();
   let msg = text;
-  try { msg = JSON.parse(text).message || text; } catch { /* not JSON */ }
+  try { const j = JSON.parse(text); msg = j.message || j.error?.message || text; } catch { /* not JSON */ }
   if (res.status === 429) msg = 'Too many requests; retry in ' + (res.headers.get('Retry-After') || 'a few') + ' s. ' + msg;
   return new APIError(res.status, msg || res.statusText);
 }

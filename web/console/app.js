@@ -97,7 +97,7 @@ function signInView(message) {
   const err = h('div');
   const form = h('form', { class: 'card signin', 'aria-labelledby': 'signin-title' },
     h('h1', { id: 'signin-title' }, 'Sign in to termd'),
-    h('p', { class: 'muted' }, 'Paste the gateway token (for `make run`: the contents of .run/gateway.token). It is kept in this tab only.'),
+    h('p', { class: 'muted' }, 'Paste the gateway token (after ', h('code', {}, 'make run'), ': the contents of ', h('code', {}, '.run/gateway.token'), '). It is kept in this tab only.'),
     message ? errorBox(message) : null,
     h('label', { for: 'token' }, 'Token'),
     input,

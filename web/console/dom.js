@@ -86,3 +86,8 @@ export function download(name, text, type) {
 export function exitText(code) {
   return code === undefined || code === null || code === -1 ? '—' : String(code);
 }
+
+// richText renders a daemon sentence, showing `quoted` commands as code.
+export function richText(s) {
+  return String(s || '').split('`').map((part, i) => (i % 2 ? h('code', {}, part) : part));
+}

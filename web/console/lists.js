@@ -28,8 +28,9 @@ function live(ctx, match, load) {
 
 export function approvalsView(main, ctx) {
   const list = h('div', { id: 'approval-queue', 'aria-live': 'polite' }, empty('Loading…'));
+  const done = h('div', { id: 'approved' });
   main.append(h('h1', {}, 'Approval queue'),
-    h('p', { class: 'muted' }, 'Plans waiting for a person. This list updates as plans arrive.'), list);
+    h('p', { class: 'muted' }, 'Plans waiting for a person. This list updates as plans arrive.'), done, list);
   async function load() {
     try {
       const r = await api('GET', '/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200');
@@ -56,11 +57,30 @@ export function approvalsView(main, ctx) {
       kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
         ['Request hash', h('code', { class: 'hash' }, d.requestHash)]]),
       ctx.canApprove ? h('div', { class: 'row' },
-        act('Approve', () => api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':approve', { requestHash: d.requestHash }), 'primary'),
+        act('Approve', async () => {
+          await api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':approve', { requestHash: d.requestHash });
+          approvedNotice(p);
+        }, 'primary'),
         h('label', { class: 'hint', for: 'reason-' + p.id }, 'Reason'), reason,
         act('Deny', () => api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':deny', { reason: reason.value || 'denied in the console' }), 'danger'),
         h('a', { href: '/plans/' + encodeURIComponent(p.id) }, 'Details')) : h('p', { class: 'hint' }, 'Only an operator can approve.'),
       err);
+  }
+  // Approving does not run a plan: say so, and offer to run it.
+  function approvedNotice(p) {
+    const url = '/plans/' + encodeURIComponent(p.id);
+    const note = h('div', { class: 'card notice', role: 'status' },
+      h('p', {}, '✔ Approved ', h('code', {}, argvText(p.decision?.argv) || p.request?.command), '. Approval does not run it: its requester runs it (an agent through termd-mcp), or you run it now.'),
+      h('div', { class: 'row' },
+        h('button', { type: 'button', class: 'primary', onclick: async (e) => {
+          e.target.disabled = true;
+          try {
+            await api('POST', '/v1' + url + ':execute', {});
+            location.assign(url);
+          } catch (ex) { note.append(errorBox(ex)); e.target.disabled = false; }
+        } }, 'Run it now'),
+        h('a', { href: url }, 'Open the plan')));
+    done.prepend(note);
   }
   load();
   return live(ctx, (ev) => /AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED/.test(ev.kind || ''), load);

@@ -1,7 +1,7 @@
 // plan.js: the plan form with the adviser panel, and a plan's own page
 // (/plans/ID): decision, approval, execution controls, live output, receipt.
 import { api, stream } from './api.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText } from './dom.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText } from './dom.js';
 
 const FORM_KEY = 'termd.planDraft';
 
@@ -238,11 +238,11 @@ export function planView(main, ctx, id) {
       h('div', { class: 'row' },
         badge(words(st), 'st-' + st), badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_'))),
       h('pre', { class: 'mono', id: 'plan-argv' }, argvText(d.argv && d.argv.length ? d.argv : req.argv) || req.command),
-      plan.nextStep ? h('p', { id: 'next-step' }, plan.nextStep) : null,
+      plan.nextStep ? h('p', { id: 'next-step' }, ...richText(plan.nextStep)) : null,
       kv([['Session', h('a', { href: '/sessions/' + encodeURIComponent(plan.sessionId) }, plan.sessionId)],
         ['Requested by', plan.requester ? plan.requester.name + (plan.requester.via ? ' via ' + plan.requester.via : '') : ''],
         ['Created', when(plan.createdAt)],
-        ['Expires', when(plan.expiresAt)],
+        ['Expires', /^(PLANNED|AWAITING_APPROVAL|APPROVED)$/.test(st) ? when(plan.expiresAt) : ''],
         ['Replanned from', plan.replannedFrom ? h('a', { href: '/plans/' + plan.replannedFrom }, plan.replannedFrom) : ''],
         ['Approved by', plan.approval?.approver ? plan.approval.approver.name + ' at ' + when(plan.approval.approvedAt) : ''],
         ['Denied by', plan.denial?.deniedBy ? plan.denial.deniedBy.name + ': ' + plan.denial.reason : ''],

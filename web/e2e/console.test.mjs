@@ -146,9 +146,13 @@ await test('write in confirm mode: approval queue, approve, run', async () => {
   await shot('approval-queue');
   await item.getByRole('button', { name: 'Approve' }).click();
   await item.waitFor({ state: 'detached' });
-  await page.goto(url + '/plans/' + id); // the stable approval link
-  await page.locator('.badge', { hasText: 'approved' }).first().waitFor();
-  await page.getByRole('button', { name: 'Run' }).click();
+  // Approval does not run the plan; the queue says so and offers to run it.
+  const note = page.locator('#approved .notice');
+  await note.waitFor();
+  must((await note.textContent()).includes('does not run it'), 'no notice that approval does not run the plan');
+  await shot('approved-notice');
+  await note.getByRole('button', { name: 'Run it now' }).click();
+  await page.waitForURL(url + '/plans/' + id); // the stable plan page
   await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
   await shot('approved-and-ran');
