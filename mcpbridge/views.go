@@ -184,8 +184,8 @@ func planView(p *termdv1.Plan) *PlanView {
 	var ours, hint string
 	switch p.GetState() {
 	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
-		ours = fmt.Sprintf("call terminal_execute with plan_id %q", p.GetId())
-		hint = ours
+		// The daemon's words name termctl; an agent needs only the tool.
+		ours = fmt.Sprintf("allowed: call terminal_execute with plan_id %q", p.GetId())
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
 		v.ApproveCommand = "termctl approve " + p.GetId()
 		ours = fmt.Sprintf("this plan needs a person's approval: ask the user to run `termctl approve %s` (or approve it in the termd console), then call terminal_execute with plan_id %q; you cannot approve it yourself", p.GetId(), p.GetId())
