@@ -66,6 +66,7 @@ type Broker struct {
 	running  sync.WaitGroup
 	closing  bool
 
+	streams   map[string]int // open event streams per principal
 	journal   *journal
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
@@ -87,6 +88,7 @@ func New(d Deps) (*Broker, error) {
 		plans:     map[string]*planRec{},
 		execs:     map[string]*execRec{},
 		recovered: map[string]string{},
+		streams:   map[string]int{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}

@@ -9,9 +9,32 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
+// acquireStream counts an open event stream against the caller's cap.
+func (b *Broker) acquireStream(caller *termdv1.Principal) (release func(), err error) {
+	key := principalKey(caller)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if max := b.Config().Sessions.MaxStreams; b.streams[key] >= max {
+		return nil, errdefs.Exhausted("you have %d event streams open (sessions.max_streams); close some (e.g. other `termctl watch` or console tabs)", b.streams[key])
+	}
+	b.streams[key]++
+	return func() {
+		b.mu.Lock()
+		if b.streams[key]--; b.streams[key] <= 0 {
+			delete(b.streams, key)
+		}
+		b.mu.Unlock()
+	}, nil
+}
+
 // StreamEvents delivers a session's events (or every visible session's)
 // after since, until the session closes or ctx ends.
 func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, sessionID string, since uint64, send func(*termdv1.Event) error) error {
+	release, err := b.acquireStream(caller)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var sub *events.Subscription
 	if sessionID != "" {
 		b.mu.Lock()

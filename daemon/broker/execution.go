@@ -64,6 +64,11 @@ func (b *Broker) Execute(_ context.Context, caller *termdv1.Principal, planID, s
 
 // ExecuteAndWait starts a plan and delivers its events until its receipt is signed.
 func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, send func(*termdv1.Event) error) error {
+	release, err := b.acquireStream(caller)
+	if err != nil {
+		return err
+	}
+	defer release()
 	b.mu.Lock()
 	p, err := b.planLocked(caller, planID)
 	var since uint64

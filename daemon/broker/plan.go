@@ -197,6 +197,9 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 	if err != nil {
 		return nil, err
 	}
+	if err := b.planRoomLocked(s); err != nil {
+		return nil, err
+	}
 	p := b.newPlanLocked(caller, s, r, req, dec, "")
 	return proto.Clone(p.p).(*termdv1.Plan), nil
 }
@@ -220,7 +223,7 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 	var latest *session
 	key := principalKey(caller)
 	for _, s := range b.sessions {
-		if !s.closed && principalKey(s.owner) == key && (latest == nil || s.lastActive.After(latest.lastActive)) {
+		if !s.closed && principalKey(s.owner) == key && len(s.plans) < b.Config().Sessions.MaxPlans && (latest == nil || s.lastActive.After(latest.lastActive)) {
 			latest = s
 		}
 	}
@@ -228,6 +231,15 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 		return latest, nil
 	}
 	return b.newSessionLocked(caller, "")
+}
+
+// planRoomLocked refuses a plan beyond the session's cap (bounded memory,
+// journal and receipts whatever a caller sends).
+func (b *Broker) planRoomLocked(s *session) error {
+	if max := b.Config().Sessions.MaxPlans; len(s.plans) >= max {
+		return errdefs.Exhausted("session %s already holds %d plans (sessions.max_plans); close it with `termctl sessions close %s` and plan in a new session", s.id, len(s.plans), s.id)
+	}
+	return nil
 }
 
 func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1.CommandRequest, req policy.Request, dec policy.Decision, from string) *planRec {
@@ -440,6 +452,9 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 		if s, err = b.planSessionLocked(caller, ""); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.planRoomLocked(s); err != nil {
+		return nil, err
 	}
 	p := b.newPlanLocked(caller, s, r, req, dec, id)
 	return proto.Clone(p.p).(*termdv1.Plan), nil

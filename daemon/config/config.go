@@ -62,6 +62,8 @@ type Sessions struct {
 	IdleTimeout  Duration `yaml:"idle_timeout" doc:"a session with no activity for this long is closed (its execution cancelled)" default:"1h"`
 	PerPrincipal int      `yaml:"per_principal" doc:"open sessions one principal may hold" default:"8"`
 	Global       int      `yaml:"global" doc:"open sessions across all principals" default:"64"`
+	MaxPlans     int      `yaml:"max_plans" doc:"plans one session may hold (blocked ones included); open a new session beyond" default:"1000"`
+	MaxStreams   int      `yaml:"max_streams" doc:"event streams one principal may have open at once" default:"64"`
 }
 
 // Approvals bounds approvals.
@@ -118,6 +120,8 @@ func Default() *Config {
 			IdleTimeout:  Duration(time.Hour),
 			PerPrincipal: 8,
 			Global:       64,
+			MaxPlans:     1000,
+			MaxStreams:   64,
 		},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
@@ -295,6 +299,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.Global < c.Sessions.PerPrincipal || c.Sessions.Global > 100000 {
 		return fmt.Errorf("sessions.global: %d must be at least sessions.per_principal (%d) and at most 100000", c.Sessions.Global, c.Sessions.PerPrincipal)
+	}
+	if c.Sessions.MaxPlans < 1 || c.Sessions.MaxPlans > 1000000 {
+		return fmt.Errorf("sessions.max_plans: %d is out of range 1..1000000", c.Sessions.MaxPlans)
+	}
+	if c.Sessions.MaxStreams < 1 || c.Sessions.MaxStreams > 100000 {
+		return fmt.Errorf("sessions.max_streams: %d is out of range 1..100000", c.Sessions.MaxStreams)
 	}
 	if c.Sessions.IdleTimeout.D() < time.Second {
 		return fmt.Errorf("sessions.idle_timeout: %s is too short (at least 1s)", c.Sessions.IdleTimeout.D())
