@@ -1,0 +1,5 @@
+//go:build linux && !race
+
+package runner
+
+const memoryBoundSlack = 1
