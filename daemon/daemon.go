@@ -135,7 +135,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Store:    d.store,
 		Keys:     keys,
 		Redactor: red,
-		Bus:      events.New(events.Options{}),
+		Bus:      events.New(events.Options{SessionRingBytes: 1 << 20, GlobalRingBytes: 2 << 20}),
 		Adviser:  adv,
 		Log:      d.log,
 		Metrics:  d.metrics,

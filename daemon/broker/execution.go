@@ -413,7 +413,13 @@ type eventWriter struct {
 	s runner.Stream
 }
 
-func (w *eventWriter) Write(p []byte) (int, error) {
+// WriteString takes the redactor's text without an extra copy.
+func (w *eventWriter) WriteString(s string) (int, error) { return w.publish(s) }
+
+func (w *eventWriter) Write(p []byte) (int, error) { return w.publish(string(p)) }
+
+// publish sends text as output events of at most outputChunk bytes.
+func (w *eventWriter) publish(p string) (int, error) {
 	ls := w.e.out[w.s]
 	stream := termdv1.OutputStream_OUTPUT_STREAM_STDOUT
 	if w.s == runner.Stderr {
@@ -421,7 +427,7 @@ func (w *eventWriter) Write(p []byte) (int, error) {
 	}
 	for off := 0; off < len(p); off += outputChunk {
 		end := min(off+outputChunk, len(p))
-		data := append([]byte(nil), p[off:end]...)
+		data := []byte(p[off:end])
 		at := ls.offset
 		ls.offset += int64(len(data))
 		w.b.Bus.Publish(w.e.plan.session.id, termdv1.EventKind_EVENT_KIND_OUTPUT, func(ev *termdv1.Event) {

@@ -24,7 +24,7 @@ func TestBenchBroker(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") == "" {
 		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
 	}
-	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n", Env: []string{"TERMD_DEBUG_PPROF=" + os.Getenv("TERMD_DEBUG_PPROF")}})
+	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n", Env: []string{"TERMD_DEBUG_PPROF=" + os.Getenv("TERMD_DEBUG_PPROF"), "GOGC=" + os.Getenv("GOGC")}})
 	report := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
 		fmt.Println("BENCH broker: " + line)

@@ -299,7 +299,11 @@ func (s *StreamRedactor) drain(final bool) error {
 			return nil
 		}
 		str := string(s.buf)
-		if loc := pemBegin.FindStringIndex(str); loc != nil && pemEnd.FindStringIndex(str[loc[1]:]) == nil {
+		var loc []int
+		if strings.Contains(str, "-----BEGIN") { // cheap test before the block scan
+			loc = pemBegin.FindStringIndex(str)
+		}
+		if loc != nil && pemEnd.FindStringIndex(str[loc[1]:]) == nil {
 			if err := s.emit(s.r.Redact(str[:loc[0]])); err != nil {
 				return err
 			}

@@ -50,6 +50,10 @@ func New(o Options) *Server {
 		grpc.ChainUnaryInterceptor(s.unaryAuth),
 		grpc.ChainStreamInterceptor(s.streamAuth),
 		grpc.MaxRecvMsgSize(4<<20),
+		// Fixed flow-control windows: a slow stream reader cannot make the
+		// daemon buffer megabytes of output for it (no BDP window growth).
+		grpc.InitialWindowSize(256<<10),
+		grpc.InitialConnWindowSize(1<<20),
 	)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
