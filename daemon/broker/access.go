@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,35 +94,7 @@ func openAsCaller(p *termdv1.Principal, real string) (*os.File, error) {
 	if !filepath.IsAbs(real) {
 		return nil, fmt.Errorf("%s is not absolute", real)
 	}
-	check := p.GetUid() != 0
-	var uid uint32
-	var gids map[uint32]bool
-	if check {
-		uid, gids = callerIDs(p)
-	}
-	may := func(fd int, want uint32) error {
-		if !check {
-			return nil
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return err
-		}
-		perm := uint32(st.Mode) & 0o777
-		var ok bool
-		switch {
-		case st.Uid == uid:
-			ok = perm&(want<<6) == want<<6
-		case gids[st.Gid]:
-			ok = perm&(want<<3) == want<<3
-		default:
-			ok = perm&want == want
-		}
-		if !ok {
-			return errNotReadable
-		}
-		return nil
-	}
+	may := newFDAccess(p).allowed
 	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -153,4 +126,107 @@ func openAsCaller(p *termdv1.Principal, real string) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), real), nil
+}
+
+// fdAccess checks a caller's permission bits on open descriptors.
+type fdAccess struct {
+	check bool
+	uid   uint32
+	gids  map[uint32]bool
+}
+
+func newFDAccess(p *termdv1.Principal) fdAccess {
+	a := fdAccess{check: p.GetUid() != 0}
+	if a.check {
+		a.uid, a.gids = callerIDs(p)
+	}
+	return a
+}
+
+// allowed says whether the caller has the bits want (4 read, 1 search) on fd.
+func (a fdAccess) allowed(fd int, want uint32) error {
+	if !a.check {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	perm := uint32(st.Mode) & 0o777
+	var ok bool
+	switch {
+	case st.Uid == a.uid:
+		ok = perm&(want<<6) == want<<6
+	case a.gids[st.Gid]:
+		ok = perm&(want<<3) == want<<3
+	default:
+		ok = perm&want == want
+	}
+	if !ok {
+		return errNotReadable
+	}
+	return nil
+}
+
+// walkAsCaller lists the regular files below root in name order using
+// descriptors only: each directory is opened relative to its parent with
+// O_NOFOLLOW|O_DIRECTORY and must be readable and searchable by the caller
+// on that descriptor, so a directory swapped for a symlink mid-walk is never
+// followed. skip prunes directories; visit returns false to stop.
+func walkAsCaller(p *termdv1.Principal, root string, skip func(path, name string) bool, visit func(path string, size int64) bool) error {
+	f, err := openAsCaller(p, root)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return fmt.Errorf("%s is not a directory", root)
+	}
+	_, err = walkFD(newFDAccess(p), fd, root, skip, visit)
+	return err
+}
+
+// walkFD walks the directory open at fd (and closes it); it reports whether to go on.
+func walkFD(acc fdAccess, fd int, path string, skip func(path, name string) bool, visit func(path string, size int64) bool) (bool, error) {
+	dir := os.NewFile(uintptr(fd), path)
+	defer dir.Close()
+	if acc.allowed(fd, 5) != nil {
+		return true, nil // not listable by the caller: as if empty
+	}
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return true, nil
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		child := filepath.Join(path, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			if skip(child, name) {
+				continue
+			}
+			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue // gone, or swapped for a symlink: not followed
+			}
+			if goOn, err := walkFD(acc, cfd, child, skip, visit); err != nil || !goOn {
+				return goOn, err
+			}
+		case unix.S_IFREG:
+			if !visit(child, st.Size) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }

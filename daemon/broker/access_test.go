@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,5 +46,39 @@ func TestCallerCanReadFollowsModeBits(t *testing.T) {
 	os.Chown(secret, 65534, 65534)
 	if !callerCanRead(nobody, secret, false) {
 		t.Error("the owner should read its own file")
+	}
+}
+
+func TestWalkAsCallerListsOnlyWhatTheCallerCouldList(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a directory another uid cannot list")
+	}
+	root := t.TempDir()
+	os.Chmod(filepath.Dir(root), 0o755)
+	os.Chmod(root, 0o755)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a"), 0o644)
+	os.Mkdir(filepath.Join(root, "private"), 0o700)
+	os.WriteFile(filepath.Join(root, "private", "secret.txt"), []byte("s"), 0o600)
+	os.Mkdir(filepath.Join(root, "sub"), 0o755)
+	os.WriteFile(filepath.Join(root, "sub", "b.txt"), []byte("bb"), 0o644)
+	os.Symlink(filepath.Join(root, "private"), filepath.Join(root, "link")) // never followed
+	list := func(p *termdv1.Principal) []string {
+		var got []string
+		err := walkAsCaller(p, root, func(string, string) bool { return false }, func(path string, n int64) bool {
+			rel, _ := filepath.Rel(root, path)
+			got = append(got, rel)
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	nobody := list(&termdv1.Principal{Uid: 65534, Gid: 65534})
+	if fmt.Sprint(nobody) != "[a.txt sub/b.txt]" {
+		t.Fatalf("nobody lists %v", nobody)
+	}
+	if rootList := list(&termdv1.Principal{Uid: 0}); fmt.Sprint(rootList) != "[a.txt private/secret.txt sub/b.txt]" {
+		t.Fatalf("root lists %v", rootList)
 	}
 }

@@ -79,32 +79,25 @@ func (b *Broker) ListWorkspaceFiles(_ context.Context, caller *termdv1.Principal
 		roots = []string{d}
 	}
 	out := &termdv1.ListWorkspaceFilesResponse{}
+	skip := func(path, name string) bool { return skipDirs[name] || b.isProtected(path) }
 	for _, root := range roots {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if d.IsDir() {
-				if (path != root && (skipDirs[d.Name()] || b.isProtected(path))) || !callerCanRead(caller, path, true) {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() || path <= after {
-				return nil
+		stop := false
+		err := walkAsCaller(caller, root, skip, func(path string, bytes int64) bool {
+			if path <= after {
+				return true
 			}
 			if len(out.Files) >= size {
 				out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(out.Files[len(out.Files)-1].Path))
-				return io.EOF
+				stop = true
+				return false
 			}
-			info, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			out.Files = append(out.Files, &termdv1.WorkspaceFile{Path: path, Size: info.Size()})
-			return nil
+			out.Files = append(out.Files, &termdv1.WorkspaceFile{Path: path, Size: bytes})
+			return true
 		})
-		if err == io.EOF {
+		if err != nil && r.Dir != "" {
+			return nil, errdefs.Permission("%s cannot be listed by %s: %v", r.Dir, caller.GetName(), err)
+		}
+		if stop {
 			break
 		}
 	}
