@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -34,50 +33,6 @@ func callerIDs(p *termdv1.Principal) (uid uint32, gids map[uint32]bool) {
 		}
 	}
 	return uid, gids
-}
-
-// mayAccess says whether the caller has the permission bits want (4 read, 1 search) on path.
-func mayAccess(uid uint32, gids map[uint32]bool, path string, want os.FileMode) bool {
-	if uid == 0 {
-		return true
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return false
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false
-	}
-	mode := st.Mode().Perm()
-	switch {
-	case sys.Uid == uid:
-		return mode&(want<<6) == want<<6
-	case gids[sys.Gid]:
-		return mode&(want<<3) == want<<3
-	}
-	return mode&want == want
-}
-
-// callerCanRead says whether the caller could read path (an absolute, resolved path).
-func callerCanRead(p *termdv1.Principal, path string, dir bool) bool {
-	if p.GetUid() == 0 {
-		return true
-	}
-	uid, gids := callerIDs(p)
-	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
-		if !mayAccess(uid, gids, d, 1) {
-			return false
-		}
-		if d == "/" {
-			break
-		}
-	}
-	want := os.FileMode(4)
-	if dir {
-		want = 5
-	}
-	return mayAccess(uid, gids, path, want)
 }
 
 // errNotReadable says the caller could not have read the file itself.

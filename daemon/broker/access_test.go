@@ -82,3 +82,15 @@ func TestWalkAsCallerListsOnlyWhatTheCallerCouldList(t *testing.T) {
 		t.Fatalf("root lists %v", rootList)
 	}
 }
+
+// callerCanRead says whether the caller could read path (an absolute,
+// resolved path; dir: also search it), checked on descriptors like every
+// workspace access.
+func callerCanRead(p *termdv1.Principal, path string, dir bool) bool {
+	f, err := openAsCaller(p, path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return !dir || newFDAccess(p).allowed(int(f.Fd()), 5) == nil
+}
