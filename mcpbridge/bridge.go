@@ -81,9 +81,6 @@ func New(o Options) *Bridge {
 	return b
 }
 
-// Server is the MCP server (for transports and tests).
-func (b *Bridge) Server() *mcp.Server { return b.server }
-
 // ServeStdio serves one MCP client over stdin/stdout until stdin closes or
 // ctx ends. Running executions are left to the daemon: they keep their
 // sessions until those expire.

@@ -74,18 +74,6 @@ func (p *sessionPool) forget(id string) {
 	}
 }
 
-// owned reports whether id is one of the pool's sessions.
-func (p *sessionPool) owned(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range p.byKey {
-		if s.id == id {
-			return true
-		}
-	}
-	return false
-}
-
 // sessionGone reports whether err says a session no longer exists or is
 // closed/expired, so a fresh one may be opened.
 func sessionGone(err error) bool {

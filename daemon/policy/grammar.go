@@ -46,7 +46,6 @@ type opt struct {
 	kind  Kind
 	deny  string // non-empty: the option is denied with this reason
 	write bool   // presence makes the command write
-	net   bool   // presence makes the command use the network
 	code  bool   // presence runs project code
 }
 
@@ -198,7 +197,6 @@ func o(spec string, kind ...Kind) *opt {
 
 func (op *opt) denyWith(reason string) *opt { op.deny = reason; return op }
 func (op *opt) writes() *opt                { op.write = true; return op }
-func (op *opt) network() *opt               { op.net = true; return op }
 func (op *opt) runsCode() *opt              { op.code = true; return op }
 
 // flags builds many no-argument options from a space separated list; each
@@ -321,9 +319,6 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 		}
 		if op.write {
 			p.write = true
-		}
-		if op.net {
-			p.net = true
 		}
 		if op.code {
 			p.code = true

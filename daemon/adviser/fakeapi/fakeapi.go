@@ -188,20 +188,6 @@ func (s *Server) Enqueue(b ...Behavior) {
 	s.mu.Unlock()
 }
 
-// SetMarker adds or replaces the behaviour chosen by "FAKE:<name>".
-func (s *Server) SetMarker(name string, b Behavior) {
-	s.mu.Lock()
-	s.markers[name] = b
-	s.mu.Unlock()
-}
-
-// SetDefault sets the behaviour used when nothing else applies.
-func (s *Server) SetDefault(b Behavior) {
-	s.mu.Lock()
-	s.def = b
-	s.mu.Unlock()
-}
-
 // Requests returns copies of all recorded requests.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
