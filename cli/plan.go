@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -64,7 +65,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 	if len(argv) == 0 {
 		argv = p.GetRequest().GetArgv()
 	}
-	command := shellQuote(argv)
+	command := policy.QuoteArgv(argv)
 	if command == "" {
 		command = p.GetRequest().GetCommand()
 	}
@@ -135,11 +136,11 @@ func canonicalLines(w io.Writer, p *termdv1.Plan) error {
 		timeout = fmt.Sprintf("%ds", d.GetTimeoutSeconds())
 	}
 	execArgv := ""
-	if ea := d.GetExecArgv(); len(ea) > 0 && shellQuote(ea) != shellQuote(d.GetArgv()) {
-		execArgv = shellQuote(ea)
+	if ea := d.GetExecArgv(); len(ea) > 0 && policy.QuoteArgv(ea) != policy.QuoteArgv(d.GetArgv()) {
+		execArgv = policy.QuoteArgv(ea)
 	}
 	return kv(w,
-		"  argv", shellQuote(d.GetArgv()),
+		"  argv", policy.QuoteArgv(d.GetArgv()),
 		"  runs as argv", execArgv,
 		"  program", d.GetResolvedPath(),
 		"  program sha256", d.GetBinarySha256(),

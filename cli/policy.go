@@ -151,7 +151,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 	if err := kv(w,
 		"decision", a.verdictColor(w, out.Decision),
 		"risk", out.Risk,
-		"command", shellQuote(out.Argv),
+		"command", policy.QuoteArgv(out.Argv),
 		"program", out.ResolvedPath,
 		"cwd", out.Cwd,
 		"mode", out.Mode,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -187,7 +188,7 @@ func printReceipt(a *app, raw string) error {
 			for i, e := range t {
 				parts[i] = fmt.Sprint(e)
 			}
-			return shellQuote(parts)
+			return policy.QuoteArgv(parts)
 		case map[string]any:
 			// A principal: its name and role.
 			if name, ok := t["name"].(string); ok {

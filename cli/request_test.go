@@ -3,6 +3,8 @@ package cli
 import (
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/policy"
 )
 
 func TestRequestFlagsBuild(t *testing.T) {
@@ -45,8 +47,8 @@ func TestShellQuoteIsPasteable(t *testing.T) {
 		"echo '$HOME;rm'":         {"echo", "$HOME;rm"},
 	}
 	for want, argv := range cases {
-		if got := shellQuote(argv); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", argv, got, want)
+		if got := policy.QuoteArgv(argv); got != want {
+			t.Errorf("policy.QuoteArgv(%q) = %s, want %s", argv, got, want)
 		}
 	}
 }

@@ -69,32 +69,6 @@ func parseStream(s string) (termdv1.OutputStream, error) {
 	return 0, fmt.Errorf("--stream %q: choose stdout or stderr", s)
 }
 
-// shellQuote renders argv so a person can read (and paste) it.
-func shellQuote(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		out[i] = quoteArg(a)
-	}
-	return strings.Join(out, " ")
-}
-
-func quoteArg(a string) string {
-	if a == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range a {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-}
-
 func fmtTime(ts *timestamppb.Timestamp) string {
 	if ts == nil || (ts.Seconds == 0 && ts.Nanos == 0) {
 		return ""

@@ -20,28 +20,15 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-// quoteArgv renders argv as a command line a person can read (and paste).
-func quoteArgv(argv []string) string {
-	parts := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]{}~#!") {
-			parts[i] = a
-			continue
-		}
-		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(parts, " ")
-}
-
 // draftReceipt fills everything known before a command runs.
 func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 	d := p.dec
 	lim := b.Policy.Current().Limits()
-	cmd := quoteArgv(p.req.Argv)
+	cmd := policy.QuoteArgv(p.req.Argv)
 	switch {
 	case len(p.req.Argv) > 0:
 	case len(d.Argv) > 0:
-		cmd = quoteArgv(d.Argv)
+		cmd = policy.QuoteArgv(d.Argv)
 	default:
 		cmd = p.req.Command // a command string that could not be split
 	}

@@ -48,7 +48,7 @@ func spellings(f *fixture, argv []string) map[string][]string {
 		"env":     append([]string{"env"}, argv...),
 		"timeout": append([]string{"timeout", "5"}, argv...),
 		"sudo":    append([]string{"sudo"}, argv...),
-		"bash-c":  {"bash", "-c", quoteArgv(argv)},
+		"bash-c":  {"bash", "-c", QuoteArgv(argv)},
 	}
 }
 

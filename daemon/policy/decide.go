@@ -260,7 +260,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 		s.step("input", "deny", strings.Join(d.Reasons, "; "))
 		return finish(s)
 	}
-	s.step("input", "ok", quoteArgv(argv))
+	s.step("input", "ok", QuoteArgv(argv))
 
 	// --- environment additions
 	p.checkEnv(req.Env, s)
@@ -482,7 +482,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		} else if a0 != "" {
 			what = "starts with '-'"
 		}
-		s.deny(RiskCritical, "program name "+quoteArgv([]string{a0})+" "+what)
+		s.deny(RiskCritical, "program name "+QuoteArgv([]string{a0})+" "+what)
 		s.step("program", "deny", "bad program name")
 		return
 	}
@@ -761,13 +761,13 @@ func (p *Policy) inner(argv []string, cwd string, req Request, ctx *decideCtx, d
 	sub := Request{Argv: argv, Cwd: req.Cwd, Mode: req.Mode, Timeout: req.Timeout}
 	id := p.decide(sub, ctx, depth+1)
 	if id.Verdict == Allow {
-		s.step("inner", "allow", quoteArgv(argv))
+		s.step("inner", "allow", QuoteArgv(argv))
 		return
 	}
 	for _, r := range id.Reasons {
-		s.raise(Deny, "", "inner command "+clip(quoteArgv(argv))+": "+r)
+		s.raise(Deny, "", "inner command "+clip(QuoteArgv(argv))+": "+r)
 	}
-	s.step("inner", string(id.Verdict), quoteArgv(argv))
+	s.step("inner", string(id.Verdict), QuoteArgv(argv))
 }
 
 func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []string {

@@ -16,7 +16,7 @@ func FuzzSplitCommand(f *testing.F) {
 				t.Fatal("no words and no error")
 			}
 			// re-quoting and splitting again is the identity
-			w2, err := SplitCommand(quoteArgv(w))
+			w2, err := SplitCommand(QuoteArgv(w))
 			if err != nil || strings.Join(w2, "\x00") != strings.Join(w, "\x00") {
 				t.Fatalf("round trip %q -> %q -> %q (%v)", s, w, w2, err)
 			}

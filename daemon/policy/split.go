@@ -111,7 +111,9 @@ func SplitCommand(s string) ([]string, error) {
 
 // quoteArgv renders argv as a POSIX shell string (for explanations and
 // tests); every word is single-quoted unless it is plainly safe.
-func quoteArgv(argv []string) string {
+// QuoteArgv renders argv as one command line that SplitCommand splits back
+// into the same words (arguments outside a safe set are single-quoted).
+func QuoteArgv(argv []string) string {
 	var b strings.Builder
 	for i, a := range argv {
 		if i > 0 {
