@@ -14,6 +14,7 @@ import (
 
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -249,18 +250,11 @@ func (b *Broker) settleRestoredPlan(p *termdv1.Plan) {
 	}
 }
 
+// planStateOf maps a receipt's status to the plan's final state (the same
+// table the live path uses; receipt and runner statuses share their words).
 func planStateOf(s receipt.Status) termdv1.PlanState {
-	switch s {
-	case receipt.StatusSucceeded:
-		return termdv1.PlanState_PLAN_STATE_SUCCEEDED
-	case receipt.StatusFailed:
-		return termdv1.PlanState_PLAN_STATE_FAILED
-	case receipt.StatusTimedOut:
-		return termdv1.PlanState_PLAN_STATE_TIMED_OUT
-	case receipt.StatusCancelled:
-		return termdv1.PlanState_PLAN_STATE_CANCELLED
-	case receipt.StatusKilled:
-		return termdv1.PlanState_PLAN_STATE_KILLED
+	if fs, ok := finalStates[runner.Status(s)]; ok {
+		return fs.plan
 	}
 	return termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
 }
