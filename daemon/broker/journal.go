@@ -106,6 +106,7 @@ func (b *Broker) openJournal(path string) error {
 			b.Bus.Publish(id, termdv1.EventKind_EVENT_KIND_SESSION_CREATED, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Session{Session: s.proto(b)} })
 		}
 	}
+	ran := &ranIndex{b: b, bySes: map[string]map[string]*receipt.Receipt{}}
 	for _, id := range planOrder {
 		r := plans[id]
 		p := &termdv1.Plan{}
@@ -115,7 +116,7 @@ func (b *Broker) openJournal(path string) error {
 			continue
 		}
 		rec := &planRec{p: p, req: *r.Request, dec: *r.Decision, session: s}
-		b.settleRestoredPlan(p)
+		b.settleRestoredPlan(p, ran)
 		b.plans[id] = rec
 		s.plans = append(s.plans, id)
 	}
@@ -222,7 +223,30 @@ func (b *Broker) closeJournal() {
 
 // settleRestoredPlan fixes the state of a plan whose last journal record may
 // predate its execution: the receipt store is the durable word on what ran.
-func (b *Broker) settleRestoredPlan(p *termdv1.Plan) {
+// ranIndex maps plan ids to the receipts of their executions, per session, read
+// once at start rather than once per restored plan.
+type ranIndex struct {
+	b     *Broker
+	bySes map[string]map[string]*receipt.Receipt
+}
+
+func (x *ranIndex) receiptOf(sessionID, planID string) *receipt.Receipt {
+	m, ok := x.bySes[sessionID]
+	if !ok {
+		m = map[string]*receipt.Receipt{}
+		if rs, err := x.b.Store.List(receipt.Filter{SessionID: sessionID, Limit: -1}); err == nil {
+			for _, r := range rs {
+				if r.ExecutionID != "" {
+					m[r.PlanID] = r
+				}
+			}
+		}
+		x.bySes[sessionID] = m
+	}
+	return m[planID]
+}
+
+func (b *Broker) settleRestoredPlan(p *termdv1.Plan, ran *ranIndex) {
 	switch p.State {
 	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED,
 		termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
@@ -234,15 +258,10 @@ func (b *Broker) settleRestoredPlan(p *termdv1.Plan) {
 		p.NextStep = nextStep(p)
 		return
 	}
-	rs, err := b.Store.List(receipt.Filter{SessionID: p.SessionId, Limit: -1})
-	if err == nil {
-		for _, r := range rs {
-			if r.PlanID == p.Id && r.ExecutionID != "" {
-				p.State, p.ReceiptId = planStateOf(r.Status), r.ID
-				p.NextStep = nextStep(p)
-				return
-			}
-		}
+	if r := ran.receiptOf(p.SessionId, p.Id); r != nil {
+		p.State, p.ReceiptId = planStateOf(r.Status), r.ID
+		p.NextStep = nextStep(p)
+		return
 	}
 	if p.State == termdv1.PlanState_PLAN_STATE_RUNNING || p.State == termdv1.PlanState_PLAN_STATE_PAUSED {
 		p.State = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN

@@ -79,7 +79,11 @@ func (b *Broker) ListWorkspaceFiles(_ context.Context, caller *termdv1.Principal
 		roots = []string{d}
 	}
 	out := &termdv1.ListWorkspaceFilesResponse{}
-	skip := func(path, name string) bool { return skipDirs[name] || b.isProtected(path) }
+	protected := map[string]bool{}
+	for _, p := range b.protectedPaths() {
+		protected[p] = true
+	}
+	skip := func(path, name string) bool { return skipDirs[name] || protected[path] }
 	for _, root := range roots {
 		stop := false
 		err := walkAsCaller(caller, root, skip, func(path string, bytes int64) bool {
@@ -102,15 +106,6 @@ func (b *Broker) ListWorkspaceFiles(_ context.Context, caller *termdv1.Principal
 		}
 	}
 	return out, nil
-}
-
-func (b *Broker) isProtected(path string) bool {
-	for _, p := range b.protectedPaths() {
-		if path == p {
-			return true
-		}
-	}
-	return false
 }
 
 // ReadWorkspaceFile reads one UTF-8 text file, redacted.
