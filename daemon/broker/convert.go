@@ -15,54 +15,30 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
+// The policy's words and the API's enums share their names ("confirm" is
+// MODE_CONFIRM), so conversions look the name up; an unknown word is the
+// UNSPECIFIED zero value.
+func enumOf(prefix, word string, values map[string]int32) int32 {
+	return values[prefix+strings.ToUpper(word)]
+}
+
 func modeProto(m policy.Mode) termdv1.Mode {
-	switch m {
-	case policy.ModeInspect:
-		return termdv1.Mode_MODE_INSPECT
-	case policy.ModeConfirm:
-		return termdv1.Mode_MODE_CONFIRM
-	case policy.ModeTrusted:
-		return termdv1.Mode_MODE_TRUSTED
-	}
-	return termdv1.Mode_MODE_UNSPECIFIED
+	return termdv1.Mode(enumOf("MODE_", string(m), termdv1.Mode_value))
 }
 
 func modeFromProto(m termdv1.Mode) (policy.Mode, error) {
-	switch m {
-	case termdv1.Mode_MODE_INSPECT:
-		return policy.ModeInspect, nil
-	case termdv1.Mode_MODE_CONFIRM:
-		return policy.ModeConfirm, nil
-	case termdv1.Mode_MODE_TRUSTED:
-		return policy.ModeTrusted, nil
+	if mode, err := policy.ParseMode(strings.ToLower(strings.TrimPrefix(m.String(), "MODE_"))); err == nil {
+		return mode, nil
 	}
 	return "", errdefs.Invalid("mode %v is not one of inspect, confirm, trusted", m)
 }
 
 func verdictProto(v policy.Verdict) termdv1.Verdict {
-	switch v {
-	case policy.Allow:
-		return termdv1.Verdict_VERDICT_ALLOW
-	case policy.Ask:
-		return termdv1.Verdict_VERDICT_ASK
-	case policy.Deny:
-		return termdv1.Verdict_VERDICT_DENY
-	}
-	return termdv1.Verdict_VERDICT_UNSPECIFIED
+	return termdv1.Verdict(enumOf("VERDICT_", string(v), termdv1.Verdict_value))
 }
 
 func riskProto(r policy.Risk) termdv1.Risk {
-	switch r {
-	case policy.RiskLow:
-		return termdv1.Risk_RISK_LOW
-	case policy.RiskMedium:
-		return termdv1.Risk_RISK_MEDIUM
-	case policy.RiskHigh:
-		return termdv1.Risk_RISK_HIGH
-	case policy.RiskCritical:
-		return termdv1.Risk_RISK_CRITICAL
-	}
-	return termdv1.Risk_RISK_UNSPECIFIED
+	return termdv1.Risk(enumOf("RISK_", string(r), termdv1.Risk_value))
 }
 
 func decisionProto(d policy.Decision) *termdv1.Decision {
