@@ -91,13 +91,11 @@ func (a *app) watch(ctx context.Context, c *client.Client, session string, curso
 		}
 		switch client.Code(err) {
 		case codes.NotFound:
-			// A restarted termd knows an open session (its journal) before
-			// its event bus has seen any event of it: wait for them.
-			if open, closed := sessionState(ctx, c, session); closed {
+			// A session closed long ago has no events left: that is the end.
+			if sessionClosed(ctx, c, session) {
 				return nil
-			} else if !open {
-				return fmt.Errorf("watching %s: %w", orAll(session), err)
 			}
+			return fmt.Errorf("watching %s: %w", orAll(session), err)
 		case codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated:
 			return fmt.Errorf("watching %s: %w", orAll(session), err)
 		}
@@ -230,18 +228,15 @@ func eventDetail(ev *termdv1.Event) string {
 	return ""
 }
 
-// sessionState says whether a session exists and is open, or is closed.
-func sessionState(ctx context.Context, c *client.Client, session string) (open, closed bool) {
+// sessionClosed says whether a session exists and is closed.
+func sessionClosed(ctx context.Context, c *client.Client, session string) bool {
 	if session == "" {
-		return false, false
+		return false
 	}
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	s, err := c.Sessions.GetSession(gctx, &termdv1.GetSessionRequest{SessionId: session})
-	if err != nil {
-		return false, false
-	}
-	return !s.Session.Closed, s.Session.Closed
+	return err == nil && s.Session.Closed
 }
 
 func orAll(session string) string {
