@@ -74,7 +74,7 @@ func TestAgentCannotExecuteAPlanRequestedByAnother(t *testing.T) {
 	fin := waitFinal(t, d.Client, ex.Execution.Id)
 	out, _ := d.Client.Executions.ReadOutput(ctxT(t), &termdv1.ReadOutputRequest{ExecutionId: fin.Id})
 	if got := strings.TrimSpace(string(out.GetData())); got != "65534" {
-		t.Fatalf("the agent's own plan ran as uid %q, want 65534", got)
+		t.Fatalf("the agent's own plan ran as uid %q, want 65534 (state %v: %s)", got, fin.State, fin.Error)
 	}
 }
 

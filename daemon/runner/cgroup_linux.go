@@ -95,8 +95,21 @@ func (r *Runner) createCgroup(name string, spec Spec) (*execCgroup, error) {
 
 // freshDir creates dir; a leftover empty cgroup of the same name is replaced, a
 // populated one is an error (another execution, or leftovers to kill first).
+//
+// The parent is shared by every termd whose own cgroup is the same (two daemons
+// started from one shell, test suites): when one of them stops it removes the
+// parent if empty, so a parent found missing is made again (with its v2
+// controllers) and the creation retried.
 func freshDir(dir string) error {
 	err := os.Mkdir(dir, 0o755)
+	for attempt := 0; errors.Is(err, os.ErrNotExist) && attempt < 10; attempt++ {
+		parent := filepath.Dir(dir)
+		if e := os.Mkdir(parent, 0o755); e != nil && !errors.Is(e, os.ErrExist) {
+			return fmt.Errorf("create cgroup %s: its parent is gone and could not be made again: %w", dir, e)
+		}
+		enableControllers(parent)
+		err = os.Mkdir(dir, 0o755)
+	}
 	if err == nil {
 		return nil
 	}

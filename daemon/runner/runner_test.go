@@ -620,3 +620,32 @@ func TestFallbackConcurrentExecutions(t *testing.T) {
 	a.Wait()
 	assertGone(t, gcA, "a's grandchild")
 }
+
+// Two daemons in one cgroup share the executions' parent; the one that stops
+// first removes it (it made it and it is empty). The other must keep running
+// commands, with their limits.
+func TestSharedParentRemovedByAnotherRunner(t *testing.T) {
+	first := newRunner(t, Options{})
+	if first.CgroupParent() == "" {
+		t.Skip("no cgroups")
+	}
+	second, err := NewWithOptions(Options{CgroupParent: first.CgroupParent()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first.CgroupParent()); !os.IsNotExist(err) {
+		t.Fatalf("the first runner did not remove its empty parent (%v): this test would prove nothing", err)
+	}
+	s := sh(`echo ok`)
+	s.PidsMax = 16
+	s.MemoryMax = 64 << 20
+	res := start(t, second, s).Wait()
+	if res.Status != StatusSucceeded || strings.TrimSpace(string(res.Stdout.Kept)) != "ok" {
+		t.Fatalf("after the shared parent was removed: status %v err %v stdout %q", res.Status, res.Err, res.Stdout.Kept)
+	}
+	t.Logf("limits %v", res.Limits)
+}
