@@ -244,6 +244,35 @@ func TestPathContainment(t *testing.T) {
 	}
 }
 
+// A workspace name of a file that also lives outside (a hard link): writing
+// it changes the outside file, so it is not an ordinary workspace write.
+func TestHardLinkedWorkspaceFiles(t *testing.T) {
+	f := newFixture(t)
+	mustWrite(t, f.out+"/profile", "x\n")
+	if err := os.Link(f.out+"/profile", f.ws+"/profile.txt"); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	if d := f.decide([]string{"touch", "data.txt"}, ModeTrusted); d.Verdict != Allow {
+		t.Fatalf("ordinary workspace write: %s %v", d.Verdict, d.Reasons)
+	}
+	for _, argv := range [][]string{{"touch", "profile.txt"}, {"sed", "-i", "s/x/y/", "profile.txt"}, {"cp", "data.txt", "profile.txt"}} {
+		if d := f.decide(argv, ModeTrusted); d.Verdict != Deny || !hasReason(d, "hard-linked") {
+			t.Errorf("%q may write through a hard link: %s %v", argv, d.Verdict, d.Reasons)
+		}
+	}
+	// Reading a world-readable hard-linked file is ordinary.
+	if d := f.decide([]string{"cat", "profile.txt"}, ModeTrusted); d.Verdict != Allow {
+		t.Errorf("cat of a readable hard link: %s %v", d.Verdict, d.Reasons)
+	}
+	// One only its owner can read may be someone's secret under another name.
+	if err := os.Chmod(f.out+"/profile", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.decide([]string{"cat", "profile.txt"}, ModeTrusted); d.Verdict != Deny || !hasReason(d, "hard-linked") {
+		t.Errorf("cat of a private hard link: %s %v", d.Verdict, d.Reasons)
+	}
+}
+
 // Programs other packages' tests run, with the real default policy.
 func TestDefaultPolicyRealPrograms(t *testing.T) {
 	ws := t.TempDir()

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // resolvePath makes p absolute against cwd and follows symlinks component
@@ -155,6 +157,11 @@ func (p *Policy) checkPath(real string, write bool, ctx *decideCtx) pathVerdict 
 			break
 		}
 	}
+	if inWS {
+		if v, ok := hardLinked(real, write); ok {
+			return v
+		}
+	}
 	if write {
 		if !inWS {
 			return pathVerdict{Deny, RiskHigh, "write to " + real + " is outside the workspace roots"}
@@ -223,6 +230,29 @@ func (p *Policy) protectedWrite(real string, ctx *decideCtx) string {
 		}
 	}
 	return ""
+}
+
+// hardLinked decides a workspace file that has other names (hard links):
+// its path says nothing about where the other names are, so writing it may
+// change a file outside the workspace, and reading it may read one that only
+// privileged users could read by its other name.
+func hardLinked(real string, write bool) (pathVerdict, bool) {
+	fi, err := os.Lstat(real)
+	if err != nil || !fi.Mode().IsRegular() {
+		return pathVerdict{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink < 2 {
+		return pathVerdict{}, false
+	}
+	n := strconv.FormatUint(uint64(st.Nlink), 10)
+	if write {
+		return pathVerdict{Deny, RiskHigh, "write to " + real + " is denied: the file has " + n + " hard-linked names and writing it changes all of them, which may be outside the workspace (copy it to a new file and work on that)"}, true
+	}
+	if fi.Mode().Perm()&0o004 == 0 {
+		return pathVerdict{Deny, RiskHigh, "read of " + real + " is denied: the file has " + n + " hard-linked names and other users cannot read it (mode " + fi.Mode().Perm().String() + "), so it may be a private file from outside the workspace"}, true
+	}
+	return pathVerdict{}, false
 }
 
 // privilegedOnly names why real can be read only by privileged users, or
