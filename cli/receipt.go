@@ -53,14 +53,19 @@ Exit status: 0 valid, 1 not valid (the message says why).`,
 			if err != nil {
 				return err
 			}
-			keys, err := a.receiptKeys(cmd, keyFile)
-			if err != nil {
-				return err
-			}
 			res := verifyJSON{File: args[0]}
-			r, verr := receipt.VerifyJSON(data, keys)
-			if r != nil {
-				res.ID, res.Seq, res.Status, res.KeyID = r.ID, r.Seq, string(r.Status), r.KeyID
+			// A file that is no receipt at all is said so before any key is needed.
+			verr := receipt.ValidateSchema(data)
+			if verr == nil {
+				keys, err := a.receiptKeys(cmd, keyFile)
+				if err != nil {
+					return err
+				}
+				var r *receipt.Receipt
+				r, verr = receipt.VerifyJSON(data, keys)
+				if r != nil {
+					res.ID, res.Seq, res.Status, res.KeyID = r.ID, r.Seq, string(r.Status), r.KeyID
+				}
 			}
 			if verr != nil {
 				res.Problem = verr.Error()

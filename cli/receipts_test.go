@@ -96,6 +96,12 @@ func TestReceiptsListShowExportVerifyOffline(t *testing.T) {
 	if !strings.Contains(errOut, "--public-key") {
 		t.Fatalf("want a hint to pass --public-key, got %q", errOut)
 	}
+	// The wrong file (a plan) is named for what it is not, without any key.
+	planFile := write("plan.json", `{"id":"`+p.ID+`","state":"PLAN_STATE_SUCCEEDED"}`)
+	_, errOut = expect(t, d, 1, append(offline, "receipt", "verify", planFile)...)
+	if !strings.Contains(errOut, "not a termd receipt") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Fatalf("verifying a plan file should say in one line it is not a receipt, got %q", errOut)
+	}
 }
 
 func readFile(t *testing.T, path string) string {

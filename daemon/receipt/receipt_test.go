@@ -89,6 +89,21 @@ func TestSchemaRejectsBadReceipts(t *testing.T) {
 	}
 }
 
+// Someone verifies the wrong file (a plan, an execution, a listing): one
+// line that says what it is not and how to get a receipt, not a schema dump.
+func TestNotAReceiptSaysSoInOneLine(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"id":"p1","state":"PLAN_STATE_READY","decision":{}}`: "no schema_version member",
+		`[{"schema_version":"1.0"}]`:                           "JSON array",
+		`{"schema_version":"2.0"}`:                             "schema_version 2.0 is not supported",
+	} {
+		err := ValidateSchema([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v (want one line with %q)", doc, err, want)
+		}
+	}
+}
+
 func TestSignatureCoversEveryField(t *testing.T) {
 	k := newKeys(t)
 	r := sampleReceipt(k, StatusFailed, "s")

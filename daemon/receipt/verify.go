@@ -62,10 +62,45 @@ func ValidateSchema(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("receipt: not JSON: %w", err)
 	}
+	if err := looksLikeReceipt(inst); err != nil {
+		return err
+	}
 	if err := sch.Validate(inst); err != nil {
 		return fmt.Errorf("receipt does not match schema 1.0: %w", err)
 	}
 	return nil
+}
+
+// looksLikeReceipt refuses, in one line, a document that is not a termd
+// receipt at all (a plan, an execution, a list), before the schema would
+// list every member it lacks.
+func looksLikeReceipt(inst any) error {
+	obj, ok := inst.(map[string]any)
+	if !ok {
+		return fmt.Errorf("not a termd receipt: the document is a JSON %s, a receipt is one object (export one with `termctl receipts export ID`)", jsonKind(inst))
+	}
+	v, ok := obj["schema_version"]
+	if !ok {
+		return errors.New("not a termd receipt: it has no schema_version member (is it a plan or an execution? export a receipt with `termctl receipts export ID`)")
+	}
+	if v != "1.0" {
+		return fmt.Errorf("receipt schema_version %v is not supported: this verifier reads 1.0", v)
+	}
+	return nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	}
+	return "number"
 }
 
 // validateTree checks a parsed receipt (the tree its canonical bytes were
