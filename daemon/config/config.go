@@ -280,18 +280,18 @@ func (c *Config) Validate() error {
 	}{{"operators", c.Roles.Operators}, {"agents", c.Roles.Agents}, {"viewers", c.Roles.Viewers}} {
 		for _, u := range r.p.Users {
 			if _, err := user.Lookup(u); err != nil {
-				return fmt.Errorf("roles.%s.users: unknown user %q", r.name, u)
+				return fmt.Errorf("roles.%s.users: unknown user %q (create it, or remove it from the list)", r.name, u)
 			}
 		}
 		for _, g := range r.p.Groups {
 			if _, err := lookupGroup(g); err != nil {
-				return fmt.Errorf("roles.%s.groups: unknown group %q", r.name, g)
+				return fmt.Errorf("roles.%s.groups: unknown group %q (create it with `groupadd --system %s`, or remove it from the list)", r.name, g, g)
 			}
 		}
 	}
 	if c.SocketGroup != "" {
 		if _, err := lookupGroup(c.SocketGroup); err != nil {
-			return fmt.Errorf("socket_group: unknown group %q", c.SocketGroup)
+			return fmt.Errorf("socket_group: unknown group %q (create it with `groupadd --system %s` — `make install` does — or remove socket_group from the config)", c.SocketGroup, c.SocketGroup)
 		}
 	}
 	if c.Sessions.PerPrincipal < 1 || c.Sessions.PerPrincipal > 10000 {

@@ -27,6 +27,7 @@ func TestBadConfigRefusesToStart(t *testing.T) {
 		{"bad cap", "sessions:\n  per_principal: 0\n", "sessions.per_principal: 0 is out of range"},
 		{"bad role default", "roles:\n  default: operator\n", "roles.default"},
 		{"project policy outside", "project_policy: ../elsewhere.yaml\n", "project_policy"},
+		{"missing socket group", "socket_group: termd-no-such-group\n", "groupadd --system termd-no-such-group"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

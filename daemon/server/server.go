@@ -146,7 +146,7 @@ func groupID(g string) (int, error) {
 	}
 	grp, err := lookupGroup(g)
 	if err != nil {
-		return 0, fmt.Errorf("socket_group: unknown group %q", g)
+		return 0, fmt.Errorf("socket_group: unknown group %q (create it with `groupadd --system %s`, or remove socket_group from the config)", g, g)
 	}
 	return strconv.Atoi(grp.Gid)
 }
