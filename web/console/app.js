@@ -4,7 +4,7 @@
 import { api, token, setToken, clearToken, setUnauthorizedHandler, Events } from './api.js';
 import { h, clear, errorBox, short } from './dom.js';
 import { planFormView, planView } from './plan.js';
-import { approvalsView, plansView, sessionsView, sessionView, receiptsView, receiptView } from './lists.js';
+import { approvalsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
 
 const main = document.getElementById('main');
 const flashEl = document.getElementById('flash');
@@ -71,6 +71,8 @@ function setLive(on, text) {
   const el = document.getElementById('live');
   el.textContent = text;
   el.classList.toggle('on', on);
+  // Events missed while the stream was down may have changed the queue.
+  if (on) countSoon();
 }
 
 async function refreshApprovalCount() {
@@ -82,12 +84,13 @@ async function refreshApprovalCount() {
 }
 
 let countTimer = null;
+function countSoon() {
+  clearTimeout(countTimer);
+  countTimer = setTimeout(refreshApprovalCount, 200);
+}
+
 function onEvent(ev) {
-  const k = ev.kind || '';
-  if (/AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED/.test(k)) {
-    clearTimeout(countTimer);
-    countTimer = setTimeout(refreshApprovalCount, 200);
-  }
+  if (affectsApprovals(ev)) countSoon();
 }
 
 function signInView(message) {

@@ -19,6 +19,10 @@ function planTable(plans) {
     h('tbody', {}, plans.map(planRow)));
 }
 
+// affectsApprovals: events after which the approval queue may differ (a
+// closed session drops its plans; after a lag anything may have changed).
+export const affectsApprovals = (ev) => /AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED|SESSION_CLOSED|LAGGED/.test(ev.kind || '');
+
 // live re-runs load when an event matches, debounced.
 function live(ctx, match, load) {
   let t = null;
@@ -83,7 +87,7 @@ export function approvalsView(main, ctx) {
     done.prepend(note);
   }
   load();
-  return live(ctx, (ev) => /AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED/.test(ev.kind || ''), load);
+  return live(ctx, affectsApprovals, load);
 }
 
 export function plansView(main, ctx) {

@@ -193,6 +193,8 @@ export function planView(main, ctx, id) {
           if (!data.length || r.eof) break;
         }
       } while (s.again && !gone);
+      // Said only once the finished execution's output was read to its end.
+      if (exec.finishedAt) s.el.dataset.empty = '(no output)';
     } catch (e) {
       if (!gone) ctx.flash(e);
     } finally {
@@ -312,7 +314,9 @@ export function planView(main, ctx, id) {
           es === 'RUNNING' ? act('Pause', () => api('POST', '/v1/executions/' + eid + ':pause', {})) : null,
           es === 'PAUSED' ? act('Resume', () => api('POST', '/v1/executions/' + eid + ':resume', {})) : null,
           es === 'RUNNING' || es === 'PAUSED' ? act('Cancel', () => api('POST', '/v1/executions/' + eid + ':cancel', {}), 'danger') : null) : null);
-      if (es !== 'RUNNING' && es !== 'PAUSED') { fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
+      const live = es === 'RUNNING' || es === 'PAUSED';
+      if (live) stdout.dataset.empty = 'waiting for output…';
+      if (!live) { fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
     }
   }
 

@@ -138,6 +138,7 @@ await test('write in confirm mode: approval queue, approve, run', async () => {
   const hash = (await page.locator('#request-hash').textContent()).trim();
   must(/^[0-9a-f]{64}$/.test(hash), 'plan page does not show the request hash: ' + hash);
   must((await page.locator('#canonical').textContent()).includes('hello.txt'), 'canonical request not shown');
+  await page.locator('#approval-count', { hasText: /^1$/ }).waitFor();
   await shot('awaiting-approval-plan-page');
   await page.getByRole('link', { name: /Approvals/ }).click();
   const item = page.locator(`article[data-plan="${id}"]`);
@@ -146,6 +147,7 @@ await test('write in confirm mode: approval queue, approve, run', async () => {
   await shot('approval-queue');
   await item.getByRole('button', { name: 'Approve' }).click();
   await item.waitFor({ state: 'detached' });
+  await page.waitForFunction(() => document.getElementById('approval-count').textContent === '');
   // Approval does not run the plan; the queue says so and offers to run it.
   const note = page.locator('#approved .notice');
   await note.waitFor();
@@ -155,6 +157,8 @@ await test('write in confirm mode: approval queue, approve, run', async () => {
   await page.waitForURL(url + '/plans/' + id); // the stable plan page
   await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  // touch prints nothing: the output box says so instead of staying blank.
+  await page.locator('#stdout[data-empty="(no output)"]:empty').waitFor();
   await shot('approved-and-ran');
 });
 
