@@ -250,7 +250,12 @@ func checkSedScript(s string) string {
 				i++
 			}
 		case ':', 'b', 't', 'T', 'v':
-			for i < n && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+			// GNU sed ends a label (or v's version) at a blank as well as
+			// at ';' or a newline, and reads what follows as the next
+			// command: ":a e id" runs "e id". The check below refuses any
+			// text after the label other than ';', '}', '#' or a newline.
+			skipSpace()
+			for i < n && s[i] != ';' && s[i] != '\n' && s[i] != '}' && s[i] != ' ' && s[i] != '\t' {
 				i++
 			}
 		case '#':
@@ -307,7 +312,12 @@ func checkSedScript(s string) string {
 
 // ---- awk ------------------------------------------------------------------
 
-var awkWordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+var (
+	awkWordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	// awkAssignRE is an operand awk takes as an assignment rather than a
+	// file: a valid variable name, then '='. Anything else is a file.
+	awkAssignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+)
 
 func postAwk(p *parsed) {
 	if p.has("-f") {
@@ -322,7 +332,7 @@ func postAwk(p *parsed) {
 		p.deny(RiskCritical, "awk: %s", why)
 	}
 	for i := 1; i < len(p.operands); i++ {
-		if strings.Contains(p.operands[i].value, "=") && !strings.Contains(p.operands[i].value, "/") {
+		if awkAssignRE.MatchString(p.operands[i].value) {
 			p.operands[i].kind = KOther // var=value assignment
 		}
 	}
@@ -452,6 +462,12 @@ func awkSlashIsRegex(prog string, i int, prevSig byte, code string) (bool, strin
 		if awkKeywordsBeforeOperand[t[k:]] {
 			return true, ""
 		}
+		if t[k:] == "length" {
+			// "length / x": awk reads a call of length without parentheses,
+			// then a regex; a reader taking it as division would miss
+			// whatever that "regex" hides.
+			return false, ambiguous
+		}
 		return false, ""
 	}
 	return false, "" // after ')', ']', '$', a string or a number: division
@@ -508,25 +524,51 @@ func awkRegexEnd(prog string, j int) (int, string) {
 	return 0, bad
 }
 
+// splitAwkStatements splits stripped awk code into simple statements. A
+// newline continues the statement after a backslash and after ',', '&&',
+// '||', '?' and ':' (gawk), as awk's grammar does, so "print x,\n> f" is
+// one statement.
 func splitAwkStatements(code string) []string {
-	return strings.FieldsFunc(code, func(r rune) bool { return r == ';' || r == '\n' || r == '{' || r == '}' })
+	var b strings.Builder
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if c == '\\' && i+1 < len(code) && code[i+1] == '\n' {
+			b.WriteString("  ")
+			i++
+			continue
+		}
+		if c == '\n' {
+			prev := strings.TrimRight(b.String(), " \t")
+			if prev != "" && strings.IndexByte(",&|?:", prev[len(prev)-1]) >= 0 {
+				b.WriteByte(' ')
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return strings.FieldsFunc(b.String(), func(r rune) bool { return r == ';' || r == '\n' || r == '{' || r == '}' })
 }
 
 // ---- tar ------------------------------------------------------------------
 
 // tarOldStyle rewrites "tar xzf a.tgz" into "-x -z -f a.tgz".
-func tarOldStyle(args []string) []string {
+// Letters that take a value are those whose short option takes one in tar's
+// grammar, so the two cannot disagree ("tar tHf posix ARCHIVE").
+func tarOldStyle(spec *cmdSpec, args []string) []string {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return args
 	}
-	valueLetters := "fCbTXIFLNVgK"
+	takesValue := func(c byte) bool {
+		op, ok := spec.optIndex["-"+string(c)]
+		return ok && op.arg == reqArg
+	}
 	letters := args[0]
 	rest := args[1:]
 	var out []string
 	for j := 0; j < len(letters); j++ {
 		c := letters[j]
 		out = append(out, "-"+string(c))
-		if strings.IndexByte(valueLetters, c) >= 0 && len(rest) > 0 {
+		if takesValue(c) && len(rest) > 0 {
 			out = append(out, rest[0])
 			rest = rest[1:]
 		}

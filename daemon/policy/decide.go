@@ -371,6 +371,10 @@ func (p *Policy) checkEnv(env map[string]string, s *state) {
 			s.deny(RiskMedium, fmt.Sprintf("environment variable %s is not in the policy's allowlist", k))
 			continue
 		}
+		if why := envValueProblem(k, v); why != "" {
+			s.deny(RiskHigh, fmt.Sprintf("environment variable %s=%s is refused: %s", k, clip(printable(v)), why))
+			continue
+		}
 		accepted[k] = v
 	}
 	s.d.Env = accepted
@@ -378,6 +382,29 @@ func (p *Policy) checkEnv(env map[string]string, s *state) {
 }
 
 func (p *Policy) envDenyList() []string { return p.envDeny }
+
+var (
+	localeValueRE = regexp.MustCompile(`^[A-Za-z0-9_@.:+=-]*$`)
+	tzValueRE     = regexp.MustCompile(`^:?[A-Za-z0-9_+,.<>-][A-Za-z0-9_+,.<>/-]*$`)
+)
+
+// envValueProblem checks the values of allowed variables that programs turn
+// into file names: a locale or time zone value naming a path would make
+// every root program load message catalogs (printf formats) or zone files
+// from wherever the caller put them.
+func envValueProblem(name, value string) string {
+	switch {
+	case name == "LANG" || name == "LANGUAGE" || strings.HasPrefix(name, "LC_"):
+		if !localeValueRE.MatchString(value) || strings.Contains(value, "..") {
+			return "a locale is a name like en_US.UTF-8 (or a colon-separated list of them), never a path"
+		}
+	case name == "TZ":
+		if value != "" && (!tzValueRE.MatchString(value) || strings.Contains(value, "..")) {
+			return "a time zone is a name like Europe/Paris or UTC or a POSIX rule, never an absolute or relative path"
+		}
+	}
+	return ""
+}
 
 // ---- program identity ------------------------------------------------------
 
@@ -615,7 +642,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		// caller built with cp/sed) has a config the caller could write:
 		// its textconv/filter/fsmonitor settings would run programs.
 		for _, v := range pc.values("--git-dir") {
-			if real := resolvePath(cwd, v); !hasComponent(real, ".git") {
+			if real := resolvePath(gitWorkDir(pc, cwd), v); !hasComponent(real, ".git") {
 				s.deny(RiskCritical, "git --git-dir="+clip(v)+": "+real+" is not inside a .git directory (its config could run programs)")
 			}
 		}
@@ -730,6 +757,24 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		d.ExecEnv["GOPROXY"] = "off"
 		d.ExecEnv["GOTOOLCHAIN"] = "local"
 	}
+	if base == "git" {
+		// git looks for a repository in the parents of where it runs: stop
+		// it at the workspace roots, so that a repository around a
+		// workspace (a home directory kept in git) is never the one a
+		// command reads or changes ("git checkout -- ../.bashrc").
+		var ceil []string
+		for _, ws := range ctx.workspaces {
+			if ws != "/" {
+				ceil = append(ceil, filepath.Dir(ws))
+			}
+		}
+		if len(ceil) > 0 {
+			if d.ExecEnv == nil {
+				d.ExecEnv = map[string]string{}
+			}
+			d.ExecEnv["GIT_CEILING_DIRECTORIES"] = strings.Join(ceil, ":")
+		}
+	}
 }
 
 func hasComponent(p, name string) bool {
@@ -776,8 +821,29 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 	}
 	var writes []string
 	all := append(append([]operand(nil), pc.operands...), pc.paths...)
+	// git changes directory for each -C in turn before anything else; its
+	// operands, --git-dir and --work-tree are relative to where it ends up.
+	base := cwd
+	if pc.tool == "git" {
+		base = gitWorkDir(pc, cwd)
+		var rest []operand
+		chdir, c := operand{value: base, kind: KPathRead}, gitChdirOpt()
+		for _, op := range all {
+			if op.from == c {
+				if op.kind == KPathWrite {
+					chdir.kind = KPathWrite
+				}
+				continue
+			}
+			rest = append(rest, op)
+		}
+		all = rest
+		if base != cwd {
+			all = append(all, chdir)
+		}
+	}
 	check := func(v string, write bool) string {
-		real := resolvePath(cwd, v)
+		real := resolvePath(base, v)
 		pv := p.checkPath(real, write, ctx)
 		if pv.reason != "" || pv.verdict != Allow {
 			s.raise(pv.verdict, pv.risk, pv.reason)
@@ -830,6 +896,20 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes
+}
+
+// gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).
+func gitChdirOpt() *opt { return specs["git"].optIndex["-C"] }
+
+// gitWorkDir is where git works after its -C options, applied in order.
+func gitWorkDir(pc *parsed, cwd string) string {
+	dir, c := cwd, gitChdirOpt()
+	for _, u := range pc.opts {
+		if u.opt == c && u.value != "" {
+			dir = resolvePath(dir, u.value)
+		}
+	}
+	return dir
 }
 
 // matchParsed checks the rule's subcommand and option constraints.

@@ -99,6 +99,7 @@ type operand struct {
 	value  string
 	kind   Kind
 	dirOpt bool // from a "work in this directory" option (-C, --git-dir)
+	from   *opt // the option whose value this is (nil for operands)
 }
 
 // dirOptions are options that move where a tool works.
@@ -328,7 +329,7 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 			for _, n := range op.names {
 				dir = dir || dirOptions[n]
 			}
-			p.paths = append(p.paths, operand{value: val, kind: op.kind, dirOpt: dir})
+			p.paths = append(p.paths, operand{value: val, kind: op.kind, dirOpt: dir, from: op})
 		}
 	}
 	i := 0

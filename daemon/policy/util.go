@@ -20,7 +20,7 @@ func parseCommand(argv []string) (*parsed, bool, error) {
 	}
 	args := argv[1:]
 	if tool == "tar" {
-		args = tarOldStyle(args)
+		args = tarOldStyle(spec, args)
 	}
 	p, err := parseArgs(tool, spec, args)
 	return p, true, err
