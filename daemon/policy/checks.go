@@ -119,6 +119,12 @@ func postSed(p *parsed) {
 	if p.has("-i") {
 		p.write = true
 		suffixes := p.values("-i")
+		for _, suf := range suffixes {
+			if suf != "" && p.has("--follow-symlinks") {
+				p.deny(RiskHigh, "sed -i%s --follow-symlinks: the backup is named after each link's target, which is not checked; drop the suffix or --follow-symlinks", suf)
+				break
+			}
+		}
 		for i := range p.operands {
 			if p.operands[i].kind != KPathRead {
 				continue

@@ -842,7 +842,8 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 			all = append(all, chdir)
 		}
 	}
-	check := func(v string, write bool) string {
+	var check func(v string, write bool) string
+	check = func(v string, write bool) string {
 		real := resolvePath(base, v)
 		pv := p.checkPath(real, write, ctx)
 		if pv.reason != "" || pv.verdict != Allow {
@@ -861,6 +862,10 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 		}
 		if write && !contains(writes, real) {
 			writes = append(writes, real)
+		}
+		if write && pc.backupSuffix != "" && !strings.HasSuffix(v, pc.backupSuffix) {
+			// The replaced destination is renamed next to it.
+			check(v+pc.backupSuffix, true)
 		}
 		if write && (pc.tool == "rm" || pc.tool == "rmdir" || pc.tool == "mv") {
 			for _, ws := range ctx.workspaces {
@@ -888,7 +893,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 			if pc.copyInto && op.kind == KPathWrite && i == len(pc.operands)-1 {
 				if fi, err := os.Stat(real); err == nil && fi.IsDir() {
 					for _, src := range sources {
-						check(filepath.Join(real, baseName(src)), true)
+						check(filepath.Join(real, pc.intoName(src)), true)
 					}
 				}
 			}

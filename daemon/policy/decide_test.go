@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -270,6 +271,41 @@ func TestHardLinkedWorkspaceFiles(t *testing.T) {
 	}
 	if d := f.decide([]string{"cat", "profile.txt"}, ModeTrusted); d.Verdict != Deny || !hasReason(d, "hard-linked") {
 		t.Errorf("cat of a private hard link: %s %v", d.Verdict, d.Reasons)
+	}
+}
+
+// git must not find a repository around the workspace (a home directory
+// under git): it is told to stop at the workspace root's parent, and never
+// to fetch missing objects lazily.
+func TestGitStaysInsideTheWorkspace(t *testing.T) {
+	f := newFixture(t)
+	d := f.decide([]string{"git", "status"}, ModeTrusted)
+	if d.Verdict != Allow {
+		t.Fatalf("git status: %s %v", d.Verdict, d.Reasons)
+	}
+	if got := d.ExecEnv["GIT_CEILING_DIRECTORIES"]; got != filepath.Dir(f.ws) {
+		t.Errorf("GIT_CEILING_DIRECTORIES = %q, want %q", got, filepath.Dir(f.ws))
+	}
+	if d.ExecEnv["GIT_NO_LAZY_FETCH"] != "1" {
+		t.Errorf("GIT_NO_LAZY_FETCH not set: %v", d.ExecEnv)
+	}
+}
+
+// awk takes "name=value" as an assignment only when name is a valid
+// variable name; "1=x" or "s.x=1" is a file, and a link by that name can
+// point anywhere.
+func TestAwkFileOperandThatLooksLikeAnAssignment(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"1=x", "s.x=1"} {
+		if err := os.Symlink(f.out+"/root-only.conf", f.ws+"/"+name); err != nil {
+			t.Fatal(err)
+		}
+		if d := f.decide([]string{"awk", "{print}", name}, ModeTrusted); d.Verdict != Deny {
+			t.Errorf("awk reading %s (a link to a root-only file): %s %v", name, d.Verdict, d.Reasons)
+		}
+	}
+	if d := f.decide([]string{"awk", "{print x}", "x=/etc/passwd", "data.txt"}, ModeTrusted); d.Verdict != Allow {
+		t.Errorf("a real assignment operand: %s %v", d.Verdict, d.Reasons)
 	}
 }
 

@@ -130,6 +130,10 @@ type parsed struct {
 	// copyInto: when the last operand is an existing directory, the
 	// command writes DIR/basename(source) (cp, mv, ln).
 	copyInto bool
+	// keepParents: cp --parents names the copy DIR/SOURCE, not DIR/basename.
+	keepParents bool
+	// backupSuffix: cp/mv/ln -b rename a replaced destination to DEST+suffix.
+	backupSuffix string
 	// inner is a wrapped command (env/timeout/sudo/sh -c), for explanation.
 	inner [][]string
 }

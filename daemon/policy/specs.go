@@ -141,6 +141,9 @@ func postGzip(p *parsed) {
 		suffix = v[len(v)-1]
 	}
 	decompress := p.tool == "gunzip" || p.has("-d")
+	if decompress && p.has("-N") {
+		p.deny(RiskHigh, "%s -N: restores the file name stored in the archive, which is not checked (it could be .bashrc or .git)", p.tool)
+	}
 	for i := range p.operands {
 		p.operands[i].kind = KPathWrite
 		// The output file is a write too: FILE+SUFFIX when compressing,
@@ -175,8 +178,24 @@ func gunzipName(f, suffix string) string {
 	return f // unknown suffix: gunzip refuses; check the name itself
 }
 
+// setBackup records the name cp/mv/ln give the destination they replace
+// (-b, --backup, -S): "DEST~", or DEST+SUFFIX, which may be a protected name
+// ("cp -b -S t a .gi" makes ".git"). Numbered backups end in "~".
+func setBackup(p *parsed) {
+	if !p.has("-b", "--backup", "-S") {
+		return
+	}
+	p.backupSuffix = "~"
+	if v := p.values("-S"); len(v) > 0 && v[len(v)-1] != "" {
+		p.backupSuffix = v[len(v)-1]
+	}
+}
+
 func postCopy(p *parsed) {
 	p.recursive = p.has("-R", "-a")
+	setBackup(p)
+	// cp --parents writes DIR/SOURCE (the whole path given), not DIR/basename.
+	p.keepParents = p.tool == "cp" && p.has("--parents")
 	if p.tool == "cp" && p.has("-l") {
 		// hard links share inodes with the sources: check them as writes
 		for i := range p.operands {
@@ -202,6 +221,7 @@ func postCopy(p *parsed) {
 
 func postLn(p *parsed) {
 	hard := !p.has("-s")
+	setBackup(p)
 	defer func() {
 		// A hard link shares the inode: writing the link later writes the
 		// target, so a hard link target is checked like a write.
@@ -231,9 +251,17 @@ func postLn(p *parsed) {
 func addTargetDirWrites(p *parsed) {
 	for _, dir := range p.values("-t") {
 		for _, op := range p.operands {
-			p.paths = append(p.paths, operand{value: strings.TrimRight(dir, "/") + "/" + baseName(op.value), kind: KPathWrite})
+			p.paths = append(p.paths, operand{value: strings.TrimRight(dir, "/") + "/" + p.intoName(op.value), kind: KPathWrite})
 		}
 	}
+}
+
+// intoName is the name a source gets inside a destination directory.
+func (p *parsed) intoName(src string) string {
+	if p.keepParents {
+		return src
+	}
+	return baseName(src)
 }
 
 // setIDMode reports whether a chmod/mkdir mode sets the setuid or setgid bit.

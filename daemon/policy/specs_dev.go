@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/url"
 	"strings"
 )
 
@@ -41,7 +42,7 @@ func initGit() {
 		sub("clone", &cmdSpec{net: true, write: true, operand: KURL, hasLast: true, last: W, post: postGitClone, opts: opts(flags("--single-branch --no-single-branch --shallow-submodules --no-shallow-submodules -q|--quiet -v|--verbose --progress -n|--no-checkout --sparse --no-tags --tags --dissociate -l|--local --no-local --no-hardlinks -s|--shared --remote-submodules --no-remote-submodules --also-filter-submodules --reject-shallow --no-reject-shallow -4|--ipv4 -6|--ipv6"),
 			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W).denyWith(whyGitDir), o("--bare").denyWith(whyGitDir), o("--mirror").denyWith(whyGitDir), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri="), o("--server-option="), o("--revision="), o("--ref-format="),
 				o("--template=").denyWith("installs hooks from a template directory"), o("-c|--config=").denyWith(whyConfig), o("-u|--upload-pack=").denyWith("runs a program chosen by the caller")))}),
-		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --includes --no-includes --no-type"), list(o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
+		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --no-includes --no-type"), list(o("--includes").denyWith("follows include.path to files the config names (not checked)"), o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
 	)
 	reg("git", &cmdSpec{needSub: true, subs: subcmds, opts: opts(flags("-P|--no-pager --no-replace-objects --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --version --html-path --man-path --info-path --no-advice"),
 		list(o("-C=", R), o("--git-dir=", R), o("--work-tree=", R), o("--namespace="), o("--list-cmds="), o("--attr-source="),
@@ -56,13 +57,28 @@ func initGit() {
 	}
 }
 
+// postGoFmt: go fmt rewrites the files of the packages it is given. Packages
+// named by directory or file are checked as writes; an import path ("std",
+// "golang.org/x/...") may name the standard library or the module cache.
+func postGoFmt(p *parsed) {
+	for i, op := range p.operands {
+		v := op.value
+		if strings.HasPrefix(v, ".") || strings.HasPrefix(v, "/") || strings.HasSuffix(v, ".go") {
+			p.operands[i].kind = KPathWrite
+			continue
+		}
+		p.deny(RiskHigh, "go fmt %s: an import path may name packages outside the workspace (the standard library, the module cache); name packages by directory (./..., ./pkg)", clip(v))
+	}
+}
+
 const whyGitDir = "creates a repository whose config is not in a .git directory (a writable config runs programs)"
 
+// postGitDiff: every operand is checked as a read. Besides --no-index, git
+// compares two files outside its work tree on its own ("git diff /etc/shadow
+// /dev/null" prints the file); revisions are names that resolve to nothing.
 func postGitDiff(p *parsed) {
-	if p.has("--no-index") {
-		for i := range p.operands {
-			p.operands[i].kind = KPathRead
-		}
+	for i := range p.operands {
+		p.operands[i].kind = KPathRead
 	}
 }
 
@@ -178,7 +194,7 @@ func initBuildTools() {
 		goSub("verify", &cmdSpec{}),
 		goSub("init", &cmdSpec{write: true}),
 		goSub("vendor", &cmdSpec{write: true, net: true, opts: list(o("-v"), o("-e"), o("-o=", W))}),
-		goSub("edit", &cmdSpec{write: true, opts: list(o("-fmt"), o("-print"), o("-json"), o("-module="), o("-go="), o("-toolchain="), o("-require="), o("-droprequire="), o("-exclude="), o("-dropexclude="), o("-replace="), o("-dropreplace="), o("-retract="), o("-dropretract="), o("-tool="), o("-droptool="), o("-godebug="), o("-dropgodebug="))}),
+		goSub("edit", &cmdSpec{write: true, operand: W, opts: list(o("-fmt"), o("-print"), o("-json"), o("-module="), o("-go="), o("-toolchain="), o("-require="), o("-droprequire="), o("-exclude="), o("-dropexclude="), o("-replace="), o("-dropreplace="), o("-retract="), o("-dropretract="), o("-tool="), o("-droptool="), o("-godebug="), o("-dropgodebug="))}),
 	)
 	goSubs := subs(
 		goSub("build", &cmdSpec{code: true, write: true, opts: buildFlags}),
@@ -186,7 +202,7 @@ func initBuildTools() {
 		goSub("test", &cmdSpec{code: true, restMarker: "-args", opts: testFlags}),
 		goSub("run", &cmdSpec{code: true, posix: true, opts: buildFlags}),
 		goSub("vet", &cmdSpec{opts: buildFlags}),
-		goSub("fmt", &cmdSpec{write: true, opts: list(o("-n"), o("-x"), o("-mod="))}),
+		goSub("fmt", &cmdSpec{write: true, post: postGoFmt, opts: list(o("-n"), o("-x"), o("-mod="))}),
 		goSub("env", &cmdSpec{opts: list(o("-json"), o("-changed"), o("-w").denyWith("writes the go env file that later go commands obey"), o("-u").denyWith("writes the go env file that later go commands obey"))}),
 		goSub("version", &cmdSpec{opts: list(o("-m"), o("-v"), o("-json"))}),
 		goSub("list", &cmdSpec{opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=")))}),
@@ -205,7 +221,7 @@ func initBuildTools() {
 
 	// JavaScript package managers. Options may appear anywhere.
 	jsGlobal := opts(flags("-D|--save-dev -P|--save-prod -O|--save-optional -E|--save-exact -B|--save-bundle --no-save -S|--save --save-peer --ignore-scripts --no-audit --audit --no-fund --production --legacy-peer-deps --strict-peer-deps -f|--force --dry-run --prefer-offline --offline --prefer-online --package-lock-only --no-package-lock --workspaces --if-present -s|--silent -q|--quiet --json -p|--parseable -l|--long -a|--all --no-color --progress --no-progress --foreground-scripts --install-links --verbose -d --frozen-lockfile --no-frozen-lockfile --immutable --recursive -r --include-workspace-root --fix -h|--help -v|--version --prod --dev --no-optional --lockfile-only --check-files --non-interactive --pure-lockfile"),
-		list(o("--omit="), o("--include="), o("-w|--workspace|--filter="), o("--loglevel="), o("--depth="), o("--registry="), o("--audit-level="), o("--cache="), o("--color="), o("--install-strategy="), o("--save-prefix="), o("--tag="), o("--before="), o("--reporter="), o("-C|--dir=", R), o("--cwd=", R),
+		list(o("--omit="), o("--include="), o("-w|--workspace|--filter="), o("--loglevel="), o("--depth="), o("--registry="), o("--audit-level="), o("--cache=", W), o("--color="), o("--install-strategy="), o("--save-prefix="), o("--tag="), o("--before="), o("--reporter="), o("-C|--dir=", R), o("--cwd=", R),
 			o("-g|--global").denyWith("installs outside the workspace"), o("--location=").denyWith("installs outside the workspace"), o("--prefix=").denyWith("installs outside the workspace"), o("--script-shell=").denyWith("chooses the shell that runs scripts"), o("--node-options=").denyWith("injects node options"), o("--userconfig=").denyWith("loads a config file that can run programs"), o("--globalconfig=").denyWith("loads a config file that can run programs"), o("--init-module=").denyWith("runs a module"), o("-y|--yes").denyWith("auto-confirms running downloaded code"), o("--unsafe-perm").denyWith("runs scripts as root")))
 	js := func(tool string) {
 		install := &cmdSpec{inherit: true, net: true, write: true, code: true, post: postJSInstall}
@@ -481,5 +497,12 @@ func postWget(p *parsed) {
 			}
 		}
 		p.paths = append(p.paths, operand{value: dir + name, kind: KPathWrite})
+		// wget decodes %XX in the names it saves ("%2Eenvrc" is ".envrc"):
+		// the decoded name is checked too.
+		if dec, err := url.PathUnescape(dir + name); err != nil {
+			p.deny(RiskHigh, "wget %s: the output file name has a malformed %%-escape (not checked)", clip(op.value))
+		} else if dec != dir+name {
+			p.paths = append(p.paths, operand{value: dec, kind: KPathWrite})
+		}
 	}
 }
