@@ -2,9 +2,11 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -38,6 +40,29 @@ type journalRecord struct {
 var pjm = protojson.MarshalOptions{UseProtoNames: true}
 var pju = protojson.UnmarshalOptions{DiscardUnknown: false}
 
+// maxJournalRecord is the largest journal line replayed at start; requests
+// are bounded far below it (maxRequestBytes), so a longer line is damage.
+const maxJournalRecord = 64 << 20
+
+// readRecord reads one line (without its newline). A line longer than max
+// is consumed and reported as tooLong instead of being returned.
+func readRecord(rd *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), tooLong, err
+	}
+}
+
 // keepClosed is how long closed sessions and their plans stay in the journal.
 const keepClosed = 7 * 24 * time.Hour
 
@@ -49,13 +74,30 @@ func (b *Broker) openJournal(path string) error {
 	plans := map[string]journalRecord{}
 	var planOrder []string
 	if f, err := os.Open(path); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		rd := bufio.NewReaderSize(f, 1<<20)
 		line := 0
-		for sc.Scan() {
+		var readErr error
+		for {
+			rec, tooLong, err := readRecord(rd, maxJournalRecord)
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					readErr = err
+				}
+				if len(rec) == 0 && !tooLong {
+					break
+				}
+			}
 			line++
+			if tooLong {
+				// Never fatal: one oversized record must not keep termd from starting.
+				b.Log.Warn("plan journal: skipping an oversized record", "file", path, "line", line, "limit_bytes", maxJournalRecord)
+				if err != nil {
+					break
+				}
+				continue
+			}
 			var r journalRecord
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			if err := json.Unmarshal(rec, &r); err != nil {
 				// A torn last line (crash mid-write) is expected; anything else is reported.
 				b.Log.Warn("plan journal: skipping an unreadable record", "file", path, "line", line, "error", err)
 				continue
@@ -82,10 +124,13 @@ func (b *Broker) openJournal(path string) error {
 				}
 				plans[p.Id] = r
 			}
+			if err != nil {
+				break
+			}
 		}
 		f.Close()
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("reading the plan journal %s: %w", path, err)
+		if readErr != nil {
+			return fmt.Errorf("reading the plan journal %s: %w", path, readErr)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("opening the plan journal: %w", err)

@@ -116,6 +116,11 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 	if len(r.Argv) == 0 && strings.TrimSpace(r.Command) == "" {
 		return policy.Request{}, errdefs.Invalid("nothing to run: send argv (a list, e.g. [\"ls\", \"-la\"]) or command (a string)")
 	}
+	if n := requestBytes(r); n > maxRequestBytes {
+		// Refused before anything is decided or journalled: a plan, its
+		// receipt and the journal each keep copies of the request.
+		return policy.Request{}, errdefs.Invalid("the request is %d bytes; termd accepts at most %d KiB of argv, command, cwd and env together: put long input in a file in the workspace and pass its name", n, maxRequestBytes>>10)
+	}
 	pol := b.Policy.Current()
 	mode := pol.DefaultMode()
 	if r.Mode != termdv1.Mode_MODE_UNSPECIFIED {
@@ -141,6 +146,20 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		Mode:    mode,
 		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
 	}, nil
+}
+
+// maxRequestBytes bounds one command request (argv, command, cwd, env).
+const maxRequestBytes = 256 << 10
+
+func requestBytes(r *termdv1.CommandRequest) int {
+	n := len(r.Command) + len(r.Cwd)
+	for _, a := range r.Argv {
+		n += len(a)
+	}
+	for k, v := range r.Env {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func modeRank(m policy.Mode) int {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/policy"
@@ -387,5 +391,40 @@ func TestPlansAndApprovalsSurviveACrash(t *testing.T) {
 	}
 	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: waiting.Id, RequestHash: waiting.Decision.RequestHash}); err != nil {
 		t.Fatalf("approving a plan from before the crash: %v", err)
+	}
+}
+
+// A request too large to keep is refused before it is journalled, and a
+// journal that nonetheless holds an oversized record (damage) does not stop
+// termd from starting: the plans around it survive.
+func TestHugeRequestsCannotBreakTheJournal(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	kept := plan(t, d.Client, "", "touch", "kept.txt")
+	huge := []string{"ls"}
+	for range 60 {
+		huge = append(huge, strings.Repeat("\x01", 64000))
+	}
+	_, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: huge}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "put long input in a file") {
+		t.Fatalf("a 3.8 MB request: want InvalidArgument saying what to do, got %v", err)
+	}
+	d.Stop()
+	journal := filepath.Join(d.StateDir, "plans.jsonl")
+	if fi, err := os.Stat(journal); err != nil || fi.Size() > 1<<20 {
+		t.Fatalf("the refused request reached the journal: %v %v", fi, err)
+	}
+	// Damage: a 70 MB line in the middle of the journal.
+	f, err := os.OpenFile(journal, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(append(bytes.Repeat([]byte("x"), 70<<20), '\n')); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	d.Restart()
+	g, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: kept.Id})
+	if err != nil || g.Plan.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Fatalf("the plan before the damaged record: %v %v", g, err)
 	}
 }
