@@ -463,6 +463,14 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 	}
 	req, s, r := old.req, old.session, old.p.Request
 	b.mu.Unlock()
+	// The new plan is the caller's: it gets no mode the caller could not ask
+	// for (an agent replanning an operator's trusted plan is decided in the
+	// policy's default mode).
+	if def := b.Policy.Current().DefaultMode(); modeRank(req.Mode) < modeRank(def) && !isOperator(caller) {
+		req.Mode = def
+		r = proto.Clone(r).(*termdv1.CommandRequest)
+		r.Mode = modeProto(def)
+	}
 	dec := b.decide(caller, req)
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -178,3 +178,39 @@ func TestAgentIsolationAndSingleExecution(t *testing.T) {
 		t.Fatalf("%d concurrent Execute calls started the plan, want exactly 1", n)
 	}
 }
+
+// An operator plans in trusted mode inside an agent's session; the agent
+// replans it. The agent's plan must be decided in a mode the agent may ask
+// for, so the write needs approval again (it did not: red-team finding).
+func TestAgentReplanDoesNotInheritAnOperatorsTrustedMode(t *testing.T) {
+	requireRoot(t)
+	d := harness.Start(t, harness.Options{Config: agentConfig})
+	agent := agentClient(t, d, harness.Nobody)
+	mine, err := agent.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"ls"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{SessionId: mine.Plan.SessionId,
+		Request: &termdv1.CommandRequest{Argv: []string{"touch", "pwned"}, Mode: termdv1.Mode_MODE_TRUSTED}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Plan.Decision.Verdict != termdv1.Verdict_VERDICT_ALLOW {
+		t.Fatalf("the operator's trusted plan should be allowed: %v", op.Plan.Decision)
+	}
+	rp, err := agent.Plans.Replan(ctxT(t), &termdv1.ReplanRequest{PlanId: op.Plan.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Plan.Decision.Mode == termdv1.Mode_MODE_TRUSTED || rp.Plan.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Fatalf("the agent's replan kept trusted mode: mode %v state %v", rp.Plan.Decision.Mode, rp.Plan.State)
+	}
+	if _, err := agent.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: rp.Plan.Id}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("executing the agent's unapproved replan: want FailedPrecondition, got %v", err)
+	}
+	// An operator's own replan keeps the mode it asked for.
+	orp, err := d.Client.Plans.Replan(ctxT(t), &termdv1.ReplanRequest{PlanId: op.Plan.Id})
+	if err != nil || orp.Plan.Decision.Mode != termdv1.Mode_MODE_TRUSTED {
+		t.Fatalf("operator replan: %v %v", orp, err)
+	}
+}
