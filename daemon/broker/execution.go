@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -253,6 +255,15 @@ func stale(was, now policy.Decision) string {
 		return fmt.Sprintf("the working directory now resolves to %s, not %s", now.Cwd, was.Cwd)
 	case was.PolicyVersion != now.PolicyVersion:
 		return "the policy changed since the plan was decided"
+	case !maps.Equal(was.ProjectFiles, now.ProjectFiles):
+		var changed []string
+		for f, sum := range now.ProjectFiles {
+			if was.ProjectFiles[f] != sum {
+				changed = append(changed, f)
+			}
+		}
+		slices.Sort(changed)
+		return "project files it runs changed since the plan was decided: " + strings.Join(changed, ", ")
 	case was.RequestHash != now.RequestHash:
 		return "the canonical request changed"
 	}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,5 +214,29 @@ func TestAgentReplanDoesNotInheritAnOperatorsTrustedMode(t *testing.T) {
 	orp, err := d.Client.Plans.Replan(ctxT(t), &termdv1.ReplanRequest{PlanId: op.Plan.Id})
 	if err != nil || orp.Plan.Decision.Mode != termdv1.Mode_MODE_TRUSTED {
 		t.Fatalf("operator replan: %v %v", orp, err)
+	}
+}
+
+// The operator approves `make` after reading the Makefile; the Makefile is
+// changed before the run. The approval must not cover the new recipe.
+func TestApprovalDoesNotCoverAMakefileChangedAfterIt(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	mk := filepath.Join(d.Workspace, "Makefile")
+	if err := os.WriteFile(mk, []byte("all:\n\techo reviewed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := plan(t, d.Client, "", "make")
+	if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Fatalf("make should need approval: %v %v", p.State, p.Decision.Reasons)
+	}
+	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mk, []byte("all:\n\techo swapped after approval\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Client.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "stale") || !strings.Contains(err.Error(), "Makefile") {
+		t.Fatalf("running an approved make after its Makefile changed: want a stale-plan refusal naming the Makefile, got %v", err)
 	}
 }

@@ -61,8 +61,11 @@ type Decision struct {
 	RunsProjectCode bool              `json:"runs_project_code"`
 	ReadOnly        bool              `json:"read_only"`
 	Writes          []string          `json:"writes,omitempty"`
-	RunAs           string            `json:"run_as,omitempty"`
-	Steps           []Step            `json:"steps"`
+	// ProjectFiles: digests of the entry files a project-code command reads
+	// (Makefile, package.json, ...), bound into the request hash.
+	ProjectFiles map[string]string `json:"project_files,omitempty"`
+	RunAs        string            `json:"run_as,omitempty"`
+	Steps        []Step            `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -144,6 +147,7 @@ type canonRequest struct {
 	PolicyVersion string            `json:"policy_version"`
 	Verdict       Verdict           `json:"verdict"`
 	Risk          Risk              `json:"risk"`
+	ProjectFiles  map[string]string `json:"project_files,omitempty"`
 }
 
 type canonLimits struct {
@@ -161,6 +165,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
+		ProjectFiles: d.ProjectFiles,
 	}
 	if c.Argv == nil {
 		c.Argv = []string{}
@@ -417,10 +422,12 @@ func badProgramChar(s string) (rune, bool) {
 	return 0, false
 }
 
+// hashKey identifies a file version: a rewrite in place that keeps size and
+// mtime (touch -d) still changes ctime.
 type hashKey struct {
-	path        string
-	size, mtime int64
-	ino, dev    uint64
+	path               string
+	size, mtime, ctime int64
+	ino, dev           uint64
 }
 
 var hashCache sync.Map // hashKey -> string
@@ -437,7 +444,7 @@ func fileSHA256(path string) (string, error) {
 	}
 	k := hashKey{path: path, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ino, k.dev = uint64(st.Ino), uint64(st.Dev)
+		k.ino, k.dev, k.ctime = uint64(st.Ino), uint64(st.Dev), ctimeOf(st)
 	}
 	if v, ok := hashCache.Load(k); ok {
 		return v.(string), nil
@@ -709,6 +716,14 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		s.deny(RiskMedium, pc.cmdName()+" uses the network, which the policy denies")
 	}
 	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", write, pc.net, pc.code), strings.Join(writes, ","))
+	if pf := projectFiles(pc, cwd); len(pf) > 0 {
+		d.ProjectFiles = pf
+		var shown []string
+		for _, k := range sortedKeys(pf) {
+			shown = append(shown, k+"="+pf[k])
+		}
+		s.step("project-files", fmt.Sprintf("%d bound to the request hash", len(pf)), strings.Join(shown, ", "))
+	}
 
 	// --- mode
 	switch d.Mode {

@@ -291,6 +291,27 @@ func TestGitStaysInsideTheWorkspace(t *testing.T) {
 	}
 }
 
+// An approval of project code covers the entry files it runs: the request
+// hash changes when the Makefile does (an approved recipe swapped afterwards
+// makes the plan stale).
+func TestProjectEntryFilesAreBoundToTheRequest(t *testing.T) {
+	f := newFixture(t)
+	mustWrite(t, f.ws+"/Makefile", "all:\n\techo reviewed\n")
+	a := f.decide([]string{"make"}, ModeConfirm)
+	if !a.RunsProjectCode || a.ProjectFiles[f.ws+"/Makefile"] == "" || a.ProjectFiles[f.ws+"/Makefile"] == "absent" {
+		t.Fatalf("make: project files %v", a.ProjectFiles)
+	}
+	mustWrite(t, f.ws+"/Makefile", "all:\n\techo swapped\n")
+	b := f.decide([]string{"make"}, ModeConfirm)
+	if a.RequestHash == b.RequestHash {
+		t.Fatal("the request hash did not change when the Makefile did")
+	}
+	// A read-only command binds no project files.
+	if d := f.decide([]string{"cat", "Makefile"}, ModeConfirm); len(d.ProjectFiles) != 0 {
+		t.Fatalf("cat: %v", d.ProjectFiles)
+	}
+}
+
 // awk takes "name=value" as an assignment only when name is a valid
 // variable name; "1=x" or "s.x=1" is a file, and a link by that name can
 // point anywhere.
