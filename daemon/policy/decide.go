@@ -636,6 +636,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- paths
+	if base == "diff" && cwd != "" && len(pc.operands) == 2 {
+		// diff DIR FILE compares DIR/basename(FILE): that file is read too.
+		a, b := resolvePath(cwd, pc.operands[0].value), resolvePath(cwd, pc.operands[1].value)
+		if da, db := isDir(a), isDir(b); da != db {
+			dir, file := a, pc.operands[1].value
+			if db {
+				dir, file = b, pc.operands[0].value
+			}
+			pc.paths = append(pc.paths, operand{value: filepath.Join(dir, baseName(file)), kind: KPathRead})
+		}
+	}
 	writes := p.checkPaths(pc, cwd, ctx, s)
 	if base == "chmod" && cwd != "" {
 		for _, v := range pc.values("--reference") {
@@ -644,10 +655,25 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			}
 		}
 	}
+	if base == "cp" && cwd != "" && cpPreservesMode(pc) {
+		// cp -p/-a/--preserve copies setuid/setgid bits, and termd runs as root.
+		for _, op := range pc.operands {
+			if op.kind == KPathRead && isSetID(resolvePath(cwd, op.value)) {
+				s.deny(RiskCritical, "cp: "+clip(op.value)+" is setuid/setgid and its mode would be preserved (termd runs as root): copy it without -p/-a/--preserve")
+			}
+		}
+	}
 	if base == "git" && cwd != "" {
 		// A git directory outside a ".git" component (a bare repository the
 		// caller built with cp/sed) has a config the caller could write:
 		// its textconv/filter/fsmonitor settings would run programs.
+		for _, v := range pc.values("--work-tree") {
+			// git reads (diff, status) and writes (checkout) every file of
+			// the work tree, none of which is checked one by one.
+			if real := resolvePath(gitWorkDir(pc, cwd), v); !inAnyWorkspace(real, ctx) {
+				s.deny(RiskHigh, "git --work-tree="+clip(v)+": "+real+" is outside the workspace roots (its files would be read or written unchecked)")
+			}
+		}
 		for _, v := range pc.values("--git-dir") {
 			if real := resolvePath(gitWorkDir(pc, cwd), v); !hasComponent(real, ".git") {
 				s.deny(RiskCritical, "git --git-dir="+clip(v)+": "+real+" is not inside a .git directory (its config could run programs)")
@@ -771,6 +797,18 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 		d.ExecEnv["GOPROXY"] = "off"
 		d.ExecEnv["GOTOOLCHAIN"] = "local"
+		// go vet (and list with cgo files) runs the C preprocessor over cgo
+		// preambles: `#include "/etc/shadow"` would print the file.
+		d.ExecEnv["CGO_ENABLED"] = "0"
+	}
+	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "push" {
+		// A push to a local repository runs that repository's receive-pack
+		// and hooks with its own config (termd's -c settings do not reach
+		// it): pushes go over the network protocols only.
+		if d.ExecEnv == nil {
+			d.ExecEnv = map[string]string{}
+		}
+		d.ExecEnv["GIT_ALLOW_PROTOCOL"] = "git:http:https:ssh"
 	}
 	if base == "git" {
 		// git looks for a repository in the parents of where it runs: stop
@@ -878,6 +916,11 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 		if write && !contains(writes, real) {
 			writes = append(writes, real)
 		}
+		if write && isSetID(real) && pc.tool != "rm" && pc.tool != "chmod" && pc.tool != "mv" {
+			// Writing a setuid/setgid file as root keeps its bits: new
+			// content would run with the owner's privileges.
+			s.deny(RiskCritical, "write to "+real+" is denied: it is setuid/setgid, and a write by root keeps those bits (remove them first: chmod u-s,g-s)")
+		}
 		if write && pc.backupSuffix != "" && !strings.HasSuffix(v, pc.backupSuffix) {
 			// The replaced destination is renamed next to it.
 			check(v+pc.backupSuffix, true)
@@ -916,6 +959,41 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+func inAnyWorkspace(real string, ctx *decideCtx) bool {
+	for _, ws := range ctx.workspaces {
+		if within(ws, real) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSetID reports whether path is a regular file with setuid or setgid.
+func isSetID(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0
+}
+
+// cpPreservesMode: cp -p, -a, or --preserve with mode or all (or no list).
+func cpPreservesMode(pc *parsed) bool {
+	if pc.has("-p", "-a") {
+		return true
+	}
+	for _, u := range pc.opts {
+		if contains(u.opt.names, "--preserve") {
+			if !u.has || u.value == "" || strings.Contains(u.value, "mode") || strings.Contains(u.value, "all") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -309,6 +310,61 @@ func TestProjectEntryFilesAreBoundToTheRequest(t *testing.T) {
 	// A read-only command binds no project files.
 	if d := f.decide([]string{"cat", "Makefile"}, ModeConfirm); len(d.ProjectFiles) != 0 {
 		t.Fatalf("cat: %v", d.ProjectFiles)
+	}
+}
+
+// wget -x -nH saves PATH without the HOST/ directory: that is the write.
+func TestWgetNoHostDirectories(t *testing.T) {
+	f := newFixture(t)
+	for _, nh := range []string{"-nH", "--no-host-directories"} {
+		d := f.decide([]string{"wget", "-x", nh, "https://example.com/src/main.go"}, ModeTrusted)
+		if !contains(d.Writes, f.ws+"/src/main.go") {
+			t.Errorf("wget -x %s: writes %v, want %s", nh, d.Writes, f.ws+"/src/main.go")
+		}
+	}
+}
+
+// termd runs as root: a setuid file must not get new content or a copy with
+// its mode, and a device only root can read is a secret like a 0600 file.
+func TestSetIDFilesAndPrivateDevices(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make setuid files and device nodes")
+	}
+	f := newFixture(t)
+	mustWrite(t, f.ws+"/suid", "#!/bin/true\n")
+	if err := os.Chmod(f.ws+"/suid", 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{"cp", "-p", "suid", "copy"}, {"cp", "-a", "suid", "copy"}, {"cp", "--preserve=mode", "suid", "copy"}, {"cp", "data.txt", "suid"}, {"touch", "suid"}} {
+		if d := f.decide(argv, ModeTrusted); d.Verdict != Deny || !hasReason(d, "setuid") {
+			t.Errorf("%q: %s %v", argv, d.Verdict, d.Reasons)
+		}
+	}
+	for _, argv := range [][]string{{"cp", "suid", "copy"}, {"cp", "--preserve=timestamps", "suid", "copy"}, {"chmod", "u-s", "suid"}, {"rm", "suid"}} {
+		if d := f.decide(argv, ModeTrusted); d.Verdict == Deny {
+			t.Errorf("%q should not be denied: %v", argv, d.Reasons)
+		}
+	}
+	dev := f.out + "/disk"
+	if err := syscall.Mknod(dev, syscall.S_IFBLK|0o600, 7<<8); err != nil {
+		t.Skip("mknod:", err)
+	}
+	if d := f.decide([]string{"head", "-c", "16", dev}, ModeTrusted); d.Verdict != Deny || !hasReason(d, "not readable") {
+		t.Errorf("reading a root-only block device: %s %v", d.Verdict, d.Reasons)
+	}
+}
+
+// Offline go inspection never runs cgo (the C preprocessor would read any
+// #include), and git push never uses the local transport (a local
+// receiving repository runs its own hooks).
+func TestExecEnvClosesSideDoors(t *testing.T) {
+	f := newFixture(t)
+	if d := f.decide([]string{"go", "vet", "."}, ModeTrusted); d.ExecEnv["CGO_ENABLED"] != "0" {
+		t.Errorf("go vet: exec env %v", d.ExecEnv)
+	}
+	d := f.decide([]string{"git", "push", "origin", "main"}, ModeTrusted)
+	if p := d.ExecEnv["GIT_ALLOW_PROTOCOL"]; p == "" || strings.Contains(p, "file") {
+		t.Errorf("git push: GIT_ALLOW_PROTOCOL=%q", p)
 	}
 }
 

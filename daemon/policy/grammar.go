@@ -409,6 +409,12 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 			}
 			continue
 		}
+		// A multi-letter single-dash flag the grammar names as a whole
+		// (wget -nH) is that flag, not a bundle.
+		if op, ok := c.optIndex[a]; ok && len(a) > 2 && a[1] != '-' && op.arg == noArg {
+			addOpt(op, a, "", false)
+			continue
+		}
 		// bundled short options: -abc, -ofile, -c<k>=<v>
 		for j := 1; j < len(a); j++ {
 			op := c.lookupShort(a[j], parent)

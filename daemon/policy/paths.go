@@ -207,20 +207,22 @@ func (p *Policy) protectedWrite(real string, ctx *decideCtx) string {
 			}
 		}
 	}
+	// Names compare without case: on a case-insensitive file system (macOS)
+	// ".GIT/CONFIG" is .git/config.
 	comps := strings.Split(strings.Trim(real, "/"), "/")
 	last := comps[len(comps)-1]
 	for _, n := range spec.Paths.ProtectedNames {
-		if last == n {
+		if strings.EqualFold(last, n) {
 			return n + " files run code or configure tools that do"
 		}
 	}
 	for i, c := range comps {
 		for _, d := range spec.Paths.ProtectedDirs {
-			if c == d {
+			if strings.EqualFold(c, d) {
 				return d + " holds editor, agent or tool configuration that runs code"
 			}
 		}
-		if c == ".git" {
+		if strings.EqualFold(c, ".git") {
 			if i == len(comps)-1 {
 				return ".git directory itself"
 			}
@@ -263,7 +265,7 @@ func privilegedOnly(real string) string {
 	if err != nil {
 		return ""
 	}
-	if fi.Mode().Perm()&0o004 == 0 && (fi.Mode().IsRegular() || fi.IsDir()) {
+	if fi.Mode().Perm()&0o004 == 0 && (fi.Mode().IsRegular() || fi.IsDir() || fi.Mode()&os.ModeDevice != 0) {
 		return "it is not readable by other users (mode " + fi.Mode().Perm().String() + ")"
 	}
 	for d := filepath.Dir(real); ; d = filepath.Dir(d) {

@@ -8,7 +8,7 @@ import (
 func initGit() {
 	R, W := KPathRead, KPathWrite
 	diffOpts := opts(flags("-p|-u|--patch -s|--no-patch --raw --numstat --shortstat --name-only --name-status --summary --no-color -w|--ignore-all-space -b|--ignore-space-change --ignore-blank-lines --ignore-space-at-eol --ignore-cr-at-eol -R --no-renames --binary --full-index --no-ext-diff --textconv --no-textconv --pickaxe-all --pickaxe-regex -z -a|--text --minimal --patience --histogram --check --exit-code --quiet --no-prefix --no-relative --cc --combined-all-paths --compact-summary --patch-with-stat --patch-with-raw -W|--function-context --ita-invisible-in-index --default-prefix"),
-		list(o("-U|--unified="), o("--stat?"), o("--dirstat?"), o("--color?"), o("--word-diff?"), o("--color-words?"), o("--color-moved?"), o("-M|--find-renames?"), o("-C|--find-copies?"), o("-B|--break-rewrites?"), o("-l="), o("--abbrev?"), o("--diff-filter="), o("-S="), o("-G="), o("-O=", R), o("--relative?"), o("--diff-algorithm="), o("--src-prefix="), o("--dst-prefix="), o("--line-prefix="), o("--submodule?"), o("--ignore-submodules?"), o("--inter-hunk-context="), o("--output=", W), o("--find-object="), o("--anchored="), o("-I|--ignore-matching-lines="),
+		list(o("-U|--unified?"), o("--stat?"), o("--dirstat?"), o("--color?"), o("--word-diff?"), o("--color-words?"), o("--color-moved?"), o("-M|--find-renames?"), o("-C|--find-copies?"), o("-B|--break-rewrites?"), o("-l?"), o("--abbrev?"), o("--diff-filter="), o("-S="), o("-G="), o("-O=", R), o("--relative?"), o("--diff-algorithm="), o("--src-prefix="), o("--dst-prefix="), o("--line-prefix="), o("--submodule?"), o("--ignore-submodules?"), o("--inter-hunk-context="), o("--output=", W), o("--find-object="), o("--anchored="), o("-I|--ignore-matching-lines="),
 			o("--ext-diff").denyWith("runs an external diff program")))
 	logOpts := opts(diffOpts, flags("--oneline --abbrev-commit --no-abbrev-commit --graph --no-decorate --all --first-parent --merges --no-merges --reverse --follow --source --topo-order --date-order --author-date-order --left-right --cherry-pick --cherry-mark --cherry --boundary --ancestry-path --simplify-by-decoration --full-history --dense --sparse -g|--walk-reflogs --show-signature -m --mailmap --use-mailmap --no-mailmap --log-size --all-match --invert-grep -i|--regexp-ignore-case -E|--extended-regexp -F|--fixed-strings -P|--perl-regexp --basic-regexp --no-notes --stdin --not --children --parents --full-diff --remove-empty --no-min-parents --no-max-parents --expand-tabs --no-expand-tabs --clear-decorations --show-pulls --reflog --single-worktree --bisect --no-walk --do-walk --show-linear-break --exclude-first-parent-only --no-graph --show-notes-by-default -c -t --root --show-notes"),
 		list(o("-n|--max-count="), o("--skip="), o("--since|--after|--since-as-filter="), o("--until|--before="), o("--author="), o("--committer="), o("--grep="), o("--grep-reflog="), o("--pretty?"), o("--format="), o("--decorate?"), o("--branches?"), o("--tags?"), o("--remotes?"), o("--glob="), o("--exclude="), o("--date="), o("-L="), o("--notes?"), o("--min-parents="), o("--max-parents="), o("--decorate-refs="), o("--decorate-refs-exclude="), o("--encoding=")))
@@ -18,12 +18,12 @@ func initGit() {
 		sub("show", &cmdSpec{numFlag: "-n", opts: logOpts}),
 		sub("diff", &cmdSpec{post: postGitDiff, opts: opts(diffOpts, flags("--cached|--staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs"))}),
 		sub("branch", &cmdSpec{post: postGitBranch, opts: opts(flags("-a|--all -r|--remotes -l|--list -v|--verbose --show-current -i|--ignore-case --no-color --no-abbrev --omit-empty -q|--quiet -d|--delete -D -m|--move -M -c|--copy -C -f|--force --unset-upstream --no-track --create-reflog --recurse-submodules"),
-			list(o("--contains?"), o("--no-contains?"), o("--merged?"), o("--no-merged?"), o("--sort="), o("--format="), o("--points-at="), o("--color?"), o("--column?"), o("--no-column"), o("--abbrev="), o("-u|--set-upstream-to="), o("-t|--track?"), o("--edit-description").denyWith("opens an editor")))}),
+			list(o("--contains?"), o("--no-contains?"), o("--merged?"), o("--no-merged?"), o("--sort="), o("--format="), o("--points-at="), o("--color?"), o("--column?"), o("--no-column"), o("--abbrev?"), o("-u|--set-upstream-to="), o("-t|--track?"), o("--edit-description").denyWith("opens an editor")))}),
 		sub("ls-files", &cmdSpec{opts: opts(flags("-c|--cached -d|--deleted -m|--modified -o|--others -i|--ignored -s|--stage -u|--unmerged -k|--killed -z -t -v -f --directory --no-empty-directory --eol --full-name --recurse-submodules --debug --deduplicate --exclude-standard --error-unmatch --sparse --resolve-undo"), list(o("--abbrev?"), o("-x|--exclude="), o("-X|--exclude-from=", R), o("--exclude-per-directory="), o("--with-tree="), o("--format=")))}),
 		sub("rev-parse", &cmdSpec{opts: opts(flags("--show-toplevel --show-prefix --show-cdup --git-dir --git-common-dir --absolute-git-dir --is-inside-work-tree --is-inside-git-dir --is-bare-repository --is-shallow-repository --verify -q|--quiet --symbolic --symbolic-full-name --all --local-env-vars --sq --sq-quote --revs-only --no-revs --flags --no-flags --show-superproject-working-tree --shared-index-path --not --keep-dashdash --stop-at-non-option --stuck-long"),
 			list(o("--abbrev-ref?"), o("--short?"), o("--branches?"), o("--tags?"), o("--remotes?"), o("--glob="), o("--exclude="), o("--show-object-format?"), o("--path-format="), o("--git-path="), o("--default="), o("--prefix="), o("--since|--after="), o("--until|--before="), o("--resolve-git-dir=", R), o("--disambiguate="), o("--show-ref-format")))}),
 		sub("blame", &cmdSpec{opts: opts(flags("-l -t -s -e|--show-email -w -p|--porcelain --line-porcelain --incremental -f|--show-name -n|--show-number -c --root --show-stats --first-parent --color-lines --color-by-age --progress --no-progress --score-debug -b"),
-			list(o("-L="), o("-M?"), o("-C?"), o("--date="), o("--abbrev="), o("--reverse="), o("--contents=", R), o("--since="), o("-S=", R), o("--ignore-rev="), o("--ignore-revs-file=", R), o("--encoding=")))}),
+			list(o("-L="), o("-M?"), o("-C?"), o("--date="), o("--abbrev?"), o("--reverse="), o("--contents=", R), o("--since="), o("-S=", R), o("--ignore-rev="), o("--ignore-revs-file=", R), o("--encoding=")))}),
 		sub("grep", &cmdSpec{post: postPatternFirst("-e", "-f"), opts: opts(flags("-i|--ignore-case -w|--word-regexp -v|--invert-match -n|--line-number -l|--files-with-matches|--name-only -L|--files-without-match -c|--count -h -H -o|--only-matching -q|--quiet -E|--extended-regexp -F|--fixed-strings -G|--basic-regexp -P|--perl-regexp --cached --untracked --no-index --index --recurse-submodules -r|--recursive --no-recursive -a|--text --full-name -z|--null --and --or --not --all-match -W|--function-context -p|--show-function --no-color --column --break --heading --textconv --no-textconv -I --exclude-standard --no-exclude-standard"),
 			list(o("-e=", KPattern), o("-f=", R), o("-A|--after-context="), o("-B|--before-context="), o("-C|--context="), o("--max-depth="), o("--color?"), o("--threads="), o("-m|--max-count="), o("-O|--open-files-in-pager?").denyWith(whyPager)))}),
 		sub("add", &cmdSpec{write: true, opts: opts(flags("-A|--all -u|--update -n|--dry-run -v|--verbose -f|--force -N|--intent-to-add --refresh --ignore-errors --ignore-missing --no-all --renormalize --pathspec-file-nul --sparse --no-ignore-removal --ignore-removal"), list(o("--chmod="), o("--pathspec-from-file=", R), o("-i|--interactive").denyWith("is interactive"), o("-p|--patch").denyWith("is interactive"), o("-e|--edit").denyWith("opens an editor")))}),
@@ -229,12 +229,18 @@ func initBuildTools() {
 		run := &cmdSpec{inherit: true, code: true}
 		read := &cmdSpec{inherit: true}
 		readNet := &cmdSpec{inherit: true, net: true}
+		// "audit fix" installs the fixed versions: their install scripts run.
+		audit := &cmdSpec{inherit: true, net: true, post: func(p *parsed) {
+			if len(p.operands) > 0 && p.operands[0].value == "fix" {
+				p.write, p.code = true, true
+			}
+		}}
 		write := &cmdSpec{inherit: true, write: true}
 		m := map[string]*cmdSpec{
 			"install": withName("install", install), "ci": withName("ci", install), "add": withName("add", install), "update": withName("update", install), "remove": withName("remove", install),
 			"test": withName("test", test), "run": withName("run", run), "start": withName("start", run), "rebuild": withName("rebuild", run),
 			"ls": withName("ls", read), "why": withName("why", read), "root": withName("root", read), "prefix": withName("prefix", read), "explain": withName("explain", read),
-			"view": withName("view", readNet), "outdated": withName("outdated", readNet), "audit": withName("audit", readNet), "info": withName("info", readNet),
+			"view": withName("view", readNet), "outdated": withName("outdated", readNet), "audit": withName("audit", audit), "info": withName("info", readNet),
 			"pack": withName("pack", write), "prune": withName("prune", write), "dedupe": withName("dedupe", write),
 			"config": withName("config", &cmdSpec{inherit: true, post: postJSConfig}),
 			"exec":   withName("exec", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s exec runs a downloaded or arbitrary program", p.tool) }}),
@@ -285,10 +291,10 @@ func postJSConfig(p *parsed) {
 
 func initNet() {
 	R, W := KPathRead, KPathWrite
-	reg("curl", &cmdSpec{net: true, operand: KURL, post: postCurl, opts: opts(flags("-s|--silent -S|--show-error -L|--location -O|--remote-name -J|--remote-header-name -I|--head -i|--include -f|--fail --fail-with-body -v|--verbose -k|--insecure --compressed -G|--get -N|--no-buffer -#|--progress-bar --http1.0 --http1.1 --http2 --http3 --tlsv1.2 --tlsv1.3 -Z|--parallel -4|--ipv4 -6|--ipv6 --create-dirs --remote-name-all --location-trusted --fail-early --globoff -g --no-progress-meter --no-keepalive --raw --ssl-reqd --path-as-is -q|--disable -h|--help -V|--version"),
+	reg("curl", &cmdSpec{net: true, operand: KURL, post: postCurl, opts: opts(flags("-s|--silent -S|--show-error -L|--location -O|--remote-name -J|--remote-header-name -I|--head -i|--include -f|--fail --fail-with-body -v|--verbose -k|--insecure --compressed -G|--get -N|--no-buffer -#|--progress-bar --http1.0 --http1.1 --http2 --http3 --tlsv1.2 --tlsv1.3 -Z|--parallel -4|--ipv4 -6|--ipv6 --create-dirs --remote-name-all --location-trusted --fail-early -g|--globoff --no-progress-meter --no-keepalive --raw --ssl-reqd --path-as-is -q|--disable -h|--help -V|--version"),
 		list(o("-o|--output=", W), o("--output-dir=", W), o("-H|--header="), o("-X|--request="), o("-d|--data|--data-ascii="), o("--data-raw="), o("--data-binary="), o("--data-urlencode="), o("--json="), o("-F|--form="), o("--form-string="), o("-u|--user="), o("-A|--user-agent="), o("-e|--referer="), o("-m|--max-time="), o("--connect-timeout="), o("--retry="), o("--retry-delay="), o("--retry-max-time="), o("-w|--write-out="), o("-r|--range="), o("-C|--continue-at="), o("-T|--upload-file=", R), o("-b|--cookie="), o("-c|--cookie-jar=", W), o("-x|--proxy="), o("--noproxy="), o("--url=", KURL), o("--cacert=", R), o("--capath=", R), o("--cert|-E=", R), o("--key=", R), o("--libcurl=", W), o("--trace=", W), o("--trace-ascii=", W), o("--stderr=", W), o("-D|--dump-header=", W), o("--etag-save=", W), o("--etag-compare=", R), o("--hsts=", W), o("--alt-svc=", W), o("--max-filesize="), o("--limit-rate="), o("--resolve="), o("--connect-to="), o("--max-redirs="), o("-z|--time-cond="), o("--proto=").denyWith("changes the allowed protocols"), o("--proto-redir=").denyWith("changes the allowed redirect protocols"), o("--oauth2-bearer="), o("--aws-sigv4="), o("-Y|--speed-limit="), o("-y|--speed-time="), o("--variable="), o("--netrc-file=", R),
 			o("-K|--config=").denyWith("reads options from a file"), o("-n|--netrc").denyWith("reads credentials from ~/.netrc"), o("--netrc-optional").denyWith("reads credentials from ~/.netrc"), o("--engine=").denyWith("loads a crypto engine module")))})
-	reg("wget", &cmdSpec{net: true, write: true, operand: KURL, post: postWget, opts: opts(flags("-q|--quiet -c|--continue -N|--timestamping -r|--recursive -k|--convert-links -p|--page-requisites -m|--mirror -S|--server-response --spider --no-check-certificate -x|--force-directories --show-progress -v|--verbose -d|--debug -4|--inet4-only -6|--inet6-only --no-verbose --no-clobber --no-directories --no-parent --no-host-directories --content-disposition --no-cookies -h|--help -V|--version --https-only"),
+	reg("wget", &cmdSpec{net: true, write: true, operand: KURL, post: postWget, opts: opts(flags("-q|--quiet -c|--continue -N|--timestamping -r|--recursive -k|--convert-links -p|--page-requisites -m|--mirror -S|--server-response --spider --no-check-certificate -x|--force-directories --show-progress -v|--verbose -d|--debug -4|--inet4-only -6|--inet6-only --no-verbose --no-clobber --no-directories --no-parent -nH|--no-host-directories --content-disposition --no-cookies -h|--help -V|--version --https-only"),
 		list(o("-O|--output-document=", W), o("-P|--directory-prefix=", W), o("-l|--level="), o("-t|--tries="), o("-T|--timeout="), o("--header="), o("-U|--user-agent="), o("--user="), o("--password="), o("--post-data="), o("--post-file=", R), o("--body-file=", R), o("--body-data="), o("--method="), o("-i|--input-file=", R), o("-o|--output-file=", W), o("-a|--append-output=", W), o("--limit-rate="), o("-w|--wait="), o("--restrict-file-names="), o("--cut-dirs="), o("-A|--accept="), o("-R|--reject="), o("--progress="), o("--max-redirect="), o("--load-cookies=", R), o("--save-cookies=", W), o("--ca-certificate=", R), o("--certificate=", R), o("--private-key=", R),
 			o("-e|--execute=").denyWith("runs wgetrc commands"), o("--config=").denyWith("reads commands from a file"), o("--use-askpass?").denyWith("runs a password program")))})
 }
@@ -306,12 +312,24 @@ func checkURL(p *parsed, v string) {
 	}
 }
 
-func postCurl(p *parsed) {
+func curlURLs(p *parsed) []string {
+	var urls []string
 	for _, op := range p.operands {
-		checkURL(p, op.value)
+		urls = append(urls, op.value)
 	}
-	for _, v := range p.values("--url") {
+	return append(urls, p.values("--url")...)
+}
+
+func postCurl(p *parsed) {
+	for _, v := range curlURLs(p) {
 		checkURL(p, v)
+		// curl expands [a-z] and {a,b} before it looks at the scheme:
+		// "fil[e-e]:/etc/shadow" is a file: URL. A URL that can glob must
+		// name its scheme literally.
+		l := strings.ToLower(v)
+		if !p.has("-g") && strings.ContainsAny(v, "[]{}") && !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+			p.deny(RiskHigh, "curl %s: a URL with [..] or {..} globs is expanded before its scheme is known; start it with http:// or https://, or pass -g", clip(v))
+		}
 	}
 	for _, u := range p.opts {
 		n := u.opt.names[0]
@@ -345,11 +363,7 @@ func postCurl(p *parsed) {
 			}
 		}
 	}
-	var urls []string
-	for _, op := range p.operands {
-		urls = append(urls, op.value)
-	}
-	urls = append(urls, p.values("--url")...)
+	urls := curlURLs(p)
 	writes := p.has("-O", "--remote-name-all") || len(p.values("-o")) > 0
 	if writes && !p.has("-g") {
 		for _, u := range urls {
@@ -474,6 +488,14 @@ func postWget(p *parsed) {
 	if p.has("-i") {
 		p.deny(RiskHigh, "wget -i: the URLs (and so the output file names) in the list are not checked")
 	}
+	for _, v := range p.values("--restrict-file-names") {
+		if l := strings.ToLower(v); strings.Contains(l, "lowercase") || strings.Contains(l, "uppercase") {
+			p.deny(RiskHigh, "wget --restrict-file-names=%s: changes the case of saved names (\".GIT/CONFIG\" becomes .git/config), which is not checked", clip(v))
+		}
+	}
+	if p.has("--cut-dirs") {
+		p.deny(RiskHigh, "wget --cut-dirs: the directories the saved file lands in are not checked")
+	}
 	if len(p.values("-O")) > 0 || p.has("--spider") {
 		return
 	}
@@ -494,6 +516,12 @@ func postWget(p *parsed) {
 				name = rest[:i+1] + name
 			} else {
 				name = rest + "/" + name
+			}
+			if p.has("--no-host-directories") {
+				// -nH: PATH without the HOST/ directory.
+				if i := strings.IndexByte(name, '/'); i >= 0 {
+					name = name[i+1:]
+				}
 			}
 		}
 		p.paths = append(p.paths, operand{value: dir + name, kind: KPathWrite})
