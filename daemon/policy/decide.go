@@ -468,13 +468,7 @@ func isExecFile(path string) bool {
 func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
 	for _, dir := range p.spec.TrustedPath {
 		rd := resolveAbs(dir, 0)
-		inWS := false
-		for _, ws := range ctx.workspaces {
-			if within(ws, rd) {
-				inWS = true
-			}
-		}
-		if inWS {
+		if inAnyWorkspace(rd, ctx) {
 			continue
 		}
 		cand := dir + "/" + name
@@ -482,12 +476,7 @@ func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
 			continue
 		}
 		real := resolveAbs(cand, 0)
-		for _, ws := range ctx.workspaces {
-			if within(ws, real) {
-				inWS = true
-			}
-		}
-		if inWS {
+		if inAnyWorkspace(real, ctx) {
 			continue
 		}
 		return cand, real
@@ -905,11 +894,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 			s.raise(Allow, pv.risk, "")
 		}
 		if !write && pc.recursive && pv.verdict != Deny && recursiveOutside(real) {
-			inWS := false
-			for _, ws := range ctx.workspaces {
-				inWS = inWS || within(ws, real)
-			}
-			if !inWS {
+			if !inAnyWorkspace(real, ctx) {
 				s.raise(Ask, RiskHigh, pc.cmdName()+" reads "+real+" recursively: files below it (keys, credentials readable only by root) are not checked")
 			}
 		}

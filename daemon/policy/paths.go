@@ -150,13 +150,7 @@ func (p *Policy) checkPath(real string, write bool, ctx *decideCtx) pathVerdict 
 			return pathVerdict{Deny, RiskCritical, "write to " + real + " is denied: " + why}
 		}
 	}
-	inWS := false
-	for _, ws := range ctx.workspaces {
-		if within(ws, real) {
-			inWS = true
-			break
-		}
-	}
+	inWS := inAnyWorkspace(real, ctx)
 	if inWS {
 		if v, ok := hardLinked(real, write); ok {
 			return v
