@@ -470,3 +470,29 @@ func TestOlderProtocolVersions(t *testing.T) {
 		}
 	}
 }
+
+// Output past the daemon's cap is not kept: once the command has ended, the
+// agent reading at the end of what was kept is told it is the end (it was
+// told "still running" forever).
+func TestOutputPastTheCapEnds(t *testing.T) {
+	d := startDaemon(t)
+	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), bytes.Repeat([]byte("a"), 1100000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, d, transports[0], &clientRecorder{}, false)
+	plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"head", "-c", "1100000", "big.txt"}}, false)
+	if res.IsError {
+		t.Fatalf("plan: %s", text(res))
+	}
+	ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id"), "wait_seconds": 30}, false)
+	if res.IsError || ex["done"] != true {
+		t.Fatalf("execute: %s", text(res))
+	}
+	id := str(ex, "execution_id")
+	st, _ := call(t, cs, "terminal_status", map[string]any{"execution_id": id}, false)
+	kept, _ := st["stdout_bytes"].(float64)
+	out, res := call(t, cs, "terminal_output", map[string]any{"execution_id": id, "offset": 1 << 20}, false)
+	if res.IsError || out["eof"] != true || out["more"] != false || !strings.Contains(str(out, "next_step"), "end of what termd kept") {
+		t.Fatalf("reading past the kept output of a finished command (%v bytes): %s", kept, text(res))
+	}
+}

@@ -583,17 +583,19 @@ func (b *Bridge) output(ctx context.Context, req *mcp.CallToolRequest, in Output
 		NextOffset:  next,
 		TotalBytes:  r.GetTotalBytes(),
 		Data:        strings.ToValidUTF8(string(data), "\uFFFD"),
-		EOF:         eof && next >= r.GetTotalBytes(),
-		Truncated:   r.GetTruncated(),
+		// The daemon says eof once the execution has ended and everything it
+		// kept was read; output past the cap (or binary output) is not kept.
+		EOF:       eof,
+		Truncated: r.GetTruncated(),
 	}
 	v.More = !v.EOF
 	switch {
-	case next < r.GetTotalBytes() && next < r.GetKeptBytes():
+	case next < r.GetKeptBytes():
 		v.NextStep = fmt.Sprintf("more output is available: call terminal_output with offset %d", next)
 	case v.More:
 		v.NextStep = fmt.Sprintf("the command is still running; call terminal_output later with offset %d", next)
 	case r.GetTruncated():
-		v.NextStep = "the daemon kept only part of this output (byte cap); the receipt has its digest and counts"
+		v.NextStep = fmt.Sprintf("this is the end of what termd kept: %d of %d bytes (the output cap, or binary output, which is never kept); the receipt has the full byte count and digest", r.GetKeptBytes(), r.GetTotalBytes())
 	}
 	summary := fmt.Sprintf("%s bytes %d–%d of %d", v.Stream, v.Offset, v.NextOffset, v.TotalBytes)
 	if v.NextStep != "" {
