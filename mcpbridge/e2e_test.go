@@ -316,6 +316,12 @@ func TestBridgeOverTransports(t *testing.T) {
 			if receipt == nil || str(ex, "receipt_id") == "" {
 				t.Fatalf("no receipt in %s", text(res))
 			}
+			// The result carries the output once: the receipt is its share
+			// form (signed, no stdout), which still verifies.
+			if strings.Contains(str(receipt, "stdout"), "hello from") || receipt["sharing_redacted"] != true {
+				t.Errorf("the execute result's receipt should be the share form without output: %v", receipt)
+			}
+			verifyReceiptOffline(t, d, receipt)
 			if !strings.Contains(rec.progressText(), "hello from "+tr.name) {
 				t.Errorf("output did not arrive as progress notifications: %q", rec.progressText())
 			}
@@ -324,6 +330,10 @@ func TestBridgeOverTransports(t *testing.T) {
 			r, res := call(t, cs, "terminal_receipt", map[string]any{}, false)
 			if res.IsError || str(r, "receipt_id") != str(ex, "receipt_id") || str(r, "status") == "" {
 				t.Errorf("latest receipt: %s", text(res))
+			}
+			full, res := call(t, cs, "terminal_receipt", map[string]any{"receipt_id": str(ex, "receipt_id"), "include_output": true}, false)
+			if fr, _ := full["receipt"].(map[string]any); res.IsError || !strings.Contains(str(fr, "stdout"), "hello from "+tr.name) {
+				t.Errorf("terminal_receipt include_output: %s", text(res))
 			}
 
 			// Denied commands come back with their reasons.
@@ -494,5 +504,29 @@ func TestOutputPastTheCapEnds(t *testing.T) {
 	out, res := call(t, cs, "terminal_output", map[string]any{"execution_id": id, "offset": 1 << 20}, false)
 	if res.IsError || out["eof"] != true || out["more"] != false || !strings.Contains(str(out, "next_step"), "end of what termd kept") {
 		t.Fatalf("reading past the kept output of a finished command (%v bytes): %s", kept, text(res))
+	}
+}
+
+// verifyReceiptOffline checks a receipt from a tool result with termctl and
+// the daemon's public key only.
+func verifyReceiptOffline(t *testing.T, d *harness.Daemon, receipt map[string]any) {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := json.Marshal(receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "r.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key, errOut, code := d.Run("termctl", "receipts", "public-key")
+	if code != 0 {
+		t.Fatalf("public key: %s", errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "k.pub"), []byte(key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := d.Run("termctl", "--socket", filepath.Join(dir, "none.sock"), "receipt", "verify", filepath.Join(dir, "r.json"), "--public-key", filepath.Join(dir, "k.pub")); code != 0 {
+		t.Errorf("the receipt in the tool result does not verify offline: %s %s", out, errOut)
 	}
 }

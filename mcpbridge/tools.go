@@ -70,6 +70,8 @@ type RetryInput struct {
 type ReceiptInput struct {
 	ReceiptID string `json:"receipt_id,omitempty" jsonschema:"a receipt id"`
 	SessionID string `json:"session_id,omitempty" jsonschema:"the latest receipt of this session (default: this client's session)"`
+	// Output is opt-in: a receipt keeps up to the output cap (1 MiB).
+	IncludeOutput bool `json:"include_output,omitempty" jsonschema:"return the full receipt with stdout and stderr (can be large); default: the share form without output, which verifies just the same"`
 }
 
 // CheckInput asks the policy about a command.
@@ -516,11 +518,20 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 		if w.exec.GetReceiptId() == "" {
 			w.exec.ReceiptId = receiptID
 		}
-		if r, rerr := b.c.Receipts.GetReceipt(qctx, &termdv1.GetReceiptRequest{ReceiptId: receiptID}); rerr == nil {
-			w.receipt = parseJSON(r.GetReceiptJson())
-		}
+		w.receipt = b.sharedReceipt(qctx, receiptID)
 	}
 	return w, nil
+}
+
+// sharedReceipt is a receipt's share form: signed and verifiable, without
+// the command's output (which the result already carries, bounded). The
+// full receipt holds up to the output cap and would flood a model's context.
+func (b *Bridge) sharedReceipt(ctx context.Context, id string) any {
+	r, err := b.c.Receipts.ExportReceipt(ctx, &termdv1.ExportReceiptRequest{ReceiptId: id, Share: true})
+	if err != nil {
+		return nil
+	}
+	return parseJSON(r.GetReceiptJson())
 }
 
 func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in ExecutionInput) (*mcp.CallToolResult, *ExecutionView, error) {
@@ -533,9 +544,7 @@ func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in Execut
 	}
 	v := executionView(g.GetExecution())
 	if v.Done && v.ReceiptID != "" {
-		if r, rerr := b.c.Receipts.GetReceipt(ctx, &termdv1.GetReceiptRequest{ReceiptId: v.ReceiptID}); rerr == nil {
-			v.Receipt = parseJSON(r.GetReceiptJson())
-		}
+		v.Receipt = b.sharedReceipt(ctx, v.ReceiptID)
 	}
 	summary := fmt.Sprintf("execution %s: %s", v.ExecutionID, v.State)
 	if v.ExitCode != nil {
@@ -676,6 +685,9 @@ func (b *Bridge) receipt(ctx context.Context, req *mcp.CallToolRequest, in Recei
 		Command:   s.GetCommand(),
 		ExitCode:  s.GetExitCode(),
 		Receipt:   parseJSON(resp.GetReceiptJson()),
+	}
+	if !in.IncludeOutput {
+		v.Receipt = b.sharedReceipt(ctx, s.GetId())
 	}
 	return reply(v, false, fmt.Sprintf("receipt %s: %s (exit code %d) for %s", v.ReceiptID, v.Status, v.ExitCode, v.Command))
 }

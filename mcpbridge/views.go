@@ -72,7 +72,7 @@ type ExecutionView struct {
 	Stderr          string `json:"stderr,omitempty"`
 	Error           string `json:"error,omitempty"`
 	ReceiptID       string `json:"receipt_id,omitempty"`
-	Receipt         any    `json:"receipt,omitempty" jsonschema:"the signed receipt (JSON) once the command has ended"`
+	Receipt         any    `json:"receipt,omitempty" jsonschema:"the signed receipt once the command has ended, in its share form (no stdout/stderr; it verifies the same; terminal_receipt with include_output gives the full one)"`
 	NextStep        string `json:"next_step"`
 }
 
@@ -98,7 +98,7 @@ type ReceiptView struct {
 	Status    string `json:"status"`
 	Command   string `json:"command,omitempty"`
 	ExitCode  int32  `json:"exit_code"`
-	Receipt   any    `json:"receipt" jsonschema:"the full signed receipt (schema 1.0)"`
+	Receipt   any    `json:"receipt" jsonschema:"the signed receipt (schema 1.0): the share form without output unless include_output was set"`
 }
 
 // CheckView is a policy explanation.
