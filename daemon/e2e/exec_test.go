@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,5 +73,43 @@ func TestBlockedPlanHasReasonsAndReceipt(t *testing.T) {
 	r := receiptJSON(t, d.Client, p.ReceiptId)
 	if r["status"] != "blocked" {
 		t.Fatalf("receipt status %v", r["status"])
+	}
+}
+
+// Everyday git through termd: a changed file shows up in git diff and git
+// status (git diff failed with "external diff died" under a forced empty
+// diff.external), and git finds no repository above the workspace.
+func TestGitDiffAndStatusWork(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...)
+		cmd.Dir = d.Workspace
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(d.Workspace, "notes.txt"), []byte("first\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "notes.txt")
+	git("commit", "-q", "-m", "first")
+	if err := os.WriteFile(filepath.Join(d.Workspace, "notes.txt"), []byte("first\nsecond line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"git", "diff"}, "+second line"},
+		{[]string{"git", "diff", "--", "notes.txt"}, "+second line"},
+		{[]string{"git", "status", "--short"}, "M notes.txt"},
+	} {
+		p := plan(t, d.Client, "", tc.argv...)
+		ex, _, stdout, stderr := runToEnd(t, d.Client, p)
+		if ex.State != termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED || !strings.Contains(stdout, tc.want) {
+			t.Errorf("%v: %v, stdout %q stderr %q", tc.argv, ex.State, stdout, stderr)
+		}
 	}
 }

@@ -384,6 +384,12 @@ func checkAwkProgram(prog string) string {
 			i = j
 			prevSig = '/'
 			continue
+		case c == '\\' && i+1 < len(prog) && prog[i+1] == '\n':
+			// A line continuation is blank space to awk: it does not change
+			// what a following '/' means.
+			b.WriteString("\\\n")
+			i++
+			continue
 		case c == '#':
 			for i < len(prog) && prog[i] != '\n' {
 				i++
@@ -457,7 +463,11 @@ func awkSlashIsRegex(prog string, i int, prevSig byte, code string) (bool, strin
 	case prevSig == '+' || prevSig == '-':
 		// "x++ / 2" is division, "a - /re/" a regex: refuse both.
 		return false, ambiguous
-	case prevSig == '/':
+	case prevSig == '/' || prevSig == '$':
+		// "$/re/" is a field selected by a regex match in mawk and gawk.
+		return false, ambiguous
+	case prevSig == ')' && closesCondition(code):
+		// "if (x) /re/ ..." in gawk: a regex after a condition.
 		return false, ambiguous
 	case prevSig == '_' || prevSig >= 'a' && prevSig <= 'z' || prevSig >= 'A' && prevSig <= 'Z' || prevSig >= '0' && prevSig <= '9':
 		t := strings.TrimRight(code, " \t")
@@ -477,6 +487,34 @@ func awkSlashIsRegex(prog string, i int, prevSig byte, code string) (bool, strin
 		return false, ""
 	}
 	return false, "" // after ')', ']', '$', a string or a number: division
+}
+
+// closesCondition reports whether the ')' ending code closes the condition of
+// an if, while or for.
+func closesCondition(code string) bool {
+	t := strings.TrimRight(code, " \t")
+	depth := 0
+	for k := len(t) - 1; k >= 0; k-- {
+		switch t[k] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				w := strings.TrimRight(t[:k], " \t")
+				j := len(w)
+				for j > 0 && (w[j-1] >= 'a' && w[j-1] <= 'z') {
+					j--
+				}
+				switch w[j:] {
+				case "if", "while", "for":
+					return true
+				}
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // awkRegexEnd returns the index of the '/' closing the regex literal that

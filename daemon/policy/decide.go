@@ -790,6 +790,19 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		// preambles: `#include "/etc/shadow"` would print the file.
 		d.ExecEnv["CGO_ENABLED"] = "0"
 	}
+	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "diff" {
+		// git diff is the one command that runs diff.external by default
+		// (a repository's config could name a program): never. Inserted
+		// before "--", where git still reads options.
+		at := len(d.ExecArgv)
+		for i, a := range d.ExecArgv {
+			if a == "--" {
+				at = i
+				break
+			}
+		}
+		d.ExecArgv = append(d.ExecArgv[:at:at], append([]string{"--no-ext-diff"}, d.ExecArgv[at:]...)...)
+	}
 	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "push" {
 		// A push to a local repository runs that repository's receive-pack
 		// and hooks with its own config (termd's -c settings do not reach
@@ -936,7 +949,9 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 			if pc.copyInto && op.kind == KPathWrite && i == len(pc.operands)-1 {
 				if fi, err := os.Stat(real); err == nil && fi.IsDir() {
 					for _, src := range sources {
-						check(filepath.Join(real, pc.intoName(src)), true)
+						// Not filepath.Join: it would drop "L/.." before the
+						// kernel follows the link L.
+						check(real+"/"+pc.intoName(src), true)
 					}
 				}
 			}

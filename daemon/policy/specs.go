@@ -274,7 +274,16 @@ func setIDMode(m string) bool {
 		return v&0o6000 != 0
 	}
 	for _, clause := range strings.Split(m, ",") {
-		if i := strings.IndexAny(clause, "+="); i >= 0 && strings.ContainsRune(clause[i:], 's') {
+		i := strings.IndexAny(clause, "+=")
+		if i < 0 {
+			continue
+		}
+		if strings.ContainsRune(clause[i:], 's') {
+			return true
+		}
+		// GNU chmod also takes an operator with an octal number: "=4755",
+		// "+6000", "u+rwx,+4000".
+		if num := strings.TrimLeft(clause[i:], "+-="); isOctal(num) && setIDMode(num) {
 			return true
 		}
 	}

@@ -159,13 +159,33 @@ func postGitClone(p *parsed) {
 		p.paths = append(p.paths, operand{value: lp, kind: KPathRead})
 	}
 	if len(p.operands) == 1 {
-		// clones into ./<name>
-		name := strings.TrimSuffix(baseName(strings.TrimRight(p.operands[0].value, "/")), ".git")
-		if i := strings.LastIndexByte(name, ':'); i >= 0 {
-			name = name[i+1:]
+		// clones into ./<name>, named as git does: without a trailing
+		// "/.git", "/" or ".git", and (newer git) without surrounding blanks.
+		// Both spellings are checked; a source whose name cannot be told is
+		// refused rather than guessed.
+		for _, src := range []string{p.operands[0].value, strings.TrimSpace(p.operands[0].value)} {
+			name := gitCloneName(src)
+			if name == "" || name == "." || name == ".." {
+				p.deny(RiskHigh, "git clone %s: the directory git would clone into cannot be told from this source; name the destination directory", clip(p.operands[0].value))
+				return
+			}
+			p.operands = append(p.operands, operand{value: name, kind: KPathWrite})
 		}
-		p.operands = append(p.operands, operand{value: name, kind: KPathWrite})
 	}
+}
+
+// gitCloneName is the directory "git clone SRC" creates.
+func gitCloneName(src string) string {
+	s := strings.TrimRight(src, "/")
+	for strings.HasSuffix(s, "/.git") {
+		s = strings.TrimRight(strings.TrimSuffix(s, "/.git"), "/")
+	}
+	name := baseName(s)
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.TrimSuffix(strings.TrimSuffix(name, ".bundle"), ".git")
+	return name
 }
 
 func initBuildTools() {
