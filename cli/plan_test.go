@@ -1,8 +1,12 @@
 package cli_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/internal/harness"
 )
 
 func TestPlanShowsDecisionAndNextStep(t *testing.T) {
@@ -59,5 +63,27 @@ func TestUnreachableDaemonIsOneLine(t *testing.T) {
 	_, errOut, code := d.Run("termctl", "--socket", d.Dir+"/nothing.sock", "plan", "--", "ls")
 	if code != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "not reachable") {
 		t.Fatalf("want one line saying termd is not reachable (exit 1), got exit %d: %q", code, errOut)
+	}
+}
+
+// A user who may not open the socket is told that, and how to get access,
+// not that termd is down.
+func TestSocketPermissionDeniedSaysSo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run termctl as another user")
+	}
+	d := start(t)
+	// Let nobody reach the socket's directory but not the socket (0660 root).
+	for dir := filepath.Dir(d.Socket); dir != d.Dir && len(dir) > 1; dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(d.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := d.RunAs(harness.Nobody, "termctl", nil, "--socket", d.Socket, "status")
+	if code != 1 || !strings.Contains(errOut, "permission denied") || !strings.Contains(errOut, "socket_group") || strings.Contains(errOut, "not reachable") {
+		t.Fatalf("want a permission message naming socket_group, got exit %d: %q", code, errOut)
 	}
 }

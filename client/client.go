@@ -224,6 +224,12 @@ func wrap(socket string, err error) error {
 		if !transportFailure(st.Message()) {
 			break // the daemon answered: something it depends on is unavailable
 		}
+		if strings.Contains(st.Message(), "permission denied") {
+			// The daemon is there; this user may not open its socket.
+			e.Message = "this user may not connect to termd's socket " + socket + " (permission denied)"
+			e.Hint = "add the user to the socket's group (socket_group in termd's config, e.g. `usermod -aG termd USER`, then log in again) and give it a role (roles.agents or roles.operators)"
+			break
+		}
 		e.Message = "termd is not reachable at " + socket
 		e.Hint = "start it with `make run` or `termd --socket " + socket + "`, or point --socket / TERMD_SOCKET at the right path"
 	case codes.PermissionDenied:
@@ -238,7 +244,7 @@ func wrap(socket string, err error) error {
 
 // transportFailure tells a connection failure from an Unavailable answer of the daemon.
 func transportFailure(msg string) bool {
-	for _, p := range []string{"connection error", "transport", "dial", "connection refused", "no such file", "connection reset", "EOF", "closing"} {
+	for _, p := range []string{"connection error", "transport", "dial", "connection refused", "no such file", "connection reset", "EOF", "closing", "permission denied"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

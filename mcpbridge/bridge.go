@@ -85,7 +85,13 @@ func New(o Options) *Bridge {
 // ctx ends. Running executions are left to the daemon: they keep their
 // sessions until those expire.
 func (b *Bridge) ServeStdio(ctx context.Context) error {
-	return b.server.Run(ctx, &mcp.StdioTransport{})
+	err := b.server.Run(ctx, &mcp.StdioTransport{})
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if n := b.sessions.closeIdle(cctx); n > 0 {
+		b.log.Debug("closed idle daemon sessions", "count", n)
+	}
+	return err
 }
 
 // consoleURLFor returns the console's approval page for a plan, or "" when

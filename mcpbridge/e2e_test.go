@@ -415,8 +415,11 @@ func TestApprovalComesFromTheOperator(t *testing.T) {
 			if res.IsError || str(plan, "state") != "awaiting_approval" {
 				t.Fatalf("plan touch: %s", text(res))
 			}
-			if str(plan, "approve_command") != "termctl approve "+id || !strings.Contains(str(plan, "next_step"), "termctl approve "+id) {
-				t.Errorf("result does not name `termctl approve %s`: %s", id, text(res))
+			// The daemon is on a test socket: the command the user is given
+			// must reach it as written.
+			wantCmd := "termctl --socket " + d.Socket + " approve " + id
+			if str(plan, "approve_command") != wantCmd || !strings.Contains(str(plan, "next_step"), wantCmd) {
+				t.Errorf("result does not name `%s`: %s", wantCmd, text(res))
 			}
 			wantURL := consoleURL + "/plans/" + id
 			if str(plan, "approval_url") != wantURL {
@@ -428,7 +431,7 @@ func TestApprovalComesFromTheOperator(t *testing.T) {
 
 			// Executing before approval is refused, with the way forward.
 			_, res = call(t, cs, "terminal_execute", map[string]any{"plan_id": id}, false)
-			if !res.IsError || !strings.Contains(text(res), "termctl approve") {
+			if !res.IsError || !strings.Contains(text(res), wantCmd) {
 				t.Errorf("execute before approval: %s", text(res))
 			}
 			if _, err := os.Stat(filepath.Join(d.Workspace, file)); err == nil {
@@ -528,5 +531,55 @@ func verifyReceiptOffline(t *testing.T, d *harness.Daemon, receipt map[string]an
 	}
 	if out, errOut, code := d.Run("termctl", "--socket", filepath.Join(dir, "none.sock"), "receipt", "verify", filepath.Join(dir, "r.json"), "--public-key", filepath.Join(dir, "k.pub")); code != 0 {
 		t.Errorf("the receipt in the tool result does not verify offline: %s %s", out, errOut)
+	}
+}
+
+// A bridge that exits (its MCP client closed stdin) closes the daemon
+// sessions it opened that hold nothing pending; one with a plan awaiting
+// approval stays, so the plan can still be approved and run from a new
+// bridge. (Every bridge used to leave its session behind: a client restarted
+// eight times hit the per-principal session cap.)
+func TestBridgeExitClosesItsIdleSessions(t *testing.T) {
+	d := startDaemon(t)
+	open := func() map[string]bool {
+		r, err := d.Client.Sessions.ListSessions(context.Background(), &termdv1.ListSessionsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, s := range r.GetSessions() {
+			m[s.GetId()] = !s.GetClosed()
+		}
+		return m
+	}
+	use := func(argv ...string) (session string, state string) {
+		cs := connect(t, d, transports[1], &clientRecorder{}, false)
+		p, res := call(t, cs, "terminal_plan", map[string]any{"argv": argv}, false)
+		if res.IsError && str(p, "state") == "" {
+			t.Fatalf("plan %v: %s", argv, text(res))
+		}
+		if str(p, "state") == "planned" {
+			if _, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false); res.IsError {
+				t.Fatalf("execute: %s", text(res))
+			}
+		}
+		cs.Close()
+		return str(p, "session_id"), str(p, "state")
+	}
+	idle, _ := use("ls")
+	pending, st := use("touch", "later.txt")
+	if st != "awaiting_approval" {
+		t.Fatalf("touch should wait for approval, got %s", st)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for open()[idle] && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	now := open()
+	if now[idle] {
+		t.Errorf("the session of an exited bridge that ran only ls is still open")
+	}
+	if !now[pending] {
+		t.Errorf("the session holding a plan awaiting approval was closed; its approval would be lost")
 	}
 }

@@ -62,6 +62,48 @@ func (p *sessionPool) get(ctx context.Context, key, label string) (string, error
 	return s.id, nil
 }
 
+// lookup returns the daemon session of an MCP client without creating one.
+func (p *sessionPool) lookup(key string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.byKey[key]
+	if !ok {
+		return "", false
+	}
+	return s.id, true
+}
+
+// closeIdle closes the daemon sessions this pool opened that hold nothing a
+// person or agent may still want: no running execution and no plan that is
+// planned, awaiting approval or approved. Those stay open (until they
+// expire) so that a plan approved later can still be run from a new bridge.
+// Without this every bridge process left a session behind, and a client
+// restarted eight times hit the per-principal session cap.
+func (p *sessionPool) closeIdle(ctx context.Context) (closed int) {
+	p.mu.Lock()
+	ids := map[string]bool{}
+	for _, s := range p.byKey {
+		ids[s.id] = true
+	}
+	p.byKey = map[string]*pooled{}
+	p.mu.Unlock()
+	for id := range ids {
+		g, err := p.c.Sessions.GetSession(ctx, &termdv1.GetSessionRequest{SessionId: id})
+		if err != nil || g.GetSession().GetClosed() || g.GetSession().GetActiveExecutionId() != "" {
+			continue
+		}
+		pending, err := p.c.Plans.ListPlans(ctx, &termdv1.ListPlansRequest{SessionId: id, Limit: 1, States: []termdv1.PlanState{
+			termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_APPROVED}})
+		if err != nil || len(pending.GetPlans()) > 0 {
+			continue
+		}
+		if _, err := p.c.Sessions.CloseSession(ctx, &termdv1.CloseSessionRequest{SessionId: id}); err == nil {
+			closed++
+		}
+	}
+	return closed
+}
+
 // forget drops a daemon session that expired or closed, for every key that
 // shared it, so the next plan opens a fresh one.
 func (p *sessionPool) forget(id string) {

@@ -226,9 +226,9 @@ func defaultNext(c codes.Code) string {
 	case codes.FailedPrecondition:
 		return "read the state in the message; terminal_retry makes a fresh plan when one is stale or expired"
 	case codes.ResourceExhausted:
-		return "wait for running work to finish (terminal_status), or cancel it, then try again"
+		return "if the message names a session cap, ask the user to close idle sessions (`termctl sessions list`, then `termctl sessions close ID`); if it names running work, wait for it (terminal_status) or cancel it; then try again"
 	case codes.Unavailable:
-		return "termd is not reachable; ask the user to start it"
+		return "termd is not reachable; ask the user to start it (or to give this user access to its socket)"
 	}
 	return ""
 }
@@ -243,6 +243,17 @@ func (b *Bridge) clientKey(req *mcp.CallToolRequest) (key, label string) {
 	}
 	return key, label
 }
+
+// termctl is the termctl invocation that reaches this bridge's daemon.
+func (b *Bridge) termctl() string {
+	if s := b.c.Socket; s != "" && s != systemSocket {
+		return "termctl --socket " + s
+	}
+	return "termctl"
+}
+
+// systemSocket is where termctl looks first for a system-wide termd.
+const systemSocket = "/run/termd/termd.sock"
 
 // session returns the daemon session to use: the one asked for, or this
 // client's own (created on first use).
@@ -311,18 +322,18 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 // elicitation and a console is configured) asks the person to approve there.
 // The answer to that elicitation is never taken as an approval.
 func (b *Bridge) planResult(ctx context.Context, req *mcp.CallToolRequest, p *termdv1.Plan, elicited string, mayElicit bool) (*mcp.CallToolResult, *PlanView, error) {
-	v := planView(p)
+	v := planView(p, b.termctl())
 	awaiting := p.GetState() == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL
 	if awaiting {
 		v.ApprovalURL = b.consoleURLFor(ctx, p.GetId())
 		if v.ApprovalURL != "" {
-			v.NextStep = fmt.Sprintf("this plan needs a person's approval: ask the user to run `termctl approve %s` or to approve it at %s, then call terminal_execute with plan_id %q; you cannot approve it yourself", p.GetId(), v.ApprovalURL, p.GetId())
+			v.NextStep = fmt.Sprintf("this plan needs a person's approval: ask the user to run `%s` or to approve it at %s, then call terminal_execute with plan_id %q; you cannot approve it yourself", v.ApproveCommand, v.ApprovalURL, p.GetId())
 			if mayElicit && supportsURLElicitation(req) {
 				return &mcp.CallToolResult{
 					InputRequests: mcp.InputRequestMap{
 						"approval": &mcp.ElicitParams{
 							Mode:          "url",
-							Message:       fmt.Sprintf("termd needs your approval to run: %s (risk %s). Review and approve it in the termd console, or run `termctl approve %s`.", strings.Join(p.GetDecision().GetArgv(), " "), v.Decision.Risk, p.GetId()),
+							Message:       fmt.Sprintf("termd needs your approval to run: %s (risk %s). Review and approve it in the termd console, or run `%s`.", strings.Join(p.GetDecision().GetArgv(), " "), v.Decision.Risk, v.ApproveCommand),
 							URL:           v.ApprovalURL,
 							ElicitationID: "approve-" + p.GetId(),
 						},
@@ -381,7 +392,7 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		next := ""
 		if client.Code(err) == codes.FailedPrecondition && strings.Contains(strings.ToLower(err.Error()), "approv") {
-			next = fmt.Sprintf("ask the user to run `termctl approve %s` (you cannot approve it), then call terminal_execute again", in.PlanID)
+			next = fmt.Sprintf("ask the user to run `%s approve %s` (you cannot approve it), then call terminal_execute again", b.termctl(), in.PlanID)
 		}
 		return nil, nil, failure(err, next)
 	}
@@ -665,10 +676,10 @@ func (b *Bridge) control(action string) mcp.ToolHandlerFor[ExecutionInput, *Exec
 func (b *Bridge) receipt(ctx context.Context, req *mcp.CallToolRequest, in ReceiptInput) (*mcp.CallToolResult, *ReceiptView, error) {
 	r := &termdv1.GetReceiptRequest{ReceiptId: in.ReceiptID, SessionId: in.SessionID}
 	if in.ReceiptID == "" && in.SessionID == "" {
-		key, label := b.clientKey(req)
-		id, err := b.sessions.get(ctx, key, label)
-		if err != nil {
-			return nil, nil, failure(err, "")
+		key, _ := b.clientKey(req)
+		id, ok := b.sessions.lookup(key)
+		if !ok {
+			return nil, nil, errors.New("this conversation has run nothing yet, so it has no latest receipt. Next: pass a receipt_id (from terminal_execute or terminal_status) or a session_id")
 		}
 		r.SessionId = id
 	}

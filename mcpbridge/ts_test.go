@@ -75,7 +75,7 @@ func TestTypeScriptClient(t *testing.T) {
 				if step == "approve" {
 					p, _ := m["sc"].(map[string]any)
 					id := str(p, "plan_id")
-					if str(p, "state") != "awaiting_approval" || !strings.Contains(str(m, "text"), "termctl approve "+id) {
+					if str(p, "state") != "awaiting_approval" || !strings.Contains(str(m, "text"), "termctl --socket "+d.Socket+" approve "+id) {
 						t.Errorf("touch plan: %v", m)
 					}
 					if out, errOut, code := d.Run("termctl", "approve", id); code != 0 {

@@ -160,7 +160,10 @@ func decisionView(d *termdv1.Decision) *DecisionView {
 
 func planState(p *termdv1.Plan) string { return enumWord(p.GetState().String(), "PLAN_STATE_") }
 
-func planView(p *termdv1.Plan) *PlanView {
+// planView shows a plan to an agent; termctl is how the user runs termctl
+// against this daemon ("termctl", or with --socket when it is not the
+// default), for the approve command the agent passes on.
+func planView(p *termdv1.Plan, termctl string) *PlanView {
 	v := &PlanView{
 		PlanID:        p.GetId(),
 		SessionID:     p.GetSessionId(),
@@ -187,8 +190,8 @@ func planView(p *termdv1.Plan) *PlanView {
 		// The daemon's words name termctl; an agent needs only the tool.
 		ours = fmt.Sprintf("allowed: call terminal_execute with plan_id %q", p.GetId())
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
-		v.ApproveCommand = "termctl approve " + p.GetId()
-		ours = fmt.Sprintf("this plan needs a person's approval: ask the user to run `termctl approve %s` (or approve it in the termd console), then call terminal_execute with plan_id %q; you cannot approve it yourself", p.GetId(), p.GetId())
+		v.ApproveCommand = termctl + " approve " + p.GetId()
+		ours = fmt.Sprintf("this plan needs a person's approval: ask the user to run `%s` (or approve it in the termd console), then call terminal_execute with plan_id %q; you cannot approve it yourself", v.ApproveCommand, p.GetId())
 	case termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_DENIED:
 		ours = "the policy will not run this command and it cannot be approved; do not retry it as is. Reach the goal another way (see reasons; terminal_policy_check explains a command without planning it)"
 		hint = "do not retry it as is; terminal_policy_check explains a command without planning it"
