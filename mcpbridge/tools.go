@@ -36,7 +36,7 @@ func ptr[T any](v T) *T { return &v }
 type PlanInput struct {
 	Argv           []string          `json:"argv,omitempty" jsonschema:"the command as argv (preferred), e.g. [\"ls\",\"-la\"]; it is never run by a shell"`
 	Command        string            `json:"command,omitempty" jsonschema:"the command as one string, split into argv like a shell would (quotes respected) but never run by a shell; give argv or command"`
-	Cwd            string            `json:"cwd,omitempty" jsonschema:"working directory (default: the workspace)"`
+	Cwd            string            `json:"cwd,omitempty" jsonschema:"working directory: an absolute path inside a workspace, or a path relative to the (first) workspace root; default: the workspace root"`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"extra environment variables (the policy decides which are allowed)"`
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
@@ -78,7 +78,7 @@ type ReceiptInput struct {
 type CheckInput struct {
 	Argv    []string `json:"argv,omitempty" jsonschema:"the command as argv"`
 	Command string   `json:"command,omitempty" jsonschema:"the command as one string (never run by a shell)"`
-	Cwd     string   `json:"cwd,omitempty"`
+	Cwd     string   `json:"cwd,omitempty" jsonschema:"working directory: absolute, or relative to the (first) workspace root"`
 }
 
 // AdviseInput asks the adviser; give exactly one of the fields.

@@ -161,7 +161,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	default:
 		st := p.p.State
 		b.mu.Unlock()
-		return nil, errdefs.Precondition("plan %s is %s and cannot be executed%s", planID, stateWord(st), hintFor(p.p))
+		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hintFor(p.p))
 	}
 	if s.active != nil && !s.active.finished {
 		b.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -46,7 +47,7 @@ func stateWord(s termdv1.PlanState) string {
 func (b *Broker) transition(p *planRec, to termdv1.PlanState) error {
 	from := p.p.State
 	if !slices.Contains(transitions[from], to) {
-		return errdefs.Precondition("plan %s is %s; it cannot become %s%s", p.p.Id, stateWord(from), stateWord(to), hintFor(p.p))
+		return errdefs.Precondition("plan %s is in state %s; it cannot become %s%s", p.p.Id, stateWord(from), stateWord(to), hintFor(p.p))
 	}
 	p.p.State = to
 	p.p.UpdatedAt = timestamppb.New(b.Now())
@@ -137,6 +138,10 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 	cwd := r.Cwd
 	if cwd == "" {
 		cwd = b.Config().Workspaces[0]
+	} else if !filepath.IsAbs(cwd) {
+		// Agents think in project paths ("src"): relative to the first
+		// workspace root. The policy still checks where it resolves to.
+		cwd = filepath.Join(b.Config().Workspaces[0], cwd)
 	}
 	return policy.Request{
 		Argv:    slices.Clone(r.Argv),

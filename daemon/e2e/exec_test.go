@@ -113,3 +113,26 @@ func TestGitDiffAndStatusWork(t *testing.T) {
 		}
 	}
 }
+
+// A relative cwd is relative to the workspace root (what an agent means by
+// "src"); where it resolves is still checked.
+func TestRelativeCwdIsInTheWorkspace(t *testing.T) {
+	d := harness.Start(t, harness.Options{})
+	if err := os.Mkdir(filepath.Join(d.Workspace, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: "sub"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Plan.State != termdv1.PlanState_PLAN_STATE_PLANNED || !strings.HasSuffix(resp.Plan.Decision.Cwd, "/sub") {
+		t.Fatalf("pwd in sub: %v cwd %q reasons %v", resp.Plan.State, resp.Plan.Decision.Cwd, resp.Plan.Decision.Reasons)
+	}
+	out, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: "../.."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Plan.State != termdv1.PlanState_PLAN_STATE_BLOCKED {
+		t.Fatalf("a relative cwd outside the workspace: %v %v", out.Plan.State, out.Plan.Decision.Reasons)
+	}
+}
