@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -150,6 +151,11 @@ func (b *Bridge) readReceipt(ctx context.Context, req *mcp.ReadResourceRequest) 
 // PATH lies under a workspace root, else relative to the workspace.
 func (b *Bridge) workspacePath(ctx context.Context, uri string) string {
 	rel := strings.TrimPrefix(uri, workspacePrefix+"/")
+	// URIs carry names percent-encoded ("a%20b.txt"); a client may also send
+	// them raw.
+	if dec, err := url.PathUnescape(rel); err == nil {
+		rel = dec
+	}
 	abs := "/" + rel
 	for _, root := range b.workspaceRoots(ctx) {
 		if abs == root || strings.HasPrefix(abs, strings.TrimSuffix(root, "/")+"/") {
@@ -177,11 +183,14 @@ func (b *Bridge) workspaceRoots(ctx context.Context) []string {
 	return roots
 }
 
+// workspaceURI names a workspace file, each path segment percent-encoded
+// so that names with blanks or non-ASCII letters are valid URIs.
 func workspaceURI(path string) string {
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
 	}
-	return workspacePrefix + path
+	return workspacePrefix + "/" + strings.Join(segs, "/")
 }
 
 func (b *Bridge) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

@@ -20,6 +20,10 @@ func TestResourcesAndPrompts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const oddName = "héllo wörld ✓.txt"
+	if err := os.WriteFile(filepath.Join(d.Workspace, oddName), []byte("odd name\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cs := connect(t, d, transports[0], &clientRecorder{}, false)
 	ctx := context.Background()
 
@@ -58,8 +62,8 @@ func TestResourcesAndPrompts(t *testing.T) {
 			files++
 		}
 	}
-	if files != nfiles {
-		t.Errorf("listed %d workspace files, want %d", files, nfiles)
+	if files != nfiles+1 {
+		t.Errorf("listed %d workspace files, want %d", files, nfiles+1)
 	}
 	if _, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: "not-a-cursor"}); err == nil {
 		t.Error("a forged cursor was accepted")
@@ -71,6 +75,17 @@ func TestResourcesAndPrompts(t *testing.T) {
 			return "", err
 		}
 		return r.Contents[0].Text, nil
+	}
+	// A name with blanks and non-ASCII letters is listed as a valid URI that
+	// reads back.
+	var oddURI string
+	for u := range seen {
+		if strings.Contains(u, "%20") && strings.HasSuffix(u, ".txt") {
+			oddURI = u
+		}
+	}
+	if s, err := read(oddURI); oddURI == "" || strings.ContainsAny(oddURI, " éö✓") || err != nil || s != "odd name\n" {
+		t.Errorf("workspace file %q listed as %q: %v %q", oddName, oddURI, err, s)
 	}
 	if s, err := read("policy://current"); err != nil || !strings.Contains(s, `"version"`) {
 		t.Errorf("policy://current: %v %q", err, s)
