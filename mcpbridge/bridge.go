@@ -19,7 +19,9 @@ import (
 
 // Instructions tell an agent the flow, in the server info every client sees.
 const Instructions = "termd runs shell commands for you under policy: call terminal_plan with the argv first, then terminal_execute with the returned plan_id (nothing runs without a plan; a plan that needs approval waits until a person runs `termctl approve <plan_id>` or approves it in the console). " +
-	"A command that outlasts wait_seconds comes back as `running` with an execution_id: poll terminal_status and terminal_output, and read the signed receipt with terminal_receipt."
+	"A command that outlasts wait_seconds comes back as `running` with an execution_id: poll terminal_status and terminal_output, and read the signed receipt with terminal_receipt. " +
+	"There is no shell: pipes, redirections (`>`), `&&` and variables do not exist, so send one program and its arguments; to create or rewrite a file, use your own file-editing tools (or `sed -i` / `cp` on existing files) rather than `echo > file`. " +
+	"cwd may be relative to the workspace root."
 
 // Options configure a Bridge.
 type Options struct {
