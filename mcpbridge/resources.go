@@ -8,7 +8,11 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+
+	"github.com/termd/termd/client"
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -31,7 +35,7 @@ func (b *Bridge) addPrompts() {
 	}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		task := strings.TrimSpace(req.Params.Arguments["task"])
 		if task == "" {
-			return nil, fmt.Errorf("the task argument is required")
+			return nil, invalidParams("the task argument is required: describe what you want done")
 		}
 		text := "Task: " + task + "\n\n" +
 			"Work out the shell commands this task needs, one argv per command (no shell: no pipes, redirections, `&&` or `bash -c`). " +
@@ -51,7 +55,7 @@ func (b *Bridge) addPrompts() {
 	}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		id := strings.TrimSpace(req.Params.Arguments["receipt_id"])
 		if id == "" {
-			return nil, fmt.Errorf("the receipt_id argument is required")
+			return nil, invalidParams("the receipt_id argument is required: pass an id from terminal_execute or terminal_status")
 		}
 		r, err := b.c.Receipts.GetReceipt(ctx, &termdv1.GetReceiptRequest{ReceiptId: id})
 		if err != nil {
@@ -204,13 +208,23 @@ func (b *Bridge) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 }
 
 func resourceErr(uri string, err error) error {
-	if c := failure(err, ""); c != nil {
-		if strings.Contains(strings.ToLower(err.Error()), "not found") {
-			return mcp.ResourceNotFoundError(uri)
-		}
-		return c
+	if strings.Contains(strings.ToLower(err.Error()), "not found") {
+		return mcp.ResourceNotFoundError(uri)
 	}
-	return err
+	// A JSON-RPC error with a code (a bare error goes out as code 0).
+	code, next := int64(jsonrpc.CodeInternalError), ""
+	switch client.Code(err) {
+	case codes.PermissionDenied:
+		code, next = jsonrpc.CodeInvalidParams, "only files inside the workspace roots that this user may read are resources (resources/list shows them)"
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: failure(err, next).Error()}
+}
+
+// invalidParams is a JSON-RPC invalid-params error in words.
+func invalidParams(msg string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 }
 
 // listCursor is the opaque resources/list cursor: the daemon's workspace
@@ -225,7 +239,7 @@ func (b *Bridge) listResources(ctx context.Context, p *mcp.ListResourcesParams) 
 	if !first {
 		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
 		if err != nil || json.Unmarshal(raw, &cur) != nil || cur.Workspace == "" {
-			return nil, fmt.Errorf("invalid cursor")
+			return nil, invalidParams("invalid cursor: pass the nextCursor of the previous page, or none for the first page")
 		}
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
