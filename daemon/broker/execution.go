@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
@@ -49,6 +50,43 @@ type liveStream struct {
 	mu     sync.Mutex
 	red    *receipt.StreamRedactor
 	offset int64
+	idle   *time.Timer // flushes the redactor's held tail when output pauses
+	closed bool
+}
+
+// idleFlush is how long output may pause before the redactor's held-back
+// tail (up to 4 KiB, kept to catch secrets split across writes) goes out:
+// a program that prints a line and then works must be seen live. A secret
+// written in two pieces more than this far apart is not caught.
+const idleFlush = 200 * time.Millisecond
+
+// write passes a chunk to the redactor and re-arms the idle flush.
+func (ls *liveStream) write(chunk []byte) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	_, _ = ls.red.Write(chunk)
+	if ls.idle == nil {
+		ls.idle = time.AfterFunc(idleFlush, func() {
+			ls.mu.Lock()
+			defer ls.mu.Unlock()
+			if !ls.closed {
+				_ = ls.red.Flush()
+			}
+		})
+	} else {
+		ls.idle.Reset(idleFlush)
+	}
+}
+
+// close flushes the tail for good.
+func (ls *liveStream) close() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.idle != nil {
+		ls.idle.Stop()
+	}
+	ls.closed = true
+	_ = ls.red.Close()
 }
 
 const outputChunk = 32 << 10
@@ -374,10 +412,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		Credential: cred,
 		NewHash:    b.Keys.NewDigest,
 		OnOutput: func(s runner.Stream, _ int64, chunk []byte) {
-			ls := e.out[s]
-			ls.mu.Lock()
-			_, _ = ls.red.Write(chunk)
-			ls.mu.Unlock()
+			e.out[s].write(chunk)
 		},
 	}, nil
 }
@@ -463,9 +498,7 @@ var finalStates = map[runner.Status]struct {
 func (b *Broker) finish(e *execRec, res runner.Result) {
 	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
 		if ls := e.out[s]; ls != nil {
-			ls.mu.Lock()
-			_ = ls.red.Close()
-			ls.mu.Unlock()
+			ls.close()
 		}
 	}
 	b.mu.Lock()

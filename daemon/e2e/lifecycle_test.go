@@ -428,3 +428,51 @@ func TestHugeRequestsCannotBreakTheJournal(t *testing.T) {
 		t.Fatalf("the plan before the damaged record: %v %v", g, err)
 	}
 }
+
+// A command that prints a line and then works is seen live: its output
+// event arrives while it still runs (the redactor used to hold back the
+// last 4 KiB until the command ended, so short output came only at the end).
+func TestShortOutputArrivesWhileTheCommandRuns(t *testing.T) {
+	const script = "echo first; i=0; while [ ! -e go ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; echo second"
+	d := harness.Start(t, harness.Options{Policy: testPolicy(fmt.Sprintf("  - {id: test.waits, program: sh, exact: [sh, -c, %q], decision: allow, risk: high, reason: \"test: prints, then waits for a file\"}", script))})
+	p := plan(t, d.Client, "", "sh", "-c", script)
+	if p.State == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := d.Client.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: p.SessionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := d.Client.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended before the first line arrived: %v", err)
+		}
+		if o := m.Event.GetOutput(); o != nil && strings.Contains(string(o.Data), "first") {
+			break
+		}
+	}
+	g, err := d.Client.Executions.GetExecution(ctxT(t), &termdv1.GetExecutionRequest{ExecutionId: ex.Execution.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Execution.State != termdv1.ExecutionState_EXECUTION_STATE_RUNNING {
+		t.Fatalf("the first line arrived only when the command had ended (%v): output is not live", g.Execution.State)
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fin := waitFinal(t, d.Client, ex.Execution.Id)
+	out, _ := d.Client.Executions.ReadOutput(ctxT(t), &termdv1.ReadOutputRequest{ExecutionId: fin.Id})
+	if string(out.GetData()) != "first\nsecond\n" {
+		t.Fatalf("output %q", out.GetData())
+	}
+}

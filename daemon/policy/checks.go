@@ -620,6 +620,22 @@ func tarOldStyle(spec *cmdSpec, args []string) []string {
 	return append(out, rest...)
 }
 
+// tarDirs are the directories tar's -C options move to: each -C is relative
+// to the previous one ("-C d -C x" is d/x), as tar applies them in turn.
+func tarDirs(p *parsed) []string {
+	var out []string
+	cur := ""
+	for _, d := range p.values("-C") {
+		if cur == "" || strings.HasPrefix(d, "/") {
+			cur = d
+		} else {
+			cur = strings.TrimRight(cur, "/") + "/" + d
+		}
+		out = append(out, cur)
+	}
+	return out
+}
+
 func postTar(p *parsed) {
 	create := p.has("-c", "-r", "-u", "-A")
 	p.recursive = create && !p.has("--no-recursion")
@@ -655,7 +671,7 @@ func postTar(p *parsed) {
 	}
 	if extract {
 		p.write = true
-		dirs := p.values("-C")
+		dirs := tarDirs(p)
 		if len(dirs) == 0 {
 			dirs = []string{"."}
 		}
@@ -669,7 +685,7 @@ func postTar(p *parsed) {
 			p.ask(RiskHigh, "tar -x: archive contents are not inspected; extraction may write any file under the target directory")
 		}
 	} else {
-		for _, d := range p.values("-C") {
+		for _, d := range tarDirs(p) {
 			p.paths = append(p.paths, operand{value: d, kind: KPathRead})
 			// members named after -C DIR are read relative to DIR
 			for _, op := range p.operands {

@@ -625,15 +625,36 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- paths
-	if base == "diff" && cwd != "" && len(pc.operands) == 2 {
-		// diff DIR FILE compares DIR/basename(FILE): that file is read too.
-		a, b := resolvePath(cwd, pc.operands[0].value), resolvePath(cwd, pc.operands[1].value)
-		if da, db := isDir(a), isDir(b); da != db {
-			dir, file := a, pc.operands[1].value
-			if db {
-				dir, file = b, pc.operands[0].value
+	if cwd != "" && (base == "diff" || base == "git" && len(pc.subs) > 0 && pc.subs[0] == "diff") {
+		// diff DIR FILE compares DIR/basename(FILE): that file is read too
+		// (also with --from-file / --to-file, and for git diff outside a
+		// work tree).
+		dir := cwd
+		if base == "git" {
+			dir = gitWorkDir(pc, cwd)
+		}
+		var pairs [][2]string
+		from, to := pc.values("--from-file"), pc.values("--to-file")
+		for _, op := range pc.operands {
+			for _, f := range from {
+				pairs = append(pairs, [2]string{f, op.value})
 			}
-			pc.paths = append(pc.paths, operand{value: filepath.Join(dir, baseName(file)), kind: KPathRead})
+			for _, t := range to {
+				pairs = append(pairs, [2]string{op.value, t})
+			}
+		}
+		if len(from) == 0 && len(to) == 0 && len(pc.operands) == 2 {
+			pairs = append(pairs, [2]string{pc.operands[0].value, pc.operands[1].value})
+		}
+		for _, pr := range pairs {
+			a, b := resolvePath(dir, pr[0]), resolvePath(dir, pr[1])
+			if da, db := isDir(a), isDir(b); da != db {
+				d, file := a, pr[1]
+				if db {
+					d, file = b, pr[0]
+				}
+				pc.paths = append(pc.paths, operand{value: d + "/" + baseName(file), kind: KPathRead})
+			}
 		}
 	}
 	writes := p.checkPaths(pc, cwd, ctx, s)
