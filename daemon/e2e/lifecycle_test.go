@@ -433,7 +433,8 @@ func TestHugeRequestsCannotBreakTheJournal(t *testing.T) {
 // event arrives while it still runs (the redactor used to hold back the
 // last 4 KiB until the command ended, so short output came only at the end).
 func TestShortOutputArrivesWhileTheCommandRuns(t *testing.T) {
-	const script = "echo first; i=0; while [ ! -e go ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; echo second"
+	// The command waits up to 10 s for the test to react to its first line.
+	const script = "echo first; i=0; while [ ! -e go ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; if [ -e go ]; then echo second; else echo unseen; fi"
 	d := harness.Start(t, harness.Options{Policy: testPolicy(fmt.Sprintf("  - {id: test.waits, program: sh, exact: [sh, -c, %q], decision: allow, risk: high, reason: \"test: prints, then waits for a file\"}", script))})
 	p := plan(t, d.Client, "", "sh", "-c", script)
 	if p.State == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
@@ -473,6 +474,6 @@ func TestShortOutputArrivesWhileTheCommandRuns(t *testing.T) {
 	fin := waitFinal(t, d.Client, ex.Execution.Id)
 	out, _ := d.Client.Executions.ReadOutput(ctxT(t), &termdv1.ReadOutputRequest{ExecutionId: fin.Id})
 	if string(out.GetData()) != "first\nsecond\n" {
-		t.Fatalf("output %q", out.GetData())
+		t.Fatalf("output %q: the first line was not delivered while the command waited for it", out.GetData())
 	}
 }
