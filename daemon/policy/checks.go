@@ -88,8 +88,8 @@ func parseFind(p *parsed, args []string) error {
 		}
 		op := &opt{names: []string{a}}
 		p.opts = append(p.opts, optUse{opt: op, name: a, value: val, has: n == 1})
-		switch a {
-		case "-newer", "-anewer", "-cnewer", "-samefile", "-files0-from":
+		if a == "-newer" || a == "-anewer" || a == "-cnewer" || a == "-samefile" || a == "-files0-from" || (findNewerRE.MatchString(a) && !strings.HasSuffix(a, "t")) {
+			// -newerXY FILE compares with FILE's times (-newerXt takes a date).
 			p.paths = append(p.paths, operand{value: val, kind: KPathRead})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -625,6 +626,11 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- paths
+	if v := s.d.Env["GOWORK"]; v != "" && v != "off" {
+		// GOWORK names a file go reads (and prints pieces of when it cannot
+		// parse it).
+		pc.paths = append(pc.paths, operand{value: v, kind: KPathRead})
+	}
 	if cwd != "" && (base == "diff" || base == "git" && len(pc.subs) > 0 && pc.subs[0] == "diff") {
 		// diff DIR FILE compares DIR/basename(FILE): that file is read too
 		// (also with --from-file / --to-file, and for git diff outside a
@@ -799,6 +805,18 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			d.ExecEnv[k] = v
 		}
 	}
+	if gitChildTools[base] {
+		// These tools run git themselves (go's VCS stamping, git
+		// dependencies): that git gets the same mandatory settings as a git
+		// command (no hooks, no fsmonitor, ...), through the environment,
+		// which outranks the repository's own config.
+		if d.ExecEnv == nil {
+			d.ExecEnv = map[string]string{}
+		}
+		for k, v := range p.gitConfigEnv() {
+			d.ExecEnv[k] = v
+		}
+	}
 	if base == "go" && !pc.net && !pc.code && !pc.unparsed {
 		// go inspection commands classified as offline must stay offline: any go
 		// command may download missing modules or a newer toolchain.
@@ -810,6 +828,8 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		// go vet (and list with cgo files) runs the C preprocessor over cgo
 		// preambles: `#include "/etc/shadow"` would print the file.
 		d.ExecEnv["CGO_ENABLED"] = "0"
+		// Inspection needs no version-control stamp (git status in the repo).
+		d.ExecEnv["GOFLAGS"] = "-buildvcs=false"
 	}
 	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "diff" {
 		// git diff is the one command that runs diff.external by default
@@ -980,6 +1000,34 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes
+}
+
+// gitChildTools run git as a child process.
+var gitChildTools = set("go npm pnpm yarn cargo make pytest py.test")
+
+// gitConfigEnv turns the git program's mandatory "-c key=value" arguments
+// into GIT_CONFIG_COUNT/KEY_n/VALUE_n, the environment form of -c.
+func (p *Policy) gitConfigEnv() map[string]string {
+	args := p.spec.Programs["git"].ExecArgs
+	env := map[string]string{}
+	n := 0
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] != "-c" {
+			continue
+		}
+		k, v, ok := strings.Cut(args[i+1], "=")
+		if !ok {
+			continue
+		}
+		env[fmt.Sprintf("GIT_CONFIG_KEY_%d", n)] = k
+		env[fmt.Sprintf("GIT_CONFIG_VALUE_%d", n)] = v
+		n++
+		i++
+	}
+	if n > 0 {
+		env["GIT_CONFIG_COUNT"] = strconv.Itoa(n)
+	}
+	return env
 }
 
 func isDir(path string) bool {

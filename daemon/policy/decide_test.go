@@ -366,6 +366,31 @@ func TestExecEnvClosesSideDoors(t *testing.T) {
 	if p := d.ExecEnv["GIT_ALLOW_PROTOCOL"]; p == "" || strings.Contains(p, "file") {
 		t.Errorf("git push: GIT_ALLOW_PROTOCOL=%q", p)
 	}
+	// go list stamps VCS info by running git, which would obey the
+	// repository's core.fsmonitor: that git gets termd's settings too.
+	d = f.decide([]string{"go", "list", "."}, ModeTrusted)
+	fsmonitorOff := false
+	for k, v := range d.ExecEnv {
+		if strings.HasPrefix(k, "GIT_CONFIG_KEY_") && v == "core.fsmonitor" {
+			fsmonitorOff = d.ExecEnv["GIT_CONFIG_VALUE_"+strings.TrimPrefix(k, "GIT_CONFIG_KEY_")] == "false"
+		}
+	}
+	if !fsmonitorOff || d.ExecEnv["GIT_CONFIG_COUNT"] == "" || d.ExecEnv["GOFLAGS"] != "-buildvcs=false" {
+		t.Errorf("go list: exec env %v", d.ExecEnv)
+	}
+}
+
+// tar applies -C in turn: "-C d -C x" is d/x, through whatever d/x links to.
+func TestTarChdirIsCumulative(t *testing.T) {
+	f := newFixture(t)
+	if err := os.Symlink(f.out, f.ws+"/dir/x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{"tar", "-xf", "a.tar", "-C", "dir", "-C", "x"}, {"tar", "-cf", "o.tar", "-C", "dir", "-C", "x", "root-only.conf"}} {
+		if d := f.decide(argv, ModeTrusted); d.Verdict != Deny {
+			t.Errorf("%q: %s %v", argv, d.Verdict, d.Reasons)
+		}
+	}
 }
 
 // awk takes "name=value" as an assignment only when name is a valid

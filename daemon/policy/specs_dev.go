@@ -191,7 +191,7 @@ func gitCloneName(src string) string {
 func initBuildTools() {
 	R, W := KPathRead, KPathWrite
 	buildFlags := opts(flags("-v -x -n -a -race -msan -asan -cover -trimpath -linkshared -modcacherw -work -json -buildvcs -i"),
-		list(o("-covermode="), o("-coverpkg="), o("-p="), o("-tags="), o("-ldflags="), o("-gcflags="), o("-asmflags="), o("-buildmode="), o("-compiler="), o("-gccgoflags="), o("-installsuffix="), o("-mod="), o("-modfile=", R), o("-overlay=", R), o("-pgo="), o("-pkgdir=", W), o("-o=", W), o("-C=", R),
+		list(o("-covermode="), o("-coverpkg="), o("-p="), o("-tags="), o("-ldflags="), o("-gcflags="), o("-asmflags="), o("-buildmode="), o("-compiler="), o("-gccgoflags="), o("-installsuffix="), o("-mod="), o("-modfile=", R), o("-overlay=").denyWith("replaces files with the files a JSON file names (not checked)"), o("-pgo=", R), o("-pkgdir=", W), o("-o=", W), o("-C=", R),
 			o("-toolexec=").denyWith("runs a program around every compiler step"), o("-exec=").denyWith("runs a program around the binary"), o("-vettool=").denyWith("runs a vet program chosen by the caller")))
 	testFlags := opts(buildFlags, flags("-benchmem -failfast -short -c -fullpath -cpuprofile"), list(o("-run="), o("-skip="), o("-bench="), o("-benchtime="), o("-count="), o("-cpu="), o("-fuzz="), o("-fuzztime="), o("-fuzzminimizetime="), o("-list="), o("-parallel="), o("-shuffle="), o("-timeout="), o("-vet="), o("-coverprofile=", W), o("-memprofile=", W), o("-blockprofile=", W), o("-mutexprofile=", W), o("-outputdir=", W), o("-trace=", W), o("-memprofilerate="), o("-blockprofilerate="), o("-mutexprofilefraction="), o("-test.v?"), o("-test.run=")))
 	// -cpuprofile takes a value; fix the flag above
@@ -224,7 +224,7 @@ func initBuildTools() {
 		goSub("vet", &cmdSpec{opts: buildFlags}),
 		goSub("fmt", &cmdSpec{write: true, post: postGoFmt, opts: list(o("-n"), o("-x"), o("-mod="))}),
 		goSub("env", &cmdSpec{opts: list(o("-json"), o("-changed"), o("-w").denyWith("writes the go env file that later go commands obey"), o("-u").denyWith("writes the go env file that later go commands obey"))}),
-		goSub("version", &cmdSpec{opts: list(o("-m"), o("-v"), o("-json"))}),
+		goSub("version", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = true }, opts: list(o("-m"), o("-v"), o("-json"))}),
 		goSub("list", &cmdSpec{opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=")))}),
 		goSub("mod", &cmdSpec{needSub: true, subs: modSubs}),
 		goSub("get", &cmdSpec{net: true, write: true, opts: opts(buildFlags, list(o("-t"), o("-u?"), o("-tool")))}),
@@ -280,7 +280,10 @@ func initBuildTools() {
 	reg("cargo", &cmdSpec{needSub: true, opts: cargoGlobal, aliases: map[string]string{"b": "build", "t": "test", "r": "run", "c": "check", "d": "doc"},
 		subs: subs(cs("build", &cmdSpec{code: true, net: true, write: true}), cs("test", &cmdSpec{code: true, net: true, write: true}), cs("run", &cmdSpec{code: true, net: true, write: true}),
 			cs("check", &cmdSpec{code: true, net: true, write: true}), cs("clippy", &cmdSpec{code: true, net: true, write: true}), cs("doc", &cmdSpec{code: true, net: true, write: true}), cs("bench", &cmdSpec{code: true, net: true, write: true}),
-			cs("fmt", &cmdSpec{write: true}), cs("fetch", &cmdSpec{net: true}), cs("tree", &cmdSpec{net: true}), cs("metadata", &cmdSpec{net: true}), cs("clean", &cmdSpec{write: true}), cs("update", &cmdSpec{net: true, write: true}), cs("version", &cmdSpec{}))})
+			// A repository's .cargo/config.toml and rust-toolchain.toml choose the
+			// programs cargo runs (rustc, wrappers, runners): every cargo command
+			// in a checkout runs project-chosen code.
+			cs("fmt", &cmdSpec{code: true, write: true}), cs("fetch", &cmdSpec{code: true, net: true}), cs("tree", &cmdSpec{code: true, net: true}), cs("metadata", &cmdSpec{code: true, net: true}), cs("clean", &cmdSpec{code: true, write: true}), cs("update", &cmdSpec{code: true, net: true, write: true}), cs("version", &cmdSpec{}))})
 
 	reg("pytest|py.test", &cmdSpec{code: true, write: true, operand: KOther, opts: opts(flags("-x|--exitfirst -q|--quiet -v|--verbose -s -l|--showlocals --lf|--last-failed --ff|--failed-first --nf|--new-first --sw|--stepwise --co|--collect-only --disable-warnings --noconftest --strict-markers --no-header --no-summary --cache-clear --setup-show --fixtures -h|--help --version --runxfail"),
 		list(o("-k="), o("-m="), o("--maxfail="), o("--capture="), o("--tb="), o("-r="), o("--durations="), o("-W|--pythonwarnings="), o("--junitxml|--junit-xml=", W), o("--rootdir=", R), o("-c=", R), o("--confcutdir=", R), o("--ignore=", R), o("--deselect="), o("--import-mode="), o("--basetemp=", W), o("-n|--numprocesses="), o("--color="), o("--timeout="),
