@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +86,38 @@ func TestSocketPermissionDeniedSaysSo(t *testing.T) {
 	_, errOut, code := d.RunAs(harness.Nobody, "termctl", nil, "--socket", d.Socket, "status")
 	if code != 1 || !strings.Contains(errOut, "permission denied") || !strings.Contains(errOut, "socket_group") || strings.Contains(errOut, "not reachable") {
 		t.Fatalf("want a permission message naming socket_group, got exit %d: %q", code, errOut)
+	}
+}
+
+// From a checkout where `make run` is up, a relative --socket works, and the
+// default socket's absence points at the make-run socket.
+func TestMakeRunSocketIsFoundFromTheCheckout(t *testing.T) {
+	d := start(t)
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, ".run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(d.Socket, filepath.Join(dir, ".run", "termd.sock")); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(harness.Bin(t, "termctl"), args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TERMD_SOCKET=")
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return out.String(), errOut.String(), code
+	}
+	if out, errOut, code := run("--socket", ".run/termd.sock", "status"); code != 0 {
+		t.Fatalf("relative --socket: exit %d %s %s", code, out, errOut)
+	}
+	_, errOut, code := run("--socket", filepath.Join(dir, "missing.sock"), "status")
+	if code != 1 || !strings.Contains(errOut, "export TERMD_SOCKET="+filepath.Join(dir, ".run", "termd.sock")) {
+		t.Fatalf("want a hint naming the make-run socket, got exit %d: %q", code, errOut)
 	}
 }

@@ -73,6 +73,13 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 	if socket == "" {
 		socket = DefaultSocket()
 	}
+	if !filepath.IsAbs(socket) {
+		// "--socket .run/termd.sock": relative to where the user is (a
+		// relative unix target would be read as a URL authority by gRPC).
+		if abs, err := filepath.Abs(socket); err == nil {
+			socket = abs
+		}
+	}
 	var o Options
 	if len(opts) > 0 {
 		o = opts[0]
@@ -232,6 +239,11 @@ func wrap(socket string, err error) error {
 		}
 		e.Message = "termd is not reachable at " + socket
 		e.Hint = "start it with `make run` or `termd --socket " + socket + "`, or point --socket / TERMD_SOCKET at the right path"
+		if local, err := filepath.Abs(".run/termd.sock"); err == nil && local != socket {
+			if fi, err := os.Stat(local); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				e.Hint = "a termd started by `make run` listens at " + local + ": `export TERMD_SOCKET=" + local + "` (or pass --socket " + local + ")"
+			}
+		}
 	case codes.PermissionDenied:
 		e.Hint = "ask an operator, or check the roles in the daemon's config"
 	case codes.Unauthenticated:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,19 @@ type Flags struct {
 	ConsoleURL string
 }
 
+// absPath makes a path given on the command line absolute (relative to the
+// shell's directory, which is what the person meant); config files require
+// absolute paths themselves.
+func absPath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
 // LoadConfig reads the config file and applies the flags over it, strictly.
 func (f *Flags) LoadConfig() (*config.Config, error) {
 	c, err := config.Load(f.ConfigFile)
@@ -33,10 +47,10 @@ func (f *Flags) LoadConfig() (*config.Config, error) {
 		return nil, err
 	}
 	if f.Socket != "" {
-		c.Socket = f.Socket
+		c.Socket = absPath(f.Socket)
 	}
 	if f.StateDir != "" {
-		c.StateDir = f.StateDir
+		c.StateDir = absPath(f.StateDir)
 	}
 	if f.Policy != "" {
 		c.Policy = f.Policy

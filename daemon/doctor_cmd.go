@@ -84,10 +84,13 @@ func partialConfig(f *Flags) *config.Config {
 		c = config.Default()
 	}
 	if f.Socket != "" {
-		c.Socket = f.Socket
+		c.Socket = absPath(f.Socket)
+	} else if s := os.Getenv("TERMD_SOCKET"); s != "" && c.Socket == "" {
+		// The same socket termctl would use.
+		c.Socket = absPath(s)
 	}
 	if f.StateDir != "" {
-		c.StateDir = f.StateDir
+		c.StateDir = absPath(f.StateDir)
 	}
 	if err := c.ApplyDefaults(); err != nil {
 		if c.Socket == "" {

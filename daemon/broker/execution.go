@@ -601,10 +601,8 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 		err = errdefs.Permission("execution %s belongs to %s; only its owner or an operator may %s it", id, e.plan.session.owner.Name, verb)
 	}
 	if err == nil && (e.finished || e.proc == nil) {
-		err = errdefs.Precondition("execution %s is %s; only a running execution can be %s", id, execWord(e.e.State), verb+"d")
-		if verb == "pause" {
-			err = errdefs.Precondition("execution %s is %s; only a running execution can be paused", id, execWord(e.e.State))
-		}
+		done := map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled"}[verb]
+		err = errdefs.Precondition("execution %s is %s; only a running execution can be %s", id, execWord(e.e.State), done)
 	}
 	if err != nil {
 		b.mu.Unlock()
