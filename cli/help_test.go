@@ -28,6 +28,13 @@ func TestHelpCompletionAndManPages(t *testing.T) {
 			t.Errorf("termctl %s --help is too thin:\n%s", strings.Join(verb, " "), out)
 		}
 	}
+	// A wrong subcommand is a usage error with a suggestion, not help + exit 0.
+	if _, errOut := expect(t, d, 2, "receipts", "verify", "r.json"); !strings.Contains(errOut, "did you mean `termctl receipt verify`") {
+		t.Errorf("receipts verify: %q", errOut)
+	}
+	if out := ok(t, d, "receipts"); !strings.Contains(out, "Available Commands") {
+		t.Errorf("bare `termctl receipts` should print its help:\n%s", out)
+	}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		if out := ok(t, d, "completion", sh); !strings.Contains(out, "termctl") {
 			t.Errorf("completion %s printed no script", sh)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -136,7 +137,55 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	}
 	root.SetHelpCommandGroupID("more")
 	root.SetCompletionCommandGroupID("more")
+	for _, c := range root.Commands() {
+		strictGroup(root, c)
+	}
 	return root
+}
+
+// strictGroup makes a verb that only groups subcommands (`receipts`,
+// `receipt`, `policy`, `audit`) refuse an unknown subcommand with a usage
+// error and a suggestion, instead of printing its help and exiting 0
+// (`termctl receipts verify f.json && echo ok` printed "ok").
+func strictGroup(root, c *cobra.Command) {
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		msg := fmt.Sprintf("%q is not a subcommand of `termctl %s` (it has: %s)", args[0], cmd.Name(), strings.Join(names, ", "))
+		// A sibling verb may have it (receipts/receipt): the closest name first.
+		var near, far []string
+		for _, other := range root.Commands() {
+			if other == cmd {
+				continue
+			}
+			for _, sub := range other.Commands() {
+				if sub.Name() != args[0] {
+					continue
+				}
+				s := fmt.Sprintf("`termctl %s %s`", other.Name(), sub.Name())
+				if strings.HasPrefix(other.Name(), cmd.Name()) || strings.HasPrefix(cmd.Name(), other.Name()) {
+					near = append(near, s)
+				} else {
+					far = append(far, s)
+				}
+			}
+		}
+		if all := append(near, far...); len(all) > 0 {
+			msg += "; did you mean " + strings.Join(all, " or ") + "?"
+		}
+		return exitWith(ExitUsage, errors.New(msg))
+	}
 }
 
 // verbGroup places each verb under a heading in `termctl --help`.
