@@ -14,17 +14,34 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
+answers() { bin/termctl --socket "$sock" status >/dev/null 2>&1; }
+if answers; then
+	echo "termd is already running from this checkout (socket $sock): use it (export TERMD_SOCKET=$sock), or stop it first (Ctrl-C where it runs)." >&2
+	exit 1
+fi
+
 args=(--socket "$sock" --state-dir "$run/state" --workspace "$root")
 if [ -x bin/termd-gateway ]; then args+=(--console-url "$console"); fi
 bin/termd "${args[@]}" 2> >(tee -a "$run/termd.log" >&2) &
-pids+=($!)
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-if [ ! -S "$sock" ]; then echo "termd did not start; see $run/termd.log" >&2; exit 1; fi
+termd_pid=$!
+pids+=("$termd_pid")
+for _ in $(seq 100); do answers && break; kill -0 "$termd_pid" 2>/dev/null || break; sleep 0.1; done
+if ! answers; then echo "termd did not start; see the messages above and $run/termd.log" >&2; exit 1; fi
 
 if [ -x bin/termd-gateway ]; then
 	bin/termd-gateway --socket "$sock" --listen "127.0.0.1:$port" --token-file "$run/gateway.token" 2> >(tee -a "$run/gateway.log" >&2) &
-	pids+=($!)
-	for _ in $(seq 100); do [ -s "$run/gateway.token" ] && break; sleep 0.1; done
+	gw_pid=$!
+	pids+=("$gw_pid")
+	up=""
+	for _ in $(seq 100); do
+		kill -0 "$gw_pid" 2>/dev/null || break
+		if [ -s "$run/gateway.token" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+		sleep 0.1
+	done
+	if [ -z "$up" ] || ! kill -0 "$gw_pid" 2>/dev/null; then
+		echo "termd-gateway did not start (see above; is port $port taken? choose another: TERMD_CONSOLE_PORT=18765 make run)" >&2
+		exit 1
+	fi
 fi
 
 cat <<MSG
