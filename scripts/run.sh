@@ -38,6 +38,8 @@ if [ -x bin/termd-gateway ]; then
 		if [ -s "$run/gateway.token" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
 		sleep 0.1
 	done
+	# Another program on the port also answers: the gateway must still be alive a moment later.
+	sleep 0.5
 	if [ -z "$up" ] || ! kill -0 "$gw_pid" 2>/dev/null; then
 		echo "termd-gateway did not start (see above; is port $port taken? choose another: TERMD_CONSOLE_PORT=18765 make run)" >&2
 		exit 1
