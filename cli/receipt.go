@@ -55,7 +55,7 @@ Exit status: 0 valid, 1 not valid (the message says why).`,
 			}
 			res := verifyJSON{File: args[0]}
 			// A file that is no receipt at all is said so before any key is needed.
-			verr := receipt.ValidateSchema(data)
+			verr := receipt.CheckIsReceipt(data)
 			if verr == nil {
 				keys, err := a.receiptKeys(cmd, keyFile)
 				if err != nil {

@@ -96,6 +96,20 @@ func TestReceiptsListShowExportVerifyOffline(t *testing.T) {
 	if !strings.Contains(errOut, "--public-key") {
 		t.Fatalf("want a hint to pass --public-key, got %q", errOut)
 	}
+	// A receipt edited by hand is reported as altered, schema detail after.
+	edited := write("edited.json", strings.Replace(readFile(t, file), `"exit_code": 0`, `"exit_code": 1`, 1))
+	if edited == file || readFile(t, edited) == readFile(t, file) {
+		t.Fatal("the test could not edit exit_code")
+	}
+	_, errOut = expect(t, d, 1, append(offline, "receipt", "verify", edited, "--public-key", key)...)
+	if !strings.Contains(errOut, "altered") {
+		t.Fatalf("a hand-edited exit code should be reported as altered, got %q", errOut)
+	}
+	// The receipt passed as the key file is named for what it is not.
+	_, errOut = expect(t, d, 1, append(offline, "receipt", "verify", file, "--public-key", file)...)
+	if !strings.Contains(errOut, "not a public key file") {
+		t.Fatalf("a receipt as --public-key: %q", errOut)
+	}
 	// The wrong file (a plan) is named for what it is not, without any key.
 	planFile := write("plan.json", `{"id":"`+p.ID+`","state":"PLAN_STATE_SUCCEEDED"}`)
 	_, errOut = expect(t, d, 1, append(offline, "receipt", "verify", planFile)...)

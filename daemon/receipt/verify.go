@@ -71,6 +71,16 @@ func ValidateSchema(data []byte) error {
 	return nil
 }
 
+// CheckIsReceipt says, in one line, when a document is not a termd receipt
+// at all (not JSON, a plan, a list), before any key is needed.
+func CheckIsReceipt(data []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("receipt: not JSON: %w", err)
+	}
+	return looksLikeReceipt(inst)
+}
+
 // looksLikeReceipt refuses, in one line, a document that is not a termd
 // receipt at all (a plan, an execution, a list), before the schema would
 // list every member it lacks.
@@ -179,7 +189,25 @@ func Verify(r *Receipt, pub map[string]ed25519.PublicKey, hmacKey []byte) error 
 // signature over the RFC 8785 form of exactly the members in data. It needs
 // no store and no daemon state.
 func VerifyJSON(data []byte, pub map[string]ed25519.PublicKey) (*Receipt, error) {
-	return verifyRaw(data, pub, nil, true)
+	r, err := verifyRaw(data, pub, nil, true)
+	if err != nil && r == nil {
+		// A receipt edited by hand usually breaks the schema first ("exit_code
+		// must be 0"); say that it was altered when the signature says so.
+		if _, serr := verifyRaw(data, pub, nil, false); serr != nil {
+			var ve *VerifyError
+			if errors.As(serr, &ve) && strings.Contains(ve.Reason, "signature does not match") {
+				return nil, fmt.Errorf("%s (also: %s)", ve.Reason, firstLine(err.Error()))
+			}
+		}
+	}
+	return r, err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // verifyRaw is the one verification path: every check works on the bytes
@@ -284,6 +312,9 @@ func ParsePublicKeyFile(data []byte) (map[string]ed25519.PublicKey, error) {
 			return nil, fmt.Errorf("public key file: %w", err)
 		}
 		for _, e := range list {
+			if e.PublicKey == "" {
+				return nil, errors.New("this is not a public key file (no public_key member; is it a receipt?): get the key with `termctl receipts public-key > termd.pub`")
+			}
 			raw, err := base64.StdEncoding.DecodeString(e.PublicKey)
 			if err != nil || len(raw) != ed25519.PublicKeySize {
 				return nil, fmt.Errorf("public key file: public_key for %q is not a base64 Ed25519 key", e.KeyID)
