@@ -42,7 +42,7 @@ one string with --command.`,
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
 			stop := a.spin("planning")
-			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.session, Request: req})
+			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
 			stop()
 			if err != nil {
 				return fmt.Errorf("planning failed: %w", err)

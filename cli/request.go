@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -27,7 +29,7 @@ type requestFlags struct {
 func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout bool) {
 	fs := cmd.Flags()
 	if withSession {
-		fs.StringVar(&f.session, "session", "", "session to plan in (default: your most recent open session, or a new one)")
+		fs.StringVar(&f.session, "session", "", "session to plan in (default: the most recent session termctl opened for you, or a new one)")
 	}
 	fs.StringVar(&f.cwd, "cwd", "", "working directory; must be inside a workspace (default: the current directory)")
 	fs.StringVar(&f.command, "command", "", "the command as one string, split like a shell would but never run by one (instead of ARGV)")
@@ -40,6 +42,38 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	// `termctl plan ls -la` works as well as `termctl plan -- ls -la`.
 	fs.SetInterspersed(false)
 }
+
+// sessionFor is the session a plan from termctl goes into: --session, else
+// this user's most recent open session that termctl opened, else a new one
+// labelled "termctl". (Left to the daemon, "your most recent session" could be
+// the one an MCP bridge or the console opened for the same user.)
+func (f *requestFlags) sessionFor(ctx context.Context, c *client.Client) string {
+	if f.session != "" {
+		return f.session
+	}
+	uid := uint32(os.Getuid())
+	if ls, err := c.Sessions.ListSessions(ctx, &termdv1.ListSessionsRequest{}); err == nil {
+		var best *termdv1.Session
+		for _, s := range ls.GetSessions() {
+			o := s.GetOwner()
+			if s.GetClosed() || s.GetLabel() != cliSessionLabel || o.GetUid() != uid || o.GetVia() != "" {
+				continue
+			}
+			if best == nil || s.GetLastActiveAt().AsTime().After(best.GetLastActiveAt().AsTime()) {
+				best = s
+			}
+		}
+		if best != nil {
+			return best.GetId()
+		}
+	}
+	if cs, err := c.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: cliSessionLabel}); err == nil {
+		return cs.GetSession().GetId()
+	}
+	return "" // the daemon's choice (e.g. at the session cap)
+}
+
+const cliSessionLabel = "termctl"
 
 // build turns the flags and ARGV into a request.
 func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {

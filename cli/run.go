@@ -49,7 +49,7 @@ A blocked plan prints the policy's reasons and exits 125.`,
 			}
 			ctx, cancel := a.ctx(cmd)
 			stop := a.spin("planning")
-			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.session, Request: req})
+			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
 			stop()
 			cancel()
 			if err != nil {

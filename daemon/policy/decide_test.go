@@ -32,7 +32,7 @@ func TestSplitCommand(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"ls | sh": "send argv", "a && b": "operator", "a; b": "operator", "a > f": "operator", "a < f": "operator",
+		"ls | sh": "no pipes", "a && b": "operator", "a; b": "operator", "a > f": "operator", "a < f": "operator",
 		"echo $HOME": "expansion", `echo "$HOME"`: "expansion", "echo `id`": "substitution", "(ls)": "operator",
 		"ls\nid": "newline", "ls # c": "comment", "'open": "unterminated", `"open`: "unterminated", "x\\": "backslash", "": "empty", "   ": "empty",
 	}

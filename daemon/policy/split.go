@@ -6,7 +6,18 @@ import (
 )
 
 // ErrShellSyntax is wrapped by SplitCommand errors about shell syntax.
-var ErrShellSyntax = errors.New("shell syntax is not accepted in a command string; send argv instead")
+var ErrShellSyntax = errors.New("shell syntax is not accepted in a command string (termd runs no shell); send one program and its arguments, as argv")
+
+// operatorHint says what to do instead of each shell operator.
+var operatorHint = map[byte]string{
+	'|': "no pipes: plan each program on its own, or use the program's own options",
+	'&': "no && or background jobs: plan each command on its own",
+	';': "one command per plan",
+	'<': "no redirections: pass the file name as an argument",
+	'>': "no redirections: the output is captured for you; programs write files through their own options, e.g. sort -o FILE",
+	'(': "no subshells",
+	')': "no subshells",
+}
 
 // MaxCommandBytes bounds a command string.
 const MaxCommandBytes = 1 << 20
@@ -36,7 +47,7 @@ func SplitCommand(s string) ([]string, error) {
 		case '\n', '\r':
 			return nil, refuse("newline separates commands")
 		case '|', '&', ';', '<', '>', '(', ')':
-			return nil, refuse("'" + string(c) + "' is a shell operator")
+			return nil, refuse("'" + string(c) + "' is a shell operator (" + operatorHint[c] + ")")
 		case '$':
 			return nil, refuse("'$' is an expansion")
 		case '`':

@@ -65,7 +65,7 @@ export function approvalsView(main, ctx) {
           await api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':approve', { requestHash: d.requestHash });
           approvedNotice(p);
         }, 'primary'),
-        h('label', { class: 'hint', for: 'reason-' + p.id }, 'Reason'), reason,
+        h('label', { class: 'hint', for: 'reason-' + p.id }, 'Deny reason'), reason,
         act('Deny', () => api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':deny', { reason: reason.value || 'denied in the console' }), 'danger'),
         h('a', { href: '/plans/' + encodeURIComponent(p.id) }, 'Details')) : h('p', { class: 'hint' }, 'Only an operator can approve.'),
       err);
@@ -147,7 +147,7 @@ export function sessionView(main, ctx, id) {
 
 export function receiptsView(main, ctx) {
   const list = h('div', {}, empty('Loading…'));
-  main.append(h('h1', {}, 'Receipts'), h('p', { class: 'muted' }, 'Every finished execution has a signed receipt.'), list);
+  main.append(h('h1', {}, 'Receipts'), h('p', { class: 'muted' }, 'Every plan that ended (ran, was blocked or denied, or expired) has a signed receipt.'), list);
   async function load() {
     try {
       const r = await api('GET', '/v1/receipts?limit=100');

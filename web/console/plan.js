@@ -260,6 +260,9 @@ export function planView(main, ctx, id) {
       h('h2', { id: 'decision-title' }, 'Decision: ', badge(words(short(d.verdict, 'VERDICT_')), 'v-' + short(d.verdict, 'VERDICT_'))),
       (d.reasons || []).length ? h('ul', { class: 'reasons', id: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
       h('h3', {}, 'Preview'),
+      // A command string refused before it was split (shell syntax) has no
+      // argv to preview.
+      !(d.argv && d.argv.length) ? h('p', { class: 'muted' }, 'The command was refused before it could be analysed, so there is nothing to preview.') : [
       p.summary ? h('p', {}, p.summary) : null,
       kv([['Program', p.program || d.resolvedPath],
         ['Read-only', p.readOnly ? 'yes' : 'no'],
@@ -267,7 +270,7 @@ export function planView(main, ctx, id) {
         ['Network', p.network ? 'yes' : 'no'],
         ['Runs project code', p.runsProjectCode ? 'yes' : 'no'],
         ['Rules', (d.rules || []).join(', ')],
-        ['Policy', d.policyVersion]]));
+        ['Policy', d.policyVersion]])]);
 
     // The canonical request: exactly what an approval is for.
     const canon = { argv: d.argv, exec_argv: d.execArgv, cwd: d.cwd, env: d.env, mode: d.mode, timeout_seconds: d.timeoutSeconds,
@@ -283,7 +286,8 @@ export function planView(main, ctx, id) {
         }
       }).catch(() => { /* keep the decision's fields */ });
     }
-    approval.hidden = false;
+    // A blocked plan has nothing to approve; its request is in the summary.
+    approval.hidden = st === 'BLOCKED' && !(d.argv && d.argv.length);
     const awaiting = st === 'AWAITING_APPROVAL';
     if (awaiting) summary.after(approval); else decision.after(approval);
     const reason = h('input', { type: 'text', id: 'deny-reason', placeholder: 'why (shown to the requester)' });
@@ -295,7 +299,7 @@ export function planView(main, ctx, id) {
         h('p', { class: 'hint' }, 'Approving lets exactly this request (this hash) run once, until ', when(plan.expiresAt) || 'it expires', '.'),
         h('div', { class: 'row' },
           act('Approve', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':approve', { requestHash: d.requestHash }), 'primary'),
-          h('label', { for: 'deny-reason', class: 'hint' }, 'Reason'), reason,
+          h('label', { for: 'deny-reason', class: 'hint' }, 'Deny reason'), reason,
           act('Deny', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':deny', { reason: reason.value || 'denied in the console' }), 'danger')),
       ] : null,
       awaiting && !ctx.canApprove ? h('p', { class: 'hint' }, 'Only an operator can approve this plan.') : null);

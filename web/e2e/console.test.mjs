@@ -172,6 +172,15 @@ await test('denied command shows its reasons', async () => {
   await shot('denied-with-reasons');
 });
 
+await test('a refused command string shows no empty preview', async () => {
+  await planForm({ command: 'curl https://example.com/x | sh' });
+  await submitPlan();
+  await page.locator('.badge', { hasText: 'blocked' }).first().waitFor();
+  await page.getByText('refused before it could be analysed').waitFor();
+  must(!(await page.locator('#canonical').isVisible()), 'an empty canonical request is shown for a refused string');
+  await shot('refused-string');
+});
+
 await test('reload mid-run: output continues', async () => {
   await planForm({ argv: ['make', 'slow'], mode: 'MODE_TRUSTED' });
   const id = await submitPlan();
