@@ -46,3 +46,18 @@ func TestSessionsCreateListClose(t *testing.T) {
 	}
 	expect(t, d, 1, "sessions", "close", "no-such-session")
 }
+
+// Plans from termctl go into a session termctl opened, reused from plan to
+// plan; a more recent session another client opened for the same user (an
+// MCP bridge, the console) is left alone.
+func TestPlansUseTermctlsOwnSession(t *testing.T) {
+	d := start(t)
+	first := plan(t, d, nil, "ls")
+	other := decode[struct {
+		ID string `json:"id"`
+	}](t, ok(t, d, "sessions", "create", "--label", "mcp: someone", "-o", "json"))
+	second := plan(t, d, nil, "pwd")
+	if other.ID == "" || second.SessionID != first.SessionID || second.SessionID == other.ID {
+		t.Fatalf("plans went to %s then %s (the other client's session is %s)", first.SessionID, second.SessionID, other.ID)
+	}
+}
