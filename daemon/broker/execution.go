@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,10 +55,11 @@ type liveStream struct {
 	closed bool
 }
 
-// idleFlush is how long output may pause before the redactor's held-back
-// tail (up to 4 KiB, kept to catch secrets split across writes) goes out:
-// a program that prints a line and then works must be seen live. A secret
-// written in two pieces more than this far apart is not caught.
+// idleFlush is how long output may pause before the complete lines in the
+// redactor's held-back tail (up to 4 KiB, kept to catch secrets split across
+// writes) go out: a program that prints a line and then works must be seen
+// live. The unfinished last line stays held, so a secret written in two
+// pieces of one line is still caught.
 const idleFlush = 200 * time.Millisecond
 
 // write passes a chunk to the redactor and re-arms the idle flush.
@@ -70,7 +72,7 @@ func (ls *liveStream) write(chunk []byte) {
 			ls.mu.Lock()
 			defer ls.mu.Unlock()
 			if !ls.closed {
-				_ = ls.red.Flush()
+				_ = ls.red.FlushLines()
 			}
 		})
 	} else {
@@ -325,6 +327,11 @@ func (b *Broker) refuse(e *execRec, why string) {
 	b.running.Done()
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
 	b.decisionReceiptLocked(p, "expired", nil, why)
+	if e.closeSessionAfter {
+		// The session was closed while this start was being checked: its
+		// streams end now, as they would after a run.
+		b.publishSessionClosed(p.session)
+	}
 }
 
 // spec builds the bounded process description from a fresh decision.
@@ -703,6 +710,13 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 	var done bool
 	if proc != nil {
 		raw, t, d := proc.ReadOutput(stream, 0, 1<<30)
+		// While it runs, the unfinished last line (maybe half a secret) is
+		// not served, as the live stream holds it back too.
+		if i := bytes.LastIndexByte(raw, '\n'); i >= 0 {
+			raw = raw[:i+1]
+		} else {
+			raw = raw[:max(0, len(raw)-receipt.DefaultHold)]
+		}
 		kept, total, done = []byte(b.Redactor.Redact(string(raw))), t, d
 		done = false // the receipt, not the live buffer, is the final word
 	} else if receiptID != "" {

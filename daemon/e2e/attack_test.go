@@ -155,6 +155,12 @@ func TestAgentIsolationAndSingleExecution(t *testing.T) {
 	if _, err := a.Plans.ApprovePlan(up, &termdv1.ApprovePlanRequest{PlanId: write.Plan.Id, RequestHash: write.Plan.Decision.RequestHash}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("agent approving its own plan with operator metadata: %v", err)
 	}
+	// The transport word is copied into every record: a huge one is refused
+	// (one 12 MB value bloated the journal and broke the operator's queue).
+	huge := metadata.AppendToOutgoingContext(ctxT(t), client.MDVia, strings.Repeat("<", 1<<20))
+	if _, err := a.Plans.CreatePlan(huge, &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"ls"}}}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a 1 MiB %s: %v", client.MDVia, err)
+	}
 	if _, err := a.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"touch", "y"}, Mode: termdv1.Mode_MODE_TRUSTED}}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("agent asking for trusted mode: %v", err)
 	}

@@ -763,6 +763,11 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		var shown []string
 		for _, k := range sortedKeys(pf) {
 			shown = append(shown, k+"="+pf[k])
+			// A digest that does not follow the content (a FIFO, a huge
+			// file) would let the file change after approval unseen.
+			if v := pf[k]; v != "absent" && !strings.HasPrefix(v, "sha256:") {
+				s.deny(RiskHigh, pc.tool+" would run "+k+", which cannot be bound to an approval ("+v+"); make it a regular file under 16 MiB")
+			}
 		}
 		s.step("project-files", fmt.Sprintf("%d bound to the request hash", len(pf)), strings.Join(shown, ", "))
 	}

@@ -307,6 +307,16 @@ func TestProjectEntryFilesAreBoundToTheRequest(t *testing.T) {
 	if a.RequestHash == b.RequestHash {
 		t.Fatal("the request hash did not change when the Makefile did")
 	}
+	// A Makefile whose digest cannot follow its content is refused.
+	if err := os.Remove(f.ws + "/Makefile"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(f.ws+"/Makefile", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.decide([]string{"make"}, ModeTrusted); d.Verdict != Deny || !hasReason(d, "cannot be bound") {
+		t.Errorf("make with a FIFO Makefile: %s %v", d.Verdict, d.Reasons)
+	}
 	// A read-only command binds no project files.
 	if d := f.decide([]string{"cat", "Makefile"}, ModeConfirm); len(d.ProjectFiles) != 0 {
 		t.Fatalf("cat: %v", d.ProjectFiles)

@@ -321,6 +321,8 @@ func TestShareExport(t *testing.T) {
 	d.Policy.Argv = []string{"deploy", "--target", "prod-db-7"}
 	d.Stdout = "connecting to prod-db-7\n"
 	d.Stderr = "error at /srv/acme/secret-project/main.go\n"
+	d.Policy.Reasons = []string{"write to /srv/acme/secret-project/prod-db-7.conf needs approval"}
+	d.Detail = "exit status 1 from deploy prod-db-7"
 	stored, err := s.Append(d)
 	if err != nil {
 		t.Fatal(err)

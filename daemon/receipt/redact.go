@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"bytes"
 	"io"
 	"regexp"
 	"sort"
@@ -255,6 +256,22 @@ func (s *StreamRedactor) Close() error { return s.drain(true) }
 
 // Flush is Close: it writes out the held tail; the stream can go on after.
 func (s *StreamRedactor) Flush() error { return s.drain(true) }
+
+// FlushLines writes out the held tail up to its last newline, for output
+// that paused: complete lines go out now, while a line still being written
+// (which may be the first part of a secret, "password=" …) waits for the
+// rest of it.
+func (s *StreamRedactor) FlushLines() error {
+	i := bytes.LastIndexByte(s.buf, '\n')
+	if i < 0 {
+		return nil
+	}
+	rest := append([]byte(nil), s.buf[i+1:]...)
+	s.buf = s.buf[:i+1]
+	err := s.drain(true)
+	s.buf = append(s.buf, rest...)
+	return err
+}
 
 func (s *StreamRedactor) emit(str string) error {
 	if str == "" {

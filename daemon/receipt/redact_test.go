@@ -160,6 +160,37 @@ func TestStreamRedactorStraddlingSecret(t *testing.T) {
 	}
 }
 
+// Output that pauses anywhere (an idle flush between two writes) still
+// never shows a secret: complete lines go out at the pause, the unfinished
+// line waits. (A full flush at the pause leaked "password=" + its value and
+// the body of a PEM key cut inside its BEGIN line.)
+func TestStreamRedactorPausesNeverLeak(t *testing.T) {
+	aws := "AKIA" + "QWERTYUIOPASDFGH"
+	conf := "configured-secret-value-42"
+	pemKey := "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAK" + strings.Repeat("Q", 120) + "\n-----END RSA PRIVATE KEY-----"
+	input := "start\npassword=hunter2hunter2\nid " + aws + " ok\n" + conf + "\n" + pemKey + "\nend\n"
+	r := NewRedactor(conf)
+	secrets := []string{"hunter2hunter2", aws, conf, "MIIEpAIBAAK", "QQQQ"}
+	for cut := 1; cut < len(input); cut++ {
+		var out bytes.Buffer
+		sr := r.NewStream(&out, 0)
+		sr.Write([]byte(input[:cut]))
+		sr.FlushLines() // the pause
+		atPause := out.String()
+		sr.Write([]byte(input[cut:]))
+		sr.Close()
+		for _, secret := range secrets {
+			if strings.Contains(out.String(), secret) {
+				t.Fatalf("cut %d: %q leaks: %q", cut, secret, out.String())
+			}
+		}
+		// Every complete line before the pause was out at the pause.
+		if nl := strings.LastIndexByte(input[:cut], '\n'); nl >= 0 && !strings.Contains(input[:nl+1], "BEGIN") && len(atPause) == 0 {
+			t.Fatalf("cut %d: nothing was flushed at the pause although %q was complete", cut, input[:nl+1])
+		}
+	}
+}
+
 // Output is emitted as it goes (bounded holdback), not only at Close.
 func TestStreamRedactorIsBounded(t *testing.T) {
 	var out bytes.Buffer

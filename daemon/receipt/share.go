@@ -6,7 +6,8 @@ import "fmt"
 const SharingMarker = "[REDACTED FOR SHARING]"
 
 // ShareExport returns a copy of r fit to share outside the organisation:
-// command, cwd, argv, stdout and stderr are replaced with SharingMarker,
+// command, cwd, argv, stdout, stderr, the policy reasons and the detail are
+// replaced with SharingMarker,
 // sharing_redacted is set, and the copy is signed again with the current
 // key. Only a receipt whose signatures verify can be exported. The copy keeps
 // seq and prev_hash, so it still names its place in the chain, but it is not
@@ -24,6 +25,14 @@ func ShareExport(r *Receipt, k *Keys) (*Receipt, error) {
 	c.Policy.Argv = []string{SharingMarker}
 	c.Stdout = SharingMarker
 	c.Stderr = SharingMarker
+	// Reasons and detail quote operands ("path /root/.ssh/prod_key holds
+	// secrets"): they go too.
+	if len(c.Policy.Reasons) > 0 {
+		c.Policy.Reasons = []string{SharingMarker}
+	}
+	if c.Detail != "" {
+		c.Detail = SharingMarker
+	}
 	c.SharingRedacted = true
 	if err := k.Sign(c); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"regexp"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -97,6 +98,8 @@ func roleFromName(s string) (config.Role, bool) {
 	return config.RoleNone, false
 }
 
+var viaRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
 // authenticate turns peer credentials (plus optional downgrade metadata) into a principal.
 func (s *Server) authenticate(ctx context.Context, method string) (context.Context, error) {
 	if strings.HasPrefix(method, "/grpc.health.v1.") || strings.HasPrefix(method, "/grpc.reflection.") {
@@ -121,6 +124,12 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 			}
 		}
 		if v := md.Get(client.MDVia); len(v) > 0 {
+			// Any caller may say which client it came through ("mcp",
+			// "gateway"); the word is copied into sessions, plans, events and
+			// receipts, so it must be a short word.
+			if !viaRE.MatchString(v[0]) {
+				return nil, status.Errorf(codes.InvalidArgument, "%s metadata must be a short word such as mcp or gateway (letters, digits, '-', at most 32)", client.MDVia)
+			}
 			via = v[0]
 		}
 		if v := md.Get(client.MDName); len(v) > 0 && cfg.RoleOf(pi.UID, pi.GID) == config.RoleOperator {
