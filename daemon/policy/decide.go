@@ -626,6 +626,13 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- paths
+	for _, f := range projectEntryPaths(pc, cwd) {
+		// Tools read these by fixed names: a link to a root-only file
+		// would be printed in a parse error.
+		if _, err := os.Lstat(f); err == nil {
+			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
+		}
+	}
 	if v := s.d.Env["GOWORK"]; v != "" && v != "off" {
 		// GOWORK names a file go reads (and prints pieces of when it cannot
 		// parse it).
@@ -694,6 +701,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			if real := resolvePath(gitWorkDir(pc, cwd), v); !hasComponent(real, ".git") {
 				s.deny(RiskCritical, "git --git-dir="+clip(v)+": "+real+" is not inside a .git directory (its config could run programs)")
 			}
+		}
+	}
+
+	if base == "go" {
+		for _, why := range goFlagProblems(pc) {
+			s.deny(RiskHigh, why)
+		}
+	}
+	if (base == "npm" || base == "pnpm" || base == "yarn") && cwd != "" {
+		for _, why := range npmrcProblems(cwd, ctx) {
+			s.deny(RiskHigh, why)
 		}
 	}
 
@@ -836,18 +854,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		// Inspection needs no version-control stamp (git status in the repo).
 		d.ExecEnv["GOFLAGS"] = "-buildvcs=false"
 	}
-	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "diff" {
-		// git diff is the one command that runs diff.external by default
-		// (a repository's config could name a program): never. Inserted
-		// before "--", where git still reads options.
-		at := len(d.ExecArgv)
-		for i, a := range d.ExecArgv {
-			if a == "--" {
-				at = i
-				break
-			}
+	if base == "git" && len(pc.subs) > 0 {
+		switch pc.subs[0] {
+		case "diff":
+			// git diff is the one command that runs diff.external by
+			// default (a repository's config could name a program): never.
+			d.ExecArgv = withOption(d.ExecArgv, "--no-ext-diff")
+		case "config":
+			// git config follows include.path by default when no file is
+			// named: a repository's config could include a root-only file.
+			d.ExecArgv = withOption(d.ExecArgv, "--no-includes")
 		}
-		d.ExecArgv = append(d.ExecArgv[:at:at], append([]string{"--no-ext-diff"}, d.ExecArgv[at:]...)...)
 	}
 	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "push" {
 		// A push to a local repository runs that repository's receive-pack
@@ -1005,6 +1022,58 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes
+}
+
+// withOption adds opt to an argv where the command still reads options:
+// before a "--", else at the end.
+func withOption(argv []string, opt string) []string {
+	at := len(argv)
+	for i, a := range argv {
+		if a == "--" {
+			at = i
+			break
+		}
+	}
+	return append(argv[:at:at], append([]string{opt}, argv[at:]...)...)
+}
+
+// goToolFileOptions are compiler, assembler and linker options (passed with
+// -gcflags, -asmflags, -ldflags) that name files to write or read, or
+// programs to run; none is checked like a path.
+var goToolFileOptions = strings.Fields("-o -cpuprofile -memprofile -blockprofile -mutexprofile -trace -asmhdr -linkobj -bench -json -importcfg -embedcfg -symabis -D -I -extld -extldflags -tmpdir -r -T -pack -dumpdep -buildid")
+
+// goFlagProblems names what in a go command's tool flags termd cannot check.
+func goFlagProblems(pc *parsed) []string {
+	var out []string
+	for _, u := range pc.opts {
+		switch u.name {
+		case "-gcflags", "-asmflags", "-ldflags":
+		case "-buildvcs":
+			// Offline inspection runs without VCS stamping (git status in the
+			// repository would run its config's programs).
+			if !pc.code && !pc.net && u.has && u.value != "false" {
+				out = append(out, "go -buildvcs="+u.value+": inspection runs without version-control stamping (it would run git in the repository)")
+			}
+			continue
+		default:
+			continue
+		}
+		for _, tok := range strings.Fields(u.value) {
+			if i := strings.IndexByte(tok, '='); i > 0 && !strings.HasPrefix(tok, "-") {
+				tok = tok[i+1:] // "all=-N" → "-N"
+			}
+			name := tok
+			if i := strings.IndexByte(name, '='); i > 0 {
+				name = name[:i]
+			}
+			for _, bad := range goToolFileOptions {
+				if name == bad || name == "-"+bad {
+					out = append(out, fmt.Sprintf("go %s: %s names a file or program that is not checked", u.name, clip(tok)))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // gitChildTools run git as a child process.

@@ -403,6 +403,33 @@ func TestTarChdirIsCumulative(t *testing.T) {
 	}
 }
 
+// A checkout's .npmrc can move npm's installs to /usr (location=global),
+// its user config onto a root-only file, or its cache outside: refused.
+// A go.mod linked to a root-only file is read like any root-only file.
+func TestHostileProjectConfig(t *testing.T) {
+	f := newFixture(t)
+	mustWrite(t, f.ws+"/src/.npmrc", "registry=https://registry.example.com/\nlocation=global\n")
+	for _, argv := range [][]string{{"npm", "install", "--ignore-scripts", "x"}, {"npm", "ls"}, {"npm", "config", "get", "x"}} {
+		d := f.decideIn(argv, f.ws+"/src", ModeTrusted)
+		if d.Verdict != Deny || !hasReason(d, "sets location") {
+			t.Errorf("%q under a .npmrc with location=global: %s %v", argv, d.Verdict, d.Reasons)
+		}
+	}
+	if d := f.decideIn([]string{"npm", "ls"}, f.ws+"/dir", ModeTrusted); d.Verdict == Deny {
+		t.Errorf("npm ls without a hostile .npmrc: %v", d.Reasons)
+	}
+	if err := os.Symlink(f.out+"/root-only.conf", f.ws+"/dir/go.mod"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.decideIn([]string{"go", "list", "-m"}, f.ws+"/dir", ModeTrusted); d.Verdict != Deny || !hasReason(d, "not readable") {
+		t.Errorf("go list with go.mod linked to a root-only file: %s %v", d.Verdict, d.Reasons)
+	}
+	// git config never follows include.path (it would by default).
+	if d := f.decide([]string{"git", "config", "--get", "x.y"}, ModeTrusted); !contains(d.ExecArgv, "--no-includes") {
+		t.Errorf("git config exec argv %q", d.ExecArgv)
+	}
+}
+
 // awk takes "name=value" as an assignment only when name is a valid
 // variable name; "1=x" or "s.x=1" is a file, and a link by that name can
 // point anywhere.

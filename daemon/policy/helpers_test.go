@@ -104,7 +104,11 @@ func (f *fixture) subst(s string) string {
 }
 
 func (f *fixture) decide(argv []string, mode Mode) Decision {
-	return f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: mode}, f.ctx)
+	return f.decideIn(argv, f.ws, mode)
+}
+
+func (f *fixture) decideIn(argv []string, cwd string, mode Mode) Decision {
+	return f.pol.Decide(Request{Argv: argv, Cwd: cwd, Mode: mode}, f.ctx)
 }
 
 func hasReason(d Decision, sub string) bool {

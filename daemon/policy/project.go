@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // projectEntryFiles are the files a tool reads as the project's code or
@@ -28,8 +29,25 @@ const maxProjectFile = 16 << 20
 // projectFiles digests the entry files of a command that runs project code:
 // path -> "sha256:HEX", "absent", or why it could not be read.
 func projectFiles(pc *parsed, cwd string) map[string]string {
+	if !pc.code {
+		return nil
+	}
+	paths := projectEntryPaths(pc, cwd)
+	if len(paths) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, p := range paths {
+		out[p] = projectFileDigest(p)
+	}
+	return out
+}
+
+// projectEntryPaths are the entry files a tool reads in the directories it
+// works in (cwd, -C, a workspace member).
+func projectEntryPaths(pc *parsed, cwd string) []string {
 	names, ok := projectEntryFiles[pc.tool]
-	if !ok || !pc.code || cwd == "" {
+	if !ok || cwd == "" {
 		return nil
 	}
 	dir := cwd
@@ -53,12 +71,16 @@ func projectFiles(pc *parsed, cwd string) map[string]string {
 			m = resolvePath(cwd, m)
 			paths = append(paths, m, filepath.Join(filepath.Dir(m), "build.rs"))
 		}
+	case "npm", "pnpm", "yarn":
+		// -w/--workspace/--filter members and -C/--dir/--cwd directories
+		// have their own package.json, which is what runs.
+		for _, d := range pc.values("-w", "-C", "--cwd") {
+			if d != "" && !strings.ContainsAny(d, "*{}@") {
+				paths = append(paths, resolvePath(dir, d)+"/package.json")
+			}
+		}
 	}
-	out := map[string]string{}
-	for _, p := range paths {
-		out[p] = projectFileDigest(p)
-	}
-	return out
+	return paths
 }
 
 func projectFileDigest(path string) string {
@@ -88,4 +110,38 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// npmrcRisky are .npmrc keys that move where npm writes (outside the
+// workspace: location=global installs into /usr) or what it reads or runs.
+var npmrcRisky = set("location global prefix userconfig globalconfig cache logs-dir tmp node-options script-shell shell git editor browser viewer init-module onload-script")
+
+// npmrcProblems reads the .npmrc files npm would use between cwd and the
+// workspace root and names the keys termd does not accept there.
+func npmrcProblems(cwd string, ctx *decideCtx) []string {
+	var out []string
+	for dir := cwd; dir != "" && inAnyWorkspace(dir, ctx); dir = filepath.Dir(dir) {
+		f := filepath.Join(dir, ".npmrc")
+		data, err := os.ReadFile(f)
+		if err == nil {
+			if len(data) > 1<<16 {
+				out = append(out, f+" is too large to check")
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" || line[0] == '#' || line[0] == ';' {
+					continue
+				}
+				k, _, _ := strings.Cut(line, "=")
+				k = strings.ToLower(strings.TrimSpace(k))
+				if npmrcRisky[k] {
+					out = append(out, f+" sets "+k+", which moves where npm writes or what it reads or runs; remove that line")
+				}
+			}
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	return out
 }

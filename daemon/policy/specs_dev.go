@@ -57,6 +57,22 @@ func initGit() {
 	}
 }
 
+// postGoPackages: packages named by directory ("/srv/x", "../y", "./...")
+// are read, recursively for "...": checked like any read (go doc /root/x
+// would print root-only sources).
+func postGoPackages(p *parsed) {
+	for i, op := range p.operands {
+		if v := op.value; strings.HasPrefix(v, "/") || strings.HasPrefix(v, ".") {
+			p.operands[i].kind = KPathRead
+			p.operands[i].value = strings.TrimSuffix(strings.TrimSuffix(v, "..."), "/")
+			if p.operands[i].value == "" {
+				p.operands[i].value = "/"
+			}
+			p.recursive = p.recursive || strings.HasSuffix(v, "...")
+		}
+	}
+}
+
 // postGoFmt: go fmt rewrites the files of the packages it is given. Packages
 // named by directory or file are checked as writes; an import path ("std",
 // "golang.org/x/...") may name the standard library or the module cache.
@@ -190,8 +206,8 @@ func gitCloneName(src string) string {
 
 func initBuildTools() {
 	R, W := KPathRead, KPathWrite
-	buildFlags := opts(flags("-v -x -n -a -race -msan -asan -cover -trimpath -linkshared -modcacherw -work -json -buildvcs -i"),
-		list(o("-covermode="), o("-coverpkg="), o("-p="), o("-tags="), o("-ldflags="), o("-gcflags="), o("-asmflags="), o("-buildmode="), o("-compiler="), o("-gccgoflags="), o("-installsuffix="), o("-mod="), o("-modfile=", R), o("-overlay=").denyWith("replaces files with the files a JSON file names (not checked)"), o("-pgo=", R), o("-pkgdir=", W), o("-o=", W), o("-C=", R),
+	buildFlags := opts(flags("-v -x -n -a -race -msan -asan -cover -trimpath -linkshared -modcacherw -work -json -i"),
+		list(o("-buildvcs?"), o("-covermode="), o("-coverpkg="), o("-p="), o("-tags="), o("-ldflags="), o("-gcflags="), o("-asmflags="), o("-buildmode="), o("-compiler=").denyWith("chooses the compiler program"), o("-gccgoflags=").denyWith("passes options to gccgo, which may name programs to run"), o("-installsuffix="), o("-mod="), o("-modfile=", R), o("-overlay=").denyWith("replaces files with the files a JSON file names (not checked)"), o("-pgo=", R), o("-pkgdir=", W), o("-o=", W), o("-C=", R),
 			o("-toolexec=").denyWith("runs a program around every compiler step"), o("-exec=").denyWith("runs a program around the binary"), o("-vettool=").denyWith("runs a vet program chosen by the caller")))
 	testFlags := opts(buildFlags, flags("-benchmem -failfast -short -c -fullpath -cpuprofile"), list(o("-run="), o("-skip="), o("-bench="), o("-benchtime="), o("-count="), o("-cpu="), o("-fuzz="), o("-fuzztime="), o("-fuzzminimizetime="), o("-list="), o("-parallel="), o("-shuffle="), o("-timeout="), o("-vet="), o("-coverprofile=", W), o("-memprofile=", W), o("-blockprofile=", W), o("-mutexprofile=", W), o("-outputdir=", W), o("-trace=", W), o("-memprofilerate="), o("-blockprofilerate="), o("-mutexprofilefraction="), o("-test.v?"), o("-test.run=")))
 	// -cpuprofile takes a value; fix the flag above
@@ -221,14 +237,14 @@ func initBuildTools() {
 		goSub("install", &cmdSpec{code: true, write: true, net: true, opts: buildFlags}),
 		goSub("test", &cmdSpec{code: true, restMarker: "-args", opts: testFlags}),
 		goSub("run", &cmdSpec{code: true, posix: true, opts: buildFlags}),
-		goSub("vet", &cmdSpec{opts: buildFlags}),
+		goSub("vet", &cmdSpec{post: postGoPackages, opts: buildFlags}),
 		goSub("fmt", &cmdSpec{write: true, post: postGoFmt, opts: list(o("-n"), o("-x"), o("-mod="))}),
 		goSub("env", &cmdSpec{opts: list(o("-json"), o("-changed"), o("-w").denyWith("writes the go env file that later go commands obey"), o("-u").denyWith("writes the go env file that later go commands obey"))}),
 		goSub("version", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = true }, opts: list(o("-m"), o("-v"), o("-json"))}),
-		goSub("list", &cmdSpec{opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=")))}),
+		goSub("list", &cmdSpec{post: postGoPackages, opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=")))}),
 		goSub("mod", &cmdSpec{needSub: true, subs: modSubs}),
 		goSub("get", &cmdSpec{net: true, write: true, opts: opts(buildFlags, list(o("-t"), o("-u?"), o("-tool")))}),
-		goSub("doc", &cmdSpec{opts: list(o("-all"), o("-c"), o("-cmd"), o("-short"), o("-src"), o("-u"), o("-http").denyWith("starts a web server"))}),
+		goSub("doc", &cmdSpec{post: postGoPackages, opts: list(o("-all"), o("-c"), o("-cmd"), o("-short"), o("-src"), o("-u"), o("-http").denyWith("starts a web server"))}),
 		goSub("generate", &cmdSpec{code: true, write: true, opts: opts(buildFlags, list(o("-run="), o("-skip=")))}),
 		goSub("clean", &cmdSpec{write: true, opts: opts(buildFlags, list(o("-cache"), o("-testcache"), o("-modcache"), o("-fuzzcache"), o("-r")))}),
 		goSub("tool", &cmdSpec{code: true, posix: true, opts: list(o("-n"), o("-modfile=", R))}),
@@ -267,6 +283,19 @@ func initBuildTools() {
 			"dlx":    withName("dlx", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s dlx runs a downloaded program", p.tool) }}),
 		}
 		al := map[string]string{"i": "install", "isntall": "install", "in": "install", "t": "test", "tst": "test", "run-script": "run", "rum": "run", "urn": "run", "list": "ls", "ll": "ls", "la": "ls", "v": "view", "show": "view", "c": "config", "x": "exec", "rm": "remove", "r": "remove", "un": "remove", "uninstall": "remove", "unlink": "remove", "up": "update", "upgrade": "update", "clean-install": "ci", "install-clean": "ci", "ic": "ci", "rb": "rebuild", "ddp": "dedupe"}
+		if tool != "npm" {
+			// yarn obeys a checkout's yarn-path / yarnPath and plugins, pnpm its
+			// .pnpmfile.cjs, on every command: all of them run project code.
+			for _, c := range m {
+				post := c.post
+				c.post = func(p *parsed) {
+					if post != nil {
+						post(p)
+					}
+					p.code = true
+				}
+			}
+		}
 		reg(tool, &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal})
 	}
 	js("npm")
