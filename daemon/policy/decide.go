@@ -626,7 +626,12 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- paths
-	for _, f := range projectEntryPaths(pc, cwd) {
+	if base == "git" && cwd != "" {
+		for _, f := range gitRepoReads(pc, cwd, ctx) {
+			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
+		}
+	}
+	for _, f := range projectEntryPaths(pc, cwd, ctx) {
 		// Tools read these by fixed names: a link to a root-only file
 		// would be printed in a parse error.
 		if _, err := os.Lstat(f); err == nil {
@@ -710,7 +715,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	}
 	if (base == "npm" || base == "pnpm" || base == "yarn") && cwd != "" {
-		for _, why := range npmrcProblems(cwd, ctx) {
+		for _, why := range npmrcProblems(pc, cwd, ctx) {
 			s.deny(RiskHigh, why)
 		}
 	}
@@ -776,7 +781,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		s.deny(RiskMedium, pc.cmdName()+" uses the network, which the policy denies")
 	}
 	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", write, pc.net, pc.code), strings.Join(writes, ","))
-	if pf := projectFiles(pc, cwd); len(pf) > 0 {
+	if pf := projectFiles(pc, cwd, ctx); len(pf) > 0 {
 		d.ProjectFiles = pf
 		var shown []string
 		for _, k := range sortedKeys(pf) {
@@ -1022,6 +1027,46 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes
+}
+
+// gitRepoReads are files of the repository git will use that it reads by
+// fixed names and may echo in errors (a link to a root-only file), and the
+// object directories an alternates file names (a root-only repository
+// would be read through them).
+func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
+	dir := gitWorkDir(pc, cwd)
+	var gitDir string
+	if v := pc.values("--git-dir"); len(v) > 0 {
+		gitDir = resolvePath(dir, v[len(v)-1])
+	} else {
+		for d := dir; inAnyWorkspace(d, ctx); d = filepath.Dir(d) {
+			if fi, err := os.Stat(filepath.Join(d, ".git")); err == nil && fi.IsDir() {
+				gitDir = filepath.Join(d, ".git")
+				break
+			}
+			if d == "/" {
+				break
+			}
+		}
+	}
+	if gitDir == "" {
+		return nil
+	}
+	var out []string
+	for _, name := range []string{"packed-refs", "HEAD", "commondir", "objects/info/alternates", "objects/info/http-alternates", "info/grafts", "shallow"} {
+		f := filepath.Join(gitDir, name)
+		if _, err := os.Lstat(f); err == nil {
+			out = append(out, f)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(gitDir, "objects/info/alternates")); err == nil && len(data) < 1<<16 {
+		for _, line := range strings.Split(string(data), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				out = append(out, resolvePath(filepath.Join(gitDir, "objects"), line))
+			}
+		}
+	}
+	return out
 }
 
 // withOption adds opt to an argv where the command still reads options:

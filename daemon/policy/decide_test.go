@@ -430,6 +430,50 @@ func TestHostileProjectConfig(t *testing.T) {
 	}
 }
 
+// Seventh pass: project files found by searching upwards, other spellings
+// of .npmrc keys, files read by fixed names in .git.
+func TestProjectFilesFoundUpwardsAndInGit(t *testing.T) {
+	f := newFixture(t)
+	secret := f.out + "/root-only.conf"
+	deny := func(name string, argv []string, cwd string, why string) {
+		t.Helper()
+		if d := f.decideIn(argv, cwd, ModeTrusted); d.Verdict != Deny || !hasReason(d, why) {
+			t.Errorf("%s: %q in %s: %s %v", name, argv, cwd, d.Verdict, d.Reasons)
+		}
+	}
+	mustWrite(t, f.ws+"/dir/.npmrc", "\"logs-dir\"=/tmp/x\n")
+	deny("quoted .npmrc key", []string{"npm", "ls"}, f.ws+"/dir", "sets logs-dir")
+	mustWrite(t, f.ws+"/dir/.npmrc", "logs-${NODE_ENV}=/tmp/x\n")
+	deny("${VAR} .npmrc key", []string{"npm", "ls"}, f.ws+"/dir", "cannot check")
+	if err := os.Remove(f.ws + "/dir/.npmrc"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, f.ws+"/src/.npmrc", "userconfig=/tmp/x\n")
+	deny("npm -C DIR reads DIR/.npmrc", []string{"npm", "ls", "-C", "src"}, f.ws, "sets userconfig")
+	if err := os.Symlink(secret, f.ws+"/src/sub/go.work"); err != nil {
+		t.Fatal(err)
+	}
+	deny("go.work found by search", []string{"go", "list", "./..."}, f.ws+"/src/sub", "not readable")
+	// npm runs the nearest package.json above cwd: a change to it after
+	// approval makes the plan stale.
+	mustWrite(t, f.ws+"/package.json", `{"scripts":{"test":"echo ok"}}`)
+	a := f.decideIn([]string{"npm", "test"}, f.ws+"/build", ModeConfirm)
+	mustWrite(t, f.ws+"/package.json", `{"scripts":{"test":"id"}}`)
+	if b := f.decideIn([]string{"npm", "test"}, f.ws+"/build", ModeConfirm); a.RequestHash == b.RequestHash {
+		t.Errorf("npm test from a subdirectory: the parent package.json is not bound (%v)", a.ProjectFiles)
+	}
+	mustWrite(t, f.ws+"/package.json", `{"workspaces":["build"]}`)
+	if err := os.Symlink(secret, f.ws+"/build/package.json"); err != nil {
+		t.Fatal(err)
+	}
+	deny("workspace member package.json", []string{"npm", "ls"}, f.ws, "not readable")
+	if err := os.Symlink(secret, f.ws+"/.git/packed-refs"); err != nil {
+		t.Fatal(err)
+	}
+	deny("git packed-refs link", []string{"git", "status"}, f.ws, "not readable")
+	deny("curl -w %output", []string{"curl", "-w", "%output{/tmp/x}%{http_code}", "https://example.com/"}, f.ws, "%output")
+}
+
 // awk takes "name=value" as an assignment only when name is a valid
 // variable name; "1=x" or "s.x=1" is a file, and a link by that name can
 // point anywhere.

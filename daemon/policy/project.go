@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,12 +18,12 @@ import (
 // they pull in (included makefiles, scripts, sources) are not covered.
 var projectEntryFiles = map[string][]string{
 	"make":   {"GNUmakefile", "makefile", "Makefile"},
-	"npm":    {"package.json"},
-	"pnpm":   {"package.json", ".pnpmfile.cjs"},
-	"yarn":   {"package.json", ".yarnrc.yml"},
+	"npm":    {"package.json", ".npmrc"},
+	"pnpm":   {"package.json", ".npmrc", ".pnpmfile.cjs"},
+	"yarn":   {"package.json", ".npmrc", ".yarnrc", ".yarnrc.yml"},
 	"cargo":  {"Cargo.toml", "build.rs"},
 	"pytest": {"conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"},
-	"go":     {"go.mod"},
+	"go":     {"go.mod", "go.work"},
 }
 
 // maxProjectFile bounds how much of one entry file is hashed.
@@ -28,11 +31,11 @@ const maxProjectFile = 16 << 20
 
 // projectFiles digests the entry files of a command that runs project code:
 // path -> "sha256:HEX", "absent", or why it could not be read.
-func projectFiles(pc *parsed, cwd string) map[string]string {
+func projectFiles(pc *parsed, cwd string, ctx *decideCtx) map[string]string {
 	if !pc.code {
 		return nil
 	}
-	paths := projectEntryPaths(pc, cwd)
+	paths := projectEntryPaths(pc, cwd, ctx)
 	if len(paths) == 0 {
 		return nil
 	}
@@ -43,9 +46,16 @@ func projectFiles(pc *parsed, cwd string) map[string]string {
 	return out
 }
 
+// walksUp are the tools that look for their project file in the parent
+// directories too (npm's nearest package.json, go's go.mod and go.work,
+// cargo's workspace Cargo.toml, pytest's rootdir and conftest.py files).
+var walksUp = set("npm pnpm yarn go cargo pytest py.test")
+
 // projectEntryPaths are the entry files a tool reads in the directories it
-// works in (cwd, -C, a workspace member).
-func projectEntryPaths(pc *parsed, cwd string) []string {
+// works in (cwd, -C, workspace members) and, for tools that search upwards,
+// in each parent up to the workspace root. In cwd every name is listed (an
+// absent file is bound as absent); above it only files that exist.
+func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
 	names, ok := projectEntryFiles[pc.tool]
 	if !ok || cwd == "" {
 		return nil
@@ -57,30 +67,97 @@ func projectEntryPaths(pc *parsed, cwd string) []string {
 			dir = resolvePath(dir, d)
 		}
 	}
+	dirs := []string{dir}
+	switch pc.tool {
+	case "npm", "pnpm", "yarn":
+		// -w/--workspace/--filter members and -C/--dir/--cwd directories
+		// have their own package.json and .npmrc.
+		for _, d := range pc.values("-w", "-C", "--cwd") {
+			if d != "" && !strings.ContainsAny(d, "*{}@") {
+				dirs = append(dirs, resolvePath(dir, d))
+			}
+		}
+	}
 	var paths []string
-	for _, n := range names {
-		paths = append(paths, filepath.Join(dir, n))
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	for _, d := range dirs {
+		for _, n := range names {
+			add(filepath.Join(d, n))
+		}
+		if !walksUp[pc.tool] {
+			continue
+		}
+		for up := filepath.Dir(d); up != d && inAnyWorkspace(up, ctx); up, d = filepath.Dir(up), up {
+			for _, n := range names {
+				if _, err := os.Lstat(filepath.Join(up, n)); err == nil {
+					add(filepath.Join(up, n))
+				}
+			}
+		}
 	}
 	switch pc.tool {
 	case "make":
 		for _, f := range pc.values("-f") {
-			paths = append(paths, resolvePath(dir, f))
+			add(resolvePath(dir, f))
 		}
 	case "cargo":
 		for _, m := range pc.values("--manifest-path") {
 			m = resolvePath(cwd, m)
-			paths = append(paths, m, filepath.Join(filepath.Dir(m), "build.rs"))
+			add(m)
+			add(filepath.Join(filepath.Dir(m), "build.rs"))
 		}
 	case "npm", "pnpm", "yarn":
-		// -w/--workspace/--filter members and -C/--dir/--cwd directories
-		// have their own package.json, which is what runs.
-		for _, d := range pc.values("-w", "-C", "--cwd") {
-			if d != "" && !strings.ContainsAny(d, "*{}@") {
-				paths = append(paths, resolvePath(dir, d)+"/package.json")
+		for _, p := range append([]string(nil), paths...) {
+			if filepath.Base(p) == "package.json" {
+				for _, m := range npmWorkspaceMembers(p) {
+					add(m)
+				}
 			}
 		}
 	}
 	return paths
+}
+
+// npmWorkspaceMembers lists the package.json files of the members a
+// package.json names in its "workspaces" field (globs expanded, bounded).
+func npmWorkspaceMembers(pkg string) []string {
+	data, err := os.ReadFile(pkg)
+	if err != nil || len(data) > 1<<20 {
+		return nil
+	}
+	var doc struct {
+		Workspaces json.RawMessage `json:"workspaces"`
+	}
+	if json.Unmarshal(data, &doc) != nil || len(doc.Workspaces) == 0 {
+		return nil
+	}
+	var pats []string
+	if json.Unmarshal(doc.Workspaces, &pats) != nil {
+		var obj struct {
+			Packages []string `json:"packages"`
+		}
+		if json.Unmarshal(doc.Workspaces, &obj) != nil {
+			return nil
+		}
+		pats = obj.Packages
+	}
+	var out []string
+	root := filepath.Dir(pkg)
+	for _, pat := range pats {
+		matches, _ := filepath.Glob(filepath.Join(root, pat))
+		for _, m := range matches {
+			if len(out) < 256 {
+				out = append(out, filepath.Join(m, "package.json"))
+			}
+		}
+	}
+	return out
 }
 
 func projectFileDigest(path string) string {
@@ -116,31 +193,41 @@ func sortedKeys(m map[string]string) []string {
 // workspace: location=global installs into /usr) or what it reads or runs.
 var npmrcRisky = set("location global prefix userconfig globalconfig cache logs-dir tmp node-options script-shell shell git editor browser viewer init-module onload-script")
 
-// npmrcProblems reads the .npmrc files npm would use between cwd and the
-// workspace root and names the keys termd does not accept there.
-func npmrcProblems(cwd string, ctx *decideCtx) []string {
+// npmrcKeyRE is a plain .npmrc key: a name, or a registry-scoped one
+// ("//registry.example.com/:_authToken", "@scope:registry").
+var npmrcKeyRE = regexp.MustCompile(`^(//[^\s=${}]+:)?[@a-z0-9._:/-]+$`)
+
+// npmrcProblems reads the .npmrc files npm may use (in the tool's project
+// directories and their parents up to the workspace root) and names the
+// keys termd does not accept there.
+func npmrcProblems(pc *parsed, cwd string, ctx *decideCtx) []string {
 	var out []string
-	for dir := cwd; dir != "" && inAnyWorkspace(dir, ctx); dir = filepath.Dir(dir) {
-		f := filepath.Join(dir, ".npmrc")
+	for _, f := range projectEntryPaths(pc, cwd, ctx) {
+		if filepath.Base(f) != ".npmrc" {
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err == nil {
 			if len(data) > 1<<16 {
 				out = append(out, f+" is too large to check")
 			}
-			for _, line := range strings.Split(string(data), "\n") {
+			for n, line := range strings.Split(string(data), "\n") {
 				line = strings.TrimSpace(line)
 				if line == "" || line[0] == '#' || line[0] == ';' {
 					continue
 				}
 				k, _, _ := strings.Cut(line, "=")
-				k = strings.ToLower(strings.TrimSpace(k))
-				if npmrcRisky[k] {
+				k = strings.ToLower(strings.Trim(strings.TrimSpace(k), `"'`))
+				switch {
+				case npmrcRisky[k]:
 					out = append(out, f+" sets "+k+", which moves where npm writes or what it reads or runs; remove that line")
+				case !npmrcKeyRE.MatchString(k):
+					// npm expands ${VAR} and unquotes keys: a key termd cannot
+					// read plainly could be any of the above.
+					// (The key is not quoted: the file may be a link to a secret.)
+					out = append(out, fmt.Sprintf("%s line %d has a key termd cannot check; write it plainly or remove it", f, n+1))
 				}
 			}
-		}
-		if dir == "/" {
-			break
 		}
 	}
 	return out

@@ -398,6 +398,9 @@ func postCurl(p *parsed) {
 			}
 		case n == "-F":
 			curlFormFiles(p, u.value)
+		case n == "-w" && strings.Contains(u.value, "%output{"):
+			// curl 8.3+: -w '%output{FILE}' writes the rest of the format there.
+			p.deny(RiskHigh, "curl -w %%output{...} writes to a file that is not checked")
 		case n == "-H" || n == "-w":
 			// -H @FILE reads headers from a file (and sends them);
 			// -w @FILE reads the output format from a file (and prints it).
