@@ -60,6 +60,7 @@ Next, in another terminal:
   bin/termctl plan -- touch hello.txt       # a write needs approval in confirm mode
   bin/termctl pending                       # then: bin/termctl approve PLAN_ID
   bin/termctl receipts list
+  bin/termd doctor --socket $sock --state-dir $run/state   # what this host supports
 MSG
 if [ -x bin/termd-gateway ]; then
 cat <<MSG
