@@ -1082,10 +1082,11 @@ func withOption(argv []string, opt string) []string {
 	return append(argv[:at:at], append([]string{opt}, argv[at:]...)...)
 }
 
-// goToolFileOptions are compiler, assembler and linker options (passed with
-// -gcflags, -asmflags, -ldflags) that name files to write or read, or
-// programs to run; none is checked like a path.
-var goToolFileOptions = strings.Fields("-o -cpuprofile -memprofile -blockprofile -mutexprofile -trace -asmhdr -linkobj -bench -json -importcfg -embedcfg -symabis -D -I -extld -extldflags -tmpdir -r -T -pack -dumpdep -buildid")
+// goToolSafeOptions are the compiler, assembler and linker options termd
+// passes through -gcflags, -asmflags and -ldflags: none names a file to read
+// or write or a program to run. Anything else (-cpuprofile, -traceprofile,
+// -o, -extld, -extar, -coveragecfg, ...) is refused.
+var goToolSafeOptions = set("-N -l -m -S -B -C -e -h -w -s -d -v -live -std -complete -dwarf -dwarflocationlists -lang -c -smallframes -spectre -race -msan -asan -wb -nolocalimports -shared -dynlink -X -linkmode -buildmode -compressdwarf -strictdups -checklinkname -dumpdep -H -V -E -trimpath -p -installsuffix")
 
 // goFlagProblems names what in a go command's tool flags termd cannot check.
 func goFlagProblems(pc *parsed) []string {
@@ -1103,18 +1104,22 @@ func goFlagProblems(pc *parsed) []string {
 		default:
 			continue
 		}
-		for _, tok := range strings.Fields(u.value) {
+		// cmd/go splits the value on blanks and strips quotes; termd drops
+		// every quote character first, so no quoting can hide an option.
+		val := strings.NewReplacer(`"`, " ", `'`, " ").Replace(u.value)
+		for _, tok := range strings.Fields(val) {
 			if i := strings.IndexByte(tok, '='); i > 0 && !strings.HasPrefix(tok, "-") {
 				tok = tok[i+1:] // "all=-N" → "-N"
 			}
-			name := tok
-			if i := strings.IndexByte(name, '='); i > 0 {
+			if !strings.HasPrefix(tok, "-") {
+				continue // a value of the option before it (-X main.v=1)
+			}
+			name := strings.TrimPrefix(tok, "-")
+			if i := strings.IndexByte(name, '='); i >= 0 {
 				name = name[:i]
 			}
-			for _, bad := range goToolFileOptions {
-				if name == bad || name == "-"+bad {
-					out = append(out, fmt.Sprintf("go %s: %s names a file or program that is not checked", u.name, clip(tok)))
-				}
+			if !goToolSafeOptions["-"+strings.TrimPrefix(name, "-")] {
+				out = append(out, fmt.Sprintf("go %s: %s is not an option termd passes to the Go tools (it may name a file or a program); allowed: -N -l -m -S -d -s -w -X -trimpath and similar", u.name, clip(tok)))
 			}
 		}
 	}

@@ -106,6 +106,10 @@ func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
 		for _, f := range pc.values("-f") {
 			add(resolvePath(dir, f))
 		}
+	case "go":
+		for _, f := range pc.values("-modfile") {
+			add(resolvePath(dir, f))
+		}
 	case "cargo":
 		for _, m := range pc.values("--manifest-path") {
 			m = resolvePath(cwd, m)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -352,6 +353,15 @@ func postRm(p *parsed) {
 		}
 		if b == "" || b == "." || b == ".." || v == "*" || v == "~" || strings.HasSuffix(b, "/.") || strings.HasSuffix(b, "/..") || b == "/*" || strings.HasSuffix(b, "/*") {
 			p.deny(RiskCritical, "%s: removing %q would remove the workspace itself", p.tool, clip(v))
+		}
+	}
+	if p.tool == "rmdir" && p.has("-p") {
+		// rmdir -p a/b/c also removes a/b and a (and so on up to what is
+		// named): each is a removal.
+		for _, op := range append([]operand(nil), p.operands...) {
+			for d := filepath.Dir(strings.TrimRight(op.value, "/")); d != "." && d != "/" && d != ""; d = filepath.Dir(d) {
+				p.operands = append(p.operands, operand{value: d, kind: KPathWrite})
+			}
 		}
 	}
 }

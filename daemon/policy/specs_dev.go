@@ -40,7 +40,7 @@ func initGit() {
 		sub("push", &cmdSpec{net: true, operand: KURL, post: postGitURL, opts: opts(flags("-u|--set-upstream -f|--force --force-if-includes --all --branches --tags --follow-tags --no-follow-tags -d|--delete -n|--dry-run --porcelain -q|--quiet -v|--verbose --prune --mirror --atomic --no-atomic --no-verify --verify --progress --no-progress -4|--ipv4 -6|--ipv6 --no-signed --no-force-with-lease"),
 			list(o("--force-with-lease?"), o("-o|--push-option="), o("--recurse-submodules="), o("--signed?"), o("--repo="), o("--receive-pack=").denyWith("runs a program on the remote side chosen by the caller"), o("--exec=").denyWith("runs a program on the remote side chosen by the caller")))}),
 		sub("clone", &cmdSpec{net: true, write: true, operand: KURL, hasLast: true, last: W, post: postGitClone, opts: opts(flags("--single-branch --no-single-branch --shallow-submodules --no-shallow-submodules -q|--quiet -v|--verbose --progress -n|--no-checkout --sparse --no-tags --tags --dissociate -l|--local --no-local --no-hardlinks -s|--shared --remote-submodules --no-remote-submodules --also-filter-submodules --reject-shallow --no-reject-shallow -4|--ipv4 -6|--ipv6"),
-			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W).denyWith(whyGitDir), o("--bare").denyWith(whyGitDir), o("--mirror").denyWith(whyGitDir), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri="), o("--server-option="), o("--revision="), o("--ref-format="),
+			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W).denyWith(whyGitDir), o("--bare").denyWith(whyGitDir), o("--mirror").denyWith(whyGitDir), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri=", R), o("--server-option="), o("--revision="), o("--ref-format="),
 				o("--template=").denyWith("installs hooks from a template directory"), o("-c|--config=").denyWith(whyConfig), o("-u|--upload-pack=").denyWith("runs a program chosen by the caller")))}),
 		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --no-includes --no-type"), list(o("--includes").denyWith("follows include.path to files the config names (not checked)"), o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
 	)
@@ -223,7 +223,7 @@ func initBuildTools() {
 		return c
 	}
 	modSubs := subs(
-		goSub("download", &cmdSpec{net: true, opts: list(o("-json"), o("-x"), o("-reuse="))}),
+		goSub("download", &cmdSpec{net: true, opts: list(o("-json"), o("-x"), o("-reuse=", R))}),
 		goSub("tidy", &cmdSpec{net: true, write: true, opts: list(o("-v"), o("-e"), o("-x"), o("-diff"), o("-go="), o("-compat="))}),
 		goSub("graph", &cmdSpec{opts: list(o("-x"), o("-go="))}),
 		goSub("why", &cmdSpec{opts: list(o("-m"), o("-vendor"))}),
@@ -241,7 +241,7 @@ func initBuildTools() {
 		goSub("fmt", &cmdSpec{write: true, post: postGoFmt, opts: list(o("-n"), o("-x"), o("-mod="))}),
 		goSub("env", &cmdSpec{opts: list(o("-json"), o("-changed"), o("-w").denyWith("writes the go env file that later go commands obey"), o("-u").denyWith("writes the go env file that later go commands obey"))}),
 		goSub("version", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = true }, opts: list(o("-m"), o("-v"), o("-json"))}),
-		goSub("list", &cmdSpec{post: postGoPackages, opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=")))}),
+		goSub("list", &cmdSpec{post: postGoPackages, opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=", R)))}),
 		goSub("mod", &cmdSpec{needSub: true, subs: modSubs}),
 		goSub("get", &cmdSpec{net: true, write: true, opts: opts(buildFlags, list(o("-t"), o("-u?"), o("-tool")))}),
 		goSub("doc", &cmdSpec{post: postGoPackages, opts: list(o("-all"), o("-c"), o("-cmd"), o("-short"), o("-src"), o("-u"), o("-http").denyWith("starts a web server"))}),
@@ -398,6 +398,9 @@ func postCurl(p *parsed) {
 			}
 		case n == "-F":
 			curlFormFiles(p, u.value)
+		case n == "-T" && !p.has("-g") && strings.ContainsAny(u.value, "[]{}"):
+			// curl expands globs in -T names too: {f,/etc/shadow}.
+			p.deny(RiskHigh, "curl -T %s: a [..] or {..} glob names files that are not checked; name one file, or pass -g", clip(u.value))
 		case n == "-w" && strings.Contains(u.value, "%output{"):
 			// curl 8.3+: -w '%output{FILE}' writes the rest of the format there.
 			p.deny(RiskHigh, "curl -w %%output{...} writes to a file that is not checked")
@@ -487,6 +490,11 @@ func curlFormFiles(p *parsed, v string) {
 		add(parts[0][1:])
 	}
 	for _, prm := range parts[1:] {
+		if strings.Contains(prm, ",") {
+			// "@f;type=text/plain,/other" is a second file to curl.
+			p.deny(RiskHigh, "%s -F: a ',' after ';' names more files, which are not checked", p.tool)
+			return
+		}
 		k, pv, _ := strings.Cut(strings.TrimSpace(prm), "=")
 		if strings.EqualFold(k, "headers") && (strings.HasPrefix(pv, "@") || strings.HasPrefix(pv, "<")) {
 			add(pv[1:])
