@@ -1040,7 +1040,7 @@ func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
 		gitDir = resolvePath(dir, v[len(v)-1])
 	} else {
 		for d := dir; inAnyWorkspace(d, ctx); d = filepath.Dir(d) {
-			if fi, err := os.Stat(filepath.Join(d, ".git")); err == nil && fi.IsDir() {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 				gitDir = filepath.Join(d, ".git")
 				break
 			}
@@ -1051,6 +1051,17 @@ func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
 	}
 	if gitDir == "" {
 		return nil
+	}
+	// A .git *file* ("gitdir: PATH") sends git to another repository: that
+	// one is what is read.
+	if fi, err := os.Stat(gitDir); err == nil && fi.Mode().IsRegular() {
+		data, _ := os.ReadFile(gitDir)
+		line, _, _ := strings.Cut(string(data), "\n")
+		target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+		if !ok {
+			return []string{gitDir}
+		}
+		gitDir = resolvePath(filepath.Dir(gitDir), strings.TrimSpace(target))
 	}
 	var out []string
 	for _, name := range []string{"packed-refs", "HEAD", "commondir", "objects/info/alternates", "objects/info/http-alternates", "info/grafts", "shallow"} {

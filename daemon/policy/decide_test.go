@@ -472,6 +472,13 @@ func TestProjectFilesFoundUpwardsAndInGit(t *testing.T) {
 	}
 	deny("git packed-refs link", []string{"git", "status"}, f.ws, "not readable")
 	deny("curl -w %output", []string{"curl", "-w", "%output{/tmp/x}%{http_code}", "https://example.com/"}, f.ws, "%output")
+	// A .git file sends git to the repository it names: that one is read.
+	mustWrite(t, f.out+"/priv/HEAD", "ref: refs/heads/main\n")
+	if err := os.Chmod(f.out+"/priv", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, f.ws+"/src/sub/.git", "gitdir: "+f.out+"/priv\n")
+	deny("gitfile to a private repository", []string{"git", "log", "-p"}, f.ws+"/src/sub", "not searchable")
 }
 
 // awk takes "name=value" as an assignment only when name is a valid

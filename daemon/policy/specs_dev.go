@@ -22,9 +22,9 @@ func initGit() {
 		sub("ls-files", &cmdSpec{opts: opts(flags("-c|--cached -d|--deleted -m|--modified -o|--others -i|--ignored -s|--stage -u|--unmerged -k|--killed -z -t -v -f --directory --no-empty-directory --eol --full-name --recurse-submodules --debug --deduplicate --exclude-standard --error-unmatch --sparse --resolve-undo"), list(o("--abbrev?"), o("-x|--exclude="), o("-X|--exclude-from=", R), o("--exclude-per-directory="), o("--with-tree="), o("--format=")))}),
 		sub("rev-parse", &cmdSpec{opts: opts(flags("--show-toplevel --show-prefix --show-cdup --git-dir --git-common-dir --absolute-git-dir --is-inside-work-tree --is-inside-git-dir --is-bare-repository --is-shallow-repository --verify -q|--quiet --symbolic --symbolic-full-name --all --local-env-vars --sq --sq-quote --revs-only --no-revs --flags --no-flags --show-superproject-working-tree --shared-index-path --not --keep-dashdash --stop-at-non-option --stuck-long"),
 			list(o("--abbrev-ref?"), o("--short?"), o("--branches?"), o("--tags?"), o("--remotes?"), o("--glob="), o("--exclude="), o("--show-object-format?"), o("--path-format="), o("--git-path="), o("--default="), o("--prefix="), o("--since|--after="), o("--until|--before="), o("--resolve-git-dir=", R), o("--disambiguate="), o("--show-ref-format")))}),
-		sub("blame", &cmdSpec{opts: opts(flags("-l -t -s -e|--show-email -w -p|--porcelain --line-porcelain --incremental -f|--show-name -n|--show-number -c --root --show-stats --first-parent --color-lines --color-by-age --progress --no-progress --score-debug -b"),
+		sub("blame", &cmdSpec{post: func(p *parsed) { gitPathspecs(p, 0) }, opts: opts(flags("-l -t -s -e|--show-email -w -p|--porcelain --line-porcelain --incremental -f|--show-name -n|--show-number -c --root --show-stats --first-parent --color-lines --color-by-age --progress --no-progress --score-debug -b"),
 			list(o("-L="), o("-M?"), o("-C?"), o("--date="), o("--abbrev?"), o("--reverse="), o("--contents=", R), o("--since="), o("-S=", R), o("--ignore-rev="), o("--ignore-revs-file=", R), o("--encoding=")))}),
-		sub("grep", &cmdSpec{post: postPatternFirst("-e", "-f"), opts: opts(flags("-i|--ignore-case -w|--word-regexp -v|--invert-match -n|--line-number -l|--files-with-matches|--name-only -L|--files-without-match -c|--count -h -H -o|--only-matching -q|--quiet -E|--extended-regexp -F|--fixed-strings -G|--basic-regexp -P|--perl-regexp --cached --untracked --no-index --index --recurse-submodules -r|--recursive --no-recursive -a|--text --full-name -z|--null --and --or --not --all-match -W|--function-context -p|--show-function --no-color --column --break --heading --textconv --no-textconv -I --exclude-standard --no-exclude-standard"),
+		sub("grep", &cmdSpec{post: postGitGrep, opts: opts(flags("-i|--ignore-case -w|--word-regexp -v|--invert-match -n|--line-number -l|--files-with-matches|--name-only -L|--files-without-match -c|--count -h -H -o|--only-matching -q|--quiet -E|--extended-regexp -F|--fixed-strings -G|--basic-regexp -P|--perl-regexp --cached --untracked --no-index --index --recurse-submodules -r|--recursive --no-recursive -a|--text --full-name -z|--null --and --or --not --all-match -W|--function-context -p|--show-function --no-color --column --break --heading --textconv --no-textconv -I --exclude-standard --no-exclude-standard"),
 			list(o("-e=", KPattern), o("-f=", R), o("-A|--after-context="), o("-B|--before-context="), o("-C|--context="), o("--max-depth="), o("--color?"), o("--threads="), o("-m|--max-count="), o("-O|--open-files-in-pager?").denyWith(whyPager)))}),
 		sub("add", &cmdSpec{write: true, opts: opts(flags("-A|--all -u|--update -n|--dry-run -v|--verbose -f|--force -N|--intent-to-add --refresh --ignore-errors --ignore-missing --no-all --renormalize --pathspec-file-nul --sparse --no-ignore-removal --ignore-removal"), list(o("--chmod="), o("--pathspec-from-file=", R), o("-i|--interactive").denyWith("is interactive"), o("-p|--patch").denyWith("is interactive"), o("-e|--edit").denyWith("opens an editor")))}),
 		sub("commit", &cmdSpec{write: true, opts: opts(flags("-a|--all --amend --no-edit -s|--signoff --no-signoff --allow-empty --allow-empty-message -n|--no-verify --verify -q|--quiet -v|--verbose --dry-run --no-status --status --no-gpg-sign -o|--only -i|--include --reset-author --pathspec-file-nul --short --porcelain --long -z|--null"),
@@ -34,13 +34,13 @@ func initGit() {
 		sub("switch", &cmdSpec{write: true, opts: opts(flags("-d|--detach --guess --no-guess -f|--force|--discard-changes -m|--merge -q|--quiet --no-track --recurse-submodules --no-recurse-submodules --ignore-other-worktrees --progress --no-progress"), list(o("-c|--create="), o("-C|--force-create="), o("--conflict="), o("--orphan="), o("-t|--track?")))}),
 		sub("checkout", &cmdSpec{write: true, opts: opts(flags("-f|--force -q|--quiet --detach --no-track -m|--merge --ours --theirs --recurse-submodules --no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -l --ignore-other-worktrees --progress --no-progress --guess --no-guess --ignore-skip-worktree-bits"), list(o("-b="), o("-B="), o("-t|--track?"), o("--orphan="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
 		sub("fetch", &cmdSpec{net: true, write: true, operand: KURL, post: postGitURL, opts: opts(flags("--all -p|--prune -P|--prune-tags -t|--tags -n|--no-tags --unshallow -q|--quiet -v|--verbose -f|--force --dry-run --no-recurse-submodules --multiple --atomic --refetch --set-upstream --progress -u|--update-head-ok -4|--ipv4 -6|--ipv6 -k|--keep -a|--append --porcelain --no-write-fetch-head --write-fetch-head --no-show-forced-updates --show-forced-updates --update-shallow --no-auto-gc --auto-gc --no-auto-maintenance --auto-maintenance"),
-			list(o("--depth="), o("--deepen="), o("--shallow-since="), o("--shallow-exclude="), o("--recurse-submodules?"), o("-j|--jobs="), o("--filter="), o("--negotiation-tip="), o("-o|--server-option="), o("--refmap="), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
+			list(o("--depth="), o("--deepen="), o("--shallow-since="), o("--shallow-exclude="), o("--recurse-submodules?").denyWith("fetches submodules from URLs the repository names (not checked)"), o("-j|--jobs="), o("--filter="), o("--negotiation-tip="), o("-o|--server-option="), o("--refmap="), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
 		sub("pull", &cmdSpec{net: true, write: true, operand: KURL, post: postGitURL, opts: opts(flags("--no-rebase --ff --no-ff --ff-only -q|--quiet -v|--verbose --autostash --no-autostash --all --tags --no-tags -p|--prune --squash --no-squash --commit --no-commit --no-edit --verify --no-verify --stat -n|--no-stat --signoff --no-signoff --progress -4|--ipv4 -6|--ipv6 --allow-unrelated-histories --unshallow --no-gpg-sign"),
-			list(o("-r|--rebase?"), o("--depth="), o("-s|--strategy="), o("-X|--strategy-option="), o("--recurse-submodules?"), o("-j|--jobs="), o("-S|--gpg-sign?"), o("-e|--edit").denyWith("opens an editor"), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
+			list(o("-r|--rebase?"), o("--depth="), o("-s|--strategy="), o("-X|--strategy-option="), o("--recurse-submodules?").denyWith("fetches submodules from URLs the repository names (not checked)"), o("-j|--jobs="), o("-S|--gpg-sign?"), o("-e|--edit").denyWith("opens an editor"), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
 		sub("push", &cmdSpec{net: true, operand: KURL, post: postGitURL, opts: opts(flags("-u|--set-upstream -f|--force --force-if-includes --all --branches --tags --follow-tags --no-follow-tags -d|--delete -n|--dry-run --porcelain -q|--quiet -v|--verbose --prune --mirror --atomic --no-atomic --no-verify --verify --progress --no-progress -4|--ipv4 -6|--ipv6 --no-signed --no-force-with-lease"),
 			list(o("--force-with-lease?"), o("-o|--push-option="), o("--recurse-submodules="), o("--signed?"), o("--repo="), o("--receive-pack=").denyWith("runs a program on the remote side chosen by the caller"), o("--exec=").denyWith("runs a program on the remote side chosen by the caller")))}),
 		sub("clone", &cmdSpec{net: true, write: true, operand: KURL, hasLast: true, last: W, post: postGitClone, opts: opts(flags("--single-branch --no-single-branch --shallow-submodules --no-shallow-submodules -q|--quiet -v|--verbose --progress -n|--no-checkout --sparse --no-tags --tags --dissociate -l|--local --no-local --no-hardlinks -s|--shared --remote-submodules --no-remote-submodules --also-filter-submodules --reject-shallow --no-reject-shallow -4|--ipv4 -6|--ipv6"),
-			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W).denyWith(whyGitDir), o("--bare").denyWith(whyGitDir), o("--mirror").denyWith(whyGitDir), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri=", R), o("--server-option="), o("--revision="), o("--ref-format="),
+			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W).denyWith(whyGitDir), o("--bare").denyWith(whyGitDir), o("--mirror").denyWith(whyGitDir), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri="), o("--server-option="), o("--revision="), o("--ref-format="),
 				o("--template=").denyWith("installs hooks from a template directory"), o("-c|--config=").denyWith(whyConfig), o("-u|--upload-pack=").denyWith("runs a program chosen by the caller")))}),
 		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --no-includes --no-type"), list(o("--includes").denyWith("follows include.path to files the config names (not checked)"), o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
 	)
@@ -54,6 +54,40 @@ func initGit() {
 			s.opts = append(s.opts, o("-h"))
 		}
 		s.opts = append(s.opts, o("--help"))
+	}
+}
+
+// postMake: a command-line assignment is make code too when it expands
+// ($(shell), $(file)) or picks the shell or the makefiles, like the refused
+// --eval; plain NAME=value assignments (CC=clang) pass.
+func postMake(p *parsed) {
+	for _, op := range p.operands {
+		left, val, ok := strings.Cut(op.value, "=")
+		if !ok {
+			continue
+		}
+		left = strings.TrimSpace(left)
+		name := strings.TrimRight(left, ":!+?")
+		immediate := strings.HasSuffix(left, ":") || strings.HasSuffix(left, "!") // := ::= !=
+		if immediate || strings.ContainsAny(val, "$`") || makeControlVars[name] {
+			p.deny(RiskCritical, "make %s: this assignment is make code (it expands, is immediate, or sets %s), like the refused --eval", clip(op.value), name)
+		}
+	}
+}
+
+// makeControlVars choose the shell or the makefiles make reads.
+var makeControlVars = set("SHELL .SHELLFLAGS MAKEFILES MAKEFLAGS MFLAGS MAKE GNUMAKEFLAGS")
+
+// postPytest: pytest reads more arguments from an @FILE (past every check
+// here), and runs the test files and directories it is given.
+func postPytest(p *parsed) {
+	for i, op := range p.operands {
+		if strings.HasPrefix(op.value, "@") {
+			p.deny(RiskHigh, "pytest %s: arguments read from a file are not checked; pass them on the command line", clip(op.value))
+			continue
+		}
+		path, _, _ := strings.Cut(op.value, "::")
+		p.operands[i] = operand{value: path, kind: KPathRead}
 	}
 }
 
@@ -89,13 +123,34 @@ func postGoFmt(p *parsed) {
 
 const whyGitDir = "creates a repository whose config is not in a .git directory (a writable config runs programs)"
 
+// gitPathspecs checks git's file arguments from operand i on as reads
+// (revisions name no file and pass); pathspec magic (":(top)x", ":/x",
+// ":!x") is refused, since it names files the check cannot resolve.
+func gitPathspecs(p *parsed, from int) {
+	for i := from; i < len(p.operands); i++ {
+		v := p.operands[i].value
+		if len(v) > 1 && v[0] == ':' && strings.IndexByte("(/!^", v[1]) >= 0 {
+			p.deny(RiskHigh, "%s %s: pathspec magic is not checked; name the files plainly", p.cmdName(), clip(v))
+			continue
+		}
+		p.operands[i].kind = KPathRead
+	}
+}
+
+func postGitGrep(p *parsed) {
+	postPatternFirst("-e", "-f")(p)
+	from := 0
+	if len(p.operands) > 0 && p.operands[0].kind == KPattern {
+		from = 1
+	}
+	gitPathspecs(p, from)
+}
+
 // postGitDiff: every operand is checked as a read. Besides --no-index, git
 // compares two files outside its work tree on its own ("git diff /etc/shadow
 // /dev/null" prints the file); revisions are names that resolve to nothing.
 func postGitDiff(p *parsed) {
-	for i := range p.operands {
-		p.operands[i].kind = KPathRead
-	}
+	gitPathspecs(p, 0)
 }
 
 func postGitBranch(p *parsed) {
@@ -137,7 +192,12 @@ func checkGitURL(p *parsed, v string) {
 func gitLocalPath(v string, bareNameIsRemote bool) string {
 	l := strings.ToLower(v)
 	if strings.HasPrefix(l, "file://") {
-		return v[len("file://"):]
+		// git ignores the host of a file:// URL: file://any-host/x is /x.
+		rest := v[len("file://"):]
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			return rest[i:]
+		}
+		return "/"
 	}
 	if strings.Contains(v, "://") {
 		return ""
@@ -173,6 +233,16 @@ func postGitClone(p *parsed) {
 	p.operands[0].kind = KURL
 	if lp := gitLocalPath(p.operands[0].value, false); lp != "" {
 		p.paths = append(p.paths, operand{value: lp, kind: KPathRead})
+	}
+	for _, b := range p.values("--bundle-uri") {
+		if lp := gitLocalPath(b, false); lp != "" {
+			p.paths = append(p.paths, operand{value: lp, kind: KPathRead})
+		} else if l := strings.ToLower(b); !strings.HasPrefix(l, "https://") && !strings.HasPrefix(l, "http://") {
+			p.deny(RiskHigh, "git clone --bundle-uri=%s: only http(s) URLs and local files are accepted", clip(b))
+		}
+	}
+	if p.has("--recurse-submodules") {
+		p.deny(RiskHigh, "git clone --recurse-submodules: the submodules' URLs come from the repository (a local path reads any repository) and are not checked; clone, then look at .gitmodules")
 	}
 	if len(p.operands) == 1 {
 		// clones into ./<name>, named as git does: without a trailing
@@ -251,7 +321,7 @@ func initBuildTools() {
 	)
 	reg("go", &cmdSpec{needSub: true, subs: goSubs, longSingleDash: true, opts: list(o("-C=", R), o("-h|-help"))})
 
-	reg("make|gmake", &cmdSpec{code: true, write: true, operand: KOther, opts: opts(flags("-k|--keep-going -s|--silent|--quiet --no-silent -n|--dry-run|--just-print|--recon -B|--always-make -i|--ignore-errors -e|--environment-overrides -q|--question -r|--no-builtin-rules -R|--no-builtin-variables -w|--print-directory --no-print-directory -t|--touch -d -p|--print-data-base --trace --warn-undefined-variables -L|--check-symlink-times -S|--no-keep-going|--stop -v|--version -h|--help"),
+	reg("make|gmake", &cmdSpec{code: true, write: true, operand: KOther, post: postMake, opts: opts(flags("-k|--keep-going -s|--silent|--quiet --no-silent -n|--dry-run|--just-print|--recon -B|--always-make -i|--ignore-errors -e|--environment-overrides -q|--question -r|--no-builtin-rules -R|--no-builtin-variables -w|--print-directory --no-print-directory -t|--touch -d -p|--print-data-base --trace --warn-undefined-variables -L|--check-symlink-times -S|--no-keep-going|--stop -v|--version -h|--help"),
 		list(o("-C|--directory=", R), o("-f|--file|--makefile=", R), o("-j|--jobs?"), o("-l|--load-average|--max-load?"), o("-O|--output-sync?"), o("-W|--what-if|--new-file|--assume-new=", R), o("-o|--old-file|--assume-old=", R), o("--debug?"), o("-I|--include-dir=", R), o("--shuffle?"), o("--jobserver-style="),
 			o("-E|--eval=").denyWith("evaluates make code given on the command line")))})
 
@@ -314,7 +384,7 @@ func initBuildTools() {
 			// in a checkout runs project-chosen code.
 			cs("fmt", &cmdSpec{code: true, write: true}), cs("fetch", &cmdSpec{code: true, net: true}), cs("tree", &cmdSpec{code: true, net: true}), cs("metadata", &cmdSpec{code: true, net: true}), cs("clean", &cmdSpec{code: true, write: true}), cs("update", &cmdSpec{code: true, net: true, write: true}), cs("version", &cmdSpec{}))})
 
-	reg("pytest|py.test", &cmdSpec{code: true, write: true, operand: KOther, opts: opts(flags("-x|--exitfirst -q|--quiet -v|--verbose -s -l|--showlocals --lf|--last-failed --ff|--failed-first --nf|--new-first --sw|--stepwise --co|--collect-only --disable-warnings --noconftest --strict-markers --no-header --no-summary --cache-clear --setup-show --fixtures -h|--help --version --runxfail"),
+	reg("pytest|py.test", &cmdSpec{code: true, write: true, operand: KOther, post: postPytest, opts: opts(flags("-x|--exitfirst -q|--quiet -v|--verbose -s -l|--showlocals --lf|--last-failed --ff|--failed-first --nf|--new-first --sw|--stepwise --co|--collect-only --disable-warnings --noconftest --strict-markers --no-header --no-summary --cache-clear --setup-show --fixtures -h|--help --version --runxfail"),
 		list(o("-k="), o("-m="), o("--maxfail="), o("--capture="), o("--tb="), o("-r="), o("--durations="), o("-W|--pythonwarnings="), o("--junitxml|--junit-xml=", W), o("--rootdir=", R), o("-c=", R), o("--confcutdir=", R), o("--ignore=", R), o("--deselect="), o("--import-mode="), o("--basetemp=", W), o("-n|--numprocesses="), o("--color="), o("--timeout="),
 			o("--pdb").denyWith("starts an interactive debugger"), o("--pdbcls=").denyWith("loads a debugger class"), o("-p=").denyWith("loads a plugin module chosen by the caller"), o("-o|--override-ini=").denyWith("overrides configuration (addopts, plugins)")))})
 }
