@@ -103,6 +103,12 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to termd at %s: %w", socket, err)
 	}
+	return FromConn(conn, socket), nil
+}
+
+// FromConn wraps an established connection (tests that dial with their own
+// options); Close closes conn.
+func FromConn(conn *grpc.ClientConn, socket string) *Client {
 	return &Client{
 		conn:       conn,
 		Socket:     socket,
@@ -115,7 +121,7 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 		Policy:     termdv1.NewPolicyServiceClient(conn),
 		Adviser:    termdv1.NewAdviserServiceClient(conn),
 		Workspace:  termdv1.NewWorkspaceServiceClient(conn),
-	}, nil
+	}
 }
 
 // Conn exposes the underlying connection (the gateway registers REST handlers on it).

@@ -15,7 +15,6 @@ import (
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/harness"
-	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 // dialHelperEnv makes the test binary connect to a socket and hand the
@@ -144,19 +143,9 @@ func agentClient(t *testing.T, d *harness.Daemon, cred *syscall.Credential) *cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	return &client.Client{
-		Socket:     d.Socket,
-		Daemon:     termdv1.NewDaemonServiceClient(conn),
-		Sessions:   termdv1.NewSessionServiceClient(conn),
-		Plans:      termdv1.NewPlanServiceClient(conn),
-		Executions: termdv1.NewExecutionServiceClient(conn),
-		Events:     termdv1.NewEventServiceClient(conn),
-		Receipts:   termdv1.NewReceiptServiceClient(conn),
-		Policy:     termdv1.NewPolicyServiceClient(conn),
-		Adviser:    termdv1.NewAdviserServiceClient(conn),
-		Workspace:  termdv1.NewWorkspaceServiceClient(conn),
-	}
+	ac := client.FromConn(conn, d.Socket)
+	t.Cleanup(func() { ac.Close() })
+	return ac
 }
 
 const agentConfig = "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534]\n"
