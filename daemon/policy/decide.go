@@ -631,7 +631,10 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 		}
 	}
-	for _, f := range projectEntryPaths(pc, cwd, ctx) {
+	// The entry files are found once: read-checked here, scanned (.npmrc)
+	// and bound to the request below.
+	entries := projectEntryPaths(pc, cwd, ctx)
+	for _, f := range entries {
 		// Tools read these by fixed names: a link to a root-only file
 		// would be printed in a parse error.
 		if _, err := os.Lstat(f); err == nil {
@@ -715,7 +718,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	}
 	if (base == "npm" || base == "pnpm" || base == "yarn") && cwd != "" {
-		for _, why := range npmrcProblems(pc, cwd, ctx) {
+		for _, why := range npmrcProblems(entries) {
 			s.deny(RiskHigh, why)
 		}
 	}
@@ -781,7 +784,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		s.deny(RiskMedium, pc.cmdName()+" uses the network, which the policy denies")
 	}
 	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", write, pc.net, pc.code), strings.Join(writes, ","))
-	if pf := projectFiles(pc, cwd, ctx); len(pf) > 0 {
+	if pf := projectFiles(pc, entries); len(pf) > 0 {
 		d.ProjectFiles = pf
 		var shown []string
 		for _, k := range sortedKeys(pf) {
@@ -841,7 +844,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		if d.ExecEnv == nil {
 			d.ExecEnv = map[string]string{}
 		}
-		for k, v := range p.gitConfigEnv() {
+		for k, v := range p.gitEnv {
 			d.ExecEnv[k] = v
 		}
 	}
@@ -1039,12 +1042,9 @@ func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
 	if v := pc.values("--git-dir"); len(v) > 0 {
 		gitDir = resolvePath(dir, v[len(v)-1])
 	} else {
-		for d := dir; inAnyWorkspace(d, ctx); d = filepath.Dir(d) {
+		for _, d := range dirsUpTo(dir, ctx) {
 			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 				gitDir = filepath.Join(d, ".git")
-				break
-			}
-			if d == "/" {
 				break
 			}
 		}
@@ -1141,9 +1141,9 @@ func goFlagProblems(pc *parsed) []string {
 var gitChildTools = set("go npm pnpm yarn cargo make pytest py.test")
 
 // gitConfigEnv turns the git program's mandatory "-c key=value" arguments
-// into GIT_CONFIG_COUNT/KEY_n/VALUE_n, the environment form of -c.
-func (p *Policy) gitConfigEnv() map[string]string {
-	args := p.spec.Programs["git"].ExecArgs
+// into GIT_CONFIG_COUNT/KEY_n/VALUE_n, the environment form of -c (computed
+// once when a policy is loaded).
+func gitConfigEnv(args []string) map[string]string {
 	env := map[string]string{}
 	n := 0
 	for i := 0; i+1 < len(args); i++ {

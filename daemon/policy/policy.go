@@ -207,6 +207,7 @@ type Policy struct {
 	byProg   map[string][]*rule
 	envAllow []string
 	envDeny  []string
+	gitEnv   map[string]string // git's mandatory -c settings as GIT_CONFIG_* (for tools that run git)
 	version  string
 	canon    []byte
 }
@@ -444,6 +445,7 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	}
 	p.envAllow = append([]string(nil), fs.Env.Allow...)
 	p.envDeny = append([]string(nil), fs.Env.Deny...)
+	p.gitEnv = gitConfigEnv(fs.Programs["git"].ExecArgs)
 	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.Protected} {
 		for _, s := range list {
 			if !(filepath.IsAbs(s) || strings.HasPrefix(s, "~/")) {

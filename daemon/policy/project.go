@@ -31,12 +31,8 @@ const maxProjectFile = 16 << 20
 
 // projectFiles digests the entry files of a command that runs project code:
 // path -> "sha256:HEX", "absent", or why it could not be read.
-func projectFiles(pc *parsed, cwd string, ctx *decideCtx) map[string]string {
-	if !pc.code {
-		return nil
-	}
-	paths := projectEntryPaths(pc, cwd, ctx)
-	if len(paths) == 0 {
+func projectFiles(pc *parsed, paths []string) map[string]string {
+	if !pc.code || len(paths) == 0 {
 		return nil
 	}
 	out := map[string]string{}
@@ -93,7 +89,9 @@ func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
 		if !walksUp[pc.tool] {
 			continue
 		}
-		for up := filepath.Dir(d); up != d && inAnyWorkspace(up, ctx); up, d = filepath.Dir(up), up {
+		ups := dirsUpTo(d, ctx)
+		for i := 1; i < len(ups); i++ {
+			up := ups[i]
 			for _, n := range names {
 				if _, err := os.Lstat(filepath.Join(up, n)); err == nil {
 					add(filepath.Join(up, n))
@@ -126,6 +124,19 @@ func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
 		}
 	}
 	return paths
+}
+
+// dirsUpTo lists dir and its parents while they lie in a workspace (empty
+// when dir does not): where tools that search upwards look.
+func dirsUpTo(dir string, ctx *decideCtx) []string {
+	var out []string
+	for d := dir; inAnyWorkspace(d, ctx); d = filepath.Dir(d) {
+		out = append(out, d)
+		if d == "/" {
+			break
+		}
+	}
+	return out
 }
 
 // npmWorkspaceMembers lists the package.json files of the members a
@@ -204,9 +215,9 @@ var npmrcKeyRE = regexp.MustCompile(`^(//[^\s=${}]+:)?[@a-z0-9._:/-]+$`)
 // npmrcProblems reads the .npmrc files npm may use (in the tool's project
 // directories and their parents up to the workspace root) and names the
 // keys termd does not accept there.
-func npmrcProblems(pc *parsed, cwd string, ctx *decideCtx) []string {
+func npmrcProblems(entries []string) []string {
 	var out []string
-	for _, f := range projectEntryPaths(pc, cwd, ctx) {
+	for _, f := range entries {
 		if filepath.Base(f) != ".npmrc" {
 			continue
 		}
