@@ -28,6 +28,10 @@ const (
 	MDName = "x-termd-name"
 )
 
+// SystemSocket is where a system-wide termd listens (the systemd unit, or
+// termd started as root without --socket).
+const SystemSocket = "/run/termd/termd.sock"
+
 // DefaultSocket returns $TERMD_SOCKET, else the per-user or system socket path.
 func DefaultSocket() string {
 	if s := os.Getenv("TERMD_SOCKET"); s != "" {
@@ -38,7 +42,7 @@ func DefaultSocket() string {
 			return filepath.Join(rt, "termd", "termd.sock")
 		}
 	}
-	return "/run/termd/termd.sock"
+	return SystemSocket
 }
 
 // Options tune a connection.

@@ -94,7 +94,7 @@ func partialConfig(f *Flags) *config.Config {
 	}
 	if err := c.ApplyDefaults(); err != nil {
 		if c.Socket == "" {
-			c.Socket = "/run/termd/termd.sock"
+			c.Socket = config.SystemSocket
 		}
 		if c.StateDir == "" {
 			c.StateDir = "/var/lib/termd"

@@ -246,14 +246,11 @@ func (b *Bridge) clientKey(req *mcp.CallToolRequest) (key, label string) {
 
 // termctl is the termctl invocation that reaches this bridge's daemon.
 func (b *Bridge) termctl() string {
-	if s := b.c.Socket; s != "" && s != systemSocket {
+	if s := b.c.Socket; s != "" && s != client.SystemSocket {
 		return "termctl --socket " + s
 	}
 	return "termctl"
 }
-
-// systemSocket is where termctl looks first for a system-wide termd.
-const systemSocket = "/run/termd/termd.sock"
 
 // session returns the daemon session to use: the one asked for, or this
 // client's own (created on first use).

@@ -195,6 +195,9 @@ func Parse(c *Config, data []byte) error {
 	return nil
 }
 
+// SystemSocket is the socket of a termd run as root (the systemd unit's).
+const SystemSocket = "/run/termd/termd.sock"
+
 // ApplyDefaults fills values that depend on who runs the daemon.
 func (c *Config) ApplyDefaults() error {
 	root := os.Geteuid() == 0
@@ -202,7 +205,7 @@ func (c *Config) ApplyDefaults() error {
 		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && !root {
 			c.Socket = filepath.Join(rt, "termd", "termd.sock")
 		} else if root {
-			c.Socket = "/run/termd/termd.sock"
+			c.Socket = SystemSocket
 		} else {
 			return errors.New("socket: no path given and XDG_RUNTIME_DIR is unset; pass --socket PATH")
 		}
