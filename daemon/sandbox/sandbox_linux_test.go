@@ -18,6 +18,7 @@ import (
 
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/internal/program"
 )
 
 var (
@@ -117,7 +118,7 @@ func (f *fixture) do(p *sandbox.Profile, args ...string) string {
 	spec := runner.Spec{Path: f.probe, Argv: append([]string{f.probe}, args...), Dir: f.ws, Timeout: 20 * time.Second}
 	if p != nil {
 		spec.NoNetwork = !p.Network
-		p.Exec = sandbox.ProgramExec(f.probe) // as the policy names it
+		p.Exec = program.Exec(f.probe) // as the policy names it
 		l, rec, err := sandbox.Prepare(*p, f.paths, sandbox.Required, f.sup)
 		if err != nil {
 			f.t.Fatal(err)

@@ -1,4 +1,5 @@
-package sandbox
+// Package program knows what running a program file takes.
+package program
 
 import (
 	"bufio"
@@ -9,12 +10,12 @@ import (
 	"strings"
 )
 
-// ProgramExec lists what executing path needs the right to execute: the
+// Exec lists what executing path needs the right to execute: the
 // program itself, its ELF interpreter (the dynamic loader the kernel opens
 // for execution) or its #! interpreter (and that one's loader). Unreadable or
 // unusual files give just the program: the kernel then refuses what else
 // they try, which is the point.
-func ProgramExec(path string) []string {
+func Exec(path string) []string {
 	out := []string{path}
 	seen := map[string]bool{path: true}
 	for i := 0; i < 3 && path != ""; i++ {
