@@ -74,4 +74,6 @@ func (p *Policy) ProtectedNames() []string {
 	return append([]string(nil), p.spec.Paths.ProtectedNames...)
 }
 
-func (p *Policy) ProtectedDirs() []string { return append([]string(nil), p.spec.Paths.ProtectedDirs...) }
+func (p *Policy) ProtectedDirs() []string {
+	return append([]string(nil), p.spec.Paths.ProtectedDirs...)
+}

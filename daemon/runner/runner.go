@@ -98,8 +98,8 @@ type Spec struct {
 	// the descriptors and namespaces Launch names, receives the command and
 	// Credential on a pipe, confines itself and execs the command. A
 	// launcher that cannot confine reports why and is a spawn failure.
-	Launch *launcher.Launch
-	NewHash    func() hash.Hash    // nil = sha256
+	Launch  *launcher.Launch
+	NewHash func() hash.Hash // nil = sha256
 	// OnOutput receives output as it arrives, in order per stream, from the
 	// stream's reader goroutine. chunk is only valid during the call (like
 	// io.Writer); the callback must not block for long (it stalls the command).
