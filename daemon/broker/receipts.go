@@ -17,6 +17,7 @@ import (
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -25,11 +26,11 @@ import (
 func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 	d := p.dec
 	lim := b.Policy.Current().Limits()
-	cmd := policy.QuoteArgv(p.req.Argv)
+	cmd := cmdline.Quote(p.req.Argv)
 	switch {
 	case len(p.req.Argv) > 0:
 	case len(d.Argv) > 0:
-		cmd = policy.QuoteArgv(d.Argv)
+		cmd = cmdline.Quote(d.Argv)
 	default:
 		cmd = p.req.Command // a command string that could not be split
 	}
