@@ -1203,7 +1203,7 @@ func cpPreservesMode(pc *parsed) bool {
 }
 
 // gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).
-func gitChdirOpt() *opt { return specs["git"].optIndex["-C"] }
+func gitChdirOpt() *opt { return toolSpecs()["git"].optIndex["-C"] }
 
 // gitWorkDir is where git works after its -C options, applied in order.
 func gitWorkDir(pc *parsed, cwd string) string {
