@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -151,7 +152,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 	if err := kv(w,
 		"decision", a.verdictColor(w, out.Decision),
 		"risk", out.Risk,
-		"command", policy.QuoteArgv(out.Argv),
+		"command", cmdline.Quote(out.Argv),
 		"program", out.ResolvedPath,
 		"cwd", out.Cwd,
 		"mode", out.Mode,

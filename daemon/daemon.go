@@ -19,7 +19,7 @@ import (
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/metrics"
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/server"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -38,7 +38,7 @@ type Daemon struct {
 	listener net.Listener
 	policy   *policy.Engine
 	runner   *runner.Runner
-	store    *receipt.Store
+	store    *receiptstore.Store
 	broker   *broker.Broker
 
 	activated bool // the socket came from the service manager (systemd socket activation)
@@ -91,7 +91,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if d.policy, err = policy.NewEngine(cfg.Policy); err != nil {
 		return err
 	}
-	red := receipt.NewRedactor()
+	red := receiptstore.NewRedactor()
 	for _, f := range cfg.Secrets {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -103,11 +103,11 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 			}
 		}
 	}
-	keys, err := receipt.LoadOrCreateKeys(filepath.Join(cfg.StateDir, "keys"))
+	keys, err := receiptstore.LoadOrCreateKeys(filepath.Join(cfg.StateDir, "keys"))
 	if err != nil {
 		return err
 	}
-	if d.store, err = receipt.Open(filepath.Join(cfg.StateDir, "receipts.db"), keys); err != nil {
+	if d.store, err = receiptstore.Open(filepath.Join(cfg.StateDir, "receipts.db"), keys); err != nil {
 		return err
 	}
 	if err := runner.EnableSubreaper(); err != nil {
@@ -166,7 +166,7 @@ func (d *Daemon) refusePeer(pid int32) error {
 	return nil
 }
 
-func adviserFrom(cfg *config.Config, red *receipt.Redactor, log *slog.Logger) *adviser.Adviser {
+func adviserFrom(cfg *config.Config, red *receiptstore.Redactor, log *slog.Logger) *adviser.Adviser {
 	a := cfg.Adviser
 	if a.Enabled != nil && !*a.Enabled {
 		return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
 
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/receipt"
 	"github.com/termd/termd/web"
 )
 

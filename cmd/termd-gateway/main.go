@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/termd/termd/client"
 	"github.com/termd/termd/gateway"
+	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -29,7 +29,7 @@ func main() {
 
 func run() error {
 	var (
-		socket    = flag.String("socket", client.DefaultSocket(), "termd's unix socket")
+		socket    = flag.String("socket", wire.DefaultSocket(), "termd's unix socket")
 		listen    = flag.String("listen", "127.0.0.1:8765", "address to serve on (loopback unless TLS is configured)")
 		tokenFile = flag.String("token-file", "", "operator bearer token file (created with a new token, mode 0600, when missing; default "+gateway.DefaultTokenFile()+" unless --config lists tokens)")
 		cfgPath   = flag.String("config", "", "gateway config file (YAML: tokens with roles, allowed hosts, limits)")

@@ -20,7 +20,7 @@ import (
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -37,9 +37,9 @@ type Deps struct {
 	Config   func() *config.Config
 	Policy   *policy.Engine
 	Runner   *runner.Runner
-	Store    *receipt.Store
-	Keys     *receipt.Keys
-	Redactor *receipt.Redactor
+	Store    *receiptstore.Store
+	Keys     *receiptstore.Keys
+	Redactor *receiptstore.Redactor
 	Bus      *events.Bus
 	Adviser  Adviser // nil when turned off
 	Log      *slog.Logger

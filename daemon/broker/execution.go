@@ -22,7 +22,7 @@ import (
 
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -49,7 +49,7 @@ type execRec struct {
 // liveStream redacts one output stream as it arrives and publishes it as events.
 type liveStream struct {
 	mu     sync.Mutex
-	red    *receipt.StreamRedactor
+	red    *receiptstore.StreamRedactor
 	offset int64
 	idle   *time.Timer // flushes the redactor's held tail when output pauses
 	closed bool
@@ -254,7 +254,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	if b.Runner.Capabilities().CgroupV2 != "" {
 		cgroupPath = b.Runner.CgroupPathFor(e.id)
 	}
-	if err := b.Store.AppendIntent(receipt.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}); err != nil {
+	if err := b.Store.AppendIntent(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}); err != nil {
 		b.refuse(e, "could not record the execution intent: "+err.Error())
 		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", err)
 	}
@@ -715,7 +715,7 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 		if i := bytes.LastIndexByte(raw, '\n'); i >= 0 {
 			raw = raw[:i+1]
 		} else {
-			raw = raw[:max(0, len(raw)-receipt.DefaultHold)]
+			raw = raw[:max(0, len(raw)-receiptstore.DefaultHold)]
 		}
 		kept, total, done = []byte(b.Redactor.Redact(string(raw))), t, d
 		done = false // the receipt, not the live buffer, is the final word

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termd/termd/internal/wire"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -195,17 +196,14 @@ func Parse(c *Config, data []byte) error {
 	return nil
 }
 
-// SystemSocket is the socket of a termd run as root (the systemd unit's).
-const SystemSocket = "/run/termd/termd.sock"
-
 // ApplyDefaults fills values that depend on who runs the daemon.
 func (c *Config) ApplyDefaults() error {
 	root := os.Geteuid() == 0
 	if c.Socket == "" {
 		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && !root {
-			c.Socket = filepath.Join(rt, "termd", "termd.sock")
+			c.Socket = wire.UserSocket(rt)
 		} else if root {
-			c.Socket = SystemSocket
+			c.Socket = wire.SystemSocket
 		} else {
 			return errors.New("socket: no path given and XDG_RUNTIME_DIR is unset; pass --socket PATH")
 		}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/termd/termd/internal/cmdline"
 )
 
 // Request is what a caller asks to run.
@@ -241,7 +243,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 			argv = nil
 			break
 		}
-		w, err := SplitCommand(req.Command)
+		w, err := cmdline.Split(req.Command)
 		if err != nil {
 			s.deny(RiskMedium, "command string refused: "+err.Error())
 			s.step("split", "deny", err.Error())
@@ -275,7 +277,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 		s.step("input", "deny", strings.Join(d.Reasons, "; "))
 		return finish(s)
 	}
-	s.step("input", "ok", QuoteArgv(argv))
+	s.step("input", "ok", cmdline.Quote(argv))
 
 	// --- environment additions
 	p.checkEnv(req.Env, s)
@@ -515,7 +517,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		} else if a0 != "" {
 			what = "starts with '-'"
 		}
-		s.deny(RiskCritical, "program name "+QuoteArgv([]string{a0})+" "+what)
+		s.deny(RiskCritical, "program name "+cmdline.Quote([]string{a0})+" "+what)
 		s.step("program", "deny", "bad program name")
 		return
 	}
@@ -952,13 +954,13 @@ func (p *Policy) inner(argv []string, cwd string, req Request, ctx *decideCtx, d
 	sub := Request{Argv: argv, Cwd: req.Cwd, Mode: req.Mode, Timeout: req.Timeout}
 	id := p.decide(sub, ctx, depth+1)
 	if id.Verdict == Allow {
-		s.step("inner", "allow", QuoteArgv(argv))
+		s.step("inner", "allow", cmdline.Quote(argv))
 		return
 	}
 	for _, r := range id.Reasons {
-		s.raise(Deny, "", "inner command "+clip(QuoteArgv(argv))+": "+r)
+		s.raise(Deny, "", "inner command "+clip(cmdline.Quote(argv))+": "+r)
 	}
-	s.step("inner", string(id.Verdict), QuoteArgv(argv))
+	s.step("inner", string(id.Verdict), cmdline.Quote(argv))
 }
 
 func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (writes, reads []string) {
@@ -1223,7 +1225,7 @@ func cpPreservesMode(pc *parsed) bool {
 }
 
 // gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).
-func gitChdirOpt() *opt { return specs["git"].optIndex["-C"] }
+func gitChdirOpt() *opt { return toolSpecs()["git"].optIndex["-C"] }
 
 // gitWorkDir is where git works after its -C options, applied in order.
 func gitWorkDir(pc *parsed, cwd string) string {

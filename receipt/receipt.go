@@ -1,11 +1,9 @@
-// Package receipt owns termd's receipts: the signed record of every final
-// state of a plan (schema 1.0), the keys that sign them, the redaction that
-// runs before anything is stored or leaves the daemon, and the append-only,
-// hash-chained store that keeps them durable across crashes.
-//
-// The verification path (Verify, VerifyJSON, ParsePublicKeyFile,
-// ValidateSchema, Canonicalize) needs no store and no daemon state, so the CLI
-// can check a receipt offline with only a public key.
+// Package receipt is the receipt format: schema 1.0 and its JSON Schema,
+// RFC 8785 canonical JSON, Ed25519 + HMAC signing and verification, and the
+// public-key file formats. It holds no store and no daemon state, so the
+// clients (termctl, the gateway) verify a receipt offline with only a public
+// key without linking the daemon's storage; daemon/receiptstore keeps the
+// keys and the chain.
 package receipt
 
 import (
@@ -226,51 +224,6 @@ func clonePrincipal(p Principal) Principal {
 		p.GID = &g
 	}
 	return p
-}
-
-// Intent is the durable record written before a process is spawned. It holds
-// enough to build an outcome_unknown receipt and to find leftovers to kill if
-// the daemon dies before the final receipt is appended.
-type Intent struct {
-	ExecutionID string    `json:"execution_id"`
-	PlanID      string    `json:"plan_id"`
-	SessionID   string    `json:"session_id"`
-	Pid         int       `json:"pid,omitempty"`
-	Pgid        int       `json:"pgid,omitempty"`
-	CgroupPath  string    `json:"cgroup_path,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	// Receipt is the pre-filled draft (command, policy, principals, ...).
-	Receipt *Receipt `json:"receipt,omitempty"`
-}
-
-// OutcomeUnknown builds the outcome_unknown receipt for an intent that was
-// never closed, e.g. after a daemon crash. The caller appends it.
-func (in Intent) OutcomeUnknown(now time.Time, detail string) *Receipt {
-	var r *Receipt
-	if in.Receipt != nil {
-		r = in.Receipt.Clone()
-	} else {
-		r = &Receipt{}
-	}
-	r.ID, r.Seq, r.PrevHash = "", 0, ""
-	r.Signature, r.SignatureEd25519, r.KeyID = "", "", ""
-	r.ExecutionID, r.PlanID, r.SessionID = in.ExecutionID, in.PlanID, in.SessionID
-	if !in.StartedAt.IsZero() {
-		r.StartedAt = in.StartedAt
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = now
-	}
-	r.FinishedAt = now
-	r.DurationMs = 0 // the monotonic clock did not survive the crash
-	r.Status = StatusOutcomeUnknown
-	r.ExitCode = nil
-	r.Signal = ""
-	if detail == "" {
-		detail = "daemon stopped before the execution finished"
-	}
-	r.Detail = detail
-	return r
 }
 
 // Error wraps a verification failure.
