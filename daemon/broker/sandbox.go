@@ -55,11 +55,6 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		Exec:    d.Sandbox.Exec,
 		Write:   d.Sandbox.Write,
 	}
-	if prof.Name == sandbox.WorkspaceWrite {
-		for _, c := range sandbox.HomeCaches {
-			_ = mkdirOwned(filepath.Join(home, c), uid, gid)
-		}
-	}
 	paths := sandbox.Paths{
 		Workspaces:     cfg.Workspaces,
 		SystemRead:     append(pol.SystemRead(), d.Sandbox.Read...),
@@ -114,27 +109,6 @@ func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
 		}
 	}
 	return dir, nil
-}
-
-// mkdirOwned makes dir (and missing parents below HOME) owned by uid,
-// without following a link planted in its place.
-func mkdirOwned(dir string, uid, gid int) error {
-	if st, err := os.Lstat(dir); err == nil {
-		if !st.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return nil
-	}
-	if err := mkdirOwned(filepath.Dir(dir), uid, gid); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	if os.Geteuid() == 0 {
-		return os.Lchown(dir, uid, gid)
-	}
-	return nil
 }
 
 // receiptSandbox is the receipt's record of what confined an execution.

@@ -197,12 +197,9 @@ func buildRules(p Profile, ps Paths) []rule {
 	case WorkspaceWrite:
 		add(accessRead|accessExec, ps.SystemRead...)
 		add(accessRead|accessExec|accessWrite, ps.Workspaces...)
-		add(accessRead|accessExec, ps.Home)
-		for _, c := range HomeCaches {
-			if ps.Home != "" {
-				add(accessRead|accessExec|accessWrite, filepath.Join(ps.Home, c))
-			}
-		}
+		// The private HOME is the principal's own (termd executions only):
+		// build caches and tools' state live there.
+		add(accessRead|accessExec|accessWrite, ps.Home)
 		add(accessExec, ps.Tmp)
 		add(accessRead|accessExec, p.Exec...)
 	}

@@ -36,8 +36,8 @@ const (
 	// declares), no network.
 	ReadOnly Name = "read-only"
 	// WorkspaceWrite: read-only plus writes beneath the workspace roots
-	// (protected paths stay read-only), execution of system directories and
-	// the workspace, build caches under the private HOME.
+	// (protected paths stay read-only) and the principal's private HOME
+	// (build caches), execution of system directories and the workspace.
 	WorkspaceWrite Name = "workspace-write"
 )
 
@@ -205,10 +205,6 @@ type Paths struct {
 	ProtectedNames []string
 	ProtectedDirs  []string
 }
-
-// HomeCaches are the build caches writable under the private HOME by
-// workspace-write executions (Go, npm, pip and friends, cargo's registry).
-var HomeCaches = []string{".cache", "go", ".npm", ".cargo/registry", ".cargo/git"}
 
 func uniqSorted(v []string) []string {
 	sort.Strings(v)

@@ -46,11 +46,7 @@ func SeatbeltProfile(p Profile, ps Paths) string {
 		sub("allow process-exec", ps.Workspaces...)
 		sub("allow process-exec", ps.Tmp)
 		sub("allow file-write*", ps.Workspaces...)
-		for _, c := range HomeCaches {
-			if ps.Home != "" {
-				sub("allow file-write*", filepath.Join(ps.Home, c))
-			}
-		}
+		sub("allow file-write*", ps.Home)
 		var prot []string
 		for _, dir := range protectedDirsToScan(ps) {
 			for _, n := range append(append([]string{}, ps.ProtectedNames...), ps.ProtectedDirs...) {
