@@ -150,6 +150,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		Env:     r.Env,
 		Mode:    mode,
 		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
+		Sandbox: r.Sandbox,
 	}, nil
 }
 

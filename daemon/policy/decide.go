@@ -27,6 +27,9 @@ type Request struct {
 	Env     map[string]string // additions requested by the caller
 	Mode    Mode              // "" = policy default
 	Timeout time.Duration     // 0 = policy default; > policy max is denied
+	// Sandbox is the profile the caller asks for: "" (the policy's
+	// choice), SandboxReadOnly or SandboxWorkspaceWrite.
+	Sandbox string
 }
 
 // Context is what the daemon knows, not the caller.
@@ -211,6 +214,11 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 	mode := req.Mode
 	if mode == "" {
 		mode = p.mode
+	}
+	switch req.Sandbox {
+	case "", SandboxReadOnly, SandboxWorkspaceWrite:
+	default:
+		s.deny(RiskLow, fmt.Sprintf("sandbox %q is not a profile: ask for %s or %s, or leave it empty for the policy's choice", req.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite))
 	}
 	if _, err := ParseMode(string(mode)); err != nil {
 		s.deny(RiskLow, err.Error())
@@ -775,6 +783,15 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- effects
+	askedWrite := req.Sandbox == SandboxWorkspaceWrite
+	if askedWrite {
+		// Writes the grammar did not see: for a program without a grammar
+		// that is running project code.
+		pc.write = true
+		if pc.unparsed {
+			pc.code = true
+		}
+	}
 	d.Writes = writes
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
@@ -811,6 +828,12 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 
 	// --- sandbox
 	d.Sandbox = p.sandboxFor(d, base, reads, ctx)
+	// A program the policy has no grammar for runs read-only unless the
+	// caller asks for more; a caller may always narrow a plan.
+	if (pc.unparsed && !askedWrite) || req.Sandbox == SandboxReadOnly {
+		d.Sandbox.Profile = SandboxReadOnly
+	}
+	unknownRO := ctx.sandbox && pc.unparsed && !askedWrite && !pc.net
 	// The kernel holds project code to the workspace when the sandbox is
 	// fully enforced: offline project code that writes only there needs no
 	// approval (see docs/SANDBOX.md, "Approval economy").
@@ -825,8 +848,11 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	case ModeConfirm:
 		var why []string
-		if write && !confined {
+		if write && !confined && !unknownRO {
 			why = append(why, "writes")
+		}
+		if unknownRO && d.Verdict == Allow {
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write, which asks)")
 		}
 		if pc.code && !confined {
 			why = append(why, "runs project code")

@@ -636,8 +636,13 @@ type CommandRequest struct {
 	Mode Mode `protobuf:"varint,5,opt,name=mode,proto3,enum=termd.v1.Mode" json:"mode,omitempty"`
 	// 0: the policy's default; more than the policy's maximum is denied.
 	TimeoutSeconds uint32 `protobuf:"varint,6,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Sandbox profile asked for: empty lets the policy choose (a program it
+	// has no grammar for runs "read-only"); "workspace-write" lets such a
+	// program write in the workspace (it then counts as project code);
+	// "read-only" narrows any plan. Anything else is refused.
+	Sandbox       string `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommandRequest) Reset() {
@@ -710,6 +715,13 @@ func (x *CommandRequest) GetTimeoutSeconds() uint32 {
 		return x.TimeoutSeconds
 	}
 	return 0
+}
+
+func (x *CommandRequest) GetSandbox() string {
+	if x != nil {
+		return x.Sandbox
+	}
+	return ""
 }
 
 // PolicyStep is one step the policy took while deciding.
@@ -2321,14 +2333,15 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\x8a\x02\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\xa4\x02\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
 	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x123\n" +
 	"\x03env\x18\x04 \x03(\v2!.termd.v1.CommandRequest.EnvEntryR\x03env\x12\"\n" +
 	"\x04mode\x18\x05 \x01(\x0e2\x0e.termd.v1.ModeR\x04mode\x12'\n" +
-	"\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x1a6\n" +
+	"\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x12\x18\n" +
+	"\asandbox\x18\a \x01(\tR\asandbox\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
