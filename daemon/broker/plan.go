@@ -191,7 +191,6 @@ func requestBytes(r *termdv1.CommandRequest) int {
 	return n
 }
 
-
 // policyContext is what the daemon (not the caller) knows for a decision.
 func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths()}
