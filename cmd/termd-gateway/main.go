@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/gateway"
+	"github.com/termd/termd/internal/loopback"
 	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -57,7 +58,7 @@ func run() error {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
 	useTLS := *tlsCert != ""
-	if !gateway.IsLoopbackListen(*listen) && !useTLS {
+	if loop, _ := loopback.Listen(*listen); !loop && !useTLS {
 		return fmt.Errorf("refusing to listen on %s without TLS: bind a loopback address (127.0.0.1:PORT) or give --tls-cert and --tls-key", *listen)
 	}
 
