@@ -21,6 +21,7 @@ import (
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/server"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -123,6 +124,23 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if caps.CgroupV2 == "" {
 		d.log.Warn("cgroup v2 unavailable: executions are bounded by process group and subreaper only")
 	}
+	launcherPath := cfg.SandboxLauncher
+	if launcherPath == "" {
+		launcherPath = sandbox.DefaultLauncher()
+	}
+	sup := sandbox.Probe(launcherPath)
+	mode := sandbox.Mode(cfg.Sandbox)
+	if mode == "" {
+		mode = broker.DefaultSandboxMode(sup)
+	}
+	switch level := sup.Level(mode); {
+	case level == sandbox.LevelFull:
+		d.log.Info("sandbox: every execution is confined by the kernel", "mode", mode, "platform", sup.Platform, "landlock_abi", sup.LandlockABI)
+	case mode == sandbox.Required:
+		d.log.Error("sandbox: required but this host cannot enforce it: every execution will be refused until this is fixed (or set sandbox: best_effort)", "missing", strings.Join(sup.Missing(), "; "))
+	default:
+		d.log.Warn("sandbox: executions are NOT fully confined by the kernel", "mode", mode, "level", level, "missing", strings.Join(sup.Missing(), "; "))
+	}
 	var adv broker.Adviser
 	if a := adviserFrom(cfg, red, d.log); a != nil {
 		adv = a
@@ -132,6 +150,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Config:   d.config,
 		Policy:   d.policy,
 		Runner:   d.runner,
+		Sandbox:  sup,
 		Store:    d.store,
 		Keys:     keys,
 		Redactor: red,

@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.0"
+const SchemaVersion = "1.1"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -109,7 +109,7 @@ type Policy struct {
 }
 
 // Receipt is a schema 1.0 receipt. Field names are part of the published
-// schema (schema/receipt-1.0.json); do not rename them.
+// schema (schema/receipt-1.1.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -155,6 +155,10 @@ type Receipt struct {
 	StdoutDigest    string `json:"stdout_digest"` // keyed digest of the full stream
 	StderrDigest    string `json:"stderr_digest"`
 
+	// Sandbox records what confined the execution (schema 1.1; absent
+	// when nothing ran).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
 
@@ -165,6 +169,20 @@ type Receipt struct {
 	// SignatureEd25519 is the Ed25519 signature (lowercase hex) over the same
 	// bytes, by the key named in key_id.
 	SignatureEd25519 string `json:"signature_ed25519"`
+}
+
+// Sandbox is the kernel confinement of one execution (docs/SANDBOX.md).
+type Sandbox struct {
+	Profile             string   `json:"profile"`
+	Level               string   `json:"level"` // full, partial or none
+	Mode                string   `json:"mode"`  // required, best_effort or off
+	Platform            string   `json:"platform,omitempty"`
+	LandlockABI         int      `json:"landlock_abi,omitempty"`
+	Seccomp             bool     `json:"seccomp"`
+	MountNamespace      bool     `json:"mount_namespace"`
+	NetworkNamespace    bool     `json:"network_namespace"`
+	CapabilitiesDropped bool     `json:"capabilities_dropped"`
+	Missing             []string `json:"missing,omitempty"`
 }
 
 // signatureFields are the members excluded from the signed canonical form.

@@ -24,6 +24,8 @@ import (
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/daemon/sandbox/launcher"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -44,6 +46,12 @@ type execRec struct {
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
 	out [3]*liveStream
+
+	// launch confines the command (nil: no sandbox); sandbox is what the
+	// receipt records of it; tmp is its private TMPDIR, removed at the end.
+	launch  *launcher.Launch
+	sandbox *sandbox.Record
+	tmp     string
 }
 
 // liveStream redacts one output stream as it arrives and publishes it as events.
@@ -248,6 +256,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return nil, err
 	}
 	draft := b.draftReceipt(p, now)
+	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Network && b.Runner.Capabilities().NetNS)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.
 	cgroupPath := ""
@@ -312,6 +321,7 @@ func stale(was, now policy.Decision) string {
 
 // refuse undoes a reservation when the plan could not start.
 func (b *Broker) refuse(e *execRec, why string) {
+	e.releaseSandbox()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := e.plan
@@ -364,6 +374,11 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	if err != nil {
 		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
 	}
+	rec, tmp, err := b.sandboxFor(e, d, home, uid, gid)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	e.sandbox, e.tmp = rec, tmp
 	env := map[string]string{}
 	for k, v := range d.Env {
 		env[k] = v
@@ -382,6 +397,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		"TERMD_SESSION_ID": e.plan.session.id,
 		"TERMD_PLAN_ID":    e.plan.p.Id,
 		"TERMD_EXECUTION":  e.id,
+		"TMPDIR":           tmp,
 	}
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		fixed["USER"], fixed["LOGNAME"] = u.Username, u.Username
@@ -419,6 +435,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		PidsMax:    lim.Pids,
 		NoNetwork:  !d.Network,
 		Credential: cred,
+		Launch:     e.launch,
 		NewHash:    b.Keys.NewDigest,
 		OnOutput: func(s runner.Stream, _ int64, chunk []byte) {
 			e.out[s].write(chunk)
@@ -510,6 +527,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 			ls.close()
 		}
 	}
+	e.releaseSandbox()
 	b.mu.Lock()
 	p := e.plan
 	detail := ""

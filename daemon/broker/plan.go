@@ -174,6 +174,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		Env:     r.Env,
 		Mode:    mode,
 		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
+		Sandbox: r.Sandbox,
 	}, nil
 }
 
@@ -193,7 +194,7 @@ func requestBytes(r *termdv1.CommandRequest) int {
 
 // policyContext is what the daemon (not the caller) knows for a decision.
 func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
-	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths()}
+	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths(), Sandbox: b.sandboxEnforced()}
 	if caller != nil {
 		if u, err := user.LookupId(strconv.FormatUint(uint64(caller.Uid), 10)); err == nil {
 			ctx.Home = u.HomeDir
@@ -216,7 +217,9 @@ func (b *Broker) CheckPolicy(_ context.Context, caller *termdv1.Principal, r *te
 	ex := b.decideWith(req, b.policyContext(caller))
 	d := ex.Decision
 	b.redactDecision(&d)
-	return decisionProto(d), b.Redactor.Redact(string(ex.Request)), nil
+	out := decisionProto(d)
+	out.Sandbox.Enforcement = string(b.SandboxLevel())
+	return out, b.Redactor.Redact(string(ex.Request)), nil
 }
 
 // CreatePlan decides a request and records it as a plan. A denied request
@@ -301,6 +304,8 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 			GraceSeconds:   uint32(lim.Grace / time.Second),
 		},
 	}
+	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
+	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
 	rec := &planRec{p: p, req: req, dec: dec, session: s}
 	if b.Metrics != nil {
 		b.Metrics.PlanDecided(string(dec.Verdict))

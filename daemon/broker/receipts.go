@@ -131,6 +131,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.StdoutDigest, r.StderrDigest = res.Stdout.Digest, res.Stderr.Digest
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
+	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
 	b.Redactor.RedactReceipt(r)
 	return r
 }

@@ -27,6 +27,9 @@ type Request struct {
 	Env     map[string]string // additions requested by the caller
 	Mode    Mode              // "" = policy default
 	Timeout time.Duration     // 0 = policy default; > policy max is denied
+	// Sandbox is the profile the caller asks for: "" (the policy's
+	// choice), SandboxReadOnly or SandboxWorkspaceWrite.
+	Sandbox string
 }
 
 // Context is what the daemon knows, not the caller.
@@ -34,6 +37,11 @@ type Context struct {
 	Workspaces []string // absolute workspace roots
 	Protected  []string // termd's own config/policy/keys/state paths
 	Home       string   // the principal's home (may be empty)
+	// Sandbox: executions are confined by a fully enforced sandbox profile
+	// (termd's sandbox is required or best effort and the kernel has every
+	// feature). Project code that stays in the workspace and off the
+	// network then runs without approval in confirm mode.
+	Sandbox bool
 }
 
 // Step is one stage of a decision, for explain.
@@ -68,7 +76,9 @@ type Decision struct {
 	// (Makefile, package.json, ...), bound into the request hash.
 	ProjectFiles map[string]string `json:"project_files,omitempty"`
 	RunAs        string            `json:"run_as,omitempty"`
-	Steps        []Step            `json:"steps"`
+	// Sandbox is how the kernel confines the execution.
+	Sandbox SandboxProfile `json:"sandbox"`
+	Steps   []Step         `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -84,6 +94,7 @@ type decideCtx struct {
 	workspaces []string
 	protected  []string
 	home       string
+	sandbox    bool
 }
 
 type state struct {
@@ -114,7 +125,7 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 			d = Decision{Verdict: Deny, Risk: RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &decideCtx{home: ctx.Home}
+	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
 			dc.workspaces = append(dc.workspaces, resolveAbs(w, 0))
@@ -151,6 +162,7 @@ type canonRequest struct {
 	Verdict       Verdict           `json:"verdict"`
 	Risk          Risk              `json:"risk"`
 	ProjectFiles  map[string]string `json:"project_files,omitempty"`
+	Sandbox       SandboxProfile    `json:"sandbox"`
 }
 
 type canonLimits struct {
@@ -168,7 +180,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
-		ProjectFiles: d.ProjectFiles,
+		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox,
 	}
 	if c.Argv == nil {
 		c.Argv = []string{}
@@ -202,6 +214,11 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 	mode := req.Mode
 	if mode == "" {
 		mode = p.mode
+	}
+	switch req.Sandbox {
+	case "", SandboxReadOnly, SandboxWorkspaceWrite:
+	default:
+		s.deny(RiskLow, fmt.Sprintf("sandbox %q is not a profile: ask for %s or %s, or leave it empty for the policy's choice", req.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite))
 	}
 	if _, err := ParseMode(string(mode)); err != nil {
 		s.deny(RiskLow, err.Error())
@@ -680,7 +697,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			}
 		}
 	}
-	writes := p.checkPaths(pc, cwd, ctx, s)
+	writes, reads := p.checkPaths(pc, cwd, ctx, s)
 	if base == "chmod" && cwd != "" {
 		for _, v := range pc.values("--reference") {
 			if fi, err := os.Stat(resolvePath(cwd, v)); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
@@ -766,6 +783,15 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- effects
+	askedWrite := req.Sandbox == SandboxWorkspaceWrite
+	if askedWrite {
+		// Writes the grammar did not see: for a program without a grammar
+		// that is running project code.
+		pc.write = true
+		if pc.unparsed {
+			pc.code = true
+		}
+	}
 	d.Writes = writes
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
@@ -800,6 +826,20 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		s.step("project-files", fmt.Sprintf("%d bound to the request hash", len(pf)), strings.Join(shown, ", "))
 	}
 
+	// --- sandbox
+	d.Sandbox = p.sandboxFor(d, base, reads, ctx)
+	// A program the policy has no grammar for runs read-only unless the
+	// caller asks for more; a caller may always narrow a plan.
+	if (pc.unparsed && !askedWrite) || req.Sandbox == SandboxReadOnly {
+		d.Sandbox.Profile = SandboxReadOnly
+	}
+	unknownRO := ctx.sandbox && pc.unparsed && !askedWrite && !pc.net
+	// The kernel holds project code to the workspace when the sandbox is
+	// fully enforced: offline project code that writes only there needs no
+	// approval (see docs/SANDBOX.md, "Approval economy").
+	confined := ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
+	s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%t enforced=%t", d.Sandbox.Network, ctx.sandbox))
+
 	// --- mode
 	switch d.Mode {
 	case ModeInspect:
@@ -808,11 +848,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	case ModeConfirm:
 		var why []string
-		if write {
+		if write && !confined && !unknownRO {
 			why = append(why, "writes")
 		}
-		if pc.code {
+		if unknownRO && d.Verdict == Allow {
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write, which asks)")
+		}
+		if pc.code && !confined {
 			why = append(why, "runs project code")
+		}
+		if confined && d.Verdict == Allow {
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		}
 		if pc.net {
 			why = append(why, "uses the network")
@@ -943,11 +989,10 @@ func (p *Policy) inner(argv []string, cwd string, req Request, ctx *decideCtx, d
 	s.step("inner", string(id.Verdict), cmdline.Quote(argv))
 }
 
-func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []string {
+func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (writes, reads []string) {
 	if cwd == "" {
-		return nil
+		return nil, nil
 	}
-	var writes []string
 	all := append(append([]operand(nil), pc.operands...), pc.paths...)
 	// git changes directory for each -C in turn before anything else; its
 	// operands, --git-dir and --work-tree are relative to where it ends up.
@@ -986,6 +1031,9 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 		}
 		if write && !contains(writes, real) {
 			writes = append(writes, real)
+		}
+		if !write && pv.verdict != Deny && !contains(reads, real) {
+			reads = append(reads, real)
 		}
 		if write && isSetID(real) && pc.tool != "rm" && pc.tool != "chmod" && pc.tool != "mv" {
 			// Writing a setuid/setgid file as root keeps its bits: new
@@ -1031,7 +1079,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 		}
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
-	return writes
+	return writes, reads
 }
 
 // gitRepoReads are files of the repository git will use that it reads by

@@ -182,6 +182,10 @@ type pathsSpec struct {
 type programSpec struct {
 	ExecEnv  map[string]string `yaml:"exec_env" json:"exec_env"`
 	ExecArgs []string          `yaml:"exec_args" json:"exec_args"`
+	// SandboxExec: absolute paths (files or directories) the program runs
+	// itself, which a read-only sandbox must let it execute (git's
+	// git-core helpers).
+	SandboxExec []string `yaml:"sandbox_exec,omitempty" json:"sandbox_exec,omitempty"`
 }
 
 type ruleSpec struct {
