@@ -17,6 +17,7 @@ import (
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -89,6 +90,9 @@ func newRig(t *testing.T) *rig {
 	cfg.StateDir = state
 	cfg.Workspaces = []string{ws}
 	cfg.Approvals.TTL = config.Duration(testTTL)
+	// The sandbox has its own tests (daemon/sandbox, daemon/e2e); these are
+	// about the state machine.
+	cfg.Sandbox = string(sandbox.Off)
 	keys, err := receiptstore.LoadOrCreateKeys(filepath.Join(state, "keys"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +107,7 @@ func newRig(t *testing.T) *rig {
 		Config:   func() *config.Config { return cfg },
 		Policy:   eng,
 		Runner:   sharedRun,
+		Sandbox:  sandbox.Probe("/nonexistent/termd-launch"),
 		Store:    store,
 		Keys:     keys,
 		Redactor: receiptstore.NewRedactor(),
@@ -288,10 +293,14 @@ func TestPlanLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatalf("execute: %v", err)
 			}
-			if got != want {
-				t.Fatalf("ran to %s, want %s", stateWord(got), stateWord(want))
-			}
 			pp, _ := r.GetPlan(context.Background(), operator, p.Id)
+			if got != want {
+				detail := ""
+				if rc, err := r.store.Get(pp.ReceiptId); err == nil {
+					detail = rc.Detail + " " + rc.Stderr
+				}
+				t.Fatalf("ran to %s, want %s: %s", stateWord(got), stateWord(want), detail)
+			}
 			if pp.ReceiptId == "" {
 				t.Fatal("a finished plan names no receipt")
 			}
