@@ -409,15 +409,21 @@ func mayApprove(caller *termdv1.Principal, p *planRec) error {
 	return nil
 }
 
-// ApprovePlan approves exactly the request the approver saw (by its hash).
-func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, requestHash string) (*termdv1.Plan, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// decidableLocked finds a plan the caller may approve or deny.
+func (b *Broker) decidableLocked(caller *termdv1.Principal, id string) (*planRec, error) {
 	p, err := b.planLocked(caller, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := mayApprove(caller, p); err != nil {
+	return p, mayApprove(caller, p)
+}
+
+// ApprovePlan approves exactly the request the approver saw (by its hash).
+func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, requestHash string) (*termdv1.Plan, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.decidableLocked(caller, id)
+	if err != nil {
 		return nil, err
 	}
 	if p.p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
@@ -450,11 +456,8 @@ func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, r
 func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reason string) (*termdv1.Plan, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p, err := b.planLocked(caller, id)
+	p, err := b.decidableLocked(caller, id)
 	if err != nil {
-		return nil, err
-	}
-	if err := mayApprove(caller, p); err != nil {
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
