@@ -117,7 +117,8 @@ func (f *fixture) do(p *sandbox.Profile, args ...string) string {
 	f.t.Helper()
 	spec := runner.Spec{Path: f.probe, Argv: append([]string{f.probe}, args...), Dir: f.ws, Timeout: 20 * time.Second}
 	if p != nil {
-		spec.NoNetwork = !p.Network
+		// No network namespace here: what refuses the network is the
+		// sandbox's own Landlock TCP rule (the daemon adds the namespace).
 		p.Exec = program.Exec(f.probe) // as the policy names it
 		l, rec, err := sandbox.Prepare(*p, f.paths, sandbox.Required, f.sup)
 		if err != nil {
@@ -198,8 +199,8 @@ func TestNoNetworkNoSignalsNoPtrace(t *testing.T) {
 	}()
 	ww := workspaceWrite
 	expect(t, f.do(&ww, "connect", ln.Addr().String()), "denied", "connect without network")
-	// Landlock alone (a plan that keeps the host network but is refused TCP
-	// would be this case): the netns is not what refuses here.
+	withNet := sandbox.Profile{Name: sandbox.WorkspaceWrite, Network: true}
+	expect(t, f.do(&withNet, "connect", ln.Addr().String()), "ok", "connect with network")
 	outsider := exec.Command("sleep", "30")
 	if err := outsider.Start(); err != nil {
 		t.Fatal(err)

@@ -66,6 +66,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "probe: unknown action "+os.Args[1])
 		os.Exit(2)
 	}
+	// Print the bare error number's text, so callers can match it.
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		err = errno
+	}
 	switch {
 	case err == nil:
 		fmt.Println("ok")
