@@ -78,6 +78,12 @@ func ValidateSchema(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("receipt: not JSON: %w", err)
 	}
+	return validateInstance(inst)
+}
+
+// validateInstance checks a decoded document against the schema its
+// schema_version names.
+func validateInstance(inst any) error {
 	if err := looksLikeReceipt(inst); err != nil {
 		return err
 	}
@@ -143,18 +149,7 @@ func validateTree(tree jsonObject) error {
 	if err != nil {
 		return err
 	}
-	if err := looksLikeReceipt(inst); err != nil {
-		return err
-	}
-	version := inst.(map[string]any)["schema_version"].(string)
-	sch, err := compiledSchema(version)
-	if err != nil {
-		return err
-	}
-	if err := sch.Validate(inst); err != nil {
-		return fmt.Errorf("receipt does not match schema %s: %w", version, err)
-	}
-	return nil
+	return validateInstance(inst)
 }
 
 // schemaInstance converts a parse tree into the value types the schema

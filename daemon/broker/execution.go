@@ -325,7 +325,9 @@ func (b *Broker) refuse(e *execRec, why string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := e.plan
-	p.p.State = termdv1.PlanState_PLAN_STATE_EXPIRED
+	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
+		b.Log.Error("refusing a start", "plan", p.p.Id, "error", err)
+	}
 	p.p.ExecutionId = ""
 	p.p.NextStep = why + fmt.Sprintf(" (run `termctl replan %s`)", p.p.Id)
 	e.finished = true
@@ -553,8 +555,9 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		b.Log.Error("could not store the receipt; the intent stays open and becomes outcome_unknown at restart", "execution", e.id, "error", err)
 		fs.plan, fs.exec = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN
 	}
-	p.p.State = fs.plan
-	p.p.UpdatedAt = timestamppb.New(b.Now())
+	if err := b.transition(p, fs.plan); err != nil {
+		b.Log.Error("finishing an execution", "execution", e.id, "error", err)
+	}
 	ee := e.e
 	ee.State = fs.exec
 	ee.FinishedAt = timestamppb.New(res.FinishedAt)

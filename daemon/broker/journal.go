@@ -300,18 +300,15 @@ func (b *Broker) settleRestoredPlan(p *termdv1.Plan, ran *ranIndex) {
 		return
 	}
 	if rid, ok := b.recovered[p.Id]; ok {
-		p.State, p.ReceiptId = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, rid
-		p.NextStep = nextStep(p)
+		restoreFinal(p, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, rid)
 		return
 	}
 	if r := ran.receiptOf(p.SessionId, p.Id); r != nil {
-		p.State, p.ReceiptId = planStateOf(r.Status), r.ID
-		p.NextStep = nextStep(p)
+		restoreFinal(p, planStateOf(r.Status), r.ID)
 		return
 	}
 	if p.State == termdv1.PlanState_PLAN_STATE_RUNNING || p.State == termdv1.PlanState_PLAN_STATE_PAUSED {
-		p.State = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
-		p.NextStep = nextStep(p)
+		restoreFinal(p, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, p.ReceiptId)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/user"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termd/termd/internal/loopback"
 	"github.com/termd/termd/internal/wire"
 	"go.yaml.in/yaml/v3"
 )
@@ -330,11 +330,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.MetricsListen != "" {
-		host, _, err := net.SplitHostPort(c.MetricsListen)
+		loop, err := loopback.Listen(c.MetricsListen)
 		if err != nil {
 			return fmt.Errorf("metrics_listen: %v", err)
 		}
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !loop {
 			return fmt.Errorf("metrics_listen: %q is not a loopback address; metrics are served on loopback only", c.MetricsListen)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/user"
@@ -24,6 +23,7 @@ import (
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/internal/loopback"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -307,9 +307,7 @@ func adviserChecks(c *config.Config) []Check {
 		cs = append(cs, Check{Area: "adviser", Status: OK, Message: "no adviser key ($" + a.APIKeyEnv + " unset, no api_key_file): the adviser is unavailable; policy decides alone"})
 	}
 	if u, err := url.Parse(a.BaseURL); err == nil {
-		host := u.Hostname()
-		ip := net.ParseIP(host)
-		loop := host == "localhost" || (ip != nil && ip.IsLoopback())
+		loop := loopback.Host(u.Hostname())
 		switch {
 		case u.Scheme == "https":
 			cs = append(cs, Check{Area: "adviser", Status: OK, Message: "adviser base URL " + a.BaseURL + " uses https"})

@@ -40,6 +40,17 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown mode %q (want inspect, confirm or trusted)", s)
 }
 
+// MorePermissiveThan reports whether m lets more run than o (trusted, then
+// confirm, then inspect), by modeRank, the one ordering of modes: the broker
+// asks it to keep weaker modes for operators rather than ranking modes itself.
+// An unknown mode counts as more permissive than any (fail closed).
+func (m Mode) MorePermissiveThan(o Mode) bool {
+	if modeRank(m) < 0 {
+		return true
+	}
+	return modeRank(m) > modeRank(o)
+}
+
 // modeRank orders modes from strictest (0) to most permissive.
 func modeRank(m Mode) int {
 	switch m {
