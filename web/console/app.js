@@ -138,6 +138,11 @@ async function start() {
   }
   document.getElementById('nav').hidden = false;
   document.getElementById('who').hidden = false;
+  // A daemon that does not confine every execution fully says so on every page.
+  const sb = (status.capabilities || []).find((c) => c.name === 'sandbox');
+  const warn = document.getElementById('sandbox-warning');
+  warn.hidden = !sb || sb.available;
+  warn.textContent = sb && !sb.available ? 'Sandbox: ' + sb.detail : '';
   const c = status.caller || {};
   document.getElementById('identity').textContent = (c.name || 'unknown') + ' · ' + short(c.role, 'ROLE_').toLowerCase();
   if (!events) {

@@ -1,7 +1,7 @@
 // lists.js: the approval queue, plan, session and receipt listings, and a
 // receipt's page with verification, raw JSON, download and share export.
 import * as rest from './endpoints.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText } from './dom.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText, sandboxText } from './dom.js';
 
 function planRow(p) {
   const st = short(p.state, 'PLAN_STATE_');
@@ -59,6 +59,7 @@ export function approvalsView(main, ctx) {
         h('span', { class: 'muted' }, 'by ' + (p.requester?.name || 'unknown') + ' · ' + when(p.createdAt) + ' · expires ' + when(p.expiresAt))),
       (d.reasons || []).length ? h('ul', { class: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
       kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
+        ['Sandbox', sandboxText(d.sandbox)],
         ['Request hash', h('code', { class: 'hash' }, d.requestHash)]]),
       ctx.canApprove ? h('div', { class: 'row' },
         act('Approve', async () => {

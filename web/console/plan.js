@@ -1,7 +1,7 @@
 // plan.js: the plan form with the adviser panel, and a plan's own page
 // (/plans/ID): decision, approval, execution controls, live output, receipt.
 import * as rest from './endpoints.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText } from './dom.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText, sandboxText } from './dom.js';
 
 const FORM_KEY = 'termd.planDraft';
 
@@ -269,6 +269,7 @@ export function planView(main, ctx, id) {
         ['Writes', (p.writes || []).join(', ')],
         ['Network', p.network ? 'yes' : 'no'],
         ['Runs project code', p.runsProjectCode ? 'yes' : 'no'],
+        ['Sandbox', h('span', { id: 'sandbox' }, sandboxText(d.sandbox || p.sandbox))],
         ['Rules', (d.rules || []).join(', ')],
         ['Policy', d.policyVersion]])]);
 
@@ -361,3 +362,4 @@ export function planView(main, ctx, id) {
   load();
   return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); };
 }
+
