@@ -33,10 +33,12 @@ type Recorder struct {
 
 // Gauges are read at every scrape. Nil functions are not exported.
 type Gauges struct {
-	ActiveSessions   func() int
-	ActiveExecutions func() int
-	Subscribers      func() int
-	Receipts         func() (int64, error)
+	ActiveSessions     func() int
+	ActiveExecutions   func() int
+	Subscribers        func() int
+	Connections        func() int
+	ConnectionsRefused func() int
+	Receipts           func() (int64, error)
 }
 
 // New makes a Recorder with its own registry (Go runtime and process
@@ -120,6 +122,8 @@ func (r *Recorder) Observe(g Gauges) {
 	}
 	gauge("termd_active_sessions", "Open sessions.", g.ActiveSessions)
 	gauge("termd_active_executions", "Executions running now.", g.ActiveExecutions)
+	gauge("termd_connections", "Open connections on termd's socket.", g.Connections)
+	gauge("termd_connections_refused", "Connections refused at accept since start (no role, or over connections.per_uid / connections.global).", g.ConnectionsRefused)
 	gauge("termd_event_subscribers", "Event stream subscribers (watchers, consoles, bridges).", g.Subscribers)
 	if g.Receipts != nil {
 		r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

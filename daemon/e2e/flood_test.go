@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+// floodHelperEnv makes the test binary open many connections to a socket as
+// whatever uid it runs as ("SOCKET N MODE": MODE preface sends the HTTP/2
+// client preface and an empty SETTINGS frame and then idles, silent sends
+// nothing). It prints "dialed N" and then, for each line read on stdin, how
+// many of its connections the daemon has closed; it exits when stdin closes.
+const floodHelperEnv = "TERMD_E2E_FLOOD_HELPER"
+
+func floodHelper(spec string) int {
+	f := strings.Fields(spec)
+	n, _ := strconv.Atoi(f[1])
+	var closed atomic.Int64
+	var conns []net.Conn
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("unix", f[0])
+		if err != nil {
+			closed.Add(1)
+			continue
+		}
+		if f[2] == "preface" {
+			var b bytes.Buffer
+			b.WriteString(http2.ClientPreface)
+			_ = http2.NewFramer(&b, nil).WriteSettings()
+			_, _ = c.Write(b.Bytes())
+		}
+		conns = append(conns, c)
+		go func() { // the daemon's frames are read and dropped; EOF means closed
+			_, _ = io.Copy(io.Discard, c)
+			closed.Add(1)
+		}()
+	}
+	fmt.Printf("dialed %d\n", n)
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		fmt.Printf("%d\n", closed.Load())
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	return 0
+}
+
+// flooder is a running flood helper.
+type flooder struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// flood opens n connections to d as cred from a child process.
+func flood(t *testing.T, d *harness.Daemon, cred *syscall.Credential, n int, mode string) *flooder {
+	t.Helper()
+	cmd := exec.Command(helperBinary(t))
+	cmd.Env = []string{fmt.Sprintf("%s=%s %d %s", floodHelperEnv, d.Socket, n, mode)}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	outp, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f := &flooder{cmd: cmd, in: in, out: bufio.NewScanner(outp)}
+	var once sync.Once
+	stop := func() { once.Do(func() { in.Close(); _ = cmd.Wait() }) }
+	t.Cleanup(stop)
+	if !f.out.Scan() || !strings.HasPrefix(f.out.Text(), "dialed ") {
+		t.Fatalf("flood helper did not start: %q", f.out.Text())
+	}
+	return f
+}
+
+// closed asks how many of the helper's connections the daemon has closed.
+func (f *flooder) closed(t *testing.T) int {
+	t.Helper()
+	fmt.Fprintln(f.in, "?")
+	if !f.out.Scan() {
+		t.Fatal("flood helper went away")
+	}
+	n, _ := strconv.Atoi(f.out.Text())
+	return n
+}
+
+// stop ends the helper (its connections close with it).
+func (f *flooder) stop() { f.in.Close(); _ = f.cmd.Wait() }
+
+func openFDs(t *testing.T, pid int) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// metric reads one unlabelled gauge from termd's metrics listener.
+func metric(t *testing.T, addr, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == name {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			return v
+		}
+	}
+	t.Fatalf("metric %s not served", name)
+	return 0
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// statusTime runs root's `termctl status` and returns how long it took.
+func statusTime(t *testing.T, d *harness.Daemon) time.Duration {
+	t.Helper()
+	start := time.Now()
+	out, errOut, code := d.Run("termctl", "status")
+	if code != 0 {
+		t.Fatalf("root's termctl status failed during the flood (exit %d): %s%s", code, out, errOut)
+	}
+	return time.Since(start)
+}
+
+// A uid with no role is turned away at accept, with the reason, before termd
+// reads a byte of HTTP/2 from it; a flood of such connections holds nothing.
+func TestNoRoleRefusedAtAccept(t *testing.T) {
+	d := harness.Start(t, harness.Options{Config: "socket_group: \"65534\"\n"})
+	_, errOut, code := d.RunAs(harness.Nobody, "termctl", []string{}, "status")
+	if code == 0 || !strings.Contains(errOut, "uid 65534 has no role") || !strings.Contains(errOut, "roles.agents") {
+		t.Fatalf("termctl status as a uid without a role: exit %d, %q; want the refusal naming the uid and the roles keys", code, errOut)
+	}
+	idle := openFDs(t, d.Pid())
+	f := flood(t, d, harness.Nobody, 300, "silent")
+	deadline := time.Now().Add(10 * time.Second)
+	for f.closed(t) < 300 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := f.closed(t); n < 300 {
+		t.Fatalf("only %d of 300 connections from a uid without a role were closed (without sending anything); fds %d → %d", n, idle, openFDs(t, d.Pid()))
+	}
+	time.Sleep(1500 * time.Millisecond) // refusals linger up to 1s so a client can read why
+	if now := openFDs(t, d.Pid()); now > idle+8 {
+		t.Fatalf("termd holds %d descriptors with every connection of the flood refused (idle %d)", now, idle)
+	}
+	statusTime(t, d)
+}
+
+// One agent uid opens far more connections than its share; each beyond
+// connections.per_uid is closed at once, the ones it keeps are closed when
+// they idle, and root is served promptly throughout with termd's
+// descriptors and memory bounded.
+func TestConnectionFloodLeavesOthersServed(t *testing.T) {
+	addr := freeAddr(t)
+	d := harness.Start(t, harness.Options{Config: agentConfig + fmt.Sprintf(
+		"metrics_listen: %q\nconnections:\n  per_uid: 16\n  handshake_timeout: 1s\n  idle_timeout: 3s\n", addr)})
+	idleFDs, idleRSS := openFDs(t, d.Pid()), procStatus(t, d.Pid(), "VmRSS")
+	baseline := statusTime(t, d)
+
+	f := flood(t, d, harness.Nobody, 400, "preface")
+	time.Sleep(300 * time.Millisecond)
+	if n := f.closed(t); n < 400-16 {
+		t.Fatalf("%d of 400 connections from one uid were closed; all past connections.per_uid (16) should be", n)
+	}
+	time.Sleep(1200 * time.Millisecond) // past the flood's lingering refusals
+	_, errOut, code := d.RunAs(harness.Nobody, "termctl", nil, "status")
+	if code == 0 || !strings.Contains(errOut, "connections.per_uid") {
+		t.Fatalf("the flooding uid's own termctl status: exit %d, %q; want a refusal naming connections.per_uid", code, errOut)
+	}
+	for i := 0; i < 5; i++ {
+		if took := statusTime(t, d); took > 10*baseline+2*time.Second {
+			t.Fatalf("root's termctl status took %s during the flood (%s idle)", took, baseline)
+		}
+	}
+	fds, rss := openFDs(t, d.Pid()), procStatus(t, d.Pid(), "VmRSS")
+	if fds > idleFDs+16+16 {
+		t.Fatalf("termd holds %d descriptors during the flood (idle %d, per_uid 16)", fds, idleFDs)
+	}
+	if rss > 2*idleRSS+64<<10 {
+		t.Fatalf("termd's RSS grew from %d to %d kB during the flood", idleRSS, rss)
+	}
+	if open := metric(t, addr, "termd_connections"); open > 16+2 {
+		t.Fatalf("termd_connections = %v during the flood", open)
+	}
+	if refused := metric(t, addr, "termd_connections_refused"); refused < 400-16 {
+		t.Fatalf("termd_connections_refused = %v, want at least %d", refused, 400-16)
+	}
+
+	// The 16 it kept never make a call: closed once idle_timeout passes.
+	deadline := time.Now().Add(15 * time.Second)
+	for f.closed(t) < 400 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := f.closed(t); n < 400 {
+		t.Fatalf("%d of the connections that idle were still open 15s after a 3s idle_timeout", 400-n)
+	}
+	// A connection that never says anything is closed after handshake_timeout.
+	s := flood(t, d, harness.Nobody, 8, "silent")
+	time.Sleep(2500 * time.Millisecond)
+	if n := s.closed(t); n < 8 {
+		t.Fatalf("%d of 8 connections that never sent the HTTP/2 preface were open after a 1s handshake_timeout", 8-n)
+	}
+	f.stop()
+	s.stop()
+	if _, _, code := d.RunAs(harness.Nobody, "termctl", nil, "status"); code != 0 {
+		t.Fatal("the agent uid could not connect again after its flood ended")
+	}
+}
