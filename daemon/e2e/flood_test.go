@@ -237,3 +237,50 @@ func TestConnectionFloodLeavesOthersServed(t *testing.T) {
 		t.Fatal("the agent uid could not connect again after its flood ended")
 	}
 }
+
+// TestBenchFlood floods termd with 64 clients, each a process of its own uid
+// opening 32 connections that send the HTTP/2 preface and then idle (2048 in
+// all, past connections.global), and prints the daemon's descriptors,
+// goroutines and RSS during and after the flood, and root's `termctl status`
+// time during it, as ratios to the idle daemon. Run with `make bench`.
+func TestBenchFlood(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") == "" {
+		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
+	}
+	addr := freeAddr(t)
+	d := harness.Start(t, harness.Options{Config: fmt.Sprintf("socket_group: \"65534\"\nroles:\n  default: agent\nmetrics_listen: %q\n", addr)})
+	type sample struct {
+		fds, goroutines, rss float64
+		status               time.Duration
+	}
+	measure := func() sample {
+		var st time.Duration
+		for i := 0; i < 5; i++ {
+			st += statusTime(t, d)
+		}
+		return sample{float64(openFDs(t, d.Pid())), metric(t, addr, "go_goroutines"), float64(procStatus(t, d.Pid(), "VmRSS")), st / 5}
+	}
+	idle := measure()
+	var fl []*flooder
+	for i := 0; i < 64; i++ {
+		fl = append(fl, flood(t, d, &syscall.Credential{Uid: uint32(61000 + i), Gid: 65534}, 32, "preface"))
+	}
+	time.Sleep(1500 * time.Millisecond)
+	during := measure()
+	open, refused := metric(t, addr, "termd_connections"), metric(t, addr, "termd_connections_refused")
+	for _, f := range fl {
+		f.stop()
+	}
+	time.Sleep(2 * time.Second)
+	after := measure()
+	report := func(name string, s sample) {
+		line := fmt.Sprintf("%-6s fds %.2fx (%.0f)  goroutines %.2fx (%.0f)  rss %.2fx (%.0f MiB)  root status %.2fx", name,
+			s.fds/idle.fds, s.fds, s.goroutines/idle.goroutines, s.goroutines, s.rss/idle.rss, s.rss/1024, float64(s.status)/float64(idle.status))
+		fmt.Println("BENCH flood: " + line)
+		t.Log(line)
+	}
+	fmt.Printf("BENCH flood: 64 clients x 32 idle connections: %.0f held, %.0f refused at accept (connections.global 1024); idle daemon %.0f fds, %.0f goroutines, %.0f MiB\n",
+		open, refused, idle.fds, idle.goroutines, idle.rss/1024)
+	report("during", during)
+	report("after", after)
+}
