@@ -69,12 +69,13 @@ type Sessions struct {
 
 // Connections bounds what callers may hold open on termd's socket.
 type Connections struct {
-	PerUID           int      `yaml:"per_uid" doc:"open connections one uid may hold; past it new connections from that uid are closed at once (other uids are unaffected)" default:"128"`
-	Global           int      `yaml:"global" doc:"open connections from non-operators in all; operators (root, termd's uid, roles.operators) may still connect past it, up to their per_uid" default:"1024"`
-	HandshakeTimeout Duration `yaml:"handshake_timeout" doc:"a connection that has not finished the HTTP/2 handshake within this long is closed" default:"10s"`
-	IdleTimeout      Duration `yaml:"idle_timeout" doc:"a connection with no call in flight for this long is closed (clients reconnect on their next call)" default:"5m"`
-	MaxStreams       int      `yaml:"max_streams" doc:"concurrent calls (streams) one connection may carry" default:"128"`
-	MaxMessageBytes  int      `yaml:"max_message_bytes" doc:"largest request message termd accepts" default:"4194304"`
+	PerUID            int      `yaml:"per_uid" doc:"open connections one uid may hold; past it new connections from that uid are closed at once (other uids are unaffected)" default:"128"`
+	Global            int      `yaml:"global" doc:"open connections from non-operators in all; operators (root, termd's uid, roles.operators) may still connect past it, up to their per_uid" default:"1024"`
+	HandshakeTimeout  Duration `yaml:"handshake_timeout" doc:"a connection that has not finished the HTTP/2 handshake within this long is closed" default:"10s"`
+	IdleTimeout       Duration `yaml:"idle_timeout" doc:"a connection with no call in flight for this long is closed (clients reconnect on their next call)" default:"5m"`
+	MaxStreams        int      `yaml:"max_streams" doc:"concurrent calls (streams) one connection may carry" default:"128"`
+	MaxMessageBytes   int      `yaml:"max_message_bytes" doc:"largest request message termd accepts" default:"4194304"`
+	CallsPerPrincipal int      `yaml:"calls_per_principal" doc:"unary calls one principal (a uid, or a gateway token) may have in flight at once; more are refused at once with RESOURCE_EXHAUSTED; operators are not limited (event streams have sessions.max_streams)" default:"32"`
 }
 
 // Approvals bounds approvals.
@@ -138,12 +139,13 @@ func Default() *Config {
 			MaxStreams:   64,
 		},
 		Connections: Connections{
-			PerUID:           128,
-			Global:           1024,
-			HandshakeTimeout: Duration(10 * time.Second),
-			IdleTimeout:      Duration(5 * time.Minute),
-			MaxStreams:       128,
-			MaxMessageBytes:  4 << 20,
+			PerUID:            128,
+			Global:            1024,
+			HandshakeTimeout:  Duration(10 * time.Second),
+			IdleTimeout:       Duration(5 * time.Minute),
+			MaxStreams:        128,
+			MaxMessageBytes:   4 << 20,
+			CallsPerPrincipal: 32,
 		},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
@@ -423,6 +425,9 @@ func (c Connections) validate() error {
 	}
 	if c.MaxStreams < 8 || c.MaxStreams > 100000 {
 		return fmt.Errorf("connections.max_streams: %d is out of range 8..100000", c.MaxStreams)
+	}
+	if c.CallsPerPrincipal < 1 || c.CallsPerPrincipal > 100000 {
+		return fmt.Errorf("connections.calls_per_principal: %d is out of range 1..100000", c.CallsPerPrincipal)
 	}
 	if c.MaxMessageBytes < 64<<10 || c.MaxMessageBytes > 64<<20 {
 		return fmt.Errorf("connections.max_message_bytes: %d is out of range 65536..67108864", c.MaxMessageBytes)

@@ -3,12 +3,14 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/termd/termd/internal/harness"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 // floodHelperEnv makes the test binary open many connections to a socket as
@@ -283,4 +286,106 @@ func TestBenchFlood(t *testing.T) {
 		open, refused, idle.fds, idle.goroutines, idle.rss/1024)
 	report("during", during)
 	report("after", after)
+}
+
+// An agent that opens event streams it never reads, reads output in a tight
+// loop from many goroutines and asks for huge pages is held to its share:
+// the excess is refused naming the key, root stays served, and the daemon's
+// goroutines return to their baseline when the agent goes away.
+func TestAbusiveReaderIsBoundedPerPrincipal(t *testing.T) {
+	requireRoot(t)
+	addr := freeAddr(t)
+	d := harness.Start(t, harness.Options{Config: agentConfig + fmt.Sprintf("metrics_listen: %q\nsessions:\n  max_streams: 16\nconnections:\n  calls_per_principal: 4\n", addr)})
+	agent := agentClient(t, d, harness.Nobody)
+	var big strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&big, "%d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(big.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := plan(t, agent, "", "cat", "big.txt")
+	x, _, out, _ := runToEnd(t, agent, p)
+	if !strings.Contains(out, "20000") {
+		t.Fatalf("seq output: %q", out[max(0, len(out)-50):])
+	}
+	time.Sleep(500 * time.Millisecond)
+	baseG := metric(t, addr, "go_goroutines")
+	baseHeap := metric(t, addr, "go_memstats_heap_inuse_bytes")
+	baseline := statusTime(t, d)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Event streams that are never read.
+	var streamErr error
+	for i := 0; i < 20; i++ {
+		st, err := agent.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{})
+		if err == nil {
+			_, err = st.Header() // the call is established; nothing is ever read
+			if i >= 16 {
+				_, err = st.Recv()
+			}
+		}
+		if err != nil {
+			streamErr = err
+		}
+	}
+	if streamErr == nil || !strings.Contains(streamErr.Error(), "sessions.max_streams") {
+		t.Fatalf("the 17th event stream of one agent: %v; want a refusal naming sessions.max_streams", streamErr)
+	}
+	// ReadOutput in a tight loop from 64 goroutines.
+	var ok, refused, other atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(3 * time.Second)
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				_, err := agent.Executions.ReadOutput(ctx, &termdv1.ReadOutputRequest{ExecutionId: x.Id, Limit: 1 << 30})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case strings.Contains(err.Error(), "connections.calls_per_principal"):
+					refused.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	took := statusTime(t, d)
+	duringG := metric(t, addr, "go_goroutines")
+	duringHeap := metric(t, addr, "go_memstats_heap_inuse_bytes")
+	wg.Wait()
+	if ok.Load() == 0 || refused.Load() == 0 || other.Load() != 0 {
+		t.Fatalf("ReadOutput loop: %d answered, %d refused naming connections.calls_per_principal, %d other errors", ok.Load(), refused.Load(), other.Load())
+	}
+	if took > 10*baseline+2*time.Second {
+		t.Fatalf("root's termctl status took %s while an agent read in a loop (%s idle)", took, baseline)
+	}
+	_, err := agent.Receipts.ListReceipts(ctxT(t), &termdv1.ListReceiptsRequest{Limit: 1 << 30})
+	if err == nil || !strings.Contains(err.Error(), "page with offset") {
+		t.Fatalf("ListReceipts with a limit of 2^30: %v; want a refusal that says how to page", err)
+	}
+	if duringHeap > baseHeap+256<<20 {
+		t.Fatalf("heap in use grew from %.0f to %.0f bytes", baseHeap, duringHeap)
+	}
+
+	cancel()
+	agent.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	var afterG float64
+	for time.Now().Before(deadline) {
+		if afterG = metric(t, addr, "go_goroutines"); afterG <= baseG+2 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("goroutines: idle %.0f, during %.0f, after %.0f; heap in use: idle %.1f MiB, during %.1f MiB; ReadOutput %d answered, %d refused",
+		baseG, duringG, afterG, baseHeap/(1<<20), duringHeap/(1<<20), ok.Load(), refused.Load())
+	if afterG > baseG+2 {
+		t.Fatalf("goroutines did not return to the baseline %.0f after the agent went away: %.0f", baseG, afterG)
+	}
 }

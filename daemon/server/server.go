@@ -27,12 +27,13 @@ import (
 
 // Server is the gRPC front of the daemon.
 type Server struct {
-	cfgp    atomic.Pointer[config.Config]
-	log     *slog.Logger
-	grpc    *grpc.Server
-	health  *health.Server
-	admit   *admission
-	started time.Time
+	cfgp     atomic.Pointer[config.Config]
+	log      *slog.Logger
+	grpc     *grpc.Server
+	health   *health.Server
+	admit    *admission
+	inflight inflight
+	started  time.Time
 }
 
 // Options configure a Server.
