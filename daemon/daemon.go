@@ -171,6 +171,8 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Subscribers:        d.broker.Subscribers,
 		Connections:        func() int { n, _ := d.srv.Connections(); return int(n) },
 		ConnectionsRefused: func() int { _, n := d.srv.Connections(); return int(n) },
+		StateFreeBytes:     func() int { f, _ := d.broker.StorageUsage(); return int(f) },
+		StoredDayBytes:     func() int { _, n := d.broker.StorageUsage(); return int(n) },
 		Receipts:           d.store.Count,
 	})
 	d.srv.RegisterDaemon(d.broker)

@@ -78,6 +78,13 @@ type Connections struct {
 	CallsPerPrincipal int      `yaml:"calls_per_principal" doc:"unary calls one principal (a uid, or a gateway token) may have in flight at once; more are refused at once with RESOURCE_EXHAUSTED; operators are not limited (event streams have sessions.max_streams)" default:"32"`
 }
 
+// Storage bounds what executions may store in the state directory.
+type Storage struct {
+	PerPrincipalDay int64 `yaml:"per_principal_day" doc:"bytes of receipts (output included) one principal's executions may add in a rolling 24 hours; past it its executions are refused until older ones age out" default:"2147483648"`
+	GlobalDay       int64 `yaml:"global_day" doc:"bytes of receipts all executions together may add in a rolling 24 hours" default:"17179869184"`
+	MinFreeBytes    int64 `yaml:"min_free_bytes" doc:"free space the state directory's filesystem must keep; below it new executions are refused, so receipts are never cut off by a full disk" default:"536870912"`
+}
+
 // Approvals bounds approvals.
 type Approvals struct {
 	TTL Duration `yaml:"ttl" doc:"a plan awaiting approval, or approved but not run, expires after this long" default:"15m"`
@@ -110,6 +117,7 @@ type Config struct {
 	Roles           Roles       `yaml:"roles"`
 	Sessions        Sessions    `yaml:"sessions"`
 	Connections     Connections `yaml:"connections"`
+	Storage         Storage     `yaml:"storage"`
 	Approvals       Approvals   `yaml:"approvals"`
 	ShutdownGrace   Duration    `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
 	ConsoleURL      string      `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
@@ -147,6 +155,7 @@ func Default() *Config {
 			MaxMessageBytes:   4 << 20,
 			CallsPerPrincipal: 32,
 		},
+		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
 		RunAsRequester: &t,
@@ -337,6 +346,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.MaxStreams < 1 || c.Sessions.MaxStreams > 100000 {
 		return fmt.Errorf("sessions.max_streams: %d is out of range 1..100000", c.Sessions.MaxStreams)
+	}
+	if st := c.Storage; st.PerPrincipalDay < 1<<20 || st.GlobalDay < st.PerPrincipalDay || st.MinFreeBytes < 0 {
+		return fmt.Errorf("storage: per_principal_day (%d) must be at least 1048576, global_day (%d) at least per_principal_day, min_free_bytes (%d) not negative", st.PerPrincipalDay, st.GlobalDay, st.MinFreeBytes)
 	}
 	if err := c.Connections.validate(); err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/harness"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -388,4 +389,79 @@ func TestAbusiveReaderIsBoundedPerPrincipal(t *testing.T) {
 	if afterG > baseG+2 {
 		t.Fatalf("goroutines did not return to the baseline %.0f after the agent went away: %.0f", baseG, afterG)
 	}
+}
+
+// Past its daily budget of stored receipts a principal's executions are
+// refused before anything runs, naming the key; its plan stays and runs once
+// the budget allows. A state directory below the free-space floor refuses
+// new executions the same way.
+func TestStorageBudgetsRefuseNewWork(t *testing.T) {
+	requireRoot(t)
+	d := harness.Start(t, harness.Options{Config: agentConfig + "storage:\n  per_principal_day: 1048576\n"})
+	var big strings.Builder
+	for big.Len() < 300<<10 {
+		fmt.Fprintf(&big, "line %d of output that fills the receipt\n", big.Len())
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(big.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := agentClient(t, d, harness.Nobody)
+	s, err := agent.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal error
+	var ran int
+	for i := 0; i < 20 && refusal == nil; i++ {
+		p := plan(t, agent, s.Session.Id, "cat", "big.txt")
+		if _, err := agent.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id}); err != nil {
+			refusal = err
+			got, gerr := agent.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: p.Id})
+			if gerr != nil || got.Plan.State != termdv1.PlanState_PLAN_STATE_PLANNED {
+				t.Fatalf("the refused plan should stay planned: %v %v", got.GetPlan().GetState(), gerr)
+			}
+			break
+		}
+		ran++
+		waitFinished(t, agent, p.Id)
+	}
+	if refusal == nil || !strings.Contains(refusal.Error(), "storage.per_principal_day") || ran < 2 {
+		t.Fatalf("after %d runs of 300 KiB each against a 1 MiB budget: %v; want a refusal naming storage.per_principal_day", ran, refusal)
+	}
+	// Root is another principal with its own budget.
+	p := plan(t, d.Client, "", "cat", "big.txt")
+	runToEnd(t, d.Client, p)
+	// Every execution that ran has its signed receipt; the chain verifies.
+	if out, errOut, code := d.Run("termctl", "audit", "verify"); code != 0 {
+		t.Fatalf("audit verify: %s%s", out, errOut)
+	}
+
+	d.Stop()
+	_ = os.WriteFile(d.ConfigPath, []byte(agentConfig+"storage:\n  min_free_bytes: 1125899906842624\n"), 0o600)
+	d.Restart()
+	p = plan(t, d.Client, "", "true")
+	_, err = d.Client.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id})
+	if err == nil || !strings.Contains(err.Error(), "storage.min_free_bytes") {
+		t.Fatalf("execution with the state directory below the free-space floor: %v; want a refusal naming storage.min_free_bytes", err)
+	}
+}
+
+// waitFinished waits until a plan reaches a final state.
+func waitFinished(t *testing.T, c *client.Client, planID string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := c.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: planID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch got.Plan.State {
+		case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		// The receipt is signed before the final state is visible.
+		return
+	}
+	t.Fatalf("plan %s did not finish", planID)
 }
