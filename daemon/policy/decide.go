@@ -829,11 +829,14 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	// --- sandbox
 	d.Sandbox = p.sandboxFor(d, base, reads, ctx)
 	// A program the policy has no grammar for runs read-only unless the
-	// caller asks for more; a caller may always narrow a plan.
-	if (pc.unparsed && !askedWrite) || req.Sandbox == SandboxReadOnly {
+	// caller asks for more; a caller may always narrow a plan. Shells,
+	// interpreters, wrappers and privilege tools (allowed only by exact
+	// rules) keep their rules: what they run is not known.
+	unknown := pc.unparsed && escapeClass(base) == ""
+	if (unknown && !askedWrite) || req.Sandbox == SandboxReadOnly {
 		d.Sandbox.Profile = SandboxReadOnly
 	}
-	unknownRO := ctx.sandbox && pc.unparsed && !askedWrite && !pc.net
+	unknownRO := ctx.sandbox && unknown && !askedWrite && !pc.net
 	// The kernel holds project code to the workspace when the sandbox is
 	// fully enforced: offline project code that writes only there needs no
 	// approval (see docs/SANDBOX.md, "Approval economy").
