@@ -105,6 +105,7 @@ func init() {
 	initGit()
 	initBuildTools()
 	initNet()
+	initInfoTools()
 	for _, c := range specs {
 		c.index()
 	}
