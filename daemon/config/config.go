@@ -64,6 +64,7 @@ type Sessions struct {
 	Global       int      `yaml:"global" doc:"open sessions across all principals" default:"64"`
 	MaxPlans     int      `yaml:"max_plans" doc:"plans one session may hold (blocked ones included); open a new session beyond" default:"1000"`
 	MaxStreams   int      `yaml:"max_streams" doc:"event streams one principal may have open at once" default:"64"`
+	MaxRunning   int      `yaml:"max_running" doc:"commands one principal may have running at once, across its sessions (a session runs several at once: two terminals of one user share it)" default:"8"`
 }
 
 // Approvals bounds approvals.
@@ -122,6 +123,7 @@ func Default() *Config {
 			Global:       64,
 			MaxPlans:     1000,
 			MaxStreams:   64,
+			MaxRunning:   8,
 		},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
@@ -305,6 +307,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.MaxPlans < 1 || c.Sessions.MaxPlans > 1000000 {
 		return fmt.Errorf("sessions.max_plans: %d is out of range 1..1000000", c.Sessions.MaxPlans)
+	}
+	if c.Sessions.MaxRunning < 1 || c.Sessions.MaxRunning > 10000 {
+		return fmt.Errorf("sessions.max_running: %d is out of range 1..10000", c.Sessions.MaxRunning)
 	}
 	if c.Sessions.MaxStreams < 1 || c.Sessions.MaxStreams > 100000 {
 		return fmt.Errorf("sessions.max_streams: %d is out of range 1..100000", c.Sessions.MaxStreams)

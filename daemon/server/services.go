@@ -98,7 +98,7 @@ func (s execSvc) Execute(ctx context.Context, r *termdv1.ExecuteRequest) (*termd
 
 func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.ServerStreamingServer[termdv1.ExecuteAndWaitResponse]) error {
 	ctx := st.Context()
-	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, func(e *termdv1.Event) error {
+	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, r.Detach, func(e *termdv1.Event) error {
 		return st.Send(&termdv1.ExecuteAndWaitResponse{Event: e})
 	})
 }
