@@ -1045,7 +1045,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 	var check func(v string, write bool) string
 	check = func(v string, write bool) string {
 		real := resolvePath(base, v)
-		pv := p.checkPath(real, write, ctx)
+		pv := p.checkPath(real, write, namesOnly[pc.tool] && !pc.recursive, ctx)
 		if pv.reason != "" || pv.verdict != Allow {
 			s.raise(pv.verdict, pv.risk, pv.reason)
 		} else {

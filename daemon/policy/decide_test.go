@@ -534,3 +534,22 @@ func TestDefaultPolicyRealPrograms(t *testing.T) {
 		}
 	}
 }
+
+// ls /etc is what docs/POLICY.md says: a system read at medium risk. A
+// directory holding a secret still asks when its files' contents are read.
+func TestListingASystemDirectoryIsAMediumRead(t *testing.T) {
+	p := Default()
+	ws := t.TempDir()
+	ctx := Context{Workspaces: []string{ws}}
+	for _, a := range [][]string{{"ls", "/etc"}, {"ls", "-la", "/etc"}, {"stat", "/etc"}, {"realpath", "/etc"}} {
+		d := p.Decide(Request{Argv: a, Cwd: ws}, ctx)
+		if d.Verdict != Allow || d.Risk != RiskMedium {
+			t.Errorf("%q: %s %s %v; want allow at medium risk", a, d.Verdict, d.Risk, d.Reasons)
+		}
+	}
+	for _, a := range [][]string{{"grep", "-r", "x", "/etc"}, {"git", "-C", "/etc", "log"}, {"tree", "/etc"}, {"ls", "-R", "/etc"}, {"du", "/etc"}} {
+		if d := p.Decide(Request{Argv: a, Cwd: ws}, ctx); d.Verdict == Allow {
+			t.Errorf("%q: allowed; reading the files of /etc must not be", a)
+		}
+	}
+}
