@@ -168,7 +168,7 @@ func TestSSESessionIDsAndResume(t *testing.T) {
 	for _, argv := range [][]string{{"ls"}, {"touch", "a.txt"}, {"touch", "b.txt"}} {
 		e.call("POST", "/v1/plans", map[string]any{"session_id": sid, "request": map[string]any{"argv": argv, "mode": "MODE_CONFIRM"}})
 	}
-	s := e.openSSE("/v1/events?session_id="+sid, e.Operator)
+	s := e.openSSE("/v1/events?history=1&session_id="+sid, e.Operator)
 	var got []sseEvent
 	var last uint64
 	for len(got) < 4 {
@@ -218,7 +218,7 @@ func TestSSESessionIDsAndResume(t *testing.T) {
 	r.res.Body.Close()
 
 	// The all-sessions stream uses global sequence numbers.
-	a := e.openSSE("/v1/events", e.Operator)
+	a := e.openSSE("/v1/events?history=1", e.Operator)
 	ev := a.nextEvent(t)
 	var m map[string]any
 	_ = json.Unmarshal([]byte(ev.Data), &m)
@@ -226,6 +226,21 @@ func TestSSESessionIDsAndResume(t *testing.T) {
 		t.Errorf("all stream: id %s, globalSeq %s", ev.ID, str(m, "globalSeq"))
 	}
 	a.res.Body.Close()
+
+	// A new subscriber starts at now: no history, no lag notice; its first
+	// event is the next one published.
+	n := e.openSSE("/v1/events", e.Operator)
+	for ev := n.next(t); ev.Comment == "" || ev.Comment == "heartbeat"; ev = n.next(t) {
+		if ev.Comment == "stream open" {
+			break
+		}
+	}
+	e.call("POST", "/v1/plans", map[string]any{"session_id": sid, "request": map[string]any{"argv": []string{"touch", "now.txt"}, "mode": "MODE_CONFIRM"}})
+	first := n.nextEvent(t)
+	if first.Event != "EVENT_KIND_PLAN_CREATED" || !strings.Contains(first.Data, "now.txt") {
+		t.Errorf("a new subscriber's first event should be the new plan, got %s %s", first.Event, first.Data)
+	}
+	n.res.Body.Close()
 
 	// A viewer sees the stream too (read-only), but not by a bad session.
 	code, _ := status(t, e.do("GET", "/v1/events?session_id=nope", e.Operator, nil))
