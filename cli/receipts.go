@@ -87,7 +87,7 @@ func newReceiptsList(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&req.SessionId, "session", "", "only this session's receipts")
-	f.StringVar(&req.Status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, denied, blocked, outcome_unknown)")
+	f.StringVar(&req.Status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, output_limit, denied, blocked, expired, outcome_unknown)")
 	f.StringVar(&req.Principal, "principal", "", "only receipts this principal requested or approved (e.g. uid:1000)")
 	f.StringVar(&since, "since", "", "only receipts from then on: a duration ago (24h) or a time (2006-01-02 or RFC 3339)")
 	f.StringVar(&until, "until", "", "only receipts before then (same forms as --since)")

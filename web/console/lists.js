@@ -155,10 +155,10 @@ export function receiptsView(main, ctx) {
       if (!rs.length) { clear(list, empty('No receipts yet: they appear when a command finishes.')); return; }
       clear(list, h('div', { class: 'card' }, h('table', {},
         h('thead', {}, h('tr', {}, ['Seq', 'Command', 'Status', 'Exit', 'Requester', 'Approver', 'Finished'].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', {}, rs.map((x) => h('tr', {},
+        h('tbody', {}, rs.map((x) => h('tr', { class: 'rc-' + x.status },
           h('td', {}, String(x.seq)),
           h('td', {}, h('a', { href: '/receipts/' + encodeURIComponent(x.id) }, h('code', {}, x.command || x.id))),
-          h('td', {}, x.status), h('td', {}, exitText(x.exitCode)), h('td', {}, x.requester || ''), h('td', {}, x.approver || ''),
+          h('td', {}, h('span', { class: 'badge st-' + String(x.status || '').toUpperCase() }, x.status)), h('td', {}, exitText(x.exitCode)), h('td', {}, x.requester || ''), h('td', {}, x.approver || ''),
           h('td', {}, when(x.finishedAt))))))));
     } catch (e) { clear(list, errorBox(e)); }
   }

@@ -10,8 +10,8 @@ export function planFormView(main, ctx) {
   sessionStorage.removeItem(FORM_KEY);
   const argvMode = h('input', { type: 'radio', name: 'form', value: 'argv', id: 'form-argv', checked: true });
   const cmdMode = h('input', { type: 'radio', name: 'form', value: 'command', id: 'form-command' });
-  const argv = h('textarea', { id: 'argv', name: 'argv', rows: 4, spellcheck: 'false', placeholder: 'ls\n-la' });
-  const command = h('input', { type: 'text', id: 'command', name: 'command', spellcheck: 'false', placeholder: 'ls -la' });
+  const argv = h('textarea', { id: 'argv', name: 'argv', rows: 4, spellcheck: 'false', placeholder: 'e.g.  ls\n       -la' });
+  const command = h('input', { type: 'text', id: 'command', name: 'command', spellcheck: 'false', placeholder: 'e.g.  ls -la' });
   const cwd = h('input', { type: 'text', id: 'cwd', name: 'cwd', spellcheck: 'false', placeholder: 'first workspace root' });
   const env = h('textarea', { id: 'env', name: 'env', rows: 2, spellcheck: 'false', placeholder: 'NAME=value' });
   const mode = h('select', { id: 'mode', name: 'mode' },
@@ -103,6 +103,14 @@ function adviserPanel(ctx, use, planId) {
   const sugg = h('div');
   const err = h('div');
   const btn = h('button', { type: 'submit' }, 'Ask the adviser');
+  const { available, detail } = ctx.adviser;
+  if (!available) {
+    // Not configured: say so and how, instead of a panel that looks ready.
+    return h('section', { class: 'card off', id: 'adviser-off', 'aria-labelledby': 'adviser-title' },
+      h('h2', { id: 'adviser-title' }, 'Adviser ', h('span', { class: 'badge' }, 'off')),
+      h('p', { class: 'hint' }, detail || 'No adviser is configured.'),
+      h('p', { class: 'hint' }, 'An operator turns it on with an API key in termd\'s environment (DEEPSEEK_API_KEY) or adviser.api_key_file in its config; see docs/ADVISER.md.'));
+  }
   const form = h('form', { class: 'card', 'aria-labelledby': 'adviser-title' },
     h('h2', { id: 'adviser-title' }, 'Adviser'),
     h('p', { class: 'hint' }, 'Advice is text only: nothing runs because of it.'),
@@ -130,7 +138,8 @@ function adviserPanel(ctx, use, planId) {
       if (!out.textContent) out.textContent = '(no answer)';
     } catch (ex) {
       out.hidden = true;
-      clear(err, errorBox(ex.status === 503 ? 'The adviser is not available: ' + ex.message : ex));
+      // The daemon's message already says what is wrong and what to do.
+      clear(err, errorBox(ex));
     } finally {
       btn.disabled = false;
     }
@@ -240,7 +249,7 @@ export function planView(main, ctx, id) {
       h('div', { class: 'row' },
         badge(words(st), 'st-' + st), badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_'))),
       h('pre', { class: 'mono', id: 'plan-argv' }, argvText(d.argv && d.argv.length ? d.argv : req.argv) || req.command),
-      plan.nextStep ? h('p', { id: 'next-step' }, ...richText(plan.nextStep)) : null,
+      plan.nextStep ? h('p', { id: 'next-step' }, ...richText(consoleStep(plan.nextStep, st, ctx))) : null,
       kv([['Session', h('a', { href: '/sessions/' + encodeURIComponent(plan.sessionId) }, plan.sessionId)],
         ['Requested by', plan.requester ? plan.requester.name + (plan.requester.via ? ' via ' + plan.requester.via : '') : ''],
         ['Created', when(plan.createdAt)],
@@ -361,4 +370,15 @@ export function planView(main, ctx, id) {
   }, 3000);
   load();
   return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); };
+}
+
+// consoleStep says a plan's next step in the console's words: the daemon
+// writes it for termctl ("run `termctl execute ID`"), but here the buttons
+// beside it do that.
+export function consoleStep(step, st, ctx) {
+  if (['PLANNED', 'APPROVED'].includes(st) && ctx.canRun) return 'Ready to run: press Run.';
+  if (st === 'AWAITING_APPROVAL' && ctx.canApprove) return 'Needs approval: review the canonical request below, then Approve or Deny.';
+  if (st === 'AWAITING_APPROVAL') return 'Needs an operator\'s approval; this page updates when it is decided.';
+  if (/`termctl replan /.test(step) && ctx.canRun) return step.replace(/\(?(run )?`termctl replan [^`]*`\)?/, 'press Replan').trim();
+  return step;
 }
