@@ -7,7 +7,7 @@ LDFLAGS   := -X github.com/termd/termd/internal/buildinfo.Version=$(VERSION)
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 FUZZTIME  ?= 30s
 # Fuzz targets run by `make test` (package:target).
-FUZZ      ?= ./daemon/policy:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide
+FUZZ      ?= ./internal/cmdline:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide
 
 .PHONY: all build test deps unit vet fuzz run generate check-generated lint bench install uninstall man docs clean
 
@@ -28,13 +28,15 @@ vet:
 	GOOS=darwin $(GO) build ./...   # non-Linux builds keep compiling
 
 # Tests that drive outside components (a browser, the TypeScript MCP SDK) run
-# verbosely after the rest, so the output shows they ran; with
-# TERMD_TEST_REQUIRE_ALL set, a missing component fails the test instead of
-# skipping it.
+# verbosely after the rest, so the output shows they ran. With
+# TERMD_TEST_REQUIRE_ALL=1 a test whose real component is missing fails
+# instead of skipping; with TERMD_REQUIRE_SANDBOX=1 the sandbox tests fail
+# (never skip) on a host that cannot enforce the sandbox.
 REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient)$$
+TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1
 unit:
-	TERMD_TEST_REQUIRE_ALL=1 $(GO) test -race -count=1 -timeout 30m -skip '$(REAL_COMPONENT_TESTS)' ./...
-	TERMD_TEST_REQUIRE_ALL=1 $(GO) test -race -count=1 -timeout 30m -v -run '$(REAL_COMPONENT_TESTS)' ./gateway ./mcpbridge
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(REAL_COMPONENT_TESTS)' ./...
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -v -run '$(REAL_COMPONENT_TESTS)' ./gateway ./mcpbridge
 
 fuzz:
 	@set -e; for f in $(FUZZ); do \

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
-	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -149,7 +149,7 @@ func (a *app) ask(ctx context.Context, c *client.Client, req *termdv1.AdviseRequ
 	if len(result.Suggestions) > 0 {
 		fmt.Fprintln(a.stdout, "\nsuggested commands (nothing runs until you plan one; policy decides it like any other):")
 		for _, s := range result.Suggestions {
-			line := "  termctl plan -- " + policy.QuoteArgv(s.Argv)
+			line := "  termctl plan -- " + cmdline.Quote(s.Argv)
 			if s.Purpose != "" {
 				line += "    # " + s.Purpose
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -39,7 +39,7 @@ plan and in its signed receipt, and the requester sees it.`,
 			if ok, err := a.printData(resp.Plan); ok {
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "denied plan %s (%s): %s\n", resp.Plan.Id, policy.QuoteArgv(resp.Plan.GetDecision().GetArgv()), reason)
+			_, err = fmt.Fprintf(a.stdout, "denied plan %s (%s): %s\n", resp.Plan.Id, cmdline.Quote(resp.Plan.GetDecision().GetArgv()), reason)
 			return err
 		},
 	}

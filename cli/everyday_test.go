@@ -5,12 +5,27 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/internal/harness"
 )
 
 // Everyday read-only tools run; a project's scripts, run by path or by their
-// interpreter, ask (and run once approved) instead of being refused.
+// interpreter, are project code instead of being refused: without a fully
+// enforced sandbox they ask (and run once approved); with one they run
+// inside it (read-only, no network) without approval.
 func TestEverydayToolsRunAndProjectScriptsAsk(t *testing.T) {
-	d := start(t)
+	// Without the sandbox, project code asks in confirm mode.
+	d := harness.Start(t, harness.Options{Config: "sandbox: \"off\"\n"})
+	checkProjectCode(t, d, 3)
+	// With the sandbox the host enforces (make test requires it), it runs
+	// confined without approval.
+	checkProjectCode(t, start(t), 0)
+}
+
+// checkProjectCode runs the everyday tools and the project scripts against d;
+// scripts' `policy check` must exit want (3 ask, 0 allowed in the sandbox).
+func checkProjectCode(t *testing.T, d *harness.Daemon, want int) {
+	t.Helper()
 	write := func(name, data string, mode os.FileMode) {
 		path := filepath.Join(d.Workspace, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -47,9 +62,12 @@ func TestEverydayToolsRunAndProjectScriptsAsk(t *testing.T) {
 		{filepath.Join(d.Workspace, "scripts/x.sh"), "a"},
 		{"python3", "x.py", "a"},
 	} {
-		out, _ := expect(t, d, 3, append([]string{"policy", "check", "--"}, argv...)...)
+		out, _ := expect(t, d, want, append([]string{"policy", "check", "--"}, argv...)...)
 		if !strings.Contains(out, "project code") {
-			t.Errorf("%q should ask as project code:\n%s", argv, out)
+			t.Errorf("%q should be decided as project code:\n%s", argv, out)
+		}
+		if want == 0 && !strings.Contains(out, "sandbox") {
+			t.Errorf("%q runs without approval only inside the sandbox; the decision should say so:\n%s", argv, out)
 		}
 	}
 	if out, _ := expect(t, d, 0, "run", "--yes", "--", "./scripts/x.sh", "a"); out != "from-script a\n" {
@@ -60,6 +78,9 @@ func TestEverydayToolsRunAndProjectScriptsAsk(t *testing.T) {
 	}
 	// Inline code is still an escape, and a script changed after approval is stale.
 	expect(t, d, 4, "policy", "check", "--", "python3", "-c", "print(1)")
+	if want != 3 {
+		return
+	}
 	p := plan(t, d, nil, "./scripts/x.sh")
 	ok(t, d, "approve", p.ID)
 	write("scripts/x.sh", "#!/bin/sh\necho changed\n", 0o755)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -65,7 +65,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 	if len(argv) == 0 {
 		argv = p.GetRequest().GetArgv()
 	}
-	command := policy.QuoteArgv(argv)
+	command := cmdline.Quote(argv)
 	if command == "" {
 		command = p.GetRequest().GetCommand()
 	}
@@ -98,6 +98,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
+		"sandbox", sandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
 		"summary", pv.GetSummary(),
 		"rules", strings.Join(d.GetRules(), ", "),
 		"request hash", d.GetRequestHash(),
@@ -136,11 +137,11 @@ func canonicalLines(w io.Writer, p *termdv1.Plan) error {
 		timeout = fmt.Sprintf("%ds", d.GetTimeoutSeconds())
 	}
 	execArgv := ""
-	if ea := d.GetExecArgv(); len(ea) > 0 && policy.QuoteArgv(ea) != policy.QuoteArgv(d.GetArgv()) {
-		execArgv = policy.QuoteArgv(ea)
+	if ea := d.GetExecArgv(); len(ea) > 0 && cmdline.Quote(ea) != cmdline.Quote(d.GetArgv()) {
+		execArgv = cmdline.Quote(ea)
 	}
 	return kv(w,
-		"  argv", policy.QuoteArgv(d.GetArgv()),
+		"  argv", cmdline.Quote(d.GetArgv()),
 		"  runs as argv", execArgv,
 		"  program", d.GetResolvedPath(),
 		"  program sha256", d.GetBinarySha256(),

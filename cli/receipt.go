@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/termd/termd/daemon/receipt"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 func init() { verbs = append(verbs, newReceipt) }

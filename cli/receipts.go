@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -188,7 +188,7 @@ func printReceipt(a *app, raw string) error {
 			for i, e := range t {
 				parts[i] = fmt.Sprint(e)
 			}
-			return policy.QuoteArgv(parts)
+			return cmdline.Quote(parts)
 		case map[string]any:
 			// A principal: its name and role.
 			if name, ok := t["name"].(string); ok {

@@ -24,6 +24,7 @@ type requestFlags struct {
 	mode    string
 	env     []string
 	timeout time.Duration
+	sandbox string
 }
 
 func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout bool) {
@@ -35,6 +36,7 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	fs.StringVar(&f.command, "command", "", "the command as one string, split like a shell would but never run by one (instead of ARGV)")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable `K=V` for the command (repeatable; only names the policy allows)")
 	fs.StringVar(&f.mode, "mode", "", "policy mode: inspect, confirm or trusted (default: the policy's)")
+	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox profile: read-only or workspace-write (default: the policy's; a program without a grammar runs read-only unless given workspace-write, which asks)")
 	if withTimeout {
 		fs.DurationVar(&f.timeout, "timeout", 0, "time limit, e.g. 30s or 5m (default: the policy's)")
 	}
@@ -108,6 +110,12 @@ func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {
 			req.Env = map[string]string{}
 		}
 		req.Env[k] = v
+	}
+	switch f.sandbox {
+	case "", "read-only", "workspace-write":
+		req.Sandbox = f.sandbox
+	default:
+		return nil, usageErr(fmt.Errorf("--sandbox %q: use read-only or workspace-write", f.sandbox))
 	}
 	if f.timeout < 0 {
 		return nil, usageErr(fmt.Errorf("--timeout %s: must be positive", f.timeout))

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 )
 
 func TestRequestFlagsBuild(t *testing.T) {
@@ -47,8 +47,8 @@ func TestShellQuoteIsPasteable(t *testing.T) {
 		"echo '$HOME;rm'":         {"echo", "$HOME;rm"},
 	}
 	for want, argv := range cases {
-		if got := policy.QuoteArgv(argv); got != want {
-			t.Errorf("policy.QuoteArgv(%q) = %s, want %s", argv, got, want)
+		if got := cmdline.Quote(argv); got != want {
+			t.Errorf("cmdline.Quote(%q) = %s, want %s", argv, got, want)
 		}
 	}
 }

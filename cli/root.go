@@ -15,6 +15,7 @@ import (
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/buildinfo"
+	"github.com/termd/termd/internal/wire"
 )
 
 // Exit codes (documented in `termctl --help`).
@@ -125,7 +126,7 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetIn(stdin)
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.socket, "socket", client.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
+	pf.StringVar(&a.socket, "socket", wire.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
-	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -69,7 +69,7 @@ A blocked plan prints the policy's reasons and exits 125.`,
 			p := resp.Plan
 			d := p.GetDecision()
 			w := a.stderr
-			fmt.Fprintf(w, "termctl: plan %s: %s (risk %s): %s\n", p.Id, a.verdictColor(w, verdictWord(d.GetVerdict())), riskWord(d.GetRisk()), policy.QuoteArgv(d.GetArgv()))
+			fmt.Fprintf(w, "termctl: plan %s: %s (risk %s): %s\n", p.Id, a.verdictColor(w, verdictWord(d.GetVerdict())), riskWord(d.GetRisk()), cmdline.Quote(d.GetArgv()))
 			switch p.State {
 			case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
 			case termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_DENIED:

@@ -42,6 +42,12 @@ func newStatus(a *app) *cobra.Command {
 					adviser = "unavailable"
 				}
 			}
+			sandbox := "unknown (daemon too old to say)"
+			for _, c := range st.Capabilities {
+				if c.Name == "sandbox" {
+					sandbox = c.Detail
+				}
+			}
 			return kv(a.stdout,
 				"termd", st.Version,
 				"socket", c.Socket,
@@ -54,6 +60,7 @@ func newStatus(a *app) *cobra.Command {
 				"executions", fmt.Sprint(st.ActiveExecutions),
 				"receipts", fmt.Sprint(st.Receipts),
 				"receipt key", st.ReceiptKeyId,
+				"sandbox", sandbox,
 				"adviser", adviser,
 				"console", st.ConsoleUrl,
 			)

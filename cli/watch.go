@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
-	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -202,7 +202,7 @@ func eventDetail(ev *termdv1.Event) string {
 	switch p := ev.Payload.(type) {
 	case *termdv1.Event_Plan:
 		d := p.Plan.GetDecision()
-		s := fmt.Sprintf("plan %s %s (%s, %s): %s", p.Plan.Id, planStateWord(p.Plan.State), verdictWord(d.GetVerdict()), riskWord(d.GetRisk()), policy.QuoteArgv(d.GetArgv()))
+		s := fmt.Sprintf("plan %s %s (%s, %s): %s", p.Plan.Id, planStateWord(p.Plan.State), verdictWord(d.GetVerdict()), riskWord(d.GetRisk()), cmdline.Quote(d.GetArgv()))
 		if dn := p.Plan.GetDenial(); dn != nil && dn.Reason != "" {
 			s += ": " + dn.Reason
 		}

@@ -17,33 +17,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
-
-// Metadata keys a transport may send. The daemon only ever lowers a caller's
-// role from them, and takes a display name only from operators (the gateway).
-const (
-	MDRole = "x-termd-role"
-	MDVia  = "x-termd-via"
-	MDName = "x-termd-name"
-)
-
-// SystemSocket is where a system-wide termd listens (the systemd unit, or
-// termd started as root without --socket).
-const SystemSocket = "/run/termd/termd.sock"
-
-// DefaultSocket returns $TERMD_SOCKET, else the per-user or system socket path.
-func DefaultSocket() string {
-	if s := os.Getenv("TERMD_SOCKET"); s != "" {
-		return s
-	}
-	if os.Geteuid() != 0 {
-		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-			return filepath.Join(rt, "termd", "termd.sock")
-		}
-	}
-	return SystemSocket
-}
 
 // Options tune a connection.
 type Options struct {
@@ -75,7 +51,7 @@ type Client struct {
 // the first call fails with a clear error when nothing listens.
 func Dial(socket string, opts ...Options) (*Client, error) {
 	if socket == "" {
-		socket = DefaultSocket()
+		socket = wire.DefaultSocket()
 	}
 	if !filepath.IsAbs(socket) {
 		// "--socket .run/termd.sock": relative to where the user is (a
@@ -90,13 +66,13 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 	}
 	md := metadata.MD{}
 	if o.Via != "" {
-		md.Set(MDVia, o.Via)
+		md.Set(wire.MDVia, o.Via)
 	}
 	if o.Role != termdv1.Role_ROLE_UNSPECIFIED {
-		md.Set(MDRole, o.Role.String())
+		md.Set(wire.MDRole, o.Role.String())
 	}
 	if o.Name != "" {
-		md.Set(MDName, o.Name)
+		md.Set(wire.MDName, o.Name)
 	}
 	conn, err := grpc.NewClient("unix://"+socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),

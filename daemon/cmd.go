@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/internal/buildinfo"
+	"github.com/termd/termd/internal/entry"
 )
 
 // Flags are the command-line settings; each overrides the config file.
@@ -92,10 +92,7 @@ It runs in the foreground (systemd and launchd supervise it). SIGHUP reloads the
 config and policy (keeping the last good ones when the new ones are invalid);
 SIGTERM stops accepting work, lets running executions finish up to the
 configured grace, and exits.`,
-		Version:       buildinfo.String(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.LoadConfig()
 			if err != nil {
@@ -133,21 +130,11 @@ configured grace, and exits.`,
 	fl.StringVar(&f.LogLevel, "log-level", "", "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", "", "text or json")
 	fl.StringVar(&f.ConsoleURL, "console-url", "", "web console base URL used in approval links")
-	return cmd
+	return entry.Prepare(cmd, buildinfo.String())
 }
 
 // subcommands are added by their own files (e.g. `termd doctor`).
 var subcommands []func() *cobra.Command
 
 // Main runs termd and returns the process exit code.
-func Main() int {
-	if err := NewCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "termd:", err)
-		var ee interface{ ExitCode() int }
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		return 1
-	}
-	return 0
-}
+func Main() int { return entry.Run(NewCommand(), os.Args[1:], os.Stderr) }

@@ -19,8 +19,9 @@ import (
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/metrics"
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/server"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -38,7 +39,7 @@ type Daemon struct {
 	listener net.Listener
 	policy   *policy.Engine
 	runner   *runner.Runner
-	store    *receipt.Store
+	store    *receiptstore.Store
 	broker   *broker.Broker
 
 	activated bool // the socket came from the service manager (systemd socket activation)
@@ -91,7 +92,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if d.policy, err = policy.NewEngine(cfg.Policy); err != nil {
 		return err
 	}
-	red := receipt.NewRedactor()
+	red := receiptstore.NewRedactor()
 	for _, f := range cfg.Secrets {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -103,11 +104,11 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 			}
 		}
 	}
-	keys, err := receipt.LoadOrCreateKeys(filepath.Join(cfg.StateDir, "keys"))
+	keys, err := receiptstore.LoadOrCreateKeys(filepath.Join(cfg.StateDir, "keys"))
 	if err != nil {
 		return err
 	}
-	if d.store, err = receipt.Open(filepath.Join(cfg.StateDir, "receipts.db"), keys); err != nil {
+	if d.store, err = receiptstore.Open(filepath.Join(cfg.StateDir, "receipts.db"), keys); err != nil {
 		return err
 	}
 	if err := runner.EnableSubreaper(); err != nil {
@@ -123,6 +124,23 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if caps.CgroupV2 == "" {
 		d.log.Warn("cgroup v2 unavailable: executions are bounded by process group and subreaper only")
 	}
+	launcherPath := cfg.SandboxLauncher
+	if launcherPath == "" {
+		launcherPath = sandbox.DefaultLauncher()
+	}
+	sup := sandbox.Probe(launcherPath)
+	mode := sandbox.Mode(cfg.Sandbox)
+	if mode == "" {
+		mode = sup.DefaultMode()
+	}
+	switch level := sup.Level(mode); {
+	case level == sandbox.LevelFull:
+		d.log.Info("sandbox: every execution is confined by the kernel", "mode", mode, "platform", sup.Platform, "landlock_abi", sup.LandlockABI)
+	case mode == sandbox.Required:
+		d.log.Error("sandbox: required but this host cannot enforce it: every execution will be refused until this is fixed (or set sandbox: best_effort)", "missing", strings.Join(sup.Missing(), "; "))
+	default:
+		d.log.Warn("sandbox: executions are NOT fully confined by the kernel", "mode", mode, "level", level, "missing", strings.Join(sup.Missing(), "; "))
+	}
 	var adv broker.Adviser
 	if a := adviserFrom(cfg, red, d.log); a != nil {
 		adv = a
@@ -132,6 +150,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Config:   d.config,
 		Policy:   d.policy,
 		Runner:   d.runner,
+		Sandbox:  sup,
 		Store:    d.store,
 		Keys:     keys,
 		Redactor: red,
@@ -166,7 +185,7 @@ func (d *Daemon) refusePeer(pid int32) error {
 	return nil
 }
 
-func adviserFrom(cfg *config.Config, red *receipt.Redactor, log *slog.Logger) *adviser.Adviser {
+func adviserFrom(cfg *config.Config, red *receiptstore.Redactor, log *slog.Logger) *adviser.Adviser {
 	a := cfg.Adviser
 	if a.Enabled != nil && !*a.Enabled {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/doctor"
 	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/wire"
 )
 
 func init() {
@@ -94,7 +95,7 @@ func partialConfig(f *Flags) *config.Config {
 	}
 	if err := c.ApplyDefaults(); err != nil {
 		if c.Socket == "" {
-			c.Socket = config.SystemSocket
+			c.Socket = wire.SystemSocket
 		}
 		if c.StateDir == "" {
 			c.StateDir = "/var/lib/termd"

@@ -2,16 +2,16 @@ package daemon
 
 import (
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/pprof"
+
+	"github.com/termd/termd/internal/loopback"
 )
 
 // startPprof serves Go's profiler on a loopback address (TERMD_DEBUG_PPROF),
 // for performance work only.
 func startPprof(addr string, log *slog.Logger) {
-	host, _, err := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+	if loop, _ := loopback.Listen(addr); !loop {
 		log.Warn("TERMD_DEBUG_PPROF ignored: not a loopback host:port", "addr", addr)
 		return
 	}

@@ -64,7 +64,7 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 		t.Errorf("install did not say it skipped the accounts:\n%s", out)
 	}
 	want := map[string]os.FileMode{
-		"bin/termd": 0o755, "bin/termctl": 0o755, "bin/termd-mcp": 0o755, "bin/termd-gateway": 0o755,
+		"bin/termd": 0o755, "bin/termd-launch": 0o755, "bin/termctl": 0o755, "bin/termd-mcp": 0o755, "bin/termd-gateway": 0o755,
 		"lib/systemd/system/termd.service":          0o644,
 		"lib/systemd/system/termd.socket":           0o644,
 		"lib/systemd/system/termd-gateway.service":  0o644,

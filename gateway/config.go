@@ -100,24 +100,14 @@ func ParseRole(s string) (termdv1.Role, error) {
 	return 0, fmt.Errorf("role %q is not viewer, agent or operator", s)
 }
 
-// ReadTokenFile reads a token file, refusing one others can read or a short token.
+// ReadTokenFile reads a token file (token.ReadFile); a weak token's error
+// says that the gateway makes a new one when the file is gone.
 func ReadTokenFile(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
+	v, err := token.ReadFile(path)
+	if errors.Is(err, token.ErrWeak) {
+		return "", fmt.Errorf("%w (or delete the token file to have a new one generated)", err)
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("token file %s is accessible by other users (mode %v); run `chmod 600 %s`", path, st.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	v := strings.TrimSpace(string(b))
-	if err := CheckToken(v); err != nil {
-		return "", fmt.Errorf("token file %s: %w", path, err)
-	}
-	return v, nil
+	return v, err
 }
 
 // CheckToken refuses tokens too short or too regular to resist guessing.

@@ -311,9 +311,9 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "/openapi.json":
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
-	case "/schemas/receipt-1.0.json":
+	case "/schemas/receipt-1.0.json", "/schemas/receipt-1.1.json":
 		w.Header().Set("Content-Type", "application/schema+json")
-		_, _ = w.Write(receiptSchema())
+		_, _ = w.Write(receiptSchema(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/schemas/receipt-"), ".json")))
 	default:
 		if strings.HasPrefix(r.URL.Path, "/schemas/") {
 			writeError(w, http.StatusNotFound, "no such schema")

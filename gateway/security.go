@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/termd/termd/internal/loopback"
 )
 
 // contentSecurityPolicy allows only the gateway's own scripts, styles and
@@ -69,7 +71,7 @@ func allowedHostsFor(listen string, extra []string) []string {
 		if host != "" {
 			add(net.JoinHostPort(host, port))
 		}
-		if host == "" || isLoopbackHost(host) {
+		if host == "" || loopback.Host(host) {
 			add("127.0.0.1:" + port)
 			add("localhost:" + port)
 			add("[::1]:" + port)
@@ -79,24 +81,6 @@ func allowedHostsFor(listen string, extra []string) []string {
 		add(e)
 	}
 	return out
-}
-
-// isLoopbackHost is true for loopback IPs and "localhost".
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// IsLoopbackListen reports whether a listen address binds loopback only.
-func IsLoopbackListen(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	return isLoopbackHost(host)
 }
 
 // limiter is a token bucket per client key.

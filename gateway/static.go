@@ -11,7 +11,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
 
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/receipt"
 	"github.com/termd/termd/web"
 )
 
@@ -20,7 +20,8 @@ import (
 //go:embed openapi/termd.swagger.json
 var openAPI []byte
 
-func receiptSchema() []byte { return receipt.SchemaJSON }
+// receiptSchema is the schema document of one receipt version.
+func receiptSchema(version string) []byte { return receipt.Schemas[version] }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 

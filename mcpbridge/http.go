@@ -7,15 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termd/termd/internal/loopback"
 	"github.com/termd/termd/internal/token"
 )
 
@@ -38,22 +36,7 @@ func ReadToken(path string) (string, error) {
 	if path == "" {
 		return "", errors.New("--http needs --token-file: a file holding a bearer token of at least 32 random bytes (e.g. `head -c 32 /dev/urandom | base64 > token; chmod 600 token`)")
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("reading token file: %w", err)
-	}
-	if fi.Mode().Perm()&0o007 != 0 {
-		return "", fmt.Errorf("token file %s is accessible to other users (mode %v): chmod 600 it", path, fi.Mode().Perm())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("reading token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(data))
-	if err := CheckToken(tok); err != nil {
-		return "", fmt.Errorf("token in %s: %w", path, err)
-	}
-	return tok, nil
+	return token.ReadFile(path)
 }
 
 // CheckToken refuses tokens that cannot hold 32 random bytes (the same rule
@@ -62,18 +45,11 @@ func CheckToken(tok string) error { return token.Check(tok) }
 
 // CheckListen refuses to serve plain HTTP on a non-loopback address.
 func CheckListen(addr string, tls bool) error {
-	host, _, err := net.SplitHostPort(addr)
+	loop, err := loopback.Listen(addr)
 	if err != nil {
 		return fmt.Errorf("--http %q: want HOST:PORT (e.g. 127.0.0.1:8765): %v", addr, err)
 	}
-	if tls {
-		return nil
-	}
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
+	if !loop && !tls {
 		return fmt.Errorf("--http %s is not a loopback address: serving the bearer token in clear text off this machine is refused; bind 127.0.0.1 or configure --tls-cert and --tls-key", addr)
 	}
 	return nil

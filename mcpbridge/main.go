@@ -3,7 +3,6 @@ package mcpbridge
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,101 +14,108 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/buildinfo"
+	"github.com/termd/termd/internal/entry"
 )
 
 // Main is termd-mcp: it parses flags, serves, and returns the exit code.
 // Logs go to stderr only (stdout carries the stdio protocol).
 func Main(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("termd-mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	socket := fs.String("socket", "", "termd's socket (default $TERMD_SOCKET, else the per-user or system socket)")
-	httpAddr := fs.String("http", "", "serve streamable HTTP on this loopback HOST:PORT instead of stdio")
-	tokenFile := fs.String("token-file", "", "file holding the bearer token HTTP clients must send (at least 32 random bytes; required with --http)")
-	tlsCert := fs.String("tls-cert", "", "TLS certificate (PEM) for --http; required to bind a non-loopback address")
-	tlsKey := fs.String("tls-key", "", "TLS private key (PEM) for --http")
-	origins := fs.String("allow-origin", "", "comma-separated browser origins allowed to call over HTTP (default: none)")
-	maxSessions := fs.Int("max-sessions", 4, "daemon sessions this bridge opens for its MCP clients at most (beyond, they are shared)")
-	verbose := fs.Bool("v", false, "log debug detail to stderr")
-	version := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: termd-mcp [--socket PATH]                       (stdio, one process per MCP client)\n"+
-			"       termd-mcp --http 127.0.0.1:PORT --token-file FILE   (streamable HTTP)\n\n")
-		fs.PrintDefaults()
+	return entry.Run(NewCommand(stderr), args, stderr)
+}
+
+// flags are termd-mcp's command-line settings.
+type flags struct {
+	socket, httpAddr, tokenFile, tlsCert, tlsKey, origins string
+	maxSessions                                           int
+	verbose                                               bool
+}
+
+// NewCommand is termd-mcp's command line.
+func NewCommand(stderr io.Writer) *cobra.Command {
+	var f flags
+	cmd := &cobra.Command{
+		Use:   "termd-mcp",
+		Short: "termd-mcp: termd's MCP server (stdio, or streamable HTTP)",
+		Long: `termd-mcp is termd's MCP bridge: an MCP server over stdio (one process per MCP
+client, exiting when stdin closes) or streamable HTTP, talking to termd through its
+unix socket. It holds no privilege of its own.
+
+  termd-mcp [--socket PATH]                              stdio
+  termd-mcp --http 127.0.0.1:PORT --token-file FILE      streamable HTTP`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return serve(&f, stderr) },
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *version {
-		fmt.Fprintln(os.Stdout, "termd-mcp", buildinfo.Version)
-		return 0
-	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.socket, "socket", "", "termd's socket (default $TERMD_SOCKET, else the per-user or system socket)")
+	fl.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on this loopback HOST:PORT instead of stdio")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token HTTP clients must send (at least 32 random bytes; required with --http)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate (PEM) for --http; required to bind a non-loopback address")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key (PEM) for --http")
+	fl.StringVar(&f.origins, "allow-origin", "", "comma-separated browser origins allowed to call over HTTP (default: none)")
+	fl.IntVar(&f.maxSessions, "max-sessions", 4, "daemon sessions this bridge opens for its MCP clients at most (beyond, they are shared)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug detail to stderr")
+	return entry.Prepare(cmd, buildinfo.String())
+}
+
+func serve(f *flags, stderr io.Writer) error {
 	level := slog.LevelInfo
-	if *verbose {
+	if f.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	if (*tlsCert == "") != (*tlsKey == "") {
-		fmt.Fprintln(stderr, "termd-mcp: --tls-cert and --tls-key go together")
-		return 2
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return entry.UsageError(errors.New("--tls-cert and --tls-key go together"))
 	}
 	var token string
-	if *httpAddr != "" {
+	if f.httpAddr != "" {
 		var err error
-		if token, err = ReadToken(*tokenFile); err != nil {
-			fmt.Fprintln(stderr, "termd-mcp:", err)
-			return 2
+		if token, err = ReadToken(f.tokenFile); err != nil {
+			return entry.UsageError(err)
 		}
-		if err := CheckListen(*httpAddr, *tlsCert != ""); err != nil {
-			fmt.Fprintln(stderr, "termd-mcp:", err)
-			return 2
+		if err := CheckListen(f.httpAddr, f.tlsCert != ""); err != nil {
+			return entry.UsageError(err)
 		}
-	} else if *tokenFile != "" || *tlsCert != "" {
-		fmt.Fprintln(stderr, "termd-mcp: --token-file and --tls-* only apply with --http")
-		return 2
+	} else if f.tokenFile != "" || f.tlsCert != "" {
+		return entry.UsageError(errors.New("--token-file and --tls-* only apply with --http"))
 	}
 
-	c, err := client.Dial(*socket, client.Options{Via: "mcp"})
+	c, err := client.Dial(f.socket, client.Options{Via: "mcp"})
 	if err != nil {
-		fmt.Fprintln(stderr, "termd-mcp:", err)
-		return 1
+		return err
 	}
 	defer c.Close()
-	b := New(Options{Client: c, Logger: log, Version: buildinfo.Version, MaxSessions: *maxSessions})
+	b := New(Options{Client: c, Logger: log, Version: buildinfo.Version, MaxSessions: f.maxSessions})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if *httpAddr == "" {
+	if f.httpAddr == "" {
 		// stdio: serve until stdin closes. Executions keep running in the
 		// daemon; this process only drops its own state.
 		if err := b.ServeStdio(ctx); err != nil && ctx.Err() == nil && !isEOF(err) {
-			log.Error("stdio session ended", "err", err)
-			return 1
+			return fmt.Errorf("stdio session ended: %w", err)
 		}
-		return 0
+		return nil
 	}
 
 	var allowed []string
-	for _, o := range strings.Split(*origins, ",") {
+	for _, o := range strings.Split(f.origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			allowed = append(allowed, strings.TrimSuffix(o, "/"))
 		}
 	}
 	h, err := b.HTTPHandler(HTTPOptions{Token: token, AllowedOrigins: allowed})
 	if err != nil {
-		fmt.Fprintln(stderr, "termd-mcp:", err)
-		return 2
+		return entry.UsageError(err)
 	}
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
-		fmt.Fprintln(stderr, "termd-mcp:", err)
-		return 1
+		return err
 	}
 	srv := &http.Server{
 		Handler:           h,
@@ -118,28 +124,27 @@ func Main(args []string, stderr io.Writer) int {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	scheme := "http"
-	if *tlsCert != "" {
+	if f.tlsCert != "" {
 		scheme = "https"
 	}
 	log.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/", "socket", c.Socket)
 	errc := make(chan error, 1)
 	go func() {
-		if *tlsCert != "" {
-			errc <- srv.ServeTLS(ln, *tlsCert, *tlsKey)
+		if f.tlsCert != "" {
+			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
 		} else {
 			errc <- srv.Serve(ln)
 		}
 	}()
 	select {
 	case err := <-errc:
-		log.Error("http server stopped", "err", err)
-		return 1
+		return fmt.Errorf("http server stopped: %w", err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	return 0
+	return nil
 }
 
 func isEOF(err error) bool {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
+	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -246,7 +247,7 @@ func (b *Bridge) clientKey(req *mcp.CallToolRequest) (key, label string) {
 
 // termctl is the termctl invocation that reaches this bridge's daemon.
 func (b *Bridge) termctl() string {
-	if s := b.c.Socket; s != "" && s != client.SystemSocket {
+	if s := b.c.Socket; s != "" && s != wire.SystemSocket {
 		return "termctl --socket " + s
 	}
 	return "termctl"

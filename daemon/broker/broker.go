@@ -20,8 +20,9 @@ import (
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -34,12 +35,14 @@ type Adviser interface {
 
 // Deps are the broker's collaborators.
 type Deps struct {
-	Config   func() *config.Config
-	Policy   *policy.Engine
-	Runner   *runner.Runner
-	Store    *receipt.Store
-	Keys     *receipt.Keys
-	Redactor *receipt.Redactor
+	Config func() *config.Config
+	Policy *policy.Engine
+	Runner *runner.Runner
+	// Sandbox is what this host can enforce (sandbox.Probe at start).
+	Sandbox  sandbox.Support
+	Store    *receiptstore.Store
+	Keys     *receiptstore.Keys
+	Redactor *receiptstore.Redactor
 	Bus      *events.Bus
 	Adviser  Adviser // nil when turned off
 	Log      *slog.Logger
@@ -219,6 +222,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 		{Name: "cgroup_freeze", Available: caps.Freeze},
 		{Name: "network_namespace", Available: caps.NetNS},
 		{Name: "subreaper", Available: caps.Subreaper},
+		b.sandboxCapability(),
 	}
 }
 
@@ -249,11 +253,7 @@ func (b *Broker) protectedPaths() []string {
 // is a sibling of the state directory (e.g. /var/lib/termd-home), traversable
 // but not listable; a base another user could control is refused.
 func (b *Broker) homeFor(uid, gid int) (string, error) {
-	cfg := b.Config()
-	base := cfg.StateDir + "-home"
-	if insideAny(base, cfg.Workspaces) {
-		base = filepath.Join(os.TempDir(), fmt.Sprintf("termd-home-%d", os.Geteuid()))
-	}
+	base := b.homeBase()
 	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
@@ -282,6 +282,18 @@ func (b *Broker) homeFor(uid, gid int) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// homeBase is the directory that holds the commands' private homes (and
+// their temporary directories): beside the state directory, or in the
+// system's temporary directory when that would be inside a workspace.
+func (b *Broker) homeBase() string {
+	cfg := b.Config()
+	base := cfg.StateDir + "-home"
+	if insideAny(base, cfg.Workspaces) {
+		base = filepath.Join(os.TempDir(), fmt.Sprintf("termd-home-%d", os.Geteuid()))
+	}
+	return base
 }
 
 // containsAny says whether dir is a parent of one of paths.

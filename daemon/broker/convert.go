@@ -62,6 +62,7 @@ func decisionProto(d policy.Decision) *termdv1.Decision {
 		TimeoutSeconds:  uint32(d.Timeout / time.Second),
 		RunAs:           d.RunAs,
 		ExecArgv:        slices.Clone(d.ExecArgv),
+		Sandbox:         sandboxProto(d.Sandbox),
 	}
 	for _, s := range d.Steps {
 		out.Steps = append(out.Steps, &termdv1.PolicyStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
@@ -83,6 +84,7 @@ func previewOf(d policy.Decision) *termdv1.Preview {
 		Network:         d.Network,
 		RunsProjectCode: d.RunsProjectCode,
 		ReadOnly:        d.ReadOnly,
+		Sandbox:         sandboxProto(d.Sandbox),
 	}
 	var parts []string
 	switch {
@@ -103,9 +105,20 @@ func previewOf(d policy.Decision) *termdv1.Preview {
 	}
 	if d.Verdict != policy.Deny {
 		parts = append(parts, "times out after "+d.Timeout.String())
+		parts = append(parts, "sandbox "+d.Sandbox.Profile)
 	}
 	p.Summary = filepath.Base(prog) + ": " + strings.Join(parts, "; ")
 	return p
+}
+
+func sandboxProto(sb policy.SandboxProfile) *termdv1.SandboxProfile {
+	return &termdv1.SandboxProfile{
+		Profile: sb.Profile,
+		Network: sb.Network,
+		Exec:    slices.Clone(sb.Exec),
+		Read:    slices.Clone(sb.Read),
+		Write:   slices.Clone(sb.Write),
+	}
 }
 
 func shortPaths(ps []string) []string {

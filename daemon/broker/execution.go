@@ -22,8 +22,10 @@ import (
 
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/daemon/sandbox/launcher"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -44,6 +46,12 @@ type execRec struct {
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
 	out [3]*liveStream
+
+	// launch confines the command (nil: no sandbox); sandbox is what the
+	// receipt records of it; tmp is its private TMPDIR, removed at the end.
+	launch  *launcher.Launch
+	sandbox *sandbox.Record
+	tmp     string
 }
 
 // liveStream redacts one output stream as it arrives and publishes it as
@@ -54,7 +62,7 @@ type execRec struct {
 // it would on a slow terminal (its output budget still ends a flood).
 type liveStream struct {
 	mu        sync.Mutex
-	red       *receipt.StreamRedactor
+	red       *receiptstore.StreamRedactor
 	offset    int64
 	pending   []byte // redacted, not yet published
 	lastFlush time.Time
@@ -321,13 +329,14 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return nil, err
 	}
 	draft := b.draftReceipt(p, now)
+	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Network && b.Runner.Capabilities().NetNS)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.
 	cgroupPath := ""
 	if b.Runner.Capabilities().CgroupV2 != "" {
 		cgroupPath = b.Runner.CgroupPathFor(e.id)
 	}
-	if err := b.Store.AppendIntent(receipt.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}); err != nil {
+	if err := b.Store.AppendIntent(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}); err != nil {
 		b.refuse(e, "could not record the execution intent: "+err.Error())
 		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", err)
 	}
@@ -411,10 +420,13 @@ func stale(was, now policy.Decision) string {
 
 // refuse undoes a reservation when the plan could not start.
 func (b *Broker) refuse(e *execRec, why string) {
+	e.releaseSandbox()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := e.plan
-	p.p.State = termdv1.PlanState_PLAN_STATE_EXPIRED
+	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
+		b.Log.Error("refusing a start", "plan", p.p.Id, "error", err)
+	}
 	p.p.ExecutionId = ""
 	p.p.NextStep = why + fmt.Sprintf(" (run `termctl replan %s`)", p.p.Id)
 	e.finished = true
@@ -459,6 +471,11 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	if err != nil {
 		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
 	}
+	rec, tmp, err := b.sandboxFor(e, d, home, uid, gid)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	e.sandbox, e.tmp = rec, tmp
 	env := map[string]string{}
 	for k, v := range d.Env {
 		env[k] = v
@@ -477,6 +494,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		"TERMD_SESSION_ID": e.plan.session.id,
 		"TERMD_PLAN_ID":    e.plan.p.Id,
 		"TERMD_EXECUTION":  e.id,
+		"TMPDIR":           tmp,
 	}
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		fixed["USER"], fixed["LOGNAME"] = u.Username, u.Username
@@ -516,6 +534,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		PidsMax:      lim.Pids,
 		NoNetwork:    !d.Network,
 		Credential:   cred,
+		Launch:       e.launch,
 		NewHash:      b.Keys.NewDigest,
 		OnOutput: func(s runner.Stream, _ int64, chunk []byte) {
 			e.out[s].write(chunk)
@@ -596,6 +615,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 			ls.close()
 		}
 	}
+	e.releaseSandbox()
 	b.mu.Lock()
 	p := e.plan
 	detail := ""
@@ -625,8 +645,9 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		b.Log.Error("could not store the receipt; the intent stays open and becomes outcome_unknown at restart", "execution", e.id, "error", err)
 		fs.plan, fs.exec = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN
 	}
-	p.p.State = fs.plan
-	p.p.UpdatedAt = timestamppb.New(b.Now())
+	if err := b.transition(p, fs.plan); err != nil {
+		b.Log.Error("finishing an execution", "execution", e.id, "error", err)
+	}
 	ee := e.e
 	ee.State = fs.exec
 	ee.FinishedAt = timestamppb.New(res.FinishedAt)
@@ -803,7 +824,7 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 		if i := bytes.LastIndexByte(raw, '\n'); i >= 0 {
 			raw = raw[:i+1]
 		} else {
-			raw = raw[:max(0, len(raw)-receipt.DefaultHold)]
+			raw = raw[:max(0, len(raw)-receiptstore.DefaultHold)]
 		}
 		kept, total, done = []byte(b.Redactor.Redact(string(raw))), t, d
 		done = false // the receipt, not the live buffer, is the final word

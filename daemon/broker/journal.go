@@ -15,9 +15,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // The journal makes sessions, plans and approvals survive a crash: every
@@ -279,7 +280,7 @@ func (x *ranIndex) receiptOf(sessionID, planID string) *receipt.Receipt {
 	m, ok := x.bySes[sessionID]
 	if !ok {
 		m = map[string]*receipt.Receipt{}
-		if rs, err := x.b.Store.List(receipt.Filter{SessionID: sessionID, Limit: -1}); err == nil {
+		if rs, err := x.b.Store.List(receiptstore.Filter{SessionID: sessionID, Limit: -1}); err == nil {
 			for _, r := range rs {
 				if r.ExecutionID != "" {
 					m[r.PlanID] = r
@@ -299,18 +300,15 @@ func (b *Broker) settleRestoredPlan(p *termdv1.Plan, ran *ranIndex) {
 		return
 	}
 	if rid, ok := b.recovered[p.Id]; ok {
-		p.State, p.ReceiptId = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, rid
-		p.NextStep = nextStep(p)
+		restoreFinal(p, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, rid)
 		return
 	}
 	if r := ran.receiptOf(p.SessionId, p.Id); r != nil {
-		p.State, p.ReceiptId = planStateOf(r.Status), r.ID
-		p.NextStep = nextStep(p)
+		restoreFinal(p, planStateOf(r.Status), r.ID)
 		return
 	}
 	if p.State == termdv1.PlanState_PLAN_STATE_RUNNING || p.State == termdv1.PlanState_PLAN_STATE_PAUSED {
-		p.State = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
-		p.NextStep = nextStep(p)
+		restoreFinal(p, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, p.ReceiptId)
 	}
 }
 

@@ -29,12 +29,19 @@ type planRec struct {
 }
 
 // transitions is the plan state machine (ARCHITECTURE §5), in one place.
+// Every state change goes through it: a new plan moves from UNSPECIFIED to
+// its decided state, and a start refused before anything was spawned (a stale
+// plan) moves RUNNING to EXPIRED. Only restoring a plan at start may set a
+// state directly, and only a final one the receipt store proves
+// (restoreFinal).
 var transitions = map[termdv1.PlanState][]termdv1.PlanState{
+	termdv1.PlanState_PLAN_STATE_UNSPECIFIED:       {termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_BLOCKED},
 	termdv1.PlanState_PLAN_STATE_PLANNED:           {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL},
 	termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL: {termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_DENIED, termdv1.PlanState_PLAN_STATE_EXPIRED},
 	termdv1.PlanState_PLAN_STATE_APPROVED:          {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED},
 	termdv1.PlanState_PLAN_STATE_RUNNING: {termdv1.PlanState_PLAN_STATE_PAUSED, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
-		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT},
+		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT,
+		termdv1.PlanState_PLAN_STATE_EXPIRED},
 	termdv1.PlanState_PLAN_STATE_PAUSED: {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
 		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT},
 }
@@ -45,14 +52,31 @@ func stateWord(s termdv1.PlanState) string {
 
 // transition moves a plan to a new state or explains why it cannot.
 func (b *Broker) transition(p *planRec, to termdv1.PlanState) error {
-	from := p.p.State
+	return moveState(p.p, to, b.Now())
+}
+
+// moveState is the one place a plan's state changes (see transitions).
+func moveState(p *termdv1.Plan, to termdv1.PlanState, now time.Time) error {
+	from := p.State
 	if !slices.Contains(transitions[from], to) {
-		return errdefs.Precondition("plan %s is in state %s; it cannot become %s%s", p.p.Id, stateWord(from), stateWord(to), hintFor(p.p))
+		return errdefs.Precondition("plan %s is in state %s; it cannot become %s%s", p.Id, stateWord(from), stateWord(to), hintFor(p))
 	}
-	p.p.State = to
-	p.p.UpdatedAt = timestamppb.New(b.Now())
-	p.p.NextStep = nextStep(p.p)
+	p.State = to
+	p.UpdatedAt = timestamppb.New(now)
+	p.NextStep = nextStep(p)
 	return nil
+}
+
+// restoreFinal settles a plan restored from the journal at start in the
+// final state the receipt store proves (the journal writes start and finish
+// lazily, so it may still say approved or running). It is not a transition:
+// the move happened before the restart; only final states are accepted.
+func restoreFinal(p *termdv1.Plan, to termdv1.PlanState, receiptID string) {
+	if !isFinal(to) {
+		panic("broker: restoring plan " + p.Id + " to a non-final state " + stateWord(to))
+	}
+	p.State, p.ReceiptId = to, receiptID
+	p.NextStep = nextStep(p)
 }
 
 func hintFor(p *termdv1.Plan) string {
@@ -130,7 +154,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 			return policy.Request{}, err
 		}
 		// Only operators may ask for a mode less strict than the policy's default.
-		if modeRank(m) < modeRank(mode) && !isOperator(caller) {
+		if m.MorePermissiveThan(mode) && !isOperator(caller) {
 			return policy.Request{}, errdefs.Permission("mode %s is less strict than the policy's default (%s); only operators may request it", m, mode)
 		}
 		mode = m
@@ -150,6 +174,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		Env:     r.Env,
 		Mode:    mode,
 		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
+		Sandbox: r.Sandbox,
 	}, nil
 }
 
@@ -167,21 +192,9 @@ func requestBytes(r *termdv1.CommandRequest) int {
 	return n
 }
 
-func modeRank(m policy.Mode) int {
-	switch m {
-	case policy.ModeInspect:
-		return 3
-	case policy.ModeConfirm:
-		return 2
-	case policy.ModeTrusted:
-		return 1
-	}
-	return 0
-}
-
 // policyContext is what the daemon (not the caller) knows for a decision.
 func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
-	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths()}
+	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths(), Sandbox: b.sandboxEnforced()}
 	if caller != nil {
 		if u, err := user.LookupId(strconv.FormatUint(uint64(caller.Uid), 10)); err == nil {
 			ctx.Home = u.HomeDir
@@ -204,7 +217,9 @@ func (b *Broker) CheckPolicy(_ context.Context, caller *termdv1.Principal, r *te
 	ex := b.decideWith(req, b.policyContext(caller))
 	d := ex.Decision
 	b.redactDecision(&d)
-	return decisionProto(d), b.Redactor.Redact(string(ex.Request)), nil
+	out := decisionProto(d)
+	out.Sandbox.Enforcement = string(b.SandboxLevel())
+	return out, b.Redactor.Redact(string(ex.Request)), nil
 }
 
 // CreatePlan decides a request and records it as a plan. A denied request
@@ -289,22 +304,25 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 			GraceSeconds:   uint32(lim.Grace / time.Second),
 		},
 	}
+	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
+	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
 	rec := &planRec{p: p, req: req, dec: dec, session: s}
 	if b.Metrics != nil {
 		b.Metrics.PlanDecided(string(dec.Verdict))
 	}
 	ttl := b.Config().Approvals.TTL.D()
+	initial := termdv1.PlanState_PLAN_STATE_BLOCKED
 	switch dec.Verdict {
 	case policy.Allow:
-		p.State = termdv1.PlanState_PLAN_STATE_PLANNED
+		initial = termdv1.PlanState_PLAN_STATE_PLANNED
 		p.ExpiresAt = timestamppb.New(now.Add(ttl))
 	case policy.Ask:
-		p.State = termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL
+		initial = termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL
 		p.ExpiresAt = timestamppb.New(now.Add(ttl))
-	default:
-		p.State = termdv1.PlanState_PLAN_STATE_BLOCKED
 	}
-	p.NextStep = nextStep(p)
+	if err := moveState(p, initial, now); err != nil {
+		panic(err) // UNSPECIFIED -> each verdict's state is in the table
+	}
 	b.plans[p.Id] = rec
 	s.plans = append(s.plans, p.Id)
 	s.touch(now)
@@ -391,15 +409,21 @@ func mayApprove(caller *termdv1.Principal, p *planRec) error {
 	return nil
 }
 
-// ApprovePlan approves exactly the request the approver saw (by its hash).
-func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, requestHash string) (*termdv1.Plan, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// decidableLocked finds a plan the caller may approve or deny.
+func (b *Broker) decidableLocked(caller *termdv1.Principal, id string) (*planRec, error) {
 	p, err := b.planLocked(caller, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := mayApprove(caller, p); err != nil {
+	return p, mayApprove(caller, p)
+}
+
+// ApprovePlan approves exactly the request the approver saw (by its hash).
+func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, requestHash string) (*termdv1.Plan, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.decidableLocked(caller, id)
+	if err != nil {
 		return nil, err
 	}
 	if p.p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
@@ -432,11 +456,8 @@ func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, r
 func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reason string) (*termdv1.Plan, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p, err := b.planLocked(caller, id)
+	p, err := b.decidableLocked(caller, id)
 	if err != nil {
-		return nil, err
-	}
-	if err := mayApprove(caller, p); err != nil {
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
@@ -471,7 +492,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 	// The new plan is the caller's: it gets no mode the caller could not ask
 	// for (an agent replanning an operator's trusted plan is decided in the
 	// policy's default mode).
-	if def := b.Policy.Current().DefaultMode(); modeRank(req.Mode) < modeRank(def) && !isOperator(caller) {
+	if def := b.Policy.Current().DefaultMode(); req.Mode.MorePermissiveThan(def) && !isOperator(caller) {
 		req.Mode = def
 		r = proto.Clone(r).(*termdv1.CommandRequest)
 		r.Mode = modeProto(def)

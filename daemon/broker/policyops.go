@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/errdefs"
-	"github.com/termd/termd/daemon/receipt"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // Summary is the searchable part of a receipt.

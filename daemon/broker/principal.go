@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/termd/termd/daemon/receipt"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // principalKey identifies a principal for ownership: the uid, plus the token

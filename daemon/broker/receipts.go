@@ -15,20 +15,22 @@ import (
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
-	"github.com/termd/termd/daemon/receipt"
+	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // draftReceipt fills everything known before a command runs.
 func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 	d := p.dec
 	lim := b.Policy.Current().Limits()
-	cmd := policy.QuoteArgv(p.req.Argv)
+	cmd := cmdline.Quote(p.req.Argv)
 	switch {
 	case len(p.req.Argv) > 0:
 	case len(d.Argv) > 0:
-		cmd = policy.QuoteArgv(d.Argv)
+		cmd = cmdline.Quote(d.Argv)
 	default:
 		cmd = p.req.Command // a command string that could not be split
 	}
@@ -129,6 +131,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.StdoutDigest, r.StderrDigest = res.Stdout.Digest, res.Stderr.Digest
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
+	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
 	b.Redactor.RedactReceipt(r)
 	return r
 }
@@ -206,7 +209,7 @@ func (b *Broker) GetReceipt(_ context.Context, caller *termdv1.Principal, id, se
 	default:
 		return nil, errdefs.Invalid("pass a receipt_id, or a session_id for its latest receipt")
 	}
-	if errors.Is(err, receipt.ErrNotFound) || (err == nil && !b.receiptVisible(caller, r)) {
+	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !b.receiptVisible(caller, r)) {
 		if id == "" {
 			return nil, errdefs.NotFound("session %s has no receipt yet", sessionID)
 		}
@@ -229,7 +232,7 @@ func (b *Broker) ExportReceipts(ctx context.Context, caller *termdv1.Principal, 
 			return err
 		}
 		if q.Share {
-			if r, err = receipt.ShareExport(r, b.Keys); err != nil {
+			if r, err = receiptstore.ShareExport(r, b.Keys); err != nil {
 				return errdefs.Precondition("receipt %s cannot be exported for sharing: %v", r.ID, err)
 			}
 		}
@@ -246,7 +249,7 @@ func (b *Broker) ListReceipts(_ context.Context, caller *termdv1.Principal, q *t
 }
 
 func (b *Broker) listReceipts(caller *termdv1.Principal, q *termdv1.ListReceiptsRequest, limit int, desc bool) ([]*receipt.Receipt, error) {
-	f := receipt.Filter{SessionID: q.SessionId, Principal: q.Principal, Limit: limit, Offset: int(q.Offset), Desc: desc}
+	f := receiptstore.Filter{SessionID: q.SessionId, Principal: q.Principal, Limit: limit, Offset: int(q.Offset), Desc: desc}
 	if q.Status != "" {
 		st := receipt.Status(strings.ToLower(q.Status))
 		if !st.Valid() {
@@ -299,7 +302,7 @@ func (b *Broker) ExportReceipt(ctx context.Context, caller *termdv1.Principal, i
 	if !share {
 		return r, nil
 	}
-	out, err := receipt.ShareExport(r, b.Keys)
+	out, err := receiptstore.ShareExport(r, b.Keys)
 	if err != nil {
 		return nil, errdefs.Precondition("receipt %s cannot be exported for sharing: %v", id, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/user"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termd/termd/internal/loopback"
+	"github.com/termd/termd/internal/wire"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -89,23 +90,25 @@ type Adviser struct {
 
 // Config is the whole daemon configuration file.
 type Config struct {
-	Socket         string    `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
-	SocketGroup    string    `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
-	StateDir       string    `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
-	Policy         string    `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
-	ProjectPolicy  string    `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
-	Workspaces     []string  `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
-	LogLevel       string    `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
-	LogFormat      string    `yaml:"log_format" doc:"text or json" default:"text"`
-	Roles          Roles     `yaml:"roles"`
-	Sessions       Sessions  `yaml:"sessions"`
-	Approvals      Approvals `yaml:"approvals"`
-	ShutdownGrace  Duration  `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
-	ConsoleURL     string    `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
-	Secrets        []string  `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
-	MetricsListen  string    `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
-	Adviser        Adviser   `yaml:"adviser"`
-	RunAsRequester *bool     `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
+	Socket          string    `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
+	SocketGroup     string    `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
+	StateDir        string    `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
+	Policy          string    `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
+	ProjectPolicy   string    `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
+	Workspaces      []string  `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
+	LogLevel        string    `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
+	LogFormat       string    `yaml:"log_format" doc:"text or json" default:"text"`
+	Roles           Roles     `yaml:"roles"`
+	Sessions        Sessions  `yaml:"sessions"`
+	Approvals       Approvals `yaml:"approvals"`
+	ShutdownGrace   Duration  `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
+	ConsoleURL      string    `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
+	Secrets         []string  `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
+	MetricsListen   string    `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
+	Adviser         Adviser   `yaml:"adviser"`
+	RunAsRequester  *bool     `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
+	Sandbox         string    `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
+	SandboxLauncher string    `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
 
 	// Source is the file the config came from ("" for defaults only).
 	Source string `yaml:"-"`
@@ -204,17 +207,14 @@ func Parse(c *Config, data []byte) error {
 	return nil
 }
 
-// SystemSocket is the socket of a termd run as root (the systemd unit's).
-const SystemSocket = "/run/termd/termd.sock"
-
 // ApplyDefaults fills values that depend on who runs the daemon.
 func (c *Config) ApplyDefaults() error {
 	root := os.Geteuid() == 0
 	if c.Socket == "" {
 		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && !root {
-			c.Socket = filepath.Join(rt, "termd", "termd.sock")
+			c.Socket = wire.UserSocket(rt)
 		} else if root {
-			c.Socket = SystemSocket
+			c.Socket = wire.SystemSocket
 		} else {
 			return errors.New("socket: no path given and XDG_RUNTIME_DIR is unset; pass --socket PATH")
 		}
@@ -242,6 +242,14 @@ func (c *Config) ApplyDefaults() error {
 
 // Validate checks every value and returns the first problem, naming the key.
 func (c *Config) Validate() error {
+	switch c.Sandbox {
+	case "", "required", "best_effort", "off":
+	default:
+		return fmt.Errorf("sandbox: %q is not one of required, best_effort, off", c.Sandbox)
+	}
+	if c.SandboxLauncher != "" && !filepath.IsAbs(c.SandboxLauncher) {
+		return fmt.Errorf("sandbox_launcher: %q must be an absolute path", c.SandboxLauncher)
+	}
 	if c.Socket != "" && !filepath.IsAbs(c.Socket) {
 		return fmt.Errorf("socket: %q must be an absolute path", c.Socket)
 	}
@@ -334,11 +342,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.MetricsListen != "" {
-		host, _, err := net.SplitHostPort(c.MetricsListen)
+		loop, err := loopback.Listen(c.MetricsListen)
 		if err != nil {
 			return fmt.Errorf("metrics_listen: %v", err)
 		}
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !loop {
 			return fmt.Errorf("metrics_listen: %q is not a loopback address; metrics are served on loopback only", c.MetricsListen)
 		}
 	}

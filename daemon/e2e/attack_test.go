@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/harness"
+	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -151,15 +151,15 @@ func TestAgentIsolationAndSingleExecution(t *testing.T) {
 	}
 
 	// No self-approval, not even with the role metadata a transport may send.
-	up := metadata.AppendToOutgoingContext(ctxT(t), client.MDRole, "operator", client.MDName, "root")
+	up := metadata.AppendToOutgoingContext(ctxT(t), wire.MDRole, "operator", wire.MDName, "root")
 	if _, err := a.Plans.ApprovePlan(up, &termdv1.ApprovePlanRequest{PlanId: write.Plan.Id, RequestHash: write.Plan.Decision.RequestHash}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("agent approving its own plan with operator metadata: %v", err)
 	}
 	// The transport word is copied into every record: a huge one is refused
 	// (one 12 MB value bloated the journal and broke the operator's queue).
-	huge := metadata.AppendToOutgoingContext(ctxT(t), client.MDVia, strings.Repeat("<", 1<<20))
+	huge := metadata.AppendToOutgoingContext(ctxT(t), wire.MDVia, strings.Repeat("<", 1<<20))
 	if _, err := a.Plans.CreatePlan(huge, &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"ls"}}}); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("a 1 MiB %s: %v", client.MDVia, err)
+		t.Errorf("a 1 MiB %s: %v", wire.MDVia, err)
 	}
 	if _, err := a.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"touch", "y"}, Mode: termdv1.Mode_MODE_TRUSTED}}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("agent asking for trusted mode: %v", err)

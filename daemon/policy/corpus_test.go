@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/internal/cmdline"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -48,7 +49,7 @@ func spellings(f *fixture, argv []string) map[string][]string {
 		"env":     append([]string{"env"}, argv...),
 		"timeout": append([]string{"timeout", "5"}, argv...),
 		"sudo":    append([]string{"sudo"}, argv...),
-		"bash-c":  {"bash", "-c", QuoteArgv(argv)},
+		"bash-c":  {"bash", "-c", cmdline.Quote(argv)},
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/termd/termd/internal/cmdline"
 )
 
 // Request is what a caller asks to run.
@@ -25,6 +27,9 @@ type Request struct {
 	Env     map[string]string // additions requested by the caller
 	Mode    Mode              // "" = policy default
 	Timeout time.Duration     // 0 = policy default; > policy max is denied
+	// Sandbox is the profile the caller asks for: "" (the policy's
+	// choice), SandboxReadOnly or SandboxWorkspaceWrite.
+	Sandbox string
 }
 
 // Context is what the daemon knows, not the caller.
@@ -32,6 +37,11 @@ type Context struct {
 	Workspaces []string // absolute workspace roots
 	Protected  []string // termd's own config/policy/keys/state paths
 	Home       string   // the principal's home (may be empty)
+	// Sandbox: executions are confined by a fully enforced sandbox profile
+	// (termd's sandbox is required or best effort and the kernel has every
+	// feature). Project code that stays in the workspace and off the
+	// network then runs without approval in confirm mode.
+	Sandbox bool
 }
 
 // Step is one stage of a decision, for explain.
@@ -66,7 +76,9 @@ type Decision struct {
 	// (Makefile, package.json, ...), bound into the request hash.
 	ProjectFiles map[string]string `json:"project_files,omitempty"`
 	RunAs        string            `json:"run_as,omitempty"`
-	Steps        []Step            `json:"steps"`
+	// Sandbox is how the kernel confines the execution.
+	Sandbox SandboxProfile `json:"sandbox"`
+	Steps   []Step         `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -82,6 +94,7 @@ type decideCtx struct {
 	workspaces []string
 	protected  []string
 	home       string
+	sandbox    bool
 }
 
 type state struct {
@@ -112,7 +125,7 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 			d = Decision{Verdict: Deny, Risk: RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &decideCtx{home: ctx.Home}
+	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
 			dc.workspaces = append(dc.workspaces, resolveAbs(w, 0))
@@ -149,6 +162,7 @@ type canonRequest struct {
 	Verdict       Verdict           `json:"verdict"`
 	Risk          Risk              `json:"risk"`
 	ProjectFiles  map[string]string `json:"project_files,omitempty"`
+	Sandbox       SandboxProfile    `json:"sandbox"`
 }
 
 type canonLimits struct {
@@ -166,7 +180,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
-		ProjectFiles: d.ProjectFiles,
+		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox,
 	}
 	if c.Argv == nil {
 		c.Argv = []string{}
@@ -201,6 +215,11 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 	if mode == "" {
 		mode = p.mode
 	}
+	switch req.Sandbox {
+	case "", SandboxReadOnly, SandboxWorkspaceWrite:
+	default:
+		s.deny(RiskLow, fmt.Sprintf("sandbox %q is not a profile: ask for %s or %s, or leave it empty for the policy's choice", req.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite))
+	}
 	if _, err := ParseMode(string(mode)); err != nil {
 		s.deny(RiskLow, err.Error())
 		mode = ModeInspect
@@ -232,7 +251,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 			argv = nil
 			break
 		}
-		w, err := SplitCommand(req.Command)
+		w, err := cmdline.Split(req.Command)
 		if err != nil {
 			s.deny(RiskMedium, "command string refused: "+err.Error())
 			s.step("split", "deny", err.Error())
@@ -266,7 +285,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 		s.step("input", "deny", strings.Join(d.Reasons, "; "))
 		return finish(s)
 	}
-	s.step("input", "ok", QuoteArgv(argv))
+	s.step("input", "ok", cmdline.Quote(argv))
 
 	// --- environment additions
 	p.checkEnv(req.Env, s)
@@ -545,7 +564,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		} else if a0 != "" {
 			what = "starts with '-'"
 		}
-		s.deny(RiskCritical, "program name "+QuoteArgv([]string{a0})+" "+what)
+		s.deny(RiskCritical, "program name "+cmdline.Quote([]string{a0})+" "+what)
 		s.step("program", "deny", "bad program name")
 		return
 	}
@@ -736,7 +755,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			}
 		}
 	}
-	writes := p.checkPaths(pc, cwd, ctx, s)
+	writes, reads := p.checkPaths(pc, cwd, ctx, s)
 	if base == "chmod" && cwd != "" {
 		for _, v := range pc.values("--reference") {
 			if fi, err := os.Stat(resolvePath(cwd, v)); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
@@ -805,16 +824,19 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			proj = append(proj, r)
 		}
 	}
+	// Project code and unknown programs are not refused: they are project
+	// code (high risk), which the mode step below turns into an approval in
+	// confirm mode, or lets run inside a fully enforced sandbox.
 	switch {
 	case project != nil:
-		s.raise(Ask, RiskHigh, project.why)
-		s.step("rules", "ask", "project code")
+		s.raise(Allow, RiskHigh, project.why)
+		s.step("rules", "project code", project.file)
 	case len(sys) == 0 && pc.unparsed && exact == nil && class == "":
 		// A program no rule and no grammar knows: unknown code, like a
 		// project's own script. Its arguments are not analysed.
 		pc.code = true
-		s.raise(Ask, RiskHigh, "no policy rule knows "+base+": it runs as unknown code (arguments not analysed), so it needs approval")
-		s.step("rules", "ask", "unknown program")
+		s.raise(Allow, RiskHigh, "no policy rule knows "+base+": it runs as unknown code, like project code (its arguments are not analysed)")
+		s.step("rules", "unknown program", base)
 	case len(sys) == 0:
 		s.deny(RiskHigh, "no policy rule allows "+pc.cmdName())
 		s.step("rules", "deny", "no matching rule")
@@ -835,6 +857,15 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 
 	// --- effects
+	askedWrite := req.Sandbox == SandboxWorkspaceWrite
+	if askedWrite {
+		// Writes the grammar did not see: for a program without a grammar
+		// that is running project code.
+		pc.write = true
+		if pc.unparsed {
+			pc.code = true
+		}
+	}
 	d.Writes = writes
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
@@ -869,6 +900,20 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		s.step("project-files", fmt.Sprintf("%d bound to the request hash", len(pf)), strings.Join(shown, ", "))
 	}
 
+	// --- sandbox
+	d.Sandbox = p.sandboxFor(d, base, reads, ctx)
+	// A program the policy has no grammar for runs read-only unless the
+	// caller asks for more; a caller may always narrow a plan.
+	if (pc.unparsed && !askedWrite) || req.Sandbox == SandboxReadOnly {
+		d.Sandbox.Profile = SandboxReadOnly
+	}
+	unknownRO := ctx.sandbox && pc.unparsed && !askedWrite && !pc.net
+	// The kernel holds project code to the workspace when the sandbox is
+	// fully enforced: offline project code that writes only there needs no
+	// approval (see docs/SANDBOX.md, "Approval economy").
+	confined := ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
+	s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%t enforced=%t", d.Sandbox.Network, ctx.sandbox))
+
 	// --- mode
 	switch d.Mode {
 	case ModeInspect:
@@ -877,11 +922,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	case ModeConfirm:
 		var why []string
-		if write {
+		if write && !confined && !unknownRO {
 			why = append(why, "writes")
 		}
-		if pc.code {
+		if unknownRO && d.Verdict == Allow {
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write, which asks)")
+		}
+		if pc.code && !confined {
 			why = append(why, "runs project code")
+		}
+		if confined && d.Verdict == Allow {
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		}
 		if pc.net {
 			why = append(why, "uses the network")
@@ -1006,20 +1057,19 @@ func (p *Policy) inner(argv []string, cwd string, req Request, ctx *decideCtx, d
 	sub := Request{Argv: argv, Cwd: req.Cwd, Mode: req.Mode, Timeout: req.Timeout}
 	id := p.decide(sub, ctx, depth+1)
 	if id.Verdict == Allow {
-		s.step("inner", "allow", QuoteArgv(argv))
+		s.step("inner", "allow", cmdline.Quote(argv))
 		return
 	}
 	for _, r := range id.Reasons {
-		s.raise(Deny, "", "inner command "+clip(QuoteArgv(argv))+": "+r)
+		s.raise(Deny, "", "inner command "+clip(cmdline.Quote(argv))+": "+r)
 	}
-	s.step("inner", string(id.Verdict), QuoteArgv(argv))
+	s.step("inner", string(id.Verdict), cmdline.Quote(argv))
 }
 
-func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []string {
+func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (writes, reads []string) {
 	if cwd == "" {
-		return nil
+		return nil, nil
 	}
-	var writes []string
 	all := append(append([]operand(nil), pc.operands...), pc.paths...)
 	// git changes directory for each -C in turn before anything else; its
 	// operands, --git-dir and --work-tree are relative to where it ends up.
@@ -1058,6 +1108,9 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 		}
 		if write && !contains(writes, real) {
 			writes = append(writes, real)
+		}
+		if !write && pv.verdict != Deny && !contains(reads, real) {
+			reads = append(reads, real)
 		}
 		if write && isSetID(real) && pc.tool != "rm" && pc.tool != "chmod" && pc.tool != "mv" {
 			// Writing a setuid/setgid file as root keeps its bits: new
@@ -1103,7 +1156,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) []
 		}
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
-	return writes
+	return writes, reads
 }
 
 // gitRepoReads are files of the repository git will use that it reads by
@@ -1275,7 +1328,7 @@ func cpPreservesMode(pc *parsed) bool {
 }
 
 // gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).
-func gitChdirOpt() *opt { return specs["git"].optIndex["-C"] }
+func gitChdirOpt() *opt { return toolSpecs()["git"].optIndex["-C"] }
 
 // gitWorkDir is where git works after its -C options, applied in order.
 func gitWorkDir(pc *parsed, cwd string) string {

@@ -3,6 +3,8 @@ package policy
 import (
 	"regexp"
 	"strings"
+
+	"github.com/termd/termd/internal/cmdline"
 )
 
 var shells = set("sh bash dash zsh ksh ksh93 mksh pdksh oksh fish csh tcsh ash rbash yash elvish nu xonsh pwsh powershell rc es")
@@ -84,7 +86,7 @@ func escapeInner(base string, argv []string) ([]string, bool, string) {
 			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") || a == "--command" {
 				if i+1 < len(args) {
 					str := args[i+1]
-					inner, err := SplitCommand(str)
+					inner, err := cmdline.Split(str)
 					why := base + " -c runs a shell command string (shell escape; send argv instead)"
 					if err != nil {
 						why += ": " + err.Error()
@@ -143,7 +145,7 @@ func wrapperCommand(base string, args []string) []string {
 			break
 		}
 		if (base == "su" || base == "runuser" || base == "flock" || base == "script") && (a == "-c" || a == "--command") && i+1 < len(args) {
-			if w, err := SplitCommand(args[i+1]); err == nil {
+			if w, err := cmdline.Split(args[i+1]); err == nil {
 				return w
 			}
 			return []string{"sh", "-c", args[i+1]}
@@ -165,7 +167,7 @@ func wrapperCommand(base string, args []string) []string {
 	}
 	rest := args[i:]
 	if base == "watch" && len(rest) == 1 {
-		if w, err := SplitCommand(rest[0]); err == nil {
+		if w, err := cmdline.Split(rest[0]); err == nil {
 			return w
 		}
 	}

@@ -5,25 +5,6 @@ import (
 	"testing"
 )
 
-func FuzzSplitCommand(f *testing.F) {
-	for _, s := range []string{"ls -la", `rg 'a|b'`, `echo "x\"y"`, "a | b", "$(id)", "'unterminated", `a\ b`, "x\n", "#c"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		w, err := SplitCommand(s)
-		if err == nil {
-			if len(w) == 0 {
-				t.Fatal("no words and no error")
-			}
-			// re-quoting and splitting again is the identity
-			w2, err := SplitCommand(QuoteArgv(w))
-			if err != nil || strings.Join(w2, "\x00") != strings.Join(w, "\x00") {
-				t.Fatalf("round trip %q -> %q -> %q (%v)", s, w, w2, err)
-			}
-		}
-	})
-}
-
 func FuzzParseArgs(f *testing.F) {
 	f.Add("git", "-c\x00x=y\x00log")
 	f.Add("find", ".\x00-exec\x00rm\x00;")

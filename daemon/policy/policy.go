@@ -40,6 +40,17 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown mode %q (want inspect, confirm or trusted)", s)
 }
 
+// MorePermissiveThan reports whether m lets more run than o (trusted, then
+// confirm, then inspect), by modeRank, the one ordering of modes: the broker
+// asks it to keep weaker modes for operators rather than ranking modes itself.
+// An unknown mode counts as more permissive than any (fail closed).
+func (m Mode) MorePermissiveThan(o Mode) bool {
+	if modeRank(m) < 0 {
+		return true
+	}
+	return modeRank(m) > modeRank(o)
+}
+
 // modeRank orders modes from strictest (0) to most permissive.
 func modeRank(m Mode) int {
 	switch m {
@@ -178,6 +189,10 @@ type pathsSpec struct {
 type programSpec struct {
 	ExecEnv  map[string]string `yaml:"exec_env" json:"exec_env"`
 	ExecArgs []string          `yaml:"exec_args" json:"exec_args"`
+	// SandboxExec: absolute paths (files or directories) the program runs
+	// itself, which a read-only sandbox must let it execute (git's
+	// git-core helpers).
+	SandboxExec []string `yaml:"sandbox_exec,omitempty" json:"sandbox_exec,omitempty"`
 }
 
 type ruleSpec struct {

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Tool grammars. The grammar says how argv is read (which options exist,
@@ -12,6 +13,16 @@ import (
 // which risk, is data in the policy file (rules).
 
 var specs = map[string]*cmdSpec{}
+
+var specsOnce sync.Once
+
+// toolSpecs returns the tool grammars, built on first use rather than in
+// init: termctl links the engine only for `policy lint`, and `termctl
+// status` must not pay for the tables on every start.
+func toolSpecs() map[string]*cmdSpec {
+	specsOnce.Do(registerSpecs)
+	return specs
+}
 
 func reg(names string, c *cmdSpec) {
 	for _, n := range strings.Split(names, "|") {
@@ -49,7 +60,7 @@ const (
 	whyUnchecked = "reads a program text that cannot be checked"
 )
 
-func init() {
+func registerSpecs() {
 	R, W := KPathRead, KPathWrite
 	reg("ls", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = p.has("-R") }, opts: opts(flags("-a|--all -A|--almost-all -l -h|--human-readable -R|--recursive -t -S -r|--reverse -1 -d|--directory -F -i|--inode -s|--size -G|--no-group -n|--numeric-uid-gid -X -U -v -c -u -g -o -p -m -x -C -L|--dereference -H|--dereference-command-line -k|--kibibytes -Q|--quote-name -N|--literal -b|--escape -q|--hide-control-chars -f -B|--ignore-backups -Z|--context -D|--dired --si --author --full-time --group-directories-first --file-type --show-control-chars"),
 		list(o("--color?"), o("--classify?"), o("--hyperlink?"), o("--time-style="), o("--sort="), o("--time="), o("-I|--ignore="), o("--hide="), o("-w|--width="), o("--block-size="), o("--indicator-style="), o("--format="), o("--quoting-style="), o("-T|--tabsize="), o("--help"), o("--version")))})
@@ -102,6 +113,7 @@ func init() {
 	for _, n := range []string{"echo", "printf", "true", "false", "yes"} {
 		reg(n, &cmdSpec{free: true})
 	}
+	initFind()
 	initGit()
 	initBuildTools()
 	initNet()

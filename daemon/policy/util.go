@@ -14,7 +14,7 @@ func parseCommand(argv []string) (*parsed, bool, error) {
 		return nil, false, errf("empty argv")
 	}
 	tool := baseName(argv[0])
-	spec, ok := specs[tool]
+	spec, ok := toolSpecs()[tool]
 	if !ok {
 		return &parsed{tool: tool, unparsed: true}, false, nil
 	}

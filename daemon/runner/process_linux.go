@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
 // Process is one running (or finished) execution.
@@ -153,6 +155,21 @@ func (p *Process) spawn() (err error) {
 		Files: []*os.File{devnull, writers[0], writers[1]},
 		Sys:   sys,
 	}
+	path, argv := spec.Path, spec.Argv
+	var ln *launchPipes
+	if spec.Launch != nil {
+		if ln, err = newLaunchPipes(spec.Launch); err != nil {
+			return p.spawnFailed(err)
+		}
+		defer ln.closeChildEnds()
+		attr.Files = append(attr.Files, ln.files...)
+		attr.Env = []string{}
+		sys.Credential = nil // the launcher switches after confining itself
+		if spec.Launch.NewMountNS {
+			sys.Cloneflags |= syscall.CLONE_NEWNS
+		}
+		path, argv = spec.Launch.Path, []string{launcher.ArgvZero}
+	}
 
 	var proc *os.Process
 	startOnce := func() error {
@@ -167,7 +184,7 @@ func (p *Process) spawn() (err error) {
 				}
 				leave = l
 			}
-			proc, serr = os.StartProcess(spec.Path, spec.Argv, attr)
+			proc, serr = os.StartProcess(path, argv, attr)
 			// If the thread cannot leave the execution's v1 cgroups, it must not
 			// be reused: exit it (lockedThread) rather than fork other things there.
 			return leave() != nil
@@ -181,7 +198,17 @@ func (p *Process) spawn() (err error) {
 		err = startOnce()
 	}
 	if err != nil {
+		if ln != nil {
+			ln.abandon()
+		}
 		return p.spawnFailed(err)
+	}
+	if ln != nil {
+		if err := ln.release(spec, env); err != nil {
+			_ = proc.Kill()
+			_, _ = proc.Wait()
+			return p.spawnFailed(err)
+		}
 	}
 	if p.cg != nil {
 		p.cg.settle()

@@ -33,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
 // Stream names one output stream of an execution.
@@ -97,7 +99,13 @@ type Spec struct {
 	RequireNoNetwork bool
 
 	Credential *syscall.Credential // nil = run as the daemon's user
-	NewHash    func() hash.Hash    // nil = sha256
+	// Launch, when set, starts the command through the confining launcher
+	// (package sandbox): the launcher is spawned as the daemon's user with
+	// the descriptors and namespaces Launch names, receives the command and
+	// Credential on a pipe, confines itself and execs the command. A
+	// launcher that cannot confine reports why and is a spawn failure.
+	Launch  *launcher.Launch
+	NewHash func() hash.Hash // nil = sha256
 	// OnOutput receives output as it arrives, in order per stream, from the
 	// stream's reader goroutine. chunk is only valid during the call (like
 	// io.Writer); the callback must not block for long (it stalls the command).

@@ -94,6 +94,13 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 		p.out[s] = newCapture(s, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Argv, Dir: spec.Dir, Env: append([]string{}, spec.Env...)}
+	if l := spec.Launch; l != nil {
+		// sandbox-exec -p PROFILE PATH ARGS...: argv[0] becomes the path.
+		cmd.Path = l.Path
+		cmd.Args = append(append([]string{l.Path}, l.Prefix...), spec.Path)
+		cmd.Args = append(cmd.Args, spec.Argv[1:]...)
+		l.Close()
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential}
 	stdout, err1 := cmd.StdoutPipe()
 	stderr, err2 := cmd.StderrPipe()

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -114,25 +114,25 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 	name := config.UserName(pi.UID)
 	via := ""
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(client.MDRole); len(v) > 0 {
+		if v := md.Get(wire.MDRole); len(v) > 0 {
 			r, ok := roleFromName(v[0])
 			if !ok {
-				return nil, status.Errorf(codes.InvalidArgument, "%s metadata %q is not a role (operator, agent, viewer)", client.MDRole, v[0])
+				return nil, status.Errorf(codes.InvalidArgument, "%s metadata %q is not a role (operator, agent, viewer)", wire.MDRole, v[0])
 			}
 			if r < role { // only ever lower
 				role = r
 			}
 		}
-		if v := md.Get(client.MDVia); len(v) > 0 {
+		if v := md.Get(wire.MDVia); len(v) > 0 {
 			// Any caller may say which client it came through ("mcp",
 			// "gateway"); the word is copied into sessions, plans, events and
 			// receipts, so it must be a short word.
 			if !viaRE.MatchString(v[0]) {
-				return nil, status.Errorf(codes.InvalidArgument, "%s metadata must be a short word such as mcp or gateway (letters, digits, '-', at most 32)", client.MDVia)
+				return nil, status.Errorf(codes.InvalidArgument, "%s metadata must be a short word such as mcp or gateway (letters, digits, '-', at most 32)", wire.MDVia)
 			}
 			via = v[0]
 		}
-		if v := md.Get(client.MDName); len(v) > 0 && cfg.RoleOf(pi.UID, pi.GID) == config.RoleOperator {
+		if v := md.Get(wire.MDName); len(v) > 0 && cfg.RoleOf(pi.UID, pi.GID) == config.RoleOperator {
 			name = v[0]
 		}
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/termd/termd/daemon/broker"
 	"github.com/termd/termd/daemon/errdefs"
-	"github.com/termd/termd/daemon/receipt"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // RegisterBroker registers every domain service, each a thin translation to the broker.

@@ -83,9 +83,11 @@ export const KINDS = [
 
 // Events keeps one EventSource on everything the token may see. On any
 // error it closes the source (its ticket is spent) and reconnects with a new
-// ticket, resuming after the last event id it saw.
+// ticket, resuming after the last event id it saw. routes are the ticket
+// call and the stream URL (endpoints.js: events).
 export class Events {
-  constructor(onStatus) {
+  constructor(onStatus, routes) {
+    this.routes = routes;
     this.listeners = new Set();
     this.onStatus = onStatus;
     this.last = Number(sessionStorage.getItem(SEQ_KEY) || 0);
@@ -100,16 +102,14 @@ export class Events {
     this.onStatus(false, 'connecting…');
     let ticket;
     try {
-      ({ ticket } = await api('POST', '/v1/sse-ticket', {}));
+      ({ ticket } = await this.routes.ticket());
     } catch (e) {
       this.onStatus(false, 'events offline');
       this.later();
       return;
     }
     if (this.stopped) return;
-    let url = '/v1/events?ticket=' + encodeURIComponent(ticket);
-    if (this.last) url += '&since=' + this.last;
-    const es = new EventSource(url);
+    const es = new EventSource(this.routes.url(ticket, this.last));
     this.es = es;
     es.onopen = () => { this.retry = 500; this.onStatus(true, 'live'); };
     es.onerror = () => {

@@ -1,7 +1,8 @@
 // app.js: the console shell: sign-in, navigation, the live event stream and
 // a small router over history.pushState. Each view renders into <main> and
 // returns a cleanup function.
-import { api, token, setToken, clearToken, setUnauthorizedHandler, Events } from './api.js';
+import { token, setToken, clearToken, setUnauthorizedHandler, Events } from './api.js';
+import * as rest from './endpoints.js';
 import { h, clear, errorBox, short } from './dom.js';
 import { planFormView, planView } from './plan.js';
 import { approvalsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
@@ -64,7 +65,7 @@ document.addEventListener('click', (e) => {
   const a = e.target.closest('a[href]');
   if (!a || a.target || a.hasAttribute('download') || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
   const url = new URL(a.href, location.href);
-  if (url.origin !== location.origin || url.pathname.startsWith('/v1/')) return;
+  if (url.origin !== location.origin || url.pathname.startsWith(rest.PREFIX)) return;
   e.preventDefault();
   ctx.go(url.pathname + url.search);
 });
@@ -80,7 +81,7 @@ function setLive(on, text) {
 
 async function refreshApprovalCount() {
   try {
-    const r = await api('GET', '/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200');
+    const r = await rest.plans.awaitingApproval();
     const n = (r.plans || []).length;
     document.getElementById('approval-count').textContent = n ? String(n) : '';
   } catch { /* the count is a hint; the page shows errors */ }
@@ -114,7 +115,7 @@ function signInView(message) {
     const t = input.value.trim();
     clear(err);
     try {
-      status = await api('GET', '/v1/status', undefined, t);
+      status = await rest.status(t);
     } catch (ex) {
       clear(err, errorBox(ex.status === 401 ? 'That token was not accepted.' : ex));
       input.focus();
@@ -131,7 +132,7 @@ async function start() {
   if (!token()) { signInView(); return; }
   if (!status) {
     try {
-      status = await api('GET', '/v1/status');
+      status = await rest.status();
     } catch (e) {
       if (e.status === 401) return;
       clear(main, h('h1', {}, 'termd is not answering'), errorBox(e), h('button', { type: 'button', onclick: () => start() }, 'Try again'));
@@ -140,10 +141,15 @@ async function start() {
   }
   document.getElementById('nav').hidden = false;
   document.getElementById('who').hidden = false;
+  // A daemon that does not confine every execution fully says so on every page.
+  const sb = (status.capabilities || []).find((c) => c.name === 'sandbox');
+  const warn = document.getElementById('sandbox-warning');
+  warn.hidden = !sb || sb.available;
+  warn.textContent = sb && !sb.available ? 'Sandbox: ' + sb.detail : '';
   const c = status.caller || {};
   document.getElementById('identity').textContent = (c.name || 'unknown') + ' · ' + short(c.role, 'ROLE_').toLowerCase();
   if (!events) {
-    events = new Events(setLive);
+    events = new Events(setLive, rest.events);
     events.on(onEvent);
   }
   events.start();

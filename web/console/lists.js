@@ -1,7 +1,7 @@
 // lists.js: the approval queue, plan, session and receipt listings, and a
 // receipt's page with verification, raw JSON, download and share export.
-import { api } from './api.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText } from './dom.js';
+import * as rest from './endpoints.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText, sandboxText } from './dom.js';
 
 function planRow(p) {
   const st = short(p.state, 'PLAN_STATE_');
@@ -37,7 +37,7 @@ export function approvalsView(main, ctx) {
     h('p', { class: 'muted' }, 'Plans waiting for a person. This list updates as plans arrive.'), done, list);
   async function load() {
     try {
-      const r = await api('GET', '/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200');
+      const r = await rest.plans.awaitingApproval();
       const plans = r.plans || [];
       if (!plans.length) { clear(list, empty('Nothing is waiting for approval.')); return; }
       clear(list, plans.map((p) => queueItem(p)));
@@ -59,14 +59,15 @@ export function approvalsView(main, ctx) {
         h('span', { class: 'muted' }, 'by ' + (p.requester?.name || 'unknown') + ' · ' + when(p.createdAt) + ' · expires ' + when(p.expiresAt))),
       (d.reasons || []).length ? h('ul', { class: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
       kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
+        ['Sandbox', sandboxText(d.sandbox)],
         ['Request hash', h('code', { class: 'hash' }, d.requestHash)]]),
       ctx.canApprove ? h('div', { class: 'row' },
         act('Approve', async () => {
-          await api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':approve', { requestHash: d.requestHash });
+          await rest.plans.approve(p.id, d.requestHash);
           approvedNotice(p);
         }, 'primary'),
         h('label', { class: 'hint', for: 'reason-' + p.id }, 'Deny reason'), reason,
-        act('Deny', () => api('POST', '/v1/plans/' + encodeURIComponent(p.id) + ':deny', { reason: reason.value || 'denied in the console' }), 'danger'),
+        act('Deny', () => rest.plans.deny(p.id, reason.value || 'denied in the console'), 'danger'),
         h('a', { href: '/plans/' + encodeURIComponent(p.id) }, 'Details')) : h('p', { class: 'hint' }, 'Only an operator can approve.'),
       err);
   }
@@ -79,7 +80,7 @@ export function approvalsView(main, ctx) {
         h('button', { type: 'button', class: 'primary', onclick: async (e) => {
           e.target.disabled = true;
           try {
-            await api('POST', '/v1' + url + ':execute', {});
+            await rest.plans.execute(p.id);
             location.assign(url);
           } catch (ex) { note.append(errorBox(ex)); e.target.disabled = false; }
         } }, 'Run it now'),
@@ -95,7 +96,7 @@ export function plansView(main, ctx) {
   main.append(h('h1', {}, 'Plans'), list);
   async function load() {
     try {
-      const r = await api('GET', '/v1/plans?limit=100');
+      const r = await rest.plans.list({ limit: 100 });
       const plans = r.plans || [];
       clear(list, plans.length ? h('div', { class: 'card' }, planTable(plans)) : empty('No plans yet. Start one from New plan.'));
     } catch (e) { clear(list, errorBox(e)); }
@@ -110,7 +111,7 @@ export function sessionsView(main, ctx) {
   main.append(h('h1', {}, 'Sessions'), h('label', { class: 'check', for: 'include-closed' }, closed, 'Include closed sessions'), list);
   async function load() {
     try {
-      const r = await api('GET', '/v1/sessions' + (closed.checked ? '?include_closed=true' : ''));
+      const r = await rest.sessions.list(closed.checked);
       const ss = r.sessions || [];
       if (!ss.length) { clear(list, empty('No sessions.')); return; }
       clear(list, h('div', { class: 'card' }, h('table', {},
@@ -131,13 +132,13 @@ export function sessionView(main, ctx, id) {
   main.append(h('h1', {}, 'Session ', h('code', {}, id)), info, h('h2', {}, 'Plans'), plans);
   async function load() {
     try {
-      const { session: s } = await api('GET', '/v1/sessions/' + encodeURIComponent(id));
+      const { session: s } = await rest.sessions.get(id);
       clear(info, kv([['Owner', s.owner?.name], ['Label', s.label], ['Created', when(s.createdAt)], ['Last active', when(s.lastActiveAt)],
         ['Expires', when(s.expiresAt)], ['State', s.closed ? 'closed' : 'open']]),
       !s.closed && ctx.canRun ? h('div', { class: 'row' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
-        try { await api('POST', '/v1/sessions/' + encodeURIComponent(id) + ':close', {}); load(); } catch (e) { ctx.flash(e); }
+        try { await rest.sessions.close(id); load(); } catch (e) { ctx.flash(e); }
       } }, 'Close session')) : null);
-      const r = await api('GET', '/v1/plans?session_id=' + encodeURIComponent(id) + '&limit=200');
+      const r = await rest.plans.list({ session_id: id, limit: 200 });
       clear(plans, (r.plans || []).length ? h('div', { class: 'card' }, planTable(r.plans)) : empty('No plans in this session.'));
     } catch (e) { clear(info, errorBox(e)); }
   }
@@ -150,7 +151,7 @@ export function receiptsView(main, ctx) {
   main.append(h('h1', {}, 'Receipts'), h('p', { class: 'muted' }, 'Every plan that ended (ran, was blocked or denied, or expired) has a signed receipt.'), list);
   async function load() {
     try {
-      const r = await api('GET', '/v1/receipts?limit=100');
+      const r = await rest.receipts.list({ limit: 100 });
       const rs = r.receipts || [];
       if (!rs.length) { clear(list, empty('No receipts yet: they appear when a command finishes.')); return; }
       clear(list, h('div', { class: 'card' }, h('table', {},
@@ -171,8 +172,8 @@ export function receiptView(main, ctx, id) {
   main.append(h('h1', {}, 'Receipt ', h('code', {}, id)), top);
   (async () => {
     try {
-      const r = await api('GET', '/v1/receipts/' + encodeURIComponent(id));
-      const v = await api('POST', '/v1/receipts:verify', { receiptJson: r.receiptJson });
+      const r = await rest.receipts.get(id);
+      const v = await rest.receipts.verify(r.receiptJson);
       const s = r.summary || {};
       let pretty = r.receiptJson;
       try { pretty = JSON.stringify(JSON.parse(r.receiptJson), null, 2); } catch { /* show as is */ }
@@ -195,13 +196,13 @@ export function receiptView(main, ctx, id) {
             h('button', { type: 'button', onclick: () => download('receipt-' + id + '.json', r.receiptJson) }, 'Download JSON'),
             h('button', { type: 'button', id: 'download-public-key', onclick: async () => {
               try {
-                const k = await api('GET', '/v1/receipts:publicKey');
+                const k = await rest.receipts.publicKey();
                 download('termd-receipts.pem', (k.keys || []).map((x) => x.pem).join(''), 'application/x-pem-file');
               } catch (e) { clear(shareOut, errorBox(e)); }
             } }, 'Download public key'),
             h('button', { type: 'button', onclick: async () => {
               try {
-                const x = await api('GET', '/v1/receipts/' + encodeURIComponent(id) + ':export?share=true');
+                const x = await rest.receipts.shareExport(id);
                 let p = x.receiptJson;
                 try { p = JSON.stringify(JSON.parse(x.receiptJson), null, 2); } catch { /* as is */ }
                 clear(shareOut, h('h3', {}, 'Share export'), h('p', { class: 'hint' }, 'Sensitive fields are replaced and the receipt is signed again.'),

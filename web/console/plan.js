@@ -1,7 +1,7 @@
 // plan.js: the plan form with the adviser panel, and a plan's own page
 // (/plans/ID): decision, approval, execution controls, live output, receipt.
-import { api, stream } from './api.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText } from './dom.js';
+import * as rest from './endpoints.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText, sandboxText } from './dom.js';
 
 const FORM_KEY = 'termd.planDraft';
 
@@ -75,9 +75,9 @@ export function planFormView(main, ctx) {
     if (timeout.value) req.timeoutSeconds = Number(timeout.value);
     submit.disabled = true;
     try {
-      const { plan } = await api('POST', '/v1/plans', { request: req });
+      const { plan } = await rest.plans.create(req);
       if (autorun.checked && short(plan.state, 'PLAN_STATE_') === 'PLANNED' && ctx.canRun) {
-        try { await api('POST', '/v1/plans/' + encodeURIComponent(plan.id) + ':execute', {}); } catch (ex) { sessionStorage.setItem('termd.flash', ex.message); }
+        try { await rest.plans.execute(plan.id); } catch (ex) { sessionStorage.setItem('termd.flash', ex.message); }
       }
       ctx.go('/plans/' + encodeURIComponent(plan.id));
     } catch (ex) {
@@ -122,7 +122,7 @@ function adviserPanel(ctx, use, planId) {
     clear(err); clear(sugg); out.textContent = ''; out.hidden = false;
     btn.disabled = true;
     try {
-      await stream('/v1/advise', { intent: intent.value, question: q.value, planId: planId || '' }, (m) => {
+      await rest.advise({ intent: intent.value, question: q.value, planId: planId || '' }, (m) => {
         if (m.textDelta) out.textContent += m.textDelta;
         if (m.result) {
           if (m.result.text && !out.textContent) out.textContent = m.result.text;
@@ -194,7 +194,7 @@ export function planView(main, ctx, id) {
       do {
         s.again = false;
         for (let i = 0; i < 64 && !gone; i++) {
-          const r = await api('GET', '/v1/executions/' + encodeURIComponent(exec.id) + '/output?stream=' + name + '&offset=' + s.off);
+          const r = await rest.executions.output(exec.id, name, s.off);
           const data = b64decode(r.data);
           if (Number(r.offset) === s.off && data.length) appendOut(s, data);
           const next = Number(r.nextOffset);
@@ -213,10 +213,10 @@ export function planView(main, ctx, id) {
 
   async function load() {
     try {
-      plan = (await api('GET', '/v1/plans/' + encodeURIComponent(id))).plan;
+      plan = (await rest.plans.get(id)).plan;
       if (plan.executionId) {
         const first = !exec;
-        exec = (await api('GET', '/v1/executions/' + encodeURIComponent(plan.executionId))).execution;
+        exec = (await rest.executions.get(plan.executionId)).execution;
         if (first) { output.hidden = false; fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
       }
       if (gone) return;
@@ -259,9 +259,9 @@ export function planView(main, ctx, id) {
         ['Denied by', plan.denial?.deniedBy ? plan.denial.deniedBy.name + ': ' + plan.denial.reason : ''],
         ['Flagged by adviser', plan.flaggedByAdviser ? 'yes — needs approval in every mode' : '']]),
       h('div', { class: 'row' },
-        ['PLANNED', 'APPROVED'].includes(st) && ctx.canRun ? act('Run', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':execute', {}), 'primary') : null,
+        ['PLANNED', 'APPROVED'].includes(st) && ctx.canRun ? act('Run', () => rest.plans.execute(id), 'primary') : null,
         ctx.canRun ? act('Replan', async () => {
-          const r = await api('POST', '/v1/plans/' + encodeURIComponent(id) + ':replan', {});
+          const r = await rest.plans.replan(id);
           ctx.go('/plans/' + encodeURIComponent(r.plan.id));
         }) : null));
 
@@ -278,6 +278,7 @@ export function planView(main, ctx, id) {
         ['Writes', (p.writes || []).join(', ')],
         ['Network', p.network ? 'yes' : 'no'],
         ['Runs project code', p.runsProjectCode ? 'yes' : 'no'],
+        ['Sandbox', h('span', { id: 'sandbox' }, sandboxText(d.sandbox || p.sandbox))],
         ['Rules', (d.rules || []).join(', ')],
         ['Policy', d.policyVersion]])]);
 
@@ -288,7 +289,7 @@ export function planView(main, ctx, id) {
     // hash); fall back to the decision's fields if the policy has changed since.
     const canonPre = h('pre', { class: 'mono', id: 'canonical' }, canonicalText || JSON.stringify(canon, null, 2));
     if (!canonicalText && plan.request) {
-      api('POST', '/v1/policy:check', { request: plan.request }).then((c) => {
+      rest.policy.check(plan.request).then((c) => {
         if (c.decision?.requestHash === d.requestHash && c.canonicalRequest) {
           try { canonicalText = JSON.stringify(JSON.parse(c.canonicalRequest), null, 2); } catch { canonicalText = c.canonicalRequest; }
           canonPre.textContent = canonicalText;
@@ -307,16 +308,15 @@ export function planView(main, ctx, id) {
       awaiting && ctx.canApprove ? [
         h('p', { class: 'hint' }, 'Approving lets exactly this request (this hash) run once, until ', when(plan.expiresAt) || 'it expires', '.'),
         h('div', { class: 'row' },
-          act('Approve', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':approve', { requestHash: d.requestHash }), 'primary'),
+          act('Approve', () => rest.plans.approve(id, d.requestHash), 'primary'),
           h('label', { for: 'deny-reason', class: 'hint' }, 'Deny reason'), reason,
-          act('Deny', () => api('POST', '/v1/plans/' + encodeURIComponent(id) + ':deny', { reason: reason.value || 'denied in the console' }), 'danger')),
+          act('Deny', () => rest.plans.deny(id, reason.value || 'denied in the console'), 'danger')),
       ] : null,
       awaiting && !ctx.canApprove ? h('p', { class: 'hint' }, 'Only an operator can approve this plan.') : null);
 
     if (exec) {
       const es = short(exec.state, 'EXECUTION_STATE_');
       execution.hidden = false;
-      const eid = encodeURIComponent(exec.id);
       clear(execution,
         h('h2', { id: 'exec-title' }, 'Execution ', badge(words(es), 'st-' + es)),
         kv([['Execution', h('code', {}, exec.id)], ['Pid', exec.pid || ''], ['Started', when(exec.startedAt)], ['Finished', when(exec.finishedAt)],
@@ -324,9 +324,9 @@ export function planView(main, ctx, id) {
           ['Exit code', exec.finishedAt ? exitText(exec.exitCode) : ''], ['Signal', exec.signal], ['Error', exec.error],
           ['Output truncated', exec.outputTruncated ? 'yes' : '']]),
         ctx.canRun ? h('div', { class: 'row' },
-          es === 'RUNNING' ? act('Pause', () => api('POST', '/v1/executions/' + eid + ':pause', {})) : null,
-          es === 'PAUSED' ? act('Resume', () => api('POST', '/v1/executions/' + eid + ':resume', {})) : null,
-          es === 'RUNNING' || es === 'PAUSED' ? act('Cancel', () => api('POST', '/v1/executions/' + eid + ':cancel', {}), 'danger') : null) : null);
+          es === 'RUNNING' ? act('Pause', () => rest.executions.pause(exec.id)) : null,
+          es === 'PAUSED' ? act('Resume', () => rest.executions.resume(exec.id)) : null,
+          es === 'RUNNING' || es === 'PAUSED' ? act('Cancel', () => rest.executions.cancel(exec.id), 'danger') : null) : null);
       const live = es === 'RUNNING' || es === 'PAUSED';
       if (live) stdout.dataset.empty = 'waiting for output…';
       if (!live) { fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
@@ -337,8 +337,8 @@ export function planView(main, ctx, id) {
     receipt.hidden = false;
     clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'), empty('Verifying…'));
     try {
-      const r = await api('GET', '/v1/receipts/' + encodeURIComponent(rid));
-      const v = await api('POST', '/v1/receipts:verify', { receiptJson: r.receiptJson });
+      const r = await rest.receipts.get(rid);
+      const v = await rest.receipts.verify(r.receiptJson);
       clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'),
         h('p', { id: 'receipt-verdict', class: v.valid ? 'ok' : 'bad' }, v.valid ? '✔ Receipt verified' : '✘ Receipt does not verify'),
         kv([['Receipt', h('a', { href: '/receipts/' + encodeURIComponent(rid) }, rid)], ['Status', r.summary?.status], ['Exit code', exitText(r.summary?.exitCode)],

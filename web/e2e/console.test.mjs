@@ -110,6 +110,8 @@ await test('read-only command: live output and a verified receipt', async () => 
   await submitPlan();
   await page.locator('#stdout', { hasText: 'hello from the console' }).waitFor();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  must((await page.locator('#sandbox').textContent()).startsWith('read-only, no network'), 'plan page does not show the sandbox profile');
+  must(await page.locator('#sandbox-warning').isHidden(), 'a fully enforced sandbox shows a warning');
   await shot('read-only-output-and-receipt');
   await page.locator('#receipt-title ~ dl a').first().click();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();

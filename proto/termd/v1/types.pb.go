@@ -644,8 +644,13 @@ type CommandRequest struct {
 	Mode Mode `protobuf:"varint,5,opt,name=mode,proto3,enum=termd.v1.Mode" json:"mode,omitempty"`
 	// 0: the policy's default; more than the policy's maximum is denied.
 	TimeoutSeconds uint32 `protobuf:"varint,6,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Sandbox profile asked for: empty lets the policy choose (a program it
+	// has no grammar for runs "read-only"); "workspace-write" lets such a
+	// program write in the workspace (it then counts as project code);
+	// "read-only" narrows any plan. Anything else is refused.
+	Sandbox       string `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommandRequest) Reset() {
@@ -718,6 +723,13 @@ func (x *CommandRequest) GetTimeoutSeconds() uint32 {
 		return x.TimeoutSeconds
 	}
 	return 0
+}
+
+func (x *CommandRequest) GetSandbox() string {
+	if x != nil {
+		return x.Sandbox
+	}
+	return ""
 }
 
 // PolicyStep is one step the policy took while deciding.
@@ -806,7 +818,9 @@ type Decision struct {
 	RunAs           string            `protobuf:"bytes,18,opt,name=run_as,json=runAs,proto3" json:"run_as,omitempty"`
 	Steps           []*PolicyStep     `protobuf:"bytes,19,rep,name=steps,proto3" json:"steps,omitempty"`
 	// The argv actually executed (tool-mandated arguments included).
-	ExecArgv      []string `protobuf:"bytes,20,rep,name=exec_argv,json=execArgv,proto3" json:"exec_argv,omitempty"`
+	ExecArgv []string `protobuf:"bytes,20,rep,name=exec_argv,json=execArgv,proto3" json:"exec_argv,omitempty"`
+	// How the kernel confines the execution; part of the canonical request.
+	Sandbox       *SandboxProfile `protobuf:"bytes,21,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -981,6 +995,105 @@ func (x *Decision) GetExecArgv() []string {
 	return nil
 }
 
+func (x *Decision) GetSandbox() *SandboxProfile {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+// SandboxProfile is how the kernel confines an execution (docs/SANDBOX.md).
+type SandboxProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "read-only" or "workspace-write".
+	Profile string `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	// The execution keeps the network.
+	Network bool `protobuf:"varint,2,opt,name=network,proto3" json:"network,omitempty"`
+	// What a read-only execution may execute (the program, its interpreter,
+	// declared helpers).
+	Exec []string `protobuf:"bytes,3,rep,name=exec,proto3" json:"exec,omitempty"`
+	// Approved reads outside the workspace and the system read set.
+	Read []string `protobuf:"bytes,4,rep,name=read,proto3" json:"read,omitempty"`
+	// Approved writes outside the workspace roots.
+	Write []string `protobuf:"bytes,5,rep,name=write,proto3" json:"write,omitempty"`
+	// How much of it this daemon enforces: "full", "partial" or "none".
+	Enforcement   string `protobuf:"bytes,6,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxProfile) Reset() {
+	*x = SandboxProfile{}
+	mi := &file_termd_v1_types_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxProfile) ProtoMessage() {}
+
+func (x *SandboxProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxProfile.ProtoReflect.Descriptor instead.
+func (*SandboxProfile) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SandboxProfile) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
+func (x *SandboxProfile) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
+func (x *SandboxProfile) GetExec() []string {
+	if x != nil {
+		return x.Exec
+	}
+	return nil
+}
+
+func (x *SandboxProfile) GetRead() []string {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+func (x *SandboxProfile) GetWrite() []string {
+	if x != nil {
+		return x.Write
+	}
+	return nil
+}
+
+func (x *SandboxProfile) GetEnforcement() string {
+	if x != nil {
+		return x.Enforcement
+	}
+	return ""
+}
+
 // Preview says, before anything runs, what the command may do.
 type Preview struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -990,13 +1103,15 @@ type Preview struct {
 	RunsProjectCode bool                   `protobuf:"varint,4,opt,name=runs_project_code,json=runsProjectCode,proto3" json:"runs_project_code,omitempty"`
 	ReadOnly        bool                   `protobuf:"varint,5,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
 	Summary         string                 `protobuf:"bytes,6,opt,name=summary,proto3" json:"summary,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How the kernel confines it.
+	Sandbox       *SandboxProfile `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Preview) Reset() {
 	*x = Preview{}
-	mi := &file_termd_v1_types_proto_msgTypes[4]
+	mi := &file_termd_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1123,7 @@ func (x *Preview) String() string {
 func (*Preview) ProtoMessage() {}
 
 func (x *Preview) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[4]
+	mi := &file_termd_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1021,7 +1136,7 @@ func (x *Preview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preview.ProtoReflect.Descriptor instead.
 func (*Preview) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Preview) GetProgram() string {
@@ -1066,6 +1181,13 @@ func (x *Preview) GetSummary() string {
 	return ""
 }
 
+func (x *Preview) GetSandbox() *SandboxProfile {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
 // Limits bound one execution.
 type Limits struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1080,7 +1202,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_termd_v1_types_proto_msgTypes[5]
+	mi := &file_termd_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1214,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[5]
+	mi := &file_termd_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1227,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Limits) GetTimeoutSeconds() uint32 {
@@ -1156,7 +1278,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_termd_v1_types_proto_msgTypes[6]
+	mi := &file_termd_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1290,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[6]
+	mi := &file_termd_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1303,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Approval) GetApprover() *Principal {
@@ -1224,7 +1346,7 @@ type Denial struct {
 
 func (x *Denial) Reset() {
 	*x = Denial{}
-	mi := &file_termd_v1_types_proto_msgTypes[7]
+	mi := &file_termd_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1358,7 @@ func (x *Denial) String() string {
 func (*Denial) ProtoMessage() {}
 
 func (x *Denial) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[7]
+	mi := &file_termd_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1371,7 @@ func (x *Denial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Denial.ProtoReflect.Descriptor instead.
 func (*Denial) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Denial) GetDeniedBy() *Principal {
@@ -1304,7 +1426,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_termd_v1_types_proto_msgTypes[8]
+	mi := &file_termd_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1438,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[8]
+	mi := &file_termd_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1451,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Plan) GetId() string {
@@ -1492,7 +1614,7 @@ type Execution struct {
 
 func (x *Execution) Reset() {
 	*x = Execution{}
-	mi := &file_termd_v1_types_proto_msgTypes[9]
+	mi := &file_termd_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1626,7 @@ func (x *Execution) String() string {
 func (*Execution) ProtoMessage() {}
 
 func (x *Execution) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[9]
+	mi := &file_termd_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1639,7 @@ func (x *Execution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execution.ProtoReflect.Descriptor instead.
 func (*Execution) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Execution) GetId() string {
@@ -1658,7 +1780,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_termd_v1_types_proto_msgTypes[10]
+	mi := &file_termd_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1792,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[10]
+	mi := &file_termd_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1805,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Session) GetId() string {
@@ -1769,7 +1891,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_termd_v1_types_proto_msgTypes[11]
+	mi := &file_termd_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1903,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[11]
+	mi := &file_termd_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1916,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OutputChunk) GetExecutionId() string {
@@ -1836,7 +1958,7 @@ type Lagged struct {
 
 func (x *Lagged) Reset() {
 	*x = Lagged{}
-	mi := &file_termd_v1_types_proto_msgTypes[12]
+	mi := &file_termd_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1970,7 @@ func (x *Lagged) String() string {
 func (*Lagged) ProtoMessage() {}
 
 func (x *Lagged) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[12]
+	mi := &file_termd_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1983,7 @@ func (x *Lagged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lagged.ProtoReflect.Descriptor instead.
 func (*Lagged) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Lagged) GetResumeFromSeq() uint64 {
@@ -1900,7 +2022,7 @@ type ReceiptSummary struct {
 
 func (x *ReceiptSummary) Reset() {
 	*x = ReceiptSummary{}
-	mi := &file_termd_v1_types_proto_msgTypes[13]
+	mi := &file_termd_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +2034,7 @@ func (x *ReceiptSummary) String() string {
 func (*ReceiptSummary) ProtoMessage() {}
 
 func (x *ReceiptSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[13]
+	mi := &file_termd_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +2047,7 @@ func (x *ReceiptSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptSummary.ProtoReflect.Descriptor instead.
 func (*ReceiptSummary) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReceiptSummary) GetId() string {
@@ -2044,7 +2166,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_termd_v1_types_proto_msgTypes[14]
+	mi := &file_termd_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2178,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[14]
+	mi := &file_termd_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2191,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2219,14 +2341,15 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\x8a\x02\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\xa4\x02\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
 	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x123\n" +
 	"\x03env\x18\x04 \x03(\v2!.termd.v1.CommandRequest.EnvEntryR\x03env\x12\"\n" +
 	"\x04mode\x18\x05 \x01(\x0e2\x0e.termd.v1.ModeR\x04mode\x12'\n" +
-	"\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x1a6\n" +
+	"\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x12\x18\n" +
+	"\asandbox\x18\a \x01(\tR\asandbox\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
@@ -2234,7 +2357,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"PolicyStep\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xd4\x05\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x88\x06\n" +
 	"\bDecision\x12+\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x11.termd.v1.VerdictR\averdict\x12\"\n" +
 	"\x04risk\x18\x02 \x01(\x0e2\x0e.termd.v1.RiskR\x04risk\x12\x18\n" +
@@ -2256,17 +2379,26 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x0ftimeout_seconds\x18\x11 \x01(\rR\x0etimeoutSeconds\x12\x15\n" +
 	"\x06run_as\x18\x12 \x01(\tR\x05runAs\x12*\n" +
 	"\x05steps\x18\x13 \x03(\v2\x14.termd.v1.PolicyStepR\x05steps\x12\x1b\n" +
-	"\texec_argv\x18\x14 \x03(\tR\bexecArgv\x1a6\n" +
+	"\texec_argv\x18\x14 \x03(\tR\bexecArgv\x122\n" +
+	"\asandbox\x18\x15 \x01(\v2\x18.termd.v1.SandboxProfileR\asandbox\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x01\n" +
+	"\x0eSandboxProfile\x12\x18\n" +
+	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x18\n" +
+	"\anetwork\x18\x02 \x01(\bR\anetwork\x12\x12\n" +
+	"\x04exec\x18\x03 \x03(\tR\x04exec\x12\x12\n" +
+	"\x04read\x18\x04 \x03(\tR\x04read\x12\x14\n" +
+	"\x05write\x18\x05 \x03(\tR\x05write\x12 \n" +
+	"\venforcement\x18\x06 \x01(\tR\venforcement\"\xec\x01\n" +
 	"\aPreview\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x16\n" +
 	"\x06writes\x18\x02 \x03(\tR\x06writes\x12\x18\n" +
 	"\anetwork\x18\x03 \x01(\bR\anetwork\x12*\n" +
 	"\x11runs_project_code\x18\x04 \x01(\bR\x0frunsProjectCode\x12\x1b\n" +
 	"\tread_only\x18\x05 \x01(\bR\breadOnly\x12\x18\n" +
-	"\asummary\x18\x06 \x01(\tR\asummary\"\xb0\x01\n" +
+	"\asummary\x18\x06 \x01(\tR\asummary\x122\n" +
+	"\asandbox\x18\a \x01(\v2\x18.termd.v1.SandboxProfileR\asandbox\"\xb0\x01\n" +
 	"\x06Limits\x12'\n" +
 	"\x0ftimeout_seconds\x18\x01 \x01(\rR\x0etimeoutSeconds\x12!\n" +
 	"\foutput_bytes\x18\x02 \x01(\x03R\voutputBytes\x12!\n" +
@@ -2477,7 +2609,7 @@ func file_termd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_termd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: termd.v1.Role
 	(Mode)(0),                     // 1: termd.v1.Mode
@@ -2491,69 +2623,72 @@ var file_termd_v1_types_proto_goTypes = []any{
 	(*CommandRequest)(nil),        // 9: termd.v1.CommandRequest
 	(*PolicyStep)(nil),            // 10: termd.v1.PolicyStep
 	(*Decision)(nil),              // 11: termd.v1.Decision
-	(*Preview)(nil),               // 12: termd.v1.Preview
-	(*Limits)(nil),                // 13: termd.v1.Limits
-	(*Approval)(nil),              // 14: termd.v1.Approval
-	(*Denial)(nil),                // 15: termd.v1.Denial
-	(*Plan)(nil),                  // 16: termd.v1.Plan
-	(*Execution)(nil),             // 17: termd.v1.Execution
-	(*Session)(nil),               // 18: termd.v1.Session
-	(*OutputChunk)(nil),           // 19: termd.v1.OutputChunk
-	(*Lagged)(nil),                // 20: termd.v1.Lagged
-	(*ReceiptSummary)(nil),        // 21: termd.v1.ReceiptSummary
-	(*Event)(nil),                 // 22: termd.v1.Event
-	nil,                           // 23: termd.v1.CommandRequest.EnvEntry
-	nil,                           // 24: termd.v1.Decision.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*SandboxProfile)(nil),        // 12: termd.v1.SandboxProfile
+	(*Preview)(nil),               // 13: termd.v1.Preview
+	(*Limits)(nil),                // 14: termd.v1.Limits
+	(*Approval)(nil),              // 15: termd.v1.Approval
+	(*Denial)(nil),                // 16: termd.v1.Denial
+	(*Plan)(nil),                  // 17: termd.v1.Plan
+	(*Execution)(nil),             // 18: termd.v1.Execution
+	(*Session)(nil),               // 19: termd.v1.Session
+	(*OutputChunk)(nil),           // 20: termd.v1.OutputChunk
+	(*Lagged)(nil),                // 21: termd.v1.Lagged
+	(*ReceiptSummary)(nil),        // 22: termd.v1.ReceiptSummary
+	(*Event)(nil),                 // 23: termd.v1.Event
+	nil,                           // 24: termd.v1.CommandRequest.EnvEntry
+	nil,                           // 25: termd.v1.Decision.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
 }
 var file_termd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.Principal.role:type_name -> termd.v1.Role
-	23, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
+	24, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
 	1,  // 2: termd.v1.CommandRequest.mode:type_name -> termd.v1.Mode
 	2,  // 3: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
 	3,  // 4: termd.v1.Decision.risk:type_name -> termd.v1.Risk
-	24, // 5: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
+	25, // 5: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
 	1,  // 6: termd.v1.Decision.mode:type_name -> termd.v1.Mode
 	10, // 7: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
-	8,  // 8: termd.v1.Approval.approver:type_name -> termd.v1.Principal
-	25, // 9: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
-	25, // 10: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 11: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
-	25, // 12: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
-	4,  // 13: termd.v1.Plan.state:type_name -> termd.v1.PlanState
-	9,  // 14: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
-	11, // 15: termd.v1.Plan.decision:type_name -> termd.v1.Decision
-	12, // 16: termd.v1.Plan.preview:type_name -> termd.v1.Preview
-	13, // 17: termd.v1.Plan.limits:type_name -> termd.v1.Limits
-	8,  // 18: termd.v1.Plan.requester:type_name -> termd.v1.Principal
-	14, // 19: termd.v1.Plan.approval:type_name -> termd.v1.Approval
-	15, // 20: termd.v1.Plan.denial:type_name -> termd.v1.Denial
-	25, // 21: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	25, // 22: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
-	25, // 23: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 24: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
-	25, // 25: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	25, // 26: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
-	8,  // 27: termd.v1.Session.owner:type_name -> termd.v1.Principal
-	25, // 28: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	25, // 29: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	25, // 30: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 31: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
-	25, // 32: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
-	25, // 33: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
-	7,  // 34: termd.v1.Event.kind:type_name -> termd.v1.EventKind
-	25, // 35: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	16, // 36: termd.v1.Event.plan:type_name -> termd.v1.Plan
-	17, // 37: termd.v1.Event.execution:type_name -> termd.v1.Execution
-	19, // 38: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
-	20, // 39: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
-	18, // 40: termd.v1.Event.session:type_name -> termd.v1.Session
-	21, // 41: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	12, // 8: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
+	12, // 9: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
+	8,  // 10: termd.v1.Approval.approver:type_name -> termd.v1.Principal
+	26, // 11: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
+	26, // 12: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 13: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
+	26, // 14: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
+	4,  // 15: termd.v1.Plan.state:type_name -> termd.v1.PlanState
+	9,  // 16: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
+	11, // 17: termd.v1.Plan.decision:type_name -> termd.v1.Decision
+	13, // 18: termd.v1.Plan.preview:type_name -> termd.v1.Preview
+	14, // 19: termd.v1.Plan.limits:type_name -> termd.v1.Limits
+	8,  // 20: termd.v1.Plan.requester:type_name -> termd.v1.Principal
+	15, // 21: termd.v1.Plan.approval:type_name -> termd.v1.Approval
+	16, // 22: termd.v1.Plan.denial:type_name -> termd.v1.Denial
+	26, // 23: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	26, // 24: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	26, // 25: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 26: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
+	26, // 27: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	26, // 28: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	8,  // 29: termd.v1.Session.owner:type_name -> termd.v1.Principal
+	26, // 30: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	26, // 31: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	26, // 32: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 33: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
+	26, // 34: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
+	26, // 35: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
+	7,  // 36: termd.v1.Event.kind:type_name -> termd.v1.EventKind
+	26, // 37: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	17, // 38: termd.v1.Event.plan:type_name -> termd.v1.Plan
+	18, // 39: termd.v1.Event.execution:type_name -> termd.v1.Execution
+	20, // 40: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
+	21, // 41: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
+	19, // 42: termd.v1.Event.session:type_name -> termd.v1.Session
+	22, // 43: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_types_proto_init() }
@@ -2561,7 +2696,7 @@ func file_termd_v1_types_proto_init() {
 	if File_termd_v1_types_proto != nil {
 		return
 	}
-	file_termd_v1_types_proto_msgTypes[14].OneofWrappers = []any{
+	file_termd_v1_types_proto_msgTypes[15].OneofWrappers = []any{
 		(*Event_Plan)(nil),
 		(*Event_Execution)(nil),
 		(*Event_Output)(nil),
@@ -2575,7 +2710,7 @@ func file_termd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_types_proto_rawDesc), len(file_termd_v1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

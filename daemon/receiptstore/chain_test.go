@@ -1,4 +1,4 @@
-package receipt
+package receiptstore
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/termd/termd/receipt"
 )
 
 // buildChain appends n receipts and closes the store, returning its path.
@@ -19,7 +21,7 @@ func buildChain(t *testing.T, n int) (string, *Keys) {
 	t.Helper()
 	s, k, path := newStore(t)
 	for i := 0; i < n; i++ {
-		if _, err := s.Append(sampleReceipt(k, Statuses[i%len(Statuses)], "s")); err != nil {
+		if _, err := s.Append(sampleReceipt(k, receipt.Statuses[i%len(receipt.Statuses)], "s")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +138,7 @@ func killHelper(dir string) int {
 	out := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
 		exec := fmt.Sprintf("exec-%d-%d", os.Getpid(), i)
-		r := sampleReceipt(k, StatusSucceeded, "kill")
+		r := sampleReceipt(k, receipt.StatusSucceeded, "kill")
 		r.ExecutionID = exec
 		if err := s.AppendIntent(Intent{ExecutionID: exec, PlanID: "p-" + exec, SessionID: "kill", Receipt: r}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -245,20 +247,20 @@ func TestKill9LosesNothingAcked(t *testing.T) {
 // receipt's own checks, before the chain link is even consulted.
 func TestEveryByteFlipIsDetected(t *testing.T) {
 	s, k, _ := newStore(t)
-	r, err := s.Append(sampleReceipt(k, StatusFailed, "s"))
+	r, err := s.Append(sampleReceipt(k, receipt.StatusFailed, "s"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := CanonicalBytes(r)
+	body, _ := receipt.CanonicalBytes(r)
 	pubs, hk := k.PublicKeys(), k.HMACKey()
-	if _, err := verifyRaw(body, pubs, hk, false); err != nil {
+	if _, err := receipt.VerifyStored(body, pubs, hk); err != nil {
 		t.Fatal(err)
 	}
 	for i := range body {
 		for _, bit := range []byte{0x01, 0x20} {
 			b := append([]byte(nil), body...)
 			b[i] ^= bit
-			if _, err := verifyRaw(b, pubs, hk, false); err == nil {
+			if _, err := receipt.VerifyStored(b, pubs, hk); err == nil {
 				t.Fatalf("flipping byte %d (%q -> %q) went unnoticed", i, body[i], b[i])
 			}
 		}
@@ -270,12 +272,12 @@ func TestEveryByteFlipIsDetected(t *testing.T) {
 // it stores is exactly CanonicalBytes of the returned receipt.
 func TestAppendRefusesSchemaInvalid(t *testing.T) {
 	s, k, _ := newStore(t)
-	bad := sampleReceipt(k, StatusSucceeded, "s")
+	bad := sampleReceipt(k, receipt.StatusSucceeded, "s")
 	bad.BinarySHA256 = "not-a-hash"
 	if _, err := s.Append(bad); err == nil || !strings.Contains(err.Error(), "schema") {
 		t.Fatalf("Append of a schema-invalid receipt: %v", err)
 	}
-	neg := sampleReceipt(k, StatusFailed, "s")
+	neg := sampleReceipt(k, receipt.StatusFailed, "s")
 	neg.DurationMs = -1
 	if _, err := s.Append(neg); err == nil {
 		t.Fatal("Append accepted a negative duration")
@@ -283,12 +285,12 @@ func TestAppendRefusesSchemaInvalid(t *testing.T) {
 	if n, _ := s.Count(); n != 0 {
 		t.Fatalf("%d receipts stored", n)
 	}
-	for _, st := range Statuses {
+	for _, st := range receipt.Statuses {
 		got, err := s.Append(sampleReceipt(k, st, "s"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := CanonicalBytes(got)
+		want, _ := receipt.CanonicalBytes(got)
 		var stored []byte
 		if err := s.db.QueryRow(`SELECT body FROM receipts WHERE seq = ?`, got.Seq).Scan(&stored); err != nil {
 			t.Fatal(err)
@@ -296,7 +298,7 @@ func TestAppendRefusesSchemaInvalid(t *testing.T) {
 		if !bytes.Equal(stored, want) {
 			t.Fatalf("stored body differs from CanonicalBytes:\n%s\n%s", stored, want)
 		}
-		if err := ValidateSchema(stored); err != nil {
+		if err := receipt.ValidateSchema(stored); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,10 @@
-package receipt
+package receiptstore
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/termd/termd/receipt"
+)
 
 // SharingMarker replaces each field a share export removes.
 const SharingMarker = "[REDACTED FOR SHARING]"
@@ -12,11 +16,11 @@ const SharingMarker = "[REDACTED FOR SHARING]"
 // key. Only a receipt whose signatures verify can be exported. The copy keeps
 // seq and prev_hash, so it still names its place in the chain, but it is not
 // itself a chain member (its hash differs from the stored receipt's).
-func ShareExport(r *Receipt, k *Keys) (*Receipt, error) {
+func ShareExport(r *receipt.Receipt, k *Keys) (*receipt.Receipt, error) {
 	if r == nil {
 		return nil, fmt.Errorf("share export: no receipt")
 	}
-	if err := Verify(r, k.PublicKeys(), k.HMACKey()); err != nil {
+	if err := receipt.Verify(r, k.PublicKeys(), k.HMACKey()); err != nil {
 		return nil, fmt.Errorf("share export: only a valid signed receipt can be exported: %w", err)
 	}
 	c := r.Clone()

@@ -1,4 +1,4 @@
-package receipt
+package receiptstore
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/termd/termd/receipt"
 )
 
 // Redacted replaces a secret in redacted text.
@@ -207,7 +209,7 @@ func (r *Redactor) RedactAll(ss []string) []string {
 // RedactReceipt redacts the free-text fields of a receipt in place: command,
 // argv, reasons, cwd, detail, stdout and stderr. Digests are left alone (they
 // are keyed and were computed over the full streams).
-func (r *Redactor) RedactReceipt(rc *Receipt) {
+func (r *Redactor) RedactReceipt(rc *receipt.Receipt) {
 	rc.Command = r.Redact(rc.Command)
 	rc.Cwd = r.Redact(rc.Cwd)
 	rc.Detail = r.Redact(rc.Detail)

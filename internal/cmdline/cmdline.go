@@ -1,11 +1,14 @@
-package policy
+// Package cmdline splits a command string into argv with POSIX quoting and
+// no shell (Split), and renders argv back as one line (Quote). The policy
+// engine, the daemon and the clients share it; it is a leaf.
+package cmdline
 
 import (
 	"errors"
 	"strings"
 )
 
-// ErrShellSyntax is wrapped by SplitCommand errors about shell syntax.
+// ErrShellSyntax is wrapped by Split errors about shell syntax.
 var ErrShellSyntax = errors.New("shell syntax is not accepted in a command string (termd runs no shell); send one program and its arguments, as argv")
 
 // operatorHint says what to do instead of each shell operator.
@@ -22,10 +25,10 @@ var operatorHint = map[byte]string{
 // MaxCommandBytes bounds a command string.
 const MaxCommandBytes = 1 << 20
 
-// SplitCommand splits a command string into words with POSIX quoting
+// Split splits a command string into words with POSIX quoting
 // rules and no expansion of any kind. Shell syntax (| & ; < > $ ` ( ),
 // newline, comments) is refused: send argv instead.
-func SplitCommand(s string) ([]string, error) {
+func Split(s string) ([]string, error) {
 	if len(s) > MaxCommandBytes {
 		return nil, errors.New("command string too large")
 	}
@@ -120,11 +123,9 @@ func SplitCommand(s string) ([]string, error) {
 	return words, nil
 }
 
-// quoteArgv renders argv as a POSIX shell string (for explanations and
-// tests); every word is single-quoted unless it is plainly safe.
-// QuoteArgv renders argv as one command line that SplitCommand splits back
-// into the same words (arguments outside a safe set are single-quoted).
-func QuoteArgv(argv []string) string {
+// Quote renders argv as one command line that Split splits back into the
+// same words (arguments outside a safe set are single-quoted).
+func Quote(argv []string) string {
 	var b strings.Builder
 	for i, a := range argv {
 		if i > 0 {

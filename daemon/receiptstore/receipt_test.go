@@ -1,4 +1,4 @@
-package receipt
+package receiptstore
 
 import (
 	"bytes"
@@ -13,30 +13,32 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/receipt"
 )
 
 func TestEveryFinalStatusYieldsValidSignedReceipt(t *testing.T) {
 	s, k, _ := newStore(t)
-	pubOnly, err := ParsePublicKeyFile(k.PublicKeyPEM())
+	pubOnly, err := receipt.ParsePublicKeyFile(k.PublicKeyPEM())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range Statuses {
+	for _, st := range receipt.Statuses {
 		got, err := s.Append(sampleReceipt(k, st, "sess-1"))
 		if err != nil {
 			t.Fatalf("%s: append: %v", st, err)
 		}
-		body, err := CanonicalBytes(got)
+		body, err := receipt.CanonicalBytes(got)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ValidateSchema(body); err != nil {
+		if err := receipt.ValidateSchema(body); err != nil {
 			t.Errorf("%s: schema: %v", st, err)
 		}
-		if err := Verify(got, k.PublicKeys(), k.HMACKey()); err != nil {
+		if err := receipt.Verify(got, k.PublicKeys(), k.HMACKey()); err != nil {
 			t.Errorf("%s: verify with both keys: %v", st, err)
 		}
-		if _, err := VerifyJSON(body, pubOnly); err != nil {
+		if _, err := receipt.VerifyJSON(body, pubOnly); err != nil {
 			t.Errorf("%s: offline verify: %v", st, err)
 		}
 		if err := s.VerifyReceipt(got); err != nil {
@@ -47,11 +49,11 @@ func TestEveryFinalStatusYieldsValidSignedReceipt(t *testing.T) {
 		}
 	}
 	n, _ := s.Count()
-	if n != int64(len(Statuses)) {
+	if n != int64(len(receipt.Statuses)) {
 		t.Fatalf("count = %d", n)
 	}
 	checked, bad, err := s.VerifyChain()
-	if err != nil || bad != 0 || checked != len(Statuses) {
+	if err != nil || bad != 0 || checked != len(receipt.Statuses) {
 		t.Fatalf("VerifyChain = %d, %d, %v", checked, bad, err)
 	}
 }
@@ -69,13 +71,13 @@ func TestSchemaRejectsBadReceipts(t *testing.T) {
 		"approved w/o approver": func(m map[string]any) { m["approved"] = true },
 		"unknown role":          func(m map[string]any) { m["requester"].(map[string]any)["role"] = "god" },
 	}
-	base := sampleReceipt(k, StatusSucceeded, "s")
-	base.ID, base.Seq, base.PrevHash = "r1", 1, GenesisHash
+	base := sampleReceipt(k, receipt.StatusSucceeded, "s")
+	base.ID, base.Seq, base.PrevHash = "r1", 1, receipt.GenesisHash
 	if err := k.Sign(base); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(base)
-	if err := ValidateSchema(raw); err != nil {
+	if err := receipt.ValidateSchema(raw); err != nil {
 		t.Fatalf("base receipt invalid: %v", err)
 	}
 	for name, fn := range mutate {
@@ -83,7 +85,7 @@ func TestSchemaRejectsBadReceipts(t *testing.T) {
 		json.Unmarshal(raw, &m)
 		fn(m)
 		b, _ := json.Marshal(m)
-		if err := ValidateSchema(b); err == nil {
+		if err := receipt.ValidateSchema(b); err == nil {
 			t.Errorf("%s: schema accepted it", name)
 		}
 	}
@@ -97,7 +99,7 @@ func TestNotAReceiptSaysSoInOneLine(t *testing.T) {
 		`[{"schema_version":"1.0"}]`:                           "JSON array",
 		`{"schema_version":"2.0"}`:                             "schema_version 2.0 is not supported",
 	} {
-		err := ValidateSchema([]byte(doc))
+		err := receipt.ValidateSchema([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v (want one line with %q)", doc, err, want)
 		}
@@ -106,13 +108,13 @@ func TestNotAReceiptSaysSoInOneLine(t *testing.T) {
 
 func TestSignatureCoversEveryField(t *testing.T) {
 	k := newKeys(t)
-	r := sampleReceipt(k, StatusFailed, "s")
-	r.ID, r.Seq, r.PrevHash = "r1", 1, GenesisHash
+	r := sampleReceipt(k, receipt.StatusFailed, "s")
+	r.ID, r.Seq, r.PrevHash = "r1", 1, receipt.GenesisHash
 	if err := k.Sign(r); err != nil {
 		t.Fatal(err)
 	}
 	// HMAC is over the JCS bytes without the two signature members.
-	msg, _ := SigningBytes(r)
+	msg, _ := receipt.SigningBytes(r)
 	if bytes.Contains(msg, []byte(`"signature"`)) || !bytes.Contains(msg, []byte(`"key_id"`)) {
 		t.Fatalf("signing bytes: %s", msg)
 	}
@@ -121,19 +123,19 @@ func TestSignatureCoversEveryField(t *testing.T) {
 	if r.Signature != hex.EncodeToString(m.Sum(nil)) {
 		t.Fatal("signature is not HMAC-SHA256 over the canonical form")
 	}
-	edits := []func(*Receipt){
-		func(c *Receipt) { c.Command += " -v" },
-		func(c *Receipt) { c.Seq++ },
-		func(c *Receipt) { c.PrevHash = strings.Repeat("1", 64) },
-		func(c *Receipt) { c.ExitCode = intp(0) },
-		func(c *Receipt) { c.Policy.Argv[0] = "rm" },
-		func(c *Receipt) { c.FinishedAt = c.FinishedAt.Add(time.Nanosecond) },
-		func(c *Receipt) { c.Approver = &Principal{Kind: "unix", ID: "x", Role: "operator"} },
+	edits := []func(*receipt.Receipt){
+		func(c *receipt.Receipt) { c.Command += " -v" },
+		func(c *receipt.Receipt) { c.Seq++ },
+		func(c *receipt.Receipt) { c.PrevHash = strings.Repeat("1", 64) },
+		func(c *receipt.Receipt) { c.ExitCode = intp(0) },
+		func(c *receipt.Receipt) { c.Policy.Argv[0] = "rm" },
+		func(c *receipt.Receipt) { c.FinishedAt = c.FinishedAt.Add(time.Nanosecond) },
+		func(c *receipt.Receipt) { c.Approver = &receipt.Principal{Kind: "unix", ID: "x", Role: "operator"} },
 	}
 	for i, e := range edits {
 		c := r.Clone()
 		e(c)
-		if err := Verify(c, k.PublicKeys(), nil); err == nil {
+		if err := receipt.Verify(c, k.PublicKeys(), nil); err == nil {
 			t.Errorf("edit %d not detected by Ed25519", i)
 		}
 	}
@@ -141,7 +143,7 @@ func TestSignatureCoversEveryField(t *testing.T) {
 
 func TestOfflineVerifyWithOnlyPublicKey(t *testing.T) {
 	s, k, _ := newStore(t)
-	got, err := s.Append(sampleReceipt(k, StatusSucceeded, "s"))
+	got, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "s"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +158,14 @@ func TestOfflineVerifyWithOnlyPublicKey(t *testing.T) {
 	pemPath := filepath.Join(dir, "pub.pem")
 	os.WriteFile(pemPath, k.PublicKeyPEM(), 0o644)
 	jsonPath := filepath.Join(dir, "pub.json")
-	os.WriteFile(jsonPath, PublicKeyJSON(k.PublicKeys()), 0o644)
+	os.WriteFile(jsonPath, receipt.PublicKeyJSON(k.PublicKeys()), 0o644)
 	for _, p := range []string{pemPath, jsonPath} {
 		data, _ := os.ReadFile(p)
-		pubs, err := ParsePublicKeyFile(data)
+		pubs, err := receipt.ParsePublicKeyFile(data)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		r, err := VerifyJSON(line, pubs)
+		r, err := receipt.VerifyJSON(line, pubs)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -175,39 +177,39 @@ func TestOfflineVerifyWithOnlyPublicKey(t *testing.T) {
 	pubs := k.PublicKeys()
 	// Another daemon's key does not verify it.
 	other := newKeys(t)
-	if _, err := VerifyJSON(line, other.PublicKeys()); err == nil {
+	if _, err := receipt.VerifyJSON(line, other.PublicKeys()); err == nil {
 		t.Fatal("verified with a foreign key")
 	}
 	// A key file that lies about the key id is refused.
 	var entries []map[string]string
-	json.Unmarshal(PublicKeyJSON(other.PublicKeys()), &entries)
+	json.Unmarshal(receipt.PublicKeyJSON(other.PublicKeys()), &entries)
 	entries[0]["key_id"] = k.KeyID()
 	lie, _ := json.Marshal(entries)
-	if _, err := ParsePublicKeyFile(lie); err == nil {
+	if _, err := receipt.ParsePublicKeyFile(lie); err == nil {
 		t.Fatal("accepted a key file whose key_id does not match the key")
 	}
 	// Whitespace and member order do not matter (JCS); content does.
 	var m map[string]any
 	json.Unmarshal(line, &m)
 	pretty, _ := json.MarshalIndent(m, "", "   ")
-	if _, err := VerifyJSON(pretty, pubs); err != nil {
+	if _, err := receipt.VerifyJSON(pretty, pubs); err != nil {
 		t.Fatalf("re-indented receipt: %v", err)
 	}
 	m["stdout"] = "something else\n"
 	changed, _ := json.Marshal(m)
-	if _, err := VerifyJSON(changed, pubs); err == nil {
+	if _, err := receipt.VerifyJSON(changed, pubs); err == nil {
 		t.Fatal("changed stdout verified")
 	}
 	// A member the struct does not know is not silently ignored.
 	sneaky := append(bytes.TrimSuffix(line, []byte("}")), []byte(`,"zz":1}`)...)
-	if _, err := VerifyJSON(sneaky, pubs); err == nil {
+	if _, err := receipt.VerifyJSON(sneaky, pubs); err == nil {
 		t.Fatal("extra member verified")
 	}
 }
 
 func TestKeyRotationKeepsOldReceiptsVerifiable(t *testing.T) {
 	s, k, _ := newStore(t)
-	old, err := s.Append(sampleReceipt(k, StatusSucceeded, "s"))
+	old, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "s"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestKeyRotationKeepsOldReceiptsVerifiable(t *testing.T) {
 	if k.KeyID() == oldID {
 		t.Fatal("rotate kept the key id")
 	}
-	newer, err := s.Append(sampleReceipt(k, StatusFailed, "s"))
+	newer, err := s.Append(sampleReceipt(k, receipt.StatusFailed, "s"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,12 +235,12 @@ func TestKeyRotationKeepsOldReceiptsVerifiable(t *testing.T) {
 	if k2.KeyID() != k.KeyID() || len(k2.PublicKeys()) != 2 {
 		t.Fatalf("reloaded keys: id %s, %d public keys", k2.KeyID(), len(k2.PublicKeys()))
 	}
-	pubs, err := ParsePublicKeyFile(k2.PublicKeyPEM())
+	pubs, err := receipt.ParsePublicKeyFile(k2.PublicKeyPEM())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []*Receipt{old, newer} {
-		if err := Verify(r, pubs, k2.HMACKey()); err != nil {
+	for _, r := range []*receipt.Receipt{old, newer} {
+		if err := receipt.Verify(r, pubs, k2.HMACKey()); err != nil {
 			t.Errorf("seq %d after rotation: %v", r.Seq, err)
 		}
 	}
@@ -315,7 +317,7 @@ func TestDigestIsKeyed(t *testing.T) {
 
 func TestShareExport(t *testing.T) {
 	s, k, _ := newStore(t)
-	d := sampleReceipt(k, StatusFailed, "s")
+	d := sampleReceipt(k, receipt.StatusFailed, "s")
 	d.Command = "deploy --target prod-db-7"
 	d.Cwd = "/srv/acme/secret-project"
 	d.Policy.Argv = []string{"deploy", "--target", "prod-db-7"}
@@ -331,7 +333,7 @@ func TestShareExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := CanonicalBytes(sh)
+	body, _ := receipt.CanonicalBytes(sh)
 	for _, leak := range []string{"prod-db-7", "secret-project", "deploy", "connecting"} {
 		if bytes.Contains(body, []byte(leak)) {
 			t.Errorf("share export contains %q: %s", leak, body)
@@ -341,8 +343,8 @@ func TestShareExport(t *testing.T) {
 		sh.Stdout != SharingMarker || sh.Stderr != SharingMarker || len(sh.Policy.Argv) != 1 || sh.Policy.Argv[0] != SharingMarker {
 		t.Fatalf("share export fields: %+v", sh)
 	}
-	pubs, _ := ParsePublicKeyFile(k.PublicKeyPEM())
-	if _, err := VerifyJSON(body, pubs); err != nil {
+	pubs, _ := receipt.ParsePublicKeyFile(k.PublicKeyPEM())
+	if _, err := receipt.VerifyJSON(body, pubs); err != nil {
 		t.Fatalf("share export does not verify offline: %v", err)
 	}
 	if err := s.VerifyReceipt(sh); err != nil {
@@ -355,11 +357,11 @@ func TestShareExport(t *testing.T) {
 	// Only a valid signed receipt can be exported.
 	forged := stored.Clone()
 	forged.ExitCode = intp(0)
-	forged.Status = StatusSucceeded
+	forged.Status = receipt.StatusSucceeded
 	if _, err := ShareExport(forged, k); err == nil {
 		t.Fatal("exported a receipt whose signature does not verify")
 	}
-	unsigned := sampleReceipt(k, StatusSucceeded, "s")
+	unsigned := sampleReceipt(k, receipt.StatusSucceeded, "s")
 	if _, err := ShareExport(unsigned, k); err == nil {
 		t.Fatal("exported an unsigned receipt")
 	}
@@ -371,7 +373,7 @@ func TestShareExport(t *testing.T) {
 
 func TestIntentsAndOutcomeUnknown(t *testing.T) {
 	s, k, path := newStore(t)
-	draft := sampleReceipt(k, StatusSucceeded, "s1")
+	draft := sampleReceipt(k, receipt.StatusSucceeded, "s1")
 	for _, id := range []string{"e1", "e2", "e3"} {
 		d := draft.Clone()
 		d.ExecutionID = id
@@ -392,7 +394,7 @@ func TestIntentsAndOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A decision receipt without execution id closes by plan id.
-	denied := sampleReceipt(k, StatusCancelled, "s1")
+	denied := sampleReceipt(k, receipt.StatusCancelled, "s1")
 	denied.ExecutionID, denied.PlanID = "", "p-e3"
 	if _, err := s.Append(denied); err != nil {
 		t.Fatal(err)
@@ -417,10 +419,10 @@ func TestIntentsAndOutcomeUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != StatusOutcomeUnknown || got.ExitCode != nil || got.Command != draft.Command || got.ExecutionID != "e2" {
+	if got.Status != receipt.StatusOutcomeUnknown || got.ExitCode != nil || got.Command != draft.Command || got.ExecutionID != "e2" {
 		t.Fatalf("outcome_unknown receipt: %+v", got)
 	}
-	if err := Verify(got, k.PublicKeys(), k.HMACKey()); err != nil {
+	if err := receipt.Verify(got, k.PublicKeys(), k.HMACKey()); err != nil {
 		t.Fatal(err)
 	}
 	if open, _ := s2.RecoverIntents(); len(open) != 0 {
@@ -433,7 +435,7 @@ func TestListGetLatestExport(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var ids []string
 	for i := 0; i < 12; i++ {
-		st := Statuses[i%len(Statuses)]
+		st := receipt.Statuses[i%len(receipt.Statuses)]
 		r := sampleReceipt(k, st, []string{"a", "b"}[i%2])
 		r.StartedAt = base.Add(time.Duration(i) * time.Hour)
 		r.FinishedAt = r.StartedAt
@@ -442,7 +444,7 @@ func TestListGetLatestExport(t *testing.T) {
 		}
 		if i == 5 {
 			r.Approved = true
-			r.Approver = &Principal{Kind: "token", ID: "ops-token", Role: "operator"}
+			r.Approver = &receipt.Principal{Kind: "token", ID: "ops-token", Role: "operator"}
 		}
 		got, err := s.Append(r)
 		if err != nil {
@@ -472,7 +474,7 @@ func TestListGetLatestExport(t *testing.T) {
 		}
 	}
 	check("session", Filter{SessionID: "b"}, 2, 4, 6, 8, 10, 12)
-	check("status", Filter{Status: StatusSucceeded}, 1, 1+int64(len(Statuses)))
+	check("status", Filter{Status: receipt.StatusSucceeded}, 1, 1+int64(len(receipt.Statuses)))
 	check("time range", Filter{Since: base.Add(3 * time.Hour), Until: base.Add(6 * time.Hour)}, 4, 5, 6)
 	check("principal approver", Filter{Principal: "ops-token"}, 6)
 	check("principal requester", Filter{Principal: "uid:1000", Limit: 3, Offset: 2}, 3, 4, 5)
@@ -504,22 +506,22 @@ func TestListGetLatestExport(t *testing.T) {
 	if len(lines) != 12 {
 		t.Fatalf("%d JSONL lines", len(lines))
 	}
-	prev := GenesisHash
+	prev := receipt.GenesisHash
 	for i, l := range lines {
-		r, err := VerifyJSON([]byte(l), k.PublicKeys())
+		r, err := receipt.VerifyJSON([]byte(l), k.PublicKeys())
 		if err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}
 		if r.PrevHash != prev {
 			t.Fatalf("line %d does not link to the previous line", i)
 		}
-		prev = ChainHash([]byte(l))
+		prev = receipt.ChainHash([]byte(l))
 	}
 }
 
 func TestTriggersRefuseUpdateAndDelete(t *testing.T) {
 	s, k, _ := newStore(t)
-	if _, err := s.Append(sampleReceipt(k, StatusSucceeded, "s")); err != nil {
+	if _, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "s")); err != nil {
 		t.Fatal(err)
 	}
 	s.AppendIntent(Intent{ExecutionID: "x"})
@@ -537,13 +539,13 @@ func TestTriggersRefuseUpdateAndDelete(t *testing.T) {
 
 func TestVerifyRejectsUnknownKey(t *testing.T) {
 	k := newKeys(t)
-	r := sampleReceipt(k, StatusSucceeded, "s")
-	r.ID, r.Seq, r.PrevHash = "r", 1, GenesisHash
+	r := sampleReceipt(k, receipt.StatusSucceeded, "s")
+	r.ID, r.Seq, r.PrevHash = "r", 1, receipt.GenesisHash
 	k.Sign(r)
-	if err := Verify(r, map[string]ed25519.PublicKey{}, nil); err == nil || !strings.Contains(err.Error(), "unknown key id") {
+	if err := receipt.Verify(r, map[string]ed25519.PublicKey{}, nil); err == nil || !strings.Contains(err.Error(), "unknown key id") {
 		t.Fatalf("err = %v", err)
 	}
-	if err := Verify(r, k.PublicKeys(), []byte("wrong hmac key wrong hmac key!!!")); err == nil {
+	if err := receipt.Verify(r, k.PublicKeys(), []byte("wrong hmac key wrong hmac key!!!")); err == nil {
 		t.Fatal("wrong HMAC key accepted")
 	}
 }

@@ -1,4 +1,9 @@
-package receipt
+// Package receiptstore is the daemon's side of receipts: the signing keys on
+// disk, the redaction that runs before anything is stored or leaves the
+// daemon, intents, share export, and the append-only, hash-chained SQLite
+// store that keeps receipts durable across crashes. The format itself
+// (schema, canonical JSON, signatures) is package receipt.
+package receiptstore
 
 import (
 	"bytes"
@@ -14,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/termd/termd/receipt"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -184,7 +190,7 @@ func (s *Store) RecoverIntents() ([]Intent, error) {
 	return out, rows.Err()
 }
 
-func principalKey(p *Principal) string {
+func principalKey(p *receipt.Principal) string {
 	if p == nil {
 		return ""
 	}
@@ -192,14 +198,14 @@ func principalKey(p *Principal) string {
 }
 
 // prepare checks a receipt before it takes a place in the chain.
-func prepare(r *Receipt) (*Receipt, error) {
+func prepare(r *receipt.Receipt) (*receipt.Receipt, error) {
 	if r == nil {
 		return nil, errors.New("receipt store: nil receipt")
 	}
 	c := r.Clone()
 	c.Normalize()
-	if c.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("receipt store: schema_version %q, want %q", c.SchemaVersion, SchemaVersion)
+	if c.SchemaVersion != receipt.SchemaVersion {
+		return nil, fmt.Errorf("receipt store: schema_version %q, want %q", c.SchemaVersion, receipt.SchemaVersion)
 	}
 	if !c.Status.Valid() {
 		return nil, fmt.Errorf("receipt store: unknown status %q", c.Status)
@@ -219,7 +225,7 @@ func prepare(r *Receipt) (*Receipt, error) {
 // same plan_id) atomically, since an intent is open exactly while no such
 // receipt exists. The argument is not modified; the stored receipt is
 // returned.
-func (s *Store) Append(r *Receipt) (*Receipt, error) {
+func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	c, err := prepare(r)
 	if err != nil {
 		return nil, err
@@ -241,28 +247,26 @@ func (s *Store) Append(r *Receipt) (*Receipt, error) {
 	return out, nil
 }
 
-func (s *Store) insert(tx *sql.Tx, c *Receipt, schema bool) (*Receipt, error) {
+func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Receipt, error) {
 	var last int64
-	prev := GenesisHash
+	prev := receipt.GenesisHash
 	err := tx.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("receipt store: read chain head: %w", err)
 	}
 	c.Seq = last + 1
 	c.PrevHash = prev
-	body, tree, err := s.keys.signCanonical(c)
+	body, err := s.keys.Signer().SignCanonical(c, schema)
 	if err != nil {
-		return nil, err
-	}
-	if schema {
-		if err := validateTree(tree); err != nil {
+		if schema {
 			return nil, fmt.Errorf("receipt store: refusing receipt %s: %w", c.ID, err)
 		}
+		return nil, err
 	}
 	_, err = tx.Exec(`INSERT INTO receipts(seq, id, session_id, plan_id, execution_id, status, requester, approver, started_ns, hash, body)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 		c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
-		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), ChainHash(body), body)
+		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), receipt.ChainHash(body), body)
 	if err != nil {
 		return nil, fmt.Errorf("receipt store: append %s: %w", c.ID, err)
 	}
@@ -271,7 +275,7 @@ func (s *Store) insert(tx *sql.Tx, c *Receipt, schema bool) (*Receipt, error) {
 
 // appendBatch appends many receipts in one transaction. It exists for
 // benchmarks and imports that build large chains; the daemon uses Append.
-func (s *Store) appendBatch(rs []*Receipt) error {
+func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.db.BeginTx(context.Background(), nil)
@@ -291,8 +295,8 @@ func (s *Store) appendBatch(rs []*Receipt) error {
 	return tx.Commit()
 }
 
-func decodeStored(body []byte) (*Receipt, error) {
-	var r Receipt
+func decodeStored(body []byte) (*receipt.Receipt, error) {
+	var r receipt.Receipt
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("receipt store: corrupt receipt: %w", err)
 	}
@@ -300,7 +304,7 @@ func decodeStored(body []byte) (*Receipt, error) {
 }
 
 // Get returns the receipt with the given id.
-func (s *Store) Get(id string) (*Receipt, error) {
+func (s *Store) Get(id string) (*receipt.Receipt, error) {
 	var body []byte
 	err := s.db.QueryRow(`SELECT body FROM receipts WHERE id = ?`, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -313,7 +317,7 @@ func (s *Store) Get(id string) (*Receipt, error) {
 }
 
 // GetSeq returns the receipt at seq.
-func (s *Store) GetSeq(seq int64) (*Receipt, error) {
+func (s *Store) GetSeq(seq int64) (*receipt.Receipt, error) {
 	var body []byte
 	err := s.db.QueryRow(`SELECT body FROM receipts WHERE seq = ?`, seq).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -326,7 +330,7 @@ func (s *Store) GetSeq(seq int64) (*Receipt, error) {
 }
 
 // Latest returns the newest receipt of a session ("" = of any session).
-func (s *Store) Latest(sessionID string) (*Receipt, error) {
+func (s *Store) Latest(sessionID string) (*receipt.Receipt, error) {
 	var body []byte
 	var err error
 	if sessionID == "" {
@@ -347,7 +351,7 @@ func (s *Store) Latest(sessionID string) (*Receipt, error) {
 // filter.
 type Filter struct {
 	SessionID string
-	Status    Status
+	Status    receipt.Status
 	// Since and Until bound started_at: Since <= started_at < Until.
 	Since, Until time.Time
 	// Principal matches the requester's or the approver's id.
@@ -404,11 +408,11 @@ func (f Filter) query() (string, []any) {
 }
 
 // List returns the receipts matching f.
-func (s *Store) List(f Filter) ([]*Receipt, error) {
+func (s *Store) List(f Filter) ([]*receipt.Receipt, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, fmt.Errorf("receipt store: unknown status %q", f.Status)
 	}
-	var out []*Receipt
+	var out []*receipt.Receipt
 	err := s.scan(f, func(body []byte) error {
 		r, err := decodeStored(body)
 		if err != nil {
@@ -477,7 +481,7 @@ func (s *Store) VerifyChain() (checked int, badSeq int64, err error) {
 	pubs := s.keys.PublicKeys()
 	hk := s.keys.HMACKey()
 	expected := int64(1)
-	prev := GenesisHash
+	prev := receipt.GenesisHash
 	for rows.Next() {
 		var seq int64
 		var hash string
@@ -487,28 +491,28 @@ func (s *Store) VerifyChain() (checked int, badSeq int64, err error) {
 		}
 		if seq != expected {
 			if seq < expected {
-				return checked, seq, &VerifyError{Seq: seq, Reason: "out of order"}
+				return checked, seq, &receipt.VerifyError{Seq: seq, Reason: "out of order"}
 			}
-			return checked, expected, &VerifyError{Seq: expected, Reason: fmt.Sprintf("missing: the chain jumps from %d to %d", expected-1, seq)}
+			return checked, expected, &receipt.VerifyError{Seq: expected, Reason: fmt.Sprintf("missing: the chain jumps from %d to %d", expected-1, seq)}
 		}
-		r, err := verifyRaw(body, pubs, hk, false)
+		r, err := receipt.VerifyStored(body, pubs, hk)
 		if err != nil {
-			var ve *VerifyError
+			var ve *receipt.VerifyError
 			if errors.As(err, &ve) {
 				ve.Seq = seq
 				return checked, seq, ve
 			}
-			return checked, seq, &VerifyError{Seq: seq, Reason: err.Error()}
+			return checked, seq, &receipt.VerifyError{Seq: seq, Reason: err.Error()}
 		}
 		if r.Seq != seq {
-			return checked, seq, &VerifyError{Seq: seq, Reason: fmt.Sprintf("stored at seq %d but signed as seq %d: receipts were reordered", seq, r.Seq)}
+			return checked, seq, &receipt.VerifyError{Seq: seq, Reason: fmt.Sprintf("stored at seq %d but signed as seq %d: receipts were reordered", seq, r.Seq)}
 		}
 		if r.PrevHash != prev {
-			return checked, seq, &VerifyError{Seq: seq, Reason: "prev_hash does not match the previous receipt: a receipt before it was altered, removed or reordered"}
+			return checked, seq, &receipt.VerifyError{Seq: seq, Reason: "prev_hash does not match the previous receipt: a receipt before it was altered, removed or reordered"}
 		}
-		h := ChainHash(body)
+		h := receipt.ChainHash(body)
 		if h != hash {
-			return checked, seq, &VerifyError{Seq: seq, Reason: "stored hash does not match the receipt"}
+			return checked, seq, &receipt.VerifyError{Seq: seq, Reason: "stored hash does not match the receipt"}
 		}
 		prev = h
 		expected++
@@ -524,15 +528,15 @@ func (s *Store) VerifyChain() (checked int, badSeq int64, err error) {
 // schema, and its place in the chain. A receipt that is not a share export
 // must be byte-for-byte the stored one; a share export must name a stored
 // receipt (id, seq, prev_hash) and be signed by this daemon.
-func (s *Store) VerifyReceipt(r *Receipt) error {
-	if err := Verify(r, s.keys.PublicKeys(), s.keys.HMACKey()); err != nil {
+func (s *Store) VerifyReceipt(r *receipt.Receipt) error {
+	if err := receipt.Verify(r, s.keys.PublicKeys(), s.keys.HMACKey()); err != nil {
 		return err
 	}
 	var hash string
 	var body []byte
 	err := s.db.QueryRow(`SELECT hash, body FROM receipts WHERE seq = ?`, r.Seq).Scan(&hash, &body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return &VerifyError{Seq: r.Seq, Reason: "no receipt with this seq in the store"}
+		return &receipt.VerifyError{Seq: r.Seq, Reason: "no receipt with this seq in the store"}
 	}
 	if err != nil {
 		return err
@@ -542,24 +546,24 @@ func (s *Store) VerifyReceipt(r *Receipt) error {
 		return err
 	}
 	if stored.ID != r.ID || stored.PrevHash != r.PrevHash {
-		return &VerifyError{Seq: r.Seq, Reason: "the store holds a different receipt at this seq"}
+		return &receipt.VerifyError{Seq: r.Seq, Reason: "the store holds a different receipt at this seq"}
 	}
 	if !r.SharingRedacted {
-		mine, err := CanonicalBytes(r)
+		mine, err := receipt.CanonicalBytes(r)
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(mine, body) {
-			return &VerifyError{Seq: r.Seq, Reason: "receipt differs from the stored one"}
+			return &receipt.VerifyError{Seq: r.Seq, Reason: "receipt differs from the stored one"}
 		}
 	}
 	if r.Seq > 1 {
 		var prevHash string
 		if err := s.db.QueryRow(`SELECT hash FROM receipts WHERE seq = ?`, r.Seq-1).Scan(&prevHash); err != nil {
-			return &VerifyError{Seq: r.Seq, Reason: "previous receipt is missing"}
+			return &receipt.VerifyError{Seq: r.Seq, Reason: "previous receipt is missing"}
 		}
 		if prevHash != r.PrevHash {
-			return &VerifyError{Seq: r.Seq, Reason: "prev_hash does not link to the previous receipt"}
+			return &receipt.VerifyError{Seq: r.Seq, Reason: "prev_hash does not link to the previous receipt"}
 		}
 	}
 	return nil

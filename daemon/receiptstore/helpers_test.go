@@ -1,37 +1,39 @@
-package receipt
+package receiptstore
 
 import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/receipt"
 )
 
 func intp(i int) *int { return &i }
 
 // sampleReceipt builds a realistic, schema-valid draft for a status.
-func sampleReceipt(k *Keys, st Status, session string) *Receipt {
+func sampleReceipt(k *Keys, st receipt.Status, session string) *receipt.Receipt {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	cmd := "git status --short"
 	uid := 1000
-	r := &Receipt{
+	r := &receipt.Receipt{
 		PlanID:       "plan-" + string(st),
 		SessionID:    session,
 		ExecutionID:  "exec-" + string(st) + "-" + session,
 		RequestHash:  "4b227777d4dd1fc61c6f884f48641d02b4d121d3fd328cb08b5531fcacdabf8a",
-		Requester:    Principal{Kind: "unix", ID: "uid:1000", Role: "agent", UID: &uid},
+		Requester:    receipt.Principal{Kind: "unix", ID: "uid:1000", Role: "agent", UID: &uid},
 		Command:      cmd,
 		BinaryPath:   "/usr/bin/git",
 		BinarySHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		Cwd:          "/home/dev/project",
-		RunAs:        &RunAs{User: "dev", UID: 1000, GID: 1000},
+		RunAs:        &receipt.RunAs{User: "dev", UID: 1000, GID: 1000},
 		Mode:         "confirm",
 		Risk:         "low",
-		Decision:     string(DecisionAllow),
-		Policy: Policy{
+		Decision:     string(receipt.DecisionAllow),
+		Policy: receipt.Policy{
 			Allowed: true, Risk: "low", Reasons: []string{"read-only git subcommand"},
 			Argv: []string{"git", "status", "--short"}, Version: "builtin-1", RuleIDs: []string{"git.read"},
 		},
-		Limits:      Limits{TimeoutMs: 30000, MaxOutputBytes: 1 << 20},
+		Limits:      receipt.Limits{TimeoutMs: 30000, MaxOutputBytes: 1 << 20},
 		Status:      st,
 		StartedAt:   start,
 		FinishedAt:  start.Add(42 * time.Millisecond),
@@ -47,31 +49,31 @@ func sampleReceipt(k *Keys, st Status, session string) *Receipt {
 		r.CommandSHA256 = "0000000000000000000000000000000000000000000000000000000000000001"
 	}
 	switch st {
-	case StatusSucceeded:
+	case receipt.StatusSucceeded:
 		r.ExitCode = intp(0)
-	case StatusFailed:
+	case receipt.StatusFailed:
 		r.ExitCode = intp(2)
 		r.Stderr = "fatal: not a git repository\n"
 		r.StderrBytes = int64(len(r.Stderr))
-	case StatusTimedOut, StatusKilled:
+	case receipt.StatusTimedOut, receipt.StatusKilled:
 		r.Signal = "SIGKILL"
 		r.Detail = "process group killed"
-	case StatusCancelled:
+	case receipt.StatusCancelled:
 		r.Signal = "SIGTERM"
 		r.Approved = true
-		r.Decision = string(DecisionAsk)
+		r.Decision = string(receipt.DecisionAsk)
 		r.Policy.RequiresApproval = true
-		r.Approver = &Principal{Kind: "unix", ID: "uid:1001", Role: "operator"}
-	case StatusDenied:
-		r.Decision = string(DecisionDeny)
+		r.Approver = &receipt.Principal{Kind: "unix", ID: "uid:1001", Role: "operator"}
+	case receipt.StatusDenied:
+		r.Decision = string(receipt.DecisionDeny)
 		r.Policy.Allowed = false
 		r.Risk, r.Policy.Risk = "critical", "critical"
 		r.Policy.Reasons = []string{"rm -rf outside workspace"}
 		r.Policy.RuleIDs = []string{"fs.rm.outside"}
-	case StatusBlocked, StatusExpired:
-		r.Decision = string(DecisionAsk)
+	case receipt.StatusBlocked, receipt.StatusExpired:
+		r.Decision = string(receipt.DecisionAsk)
 		r.Policy.RequiresApproval = true
-	case StatusOutcomeUnknown:
+	case receipt.StatusOutcomeUnknown:
 		r.Detail = "daemon restarted"
 	}
 	if !st.Ran() {

@@ -1,4 +1,4 @@
-package receipt
+package receiptstore
 
 import (
 	"crypto/ed25519"
@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/termd/termd/receipt"
 )
 
 // Files in the key directory.
@@ -40,13 +41,6 @@ type Keys struct {
 	pubs    map[string]ed25519.PublicKey
 	hmacKey []byte
 	digKey  []byte
-}
-
-// KeyIDFor is the key id of a public key: the first 16 hex digits of the
-// SHA-256 of the raw 32-byte key.
-func KeyIDFor(pub ed25519.PublicKey) string {
-	sum := sha256.Sum256(pub)
-	return hex.EncodeToString(sum[:8])
 }
 
 // LoadOrCreateKeys loads the keys from dir, creating any that do not exist
@@ -189,7 +183,7 @@ func (k *Keys) generateEd25519() error {
 		return fmt.Errorf("receipt keys: %w", err)
 	}
 	k.priv = priv
-	k.keyID = KeyIDFor(priv.Public().(ed25519.PublicKey))
+	k.keyID = receipt.KeyIDFor(priv.Public().(ed25519.PublicKey))
 	return nil
 }
 
@@ -207,7 +201,7 @@ func (k *Keys) setPrivatePEM(data []byte) error {
 		return fmt.Errorf("receipt keys: %s is not an Ed25519 key", ed25519KeyFile)
 	}
 	k.priv = priv
-	k.keyID = KeyIDFor(priv.Public().(ed25519.PublicKey))
+	k.keyID = receipt.KeyIDFor(priv.Public().(ed25519.PublicKey))
 	return nil
 }
 
@@ -224,7 +218,7 @@ func (k *Keys) loadPublicKeys() error {
 		if err != nil {
 			return err
 		}
-		keys, err := ParsePublicKeyFile(data)
+		keys, err := receipt.ParsePublicKeyFile(data)
 		if err != nil {
 			return fmt.Errorf("receipt keys: %s: %w", e.Name(), err)
 		}
@@ -241,7 +235,7 @@ func (k *Keys) archivePublic(id string, pub ed25519.PublicKey) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	return writeFileAtomic(path, encodePublicPEM(id, pub), 0o644)
+	return writeFileAtomic(path, receipt.PublicKeyPEMFor(id, pub), 0o644)
 }
 
 // Rotate makes a new current Ed25519 key. The old public key stays in the
@@ -282,7 +276,7 @@ func (k *Keys) PublicKeys() map[string]ed25519.PublicKey {
 func (k *Keys) PublicKeyPEM() []byte {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	out := encodePublicPEM(k.keyID, k.pubs[k.keyID])
+	out := receipt.PublicKeyPEMFor(k.keyID, k.pubs[k.keyID])
 	ids := make([]string, 0, len(k.pubs))
 	for id := range k.pubs {
 		if id != k.keyID {
@@ -291,7 +285,7 @@ func (k *Keys) PublicKeyPEM() []byte {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		out = append(out, encodePublicPEM(id, k.pubs[id])...)
+		out = append(out, receipt.PublicKeyPEMFor(id, k.pubs[id])...)
 	}
 	return out
 }
@@ -311,99 +305,13 @@ func (k *Keys) Digest(data []byte) string {
 // NewDigest returns a streaming form of Digest; hex-encode its Sum.
 func (k *Keys) NewDigest() hash.Hash { return hmac.New(sha256.New, k.digKey) }
 
-// Sign sets key_id and fills signature (HMAC-SHA256) and signature_ed25519
-// over the canonical receipt without its signature fields.
-func (k *Keys) Sign(r *Receipt) error {
+// Signer is the current signing key, for receipt.Signer's Sign and
+// SignCanonical. A later Rotate does not change a Signer already taken.
+func (k *Keys) Signer() receipt.Signer {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	r.Normalize()
-	r.KeyID = k.keyID
-	msg, err := SigningBytes(r)
-	if err != nil {
-		return err
-	}
-	r.Signature = hmacHex(k.hmacKey, msg)
-	r.SignatureEd25519 = hex.EncodeToString(ed25519.Sign(k.priv, msg))
-	return nil
+	return receipt.Signer{KeyID: k.keyID, Ed25519: k.priv, HMAC: k.hmacKey}
 }
 
-// signCanonical is Sign followed by CanonicalBytes, with one encoding and
-// one parse instead of two: it signs r and returns its canonical signed bytes
-// and the parsed tree they were written from (for schema validation).
-func (k *Keys) signCanonical(r *Receipt) (body []byte, tree jsonObject, err error) {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	r.Normalize()
-	r.KeyID = k.keyID
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	v, err := parseTree(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	obj, ok := v.(jsonObject)
-	if !ok {
-		return nil, nil, errors.New("receipt: not a JSON object")
-	}
-	msg, err := writeTree(obj, signatureFields, len(raw))
-	if err != nil {
-		return nil, nil, err
-	}
-	r.Signature = hmacHex(k.hmacKey, msg)
-	r.SignatureEd25519 = hex.EncodeToString(ed25519.Sign(k.priv, msg))
-	// The tree now gets exactly the members json.Marshal would give the
-	// signed receipt: the two signatures (always present, no omitempty).
-	setMember(&obj, "signature", r.Signature)
-	setMember(&obj, "signature_ed25519", r.SignatureEd25519)
-	body, err = writeTree(obj, nil, len(raw)+len(r.Signature)+len(r.SignatureEd25519))
-	if err != nil {
-		return nil, nil, err
-	}
-	return body, obj, nil
-}
-
-func setMember(obj *jsonObject, key string, val any) {
-	for i := range *obj {
-		if (*obj)[i].key == key {
-			(*obj)[i].val = val
-			return
-		}
-	}
-	*obj = append(*obj, member{key: key, val: val})
-}
-
-func hmacHex(key, msg []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write(msg)
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// SigningBytes is the canonical JSON (RFC 8785) of r without signature and
-// signature_ed25519: the bytes both signatures cover.
-func SigningBytes(r *Receipt) ([]byte, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	return canonicalize(raw, signatureFields)
-}
-
-// CanonicalBytes is the canonical JSON of the whole signed receipt. The
-// store keeps exactly these bytes, and the next receipt's prev_hash is their
-// SHA-256.
-func CanonicalBytes(r *Receipt) ([]byte, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	return Canonicalize(raw)
-}
-
-// ChainHash is the SHA-256 (lowercase hex) of a receipt's canonical signed
-// JSON, i.e. the prev_hash its successor carries.
-func ChainHash(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
-}
+// Sign signs r with the current key (see receipt.Signer.Sign).
+func (k *Keys) Sign(r *receipt.Receipt) error { return k.Signer().Sign(r) }

@@ -1,11 +1,9 @@
-// Package receipt owns termd's receipts: the signed record of every final
-// state of a plan (schema 1.0), the keys that sign them, the redaction that
-// runs before anything is stored or leaves the daemon, and the append-only,
-// hash-chained store that keeps them durable across crashes.
-//
-// The verification path (Verify, VerifyJSON, ParsePublicKeyFile,
-// ValidateSchema, Canonicalize) needs no store and no daemon state, so the CLI
-// can check a receipt offline with only a public key.
+// Package receipt is the receipt format: schema 1.0 and its JSON Schema,
+// RFC 8785 canonical JSON, Ed25519 + HMAC signing and verification, and the
+// public-key file formats. It holds no store and no daemon state, so the
+// clients (termctl, the gateway) verify a receipt offline with only a public
+// key without linking the daemon's storage; daemon/receiptstore keeps the
+// keys and the chain.
 package receipt
 
 import (
@@ -14,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.0"
+const SchemaVersion = "1.1"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -114,7 +112,7 @@ type Policy struct {
 }
 
 // Receipt is a schema 1.0 receipt. Field names are part of the published
-// schema (schema/receipt-1.0.json); do not rename them.
+// schema (schema/receipt-1.1.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -160,6 +158,10 @@ type Receipt struct {
 	StdoutDigest    string `json:"stdout_digest"` // keyed digest of the full stream
 	StderrDigest    string `json:"stderr_digest"`
 
+	// Sandbox records what confined the execution (schema 1.1; absent
+	// when nothing ran).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
 
@@ -170,6 +172,20 @@ type Receipt struct {
 	// SignatureEd25519 is the Ed25519 signature (lowercase hex) over the same
 	// bytes, by the key named in key_id.
 	SignatureEd25519 string `json:"signature_ed25519"`
+}
+
+// Sandbox is the kernel confinement of one execution (docs/SANDBOX.md).
+type Sandbox struct {
+	Profile             string   `json:"profile"`
+	Level               string   `json:"level"` // full, partial or none
+	Mode                string   `json:"mode"`  // required, best_effort or off
+	Platform            string   `json:"platform,omitempty"`
+	LandlockABI         int      `json:"landlock_abi,omitempty"`
+	Seccomp             bool     `json:"seccomp"`
+	MountNamespace      bool     `json:"mount_namespace"`
+	NetworkNamespace    bool     `json:"network_namespace"`
+	CapabilitiesDropped bool     `json:"capabilities_dropped"`
+	Missing             []string `json:"missing,omitempty"`
 }
 
 // signatureFields are the members excluded from the signed canonical form.
@@ -229,51 +245,6 @@ func clonePrincipal(p Principal) Principal {
 		p.GID = &g
 	}
 	return p
-}
-
-// Intent is the durable record written before a process is spawned. It holds
-// enough to build an outcome_unknown receipt and to find leftovers to kill if
-// the daemon dies before the final receipt is appended.
-type Intent struct {
-	ExecutionID string    `json:"execution_id"`
-	PlanID      string    `json:"plan_id"`
-	SessionID   string    `json:"session_id"`
-	Pid         int       `json:"pid,omitempty"`
-	Pgid        int       `json:"pgid,omitempty"`
-	CgroupPath  string    `json:"cgroup_path,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	// Receipt is the pre-filled draft (command, policy, principals, ...).
-	Receipt *Receipt `json:"receipt,omitempty"`
-}
-
-// OutcomeUnknown builds the outcome_unknown receipt for an intent that was
-// never closed, e.g. after a daemon crash. The caller appends it.
-func (in Intent) OutcomeUnknown(now time.Time, detail string) *Receipt {
-	var r *Receipt
-	if in.Receipt != nil {
-		r = in.Receipt.Clone()
-	} else {
-		r = &Receipt{}
-	}
-	r.ID, r.Seq, r.PrevHash = "", 0, ""
-	r.Signature, r.SignatureEd25519, r.KeyID = "", "", ""
-	r.ExecutionID, r.PlanID, r.SessionID = in.ExecutionID, in.PlanID, in.SessionID
-	if !in.StartedAt.IsZero() {
-		r.StartedAt = in.StartedAt
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = now
-	}
-	r.FinishedAt = now
-	r.DurationMs = 0 // the monotonic clock did not survive the crash
-	r.Status = StatusOutcomeUnknown
-	r.ExitCode = nil
-	r.Signal = ""
-	if detail == "" {
-		detail = "daemon stopped before the execution finished"
-	}
-	r.Detail = detail
-	return r
 }
 
 // Error wraps a verification failure.

@@ -19,54 +19,81 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// SchemaJSON is the receipt 1.0 JSON Schema (draft 2020-12). The gateway
-// serves it as is.
+// SchemaJSON is the current receipt JSON Schema (1.1, draft 2020-12). The
+// gateway serves it as is.
 //
-//go:embed schema/receipt-1.0.json
+//go:embed schema/receipt-1.1.json
 var SchemaJSON []byte
 
+// schema10 is the 1.0 schema: receipts written before 1.1 keep verifying.
+//
+//go:embed schema/receipt-1.0.json
+var schema10 []byte
+
 // SchemaURL is the $id of SchemaJSON.
-const SchemaURL = "https://termd.dev/schema/receipt-1.0.json"
+const SchemaURL = "https://termd.dev/schema/receipt-1.1.json"
 
-var (
-	schemaOnce sync.Once
-	schemaC    *jsonschema.Schema
-	schemaErr  error
-)
+// Schemas are the schema documents by schema_version.
+var Schemas = map[string][]byte{"1.0": schema10, SchemaVersion: SchemaJSON}
 
-func compiledSchema() (*jsonschema.Schema, error) {
-	schemaOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-		if err != nil {
-			schemaErr = fmt.Errorf("receipt schema: %w", err)
-			return
-		}
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
-		if err := c.AddResource(SchemaURL, doc); err != nil {
-			schemaErr = fmt.Errorf("receipt schema: %w", err)
-			return
-		}
-		schemaC, schemaErr = c.Compile(SchemaURL)
-	})
-	return schemaC, schemaErr
+type compiled struct {
+	once sync.Once
+	s    *jsonschema.Schema
+	err  error
 }
 
-// ValidateSchema checks a receipt document against the 1.0 schema.
-func ValidateSchema(data []byte) error {
-	sch, err := compiledSchema()
-	if err != nil {
-		return err
+var compiledByVersion = map[string]*compiled{"1.0": {}, SchemaVersion: {}}
+
+// compiledSchema is the schema of one receipt version.
+func compiledSchema(version string) (*jsonschema.Schema, error) {
+	cs, ok := compiledByVersion[version]
+	if !ok {
+		return nil, fmt.Errorf("receipt schema_version %v is not supported: this verifier reads %s", version, supportedVersions())
 	}
+	cs.once.Do(func() {
+		raw := Schemas[version]
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			cs.err = fmt.Errorf("receipt schema: %w", err)
+			return
+		}
+		url := "https://termd.dev/schema/receipt-" + version + ".json"
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		if err := c.AddResource(url, doc); err != nil {
+			cs.err = fmt.Errorf("receipt schema: %w", err)
+			return
+		}
+		cs.s, cs.err = c.Compile(url)
+	})
+	return cs.s, cs.err
+}
+
+func supportedVersions() string { return "1.0 and " + SchemaVersion }
+
+// ValidateSchema checks a receipt document against the schema of its
+// schema_version.
+func ValidateSchema(data []byte) error {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("receipt: not JSON: %w", err)
 	}
+	return validateInstance(inst)
+}
+
+// validateInstance checks a decoded document against the schema its
+// schema_version names.
+func validateInstance(inst any) error {
 	if err := looksLikeReceipt(inst); err != nil {
 		return err
 	}
+	version := inst.(map[string]any)["schema_version"].(string)
+	sch, err := compiledSchema(version)
+	if err != nil {
+		return err
+	}
 	if err := sch.Validate(inst); err != nil {
-		return fmt.Errorf("receipt does not match schema 1.0: %w", err)
+		return fmt.Errorf("receipt does not match schema %s: %w", version, err)
 	}
 	return nil
 }
@@ -93,8 +120,8 @@ func looksLikeReceipt(inst any) error {
 	if !ok {
 		return errors.New("not a termd receipt: it has no schema_version member (is it a plan or an execution? export a receipt with `termctl receipts export ID`)")
 	}
-	if v != "1.0" {
-		return fmt.Errorf("receipt schema_version %v is not supported: this verifier reads 1.0", v)
+	if vs, ok := v.(string); !ok || Schemas[vs] == nil {
+		return fmt.Errorf("receipt schema_version %v is not supported: this verifier reads %s", v, supportedVersions())
 	}
 	return nil
 }
@@ -118,18 +145,11 @@ func jsonKind(v any) string {
 // instance holds the same values as the canonical bytes: numbers in their
 // canonical form.
 func validateTree(tree jsonObject) error {
-	sch, err := compiledSchema()
-	if err != nil {
-		return err
-	}
 	inst, err := schemaInstance(tree)
 	if err != nil {
 		return err
 	}
-	if err := sch.Validate(inst); err != nil {
-		return fmt.Errorf("receipt does not match schema 1.0: %w", err)
-	}
-	return nil
+	return validateInstance(inst)
 }
 
 // schemaInstance converts a parse tree into the value types the schema
@@ -208,6 +228,13 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// VerifyStored checks a receipt body as the store keeps it: both signatures
+// (with the HMAC key), without the schema (a full-chain check would triple
+// in cost; Append validated it).
+func VerifyStored(body []byte, pub map[string]ed25519.PublicKey, hmacKey []byte) (*Receipt, error) {
+	return verifyRaw(body, pub, hmacKey, false)
 }
 
 // verifyRaw is the one verification path: every check works on the bytes

@@ -1,4 +1,4 @@
-package receipt
+package receiptstore
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/receipt"
 )
 
 // TestBenchReceipts prints durable receipt throughput and full-chain verify
@@ -26,11 +28,11 @@ func TestBenchReceipts(t *testing.T) {
 	}
 	const durableN = 1000
 	s, k, _ := newStore(t)
-	sample, err := s.Append(sampleReceipt(k, StatusSucceeded, "bench"))
+	sample, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "bench"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, _ := CanonicalBytes(sample)
+	line, _ := receipt.CanonicalBytes(sample)
 	line = append(line, '\n')
 
 	// Baseline: append the same bytes to a JSONL file, fsync each.
@@ -51,9 +53,9 @@ func TestBenchReceipts(t *testing.T) {
 	f.Close()
 
 	// Durable receipts: Store.Append (chain head, sign, JCS, schema, fsync).
-	drafts := make([]*Receipt, durableN)
+	drafts := make([]*receipt.Receipt, durableN)
 	for i := range drafts {
-		drafts[i] = sampleReceipt(k, Statuses[i%len(Statuses)], "bench")
+		drafts[i] = sampleReceipt(k, receipt.Statuses[i%len(receipt.Statuses)], "bench")
 	}
 	start = time.Now()
 	for _, d := range drafts {
@@ -70,9 +72,9 @@ func TestBenchReceipts(t *testing.T) {
 	const batch = 5000
 	for done := 0; done < chainLen; done += batch {
 		n := min(batch, chainLen-done)
-		rs := make([]*Receipt, n)
+		rs := make([]*receipt.Receipt, n)
 		for i := range rs {
-			rs[i] = sampleReceipt(k2, Statuses[(done+i)%len(Statuses)], "chain")
+			rs[i] = sampleReceipt(k2, receipt.Statuses[(done+i)%len(receipt.Statuses)], "chain")
 		}
 		if err := s2.appendBatch(rs); err != nil {
 			t.Fatal(err)

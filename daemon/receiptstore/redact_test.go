@@ -1,9 +1,11 @@
-package receipt
+package receiptstore
 
 import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/receipt"
 )
 
 func TestRedactSecretShapes(t *testing.T) {
@@ -92,7 +94,7 @@ func TestRedactConfiguredSecrets(t *testing.T) {
 func TestRedactReceiptFields(t *testing.T) {
 	k := newKeys(t)
 	sec := "S3cr3t-config-value"
-	r := sampleReceipt(k, StatusFailed, "s")
+	r := sampleReceipt(k, receipt.StatusFailed, "s")
 	r.Command = "deploy --token=" + sec
 	r.Policy.Argv = []string{"deploy", "--token=" + sec}
 	r.Policy.Reasons = []string{"argument " + sec + " looks odd"}
@@ -101,9 +103,9 @@ func TestRedactReceiptFields(t *testing.T) {
 	r.Stderr = "error: " + sec
 	r.Detail = "detail " + sec
 	NewRedactor(sec).RedactReceipt(r)
-	r.ID, r.Seq, r.PrevHash = "x", 1, GenesisHash
+	r.ID, r.Seq, r.PrevHash = "x", 1, receipt.GenesisHash
 	k.Sign(r)
-	body, _ := CanonicalBytes(r)
+	body, _ := receipt.CanonicalBytes(r)
 	if bytes.Contains(body, []byte(sec)) {
 		t.Fatalf("secret in receipt: %s", body)
 	}

@@ -1,0 +1,99 @@
+// Package cmd_test holds the rule that dependencies point one way: the
+// clients reach the daemon only through client/ and the socket, and share
+// with it only the small packages outside daemon/ (receipt, internal/wire,
+// internal/cmdline). A client that linked the daemon's storage or engine
+// would grow, start slower and could bypass the socket.
+package cmd_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/termd/termd/"
+
+// goList runs `go list` in the module root.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestClientsDoNotLinkTheDaemon(t *testing.T) {
+	allowed := map[string]map[string]bool{
+		// termctl policy lint checks a policy file before it is installed,
+		// without a daemon: it links the engine (whose tables are lazy).
+		"termctl":       {module + "daemon/policy": true},
+		"termd-mcp":     {},
+		"termd-gateway": {},
+	}
+	for bin, ok := range allowed {
+		for _, dep := range goList(t, "-deps", "./cmd/"+bin) {
+			if strings.Contains(dep, "sqlite") {
+				t.Errorf("%s links %s: the receipt store belongs to the daemon; verify receipts with package receipt", bin, dep)
+			}
+			if strings.HasPrefix(dep, module+"daemon/") && !ok[dep] {
+				t.Errorf("%s links %s: clients reach the daemon through client/ and the socket; move what they share into a package outside daemon/", bin, dep)
+			}
+		}
+	}
+}
+
+// The daemon's transport takes the socket path and metadata keys from
+// internal/wire, not from the client library.
+func TestDaemonServerDoesNotImportClient(t *testing.T) {
+	for _, pkg := range []string{"./daemon/server", "./daemon/config", "./daemon/broker"} {
+		for _, dep := range goList(t, "-deps", pkg) {
+			if dep == module+"client" {
+				t.Errorf("%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
+
+// Linking the policy engine must not build its tables at start: termctl
+// status should not pay for the grammar of every tool.
+func TestPolicyTablesAreLazy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds termctl")
+	}
+	bin := filepath.Join(t.TempDir(), "termctl")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/termctl")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--help")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, _ := cmd.CombinedOutput()
+	// "init github.com/termd/termd/daemon/policy @12 ms, 0.9 ms clock, 127856 bytes, 1348 allocs"
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "init "+module+"daemon/policy ") {
+			continue
+		}
+		f := strings.Fields(line)
+		allocs, err := strconv.Atoi(f[len(f)-2])
+		if err != nil {
+			t.Fatalf("cannot read %q", line)
+		}
+		// The eager tables cost ~7,200 allocations; what is left is a few
+		// package-level sets and regular expressions.
+		if allocs > 3000 {
+			t.Errorf("daemon/policy's init makes %d allocations at termctl's start: build tool tables on first use", allocs)
+		}
+		return
+	}
+	if runtime.GOOS == "linux" {
+		t.Fatalf("no init line for daemon/policy in termctl's inittrace:\n%s", out)
+	}
+}

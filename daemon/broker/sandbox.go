@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/daemon/sandbox"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
+)
+
+// SandboxMode is the configured sandbox mode, or this host's default:
+// required where the kernel can confine (Landlock, or macOS sandbox-exec),
+// best effort elsewhere.
+func (b *Broker) SandboxMode() sandbox.Mode {
+	if m := b.Config().Sandbox; m != "" {
+		return sandbox.Mode(m)
+	}
+	return b.Sandbox.DefaultMode()
+}
+
+// SandboxLevel is how much of every profile this daemon enforces.
+func (b *Broker) SandboxLevel() sandbox.Level { return b.Sandbox.Level(b.SandboxMode()) }
+
+// sandboxEnforced: profiles are fully enforced, so the policy may let
+// confined project code run without approval.
+func (b *Broker) sandboxEnforced() bool { return b.SandboxLevel() == sandbox.LevelFull }
+
+// sandboxFor prepares the sandbox of one execution. It creates the execution's
+// private temporary directory (returned, to be removed when it ends) and the
+// build caches under HOME.
+func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid int) (*sandbox.Record, string, error) {
+	cfg := b.Config()
+	pol := b.Policy.Current()
+	tmp, err := b.privateTmp(e.id, uid, gid)
+	if err != nil {
+		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
+	}
+	prof := sandbox.Profile{
+		Name:    sandbox.Name(d.Sandbox.Profile),
+		Network: d.Sandbox.Network,
+		Exec:    d.Sandbox.Exec,
+		Write:   d.Sandbox.Write,
+	}
+	paths := sandbox.Paths{
+		Workspaces:     cfg.Workspaces,
+		SystemRead:     append(pol.SystemRead(), d.Sandbox.Read...),
+		Home:           home,
+		Tmp:            tmp,
+		Cwd:            d.Cwd,
+		Hidden:         b.hiddenPaths(),
+		ProtectedNames: pol.ProtectedNames(),
+		ProtectedDirs:  pol.ProtectedDirs(),
+	}
+	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		var refused *sandbox.RefusedError
+		if errors.As(err, &refused) {
+			return nil, "", errdefs.Precondition("%v", err)
+		}
+		return nil, "", errdefs.Internal("%v", err)
+	}
+	e.launch = l
+	return &rec, tmp, nil
+}
+
+// hiddenPaths are termd's own files, which no execution may reach.
+func (b *Broker) hiddenPaths() []string {
+	cfg := b.Config()
+	h := []string{cfg.StateDir, cfg.Socket, cfg.Source, cfg.Policy, cfg.Adviser.APIKeyFile}
+	h = append(h, cfg.Secrets...)
+	if dir := filepath.Dir(cfg.Socket); !insideAny(dir, cfg.Workspaces) && !containsAny(dir, cfg.Workspaces) {
+		h = append(h, dir)
+	}
+	return h
+}
+
+// privateTmp makes <home base>/.tmp/<execution>, owned by the command's user
+// and private to it. The base is termd's, so nobody can plant a link in it.
+func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
+	base := filepath.Join(b.homeBase(), ".tmp")
+	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	if st, err := os.Lstat(base); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", base)
+	}
+	dir := filepath.Join(base, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(dir, uid, gid); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// receiptSandbox is the receipt's record of what confined an execution.
+func receiptSandbox(r *sandbox.Record, netns bool) *receipt.Sandbox {
+	if r == nil {
+		return nil
+	}
+	return &receipt.Sandbox{
+		Profile:             string(r.Profile),
+		Level:               string(r.Level),
+		Mode:                string(r.Mode),
+		Platform:            r.Platform,
+		LandlockABI:         r.LandlockABI,
+		Seccomp:             r.Seccomp,
+		MountNamespace:      r.MountNS,
+		NetworkNamespace:    netns,
+		CapabilitiesDropped: r.CapsDropped,
+		Missing:             r.Missing,
+	}
+}
+
+// releaseSandbox closes what the launcher did not take and removes the
+// execution's private temporary directory (everything the command left in it).
+func (e *execRec) releaseSandbox() {
+	e.launch.Close()
+	if e.tmp != "" {
+		_ = os.RemoveAll(e.tmp)
+		e.tmp = ""
+	}
+}
+
+// sandboxCapability is the sandbox line of the daemon's status.
+func (b *Broker) sandboxCapability() *termdv1.Capability {
+	level, detail := b.Sandbox.Describe(b.SandboxMode())
+	return &termdv1.Capability{Name: "sandbox", Available: level == sandbox.LevelFull, Detail: detail}
+}

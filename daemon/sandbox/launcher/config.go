@@ -1,0 +1,159 @@
+// Package launcher is the protocol between termd and termd-launch, the small
+// program that confines one execution between fork and exec. Go cannot run
+// code in a forked child before exec, so the runner starts termd-launch
+// instead of the command; termd-launch reads its Config from descriptor 3,
+// applies the confinement the daemon prepared (private mounts, credentials,
+// capability bounding set, no_new_privs, Landlock, seccomp) to itself, and
+// then execs the command. Whatever it cannot do is reported on descriptor 4
+// and the command is not started: the launcher never runs a command with
+// less confinement than it was told.
+//
+// termd-launch is C code that runs before the Go runtime starts
+// (cmd/termd-launch/launch.c): a Go launcher cost 10-17 ms of runtime start
+// per execution on a slow-exec machine. The daemon does everything that needs
+// thought (the Landlock ruleset bound to the inodes it opened, the seccomp
+// program, the list of mounts); the launcher only applies them.
+package launcher
+
+import (
+	"encoding/hex"
+	"os"
+	"strconv"
+)
+
+// Descriptors the launcher receives besides stdin/stdout/stderr.
+const (
+	ConfigFD = 3 // the JSON Config, read to EOF before anything is done
+	ReportFD = 4 // close-on-exec; a failure message is written here
+	FirstFD  = 5 // the first of the extra descriptors the Config refers to
+)
+
+// Launch is what the runner needs to start one execution through the
+// launcher: the daemon (package sandbox) fills in the confinement, the runner
+// adds the command and its credentials to Config and writes it to ConfigFD.
+type Launch struct {
+	Path       string     // the termd-launch binary
+	Config     Config     // confinement; Path, Argv, Env and credentials are set by the runner
+	Files      []*os.File // extra descriptors, from FirstFD on
+	NewMountNS bool       // clone the launcher into a new mount namespace
+	// Prefix: arguments put before the command's path where the launcher
+	// is an existing program (macOS: sandbox-exec -p PROFILE).
+	Prefix []string
+}
+
+// Close releases the descriptors once the launcher has them (or on failure).
+func (l *Launch) Close() {
+	if l == nil {
+		return
+	}
+	for _, f := range l.Files {
+		f.Close()
+	}
+	l.Files = nil
+}
+
+// ArgvZero is the launcher's argv[0] (it is how it shows in ps).
+const ArgvZero = "termd-launch"
+
+// Config is everything the launcher does, in order.
+type Config struct {
+	// Mounts: when set the launcher was cloned into a new mount namespace; it
+	// makes every mount private (nothing propagates back to the host) and
+	// applies these, in order, before dropping privileges.
+	Mounts []Mount `json:"mounts,omitempty"`
+
+	// Credentials to switch to (SetCred false: keep the launcher's).
+	SetCred bool     `json:"set_cred,omitempty"`
+	UID     uint32   `json:"uid"`
+	GID     uint32   `json:"gid"`
+	Groups  []uint32 `json:"groups,omitempty"`
+
+	// DropCaps empties the capability bounding, inheritable and ambient sets,
+	// so the command has no capability even when it runs as uid 0.
+	DropCaps bool `json:"drop_caps,omitempty"`
+	// NoNewPrivs sets no_new_privs (setuid/setcap programs gain nothing).
+	NoNewPrivs bool `json:"no_new_privs,omitempty"`
+	// RulesetFD is a Landlock ruleset descriptor (an index into the extra
+	// descriptors, FirstFD + n), or -1 for none.
+	RulesetFD int `json:"ruleset_fd"`
+	// Seccomp is a classic BPF program (struct sock_filter entries); empty
+	// means none.
+	Seccomp []SockFilter `json:"seccomp,omitempty"`
+
+	// The command.
+	Path string   `json:"path"`
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+}
+
+// Mount is one change to the private mount namespace. Paths are absolute
+// real paths; they are opened without following any symbolic link, so a
+// link planted after the daemon's checks makes the launch fail instead of
+// protecting the wrong file.
+type Mount struct {
+	// Kind: "readonly" binds Path onto itself read-only; "hide" covers Path
+	// with an empty read-only directory (or /dev/null for a file).
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+}
+
+// SockFilter is one classic BPF instruction.
+type SockFilter struct {
+	Code uint16 `json:"c"`
+	Jt   uint8  `json:"t"`
+	Jf   uint8  `json:"f"`
+	K    uint32 `json:"k"`
+}
+
+// Exit statuses of a launcher that did not exec the command (the report on
+// ReportFD says why; these only show when that descriptor was lost).
+const (
+	ExitConfig  = 125
+	ExitConfine = 126
+)
+
+// Encode is the wire form termd-launch reads: NUL-terminated key and value
+// pairs, in the order they are applied.
+func (c Config) Encode() []byte {
+	var b []byte
+	kv := func(k, v string) {
+		b = append(b, k...)
+		b = append(b, 0)
+		b = append(b, v...)
+		b = append(b, 0)
+	}
+	for _, m := range c.Mounts {
+		kv(m.Kind, m.Path)
+	}
+	if c.SetCred {
+		kv("uid", strconv.FormatUint(uint64(c.UID), 10))
+		kv("gid", strconv.FormatUint(uint64(c.GID), 10))
+		for _, g := range c.Groups {
+			kv("group", strconv.FormatUint(uint64(g), 10))
+		}
+	}
+	if c.DropCaps {
+		kv("drop_caps", "1")
+	}
+	if c.NoNewPrivs {
+		kv("no_new_privs", "1")
+	}
+	if c.RulesetFD >= 0 {
+		kv("ruleset_fd", strconv.Itoa(c.RulesetFD))
+	}
+	if len(c.Seccomp) > 0 {
+		raw := make([]byte, 0, 8*len(c.Seccomp))
+		for _, f := range c.Seccomp {
+			raw = append(raw, byte(f.Code), byte(f.Code>>8), f.Jt, f.Jf, byte(f.K), byte(f.K>>8), byte(f.K>>16), byte(f.K>>24))
+		}
+		kv("seccomp", hex.EncodeToString(raw))
+	}
+	kv("path", c.Path)
+	for _, a := range c.Argv {
+		kv("arg", a)
+	}
+	for _, e := range c.Env {
+		kv("env", e)
+	}
+	return b
+}

@@ -1,0 +1,382 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/sandbox/launcher"
+)
+
+// Landlock rights by purpose.
+const (
+	accessRead  = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	accessExec  = unix.LANDLOCK_ACCESS_FS_EXECUTE
+	accessWrite = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_REFER |
+		unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	// Rights a rule on a file (not a directory) may carry.
+	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+)
+
+// handledFS is every file-system right an ABI knows (all of them are denied
+// unless a rule grants them).
+func handledFS(abi int) uint64 {
+	switch {
+	case abi <= 0:
+		return 0
+	case abi == 1:
+		return (1 << 13) - 1
+	case abi == 2:
+		return (1 << 14) - 1
+	case abi <= 4:
+		return (1 << 15) - 1
+	}
+	return (1 << 16) - 1 // ABI 5-8: up to IOCTL_DEV; later rights are not used
+}
+
+// Probe says what this host can enforce; launcherPath is termd-launch.
+func Probe(launcherPath string) Support {
+	s := Support{Platform: "linux-landlock", Launcher: launcherPath}
+	if v, err := landlockABI(); err == nil {
+		s.LandlockABI = v
+	}
+	s.Seccomp = seccomp.Supported()
+	caps := effectiveCaps()
+	s.MountNS = caps&(1<<unix.CAP_SYS_ADMIN) != 0
+	s.NetNS = s.MountNS && exists("/proc/self/ns/net")
+	s.CapDrop = caps&(1<<unix.CAP_SETPCAP) != 0
+	switch st, err := os.Stat(launcherPath); {
+	case launcherPath == "":
+		s.LauncherErr = "the termd-launch helper was not found (install it beside termd, or set sandbox_launcher)"
+	case err != nil:
+		s.LauncherErr = fmt.Sprintf("the termd-launch helper %s cannot be used: %v (install it beside termd, or set sandbox_launcher)", launcherPath, err)
+	case st.Mode()&0o111 == 0 || st.IsDir():
+		s.LauncherErr = fmt.Sprintf("the termd-launch helper %s is not an executable file", launcherPath)
+	}
+	return s
+}
+
+func effectiveCaps() uint64 {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return 0
+	}
+	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// DefaultLauncher is termd-launch beside the running binary.
+func DefaultLauncher() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(exe), launcher.ArgvZero)
+}
+
+// Prepare builds the confinement of one execution. Under Required it refuses
+// (with what is missing and how to proceed) when the host cannot enforce the
+// profile fully; under BestEffort it enforces what it can; under Off it
+// returns no Launch. rootRun says the command keeps uid 0.
+func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
+	rec := Record{Profile: p.Name, Mode: mode, Platform: sup.Platform}
+	if mode == Off {
+		rec.Level = LevelNone
+		rec.Missing = []string{"the sandbox is turned off (sandbox: off)"}
+		return nil, rec, nil
+	}
+	if err := p.Validate(); err != nil {
+		return nil, rec, err
+	}
+	missing := sup.Missing()
+	if len(missing) > 0 && mode == Required {
+		return nil, rec, &RefusedError{Missing: missing}
+	}
+	rec.Missing = missing
+	if sup.LauncherErr != "" {
+		rec.Level = LevelNone
+		return nil, rec, nil
+	}
+	l := &launcher.Launch{Path: sup.Launcher, Config: launcher.Config{RulesetFD: -1}}
+	ok := false
+	defer func() {
+		if !ok {
+			l.Close()
+		}
+	}()
+	rules := buildRules(p, paths)
+	if sup.LandlockABI > 0 {
+		f, err := rulesetFile(rules, p.Network, sup.LandlockABI)
+		if err != nil {
+			if mode == Required {
+				return nil, rec, fmt.Errorf("sandbox: building the Landlock ruleset: %w", err)
+			}
+			rec.Missing = append(rec.Missing, "Landlock ruleset: "+err.Error())
+		} else {
+			l.Config.RulesetFD = launcher.FirstFD + len(l.Files)
+			l.Files = append(l.Files, f)
+			rec.LandlockABI = sup.LandlockABI
+		}
+	}
+	if sup.Seccomp {
+		prog, err := seccompProgram()
+		if err != nil {
+			if mode == Required {
+				return nil, rec, err
+			}
+			rec.Missing = append(rec.Missing, err.Error())
+		} else {
+			l.Config.Seccomp = prog
+			rec.Seccomp = true
+		}
+	}
+	l.Config.NoNewPrivs = true
+	if sup.CapDrop {
+		l.Config.DropCaps = true
+		rec.CapsDropped = true
+	}
+	if mounts := mountsFor(p, paths, rules); len(mounts) > 0 {
+		if sup.MountNS {
+			l.Config.Mounts = mounts
+			l.NewMountNS = true
+			rec.MountNS = true
+		} else if mode == Required {
+			return nil, rec, &RefusedError{Missing: []string{"private mount namespaces are not available (termd needs CAP_SYS_ADMIN), and this plan needs read-only or hidden paths inside its roots"}}
+		}
+	}
+	rec.Level = LevelFull
+	if len(rec.Missing) > 0 {
+		rec.Level = LevelPartial
+	}
+	ok = true
+	return l, rec, nil
+}
+
+// RefusedError is a refusal because the kernel cannot enforce a profile.
+type RefusedError struct{ Missing []string }
+
+func (e *RefusedError) Error() string { return refusedText(e.Missing) }
+
+// rule is one Landlock path-beneath grant.
+type rule struct {
+	path   string
+	access uint64
+}
+
+// buildRules lists the grants of a profile in its context.
+func buildRules(p Profile, ps Paths) []rule {
+	var rs []rule
+	add := func(access uint64, paths ...string) {
+		for _, x := range paths {
+			if x != "" {
+				rs = append(rs, rule{filepath.Clean(x), access})
+			}
+		}
+	}
+	devWrite := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE)
+	add(devWrite, "/dev/null", "/dev/zero", "/dev/full")
+	add(accessRead, ps.SystemRead...)
+	add(accessRead|accessWrite, ps.Tmp)
+	switch p.Name {
+	case ReadOnly:
+		add(accessRead, ps.Workspaces...)
+		add(accessRead, ps.Home)
+		add(accessRead|accessExec, p.Exec...)
+	case WorkspaceWrite:
+		add(accessRead|accessExec, ps.SystemRead...)
+		add(accessRead|accessExec|accessWrite, ps.Workspaces...)
+		// The private HOME is the principal's own (termd executions only):
+		// build caches and tools' state live there.
+		add(accessRead|accessExec|accessWrite, ps.Home)
+		add(accessExec, ps.Tmp)
+		add(accessRead|accessExec, p.Exec...)
+	}
+	for _, w := range p.Write {
+		// An approved target outside the workspace: the file itself when it
+		// exists, else the directory it is created in.
+		if exists(w) {
+			add(accessRead|accessWrite, w)
+		} else {
+			add(accessRead|accessWrite, filepath.Dir(w))
+		}
+	}
+	return rs
+}
+
+// rulesetFile creates the Landlock ruleset from descriptors opened now: the
+// rules bind to these inodes, whatever happens to the paths afterwards.
+func rulesetFile(rules []rule, network bool, abi int) (*os.File, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: handledFS(abi)}
+	if abi >= 4 && !network {
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
+	if abi >= 6 {
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	fd, err := landlockCreateRuleset(&attr)
+	if err != nil {
+		return nil, fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "landlock-ruleset")
+	for _, r := range rules {
+		pfd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				continue // nothing there to grant
+			}
+			f.Close()
+			return nil, fmt.Errorf("opening %s: %w", r.path, err)
+		}
+		access := r.access & attr.Handled_access_fs
+		var st unix.Stat_t
+		if unix.Fstat(pfd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			access &= fileRights
+		}
+		if access != 0 {
+			err = landlockAddPathRule(fd, pfd, access)
+		}
+		unix.Close(pfd)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("landlock rule for %s: %w", r.path, err)
+		}
+	}
+	return f, nil
+}
+
+// mountsFor lists the read-only binds (protected paths inside writable roots)
+// and covers (termd's own files inside readable roots) a plan needs.
+func mountsFor(p Profile, ps Paths, rules []rule) []launcher.Mount {
+	var out []launcher.Mount
+	reach := func(path string, need uint64) bool {
+		for _, r := range rules {
+			if r.access&need != 0 && within(r.path, path) {
+				return true
+			}
+		}
+		return false
+	}
+	var hidden []string
+	for _, h := range ps.Hidden {
+		if h == "" || !filepath.IsAbs(h) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(h); err == nil {
+			h = real
+		}
+		if reach(h, accessRead|accessWrite|accessExec) && exists(h) {
+			hidden = append(hidden, h)
+		}
+	}
+	for _, h := range uniqSorted(hidden) {
+		out = append(out, launcher.Mount{Kind: "hide", Path: h})
+	}
+	if p.Name != WorkspaceWrite {
+		return out
+	}
+	var prot []string
+	for _, dir := range protectedDirsToScan(ps) {
+		for _, n := range ps.ProtectedNames {
+			prot = append(prot, filepath.Join(dir, n))
+		}
+		for _, n := range ps.ProtectedDirs {
+			prot = append(prot, filepath.Join(dir, n))
+		}
+		prot = append(prot, filepath.Join(dir, ".git", "hooks"), filepath.Join(dir, ".git", "config"),
+			filepath.Join(dir, ".git", "info"), filepath.Join(dir, ".termd"))
+	}
+	var ro []string
+	for _, x := range prot {
+		if _, err := os.Lstat(x); err == nil && reach(x, accessWrite) && !isHiddenBy(x, hidden) {
+			ro = append(ro, x)
+		}
+	}
+	for _, x := range uniqSorted(ro) {
+		out = append(out, launcher.Mount{Kind: "readonly", Path: x})
+	}
+	return out
+}
+
+func isHiddenBy(p string, hidden []string) bool {
+	for _, h := range hidden {
+		if within(h, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	seccompOnce sync.Once
+	seccompProg []launcher.SockFilter
+	seccompErr  error
+)
+
+// Denied system calls (EPERM), whatever the profile: other processes' memory
+// and tracing, mounts, kernel modules and kexec, reboot, the clocks, bpf,
+// the kernel keyring, io_uring (it bypasses these checks), userfaultfd,
+// perf events, namespaces (new user namespaces would give back every
+// capability), swap, accounting, quotas, handle-based opens.
+var deniedSyscalls = []string{
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
+	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+	"bpf", "keyctl", "add_key", "request_key",
+	"io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "perf_event_open",
+	"setns", "swapon", "swapoff", "acct", "quotactl", "open_by_handle_at", "name_to_handle_at",
+	"syslog", "vhangup", "iopl", "ioperm", "lookup_dcookie", "uselib",
+}
+
+// seccompProgram is the filter every sandboxed execution gets.
+func seccompProgram() ([]launcher.SockFilter, error) {
+	seccompOnce.Do(func() {
+		const cloneNewUser = unix.CLONE_NEWUSER
+		pol := seccomp.Policy{
+			DefaultAction: seccomp.ActionAllow,
+			Syscalls: []seccomp.SyscallGroup{
+				{Names: deniedSyscalls, Action: seccomp.ActionErrno},
+				{
+					// New user or mount namespaces: refused (unshare(2) of
+					// anything else, e.g. CLONE_FILES, stays allowed).
+					NamesWithCondtions: []seccomp.NameWithConditions{
+						{Name: "unshare", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: cloneNewUser}}},
+						{Name: "unshare", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNS}}},
+						{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: cloneNewUser}}},
+						{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNS}}},
+					},
+					Action: seccomp.ActionErrno,
+				},
+				// clone3 passes its flags in memory a filter cannot read:
+				// "not implemented" makes libc and Go fall back to clone.
+				{Names: []string{"clone3"}, Action: seccomp.Action(uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS))},
+			},
+		}
+		insts, err := pol.Assemble()
+		if err != nil {
+			seccompErr = fmt.Errorf("sandbox: assembling the seccomp filter: %w", err)
+			return
+		}
+		raw, err := bpf.Assemble(insts)
+		if err != nil {
+			seccompErr = fmt.Errorf("sandbox: assembling the seccomp filter: %w", err)
+			return
+		}
+		for _, r := range raw {
+			seccompProg = append(seccompProg, launcher.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K})
+		}
+	})
+	return seccompProg, seccompErr
+}

@@ -1,0 +1,274 @@
+// Package sandbox turns a plan's sandbox profile into confinement the kernel
+// enforces. The policy decides the profile (what an execution may read,
+// write, execute and reach on the network) from what it already knows about
+// the command; this package builds, for each execution, the concrete rules
+// from the profile and the daemon's configuration (workspace roots, the
+// policy's system read set, the principal's private HOME and temporary
+// directory, termd's own files), and hands them to the runner:
+//
+//   - Linux: a Landlock ruleset built by the daemon from descriptors it opened
+//     (rules bind to inodes, so a rename or a symbolic-link swap after the
+//     check changes nothing), a seccomp filter, no_new_privs, an empty
+//     capability bounding set, and a private mount namespace where read-only
+//     binds are needed inside a writable workspace or termd's files lie
+//     inside a readable root. The termd-launch helper applies them between
+//     fork and exec (package launcher).
+//   - macOS: a Seatbelt profile generated from the same rules, run through
+//     sandbox-exec.
+//
+// What was enforced is returned as a Record for the receipt.
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Name names a profile.
+type Name string
+
+const (
+	// ReadOnly: read the workspace roots and the system read set, write
+	// nothing but /dev/null and a private temporary directory, execute only
+	// the resolved program (its interpreter and the helpers its grammar
+	// declares), no network.
+	ReadOnly Name = "read-only"
+	// WorkspaceWrite: read-only plus writes beneath the workspace roots
+	// (protected paths stay read-only) and the principal's private HOME
+	// (build caches), execution of system directories and the workspace.
+	WorkspaceWrite Name = "workspace-write"
+)
+
+// Profile is the part of a plan's canonical request that says how the kernel
+// confines it. It is decided by the policy and bound to approvals.
+type Profile struct {
+	Name Name `json:"name"`
+	// Network: the execution may use the network (no empty network namespace,
+	// no Landlock TCP rules).
+	Network bool `json:"network"`
+	// Exec lists what a read-only execution may execute besides nothing:
+	// the resolved program, its ELF interpreter or #! interpreter, and the
+	// helper directories its grammar declares.
+	Exec []string `json:"exec,omitempty"`
+	// Write lists approved write targets outside the workspace roots.
+	Write []string `json:"write,omitempty"`
+}
+
+// Validate refuses an unknown profile name (fail closed).
+func (p Profile) Validate() error {
+	switch p.Name {
+	case ReadOnly, WorkspaceWrite:
+		return nil
+	case "":
+		return fmt.Errorf("the plan has no sandbox profile")
+	}
+	return fmt.Errorf("unknown sandbox profile %q (want %s or %s)", p.Name, ReadOnly, WorkspaceWrite)
+}
+
+// String is a one-line description for previews and logs.
+func (p Profile) String() string {
+	var b strings.Builder
+	b.WriteString(string(p.Name))
+	if p.Network {
+		b.WriteString(", network")
+	} else {
+		b.WriteString(", no network")
+	}
+	if len(p.Write) > 0 {
+		b.WriteString(", also writes " + strings.Join(p.Write, " "))
+	}
+	return b.String()
+}
+
+// Mode is the operator's choice of how strictly profiles are enforced
+// (config key sandbox).
+type Mode string
+
+const (
+	// Required refuses an execution whose profile the kernel cannot fully
+	// enforce.
+	Required Mode = "required"
+	// BestEffort enforces what the kernel offers and records what was missing.
+	BestEffort Mode = "best_effort"
+	// Off enforces nothing (receipts say so).
+	Off Mode = "off"
+)
+
+// ParseMode validates a configured mode.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case Required, BestEffort, Off:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("sandbox must be one of required, best_effort, off (got %q)", s)
+}
+
+// Level is how much of a profile was enforced.
+type Level string
+
+const (
+	LevelFull    Level = "full"
+	LevelPartial Level = "partial"
+	LevelNone    Level = "none"
+)
+
+// Support is what this host can enforce.
+type Support struct {
+	LandlockABI int  // 0 = no Landlock
+	Seccomp     bool // seccomp filters can be installed
+	MountNS     bool // private mount namespaces (needs CAP_SYS_ADMIN)
+	NetNS       bool // empty network namespaces
+	CapDrop     bool // the capability bounding set can be emptied (CAP_SETPCAP)
+	Launcher    string
+	LauncherErr string // why the launcher cannot be used ("" = it can)
+	Platform    string // "linux-landlock", "macos-seatbelt", or "" (none)
+}
+
+// MinLandlockABI is the ABI full enforcement needs: file-system rights with
+// truncate (3), TCP rules (4) and signal/abstract-socket scoping (6).
+const MinLandlockABI = 6
+
+// Missing lists what this host lacks for full enforcement, in words, with
+// what to do; empty means full enforcement is possible.
+func (s Support) Missing() []string {
+	var out []string
+	if s.Platform == "macos-seatbelt" {
+		if s.LauncherErr != "" {
+			out = append(out, s.LauncherErr)
+		}
+		return out
+	}
+	if s.Platform == "" {
+		return []string{"this operating system has no sandbox termd can use (Linux with Landlock or macOS)"}
+	}
+	if s.LauncherErr != "" {
+		out = append(out, s.LauncherErr)
+	}
+	switch {
+	case s.LandlockABI == 0:
+		out = append(out, "Landlock is not available (Linux 5.13 or later with landlock in the lsm= boot parameter, e.g. lsm=landlock,lockdown,yama,integrity,apparmor)")
+	case s.LandlockABI < MinLandlockABI:
+		out = append(out, fmt.Sprintf("Landlock ABI %d is too old: signal scoping and TCP rules need ABI %d (Linux 6.12 or later)", s.LandlockABI, MinLandlockABI))
+	}
+	if !s.Seccomp {
+		out = append(out, "seccomp filters are not available (a kernel with CONFIG_SECCOMP_FILTER)")
+	}
+	if !s.MountNS {
+		out = append(out, "private mount namespaces are not available (termd needs CAP_SYS_ADMIN: run it as root)")
+	}
+	if !s.CapDrop {
+		out = append(out, "capabilities cannot be dropped (termd needs CAP_SETPCAP: run it as root)")
+	}
+	return out
+}
+
+// DefaultMode is the mode used when the config does not name one: required
+// where the kernel can confine (Landlock, or macOS sandbox-exec), best
+// effort elsewhere.
+func (s Support) DefaultMode() Mode {
+	if (s.Platform == "linux-landlock" && s.LandlockABI > 0) || (s.Platform == "macos-seatbelt" && s.LauncherErr == "") {
+		return Required
+	}
+	return BestEffort
+}
+
+// Level is the enforcement this host gives under mode m.
+func (s Support) Level(m Mode) Level {
+	switch {
+	case m == Off:
+		return LevelNone
+	case len(s.Missing()) == 0:
+		return LevelFull
+	case s.LauncherErr != "" || (s.Platform == "linux-landlock" && s.LandlockABI == 0):
+		return LevelNone
+	}
+	return LevelPartial
+}
+
+// Record is what a receipt says about the sandbox of one execution.
+type Record struct {
+	Profile     Name     `json:"profile"`
+	Level       Level    `json:"level"`
+	Mode        Mode     `json:"mode"`
+	Platform    string   `json:"platform,omitempty"`
+	LandlockABI int      `json:"landlock_abi,omitempty"`
+	Seccomp     bool     `json:"seccomp"`
+	MountNS     bool     `json:"mount_namespace"`
+	CapsDropped bool     `json:"capabilities_dropped"`
+	Missing     []string `json:"missing,omitempty"`
+}
+
+// Paths is the per-execution context a profile is applied in.
+type Paths struct {
+	Workspaces []string // workspace roots (real paths)
+	SystemRead []string // the policy's system read set
+	Home       string   // the principal's private HOME
+	Tmp        string   // the execution's private temporary directory
+	Cwd        string   // the execution's working directory (real path)
+	// Hidden are termd's own files (state, keys, receipts, config, policy,
+	// socket, secrets): covered wherever a readable root would reach them.
+	Hidden []string
+	// ProtectedNames / ProtectedDirs are the policy's write-protected names
+	// (found in the workspace roots and along the working directory).
+	ProtectedNames []string
+	ProtectedDirs  []string
+}
+
+func uniqSorted(v []string) []string {
+	sort.Strings(v)
+	out := v[:0]
+	for i, s := range v {
+		if s != "" && (i == 0 || s != v[i-1]) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// within says whether p is root or beneath it.
+func within(root, p string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+func refusedText(missing []string) string {
+	return "the sandbox cannot be enforced on this host: " + strings.Join(missing, "; ") +
+		". Fix the host, or accept less with `sandbox: best_effort` (or `off`) in termd's config; receipts record what was enforced"
+}
+
+// protectedDirsToScan: each workspace root, and every directory from the
+// working directory up to its root.
+func protectedDirsToScan(ps Paths) []string {
+	dirs := append([]string(nil), ps.Workspaces...)
+	for _, ws := range ps.Workspaces {
+		if ps.Cwd == "" || !within(ws, ps.Cwd) {
+			continue
+		}
+		for d := ps.Cwd; within(ws, d) && d != ws; d = filepath.Dir(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return uniqSorted(dirs)
+}
+
+// Describe says in one line what a daemon with this support enforces under
+// mode m, and what to do when that is less than everything.
+func (s Support) Describe(m Mode) (Level, string) {
+	level := s.Level(m)
+	detail := fmt.Sprintf("%s enforcement (sandbox: %s", level, m)
+	if s.Platform != "" {
+		detail += ", " + s.Platform
+	}
+	if s.LandlockABI > 0 {
+		detail += fmt.Sprintf(", Landlock ABI %d", s.LandlockABI)
+	}
+	detail += ")"
+	if miss := s.Missing(); len(miss) > 0 && m != Off {
+		detail += "; missing: " + strings.Join(miss, "; ")
+	}
+	if m == Required && level != LevelFull {
+		detail += "; every execution is refused until this is fixed (or set sandbox: best_effort)"
+	}
+	return level, detail
+}

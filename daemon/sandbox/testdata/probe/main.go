@@ -1,0 +1,82 @@
+// Command probe tries one thing a sandbox must allow or refuse and prints
+// "ok" or "denied: <error>" (exit 0 either way; exit 2 on bad usage). It is
+// built by the sandbox tests and the end-to-end tests.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe ACTION [ARG...]")
+		os.Exit(2)
+	}
+	arg := func(i int) string {
+		if len(os.Args) <= i {
+			fmt.Fprintln(os.Stderr, "probe "+os.Args[1]+": missing argument")
+			os.Exit(2)
+		}
+		return os.Args[i]
+	}
+	var err error
+	switch os.Args[1] {
+	case "write": // write FILE
+		err = os.WriteFile(arg(2), []byte("probe\n"), 0o644)
+	case "read": // read FILE
+		_, err = os.ReadFile(arg(2))
+	case "exec": // exec PROGRAM: execve it (replaces this process)
+		err = syscall.Exec(arg(2), []string{arg(2), "-c", "echo executed"}, os.Environ())
+	case "connect": // connect HOST:PORT
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", arg(2), 2*time.Second)
+		if err == nil {
+			c.Close()
+		}
+	case "kill": // kill PID: signal 0 asks whether we may signal it
+		pid, _ := strconv.Atoi(arg(2))
+		err = syscall.Kill(pid, 0)
+	case "ptrace": // ptrace PID
+		pid, _ := strconv.Atoi(arg(2))
+		err = syscall.PtraceAttach(pid)
+		if err == nil {
+			_ = syscall.PtraceDetach(pid)
+		}
+	case "settime": // set the clock to what it is
+		var tv syscall.Timeval
+		_ = syscall.Gettimeofday(&tv)
+		err = syscall.Settimeofday(&tv)
+	case "module": // finit_module on /dev/null: EPERM before anything else when refused
+		f, _ := os.Open("/dev/null")
+		_, _, e := syscall.Syscall(unix.SYS_FINIT_MODULE, f.Fd(), 0, 0)
+		if e != 0 {
+			err = e
+		}
+	case "unshare-user":
+		err = syscall.Unshare(syscall.CLONE_NEWUSER)
+	default:
+		fmt.Fprintln(os.Stderr, "probe: unknown action "+os.Args[1])
+		os.Exit(2)
+	}
+	// Print the bare error number's text, so callers can match it.
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		err = errno
+	}
+	switch {
+	case err == nil:
+		fmt.Println("ok")
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.ENETUNREACH):
+		fmt.Println("denied:", err)
+	default:
+		fmt.Println("error:", err)
+	}
+}

@@ -1,0 +1,163 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/termd/termd/internal/buildinfo"
+	"github.com/termd/termd/internal/entry"
+	"github.com/termd/termd/internal/loopback"
+	"github.com/termd/termd/internal/wire"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// Main is termd-gateway: it parses the command line, serves until SIGTERM or
+// SIGINT, and returns the exit code.
+func Main(args []string, stderr io.Writer) int {
+	return entry.Run(NewCommand(stderr), args, stderr)
+}
+
+// flags are termd-gateway's command-line settings.
+type flags struct {
+	socket, listen, tokenFile, cfgPath, tlsCert, tlsKey string
+	heartbeat                                           time.Duration
+}
+
+// NewCommand is termd-gateway's command line. Logs go to stderr.
+func NewCommand(stderr io.Writer) *cobra.Command {
+	var f flags
+	cmd := &cobra.Command{
+		Use:   "termd-gateway",
+		Short: "termd-gateway: termd's REST API, event streams (SSE) and web console over HTTP",
+		Long: `termd-gateway serves termd's REST API, its event streams (SSE) and the web console
+over HTTP, relaying every call to the daemon's unix socket. Every API route needs a
+bearer token; the role a token grants is the most its holder can do.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, &f, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.socket, "socket", wire.DefaultSocket(), "termd's unix socket")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8765", "address to serve on (loopback unless TLS is configured)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "operator bearer token file (created with a new token, mode 0600, when missing; default "+DefaultTokenFile()+" unless --config lists tokens)")
+	fl.StringVar(&f.cfgPath, "config", "", "gateway config file (YAML: tokens with roles, allowed hosts, limits)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate (PEM); required to listen on a non-loopback address")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key (PEM)")
+	fl.DurationVar(&f.heartbeat, "heartbeat", 15*time.Second, "interval of SSE keepalive comments")
+	return entry.Prepare(cmd, buildinfo.String())
+}
+
+func serve(cmd *cobra.Command, f *flags, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	fc := &FileConfig{}
+	if f.cfgPath != "" {
+		var err error
+		if fc, err = LoadFileConfig(f.cfgPath); err != nil {
+			return err
+		}
+	}
+	if f.tlsCert == "" {
+		f.tlsCert, f.tlsKey = fc.TLSCert, fc.TLSKey
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	useTLS := f.tlsCert != ""
+	if loop, _ := loopback.Listen(f.listen); !loop && !useTLS {
+		return fmt.Errorf("refusing to listen on %s without TLS: bind a loopback address (127.0.0.1:PORT) or give --tls-cert and --tls-key", f.listen)
+	}
+
+	tokens, err := fc.ConfigTokens()
+	if err != nil {
+		return err
+	}
+	if f.tokenFile != "" || len(tokens) == 0 {
+		path := f.tokenFile
+		if path == "" {
+			path = DefaultTokenFile()
+		}
+		v, created, err := LoadOrCreateTokenFile(path)
+		if err != nil {
+			return err
+		}
+		if created {
+			log.Info("created a new bearer token", "file", path)
+		}
+		tokens = append(tokens, Token{Name: "console", Role: termdv1.Role_ROLE_OPERATOR, Value: v})
+	}
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hb := f.heartbeat
+	if fc.HeartbeatSeconds > 0 && !cmd.Flags().Changed("heartbeat") {
+		hb = time.Duration(fc.HeartbeatSeconds) * time.Second
+	}
+	g, err := New(ctx, Options{
+		Socket:         f.socket,
+		Listen:         ln.Addr().String(),
+		TLS:            useTLS,
+		Tokens:         tokens,
+		AllowedHosts:   fc.AllowedHosts,
+		AllowedOrigins: fc.AllowedOrigins,
+		RatePerSecond:  fc.RateLimit.PerSecond,
+		RateBurst:      fc.RateLimit.Burst,
+		BodyLimit:      fc.BodyLimitBytes,
+		Heartbeat:      hb,
+		Logger:         log,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer g.Close()
+
+	srv := &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// Unary responses are bounded by this; the SSE handler lifts it for its own stream.
+		WriteTimeout:   5 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		BaseContext:    func(net.Listener) context.Context { return ctx },
+	}
+	scheme := "http"
+	if useTLS {
+		scheme = "https"
+	}
+	log.Info("termd-gateway listening", "url", scheme+"://"+ln.Addr().String(), "socket", f.socket, "tokens", len(tokens))
+	errc := make(chan error, 1)
+	go func() {
+		if useTLS {
+			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}

@@ -1,0 +1,65 @@
+// endpoints.js: every REST route the console calls, in one place (method,
+// path, body), over api.js. Views call these; none builds a /v1 path itself.
+import { api, stream } from './api.js';
+
+const id = encodeURIComponent;
+
+// query renders {k: v} as ?k=v&… (skipping undefined and empty values).
+function query(q = {}) {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) {
+    if (v !== undefined && v !== '' && v !== false) s.set(k, String(v));
+  }
+  const t = s.toString();
+  return t ? '?' + t : '';
+}
+
+export const PREFIX = '/v1/';
+
+export const status = (tok) => api('GET', '/v1/status', undefined, tok);
+
+export const plans = {
+  list: (q) => api('GET', '/v1/plans' + query(q)),
+  awaitingApproval: () => plans.list({ states: 'PLAN_STATE_AWAITING_APPROVAL', limit: 200 }),
+  get: (pid) => api('GET', '/v1/plans/' + id(pid)),
+  create: (request) => api('POST', '/v1/plans', { request }),
+  approve: (pid, requestHash) => api('POST', '/v1/plans/' + id(pid) + ':approve', { requestHash }),
+  deny: (pid, reason) => api('POST', '/v1/plans/' + id(pid) + ':deny', { reason }),
+  execute: (pid) => api('POST', '/v1/plans/' + id(pid) + ':execute', {}),
+  replan: (pid) => api('POST', '/v1/plans/' + id(pid) + ':replan', {}),
+};
+
+export const sessions = {
+  list: (includeClosed) => api('GET', '/v1/sessions' + query({ include_closed: includeClosed })),
+  get: (sid) => api('GET', '/v1/sessions/' + id(sid)),
+  close: (sid) => api('POST', '/v1/sessions/' + id(sid) + ':close', {}),
+};
+
+export const executions = {
+  get: (eid) => api('GET', '/v1/executions/' + id(eid)),
+  output: (eid, streamName, offset) => api('GET', '/v1/executions/' + id(eid) + '/output' + query({ stream: streamName, offset })),
+  pause: (eid) => api('POST', '/v1/executions/' + id(eid) + ':pause', {}),
+  resume: (eid) => api('POST', '/v1/executions/' + id(eid) + ':resume', {}),
+  cancel: (eid) => api('POST', '/v1/executions/' + id(eid) + ':cancel', {}),
+};
+
+export const receipts = {
+  list: (q) => api('GET', '/v1/receipts' + query(q)),
+  get: (rid) => api('GET', '/v1/receipts/' + id(rid)),
+  verify: (receiptJson) => api('POST', '/v1/receipts:verify', { receiptJson }),
+  publicKey: () => api('GET', '/v1/receipts:publicKey'),
+  shareExport: (rid) => api('GET', '/v1/receipts/' + id(rid) + ':export?share=true'),
+};
+
+export const policy = {
+  check: (request) => api('POST', '/v1/policy:check', { request }),
+};
+
+export const advise = (body, onMessage) => stream('/v1/advise', body, onMessage);
+
+// The event stream authenticates with a one-time ticket (EventSource cannot
+// send the bearer header).
+export const events = {
+  ticket: () => api('POST', '/v1/sse-ticket', {}),
+  url: (ticket, since) => '/v1/events' + query({ ticket, since: since || undefined }),
+};
