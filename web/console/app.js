@@ -38,7 +38,7 @@ const ctx = {
   get canRun() { return this.role === 'OPERATOR' || this.role === 'AGENT'; },
   // The adviser is optional: without it the console says so instead of
   // showing a panel that looks ready.
-  get adviser() { return { available: !!status?.adviserAvailable, detail: status?.adviserDetail || '' }; },
+  get adviser() { return { available: !!status?.adviser_available, detail: status?.adviser_detail || '' }; },
 };
 
 function route() {
