@@ -28,6 +28,10 @@ const (
 	ExitTimedOut  = 124
 	ExitRefused   = 125
 	ExitCancelled = 130
+	// ExitOutputLimit: the command wrote more than the policy's output
+	// budget and termd ended it (141 = 128+SIGPIPE, as if its reader had
+	// gone away).
+	ExitOutputLimit = 141
 )
 
 // exitError carries an exit code up to Main.
@@ -91,6 +95,7 @@ Exit codes:
   124  the command timed out
   125  termd refused to run it (denied, blocked, stale, needs approval)
   130  the command was cancelled
+  141  the command wrote more than the policy's output budget and was ended
   N    execute --follow / run: the command's own exit code
 
 The socket is --socket, else $TERMD_SOCKET, else the default path.`
@@ -124,7 +129,9 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	pf.StringVar(&a.socket, "socket", wire.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(ExitUsage, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exitWith(ExitUsage, fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath()))
+	})
 	root.AddGroup(
 		&cobra.Group{ID: "run", Title: "Plan and run commands:"},
 		&cobra.Group{ID: "approve", Title: "Approve (operators):"},

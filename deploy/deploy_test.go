@@ -122,7 +122,7 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 	t.Run("systemd-analyze verify", func(t *testing.T) {
 		sa, err := exec.LookPath("systemd-analyze")
 		if err != nil {
-			t.Skip("systemd-analyze not installed (scripts/ci-deps.sh installs it)")
+			harness.Missing(t, "systemd-analyze is not installed: run scripts/ci-deps.sh")
 		}
 		sys := filepath.Join(prefix, "lib/systemd/system")
 		cmd := exec.Command(sa, "verify", filepath.Join(sys, "termd.socket"), filepath.Join(sys, "termd.service"), filepath.Join(sys, "termd-gateway.service"))

@@ -36,6 +36,9 @@ const ctx = {
   get role() { return status ? short(status.caller?.role, 'ROLE_') : ''; },
   get canApprove() { return this.role === 'OPERATOR'; },
   get canRun() { return this.role === 'OPERATOR' || this.role === 'AGENT'; },
+  // The adviser is optional: without it the console says so instead of
+  // showing a panel that looks ready.
+  get adviser() { return { available: !!status?.adviser_available, detail: status?.adviser_detail || '' }; },
 };
 
 function route() {
