@@ -118,8 +118,8 @@ type Config struct {
 	LogFormat       string      `yaml:"log_format" doc:"text or json" default:"text"`
 	Roles           Roles       `yaml:"roles"`
 	Sessions        Sessions    `yaml:"sessions"`
-	Connections     Connections `yaml:"connections"`
-	Storage         Storage     `yaml:"storage"`
+	Connections     Connections `yaml:"connections" doc:"limits on connections to the socket and calls on them (docs/OPERATIONS.md, Limits)"`
+	Storage         Storage     `yaml:"storage" doc:"budgets for receipts and the free-space floor of the state directory (docs/OPERATIONS.md, Storage)"`
 	Approvals       Approvals   `yaml:"approvals"`
 	ShutdownGrace   Duration    `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
 	ConsoleURL      string      `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
