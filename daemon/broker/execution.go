@@ -283,9 +283,9 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	switch p.p.State {
 	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
 	default:
-		st := p.p.State
+		st, hint := p.p.State, hintFor(p.p) // read under the lock: the plan may be finishing
 		b.mu.Unlock()
-		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hintFor(p.p))
+		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hint)
 	}
 	if n, max := b.runningOfLocked(p.p.Requester), b.Config().Sessions.MaxRunning; n >= max {
 		b.mu.Unlock()

@@ -67,7 +67,7 @@ func New(o Options) *Server {
 		grpc.MaxConcurrentStreams(uint32(lim.MaxStreams)),
 		grpc.MaxRecvMsgSize(lim.MaxMessageBytes),
 		grpc.MaxSendMsgSize(16<<20), // what client.Dial accepts
-		grpc.MaxHeaderListSize(64<<10),
+		grpc.MaxHeaderListSize(2<<20), // termd reads a few short metadata values (oversized ones are refused by name)
 		// Fixed flow-control windows: a slow stream reader cannot make the
 		// daemon buffer megabytes of output for it (no BDP window growth).
 		grpc.InitialWindowSize(256<<10),
