@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -98,7 +99,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", sandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
+		"sandbox", client.SandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
 		"summary", pv.GetSummary(),
 		"rules", strings.Join(d.GetRules(), ", "),
 		"request hash", d.GetRequestHash(),

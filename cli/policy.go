@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -171,7 +172,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 		"cwd", out.Cwd,
 		"mode", out.Mode,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", sandboxWords(out.Sandbox.Profile, out.Sandbox.Network, out.Sandbox.Enforcement),
+		"sandbox", client.SandboxWords(out.Sandbox.Profile, out.Sandbox.Network, out.Sandbox.Enforcement),
 		"rules", strings.Join(out.Rules, ", "),
 		"policy", out.PolicyVersion,
 		"request hash", out.RequestHash,
@@ -316,20 +317,4 @@ func newPolicyReload(a *app) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// sandboxWords is a sandbox profile in one line, e.g.
-// "workspace-write, no network (full enforcement)".
-func sandboxWords(profile string, network bool, enforcement string) string {
-	if profile == "" {
-		return ""
-	}
-	s := profile + ", no network"
-	if network {
-		s = profile + ", network"
-	}
-	if enforcement != "" {
-		s += " (" + enforcement + " enforcement)"
-	}
-	return s
 }
