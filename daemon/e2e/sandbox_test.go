@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -340,7 +341,7 @@ func TestSandboxProjectCodeWithoutApproval(t *testing.T) {
 				}
 			}
 			for i, argv := range [][]string{{"go", "test", "./..."}, {"go", "test", "./..."}, {"make"}} {
-				resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: argv, Cwd: d.Workspace}})
+				resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: argv, Cwd: d.Workspace, TimeoutSeconds: 900}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -354,7 +355,7 @@ func TestSandboxProjectCodeWithoutApproval(t *testing.T) {
 				if p.State != termdv1.PlanState_PLAN_STATE_PLANNED {
 					t.Fatalf("%q with the sandbox: %v %v, want planned (no approval)", argv, p.State, p.Decision.Reasons)
 				}
-				ex, rec, stdout, stderr := runToEnd(t, d.Client, p)
+				ex, rec, stdout, stderr := runToEndWithin(t, d.Client, p, 15*time.Minute)
 				if ex.ExitCode != 0 {
 					t.Fatalf("%q: exit %d\n%s%s", argv, ex.ExitCode, stdout, stderr)
 				}

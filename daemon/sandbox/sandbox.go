@@ -118,7 +118,8 @@ const (
 type Support struct {
 	LandlockABI int  // 0 = no Landlock
 	Seccomp     bool // seccomp filters can be installed
-	MountNS     bool // private mount namespaces (needs CAP_SYS_ADMIN)
+	MountNS     bool // private mount namespaces (root: CAP_SYS_ADMIN; else a user namespace)
+	UserNS      bool // termd is not root: the launcher makes them in an unprivileged user namespace
 	NetNS       bool // empty network namespaces
 	CapDrop     bool // the capability bounding set can be emptied (CAP_SETPCAP)
 	Launcher    string
@@ -156,10 +157,10 @@ func (s Support) Missing() []string {
 		out = append(out, "seccomp filters are not available (a kernel with CONFIG_SECCOMP_FILTER)")
 	}
 	if !s.MountNS {
-		out = append(out, "private mount namespaces are not available (termd needs CAP_SYS_ADMIN: run it as root)")
+		out = append(out, "private mount namespaces are not available (run termd as root, or allow unprivileged user namespaces: sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone)")
 	}
 	if !s.CapDrop {
-		out = append(out, "capabilities cannot be dropped (termd needs CAP_SETPCAP: run it as root)")
+		out = append(out, "capabilities cannot be dropped (run termd as root, or allow unprivileged user namespaces)")
 	}
 	return out
 }
