@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newApprove) }
-
 func newApprove(a *app) *cobra.Command {
 	var hash string
 	cmd := &cobra.Command{

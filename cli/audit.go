@@ -10,8 +10,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newAudit) }
-
 func newAudit(a *app) *cobra.Command {
 	var expect string
 	cmd := &cobra.Command{

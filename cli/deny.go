@@ -11,8 +11,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newDeny) }
-
 func newDeny(a *app) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{

@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newExecute) }
-
 func newExecute(a *app) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{

@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newPending) }
-
 func newPending(a *app) *cobra.Command {
 	var session string
 	cmd := &cobra.Command{

@@ -12,8 +12,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newPlan) }
-
 func newPlan(a *app) *cobra.Command {
 	var rf requestFlags
 	cmd := &cobra.Command{

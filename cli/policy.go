@@ -12,8 +12,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newPolicy) }
-
 // checkJSON is `termctl policy check -o json`: stable snake_case fields and
 // lowercase words, for scripts.
 type checkJSON struct {

@@ -9,8 +9,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newOutput) }
-
 // outputJSON is `termctl output -o json`.
 type outputJSON struct {
 	ExecutionID string `json:"execution_id"`

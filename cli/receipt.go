@@ -13,8 +13,6 @@ import (
 	"github.com/termd/termd/receipt"
 )
 
-func init() { verbs = append(verbs, newReceipt) }
-
 // verifyJSON is `termctl receipt verify -o json`.
 type verifyJSON struct {
 	File    string `json:"file"`

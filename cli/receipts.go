@@ -16,8 +16,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newReceipts) }
-
 func newReceipts(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "receipts",

@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newReplan) }
-
 func newReplan(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "replan PLAN_ID",

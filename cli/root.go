@@ -131,9 +131,9 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 		&cobra.Group{ID: "evidence", Title: "Policy, receipts and audit:"},
 		&cobra.Group{ID: "more", Title: "More:"},
 	)
-	for _, add := range verbs {
-		cmd := add(a)
-		cmd.GroupID = verbGroup[cmd.Name()]
+	for _, v := range verbs {
+		cmd := v.new(a)
+		cmd.GroupID = v.group
 		root.AddCommand(cmd)
 	}
 	root.SetHelpCommandGroupID("more")
@@ -189,17 +189,19 @@ func strictGroup(root, c *cobra.Command) {
 	}
 }
 
-// verbGroup places each verb under a heading in `termctl --help`.
-var verbGroup = map[string]string{
-	"plan": "run", "run": "run", "execute": "run", "output": "run", "watch": "run",
-	"pause": "run", "resume": "run", "cancel": "run", "replan": "run", "sessions": "run",
-	"pending": "approve", "approve": "approve", "deny": "approve",
-	"policy": "evidence", "receipts": "evidence", "receipt": "evidence", "audit": "evidence",
-	"ask": "more", "status": "more", "version": "more", "gen-man": "more",
+// verbs are termctl's commands (one file each), with the heading each is
+// listed under in `termctl --help`. A verb file adds nothing by itself: a
+// command is registered here or not at all.
+var verbs = []struct {
+	group string
+	new   func(*app) *cobra.Command
+}{
+	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newWatch},
+	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions},
+	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny},
+	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
+	{"more", newAsk}, {"more", newStatus}, {"more", newVersion}, {"more", newGenMan},
 }
-
-// verbs registers each verb file's constructor.
-var verbs []func(*app) *cobra.Command
 
 // Main runs termctl with the process's arguments and returns the exit code.
 func Main(args []string) int {

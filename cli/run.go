@@ -15,8 +15,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newRun) }
-
 func newRun(a *app) *cobra.Command {
 	var (
 		rf  requestFlags

@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newSessions) }
-
 func newSessions(a *app) *cobra.Command {
 	var all bool
 	list := func(cmd *cobra.Command, _ []string) error {

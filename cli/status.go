@@ -10,8 +10,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newStatus) }
-
 func newStatus(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",

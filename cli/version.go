@@ -9,8 +9,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newVersion) }
-
 func newVersion(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

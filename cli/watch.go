@@ -17,8 +17,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newWatch) }
-
 func newWatch(a *app) *cobra.Command {
 	var since uint64
 	cmd := &cobra.Command{
