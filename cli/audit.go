@@ -44,12 +44,10 @@ and what is wrong with it.`,
 				}
 				req.ExpectSeq, req.ExpectHash = n, hash
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			stop := a.spin("verifying the receipt chain")
 			r, err := c.Receipts.VerifyAuditChain(ctx, req)
 			stop()

@@ -49,12 +49,10 @@ func controlVerb(name, short, long string, call func(context.Context, *client.Cl
 				"  termctl " + name + " $(termctl sessions list -o json | jq -r '.sessions[0].id')",
 			Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := a.client()
+				ctx, c, err := a.dial(cmd)
 				if err != nil {
 					return err
 				}
-				ctx, cancel := a.ctx(cmd)
-				defer cancel()
 				id, err := resolveExecution(ctx, c, args[0])
 				if err != nil {
 					return err

@@ -24,12 +24,10 @@ plan and in its signed receipt, and the requester sees it.`,
 			if strings.TrimSpace(reason) == "" {
 				return usageErr(errors.New("--reason is required: say why, the requester will read it"))
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Plans.DenyPlan(ctx, &termdv1.DenyPlanRequest{PlanId: args[0], Reason: reason})
 			if err != nil {
 				return fmt.Errorf("denying plan %s: %w", args[0], err)

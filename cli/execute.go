@@ -27,15 +27,13 @@ at once; the command keeps running.`,
   termctl output EXECUTION_ID        # read its output later`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
 			if follow {
-				return a.follow(cmd.Context(), c, args[0])
+				return a.follow(ctx, c, args[0])
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Executions.Execute(ctx, &termdv1.ExecuteRequest{PlanId: args[0]})
 			if err != nil {
 				return refusal(args[0], err)

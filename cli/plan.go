@@ -33,12 +33,10 @@ one string with --command.`,
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			stop := a.spin("planning")
 			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
 			stop()

@@ -73,12 +73,10 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Policy.CheckPolicy(ctx, &termdv1.CheckPolicyRequest{Request: req})
 			if err != nil {
 				return fmt.Errorf("checking the policy: %w", err)
@@ -199,12 +197,10 @@ func newPolicyShow(a *app) *cobra.Command {
 		Short: "Print the active policy and where it came from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			p, err := c.Policy.GetPolicy(ctx, &termdv1.GetPolicyRequest{})
 			if err != nil {
 				return fmt.Errorf("reading the policy: %w", err)
@@ -278,12 +274,10 @@ func newPolicyReload(a *app) *cobra.Command {
 		Short: "Make termd reload its policy file (operators); a bad file keeps the last good policy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Policy.ReloadPolicy(ctx, &termdv1.ReloadPolicyRequest{})
 			if err != nil {
 				return fmt.Errorf("reloading the policy (the last good policy stays active): %w", err)

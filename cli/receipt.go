@@ -115,12 +115,10 @@ func (a *app) receiptKeys(cmd *cobra.Command, file string) (map[string]ed25519.P
 		}
 		return keys, nil
 	}
-	c, err := a.client()
+	ctx, c, err := a.dial(cmd)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := a.ctx(cmd)
-	defer cancel()
 	r, err := c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("asking termd for its public key (or verify offline with --public-key FILE): %w", err)

@@ -55,12 +55,10 @@ func newReceiptsList(a *app) *cobra.Command {
 			if req.Until, err = parseWhen("--until", until); err != nil {
 				return err
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Receipts.ListReceipts(ctx, &req)
 			if err != nil {
 				return fmt.Errorf("listing receipts: %w", err)
@@ -130,12 +128,10 @@ func newReceiptsShow(a *app) *cobra.Command {
 			if (req.ReceiptId == "") == (session == "") {
 				return usageErr(fmt.Errorf("give a RECEIPT_ID or --session ID (its latest receipt)"))
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Receipts.GetReceipt(ctx, req)
 			if err != nil {
 				return fmt.Errorf("reading the receipt: %w", err)
@@ -259,12 +255,10 @@ them anywhere with the public key.`,
 				filter.Share = share
 				return a.exportJSONL(cmd, &filter)
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Receipts.ExportReceipt(ctx, &termdv1.ExportReceiptRequest{ReceiptId: args[0], Share: share})
 			if err != nil {
 				return fmt.Errorf("exporting receipt %s: %w", args[0], err)
@@ -296,11 +290,11 @@ them anywhere with the public key.`,
 
 // exportJSONL streams receipts as compact JSON, one per line.
 func (a *app) exportJSONL(cmd *cobra.Command, q *termdv1.ExportReceiptsRequest) error {
-	c, err := a.client()
+	ctx, c, err := a.dial(cmd)
 	if err != nil {
 		return err
 	}
-	st, err := c.Receipts.ExportReceipts(cmd.Context(), q)
+	st, err := c.Receipts.ExportReceipts(ctx, q)
 	if err != nil {
 		return fmt.Errorf("exporting receipts: %w", err)
 	}
@@ -331,12 +325,10 @@ func newReceiptsPublicKey(a *app) *cobra.Command {
   termctl receipt verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
 			if err != nil {
 				return fmt.Errorf("reading the public key: %w", err)

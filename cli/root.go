@@ -57,20 +57,22 @@ type app struct {
 	c       *client.Client
 }
 
-func (a *app) client() (*client.Client, error) {
-	if a.c != nil {
-		return a.c, nil
-	}
-	c, err := client.Dial(a.socket)
-	if err != nil {
-		return nil, err
-	}
-	a.c = c
-	return c, nil
-}
+// callTimeout bounds each unary call to termd (streams run until they end).
+const callTimeout = 30 * time.Second
 
-func (a *app) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(cmd.Context(), 30*time.Second)
+// dial connects to termd, once per termctl run, and returns the context a
+// verb's calls use: the command's own (Ctrl-C ends it), while the client
+// gives every unary call its own deadline (callTimeout), so a verb that
+// waits for a person between calls does not run out of time.
+func (a *app) dial(cmd *cobra.Command) (context.Context, *client.Client, error) {
+	if a.c == nil {
+		c, err := client.Dial(a.socket, client.Options{CallTimeout: callTimeout})
+		if err != nil {
+			return nil, nil, err
+		}
+		a.c = c
+	}
+	return cmd.Context(), a.c, nil
 }
 
 const rootLong = `termctl talks to termd, the command broker: plan a command, see the policy's

@@ -41,15 +41,13 @@ A blocked plan prints the policy's reasons and exits 125.`,
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
 			stop := a.spin("planning")
 			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
 			stop()
-			cancel()
 			if err != nil {
 				return fmt.Errorf("planning failed: %w", err)
 			}

@@ -16,12 +16,10 @@ func newStatus(a *app) *cobra.Command {
 		Short: "Show the daemon's version, uptime, policy and your role",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			st, err := c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
 			if err != nil {
 				return err

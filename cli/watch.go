@@ -39,11 +39,11 @@ session closes; Ctrl-C stops it any time.
 			if len(args) == 1 {
 				session = args[0]
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			return a.watch(cmd.Context(), c, session, since)
+			return a.watch(ctx, c, session, since)
 		},
 	}
 	cmd.Flags().Uint64Var(&since, "since", 0, "replay events after this sequence number (session seq, or global seq without a session)")
