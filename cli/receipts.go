@@ -19,7 +19,7 @@ import (
 func newReceipts(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "receipts",
-		Short: "List, show and export signed receipts; print the public key",
+		Short: "List, show, export and verify signed receipts; print the public key",
 		Long: `Every plan that ends (ran, failed, timed out, was cancelled, denied or
 blocked) gets a receipt: what ran, where, as whom, under which policy and
 decision, who approved it, the outcome and its output, signed with termd's
@@ -28,10 +28,10 @@ Ed25519 key and chained to the previous receipt.
 Verify one offline, anywhere, with the public key:
   termctl receipts public-key > termd.pub
   termctl receipts export RECEIPT_ID > receipt.json
-  termctl receipt verify receipt.json --public-key termd.pub`,
+  termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsPublicKey(a))
+	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsVerify(a), newReceiptsPublicKey(a))
 	return cmd
 }
 
@@ -228,7 +228,7 @@ func newReceiptsExport(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export (RECEIPT_ID | --all [filters]) [--share]",
 		Short: "Print a receipt as signed JSON, to keep or verify elsewhere",
-		Long: `export prints a receipt exactly as signed, for ` + "`termctl receipt verify`" + ` anywhere.
+		Long: `export prints a receipt exactly as signed, for ` + "`termctl receipts verify`" + ` anywhere.
 With --share, the command, argv, working directory, stdout and stderr are
 replaced by markers, sharing_redacted is set, and termd signs it again: safe
 to paste into a ticket, still verifiable.
@@ -322,7 +322,7 @@ func newReceiptsPublicKey(a *app) *cobra.Command {
 		Use:   "public-key",
 		Short: "Print the receipt signing public keys (PEM), for offline verification",
 		Example: `  termctl receipts public-key > termd.pub
-  termctl receipt verify receipt.json --public-key termd.pub`,
+  termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, c, err := a.dial(cmd)
