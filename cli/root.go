@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/buildinfo"
+	"github.com/termd/termd/internal/entry"
 	"github.com/termd/termd/internal/wire"
 )
 
@@ -43,6 +43,9 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 func (e *exitError) Unwrap() error { return e.err }
+
+// ExitCode is the process exit code (internal/entry.Run).
+func (e *exitError) ExitCode() int { return e.code }
 
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
 
@@ -101,12 +104,9 @@ The socket is --socket, else $TERMD_SOCKET, else the default path.`
 func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	a := &app{stdout: stdout, stderr: stderr, stdin: stdin}
 	root := &cobra.Command{
-		Use:           "termctl",
-		Short:         "termctl: plan, approve, execute and verify commands through termd",
-		Long:          rootLong,
-		Version:       buildinfo.String(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:   "termctl",
+		Short: "termctl: plan, approve, execute and verify commands through termd",
+		Long:  rootLong,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch a.output {
 			case "table", "json", "yaml":
@@ -126,7 +126,6 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	pf.StringVar(&a.socket, "socket", wire.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(ExitUsage, err) })
 	root.AddGroup(
 		&cobra.Group{ID: "run", Title: "Plan and run commands:"},
 		&cobra.Group{ID: "approve", Title: "Approve (operators):"},
@@ -143,7 +142,7 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	for _, c := range root.Commands() {
 		strictGroup(root, c)
 	}
-	return root
+	return entry.Prepare(root, buildinfo.String())
 }
 
 // strictGroup makes a verb that only groups subcommands (`receipts`,
@@ -207,44 +206,5 @@ var verbs = []struct {
 
 // Main runs termctl with the process's arguments and returns the exit code.
 func Main(args []string) int {
-	root := NewRoot(os.Stdout, os.Stderr, os.Stdin)
-	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return ExitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "termctl:", ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintln(os.Stderr, "termctl:", err)
-	if isUsage(err) {
-		return ExitUsage
-	}
-	return ExitError
-}
-
-func isUsage(err error) bool {
-	if client.Code(err) == codes.InvalidArgument {
-		return false
-	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires exactly", "invalid argument"} {
-		if len(msg) >= len(p) && contains(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
+	return entry.Run(NewRoot(os.Stdout, os.Stderr, os.Stdin), args, os.Stderr)
 }
