@@ -29,24 +29,14 @@ one string with --command.`,
   termctl plan --command "git status --short"
   termctl plan -o json -- touch notes.txt`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req, err := rf.build(args)
+			p, _, err := a.plan(cmd, &rf, args)
 			if err != nil {
 				return err
 			}
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
+			if ok, err := a.printData(p); ok {
 				return err
 			}
-			stop := a.spin("planning")
-			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
-			stop()
-			if err != nil {
-				return fmt.Errorf("planning failed: %w", err)
-			}
-			if ok, err := a.printData(resp.Plan); ok {
-				return err
-			}
-			return a.printPlan(a.stdout, resp.Plan)
+			return a.printPlan(a.stdout, p)
 		},
 	}
 	rf.register(cmd, true, true)

@@ -37,21 +37,10 @@ A blocked plan prints the policy's reasons and exits 125.`,
   termctl run --timeout 10m -- make test
   termctl run --yes -- touch notes.txt      # operators: approve without asking`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req, err := rf.build(args)
+			p, c, err := a.plan(cmd, &rf, args)
 			if err != nil {
 				return err
 			}
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			stop := a.spin("planning")
-			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
-			stop()
-			if err != nil {
-				return fmt.Errorf("planning failed: %w", err)
-			}
-			p := resp.Plan
 			d := p.GetDecision()
 			w := a.stderr
 			fmt.Fprintf(w, "termctl: plan %s: %s (risk %s): %s\n", p.Id, a.verdictColor(w, verdictWord(d.GetVerdict())), riskWord(d.GetRisk()), cmdline.Quote(d.GetArgv()))
