@@ -9,22 +9,34 @@ FUZZTIME  ?= 30s
 # Fuzz targets run by `make test` (package:target).
 FUZZ      ?= ./internal/cmdline:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide
 
-.PHONY: all build test unit vet fuzz run generate check-generated lint bench install uninstall man docs clean
+.PHONY: all build test deps unit vet fuzz run generate check-generated lint bench install uninstall man docs clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
-## test: vet, unit + integration tests with the race detector, fuzzers, generated-code check
-test: vet check-generated unit fuzz
+## test: test dependencies, vet, unit + integration tests with the race detector, fuzzers, generated-code check
+test: deps vet check-generated unit fuzz
+
+## deps: install what the tests need besides Go modules (Chromium, npm packages, systemd-analyze); idempotent
+deps:
+	./scripts/ci-deps.sh
 
 vet:
 	$(GO) vet ./...
 	GOOS=darwin $(GO) build ./...   # non-Linux builds keep compiling
 
+# Tests that drive outside components (a browser, the TypeScript MCP SDK) run
+# verbosely after the rest, so the output shows they ran. With
+# TERMD_TEST_REQUIRE_ALL=1 a test whose real component is missing fails
+# instead of skipping; with TERMD_REQUIRE_SANDBOX=1 the sandbox tests fail
+# (never skip) on a host that cannot enforce the sandbox.
+REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient)$$
+TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1
 unit:
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(REAL_COMPONENT_TESTS)' ./...
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -v -run '$(REAL_COMPONENT_TESTS)' ./gateway ./mcpbridge
 
 fuzz:
 	@set -e; for f in $(FUZZ); do \

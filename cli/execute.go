@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -19,8 +21,9 @@ operator approved, and re-checks before it starts that nothing changed
 
 With --follow, the command's stdout and stderr stream to yours as it runs and
 termctl exits with the command's exit code: 124 when it timed out, 130 when it
-was cancelled, 125 when termd refused to run it. Ctrl-C cancels the
-execution. Without --follow, termctl prints the execution's id and returns
+was cancelled, 125 when termd refused to run it. The execution belongs to
+this termctl: Ctrl-C, a closed terminal, a broken pipe (| head) or killing
+termctl cancels it, and it still gets a receipt. Without --follow, termctl prints the execution's id and returns
 at once; the command keeps running.`,
 		Example: `  termctl execute 3f1c...e9 --follow
   termctl execute 3f1c...e9          # start it and return
@@ -34,23 +37,29 @@ at once; the command keeps running.`,
 			if follow {
 				return a.follow(ctx, c, args[0])
 			}
-			resp, err := c.Executions.Execute(ctx, &termdv1.ExecuteRequest{PlanId: args[0]})
-			if err != nil {
-				return refusal(args[0], err)
-			}
-			ex := resp.Execution
-			if ok, err := a.printData(ex); ok {
-				return err
-			}
-			if err := printExecution(a, ex); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "watch it: termctl watch %s\nread its output: termctl output %s\ncancel it: termctl cancel %s\n", ex.SessionId, ex.Id, ex.Id)
-			return nil
+			return a.detached(ctx, c, args[0])
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the output and exit with the command's exit code")
 	return cmd
+}
+
+// detached starts a plan and returns at once: the execution is the daemon's
+// and keeps running whatever happens to this termctl.
+func (a *app) detached(ctx context.Context, c *client.Client, planID string) error {
+	resp, err := c.Executions.Execute(ctx, &termdv1.ExecuteRequest{PlanId: planID})
+	if err != nil {
+		return refusal(planID, err)
+	}
+	ex := resp.Execution
+	if ok, err := a.printData(ex); ok {
+		return err
+	}
+	if err := printExecution(a, ex); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "watch it: termctl watch %s\nread its output: termctl output %s\ncancel it: termctl cancel %s\n", ex.SessionId, ex.Id, ex.Id)
+	return nil
 }
 
 func printExecution(a *app, ex *termdv1.Execution) error {

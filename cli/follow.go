@@ -72,7 +72,7 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string) error
 		case <-sigs:
 			interrupts++
 			if interrupts > 1 {
-				return exitWith(ExitCancelled, fmt.Errorf("stopped waiting; the execution may still run: see `termctl sessions list`"))
+				return exitWith(ExitCancelled, fmt.Errorf("stopped waiting; termd cancels execution %s as this termctl leaves", execID))
 			}
 			if execID == "" {
 				wantCancel = true // cancel it as soon as it has an id
@@ -191,6 +191,9 @@ func (a *app) finish(ex *termdv1.Execution, rc *termdv1.ReceiptSummary) error {
 			return exitWith(128+n, nil)
 		}
 		return exitWith(ExitError, nil)
+	case termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT:
+		note("%s", ex.Error)
+		return exitWith(ExitOutputLimit, nil)
 	case termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN:
 		note("the outcome is unknown (termd was interrupted while it ran)")
 		return exitWith(ExitError, nil)

@@ -84,6 +84,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
+		"sandbox", sandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
 		"summary", pv.GetSummary(),
 		"rules", strings.Join(d.GetRules(), ", "),
 		"request hash", d.GetRequestHash(),

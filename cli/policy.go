@@ -32,8 +32,19 @@ type checkJSON struct {
 	Writes           []string          `json:"writes"`
 	TimeoutSeconds   uint32            `json:"timeout_seconds,omitempty"`
 	PolicyVersion    string            `json:"policy_version,omitempty"`
+	Sandbox          checkSandbox      `json:"sandbox"`
 	Steps            []checkStep       `json:"steps,omitempty"`
 	CanonicalRequest json.RawMessage   `json:"canonical_request,omitempty"`
+}
+
+// checkSandbox is the plan's sandbox profile and what the daemon enforces of it.
+type checkSandbox struct {
+	Profile     string   `json:"profile"`
+	Network     bool     `json:"network"`
+	Exec        []string `json:"exec,omitempty"`
+	Read        []string `json:"read,omitempty"`
+	Write       []string `json:"write,omitempty"`
+	Enforcement string   `json:"enforcement"`
 }
 
 type checkStep struct {
@@ -101,6 +112,9 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 				TimeoutSeconds:  d.GetTimeoutSeconds(),
 				PolicyVersion:   d.GetPolicyVersion(),
 			}
+			if sb := d.GetSandbox(); sb != nil {
+				out.Sandbox = checkSandbox{Profile: sb.Profile, Network: sb.Network, Exec: sb.Exec, Read: sb.Read, Write: sb.Write, Enforcement: sb.Enforcement}
+			}
 			for _, s := range d.GetSteps() {
 				out.Steps = append(out.Steps, checkStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
 			}
@@ -153,6 +167,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 		"cwd", out.Cwd,
 		"mode", out.Mode,
 		"effects", strings.Join(effects, "; "),
+		"sandbox", sandboxWords(out.Sandbox.Profile, out.Sandbox.Network, out.Sandbox.Enforcement),
 		"rules", strings.Join(out.Rules, ", "),
 		"policy", out.PolicyVersion,
 		"request hash", out.RequestHash,
@@ -293,4 +308,20 @@ func newPolicyReload(a *app) *cobra.Command {
 			return err
 		},
 	}
+}
+
+// sandboxWords is a sandbox profile in one line, e.g.
+// "workspace-write, no network (full enforcement)".
+func sandboxWords(profile string, network bool, enforcement string) string {
+	if profile == "" {
+		return ""
+	}
+	s := profile + ", no network"
+	if network {
+		s = profile + ", network"
+	}
+	if enforcement != "" {
+		s += " (" + enforcement + " enforcement)"
+	}
+	return s
 }

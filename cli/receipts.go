@@ -83,7 +83,7 @@ func newReceiptsList(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&req.SessionId, "session", "", "only this session's receipts")
-	f.StringVar(&req.Status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, denied, blocked, outcome_unknown)")
+	f.StringVar(&req.Status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, output_limit, denied, blocked, expired, outcome_unknown)")
 	f.StringVar(&req.Principal, "principal", "", "only receipts this principal requested or approved (e.g. uid:1000)")
 	f.StringVar(&since, "since", "", "only receipts from then on: a duration ago (24h) or a time (2006-01-02 or RFC 3339)")
 	f.StringVar(&until, "until", "", "only receipts before then (same forms as --since)")
@@ -321,6 +321,11 @@ func newReceiptsPublicKey(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "public-key",
 		Short: "Print the receipt signing public keys (PEM), for offline verification",
+		Long: `public-key prints every receipt signing public key as a plain SPKI PEM block,
+the current key first (older keys still verify older receipts). OpenSSL reads
+it as is (openssl pkey -pubin -in termd.pub -noout -text). Key ids are derived
+from the keys (the first 8 bytes of SHA-256 of the raw key, in hex); they are
+printed on stderr, and receipts name theirs in signatures[].key_id.`,
 		Example: `  termctl receipts public-key > termd.pub
   termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
@@ -340,6 +345,9 @@ func newReceiptsPublicKey(a *app) *cobra.Command {
 			for _, cur := range []bool{true, false} {
 				for _, k := range r.Keys {
 					if k.Current == cur {
+						// The PEM is plain SPKI (openssl pkey -pubin reads it);
+						// its key id goes to stderr, out of the file.
+						fmt.Fprintf(a.stderr, "termctl: key id %s%s\n", k.KeyId, map[bool]string{true: " (current)", false: " (rotated; verifies older receipts)"}[cur])
 						fmt.Fprint(a.stdout, k.Pem)
 						if !strings.HasSuffix(k.Pem, "\n") {
 							fmt.Fprintln(a.stdout)

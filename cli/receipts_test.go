@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/termd/termd/internal/harness"
 )
 
 type receiptRow struct {
@@ -70,6 +73,25 @@ func TestReceiptsListShowExportVerifyOffline(t *testing.T) {
 	// spelling, a hidden alias).
 	ok(t, d, "receipts", "verify", file)
 	ok(t, d, "receipt", "verify", file)
+	// People with only openssl can read the key as it is (plain SPKI PEM).
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		harness.Missing(t, "openssl is not installed: run scripts/ci-deps.sh")
+	}
+	if out, err := exec.Command(openssl, "pkey", "-pubin", "-in", key, "-noout").CombinedOutput(); err != nil {
+		t.Fatalf("openssl pkey -pubin -in key.pem -noout should accept the exported key: %v\n%s\n%s", err, out, readFile(t, key))
+	}
+	// Its key id is shown beside it (stderr), and names the receipt's signature.
+	_, keyErr := expect(t, d, 0, "receipts", "public-key")
+	var signed struct {
+		KeyID string `json:"key_id"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, file)), &signed); err != nil {
+		t.Fatal(err)
+	}
+	if id := signed.KeyID; id == "" || !strings.Contains(keyErr, "key id "+id) {
+		t.Fatalf("public-key should name the key id %q on stderr, got %q", id, keyErr)
+	}
 
 	// Offline: no daemon at all, only the public key file.
 	d.Stop()

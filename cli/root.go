@@ -28,6 +28,10 @@ const (
 	ExitTimedOut  = 124
 	ExitRefused   = 125
 	ExitCancelled = 130
+	// ExitOutputLimit: the command wrote more than the policy's output
+	// budget and termd ended it (141 = 128+SIGPIPE, as if its reader had
+	// gone away).
+	ExitOutputLimit = 141
 )
 
 // exitError carries an exit code up to Main.
@@ -96,6 +100,7 @@ Exit codes:
   124  the command timed out
   125  termd refused to run it (denied, blocked, stale, needs approval)
   130  the command was cancelled
+  141  the command wrote more than the policy's output budget and was ended
   N    execute --follow / run: the command's own exit code
 
 The socket is --socket, else $TERMD_SOCKET, else the default path.`

@@ -17,15 +17,25 @@ import (
 
 func newRun(a *app) *cobra.Command {
 	var (
-		rf  requestFlags
-		yes bool
+		rf     requestFlags
+		yes    bool
+		detach bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run [--yes] [flags] -- ARGV...",
+		Use:   "run [--yes] [--detach] [flags] -- ARGV...",
 		Short: "Plan, approve (when you may) and execute a command, streaming its output",
 		Long: `run is plan + approve + execute --follow in one step. The decision is shown on
 stderr; the command's stdout and stderr stream to yours, and termctl exits
-with the command's exit code (124 timed out, 130 cancelled).
+with the command's exit code (124 timed out, 130 cancelled, 125 refused).
+
+The command belongs to this termctl: when termctl goes away before it ends
+(Ctrl-C, a closed terminal, a broken pipe as in ` + "`termctl run -- yes | head`" + `,
+a kill), termd cancels it and writes its receipt. With --detach the command
+is started and termctl returns at once, printing its execution id; it keeps
+running until it ends (read it with termctl output, stop it with termctl cancel).
+
+Several termctl runs of one user may run at once (two terminals share the
+user's termctl session; sessions.max_running caps how many run together).
 
 When the plan needs approval:
   - on a terminal, an operator is shown the canonical request and asked;
@@ -35,6 +45,7 @@ When the plan needs approval:
 A blocked plan prints the policy's reasons and exits 125.`,
 		Example: `  termctl run -- ls -la
   termctl run --timeout 10m -- make test
+  termctl run --detach -- make build       # start it and return; it keeps running
   termctl run --yes -- touch notes.txt      # operators: approve without asking`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, c, err := a.plan(cmd, &rf, args)
@@ -58,11 +69,15 @@ A blocked plan prints the policy's reasons and exits 125.`,
 			default:
 				return exitWith(ExitRefused, fmt.Errorf("plan %s is %s; nothing ran", p.Id, planStateWord(p.State)))
 			}
+			if detach {
+				return a.detached(cmd.Context(), c, p.Id)
+			}
 			return a.follow(cmd.Context(), c, p.Id)
 		},
 	}
 	rf.register(cmd, true, true)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve without asking when you may approve (operators)")
+	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "start the command and return at once; it keeps running after termctl exits")
 	return cmd
 }
 

@@ -72,7 +72,7 @@ func runOnTTY(t *testing.T, d *harness.Daemon, answer string, args ...string) (s
 	t.Helper()
 	script, err := exec.LookPath("script")
 	if err != nil {
-		t.Skip("script(1) is needed to give termctl a terminal")
+		harness.Missing(t, "script(1) is needed to give termctl a terminal: install util-linux (scripts/ci-deps.sh)")
 	}
 	line := harness.Bin(t, "termctl")
 	for _, a := range args {

@@ -18,13 +18,17 @@ import (
 )
 
 func newWatch(a *app) *cobra.Command {
-	var since uint64
+	var (
+		since   uint64
+		history bool
+	)
 	cmd := &cobra.Command{
 		Use:   "watch [SESSION_ID]",
 		Short: "Follow events live: plans, approvals, output, results, receipts",
-		Long: `watch prints events as they happen: in one session, or in every session you
-may see when no session is given. Each line starts with the event's sequence
-number. If the connection drops (termd restarts, or the stream is cut), watch
+		Long: `watch prints events as they happen, from now on: in one session, or in every
+session you may see when no session is given. --history starts with the
+oldest events termd still holds instead; --since N replays the events after
+sequence number N. Each line starts with the event's sequence number. If the connection drops (termd restarts, or the stream is cut), watch
 reconnects with backoff and resumes after the last event it printed, so
 nothing is printed twice or skipped while termd keeps it. It stops when the
 session closes; Ctrl-C stops it any time.
@@ -32,6 +36,7 @@ session closes; Ctrl-C stops it any time.
 -o json prints one JSON event per line (NDJSON).`,
 		Example: `  termctl watch                     # everything you may see
   termctl watch 5e2b...a0           # one session
+  termctl watch --history           # what termd still holds, then live
   termctl watch -o json | jq .kind`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,15 +48,16 @@ session closes; Ctrl-C stops it any time.
 			if err != nil {
 				return err
 			}
-			return a.watch(ctx, c, session, since)
+			return a.watch(ctx, c, session, since, history)
 		},
 	}
 	cmd.Flags().Uint64Var(&since, "since", 0, "replay events after this sequence number (session seq, or global seq without a session)")
+	cmd.Flags().BoolVar(&history, "history", false, "start with the oldest events termd still holds, not at now")
 	return cmd
 }
 
 // watch streams events, reconnecting and resuming after the last one seen.
-func (a *app) watch(ctx context.Context, c *client.Client, session string, cursor uint64) error {
+func (a *app) watch(ctx context.Context, c *client.Client, session string, cursor uint64, history bool) error {
 	const maxBackoff = 5 * time.Second
 	backoff := 200 * time.Millisecond
 	var started time.Time // daemon start time, to notice a restart
@@ -69,14 +75,14 @@ func (a *app) watch(ctx context.Context, c *client.Client, session string, curso
 			t := st.GetStartedAt().AsTime()
 			if !started.IsZero() && !t.Equal(started) {
 				fmt.Fprintln(a.stderr, "termctl: termd restarted; following its new events")
-				cursor = 0
+				cursor, history = 0, true // every event of the new daemon is new
 			}
 			started = t
 		}
 		var closed bool
 		var got int
 		if err == nil {
-			closed, got, err = a.watchOnce(ctx, c, session, &cursor)
+			closed, got, err = a.watchOnce(ctx, c, session, &cursor, history)
 			if closed {
 				return nil
 			}
@@ -115,10 +121,10 @@ func (a *app) watch(ctx context.Context, c *client.Client, session string, curso
 
 // watchOnce reads one stream until it ends. It reports whether the watched
 // session closed, and how many events it printed.
-func (a *app) watchOnce(ctx context.Context, c *client.Client, session string, cursor *uint64) (closed bool, n int, err error) {
+func (a *app) watchOnce(ctx context.Context, c *client.Client, session string, cursor *uint64, history bool) (closed bool, n int, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: session, SinceSeq: *cursor})
+	stream, err := c.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: session, SinceSeq: *cursor, History: history})
 	if err != nil {
 		return false, 0, err
 	}

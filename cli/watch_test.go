@@ -8,7 +8,7 @@ import (
 func TestWatchPrintsEventsAndStopsWhenSessionCloses(t *testing.T) {
 	d := start(t)
 	s := decode[sessionJSON](t, ok(t, d, "sessions", "create", "-o", "json"))
-	w := startBackground(t, d, "watch", s.ID)
+	w := startBackground(t, d, "watch", "--history", s.ID)
 	p := plan(t, d, []string{"--session", s.ID}, "echo", "watched output")
 	expect(t, d, 0, "execute", p.ID, "--follow")
 	eventually(t, "watch to print the receipt", func() bool {
@@ -32,7 +32,7 @@ func TestWatchPrintsEventsAndStopsWhenSessionCloses(t *testing.T) {
 // stops; watch must reconnect by itself and go on printing.
 func TestWatchResumesAfterDaemonRestart(t *testing.T) {
 	d := start(t)
-	w := startBackground(t, d, "watch", "-o", "json")
+	w := startBackground(t, d, "watch", "--history", "-o", "json")
 	p := plan(t, d, nil, "echo", "before restart")
 	expect(t, d, 0, "execute", p.ID, "--follow")
 	eventually(t, "watch to print the first execution", func() bool {
@@ -77,7 +77,7 @@ func TestWatchResumesAfterDaemonRestart(t *testing.T) {
 func TestWatchSessionAcrossRestart(t *testing.T) {
 	d := start(t)
 	s := decode[sessionJSON](t, ok(t, d, "sessions", "create", "-o", "json"))
-	w := startBackground(t, d, "watch", s.ID)
+	w := startBackground(t, d, "watch", "--history", s.ID)
 	expect(t, d, 0, "run", "--session", s.ID, "--", "echo", "first words")
 	eventually(t, "watch to print the first run", func() bool {
 		out, _ := w.output()
@@ -97,4 +97,34 @@ func TestWatchSessionAcrossRestart(t *testing.T) {
 		out, errOut := w.output()
 		t.Fatalf("watch should stop cleanly when the session closes, exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// A fresh watch starts at now: it prints what happens next, not what termd
+// still holds from before (unless --history).
+func TestWatchStartsAtNow(t *testing.T) {
+	d := start(t)
+	old := plan(t, d, nil, "echo", "before watch")
+	expect(t, d, 0, "execute", old.ID, "--follow")
+	w := startBackground(t, d, "watch", "-o", "json")
+	var fresh []string
+	eventually(t, "watch to print a command run after it started", func() bool {
+		p := plan(t, d, nil, "echo", "after watch")
+		expect(t, d, 0, "execute", p.ID, "--follow")
+		fresh = append(fresh, p.ID)
+		out, _ := w.output()
+		return strings.Contains(strings.ToLower(out), "receipt_signed")
+	})
+	out, _ := w.output()
+	if strings.Contains(out, old.ID) || strings.Contains(out, "before watch") {
+		t.Fatalf("a fresh watch printed history:\n%s", out)
+	}
+	if !strings.Contains(out, fresh[len(fresh)-1]) {
+		t.Fatalf("watch should print the new command's events:\n%s", out)
+	}
+	// --history replays what termd holds.
+	h := startBackground(t, d, "watch", "--history", "-o", "json")
+	eventually(t, "watch --history to print the first command", func() bool {
+		out, _ := h.output()
+		return strings.Contains(out, old.ID)
+	})
 }

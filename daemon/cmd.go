@@ -55,8 +55,8 @@ func (f *Flags) LoadConfig() (*config.Config, error) {
 	if f.Policy != "" {
 		c.Policy = f.Policy
 	}
-	if len(f.Workspaces) > 0 {
-		c.Workspaces = append(c.Workspaces, f.Workspaces...)
+	for _, w := range f.Workspaces {
+		c.Workspaces = append(c.Workspaces, absPath(w))
 	}
 	if f.LogLevel != "" {
 		c.LogLevel = f.LogLevel
@@ -118,6 +118,9 @@ configured grace, and exits.`,
 	for _, sub := range subcommands {
 		cmd.AddCommand(sub())
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.ConfigFile, "config", "", "config file (YAML; see docs/CONFIG.md)")
 	fl.StringVar(&f.Socket, "socket", "", "unix socket path (default $XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock as root)")

@@ -131,7 +131,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	sup := sandbox.Probe(launcherPath)
 	mode := sandbox.Mode(cfg.Sandbox)
 	if mode == "" {
-		mode = broker.DefaultSandboxMode(sup)
+		mode = sup.DefaultMode()
 	}
 	switch level := sup.Level(mode); {
 	case level == sandbox.LevelFull:

@@ -64,7 +64,7 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 		t.Errorf("install did not say it skipped the accounts:\n%s", out)
 	}
 	want := map[string]os.FileMode{
-		"bin/termd": 0o755, "bin/termctl": 0o755, "bin/termd-mcp": 0o755, "bin/termd-gateway": 0o755,
+		"bin/termd": 0o755, "bin/termd-launch": 0o755, "bin/termctl": 0o755, "bin/termd-mcp": 0o755, "bin/termd-gateway": 0o755,
 		"lib/systemd/system/termd.service":          0o644,
 		"lib/systemd/system/termd.socket":           0o644,
 		"lib/systemd/system/termd-gateway.service":  0o644,
@@ -122,7 +122,7 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 	t.Run("systemd-analyze verify", func(t *testing.T) {
 		sa, err := exec.LookPath("systemd-analyze")
 		if err != nil {
-			t.Skip("systemd-analyze not installed (scripts/ci-deps.sh installs it)")
+			harness.Missing(t, "systemd-analyze is not installed: run scripts/ci-deps.sh")
 		}
 		sys := filepath.Join(prefix, "lib/systemd/system")
 		cmd := exec.Command(sa, "verify", filepath.Join(sys, "termd.socket"), filepath.Join(sys, "termd.service"), filepath.Join(sys, "termd-gateway.service"))

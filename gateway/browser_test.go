@@ -18,18 +18,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	e2e := filepath.Join(filepath.Dir(file), "..", "web", "e2e")
 	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
-		t.Skip("web/e2e/node_modules is missing: run scripts/ci-deps.sh (npm ci in web/e2e) to run the browser tests")
+		harness.Missing(t, "web/e2e/node_modules is missing: run scripts/ci-deps.sh (npm ci in web/e2e) to run the browser tests")
 	}
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		t.Skip("Chromium is missing at " + chromium + ": run scripts/ci-deps.sh (apt-get install chromium)")
+		harness.Missing(t, "Chromium is missing at %s: run scripts/ci-deps.sh (apt-get install chromium)", chromium)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		harness.Missing(t, "node is not installed: install Node.js 18 or later")
 	}
 	d := harness.Start(t, harness.Options{})
 	// A recipe that prints, waits and prints again: the page is reloaded while it runs.

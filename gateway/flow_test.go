@@ -24,7 +24,7 @@ func (e *env) waitFinished(execID string) map[string]any {
 	for {
 		x := e.call("GET", "/v1/executions/"+execID, nil)["execution"]
 		st := str(x, "state")
-		if st != "EXECUTION_STATE_RUNNING" && st != "EXECUTION_STATE_PAUSED" && str(x, "receiptId") != "" {
+		if st != "EXECUTION_STATE_RUNNING" && st != "EXECUTION_STATE_PAUSED" && str(x, "receipt_id") != "" {
 			return x.(map[string]any)
 		}
 		if time.Now().After(deadline) {
@@ -46,7 +46,7 @@ func (e *env) readAll(execID string) string {
 			e.t.Fatal(err)
 		}
 		out = append(out, b...)
-		n, _ := strconv.Atoi(str(r, "nextOffset"))
+		n, _ := strconv.Atoi(str(r, "next_offset"))
 		off = n
 		if len(b) == 0 || dig(r, "eof") == true {
 			break
@@ -66,7 +66,7 @@ func TestPlanApproveExecuteReceipt(t *testing.T) {
 	if st := str(p, "state"); st != "PLAN_STATE_AWAITING_APPROVAL" {
 		t.Fatalf("touch in confirm mode: state %s, want awaiting approval: %v", st, p)
 	}
-	id, hash := str(p, "id"), str(p, "decision", "requestHash")
+	id, hash := str(p, "id"), str(p, "decision", "request_hash")
 	if hash == "" {
 		t.Fatal("no request hash")
 	}
@@ -76,7 +76,7 @@ func TestPlanApproveExecuteReceipt(t *testing.T) {
 		t.Errorf("plan %s not in the awaiting list", id)
 	}
 	// A viewer token cannot approve; a wrong hash is refused; nothing ran.
-	if code, body := status(t, e.do("POST", "/v1/plans/"+id+":approve", e.Viewer, map[string]any{"requestHash": hash})); code != 403 {
+	if code, body := status(t, e.do("POST", "/v1/plans/"+id+":approve", e.Viewer, map[string]any{"request_hash": hash})); code != 403 {
 		t.Errorf("viewer approve: %d %s, want 403", code, body)
 	}
 	if code, body := status(t, e.do("POST", "/v1/plans/"+id+":approve", e.Operator, map[string]any{"request_hash": strings.Repeat("0", 64)})); code < 400 {
@@ -103,9 +103,9 @@ func TestPlanApproveExecuteReceipt(t *testing.T) {
 	}
 
 	// The receipt verifies, names the approver, and exports for sharing.
-	rid := str(x, "receiptId")
+	rid := str(x, "receipt_id")
 	r := e.call("GET", "/v1/receipts/"+rid, nil)
-	rj := str(r, "receiptJson")
+	rj := str(r, "receipt_json")
 	if !strings.Contains(rj, hash) || !strings.Contains(rj, "token:alice") {
 		t.Errorf("receipt lacks the request hash or approver: %.400s", rj)
 	}
@@ -118,7 +118,7 @@ func TestPlanApproveExecuteReceipt(t *testing.T) {
 		t.Error("a tampered receipt verified")
 	}
 	ex := e.call("GET", "/v1/receipts/"+rid+":export?share=true", nil)
-	if str(ex, "receiptJson") == "" {
+	if str(ex, "receipt_json") == "" {
 		t.Error("share export is empty")
 	}
 	list := e.call("GET", "/v1/receipts", nil)
@@ -168,7 +168,7 @@ func TestSSESessionIDsAndResume(t *testing.T) {
 	for _, argv := range [][]string{{"ls"}, {"touch", "a.txt"}, {"touch", "b.txt"}} {
 		e.call("POST", "/v1/plans", map[string]any{"session_id": sid, "request": map[string]any{"argv": argv, "mode": "MODE_CONFIRM"}})
 	}
-	s := e.openSSE("/v1/events?session_id="+sid, e.Operator)
+	s := e.openSSE("/v1/events?history=1&session_id="+sid, e.Operator)
 	var got []sseEvent
 	var last uint64
 	for len(got) < 4 {
@@ -182,7 +182,7 @@ func TestSSESessionIDsAndResume(t *testing.T) {
 		if err := json.Unmarshal([]byte(ev.Data), &m); err != nil {
 			t.Fatalf("data is not JSON: %q", ev.Data)
 		}
-		if str(m, "seq") != ev.ID || str(m, "kind") != ev.Event || str(m, "sessionId") != sid {
+		if str(m, "seq") != ev.ID || str(m, "kind") != ev.Event || str(m, "session_id") != sid {
 			t.Errorf("id/event lines disagree with the data: id=%s event=%s data=%s", ev.ID, ev.Event, ev.Data)
 		}
 		got = append(got, ev)
@@ -218,14 +218,29 @@ func TestSSESessionIDsAndResume(t *testing.T) {
 	r.res.Body.Close()
 
 	// The all-sessions stream uses global sequence numbers.
-	a := e.openSSE("/v1/events", e.Operator)
+	a := e.openSSE("/v1/events?history=1", e.Operator)
 	ev := a.nextEvent(t)
 	var m map[string]any
 	_ = json.Unmarshal([]byte(ev.Data), &m)
-	if str(m, "globalSeq") != ev.ID {
-		t.Errorf("all stream: id %s, globalSeq %s", ev.ID, str(m, "globalSeq"))
+	if str(m, "global_seq") != ev.ID {
+		t.Errorf("all stream: id %s, globalSeq %s", ev.ID, str(m, "global_seq"))
 	}
 	a.res.Body.Close()
+
+	// A new subscriber starts at now: no history, no lag notice; its first
+	// event is the next one published.
+	n := e.openSSE("/v1/events", e.Operator)
+	for ev := n.next(t); ev.Comment == "" || ev.Comment == "heartbeat"; ev = n.next(t) {
+		if ev.Comment == "stream open" {
+			break
+		}
+	}
+	e.call("POST", "/v1/plans", map[string]any{"session_id": sid, "request": map[string]any{"argv": []string{"touch", "now.txt"}, "mode": "MODE_CONFIRM"}})
+	first := n.nextEvent(t)
+	if first.Event != "EVENT_KIND_PLAN_CREATED" || !strings.Contains(first.Data, "now.txt") {
+		t.Errorf("a new subscriber's first event should be the new plan, got %s %s", first.Event, first.Data)
+	}
+	n.res.Body.Close()
 
 	// A viewer sees the stream too (read-only), but not by a bad session.
 	code, _ := status(t, e.do("GET", "/v1/events?session_id=nope", e.Operator, nil))

@@ -77,8 +77,11 @@ type scope struct {
 	mux    *runtime.ServeMux
 }
 
+// jsonpb writes the API's JSON convention (docs/ARCHITECTURE.md, "JSON"):
+// snake_case field names (the proto names, as termctl -o json and the MCP
+// tools write them); requests may use either spelling.
 var jsonpb = &runtime.JSONPb{
-	MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
+	MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true},
 	UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 }
 

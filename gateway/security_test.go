@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -279,5 +281,46 @@ func TestSSETickets(t *testing.T) {
 	tk = str(e.call("POST", "/v1/sse-ticket", map[string]any{}), "ticket")
 	if code, _ := status(t, e.do("GET", "/v1/status?ticket="+tk, "", nil)); code != 401 {
 		t.Errorf("ticket on a REST route: %d, want 401", code)
+	}
+}
+
+// The README's route list is true: every route it names answers as it says,
+// with and without a token.
+func TestReadmeRoutesAreTrue(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bullet string
+	for _, para := range strings.Split(string(readme), "\n- ") {
+		if strings.HasPrefix(para, "**Other routes.**") {
+			bullet = strings.Join(strings.Fields(para), " ")
+		}
+	}
+	if bullet == "" {
+		t.Fatal("README.md has no **Other routes.** bullet")
+	}
+	public, withToken, found := strings.Cut(bullet, "With a token:")
+	if !found {
+		t.Fatalf("README should say which routes need a token: %q", bullet)
+	}
+	routes := regexp.MustCompile("`GET (/[^` ]*)`")
+	e := newEnv(t)
+	for _, m := range routes.FindAllStringSubmatch(public, -1) {
+		if code, body := status(t, e.do("GET", m[1], "", nil)); code != 200 {
+			t.Errorf("README says GET %s is public, but without a token it answers %d (%s)", m[1], code, body)
+		}
+	}
+	named := routes.FindAllStringSubmatch(withToken, -1)
+	if len(named) < 2 {
+		t.Fatalf("README should list /openapi.json and the receipt schema as token routes: %q", withToken)
+	}
+	for _, m := range named {
+		if code, _ := status(t, e.do("GET", m[1], "", nil)); code != 401 {
+			t.Errorf("README says GET %s needs a token, but without one it answers %d", m[1], code)
+		}
+		if code, body := status(t, e.do("GET", m[1], e.Viewer, nil)); code != 200 {
+			t.Errorf("GET %s with a token: %d (%s)", m[1], code, body)
+		}
 	}
 }

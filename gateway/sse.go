@@ -20,8 +20,9 @@ import (
 //	GET /v1/events?session_id=S   one session; id: is the session seq
 //	GET /v1/events                everything the token may see; id: is global_seq
 //
-// Resume with the Last-Event-ID header (sent by EventSource on reconnect) or
-// the since query parameter. Headers go out at once; a comment line every
+// A new stream starts at "now"; ?history=1 starts with the oldest events the
+// daemon still holds. Resume with the Last-Event-ID header (sent by
+// EventSource on reconnect) or the since query parameter. Headers go out at once; a comment line every
 // heartbeat keeps proxies and the browser from timing out; when the client
 // goes away the request context ends, which cancels the daemon stream.
 func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) {
@@ -44,16 +45,29 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 		since = n
 		break
 	}
+	history := false
+	switch q.Get("history") {
+	case "", "0", "false":
+	case "1", "true":
+		history = true
+	default:
+		writeError(w, http.StatusBadRequest, "history must be 1 or true (start with the events termd still holds) or 0 or false (start at now)")
+		return
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream has no overall write deadline
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stream, err := s.client.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: sessionID, SinceSeq: since})
+	stream, err := s.client.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: sessionID, SinceSeq: since, History: history})
 	if err != nil {
 		writeError(w, httpStatus(err), err.Error())
 		return
 	}
+	// The daemon sends its headers once the subscription's starting point is
+	// fixed: "stream open" then means every later event will be delivered.
+	// A refusal (unknown session) arrives as the stream's error instead.
+	_, _ = stream.Header()
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")

@@ -470,7 +470,7 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	var final *termdv1.Execution
 	receiptID := ""
 	events := 0
-	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID})
+	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID, Detach: true})
 	for err == nil {
 		var m *termdv1.ExecuteAndWaitResponse
 		if m, err = stream.Recv(); err != nil {

@@ -21,12 +21,12 @@ func TestTypeScriptClient(t *testing.T) {
 	needRoot(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		harness.Missing(t, "node is not installed: install Node.js 18 or later")
 	}
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "tsclient")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Skip("run scripts/ci-deps.sh (npm ci in mcpbridge/tsclient) first")
+		harness.Missing(t, "mcpbridge/tsclient/node_modules is missing: run scripts/ci-deps.sh (npm ci in mcpbridge/tsclient)")
 	}
 	d := startDaemon(t)
 	if err := os.Chown(d.Workspace, int(harness.Nobody.Uid), int(harness.Nobody.Gid)); err != nil {

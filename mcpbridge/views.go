@@ -60,7 +60,7 @@ type ExecutionView struct {
 	ExecutionID     string `json:"execution_id"`
 	PlanID          string `json:"plan_id,omitempty"`
 	SessionID       string `json:"session_id,omitempty"`
-	State           string `json:"state" jsonschema:"running, paused, succeeded, failed, timed_out, cancelled, killed or outcome_unknown"`
+	State           string `json:"state" jsonschema:"running, paused, succeeded, failed, timed_out, cancelled, killed, output_limit (wrote more than the output budget) or outcome_unknown"`
 	Done            bool   `json:"done" jsonschema:"true once the command has ended"`
 	ExitCode        *int32 `json:"exit_code,omitempty"`
 	Signal          string `json:"signal,omitempty"`

@@ -2,5 +2,6 @@ package receipt
 
 import "crypto/ed25519"
 
-// PublicKeyPEMFor encodes one public key as a PEM block with its Key-Id header.
+// PublicKeyPEMFor encodes one public key as a plain SPKI PEM block (no headers;
+// the key id is derived from the key).
 func PublicKeyPEMFor(id string, pub ed25519.PublicKey) []byte { return encodePublicPEM(id, pub) }

@@ -30,12 +30,15 @@ const (
 	StatusDenied         Status = "denied"
 	StatusExpired        Status = "expired"
 	StatusOutcomeUnknown Status = "outcome_unknown"
+	// StatusOutputLimit: the command wrote more than the policy's output
+	// budget (limits.output_budget) and termd ended it.
+	StatusOutputLimit Status = "output_limit"
 )
 
 // Statuses lists every final status, in a stable order.
 var Statuses = []Status{
 	StatusSucceeded, StatusFailed, StatusTimedOut, StatusCancelled, StatusKilled,
-	StatusBlocked, StatusDenied, StatusExpired, StatusOutcomeUnknown,
+	StatusBlocked, StatusDenied, StatusExpired, StatusOutcomeUnknown, StatusOutputLimit,
 }
 
 // Valid reports whether s is a known final status.

@@ -291,12 +291,19 @@ type publicKeyJSON struct {
 	PublicKey string `json:"public_key"` // standard base64 of the raw 32-byte key
 }
 
+// encodePublicPEM writes a plain SPKI "PUBLIC KEY" block, without headers,
+// so that OpenSSL and other tools read it as is. The key id is derived from
+// the key (KeyIDFor), so it needs no header: termctl prints it beside the key
+// and key files are named by it. id is checked, not written.
 func encodePublicPEM(id string, pub ed25519.PublicKey) []byte {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		panic(err) // cannot fail for an Ed25519 key
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Headers: map[string]string{"Key-Id": id}, Bytes: der})
+	if id != KeyIDFor(pub) {
+		panic("receipt: key id " + id + " does not belong to the key")
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
 // PublicKeyJSON encodes keys in the JSON public-key file format.

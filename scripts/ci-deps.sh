@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Installs test dependencies that are not Go modules: nothing is downloaded at
-# test time. Idempotent; safe to run on a developer machine.
+# Installs test dependencies that are not Go modules, so that nothing is
+# downloaded at test time. `make test` runs it first. Idempotent and quick when
+# everything is present (it checks before it installs); safe on a developer
+# machine (it asks sudo only when it must install a Debian package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+
+# Debian packages: Chromium (browser tests), Node.js and npm (browser and
+# TypeScript MCP client tests), systemd-analyze (deploy unit checks),
+# script(1) (termctl on a terminal), openssl (offline key check).
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-if [ ${#need_apt[@]} -gt 0 ] && [ -d web/e2e ]; then
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
+command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+if [ ${#need_apt[@]} -gt 0 ]; then
+	echo "ci-deps: installing ${need_apt[*]} (apt)"
 	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+	$sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-# npm packages used by the browser and MCP TypeScript-client tests (lockfiles committed).
-for d in web/e2e mcpbridge/tsclient; do
-	if [ -f "$d/package.json" ]; then
-		(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
-	fi
-done
 
-# --- deploy tests: `systemd-analyze verify` on the shipped units (deploy/deploy_test.go skips without it).
-if ! command -v systemd-analyze >/dev/null 2>&1; then
-	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq --no-install-recommends systemd >/dev/null
-fi
+# npm packages used by the browser and MCP TypeScript-client tests (lockfiles
+# committed). npm records what it installed in node_modules/.package-lock.json;
+# when that is newer than the lockfile, the install is current.
+for d in web/e2e mcpbridge/tsclient; do
+	[ -f "$d/package.json" ] || continue
+	if [ -f "$d/node_modules/.package-lock.json" ] && [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ]; then
+		continue
+	fi
+	echo "ci-deps: npm ci in $d"
+	(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+done
+echo "ci-deps: test dependencies are present"

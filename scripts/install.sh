@@ -10,7 +10,7 @@
 # termd-gateway user even as root.
 #
 # Installs:
-#   PREFIX/bin/{termd,termctl,termd-mcp,termd-gateway}           0755
+#   PREFIX/bin/{termd,termd-launch,termctl,termd-mcp,termd-gateway}  0755
 #   PREFIX/lib/systemd/system/{termd.service,termd.socket,termd-gateway.service}  0644
 #   PREFIX/share/systemd/user/{termd.service,termd.socket}        0644
 #   PREFIX/share/termd/launchd/*.plist                            0644
@@ -35,7 +35,7 @@ case "$PREFIX" in /*) ;; *) echo "install.sh: PREFIX must be an absolute path (g
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 root="$DESTDIR$PREFIX"
-bins="termd termctl termd-mcp termd-gateway"
+bins="termd termd-launch termctl termd-mcp termd-gateway"
 sysunits="termd.service termd.socket termd-gateway.service"
 userunits="termd.service termd.socket"
 plists="dev.termd.termd.plist dev.termd.termd.user.plist"

@@ -28,8 +28,11 @@ func (b *Broker) acquireStream(caller *termdv1.Principal) (release func(), err e
 }
 
 // StreamEvents delivers a session's events (or every visible session's)
-// after since, until the session closes or ctx ends.
-func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, sessionID string, since uint64, send func(*termdv1.Event) error) error {
+// after since, until the session closes or ctx ends. since 0 starts at the
+// oldest event still held with history, else at "now" (the next event).
+// ready, when set, is called once the starting point is fixed: a transport
+// tells its client then that "now" has begun.
+func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, sessionID string, since uint64, history bool, ready func(), send func(*termdv1.Event) error) error {
 	release, err := b.acquireStream(caller)
 	if err != nil {
 		return err
@@ -43,11 +46,17 @@ func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, se
 		if err != nil {
 			return err
 		}
+		if since == 0 && !history {
+			since = b.Bus.LastSeq(sessionID)
+		}
 		sub, err = b.Bus.Subscribe(sessionID, since)
 		if err != nil {
 			return errdefs.NotFound("session %s has no events (it may have been closed long ago)", sessionID)
 		}
 	} else {
+		if since == 0 && !history {
+			since = b.Bus.LastGlobalSeq()
+		}
 		sub = b.Bus.SubscribeAll(since, func(id string) bool {
 			b.mu.Lock()
 			defer b.mu.Unlock()
@@ -56,6 +65,9 @@ func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, se
 		})
 	}
 	defer sub.Close()
+	if ready != nil {
+		ready()
+	}
 	for {
 		ev, err := sub.Next(ctx)
 		if err != nil {

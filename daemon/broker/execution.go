@@ -54,13 +54,22 @@ type execRec struct {
 	tmp     string
 }
 
-// liveStream redacts one output stream as it arrives and publishes it as events.
+// liveStream redacts one output stream as it arrives and publishes it as
+// events, coalesced: at most one output event per stream every liveInterval
+// (plus a last one at the end), so a flood costs every viewer a bounded number
+// of events per second. When a full event is waiting for its slot, the
+// command's reader waits too: the pipe fills and the command slows down, as
+// it would on a slow terminal (its output budget still ends a flood).
 type liveStream struct {
-	mu     sync.Mutex
-	red    *receiptstore.StreamRedactor
-	offset int64
-	idle   *time.Timer // flushes the redactor's held tail when output pauses
-	closed bool
+	mu        sync.Mutex
+	red       *receiptstore.StreamRedactor
+	offset    int64
+	pending   []byte // redacted, not yet published
+	lastFlush time.Time
+	flush     *time.Timer // publishes pending at the next slot; nil when not armed
+	publish   func(at int64, data []byte)
+	idle      *time.Timer // flushes the redactor's held tail when output pauses
+	closed    bool
 }
 
 // idleFlush is how long output may pause before the complete lines in the
@@ -70,22 +79,73 @@ type liveStream struct {
 // pieces of one line is still caught.
 const idleFlush = 200 * time.Millisecond
 
+// liveInterval and liveEventMax bound live output: at most 1/liveInterval
+// output events per second per stream, each of about liveEventMax bytes at
+// most (10 MiB/s per stream).
+const (
+	liveInterval = 50 * time.Millisecond
+	liveEventMax = 512 << 10
+)
+
 // write passes a chunk to the redactor and re-arms the idle flush.
 func (ls *liveStream) write(chunk []byte) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	for len(ls.pending) >= liveEventMax && !ls.closed {
+		wait := time.Until(ls.lastFlush.Add(liveInterval))
+		if wait <= 0 {
+			ls.flushLocked()
+			break
+		}
+		ls.mu.Unlock()
+		time.Sleep(wait)
+		ls.mu.Lock()
+	}
 	_, _ = ls.red.Write(chunk)
+	ls.armLocked()
 	if ls.idle == nil {
 		ls.idle = time.AfterFunc(idleFlush, func() {
 			ls.mu.Lock()
 			defer ls.mu.Unlock()
 			if !ls.closed {
 				_ = ls.red.FlushLines()
+				ls.armLocked()
 			}
 		})
 	} else {
 		ls.idle.Reset(idleFlush)
 	}
+}
+
+// add takes redacted text from the redactor (called with ls.mu held).
+func (ls *liveStream) add(p string) { ls.pending = append(ls.pending, p...) }
+
+// armLocked schedules the publication of pending output at the next slot.
+func (ls *liveStream) armLocked() {
+	if len(ls.pending) == 0 || ls.flush != nil || ls.closed {
+		return
+	}
+	ls.flush = time.AfterFunc(max(time.Until(ls.lastFlush.Add(liveInterval)), 0), func() {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		ls.flush = nil
+		if !ls.closed {
+			ls.flushLocked()
+		}
+	})
+}
+
+// flushLocked publishes pending output as one event.
+func (ls *liveStream) flushLocked() {
+	ls.lastFlush = time.Now()
+	if len(ls.pending) == 0 {
+		return
+	}
+	data := ls.pending
+	ls.pending = nil
+	at := ls.offset
+	ls.offset += int64(len(data))
+	ls.publish(at, data)
 }
 
 // close flushes the tail for good.
@@ -95,11 +155,14 @@ func (ls *liveStream) close() {
 	if ls.idle != nil {
 		ls.idle.Stop()
 	}
+	if ls.flush != nil {
+		ls.flush.Stop()
+		ls.flush = nil
+	}
 	ls.closed = true
 	_ = ls.red.Close()
+	ls.flushLocked()
 }
-
-const outputChunk = 32 << 10
 
 // Execute starts an allowed or approved plan and returns at once.
 func (b *Broker) Execute(_ context.Context, caller *termdv1.Principal, planID, sessionID string) (*termdv1.Execution, error) {
@@ -112,8 +175,11 @@ func (b *Broker) Execute(_ context.Context, caller *termdv1.Principal, planID, s
 	return proto.Clone(e.e).(*termdv1.Execution), nil
 }
 
-// ExecuteAndWait starts a plan and delivers its events until its receipt is signed.
-func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, send func(*termdv1.Event) error) error {
+// ExecuteAndWait starts a plan and delivers its events until its receipt is
+// signed. The caller owns a foreground execution: when its stream ends first
+// (the client was killed, its pipe broke, its terminal closed), the execution
+// is cancelled and gets a receipt saying why. A detached one keeps running.
+func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, detach bool, send func(*termdv1.Event) error) (err error) {
 	release, err := b.acquireStream(caller)
 	if err != nil {
 		return err
@@ -137,6 +203,13 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 	e, err := b.start(caller, planID, sessionID)
 	if err != nil {
 		return err
+	}
+	if !detach {
+		defer func() {
+			if err != nil {
+				b.abandon(e, "the client running it in the foreground went away before it finished ("+err.Error()+"); run it detached (`termctl run --detach`) to keep it running")
+			}
+		}()
 	}
 	for {
 		ev, err := sub.Next(ctx)
@@ -211,9 +284,9 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		b.mu.Unlock()
 		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hintFor(p.p))
 	}
-	if s.active != nil && !s.active.finished {
+	if n, max := b.runningOfLocked(p.p.Requester), b.Config().Sessions.MaxRunning; n >= max {
 		b.mu.Unlock()
-		return nil, errdefs.Precondition("session %s is already running execution %s; wait for it, or cancel it with `termctl cancel %s`", s.id, s.active.id, s.active.id)
+		return nil, errdefs.Exhausted("%s already has %d commands running (the per-principal cap, sessions.max_running); wait for one to finish, or cancel one (`termctl sessions list` shows them)", p.p.Requester.GetName(), n)
 	}
 	// Reserve the plan so it cannot start twice while we re-check outside the lock.
 	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING); err != nil {
@@ -233,7 +306,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		},
 	}
 	e.e.Id = e.id
-	s.active = e
+	s.addRunning(e)
 	s.touch(now)
 	p.p.ExecutionId = e.id
 	p.p.NextStep = nextStep(p.p)
@@ -293,6 +366,32 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	return e, nil
 }
 
+// abandon cancels an execution whose foreground client went away.
+func (b *Broker) abandon(e *execRec, why string) {
+	b.mu.Lock()
+	if e.finished || e.stopReason != "" {
+		b.mu.Unlock()
+		return
+	}
+	e.stopReason = why
+	proc := e.proc
+	b.mu.Unlock()
+	if proc != nil {
+		_ = proc.Cancel()
+	}
+}
+
+// runningOfLocked counts the commands running as principal p, across its sessions.
+func (b *Broker) runningOfLocked(p *termdv1.Principal) int {
+	key, n := principalKey(p), 0
+	for _, e := range b.execs {
+		if !e.finished && principalKey(e.plan.p.Requester) == key {
+			n++
+		}
+	}
+	return n
+}
+
 // stale compares an approved decision with a fresh one.
 func stale(was, now policy.Decision) string {
 	switch {
@@ -333,13 +432,11 @@ func (b *Broker) refuse(e *execRec, why string) {
 	e.finished = true
 	close(e.done)
 	delete(b.execs, e.id)
-	if p.session.active == e {
-		p.session.active = nil
-	}
+	p.session.dropRunning(e)
 	b.running.Done()
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
 	b.decisionReceiptLocked(p, "expired", nil, why)
-	if e.closeSessionAfter {
+	if e.closeSessionAfter && !p.session.busy() {
 		// The session was closed while this start was being checked: its
 		// streams end now, as they would after a run.
 		b.publishSessionClosed(p.session)
@@ -419,24 +516,26 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		timeout = lim.DefaultTimeout
 	}
 	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
-		e.out[s] = &liveStream{}
-		e.out[s].red = b.Redactor.NewStream(&eventWriter{b: b, e: e, s: s}, 0)
+		ls := &liveStream{publish: func(at int64, data []byte) { b.publishOutput(e, s, at, data) }}
+		ls.red = b.Redactor.NewStream(eventWriter{ls}, 0)
+		e.out[s] = ls
 	}
 	return runner.Spec{
-		ID:         e.id,
-		Path:       d.ResolvedPath,
-		Argv:       argv,
-		Dir:        d.Cwd,
-		Env:        envList,
-		Timeout:    timeout,
-		Grace:      lim.Grace,
-		OutputCap:  lim.OutputBytes,
-		MemoryMax:  lim.MemoryBytes,
-		PidsMax:    lim.Pids,
-		NoNetwork:  !d.Network,
-		Credential: cred,
-		Launch:     e.launch,
-		NewHash:    b.Keys.NewDigest,
+		ID:           e.id,
+		Path:         d.ResolvedPath,
+		Argv:         argv,
+		Dir:          d.Cwd,
+		Env:          envList,
+		Timeout:      timeout,
+		Grace:        lim.Grace,
+		OutputCap:    lim.OutputBytes,
+		OutputBudget: lim.OutputBudget,
+		MemoryMax:    lim.MemoryBytes,
+		PidsMax:      lim.Pids,
+		NoNetwork:    !d.Network,
+		Credential:   cred,
+		Launch:       e.launch,
+		NewHash:      b.Keys.NewDigest,
 		OnOutput: func(s runner.Stream, _ int64, chunk []byte) {
 			e.out[s].write(chunk)
 		},
@@ -478,46 +577,35 @@ func credentialFor(who string) (*syscall.Credential, error) {
 	return c, nil
 }
 
-// eventWriter receives redacted output and publishes it in chunks.
-type eventWriter struct {
-	b *Broker
-	e *execRec
-	s runner.Stream
-}
+// eventWriter receives redacted output for its liveStream.
+type eventWriter struct{ ls *liveStream }
 
-// WriteString takes the redactor's text without an extra copy.
-func (w *eventWriter) WriteString(s string) (int, error) { return w.publish(s) }
+// WriteString takes the redactor's text.
+func (w eventWriter) WriteString(s string) (int, error) { w.ls.add(s); return len(s), nil }
 
-func (w *eventWriter) Write(p []byte) (int, error) { return w.publish(string(p)) }
+func (w eventWriter) Write(p []byte) (int, error) { w.ls.add(string(p)); return len(p), nil }
 
-// publish sends text as output events of at most outputChunk bytes.
-func (w *eventWriter) publish(p string) (int, error) {
-	ls := w.e.out[w.s]
+// publishOutput sends one coalesced piece of an execution's output as an event.
+func (b *Broker) publishOutput(e *execRec, s runner.Stream, at int64, data []byte) {
 	stream := termdv1.OutputStream_OUTPUT_STREAM_STDOUT
-	if w.s == runner.Stderr {
+	if s == runner.Stderr {
 		stream = termdv1.OutputStream_OUTPUT_STREAM_STDERR
 	}
-	for off := 0; off < len(p); off += outputChunk {
-		end := min(off+outputChunk, len(p))
-		data := []byte(p[off:end])
-		at := ls.offset
-		ls.offset += int64(len(data))
-		w.b.Bus.Publish(w.e.plan.session.id, termdv1.EventKind_EVENT_KIND_OUTPUT, func(ev *termdv1.Event) {
-			ev.Payload = &termdv1.Event_Output{Output: &termdv1.OutputChunk{ExecutionId: w.e.id, Stream: stream, Offset: at, Data: data}}
-		})
-	}
-	return len(p), nil
+	b.Bus.Publish(e.plan.session.id, termdv1.EventKind_EVENT_KIND_OUTPUT, func(ev *termdv1.Event) {
+		ev.Payload = &termdv1.Event_Output{Output: &termdv1.OutputChunk{ExecutionId: e.id, Stream: stream, Offset: at, Data: data}}
+	})
 }
 
 var finalStates = map[runner.Status]struct {
 	plan termdv1.PlanState
 	exec termdv1.ExecutionState
 }{
-	runner.StatusSucceeded: {termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED},
-	runner.StatusFailed:    {termdv1.PlanState_PLAN_STATE_FAILED, termdv1.ExecutionState_EXECUTION_STATE_FAILED},
-	runner.StatusTimedOut:  {termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT},
-	runner.StatusCancelled: {termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.ExecutionState_EXECUTION_STATE_CANCELLED},
-	runner.StatusKilled:    {termdv1.PlanState_PLAN_STATE_KILLED, termdv1.ExecutionState_EXECUTION_STATE_KILLED},
+	runner.StatusSucceeded:   {termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED},
+	runner.StatusFailed:      {termdv1.PlanState_PLAN_STATE_FAILED, termdv1.ExecutionState_EXECUTION_STATE_FAILED},
+	runner.StatusTimedOut:    {termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT},
+	runner.StatusCancelled:   {termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.ExecutionState_EXECUTION_STATE_CANCELLED},
+	runner.StatusKilled:      {termdv1.PlanState_PLAN_STATE_KILLED, termdv1.ExecutionState_EXECUTION_STATE_KILLED},
+	runner.StatusOutputLimit: {termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT, termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT},
 }
 
 // finish records the final state: receipt first (durable), then state and events.
@@ -533,6 +621,8 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	detail := ""
 	if res.Err != nil {
 		detail = "the command could not be started: " + res.Err.Error()
+	} else if res.Status == runner.StatusOutputLimit {
+		detail = fmt.Sprintf("the command wrote more than the output budget of %d bytes (policy limits.output_budget) and was ended; its first %d bytes per stream are kept", b.Policy.Current().Limits().OutputBudget, b.Policy.Current().Limits().OutputBytes)
 	} else if res.Status == runner.StatusCancelled {
 		switch {
 		case e.stopReason != "":
@@ -580,9 +670,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	}
 	e.proc = nil // output is now served from the receipt
 	s := p.session
-	if s.active == e {
-		s.active = nil
-	}
+	s.dropRunning(e)
 	s.touch(b.Now())
 	snap := proto.Clone(ee).(*termdv1.Execution)
 	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_FINISHED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
@@ -590,7 +678,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		sum := summaryOf(stored)
 		b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
 	}
-	if e.closeSessionAfter {
+	if e.closeSessionAfter && !s.busy() {
 		b.publishSessionClosed(s)
 	}
 	close(e.done)

@@ -40,10 +40,10 @@ var transitions = map[termdv1.PlanState][]termdv1.PlanState{
 	termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL: {termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_DENIED, termdv1.PlanState_PLAN_STATE_EXPIRED},
 	termdv1.PlanState_PLAN_STATE_APPROVED:          {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED},
 	termdv1.PlanState_PLAN_STATE_RUNNING: {termdv1.PlanState_PLAN_STATE_PAUSED, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
-		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN,
+		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT,
 		termdv1.PlanState_PLAN_STATE_EXPIRED},
 	termdv1.PlanState_PLAN_STATE_PAUSED: {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
-		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN},
+		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT},
 }
 
 func stateWord(s termdv1.PlanState) string {
@@ -124,7 +124,7 @@ func nextStep(p *termdv1.Plan) string {
 func isFinal(s termdv1.PlanState) bool {
 	switch s {
 	case termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED, termdv1.PlanState_PLAN_STATE_TIMED_OUT,
-		termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN:
+		termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT:
 		return true
 	}
 	return false

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
@@ -21,15 +20,7 @@ func (b *Broker) SandboxMode() sandbox.Mode {
 	if m := b.Config().Sandbox; m != "" {
 		return sandbox.Mode(m)
 	}
-	return DefaultSandboxMode(b.Sandbox)
-}
-
-// DefaultSandboxMode is the mode used when the config does not name one.
-func DefaultSandboxMode(s sandbox.Support) sandbox.Mode {
-	if (s.Platform == "linux-landlock" && s.LandlockABI > 0) || (s.Platform == "macos-seatbelt" && s.LauncherErr == "") {
-		return sandbox.Required
-	}
-	return sandbox.BestEffort
+	return b.Sandbox.DefaultMode()
 }
 
 // SandboxLevel is how much of every profile this daemon enforces.
@@ -142,20 +133,6 @@ func (e *execRec) releaseSandbox() {
 
 // sandboxCapability is the sandbox line of the daemon's status.
 func (b *Broker) sandboxCapability() *termdv1.Capability {
-	mode, level := b.SandboxMode(), b.SandboxLevel()
-	detail := fmt.Sprintf("%s enforcement (sandbox: %s", level, mode)
-	if b.Sandbox.Platform != "" {
-		detail += ", " + b.Sandbox.Platform
-	}
-	if b.Sandbox.LandlockABI > 0 {
-		detail += fmt.Sprintf(", Landlock ABI %d", b.Sandbox.LandlockABI)
-	}
-	detail += ")"
-	if m := b.Sandbox.Missing(); len(m) > 0 && mode != sandbox.Off {
-		detail += "; missing: " + strings.Join(m, "; ")
-	}
-	if mode == sandbox.Required && level != sandbox.LevelFull {
-		detail += "; every execution is refused until this is fixed"
-	}
+	level, detail := b.Sandbox.Describe(b.SandboxMode())
 	return &termdv1.Capability{Name: "sandbox", Available: level == sandbox.LevelFull, Detail: detail}
 }

@@ -22,7 +22,37 @@ type session struct {
 	lastActive time.Time
 	closed     bool
 	plans      []string
-	active     *execRec
+	// running holds the session's executions that have not finished; a
+	// session runs several at once (two terminals of one user share it),
+	// bounded per principal by sessions.max_running.
+	running map[string]*execRec
+	// latest is the most recently started of them, shown as the session's
+	// active execution.
+	latest *execRec
+}
+
+// busy reports whether a command of the session is still running.
+func (s *session) busy() bool { return len(s.running) > 0 }
+
+// addRunning and dropRunning keep the running set and latest in step.
+func (s *session) addRunning(e *execRec) {
+	if s.running == nil {
+		s.running = map[string]*execRec{}
+	}
+	s.running[e.id] = e
+	s.latest = e
+}
+
+func (s *session) dropRunning(e *execRec) {
+	delete(s.running, e.id)
+	if s.latest == e {
+		s.latest = nil
+		for _, o := range s.running {
+			if s.latest == nil || o.e.GetStartedAt().AsTime().After(s.latest.e.GetStartedAt().AsTime()) {
+				s.latest = o
+			}
+		}
+	}
 }
 
 func (s *session) proto(b *Broker) *termdv1.Session {
@@ -39,8 +69,8 @@ func (s *session) proto(b *Broker) *termdv1.Session {
 	if !s.closed {
 		ps.ExpiresAt = timestamppb.New(s.lastActive.Add(b.Config().Sessions.IdleTimeout.D()))
 	}
-	if s.active != nil {
-		ps.ActiveExecutionId = s.active.id
+	if s.latest != nil {
+		ps.ActiveExecutionId = s.latest.id
 	}
 	return ps
 }
@@ -158,26 +188,35 @@ func (b *Broker) CloseSession(_ context.Context, caller *termdv1.Principal, id s
 	return out, nil
 }
 
-// closeSessionLocked marks the session closed and cancels its execution. The
-// returned channel closes when the execution's receipt is written.
+// closeSessionLocked marks the session closed and cancels its executions. The
+// returned channel closes when their receipts are written.
 func (b *Broker) closeSessionLocked(s *session, why string) <-chan struct{} {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
 	_ = b.journalSessionLocked(s)
-	var wait chan struct{}
-	if e := s.active; e != nil && !e.finished {
+	if !s.busy() {
+		b.publishSessionClosed(s)
+		return nil
+	}
+	var dones []chan struct{}
+	for _, e := range s.running {
 		e.stopReason = why
-		e.closeSessionAfter = true
-		wait = e.done
+		e.closeSessionAfter = true // the last one to finish ends the session's streams
+		dones = append(dones, e.done)
 		if e.proc != nil {
 			_ = e.proc.Cancel()
 		}
-		return wait
 	}
-	b.publishSessionClosed(s)
-	return nil
+	wait := make(chan struct{})
+	go func() {
+		for _, d := range dones {
+			<-d
+		}
+		close(wait)
+	}()
+	return wait
 }
 
 func (b *Broker) publishSessionClosed(s *session) {
@@ -198,7 +237,7 @@ func (b *Broker) expire() {
 		if s.closed {
 			continue
 		}
-		if s.active != nil && !s.active.finished {
+		if s.busy() {
 			continue // a running command keeps its session alive
 		}
 		if now.Sub(s.lastActive) > idle {

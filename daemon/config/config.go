@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -65,6 +66,7 @@ type Sessions struct {
 	Global       int      `yaml:"global" doc:"open sessions across all principals" default:"64"`
 	MaxPlans     int      `yaml:"max_plans" doc:"plans one session may hold (blocked ones included); open a new session beyond" default:"1000"`
 	MaxStreams   int      `yaml:"max_streams" doc:"event streams one principal may have open at once" default:"64"`
+	MaxRunning   int      `yaml:"max_running" doc:"commands one principal may have running at once, across its sessions (a session runs several at once: two terminals of one user share it)" default:"8"`
 }
 
 // Approvals bounds approvals.
@@ -125,6 +127,7 @@ func Default() *Config {
 			Global:       64,
 			MaxPlans:     1000,
 			MaxStreams:   64,
+			MaxRunning:   8,
 		},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
@@ -192,7 +195,13 @@ func Parse(c *Config, data []byte) error {
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		msg := err.Error()
 		msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n  ")
-		msg = yamlField.ReplaceAllString(msg, "unknown key \"$1\" (see docs/CONFIG.md for the keys)")
+		msg = yamlField.ReplaceAllStringFunc(msg, func(m string) string {
+			key := yamlField.FindStringSubmatch(m)[1]
+			if near := closestKey(key); near != "" {
+				return fmt.Sprintf("unknown key %q: did you mean %q? (see docs/CONFIG.md for the keys)", key, near)
+			}
+			return fmt.Sprintf("unknown key %q (see docs/CONFIG.md for the keys)", key)
+		})
 		return errors.New(nameKey(msg, data))
 	}
 	return nil
@@ -314,6 +323,9 @@ func (c *Config) Validate() error {
 	if c.Sessions.MaxPlans < 1 || c.Sessions.MaxPlans > 1000000 {
 		return fmt.Errorf("sessions.max_plans: %d is out of range 1..1000000", c.Sessions.MaxPlans)
 	}
+	if c.Sessions.MaxRunning < 1 || c.Sessions.MaxRunning > 10000 {
+		return fmt.Errorf("sessions.max_running: %d is out of range 1..10000", c.Sessions.MaxRunning)
+	}
 	if c.Sessions.MaxStreams < 1 || c.Sessions.MaxStreams > 100000 {
 		return fmt.Errorf("sessions.max_streams: %d is out of range 1..100000", c.Sessions.MaxStreams)
 	}
@@ -384,4 +396,53 @@ func lookupGroup(g string) (*user.Group, error) {
 		return user.LookupGroupId(g)
 	}
 	return user.LookupGroup(g)
+}
+
+// closestKey is the known config key (at any level) nearest to a mistyped
+// one, or "" when none is close (at most a third of its letters differ).
+func closestKey(typo string) string {
+	best, bestD := "", len(typo)/3+1
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			if d := editDistance(strings.ToLower(typo), name); d < bestD {
+				best, bestD = name, d
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(Config{}))
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/internal/loopback"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -71,6 +72,7 @@ func Run(o Options) []Check {
 		return cs
 	}
 	cs = append(cs, kernelChecks()...)
+	cs = append(cs, sandboxCheck(c))
 	cs = append(cs, fileChecks(c)...)
 	cs = append(cs, policyCheck(c))
 	cs = append(cs, roleChecks(c)...)
@@ -360,4 +362,26 @@ func groupOf(st os.FileInfo) string {
 		return g.Name
 	}
 	return gid
+}
+
+// sandboxCheck says how much of every plan's sandbox profile this host and
+// config enforce (docs/SANDBOX.md).
+func sandboxCheck(c *config.Config) Check {
+	launcher := c.SandboxLauncher
+	if launcher == "" {
+		launcher = sandbox.DefaultLauncher()
+	}
+	sup := sandbox.Probe(launcher)
+	mode := sandbox.Mode(c.Sandbox)
+	if mode == "" {
+		mode = sup.DefaultMode()
+	}
+	level, detail := sup.Describe(mode)
+	switch {
+	case level == sandbox.LevelFull:
+		return Check{Area: "sandbox", Status: OK, Message: "every execution is confined by the kernel: " + detail}
+	case mode == sandbox.Required:
+		return Check{Area: "sandbox", Status: Fail, Message: detail, Fix: "fix what is missing, or accept less with sandbox: best_effort in the config (receipts record what was enforced)"}
+	}
+	return Check{Area: "sandbox", Status: Warn, Message: "executions are not fully confined: " + detail, Fix: "fix what is missing (docs/SANDBOX.md), then use sandbox: required"}
 }

@@ -226,7 +226,10 @@ func TestAgentReplanDoesNotInheritAnOperatorsTrustedMode(t *testing.T) {
 // The operator approves `make` after reading the Makefile; the Makefile is
 // changed before the run. The approval must not cover the new recipe.
 func TestApprovalDoesNotCoverAMakefileChangedAfterIt(t *testing.T) {
-	d := harness.Start(t, harness.Options{})
+	// With the sandbox enforced, offline make runs without approval
+	// (TestSandboxProjectCodeWithoutApproval); where an approval is given
+	// (sandbox off or partial, network) it must bind the Makefile.
+	d := harness.Start(t, harness.Options{Config: "sandbox: off\n"})
 	mk := filepath.Join(d.Workspace, "Makefile")
 	if err := os.WriteFile(mk, []byte("all:\n\techo reviewed\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -143,3 +143,35 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	}
 	return 0
 }
+
+// TestBenchSandbox measures what the sandbox costs per execution: plan +
+// execute of /bin/true on a daemon with the sandbox required against the
+// same on a daemon with it off, in alternating rounds of the same run.
+func TestBenchSandbox(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") == "" {
+		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
+	}
+	requireSandbox(t)
+	on := harness.Start(t, harness.Options{Config: "sandbox: required\n"})
+	off := harness.Start(t, harness.Options{Config: "sandbox: off\n"})
+	sOn, _ := on.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	sOff, _ := off.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	const rounds, per = 5, 40
+	var withSB, without []time.Duration
+	pair := func(d *harness.Daemon, session string, argv ...string) time.Duration {
+		start := time.Now()
+		runToEnd(t, d.Client, plan(t, d.Client, session, argv...))
+		return time.Since(start)
+	}
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < per; i++ {
+			without = append(without, pair(off, sOff.Session.Id, "true"))
+			withSB = append(withSB, pair(on, sOn.Session.Id, "true"))
+		}
+	}
+	mOn, mOff := median(withSB), median(without)
+	line := fmt.Sprintf("plan+execute /bin/true: sandbox required median %v (p90 %v), sandbox off median %v (p90 %v); ratio %.3fx (sandbox cost %+.1f%%)",
+		mOn, p90(withSB), mOff, p90(without), float64(mOn)/float64(mOff), 100*(float64(mOn)/float64(mOff)-1))
+	fmt.Println("BENCH sandbox: " + line)
+	t.Log(line)
+}

@@ -31,7 +31,7 @@ func TestPlansAndStreamsAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Recv(); err != nil { // the stream is established once an event arrives
+		if _, err := st.Header(); err != nil { // the daemon sends headers once the stream is established
 			t.Fatal(err)
 		}
 		open = append(open, st)

@@ -29,7 +29,16 @@ func plan(t *testing.T, c *client.Client, session string, argv ...string) *termd
 // runToEnd executes a plan and collects its events until the receipt.
 func runToEnd(t *testing.T, c *client.Client, p *termdv1.Plan) (exec *termdv1.Execution, rec *termdv1.ReceiptSummary, stdout, stderr string) {
 	t.Helper()
-	st, err := c.Executions.ExecuteAndWait(ctxT(t), &termdv1.ExecuteAndWaitRequest{PlanId: p.Id})
+	return runToEndWithin(t, c, p, 60*time.Second)
+}
+
+// runToEndWithin is runToEnd for commands that take long (builds on a
+// loaded machine).
+func runToEndWithin(t *testing.T, c *client.Client, p *termdv1.Plan, limit time.Duration) (exec *termdv1.Execution, rec *termdv1.ReceiptSummary, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	st, err := c.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: p.Id})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -340,7 +341,7 @@ func TestSandboxProjectCodeWithoutApproval(t *testing.T) {
 				}
 			}
 			for i, argv := range [][]string{{"go", "test", "./..."}, {"go", "test", "./..."}, {"make"}} {
-				resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: argv, Cwd: d.Workspace}})
+				resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: argv, Cwd: d.Workspace, TimeoutSeconds: 900}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -354,7 +355,7 @@ func TestSandboxProjectCodeWithoutApproval(t *testing.T) {
 				if p.State != termdv1.PlanState_PLAN_STATE_PLANNED {
 					t.Fatalf("%q with the sandbox: %v %v, want planned (no approval)", argv, p.State, p.Decision.Reasons)
 				}
-				ex, rec, stdout, stderr := runToEnd(t, d.Client, p)
+				ex, rec, stdout, stderr := runToEndWithin(t, d.Client, p, 15*time.Minute)
 				if ex.ExitCode != 0 {
 					t.Fatalf("%q: exit %d\n%s%s", argv, ex.ExitCode, stdout, stderr)
 				}
@@ -383,4 +384,74 @@ func TestSandboxProjectCodeWithoutApproval(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// Known gaps of the grammar (docs/POLICY.md) that the kernel now closes:
+// each runs with the sandbox required and off, and only the latter leaks.
+func TestSandboxClosesGrammarGaps(t *testing.T) {
+	requireSandbox(t)
+	for _, mode := range []string{"required", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			d := sandboxDaemon(t, mode)
+			secretDir := filepath.Join(d.Dir, "root-only")
+			if err := os.Mkdir(secretDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(secretDir, "secret.txt"), []byte("TOPSECRET-42\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ws := d.Workspace
+			leaks := mode == "off"
+			run := func(argv ...string) string {
+				t.Helper()
+				out, _, _ := probeRun(t, d, &termdv1.CommandRequest{Argv: argv, Mode: termdv1.Mode_MODE_TRUSTED})
+				return out
+			}
+
+			// 1. A recursive read follows a link planted inside the tree.
+			if err := os.Symlink(secretDir, filepath.Join(ws, "planted")); err != nil {
+				t.Fatal(err)
+			}
+			out := run("grep", "-rR", "TOPSECRET", ".")
+			if strings.Contains(out, "TOPSECRET-42") != leaks {
+				t.Errorf("grep -rR through a planted link (leak expected %t): %q", leaks, out)
+			}
+			os.Remove(filepath.Join(ws, "planted"))
+
+			// 2. What a Makefile's recipes (and includes) read is not checked.
+			mk := "all:\n\tcat " + filepath.Join(secretDir, "secret.txt") + "\n"
+			if err := os.WriteFile(filepath.Join(ws, "Makefile"), []byte(mk), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out = run("make")
+			if strings.Contains(out, "TOPSECRET-42") != leaks {
+				t.Errorf("a Makefile recipe reads outside (leak expected %t): %q", leaks, out)
+			}
+
+			// 3. A repository's clean filter (a driver in .git/config) runs
+			// when git add uses it, and writes outside the workspace.
+			pwned := filepath.Join(secretDir, "pwned")
+			repo := filepath.Join(ws, "repo")
+			for _, c := range [][]string{{"init", "-q", repo}, {"-C", repo, "config", "filter.x.clean", "touch " + pwned + "; cat"}} {
+				if o, err := exec.Command("git", c...).CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v %s", c, err, o)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte("*.txt filter=x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{
+				Argv: []string{"git", "add", "a.txt"}, Cwd: repo, Mode: termdv1.Mode_MODE_TRUSTED}})
+			if err != nil || resp.Plan.State != termdv1.PlanState_PLAN_STATE_PLANNED {
+				t.Fatalf("git add: %v %v", err, resp.GetPlan().GetDecision().GetReasons())
+			}
+			runToEnd(t, d.Client, resp.Plan)
+			if _, err := os.Stat(pwned); (err == nil) != leaks {
+				t.Errorf("a clean filter wrote outside the workspace: %t (expected %t)", err == nil, leaks)
+			}
+		})
+	}
 }

@@ -49,7 +49,7 @@ func New() *Recorder {
 	}, []string{"decision"})
 	r.execs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "termd_executions_total",
-		Help: "Executions finished, by final status (succeeded, failed, timed_out, cancelled, killed).",
+		Help: "Executions finished, by final status (succeeded, failed, timed_out, cancelled, killed, output_limit).",
 	}, []string{"status"})
 	r.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "termd_execution_duration_seconds",

@@ -504,6 +504,45 @@ func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
 	return "", ""
 }
 
+// projectCode is a command that runs a workspace file: the file itself
+// (program) or a script given to its interpreter.
+type projectCode struct {
+	file    string // real path, inside a workspace
+	program bool   // the file is the program (not an interpreter's script)
+	why     string
+}
+
+// scriptInterpreters run a script file given as their first argument.
+var scriptInterpreters = set("sh bash dash zsh ksh node nodejs perl ruby php lua bun")
+
+// workspaceProgram is a program named by path that is an executable regular
+// file inside a workspace, or nil.
+func workspaceProgram(a0, cwd string, ctx *decideCtx) *projectCode {
+	if cwd == "" && !filepath.IsAbs(a0) {
+		return nil
+	}
+	real := resolvePath(cwd, a0)
+	if !inAnyWorkspace(real, ctx) || !isExecFile(real) {
+		return nil
+	}
+	return &projectCode{file: real, program: true, why: "runs project code: " + a0 + " is a program in the workspace (" + real + "); its arguments are not analysed"}
+}
+
+// interpretedScript is `INTERPRETER FILE [ARGS...]` where FILE is a regular
+// file inside a workspace and nothing comes before it (no -c, -e, -m or
+// other options), or nil.
+func interpretedScript(argv []string, cwd string, ctx *decideCtx) *projectCode {
+	if len(argv) < 2 || cwd == "" || argv[1] == "" || strings.HasPrefix(argv[1], "-") || strings.HasPrefix(argv[1], "+") {
+		return nil
+	}
+	real := resolvePath(cwd, argv[1])
+	fi, err := os.Stat(real)
+	if err != nil || !fi.Mode().IsRegular() || !inAnyWorkspace(real, ctx) {
+		return nil
+	}
+	return &projectCode{file: real, why: "runs project code: " + baseName(argv[0]) + " (" + escapeClass(baseName(argv[0])) + ") runs the workspace file " + argv[1] + " (" + real + "); its arguments are not analysed"}
+}
+
 func (p *Policy) pinned(name, path string) bool {
 	for _, r := range p.byProg[name] {
 		if r.Path != "" && r.Path == path {
@@ -530,7 +569,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		return
 	}
 	base := baseName(a0)
-	if strings.Contains(a0, "/") && !filepath.IsAbs(a0) {
+	// Project code: a program inside a workspace named by its path
+	// (./scripts/x.sh, or its absolute path), or a script of the workspace
+	// run by its interpreter (python3 x.py). No rule knows what it does, so
+	// it asks (confirm mode) instead of being refused.
+	var project *projectCode
+	if strings.Contains(a0, "/") {
+		project = workspaceProgram(a0, cwd, ctx)
+	} else if scriptInterpreters[base] || pythonRE.MatchString(base) {
+		project = interpretedScript(argv, cwd, ctx)
+	}
+	if strings.Contains(a0, "/") && !filepath.IsAbs(a0) && project == nil {
 		s.deny(RiskCritical, "program path "+a0+" is relative; send a bare program name resolved by the trusted PATH")
 		s.step("program", "deny", "relative path")
 		p.inner(append([]string{base}, argv[1:]...), cwd, req, ctx, depth, s)
@@ -551,7 +600,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 
 	// --- escape classes
 	class := escapeClass(base)
-	if class != "" && exact == nil {
+	if class != "" && exact == nil && project == nil {
 		if inner, isEsc, why := escapeInner(base, argv); isEsc {
 			s.deny(RiskCritical, why)
 			s.step("escape", "deny", class)
@@ -565,7 +614,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 
 	// --- identity
 	var resolved, real string
-	if filepath.IsAbs(a0) {
+	if project != nil && project.program {
+		resolved, real = project.file, project.file
+	} else if filepath.IsAbs(a0) {
 		clean := filepath.Clean(a0)
 		cr := resolveAbs(clean, 0)
 		if p.pinned(base, clean) {
@@ -592,12 +643,12 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	}
 	for _, ws := range ctx.workspaces {
-		if within(ws, real) {
+		if within(ws, real) && (project == nil || !project.program) {
 			s.deny(RiskCritical, "program "+real+" is inside a workspace")
 			return
 		}
 	}
-	if rc := escapeClass(baseName(real)); rc != "" && class == "" {
+	if rc := escapeClass(baseName(real)); rc != "" && class == "" && project == nil {
 		s.deny(RiskCritical, fmt.Sprintf("program %s resolves to %s, a %s", base, real, rc))
 		return
 	}
@@ -611,7 +662,11 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 
 	// --- grammar
 	var pc *parsed
-	if exact != nil {
+	if project != nil {
+		pc = &parsed{tool: base, unparsed: true, code: true}
+		pc.paths = append(pc.paths, operand{value: project.file, kind: KPathRead})
+		s.step("grammar", "project code", project.why)
+	} else if exact != nil {
 		pc = &parsed{tool: base, unparsed: true}
 		s.step("grammar", "exact", "rule "+exact.ID+" names this argv exactly")
 	} else {
@@ -653,6 +708,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	// The entry files are found once: read-checked here, scanned (.npmrc)
 	// and bound to the request below.
 	entries := projectEntryPaths(pc, cwd, ctx)
+	if project != nil {
+		entries = []string{project.file}
+	}
 	for _, f := range entries {
 		// Tools read these by fixed names: a link to a root-only file
 		// would be printed in a parse error.
@@ -745,6 +803,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	// --- rules
 	var sys, proj []*rule
 	for _, r := range p.byProg[base] {
+		if project != nil && project.program {
+			break // a workspace program is not the tool its name says
+		}
 		if r.Path != "" && r.Path != filepath.Clean(a0) && r.Path != resolved && resolveAbs(r.Path, 0) != real {
 			continue
 		}
@@ -763,7 +824,20 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			proj = append(proj, r)
 		}
 	}
-	if len(sys) == 0 {
+	// Project code and unknown programs are not refused: they are project
+	// code (high risk), which the mode step below turns into an approval in
+	// confirm mode, or lets run inside a fully enforced sandbox.
+	switch {
+	case project != nil:
+		s.raise(Allow, RiskHigh, project.why)
+		s.step("rules", "project code", project.file)
+	case len(sys) == 0 && pc.unparsed && exact == nil && class == "":
+		// A program no rule and no grammar knows: unknown code, like a
+		// project's own script. Its arguments are not analysed.
+		pc.code = true
+		s.raise(Allow, RiskHigh, "no policy rule knows "+base+": it runs as unknown code, like project code (its arguments are not analysed)")
+		s.step("rules", "unknown program", base)
+	case len(sys) == 0:
 		s.deny(RiskHigh, "no policy rule allows "+pc.cmdName())
 		s.step("rules", "deny", "no matching rule")
 	}
@@ -829,11 +903,14 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	// --- sandbox
 	d.Sandbox = p.sandboxFor(d, base, reads, ctx)
 	// A program the policy has no grammar for runs read-only unless the
-	// caller asks for more; a caller may always narrow a plan.
-	if (pc.unparsed && !askedWrite) || req.Sandbox == SandboxReadOnly {
+	// caller asks for more; a caller may always narrow a plan. Shells,
+	// interpreters, wrappers and privilege tools (allowed only by exact
+	// rules) keep their rules: what they run is not known.
+	unknown := pc.unparsed && escapeClass(base) == ""
+	if (unknown && !askedWrite) || req.Sandbox == SandboxReadOnly {
 		d.Sandbox.Profile = SandboxReadOnly
 	}
-	unknownRO := ctx.sandbox && pc.unparsed && !askedWrite && !pc.net
+	unknownRO := ctx.sandbox && unknown && !askedWrite && !pc.net
 	// The kernel holds project code to the workspace when the sandbox is
 	// fully enforced: offline project code that writes only there needs no
 	// approval (see docs/SANDBOX.md, "Approval economy").
@@ -876,6 +953,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 
 	// --- execution plan
 	ps := p.spec.Programs[base]
+	if project != nil && project.program {
+		ps = programSpec{} // mandatory arguments belong to the tool of that name, not to this file
+	}
 	d.ExecArgv = append([]string{a0}, ps.ExecArgs...)
 	d.ExecArgv = append(d.ExecArgv, argv[1:]...)
 	if len(ps.ExecEnv) > 0 {
@@ -1018,7 +1098,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	var check func(v string, write bool) string
 	check = func(v string, write bool) string {
 		real := resolvePath(base, v)
-		pv := p.checkPath(real, write, ctx)
+		pv := p.checkPath(real, write, namesOnly[pc.tool] && !pc.recursive, ctx)
 		if pv.reason != "" || pv.verdict != Allow {
 			s.raise(pv.verdict, pv.risk, pv.reason)
 		} else {

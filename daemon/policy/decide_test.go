@@ -485,12 +485,38 @@ func TestDefaultPolicyRealPrograms(t *testing.T) {
 			t.Errorf("%q confirm: %s %v", a, d.Verdict, d.Reasons)
 		}
 	}
-	// a binary copied into the workspace is never run, even by absolute path
+	// A binary copied into the workspace is project code, not the tool its
+	// name says: it asks (high risk) and no rule for `true` applies to it.
 	data, err := os.ReadFile("/usr/bin/true")
 	if err == nil {
 		os.WriteFile(ws+"/true", data, 0o755)
-		if d := p.Decide(Request{Argv: []string{ws + "/true"}, Cwd: ws, Mode: ModeTrusted}, ctx); d.Verdict != Deny {
-			t.Errorf("workspace binary: %s", d.Verdict)
+		for _, a0 := range []string{ws + "/true", "./true"} {
+			d := p.Decide(Request{Argv: []string{a0}, Cwd: ws}, ctx)
+			if d.Verdict != Ask || d.Risk != RiskHigh || !d.RunsProjectCode || len(d.Rules) != 0 || d.ResolvedPath != ws+"/true" {
+				t.Errorf("workspace binary %s: %s %s rules %v %v", a0, d.Verdict, d.Risk, d.Rules, d.Reasons)
+			}
+			if d := p.Decide(Request{Argv: []string{a0}, Cwd: ws, Mode: ModeInspect}, ctx); d.Verdict != Deny {
+				t.Errorf("workspace binary %s in inspect mode: %s", a0, d.Verdict)
+			}
+		}
+	}
+}
+
+// ls /etc is what docs/POLICY.md says: a system read at medium risk. A
+// directory holding a secret still asks when its files' contents are read.
+func TestListingASystemDirectoryIsAMediumRead(t *testing.T) {
+	p := Default()
+	ws := t.TempDir()
+	ctx := Context{Workspaces: []string{ws}}
+	for _, a := range [][]string{{"ls", "/etc"}, {"ls", "-la", "/etc"}, {"stat", "/etc"}, {"realpath", "/etc"}} {
+		d := p.Decide(Request{Argv: a, Cwd: ws}, ctx)
+		if d.Verdict != Allow || d.Risk != RiskMedium {
+			t.Errorf("%q: %s %s %v; want allow at medium risk", a, d.Verdict, d.Risk, d.Reasons)
+		}
+	}
+	for _, a := range [][]string{{"grep", "-r", "x", "/etc"}, {"git", "-C", "/etc", "log"}, {"tree", "/etc"}, {"ls", "-R", "/etc"}, {"du", "/etc"}} {
+		if d := p.Decide(Request{Argv: a, Cwd: ws}, ctx); d.Verdict == Allow {
+			t.Errorf("%q: allowed; reading the files of /etc must not be", a)
 		}
 	}
 }

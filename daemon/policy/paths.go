@@ -126,8 +126,14 @@ type pathVerdict struct {
 	reason  string
 }
 
-// checkPath decides one resolved path.
-func (p *Policy) checkPath(real string, write bool, ctx *decideCtx) pathVerdict {
+// namesOnly are tools that read only names and metadata of a directory
+// operand, never the contents of the files in it: a directory that holds a
+// secret (/etc holds /etc/shadow) is an ordinary system read for them.
+var namesOnly = set("ls stat df realpath")
+
+// checkPath decides one resolved path. names says the command reads only
+// the names and metadata of what is below a directory (ls /etc).
+func (p *Policy) checkPath(real string, write, names bool, ctx *decideCtx) pathVerdict {
 	spec := &p.spec
 	// termd's own files: no reads or writes.
 	for _, pr := range ctx.protected {
@@ -177,6 +183,9 @@ func (p *Policy) checkPath(real string, write bool, ctx *decideCtx) pathVerdict 
 		return pathVerdict{Deny, RiskHigh, "read of " + real + " outside the workspace is denied: " + why + " (termd runs as root)"}
 	}
 	for _, pat := range spec.Paths.SensitiveRead {
+		if names {
+			break
+		}
 		for _, e := range expandPattern(pat, ctx.home) {
 			if isAncestorOf(real, e) {
 				return pathVerdict{Ask, RiskHigh, "read of " + real + " outside the workspace may reach secrets (" + pat + ")"}

@@ -136,10 +136,16 @@ type Limits struct {
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
 	OutputBytes    int64
-	MemoryBytes    int64
-	Pids           int64
-	Grace          time.Duration
+	// OutputBudget is the total output one execution may write (both
+	// streams); past it the execution ends in state output_limit.
+	OutputBudget int64
+	MemoryBytes  int64
+	Pids         int64
+	Grace        time.Duration
 }
+
+// DefaultOutputBudget is limits.output_budget when a system policy leaves it out.
+const DefaultOutputBudget = 64 << 20
 
 // ---- file schema -------------------------------------------------------
 
@@ -161,6 +167,7 @@ type limitsSpec struct {
 	DefaultTimeout string `yaml:"default_timeout" json:"default_timeout"`
 	MaxTimeout     string `yaml:"max_timeout" json:"max_timeout"`
 	OutputBytes    int64  `yaml:"output_bytes" json:"output_bytes"`
+	OutputBudget   int64  `yaml:"output_budget,omitempty" json:"output_budget,omitempty"`
 	MemoryBytes    int64  `yaml:"memory_bytes" json:"memory_bytes"`
 	Pids           int64  `yaml:"pids" json:"pids"`
 	Grace          string `yaml:"grace" json:"grace"`
@@ -421,7 +428,13 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 		seenDir[d] = true
 	}
 	var err error
-	lim := Limits{OutputBytes: fs.Limits.OutputBytes, MemoryBytes: fs.Limits.MemoryBytes, Pids: fs.Limits.Pids}
+	lim := Limits{OutputBytes: fs.Limits.OutputBytes, OutputBudget: fs.Limits.OutputBudget, MemoryBytes: fs.Limits.MemoryBytes, Pids: fs.Limits.Pids}
+	if lim.OutputBudget < 0 {
+		return nil, errAt(lines.key("limits", "output_budget"), "limits.output_budget must be positive (bytes a command may write in all), got %d", lim.OutputBudget)
+	}
+	if lim.OutputBudget == 0 && !isProject {
+		lim.OutputBudget = DefaultOutputBudget
+	}
 	durs := []struct {
 		key string
 		val string
@@ -715,7 +728,7 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 		return fail("default_mode %s is more permissive than %s", pm, p.mode)
 	}
 	pl, sl := project.limits, p.limits
-	if pl.MaxTimeout > sl.MaxTimeout || pl.DefaultTimeout > sl.DefaultTimeout || pl.OutputBytes > sl.OutputBytes || pl.MemoryBytes > sl.MemoryBytes || pl.Pids > sl.Pids || pl.Grace > sl.Grace {
+	if pl.MaxTimeout > sl.MaxTimeout || pl.DefaultTimeout > sl.DefaultTimeout || pl.OutputBytes > sl.OutputBytes || pl.OutputBudget > sl.OutputBudget || pl.MemoryBytes > sl.MemoryBytes || pl.Pids > sl.Pids || pl.Grace > sl.Grace {
 		return fail("limits exceed the system limits")
 	}
 	if ps.Kind != "project" && len(ps.TrustedPath) == 0 {
@@ -759,6 +772,9 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 	}
 	if ps.Limits.OutputBytes > 0 {
 		ml.OutputBytes = ps.Limits.OutputBytes
+	}
+	if ps.Limits.OutputBudget > 0 {
+		ml.OutputBudget = ps.Limits.OutputBudget
 	}
 	if ps.Limits.MemoryBytes > 0 {
 		ml.MemoryBytes = ps.Limits.MemoryBytes

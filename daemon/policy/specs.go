@@ -62,7 +62,7 @@ const (
 
 func registerSpecs() {
 	R, W := KPathRead, KPathWrite
-	reg("ls", &cmdSpec{operand: R, opts: opts(flags("-a|--all -A|--almost-all -l -h|--human-readable -R|--recursive -t -S -r|--reverse -1 -d|--directory -F -i|--inode -s|--size -G|--no-group -n|--numeric-uid-gid -X -U -v -c -u -g -o -p -m -x -C -L|--dereference -H|--dereference-command-line -k|--kibibytes -Q|--quote-name -N|--literal -b|--escape -q|--hide-control-chars -f -B|--ignore-backups -Z|--context -D|--dired --si --author --full-time --group-directories-first --file-type --show-control-chars"),
+	reg("ls", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = p.has("-R") }, opts: opts(flags("-a|--all -A|--almost-all -l -h|--human-readable -R|--recursive -t -S -r|--reverse -1 -d|--directory -F -i|--inode -s|--size -G|--no-group -n|--numeric-uid-gid -X -U -v -c -u -g -o -p -m -x -C -L|--dereference -H|--dereference-command-line -k|--kibibytes -Q|--quote-name -N|--literal -b|--escape -q|--hide-control-chars -f -B|--ignore-backups -Z|--context -D|--dired --si --author --full-time --group-directories-first --file-type --show-control-chars"),
 		list(o("--color?"), o("--classify?"), o("--hyperlink?"), o("--time-style="), o("--sort="), o("--time="), o("-I|--ignore="), o("--hide="), o("-w|--width="), o("--block-size="), o("--indicator-style="), o("--format="), o("--quoting-style="), o("-T|--tabsize="), o("--help"), o("--version")))})
 	reg("cat", &cmdSpec{operand: R, opts: flags("-A|--show-all -b|--number-nonblank -e -E|--show-ends -n|--number -s|--squeeze-blank -t -T|--show-tabs -u -v|--show-nonprinting --help --version")})
 	headOpts := list(o("-n|--lines="), o("-c|--bytes="), o("-q|--quiet|--silent"), o("-v|--verbose"), o("-z|--zero-terminated"), o("--help"), o("--version"))
@@ -117,6 +117,7 @@ func registerSpecs() {
 	initGit()
 	initBuildTools()
 	initNet()
+	initInfoTools()
 	for _, c := range specs {
 		c.index()
 	}

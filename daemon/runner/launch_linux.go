@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,10 +64,7 @@ func (lp *launchPipes) release(spec Spec, env []string) error {
 	if cr := spec.Credential; cr != nil {
 		c.SetCred, c.UID, c.GID, c.Groups = true, cr.Uid, cr.Gid, cr.Groups
 	}
-	b, err := json.Marshal(c)
-	if err == nil {
-		_, err = lp.cfgW.Write(b)
-	}
+	_, err := lp.cfgW.Write(c.Encode())
 	lp.cfgW.Close()
 	msg, rerr := io.ReadAll(io.LimitReader(lp.repR, 64<<10))
 	lp.repR.Close()

@@ -5,7 +5,32 @@ import (
 	"hash"
 	"io"
 	"sync"
+	"sync/atomic"
 )
+
+// budget is the total output an execution may write, across its streams.
+// Past it the execution is ended (StatusOutputLimit); bytes beyond it are
+// still counted and hashed but not passed on live.
+type budget struct {
+	max  int64 // 0 = unlimited
+	used atomic.Int64
+	once sync.Once
+	over func() // ends the execution; called once
+}
+
+// take accounts n bytes and returns how many of them fit in the budget.
+func (b *budget) take(n int) int {
+	if b == nil || b.max <= 0 {
+		return n
+	}
+	after := b.used.Add(int64(n))
+	if after <= b.max {
+		return n
+	}
+	b.once.Do(b.over)
+	fit := b.max - (after - int64(n))
+	return int(max(fit, 0))
+}
 
 // capture holds one output stream: the first cap bytes, a count and a running
 // hash of every byte. Memory is bounded by cap plus one read buffer, whatever
@@ -15,6 +40,7 @@ type capture struct {
 	limit  int64
 	h      hash.Hash
 	onOut  func(Stream, int64, []byte)
+	budget *budget // shared by the execution's streams; nil = unlimited
 
 	mu    sync.Mutex
 	kept  []byte
@@ -23,8 +49,8 @@ type capture struct {
 	sum   string
 }
 
-func newCapture(s Stream, limit int64, h hash.Hash, onOut func(Stream, int64, []byte)) *capture {
-	return &capture{stream: s, limit: limit, h: h, onOut: onOut}
+func newCapture(s Stream, limit int64, h hash.Hash, onOut func(Stream, int64, []byte), b *budget) *capture {
+	return &capture{stream: s, limit: limit, h: h, onOut: onOut, budget: b}
 }
 
 const readBufSize = 128 << 10
@@ -71,8 +97,9 @@ func (c *capture) add(p []byte) {
 	}
 	c.total += int64(len(p))
 	c.mu.Unlock()
-	if c.onOut != nil {
-		c.onOut(c.stream, off, p)
+	live := p[:c.budget.take(len(p))]
+	if c.onOut != nil && len(live) > 0 {
+		c.onOut(c.stream, off, live)
 	}
 }
 

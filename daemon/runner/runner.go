@@ -64,6 +64,8 @@ const (
 	StatusTimedOut  Status = "timed_out" // our timeout ended it
 	StatusCancelled Status = "cancelled" // Cancel ended it
 	StatusKilled    Status = "killed"    // a signal we did not send ended it
+	// StatusOutputLimit: the command wrote more than Spec.OutputBudget and was ended.
+	StatusOutputLimit Status = "output_limit"
 )
 
 // DefaultOutputCap is the per-stream kept-bytes cap when Spec.OutputCap is 0.
@@ -84,8 +86,12 @@ type Spec struct {
 	Grace   time.Duration // SIGTERM to SIGKILL; 0 = DefaultGrace
 
 	OutputCap int64 // bytes kept per stream; 0 = DefaultOutputCap, < 0 = keep none
-	MemoryMax int64 // bytes; 0 = no limit
-	PidsMax   int64 // tasks; 0 = no limit
+	// OutputBudget is the total output (both streams) the command may write;
+	// past it the execution is ended like a cancel, with StatusOutputLimit.
+	// 0 = unlimited.
+	OutputBudget int64
+	MemoryMax    int64 // bytes; 0 = no limit
+	PidsMax      int64 // tasks; 0 = no limit
 
 	NoNetwork bool // run in a fresh network namespace when permitted
 	// RequireNoNetwork makes an unavailable network namespace a spawn failure

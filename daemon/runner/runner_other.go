@@ -89,8 +89,9 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	}
 	p := &Process{r: r, spec: spec, done: make(chan struct{}), start: time.Now()}
 	p.mono = p.start
+	ob := &budget{max: spec.OutputBudget, over: func() { p.stop(StatusOutputLimit) }}
 	for _, s := range []Stream{Stdout, Stderr} {
-		p.out[s] = newCapture(s, spec.OutputCap, spec.NewHash(), spec.OnOutput)
+		p.out[s] = newCapture(s, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Argv, Dir: spec.Dir, Env: append([]string{}, spec.Env...)}
 	if l := spec.Launch; l != nil {

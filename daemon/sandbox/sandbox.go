@@ -164,6 +164,16 @@ func (s Support) Missing() []string {
 	return out
 }
 
+// DefaultMode is the mode used when the config does not name one: required
+// where the kernel can confine (Landlock, or macOS sandbox-exec), best
+// effort elsewhere.
+func (s Support) DefaultMode() Mode {
+	if (s.Platform == "linux-landlock" && s.LandlockABI > 0) || (s.Platform == "macos-seatbelt" && s.LauncherErr == "") {
+		return Required
+	}
+	return BestEffort
+}
+
 // Level is the enforcement this host gives under mode m.
 func (s Support) Level(m Mode) Level {
 	switch {
@@ -240,4 +250,25 @@ func protectedDirsToScan(ps Paths) []string {
 		}
 	}
 	return uniqSorted(dirs)
+}
+
+// Describe says in one line what a daemon with this support enforces under
+// mode m, and what to do when that is less than everything.
+func (s Support) Describe(m Mode) (Level, string) {
+	level := s.Level(m)
+	detail := fmt.Sprintf("%s enforcement (sandbox: %s", level, m)
+	if s.Platform != "" {
+		detail += ", " + s.Platform
+	}
+	if s.LandlockABI > 0 {
+		detail += fmt.Sprintf(", Landlock ABI %d", s.LandlockABI)
+	}
+	detail += ")"
+	if miss := s.Missing(); len(miss) > 0 && m != Off {
+		detail += "; missing: " + strings.Join(miss, "; ")
+	}
+	if m == Required && level != LevelFull {
+		detail += "; every execution is refused until this is fixed (or set sandbox: best_effort)"
+	}
+	return level, detail
 }

@@ -52,7 +52,7 @@ func SeatbeltProfile(p Profile, ps Paths) string {
 			for _, n := range append(append([]string{}, ps.ProtectedNames...), ps.ProtectedDirs...) {
 				prot = append(prot, filepath.Join(dir, n))
 			}
-			prot = append(prot, filepath.Join(dir, ".git", "hooks"), filepath.Join(dir, ".git", "config"), filepath.Join(dir, ".termd"))
+			prot = append(prot, filepath.Join(dir, ".git", "hooks"), filepath.Join(dir, ".git", "config"), filepath.Join(dir, ".git", "info"), filepath.Join(dir, ".termd"))
 		}
 		sub("deny file-write*", prot...)
 	}

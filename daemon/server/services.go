@@ -98,7 +98,7 @@ func (s execSvc) Execute(ctx context.Context, r *termdv1.ExecuteRequest) (*termd
 
 func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.ServerStreamingServer[termdv1.ExecuteAndWaitResponse]) error {
 	ctx := st.Context()
-	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, func(e *termdv1.Event) error {
+	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, r.Detach, func(e *termdv1.Event) error {
 		return st.Send(&termdv1.ExecuteAndWaitResponse{Event: e})
 	})
 }
@@ -134,7 +134,10 @@ type eventSvc struct {
 
 func (s eventSvc) StreamEvents(r *termdv1.StreamEventsRequest, st grpc.ServerStreamingServer[termdv1.StreamEventsResponse]) error {
 	ctx := st.Context()
-	return s.b.StreamEvents(ctx, who(ctx), r.SessionId, r.SinceSeq, func(e *termdv1.Event) error {
+	// The headers go out once the stream's starting point is fixed, so a
+	// client that waits for them knows "now" has begun.
+	ready := func() { _ = st.SendHeader(nil) }
+	return s.b.StreamEvents(ctx, who(ctx), r.SessionId, r.SinceSeq, r.History, ready, func(e *termdv1.Event) error {
 		return st.Send(&termdv1.StreamEventsResponse{Event: e})
 	})
 }

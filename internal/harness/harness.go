@@ -305,3 +305,19 @@ func (d *Daemon) RunAs(cred *syscall.Credential, name string, env []string, args
 	}
 	return out.String(), errb.String(), code
 }
+
+// RequireEnv is set by `make test`: a test whose real component (a browser,
+// node packages, an outside program) is missing fails instead of skipping, so
+// CI cannot pass by not running it. A developer's focused `go test` skips.
+const RequireEnv = "TERMD_TEST_REQUIRE_ALL"
+
+// Missing skips t because a real component it needs is missing, saying how
+// to get it; when RequireEnv is set (make test) it fails instead.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv(RequireEnv) != "" {
+		t.Fatalf("%s (%s is set: `make test` runs every test with its real components; run ./scripts/ci-deps.sh)", msg, RequireEnv)
+	}
+	t.Skip(msg)
+}

@@ -36,6 +36,9 @@ const ctx = {
   get role() { return status ? short(status.caller?.role, 'ROLE_') : ''; },
   get canApprove() { return this.role === 'OPERATOR'; },
   get canRun() { return this.role === 'OPERATOR' || this.role === 'AGENT'; },
+  // The adviser is optional: without it the console says so instead of
+  // showing a panel that looks ready.
+  get adviser() { return { available: !!status?.adviser_available, detail: status?.adviser_detail || '' }; },
 };
 
 function route() {
@@ -138,6 +141,11 @@ async function start() {
   }
   document.getElementById('nav').hidden = false;
   document.getElementById('who').hidden = false;
+  // A daemon that does not confine every execution fully says so on every page.
+  const sb = (status.capabilities || []).find((c) => c.name === 'sandbox');
+  const warn = document.getElementById('sandbox-warning');
+  warn.hidden = !sb || sb.available;
+  warn.textContent = sb && !sb.available ? 'Sandbox: ' + sb.detail : '';
   const c = status.caller || {};
   document.getElementById('identity').textContent = (c.name || 'unknown') + ' · ' + short(c.role, 'ROLE_').toLowerCase();
   if (!events) {

@@ -91,3 +91,10 @@ export function exitText(code) {
 export function richText(s) {
   return String(s || '').split('`').map((part, i) => (i % 2 ? h('code', {}, part) : part));
 }
+
+// sandboxText is a plan's sandbox profile in words, e.g.
+// "workspace-write, no network (full enforcement)".
+export function sandboxText(sb) {
+  if (!sb || !sb.profile) return '';
+  return sb.profile + (sb.network ? ', network' : ', no network') + (sb.enforcement ? ' (' + sb.enforcement + ' enforcement)' : '');
+}

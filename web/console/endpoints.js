@@ -23,7 +23,7 @@ export const plans = {
   awaitingApproval: () => plans.list({ states: 'PLAN_STATE_AWAITING_APPROVAL', limit: 200 }),
   get: (pid) => api('GET', '/v1/plans/' + id(pid)),
   create: (request) => api('POST', '/v1/plans', { request }),
-  approve: (pid, requestHash) => api('POST', '/v1/plans/' + id(pid) + ':approve', { requestHash }),
+  approve: (pid, request_hash) => api('POST', '/v1/plans/' + id(pid) + ':approve', { request_hash }),
   deny: (pid, reason) => api('POST', '/v1/plans/' + id(pid) + ':deny', { reason }),
   execute: (pid) => api('POST', '/v1/plans/' + id(pid) + ':execute', {}),
   replan: (pid) => api('POST', '/v1/plans/' + id(pid) + ':replan', {}),
@@ -46,7 +46,7 @@ export const executions = {
 export const receipts = {
   list: (q) => api('GET', '/v1/receipts' + query(q)),
   get: (rid) => api('GET', '/v1/receipts/' + id(rid)),
-  verify: (receiptJson) => api('POST', '/v1/receipts:verify', { receiptJson }),
+  verify: (receipt_json) => api('POST', '/v1/receipts:verify', { receipt_json }),
   publicKey: () => api('GET', '/v1/receipts:publicKey'),
   shareExport: (rid) => api('GET', '/v1/receipts/' + id(rid) + ':export?share=true'),
 };

@@ -1,7 +1,7 @@
 // lists.js: the approval queue, plan, session and receipt listings, and a
 // receipt's page with verification, raw JSON, download and share export.
 import * as rest from './endpoints.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText } from './dom.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText, sandboxText } from './dom.js';
 
 function planRow(p) {
   const st = short(p.state, 'PLAN_STATE_');
@@ -11,7 +11,7 @@ function planRow(p) {
     h('td', {}, badge(words(st), 'st-' + st)),
     h('td', {}, badge(words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_'))),
     h('td', {}, p.requester?.name || ''),
-    h('td', {}, when(p.createdAt)));
+    h('td', {}, when(p.created_at)));
 }
 
 function planTable(plans) {
@@ -56,13 +56,14 @@ export function approvalsView(main, ctx) {
     return h('article', { class: 'card queue-item', 'aria-label': 'Plan ' + p.id, dataset: { plan: p.id } },
       h('h2', {}, h('a', { href: '/plans/' + encodeURIComponent(p.id) }, h('code', {}, argvText(d.argv) || p.request?.command))),
       h('div', { class: 'row' }, badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_')),
-        h('span', { class: 'muted' }, 'by ' + (p.requester?.name || 'unknown') + ' · ' + when(p.createdAt) + ' · expires ' + when(p.expiresAt))),
+        h('span', { class: 'muted' }, 'by ' + (p.requester?.name || 'unknown') + ' · ' + when(p.created_at) + ' · expires ' + when(p.expires_at))),
       (d.reasons || []).length ? h('ul', { class: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
       kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
-        ['Request hash', h('code', { class: 'hash' }, d.requestHash)]]),
+        ['Sandbox', sandboxText(d.sandbox)],
+        ['Request hash', h('code', { class: 'hash' }, d.request_hash)]]),
       ctx.canApprove ? h('div', { class: 'row' },
         act('Approve', async () => {
-          await rest.plans.approve(p.id, d.requestHash);
+          await rest.plans.approve(p.id, d.request_hash);
           approvedNotice(p);
         }, 'primary'),
         h('label', { class: 'hint', for: 'reason-' + p.id }, 'Deny reason'), reason,
@@ -117,8 +118,8 @@ export function sessionsView(main, ctx) {
         h('thead', {}, h('tr', {}, ['Session', 'Owner', 'Label', 'Plans', 'Last active', 'State'].map((t) => h('th', { scope: 'col' }, t)))),
         h('tbody', {}, ss.map((s) => h('tr', {},
           h('td', {}, h('a', { href: '/sessions/' + encodeURIComponent(s.id) }, h('code', {}, s.id))),
-          h('td', {}, s.owner?.name || ''), h('td', {}, s.label || ''), h('td', {}, String(s.planCount || 0)),
-          h('td', {}, when(s.lastActiveAt)), h('td', {}, s.closed ? 'closed' : (s.activeExecutionId ? 'running' : 'open'))))))));
+          h('td', {}, s.owner?.name || ''), h('td', {}, s.label || ''), h('td', {}, String(s.plan_count || 0)),
+          h('td', {}, when(s.last_active_at)), h('td', {}, s.closed ? 'closed' : (s.active_execution_id ? 'running' : 'open'))))))));
     } catch (e) { clear(list, errorBox(e)); }
   }
   load();
@@ -132,8 +133,8 @@ export function sessionView(main, ctx, id) {
   async function load() {
     try {
       const { session: s } = await rest.sessions.get(id);
-      clear(info, kv([['Owner', s.owner?.name], ['Label', s.label], ['Created', when(s.createdAt)], ['Last active', when(s.lastActiveAt)],
-        ['Expires', when(s.expiresAt)], ['State', s.closed ? 'closed' : 'open']]),
+      clear(info, kv([['Owner', s.owner?.name], ['Label', s.label], ['Created', when(s.created_at)], ['Last active', when(s.last_active_at)],
+        ['Expires', when(s.expires_at)], ['State', s.closed ? 'closed' : 'open']]),
       !s.closed && ctx.canRun ? h('div', { class: 'row' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
         try { await rest.sessions.close(id); load(); } catch (e) { ctx.flash(e); }
       } }, 'Close session')) : null);
@@ -142,7 +143,7 @@ export function sessionView(main, ctx, id) {
     } catch (e) { clear(info, errorBox(e)); }
   }
   load();
-  return live(ctx, (ev) => ev.sessionId === id, load);
+  return live(ctx, (ev) => ev.session_id === id, load);
 }
 
 export function receiptsView(main, ctx) {
@@ -155,11 +156,11 @@ export function receiptsView(main, ctx) {
       if (!rs.length) { clear(list, empty('No receipts yet: they appear when a command finishes.')); return; }
       clear(list, h('div', { class: 'card' }, h('table', {},
         h('thead', {}, h('tr', {}, ['Seq', 'Command', 'Status', 'Exit', 'Requester', 'Approver', 'Finished'].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', {}, rs.map((x) => h('tr', {},
+        h('tbody', {}, rs.map((x) => h('tr', { class: 'rc-' + x.status },
           h('td', {}, String(x.seq)),
           h('td', {}, h('a', { href: '/receipts/' + encodeURIComponent(x.id) }, h('code', {}, x.command || x.id))),
-          h('td', {}, x.status), h('td', {}, exitText(x.exitCode)), h('td', {}, x.requester || ''), h('td', {}, x.approver || ''),
-          h('td', {}, when(x.finishedAt))))))));
+          h('td', {}, h('span', { class: 'badge st-' + String(x.status || '').toUpperCase() }, x.status)), h('td', {}, exitText(x.exit_code)), h('td', {}, x.requester || ''), h('td', {}, x.approver || ''),
+          h('td', {}, when(x.finished_at))))))));
     } catch (e) { clear(list, errorBox(e)); }
   }
   load();
@@ -172,27 +173,27 @@ export function receiptView(main, ctx, id) {
   (async () => {
     try {
       const r = await rest.receipts.get(id);
-      const v = await rest.receipts.verify(r.receiptJson);
+      const v = await rest.receipts.verify(r.receipt_json);
       const s = r.summary || {};
-      let pretty = r.receiptJson;
-      try { pretty = JSON.stringify(JSON.parse(r.receiptJson), null, 2); } catch { /* show as is */ }
+      let pretty = r.receipt_json;
+      try { pretty = JSON.stringify(JSON.parse(r.receipt_json), null, 2); } catch { /* show as is */ }
       const shareOut = h('div');
       const check = (ok) => (ok ? h('span', { class: 'ok' }, '✔ yes') : h('span', { class: 'bad' }, '✘ no'));
       clear(top,
         h('section', { class: 'card', 'aria-labelledby': 'verify-title' },
           h('h2', { id: 'verify-title' }, 'Verification'),
           h('p', { id: 'receipt-verdict', class: v.valid ? 'ok' : 'bad' }, v.valid ? '✔ Receipt verified' : '✘ Receipt does not verify'),
-          kv([['Schema', check(v.schemaOk)], ['Ed25519 signature', check(v.ed25519Ok)], ['HMAC', check(v.hmacOk)], ['Chain link', check(v.chainOk)],
-            ['Key', v.keyId], ['Problems', (v.problems || []).join('; ')]])),
+          kv([['Schema', check(v.schema_ok)], ['Ed25519 signature', check(v.ed25519_ok)], ['HMAC', check(v.hmac_ok)], ['Chain link', check(v.chain_ok)],
+            ['Key', v.key_id], ['Problems', (v.problems || []).join('; ')]])),
         h('section', { class: 'card', 'aria-labelledby': 'summary-title' },
           h('h2', { id: 'summary-title' }, 'Summary'),
-          kv([['Command', h('code', {}, s.command)], ['Status', s.status], ['Exit code', exitText(s.exitCode)], ['Decision', s.decision],
-            ['Plan', s.planId ? h('a', { href: '/plans/' + encodeURIComponent(s.planId) }, s.planId) : ''],
-            ['Session', s.sessionId ? h('a', { href: '/sessions/' + encodeURIComponent(s.sessionId) }, s.sessionId) : ''],
-            ['Requester', s.requester], ['Approver', s.approver], ['Started', when(s.startedAt)], ['Finished', when(s.finishedAt)],
-            ['Request hash', h('code', { class: 'hash' }, s.requestHash)], ['Seq', String(s.seq ?? '')]]),
+          kv([['Command', h('code', {}, s.command)], ['Status', s.status], ['Exit code', exitText(s.exit_code)], ['Decision', s.decision],
+            ['Plan', s.plan_id ? h('a', { href: '/plans/' + encodeURIComponent(s.plan_id) }, s.plan_id) : ''],
+            ['Session', s.session_id ? h('a', { href: '/sessions/' + encodeURIComponent(s.session_id) }, s.session_id) : ''],
+            ['Requester', s.requester], ['Approver', s.approver], ['Started', when(s.started_at)], ['Finished', when(s.finished_at)],
+            ['Request hash', h('code', { class: 'hash' }, s.request_hash)], ['Seq', String(s.seq ?? '')]]),
           h('div', { class: 'row' },
-            h('button', { type: 'button', onclick: () => download('receipt-' + id + '.json', r.receiptJson) }, 'Download JSON'),
+            h('button', { type: 'button', onclick: () => download('receipt-' + id + '.json', r.receipt_json) }, 'Download JSON'),
             h('button', { type: 'button', id: 'download-public-key', onclick: async () => {
               try {
                 const k = await rest.receipts.publicKey();
@@ -202,10 +203,10 @@ export function receiptView(main, ctx, id) {
             h('button', { type: 'button', onclick: async () => {
               try {
                 const x = await rest.receipts.shareExport(id);
-                let p = x.receiptJson;
-                try { p = JSON.stringify(JSON.parse(x.receiptJson), null, 2); } catch { /* as is */ }
+                let p = x.receipt_json;
+                try { p = JSON.stringify(JSON.parse(x.receipt_json), null, 2); } catch { /* as is */ }
                 clear(shareOut, h('h3', {}, 'Share export'), h('p', { class: 'hint' }, 'Sensitive fields are replaced and the receipt is signed again.'),
-                  h('button', { type: 'button', onclick: () => download('receipt-' + id + '-share.json', x.receiptJson) }, 'Download share export'),
+                  h('button', { type: 'button', onclick: () => download('receipt-' + id + '-share.json', x.receipt_json) }, 'Download share export'),
                   h('pre', { id: 'share-json' }, p));
               } catch (e) { clear(shareOut, errorBox(e)); }
             } }, 'Share export…')),

@@ -1,7 +1,7 @@
 // plan.js: the plan form with the adviser panel, and a plan's own page
 // (/plans/ID): decision, approval, execution controls, live output, receipt.
 import * as rest from './endpoints.js';
-import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText } from './dom.js';
+import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText, sandboxText } from './dom.js';
 
 const FORM_KEY = 'termd.planDraft';
 
@@ -10,8 +10,8 @@ export function planFormView(main, ctx) {
   sessionStorage.removeItem(FORM_KEY);
   const argvMode = h('input', { type: 'radio', name: 'form', value: 'argv', id: 'form-argv', checked: true });
   const cmdMode = h('input', { type: 'radio', name: 'form', value: 'command', id: 'form-command' });
-  const argv = h('textarea', { id: 'argv', name: 'argv', rows: 4, spellcheck: 'false', placeholder: 'ls\n-la' });
-  const command = h('input', { type: 'text', id: 'command', name: 'command', spellcheck: 'false', placeholder: 'ls -la' });
+  const argv = h('textarea', { id: 'argv', name: 'argv', rows: 4, spellcheck: 'false', placeholder: 'e.g.  ls\n       -la' });
+  const command = h('input', { type: 'text', id: 'command', name: 'command', spellcheck: 'false', placeholder: 'e.g.  ls -la' });
   const cwd = h('input', { type: 'text', id: 'cwd', name: 'cwd', spellcheck: 'false', placeholder: 'first workspace root' });
   const env = h('textarea', { id: 'env', name: 'env', rows: 2, spellcheck: 'false', placeholder: 'NAME=value' });
   const mode = h('select', { id: 'mode', name: 'mode' },
@@ -72,7 +72,7 @@ export function planFormView(main, ctx) {
       req.env[line.slice(0, i).trim()] = line.slice(i + 1);
     }
     if (mode.value) req.mode = mode.value;
-    if (timeout.value) req.timeoutSeconds = Number(timeout.value);
+    if (timeout.value) req.timeout_seconds = Number(timeout.value);
     submit.disabled = true;
     try {
       const { plan } = await rest.plans.create(req);
@@ -93,16 +93,24 @@ export function planFormView(main, ctx) {
 
 // adviserPanel asks the daemon's adviser; its answer is shown as text and a
 // suggestion can only fill the plan form, never run.
-function adviserPanel(ctx, use, planId) {
+function adviserPanel(ctx, use, plan_id) {
   const intent = h('select', { id: 'advise-intent' },
     h('option', { value: 'ADVISE_INTENT_SUGGEST' }, 'Suggest commands for a task'),
     h('option', { value: 'ADVISE_INTENT_ASK' }, 'Ask a question'),
-    planId ? h('option', { value: 'ADVISE_INTENT_EXPLAIN' }, 'Explain this plan') : null);
+    plan_id ? h('option', { value: 'ADVISE_INTENT_EXPLAIN' }, 'Explain this plan') : null);
   const q = h('textarea', { id: 'advise-question', rows: 3, placeholder: 'e.g. list the largest files in this project' });
   const out = h('pre', { class: 'advice', 'aria-live': 'polite', hidden: true });
   const sugg = h('div');
   const err = h('div');
   const btn = h('button', { type: 'submit' }, 'Ask the adviser');
+  const { available, detail } = ctx.adviser;
+  if (!available) {
+    // Not configured: say so and how, instead of a panel that looks ready.
+    return h('section', { class: 'card off', id: 'adviser-off', 'aria-labelledby': 'adviser-title' },
+      h('h2', { id: 'adviser-title' }, 'Adviser ', h('span', { class: 'badge' }, 'off')),
+      h('p', { class: 'hint' }, detail || 'No adviser is configured.'),
+      h('p', { class: 'hint' }, 'An operator turns it on with an API key in termd\'s environment (DEEPSEEK_API_KEY) or adviser.api_key_file in its config; see docs/ADVISER.md.'));
+  }
   const form = h('form', { class: 'card', 'aria-labelledby': 'adviser-title' },
     h('h2', { id: 'adviser-title' }, 'Adviser'),
     h('p', { class: 'hint' }, 'Advice is text only: nothing runs because of it.'),
@@ -114,8 +122,8 @@ function adviserPanel(ctx, use, planId) {
     clear(err); clear(sugg); out.textContent = ''; out.hidden = false;
     btn.disabled = true;
     try {
-      await rest.advise({ intent: intent.value, question: q.value, planId: planId || '' }, (m) => {
-        if (m.textDelta) out.textContent += m.textDelta;
+      await rest.advise({ intent: intent.value, question: q.value, plan_id: plan_id || '' }, (m) => {
+        if (m.text_delta) out.textContent += m.text_delta;
         if (m.result) {
           if (m.result.text && !out.textContent) out.textContent = m.result.text;
           const list = m.result.suggestions || [];
@@ -130,7 +138,8 @@ function adviserPanel(ctx, use, planId) {
       if (!out.textContent) out.textContent = '(no answer)';
     } catch (ex) {
       out.hidden = true;
-      clear(err, errorBox(ex.status === 503 ? 'The adviser is not available: ' + ex.message : ex));
+      // The daemon's message already says what is wrong and what to do.
+      clear(err, errorBox(ex));
     } finally {
       btn.disabled = false;
     }
@@ -188,13 +197,13 @@ export function planView(main, ctx, id) {
           const r = await rest.executions.output(exec.id, name, s.off);
           const data = b64decode(r.data);
           if (Number(r.offset) === s.off && data.length) appendOut(s, data);
-          const next = Number(r.nextOffset);
+          const next = Number(r.next_offset);
           if (next > s.off) s.off = next;
           if (!data.length || r.eof) break;
         }
       } while (s.again && !gone);
       // Said only once the finished execution's output was read to its end.
-      if (exec.finishedAt) s.el.dataset.empty = '(no output)';
+      if (exec.finished_at) s.el.dataset.empty = '(no output)';
     } catch (e) {
       if (!gone) ctx.flash(e);
     } finally {
@@ -205,15 +214,15 @@ export function planView(main, ctx, id) {
   async function load() {
     try {
       plan = (await rest.plans.get(id)).plan;
-      if (plan.executionId) {
+      if (plan.execution_id) {
         const first = !exec;
-        exec = (await rest.executions.get(plan.executionId)).execution;
+        exec = (await rest.executions.get(plan.execution_id)).execution;
         if (first) { output.hidden = false; fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
       }
       if (gone) return;
       clear(err);
       render();
-      const rid = plan.receiptId || exec?.receiptId;
+      const rid = plan.receipt_id || exec?.receipt_id;
       if (rid && rid !== receiptShown) { receiptShown = rid; showReceipt(rid); }
     } catch (e) {
       if (gone) return;
@@ -240,15 +249,15 @@ export function planView(main, ctx, id) {
       h('div', { class: 'row' },
         badge(words(st), 'st-' + st), badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_'))),
       h('pre', { class: 'mono', id: 'plan-argv' }, argvText(d.argv && d.argv.length ? d.argv : req.argv) || req.command),
-      plan.nextStep ? h('p', { id: 'next-step' }, ...richText(plan.nextStep)) : null,
-      kv([['Session', h('a', { href: '/sessions/' + encodeURIComponent(plan.sessionId) }, plan.sessionId)],
+      plan.next_step ? h('p', { id: 'next-step' }, ...richText(consoleStep(plan.next_step, st, ctx))) : null,
+      kv([['Session', h('a', { href: '/sessions/' + encodeURIComponent(plan.session_id) }, plan.session_id)],
         ['Requested by', plan.requester ? plan.requester.name + (plan.requester.via ? ' via ' + plan.requester.via : '') : ''],
-        ['Created', when(plan.createdAt)],
-        ['Expires', /^(PLANNED|AWAITING_APPROVAL|APPROVED)$/.test(st) ? when(plan.expiresAt) : ''],
-        ['Replanned from', plan.replannedFrom ? h('a', { href: '/plans/' + plan.replannedFrom }, plan.replannedFrom) : ''],
-        ['Approved by', plan.approval?.approver ? plan.approval.approver.name + ' at ' + when(plan.approval.approvedAt) : ''],
-        ['Denied by', plan.denial?.deniedBy ? plan.denial.deniedBy.name + ': ' + plan.denial.reason : ''],
-        ['Flagged by adviser', plan.flaggedByAdviser ? 'yes — needs approval in every mode' : '']]),
+        ['Created', when(plan.created_at)],
+        ['Expires', /^(PLANNED|AWAITING_APPROVAL|APPROVED)$/.test(st) ? when(plan.expires_at) : ''],
+        ['Replanned from', plan.replanned_from ? h('a', { href: '/plans/' + plan.replanned_from }, plan.replanned_from) : ''],
+        ['Approved by', plan.approval?.approver ? plan.approval.approver.name + ' at ' + when(plan.approval.approved_at) : ''],
+        ['Denied by', plan.denial?.denied_by ? plan.denial.denied_by.name + ': ' + plan.denial.reason : ''],
+        ['Flagged by adviser', plan.flagged_by_adviser ? 'yes — needs approval in every mode' : '']]),
       h('div', { class: 'row' },
         ['PLANNED', 'APPROVED'].includes(st) && ctx.canRun ? act('Run', () => rest.plans.execute(id), 'primary') : null,
         ctx.canRun ? act('Replan', async () => {
@@ -264,24 +273,25 @@ export function planView(main, ctx, id) {
       // argv to preview.
       !(d.argv && d.argv.length) ? h('p', { class: 'muted' }, 'The command was refused before it could be analysed, so there is nothing to preview.') : [
       p.summary ? h('p', {}, p.summary) : null,
-      kv([['Program', p.program || d.resolvedPath],
-        ['Read-only', p.readOnly ? 'yes' : 'no'],
+      kv([['Program', p.program || d.resolved_path],
+        ['Read-only', p.read_only ? 'yes' : 'no'],
         ['Writes', (p.writes || []).join(', ')],
         ['Network', p.network ? 'yes' : 'no'],
-        ['Runs project code', p.runsProjectCode ? 'yes' : 'no'],
+        ['Runs project code', p.runs_project_code ? 'yes' : 'no'],
+        ['Sandbox', h('span', { id: 'sandbox' }, sandboxText(d.sandbox || p.sandbox))],
         ['Rules', (d.rules || []).join(', ')],
-        ['Policy', d.policyVersion]])]);
+        ['Policy', d.policy_version]])]);
 
     // The canonical request: exactly what an approval is for.
-    const canon = { argv: d.argv, exec_argv: d.execArgv, cwd: d.cwd, env: d.env, mode: d.mode, timeout_seconds: d.timeoutSeconds,
-      resolved_path: d.resolvedPath, binary_sha256: d.binarySha256, run_as: d.runAs };
+    const canon = { argv: d.argv, exec_argv: d.exec_argv, cwd: d.cwd, env: d.env, mode: d.mode, timeout_seconds: d.timeout_seconds,
+      resolved_path: d.resolved_path, binary_sha256: d.binary_sha256, run_as: d.run_as };
     // Prefer the daemon's own canonical request (the bytes whose sha256 is the
     // hash); fall back to the decision's fields if the policy has changed since.
     const canonPre = h('pre', { class: 'mono', id: 'canonical' }, canonicalText || JSON.stringify(canon, null, 2));
     if (!canonicalText && plan.request) {
       rest.policy.check(plan.request).then((c) => {
-        if (c.decision?.requestHash === d.requestHash && c.canonicalRequest) {
-          try { canonicalText = JSON.stringify(JSON.parse(c.canonicalRequest), null, 2); } catch { canonicalText = c.canonicalRequest; }
+        if (c.decision?.request_hash === d.request_hash && c.canonical_request) {
+          try { canonicalText = JSON.stringify(JSON.parse(c.canonical_request), null, 2); } catch { canonicalText = c.canonical_request; }
           canonPre.textContent = canonicalText;
         }
       }).catch(() => { /* keep the decision's fields */ });
@@ -293,12 +303,12 @@ export function planView(main, ctx, id) {
     const reason = h('input', { type: 'text', id: 'deny-reason', placeholder: 'why (shown to the requester)' });
     clear(approval,
       h('h2', { id: 'approval-title' }, awaiting ? 'Approval needed' : 'Canonical request'),
-      h('p', {}, 'Request hash ', h('code', { class: 'hash', id: 'request-hash' }, d.requestHash || '')),
+      h('p', {}, 'Request hash ', h('code', { class: 'hash', id: 'request-hash' }, d.request_hash || '')),
       canonPre,
       awaiting && ctx.canApprove ? [
-        h('p', { class: 'hint' }, 'Approving lets exactly this request (this hash) run once, until ', when(plan.expiresAt) || 'it expires', '.'),
+        h('p', { class: 'hint' }, 'Approving lets exactly this request (this hash) run once, until ', when(plan.expires_at) || 'it expires', '.'),
         h('div', { class: 'row' },
-          act('Approve', () => rest.plans.approve(id, d.requestHash), 'primary'),
+          act('Approve', () => rest.plans.approve(id, d.request_hash), 'primary'),
           h('label', { for: 'deny-reason', class: 'hint' }, 'Deny reason'), reason,
           act('Deny', () => rest.plans.deny(id, reason.value || 'denied in the console'), 'danger')),
       ] : null,
@@ -309,10 +319,10 @@ export function planView(main, ctx, id) {
       execution.hidden = false;
       clear(execution,
         h('h2', { id: 'exec-title' }, 'Execution ', badge(words(es), 'st-' + es)),
-        kv([['Execution', h('code', {}, exec.id)], ['Pid', exec.pid || ''], ['Started', when(exec.startedAt)], ['Finished', when(exec.finishedAt)],
-          ['Duration', exec.durationMs && exec.finishedAt ? exec.durationMs + ' ms' : ''],
-          ['Exit code', exec.finishedAt ? exitText(exec.exitCode) : ''], ['Signal', exec.signal], ['Error', exec.error],
-          ['Output truncated', exec.outputTruncated ? 'yes' : '']]),
+        kv([['Execution', h('code', {}, exec.id)], ['Pid', exec.pid || ''], ['Started', when(exec.started_at)], ['Finished', when(exec.finished_at)],
+          ['Duration', exec.duration_ms && exec.finished_at ? exec.duration_ms + ' ms' : ''],
+          ['Exit code', exec.finished_at ? exitText(exec.exit_code) : ''], ['Signal', exec.signal], ['Error', exec.error],
+          ['Output truncated', exec.output_truncated ? 'yes' : '']]),
         ctx.canRun ? h('div', { class: 'row' },
           es === 'RUNNING' ? act('Pause', () => rest.executions.pause(exec.id)) : null,
           es === 'PAUSED' ? act('Resume', () => rest.executions.resume(exec.id)) : null,
@@ -328,10 +338,10 @@ export function planView(main, ctx, id) {
     clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'), empty('Verifying…'));
     try {
       const r = await rest.receipts.get(rid);
-      const v = await rest.receipts.verify(r.receiptJson);
+      const v = await rest.receipts.verify(r.receipt_json);
       clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'),
         h('p', { id: 'receipt-verdict', class: v.valid ? 'ok' : 'bad' }, v.valid ? '✔ Receipt verified' : '✘ Receipt does not verify'),
-        kv([['Receipt', h('a', { href: '/receipts/' + encodeURIComponent(rid) }, rid)], ['Status', r.summary?.status], ['Exit code', exitText(r.summary?.exitCode)],
+        kv([['Receipt', h('a', { href: '/receipts/' + encodeURIComponent(rid) }, rid)], ['Status', r.summary?.status], ['Exit code', exitText(r.summary?.exit_code)],
           ['Problems', (v.problems || []).join('; ')]]));
     } catch (e) {
       clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'), errorBox(e));
@@ -342,9 +352,9 @@ export function planView(main, ctx, id) {
   const refresh = () => { clearTimeout(timer); timer = setTimeout(load, 120); };
   const off = ctx.on((ev) => {
     if (ev.plan && ev.plan.id === id) refresh();
-    if (ev.execution && ev.execution.planId === id) refresh();
-    if (ev.receipt && ev.receipt.planId === id) refresh();
-    if (ev.output && exec && ev.output.executionId === exec.id) {
+    if (ev.execution && ev.execution.plan_id === id) refresh();
+    if (ev.receipt && ev.receipt.plan_id === id) refresh();
+    if (ev.output && exec && ev.output.execution_id === exec.id) {
       const s = out[ev.output.stream];
       if (!s) return;
       const off0 = Number(ev.output.offset);
@@ -360,4 +370,15 @@ export function planView(main, ctx, id) {
   }, 3000);
   load();
   return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); };
+}
+
+// consoleStep says a plan's next step in the console's words: the daemon
+// writes it for termctl ("run `termctl execute ID`"), but here the buttons
+// beside it do that.
+export function consoleStep(step, st, ctx) {
+  if (['PLANNED', 'APPROVED'].includes(st) && ctx.canRun) return 'Ready to run: press Run.';
+  if (st === 'AWAITING_APPROVAL' && ctx.canApprove) return 'Needs approval: review the canonical request below, then Approve or Deny.';
+  if (st === 'AWAITING_APPROVAL') return 'Needs an operator\'s approval; this page updates when it is decided.';
+  if (/`termctl replan /.test(step) && ctx.canRun) return step.replace(/\(?(run )?`termctl replan [^`]*`\)?/, 'press Replan').trim();
+  return step;
 }

@@ -96,6 +96,12 @@ await test('sign in', async () => {
   // The token is kept in sessionStorage and never in the URL.
   must(!page.url().includes(token), 'token in URL');
   must(await page.evaluate((t) => sessionStorage.getItem('termd.token') === t, token), 'token not in sessionStorage');
+  // The arguments box is empty, and its example reads as an example.
+  must(await page.inputValue('#argv') === '', 'the arguments box is not empty');
+  must((await page.getAttribute('#argv', 'placeholder')).startsWith('e.g.'), 'the arguments placeholder looks filled in');
+  // Without an adviser key the panel says it is off (and how to turn it on) instead of looking ready.
+  await page.locator('#adviser-off').waitFor();
+  must(await page.getByRole('button', { name: 'Ask the adviser' }).count() === 0, 'the adviser panel offers to ask without an adviser');
   await shot('signed-in');
 });
 
@@ -104,6 +110,8 @@ await test('read-only command: live output and a verified receipt', async () => 
   await submitPlan();
   await page.locator('#stdout', { hasText: 'hello from the console' }).waitFor();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  must((await page.locator('#sandbox').textContent()).startsWith('read-only, no network'), 'plan page does not show the sandbox profile');
+  must(await page.locator('#sandbox-warning').isHidden(), 'a fully enforced sandbox shows a warning');
   await shot('read-only-output-and-receipt');
   await page.locator('#receipt-title ~ dl a').first().click();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
@@ -138,6 +146,7 @@ await test('write in confirm mode: approval queue, approve, run', async () => {
   const hash = (await page.locator('#request-hash').textContent()).trim();
   must(/^[0-9a-f]{64}$/.test(hash), 'plan page does not show the request hash: ' + hash);
   must((await page.locator('#canonical').textContent()).includes('hello.txt'), 'canonical request not shown');
+  must(!(await page.locator('#next-step').textContent()).includes('termctl'), 'the plan page prints termctl instructions beside its buttons');
   await page.locator('#approval-count', { hasText: /^1$/ }).waitFor();
   await shot('awaiting-approval-plan-page');
   await page.getByRole('link', { name: /Approvals/ }).click();
@@ -204,6 +213,12 @@ await test('sessions and receipts lists', async () => {
   await page.getByRole('link', { name: 'Receipts' }).click();
   await page.locator('table tbody tr').first().waitFor();
   must(await page.locator('table tbody tr').count() >= 3, 'fewer than 3 receipts listed');
+  // A blocked receipt's row stands out from the succeeded ones.
+  const blocked = page.locator('table tbody tr.rc-blocked').first();
+  await blocked.waitFor();
+  const mark = await blocked.evaluate((tr) => getComputedStyle(tr).boxShadow);
+  const plain = await page.locator('table tbody tr.rc-succeeded').first().evaluate((tr) => getComputedStyle(tr).boxShadow);
+  must(mark !== 'none' && mark !== plain, 'blocked receipts are not coloured: ' + mark);
   await shot('receipts');
 });
 

@@ -26,7 +26,10 @@ type StreamEventsRequest struct {
 	// Empty: every session the caller may see (resume by global_seq).
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Replay events with a sequence number above this one (session seq, or global seq).
-	SinceSeq      uint64 `protobuf:"varint,2,opt,name=since_seq,json=sinceSeq,proto3" json:"since_seq,omitempty"`
+	SinceSeq uint64 `protobuf:"varint,2,opt,name=since_seq,json=sinceSeq,proto3" json:"since_seq,omitempty"`
+	// With since_seq 0: history true starts with the oldest event termd still
+	// holds; false (the default) starts at "now", with the next event published.
+	History       bool `protobuf:"varint,3,opt,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -73,6 +76,13 @@ func (x *StreamEventsRequest) GetSinceSeq() uint64 {
 		return x.SinceSeq
 	}
 	return 0
+}
+
+func (x *StreamEventsRequest) GetHistory() bool {
+	if x != nil {
+		return x.History
+	}
+	return false
 }
 
 type StreamEventsResponse struct {
@@ -123,11 +133,12 @@ var File_termd_v1_event_proto protoreflect.FileDescriptor
 
 const file_termd_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x14termd/v1/event.proto\x12\btermd.v1\x1a\x14termd/v1/types.proto\"Q\n" +
+	"\x14termd/v1/event.proto\x12\btermd.v1\x1a\x14termd/v1/types.proto\"k\n" +
 	"\x13StreamEventsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
-	"\tsince_seq\x18\x02 \x01(\x04R\bsinceSeq\"=\n" +
+	"\tsince_seq\x18\x02 \x01(\x04R\bsinceSeq\x12\x18\n" +
+	"\ahistory\x18\x03 \x01(\bR\ahistory\"=\n" +
 	"\x14StreamEventsResponse\x12%\n" +
 	"\x05event\x18\x01 \x01(\v2\x0f.termd.v1.EventR\x05event2_\n" +
 	"\fEventService\x12O\n" +

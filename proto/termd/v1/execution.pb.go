@@ -120,9 +120,14 @@ func (x *ExecuteResponse) GetExecution() *Execution {
 }
 
 type ExecuteAndWaitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PlanId        string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	PlanId    string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// detach keeps the execution running when this stream ends early (the
+	// client went away). By default the streaming client owns a foreground
+	// execution: when its stream ends before the receipt (broken pipe, closed
+	// terminal, killed client), termd cancels the execution, with a receipt.
+	Detach        bool `protobuf:"varint,3,opt,name=detach,proto3" json:"detach,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -169,6 +174,13 @@ func (x *ExecuteAndWaitRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *ExecuteAndWaitRequest) GetDetach() bool {
+	if x != nil {
+		return x.Detach
+	}
+	return false
 }
 
 type ExecuteAndWaitResponse struct {
@@ -741,11 +753,12 @@ const file_termd_v1_execution_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\"D\n" +
 	"\x0fExecuteResponse\x121\n" +
-	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\"O\n" +
+	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\"g\n" +
 	"\x15ExecuteAndWaitRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\"?\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06detach\x18\x03 \x01(\bR\x06detach\"?\n" +
 	"\x16ExecuteAndWaitResponse\x12%\n" +
 	"\x05event\x18\x01 \x01(\v2\x0f.termd.v1.EventR\x05event\"8\n" +
 	"\x13GetExecutionRequest\x12!\n" +

@@ -263,6 +263,8 @@ const (
 	PlanState_PLAN_STATE_CANCELLED         PlanState = 12
 	PlanState_PLAN_STATE_KILLED            PlanState = 13
 	PlanState_PLAN_STATE_OUTCOME_UNKNOWN   PlanState = 14
+	// The command wrote more than the policy's output budget and was ended.
+	PlanState_PLAN_STATE_OUTPUT_LIMIT PlanState = 15
 )
 
 // Enum value maps for PlanState.
@@ -283,6 +285,7 @@ var (
 		12: "PLAN_STATE_CANCELLED",
 		13: "PLAN_STATE_KILLED",
 		14: "PLAN_STATE_OUTCOME_UNKNOWN",
+		15: "PLAN_STATE_OUTPUT_LIMIT",
 	}
 	PlanState_value = map[string]int32{
 		"PLAN_STATE_UNSPECIFIED":       0,
@@ -300,6 +303,7 @@ var (
 		"PLAN_STATE_CANCELLED":         12,
 		"PLAN_STATE_KILLED":            13,
 		"PLAN_STATE_OUTCOME_UNKNOWN":   14,
+		"PLAN_STATE_OUTPUT_LIMIT":      15,
 	}
 )
 
@@ -343,6 +347,8 @@ const (
 	ExecutionState_EXECUTION_STATE_CANCELLED       ExecutionState = 6
 	ExecutionState_EXECUTION_STATE_KILLED          ExecutionState = 7
 	ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN ExecutionState = 8
+	// The command wrote more than the policy's output budget and was ended.
+	ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT ExecutionState = 9
 )
 
 // Enum value maps for ExecutionState.
@@ -357,6 +363,7 @@ var (
 		6: "EXECUTION_STATE_CANCELLED",
 		7: "EXECUTION_STATE_KILLED",
 		8: "EXECUTION_STATE_OUTCOME_UNKNOWN",
+		9: "EXECUTION_STATE_OUTPUT_LIMIT",
 	}
 	ExecutionState_value = map[string]int32{
 		"EXECUTION_STATE_UNSPECIFIED":     0,
@@ -368,6 +375,7 @@ var (
 		"EXECUTION_STATE_CANCELLED":       6,
 		"EXECUTION_STATE_KILLED":          7,
 		"EXECUTION_STATE_OUTCOME_UNKNOWN": 8,
+		"EXECUTION_STATE_OUTPUT_LIMIT":    9,
 	}
 )
 
@@ -2536,7 +2544,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\bRISK_LOW\x10\x01\x12\x0f\n" +
 	"\vRISK_MEDIUM\x10\x02\x12\r\n" +
 	"\tRISK_HIGH\x10\x03\x12\x11\n" +
-	"\rRISK_CRITICAL\x10\x04*\x8c\x03\n" +
+	"\rRISK_CRITICAL\x10\x04*\xa9\x03\n" +
 	"\tPlanState\x12\x1a\n" +
 	"\x16PLAN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PLAN_STATE_PLANNED\x10\x01\x12 \n" +
@@ -2553,7 +2561,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x14PLAN_STATE_TIMED_OUT\x10\v\x12\x18\n" +
 	"\x14PLAN_STATE_CANCELLED\x10\f\x12\x15\n" +
 	"\x11PLAN_STATE_KILLED\x10\r\x12\x1e\n" +
-	"\x1aPLAN_STATE_OUTCOME_UNKNOWN\x10\x0e*\xa4\x02\n" +
+	"\x1aPLAN_STATE_OUTCOME_UNKNOWN\x10\x0e\x12\x1b\n" +
+	"\x17PLAN_STATE_OUTPUT_LIMIT\x10\x0f*\xc6\x02\n" +
 	"\x0eExecutionState\x12\x1f\n" +
 	"\x1bEXECUTION_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17EXECUTION_STATE_RUNNING\x10\x01\x12\x1a\n" +
@@ -2563,7 +2572,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x19EXECUTION_STATE_TIMED_OUT\x10\x05\x12\x1d\n" +
 	"\x19EXECUTION_STATE_CANCELLED\x10\x06\x12\x1a\n" +
 	"\x16EXECUTION_STATE_KILLED\x10\a\x12#\n" +
-	"\x1fEXECUTION_STATE_OUTCOME_UNKNOWN\x10\b*a\n" +
+	"\x1fEXECUTION_STATE_OUTCOME_UNKNOWN\x10\b\x12 \n" +
+	"\x1cEXECUTION_STATE_OUTPUT_LIMIT\x10\t*a\n" +
 	"\fOutputStream\x12\x1d\n" +
 	"\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n" +

@@ -1,0 +1,375 @@
+//go:build linux && cgo
+
+// termd-launch: confine one execution between fork and exec, then exec it.
+//
+// This runs as a constructor, before the Go runtime starts (the technique
+// runc's nsexec uses): a Go program costs several milliseconds of runtime
+// start-up per execution, this costs what exec of a small C program costs.
+// The daemon (package daemon/sandbox) builds everything that needs thought:
+// the Landlock ruleset from descriptors it opened, the seccomp program, the
+// list of mounts. This file only applies them, in order, and refuses to exec
+// the command when any step fails: it never runs a command with less
+// confinement than it was told. The protocol is in
+// daemon/sandbox/launcher/config.go.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CONFIG_FD 3
+#define REPORT_FD 4
+#define EXIT_CONFIG 125
+#define EXIT_CONFINE 126
+#define MAX_CONFIG (8 << 20)
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+#ifndef FSOPEN_CLOEXEC
+#define FSOPEN_CLOEXEC 0x00000001
+#define FSMOUNT_CLOEXEC 0x00000001
+#define FSCONFIG_SET_STRING 1
+#define FSCONFIG_CMD_CREATE 6
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef RESOLVE_NO_MAGICLINKS
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_NO_SYMLINKS 0x04
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+
+struct tl_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+struct tl_open_how {
+	uint64_t flags, mode, resolve;
+};
+
+static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void fail(const char *fmt, ...) {
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if (n >= (int)sizeof msg)
+		n = sizeof msg - 1;
+	if (write(REPORT_FD, msg, n) < 0) {
+		/* nowhere to say it: the exit status tells */
+	}
+	_exit(EXIT_CONFINE);
+}
+
+// The configuration: NUL-terminated key, NUL-terminated value, repeated.
+struct config {
+	char *path;
+	char **argv, **env;
+	int nargv, nenv;
+	char **mount_kind, **mount_path;
+	int nmounts, nkinds;
+	int set_cred;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	int ngroups;
+	int drop_caps, no_new_privs, ruleset_fd;
+	struct sock_filter *filter;
+	int nfilter;
+};
+
+static char *read_all(int fd, size_t *len) {
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		fail("launcher: out of memory");
+	for (;;) {
+		if (n == cap) {
+			if (cap >= MAX_CONFIG)
+				fail("launcher: configuration larger than %d bytes", MAX_CONFIG);
+			cap *= 2;
+			buf = realloc(buf, cap);
+			if (!buf)
+				fail("launcher: out of memory");
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			fail("launcher: reading the configuration: %s", strerror(errno));
+		if (r == 0)
+			break;
+		n += r;
+	}
+	*len = n;
+	return buf;
+}
+
+static void push(char ***v, int *n, char *s) {
+	*v = realloc(*v, sizeof(char *) * (*n + 2));
+	if (!*v)
+		fail("launcher: out of memory");
+	(*v)[(*n)++] = s;
+	(*v)[*n] = NULL;
+}
+
+static long number(const char *key, const char *s) {
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *s == 0 || *end != 0)
+		fail("launcher: %s=%s is not a number", key, s);
+	return v;
+}
+
+static int hexval(char c) {
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static void parse(char *buf, size_t len, struct config *c) {
+	memset(c, 0, sizeof *c);
+	c->ruleset_fd = -1;
+	size_t i = 0;
+	while (i < len) {
+		char *key = buf + i;
+		char *kend = memchr(key, 0, len - i);
+		if (!kend || kend + 1 >= buf + len)
+			fail("launcher: configuration is truncated");
+		char *val = kend + 1;
+		char *vend = memchr(val, 0, buf + len - val);
+		if (!vend)
+			fail("launcher: configuration is truncated");
+		i = vend + 1 - buf;
+		if (!strcmp(key, "path")) {
+			c->path = val;
+		} else if (!strcmp(key, "arg")) {
+			push(&c->argv, &c->nargv, val);
+		} else if (!strcmp(key, "env")) {
+			push(&c->env, &c->nenv, val);
+		} else if (!strcmp(key, "readonly") || !strcmp(key, "hide")) {
+			push(&c->mount_kind, &c->nkinds, key);
+			push(&c->mount_path, &c->nmounts, val);
+		} else if (!strcmp(key, "uid")) {
+			c->set_cred = 1;
+			c->uid = number(key, val);
+		} else if (!strcmp(key, "gid")) {
+			c->gid = number(key, val);
+		} else if (!strcmp(key, "group")) {
+			c->groups = realloc(c->groups, sizeof(gid_t) * (c->ngroups + 1));
+			if (!c->groups)
+				fail("launcher: out of memory");
+			c->groups[c->ngroups++] = number(key, val);
+		} else if (!strcmp(key, "drop_caps")) {
+			c->drop_caps = 1;
+		} else if (!strcmp(key, "no_new_privs")) {
+			c->no_new_privs = 1;
+		} else if (!strcmp(key, "ruleset_fd")) {
+			c->ruleset_fd = number(key, val);
+		} else if (!strcmp(key, "seccomp")) {
+			size_t h = strlen(val);
+			if (h % 16)
+				fail("launcher: seccomp program has a bad length");
+			c->nfilter = h / 16;
+			c->filter = calloc(c->nfilter, sizeof(struct sock_filter));
+			if (!c->filter)
+				fail("launcher: out of memory");
+			for (int k = 0; k < c->nfilter; k++) {
+				unsigned char b[8];
+				for (int j = 0; j < 8; j++) {
+					int hi = hexval(val[k * 16 + j * 2]), lo = hexval(val[k * 16 + j * 2 + 1]);
+					if (hi < 0 || lo < 0)
+						fail("launcher: seccomp program is not hex");
+					b[j] = hi << 4 | lo;
+				}
+				// code (u16 LE), jt, jf, k (u32 LE)
+				c->filter[k].code = b[0] | b[1] << 8;
+				c->filter[k].jt = b[2];
+				c->filter[k].jf = b[3];
+				c->filter[k].k = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+			}
+		} else {
+			fail("launcher: unknown configuration key %s (termd and termd-launch are from different builds?)", key);
+		}
+	}
+	if (!c->path || c->nargv == 0)
+		fail("launcher: the configuration names no command");
+	if (!c->env) {
+		c->env = calloc(1, sizeof(char *));
+		if (!c->env)
+			fail("launcher: out of memory");
+	}
+}
+
+static int empty_tmpfs(void) {
+	int fs = syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "1", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		close(fs);
+		return -1;
+	}
+	int m = syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	close(fs);
+	return m;
+}
+
+// apply_mount opens path without following any symbolic link and covers it:
+// "readonly" binds it onto itself read-only, "hide" puts an empty read-only
+// directory (or /dev/null for a file) over it.
+static void apply_mount(const char *kind, const char *path) {
+	struct tl_open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int target = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (target < 0 && errno == ENOENT)
+		return; // gone since the plan was checked: nothing to cover
+	if (target < 0)
+		fail("sandbox: opening %s to protect it (a symbolic link in its path is refused): %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(target, &st) < 0)
+		fail("sandbox: stat %s: %s", path, strerror(errno));
+	int tree;
+	if (!strcmp(kind, "readonly"))
+		tree = syscall(SYS_open_tree, target, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	else if (S_ISDIR(st.st_mode))
+		tree = empty_tmpfs();
+	else
+		tree = syscall(SYS_open_tree, AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		fail("sandbox: preparing the %s mount for %s: %s", kind, path, strerror(errno));
+	struct tl_mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+		fail("sandbox: making %s read-only: %s", path, strerror(errno));
+	if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		fail("sandbox: mounting over %s: %s", path, strerror(errno));
+	close(tree);
+	close(target);
+}
+
+static void confine(struct config *c) {
+	if (c->nmounts > 0) {
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			fail("sandbox: making the mount namespace private: %s", strerror(errno));
+		for (int i = 0; i < c->nmounts; i++)
+			apply_mount(c->mount_kind[i], c->mount_path[i]);
+		// The working directory was entered before the mounts: enter it
+		// again so that it is seen through them.
+		char wd[4096];
+		if (getcwd(wd, sizeof wd) && chdir(wd) < 0)
+			fail("sandbox: re-entering the working directory %s: %s", wd, strerror(errno));
+	}
+	pid_t ppid = getppid();
+	if (c->drop_caps) {
+		// The bounding set (needs CAP_SETPCAP, so before the credentials
+		// change): after exec nobody, not even uid 0, gets a capability back.
+		for (int cap = 0; cap <= 63; cap++) {
+			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+				if (errno == EINVAL)
+					break;
+				fail("sandbox: dropping capability %d from the bounding set: %s", cap, strerror(errno));
+			}
+		}
+	}
+	if (c->set_cred) {
+		if (setgroups(c->ngroups, c->groups) < 0)
+			fail("setgroups: %s", strerror(errno));
+		if (setresgid(c->gid, c->gid, c->gid) < 0)
+			fail("setresgid %u: %s", c->gid, strerror(errno));
+		if (setresuid(c->uid, c->uid, c->uid) < 0)
+			fail("setresuid %u: %s", c->uid, strerror(errno));
+		// A credential change clears the parent-death signal: set it again,
+		// and give up if termd is already gone.
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+			fail("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+		if (getppid() != ppid)
+			fail("termd went away while the command was starting");
+	}
+	if (c->drop_caps) {
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+			fail("sandbox: clearing ambient capabilities: %s", strerror(errno));
+		struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+		struct __user_cap_data_struct data[2];
+		if (syscall(SYS_capget, &hdr, data) < 0)
+			fail("sandbox: capget: %s", strerror(errno));
+		data[0].inheritable = data[1].inheritable = 0;
+		if (syscall(SYS_capset, &hdr, data) < 0)
+			fail("sandbox: clearing inheritable capabilities: %s", strerror(errno));
+	}
+	if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail("sandbox: no_new_privs: %s", strerror(errno));
+	if (c->ruleset_fd >= 0) {
+		if (syscall(SYS_landlock_restrict_self, c->ruleset_fd, 0) < 0)
+			fail("sandbox: landlock_restrict_self: %s", strerror(errno));
+		close(c->ruleset_fd);
+	}
+	if (c->nfilter > 0) {
+		struct sock_fprog prog = {.len = c->nfilter, .filter = c->filter};
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			fail("sandbox: installing the seccomp filter: %s", strerror(errno));
+	}
+	// Nothing but stdin, stdout and stderr reaches the command; the report
+	// descriptor closes at exec, which is how the daemon learns it worked.
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		fail("close_range: %s", strerror(errno));
+}
+
+__attribute__((constructor)) static void termd_launch(int argc, char **argv) {
+	if (argc != 1 || strcmp(argv[0], "termd-launch") != 0)
+		return; // not started by termd: the Go main explains
+	size_t len;
+	char *buf = read_all(CONFIG_FD, &len);
+	close(CONFIG_FD);
+	if (len == 0) {
+		// The daemon went away before releasing us: nothing runs.
+		_exit(EXIT_CONFIG);
+	}
+	struct config c;
+	parse(buf, len, &c);
+	confine(&c);
+	execve(c.path, c.argv, c.env);
+	fail("exec %s: %s", c.path, strerror(errno));
+}

@@ -1,0 +1,73 @@
+package receipt
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testReceipt() *Receipt {
+	code := 0
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	return &Receipt{
+		ID: "r1", Seq: 1, PrevHash: strings.Repeat("0", 64), PlanID: "p1", SessionID: "s1", ExecutionID: "e1",
+		RequestHash: strings.Repeat("a", 64), Requester: Principal{Kind: "unix", ID: "uid:0", Name: "root", Role: "operator"},
+		Command: "true", CommandSHA256: strings.Repeat("b", 64), BinaryPath: "/usr/bin/true", BinarySHA256: strings.Repeat("c", 64),
+		Cwd: "/w", Mode: "confirm", Risk: "low", Decision: "allow", Policy: Policy{Allowed: true, Risk: "low", Reasons: []string{}, Argv: []string{"true"}, Version: "v", RuleIDs: []string{}},
+		Limits: Limits{TimeoutMs: 1000, MaxOutputBytes: 1}, Status: StatusSucceeded, StartedAt: now, FinishedAt: now, ExitCode: &code,
+		StdoutDigest: strings.Repeat("d", 64), StderrDigest: strings.Repeat("e", 64),
+	}
+}
+
+// Receipts are written as 1.1 with the sandbox record; receipts written as
+// 1.0 before the sandbox keep verifying against the 1.0 schema, and a 1.0
+// receipt cannot carry 1.1 members.
+func TestSchemaVersionsVerify(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	s := Signer{KeyID: KeyIDFor(pub), Ed25519: priv, HMAC: []byte("k")}
+	keys := map[string]ed25519.PublicKey{s.KeyID: pub}
+	sign := func(r *Receipt) []byte {
+		t.Helper()
+		if err := s.Sign(r); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	cur := testReceipt()
+	cur.Sandbox = &Sandbox{Profile: "workspace-write", Level: "full", Mode: "required", Platform: "linux-landlock", LandlockABI: 7, Seccomp: true, MountNamespace: true, NetworkNamespace: true, CapabilitiesDropped: true}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.1" {
+		t.Fatalf("a 1.1 receipt with its sandbox: %v (schema %s)", err, cur.SchemaVersion)
+	}
+
+	old := testReceipt()
+	old.SchemaVersion = "1.0"
+	if _, err := VerifyJSON(sign(old), keys); err != nil {
+		t.Fatalf("a 1.0 receipt no longer verifies: %v", err)
+	}
+
+	bad := testReceipt()
+	bad.SchemaVersion = "1.0"
+	bad.Sandbox = cur.Sandbox
+	if _, err := VerifyJSON(sign(bad), keys); err == nil || !strings.Contains(err.Error(), "1.0") {
+		t.Fatalf("a 1.0 receipt with a sandbox member must not match schema 1.0: %v", err)
+	}
+
+	wrong := testReceipt()
+	wrong.Sandbox = &Sandbox{Profile: "anything-goes", Level: "full", Mode: "required"}
+	if _, err := VerifyJSON(sign(wrong), keys); err == nil {
+		t.Fatal("an unknown sandbox profile passed the schema")
+	}
+
+	future := testReceipt()
+	future.SchemaVersion = "9.9"
+	if _, err := VerifyJSON(sign(future), keys); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("an unknown schema version: %v", err)
+	}
+}
