@@ -164,6 +164,21 @@ func (s Support) Missing() []string {
 	return out
 }
 
+// Resolve probes what this host enforces with the configured launcher ("":
+// the default one) and returns it with the configured mode ("": this host's
+// default), as the daemon and `termd doctor` both read the config.
+func Resolve(launcher, mode string) (Support, Mode) {
+	if launcher == "" {
+		launcher = DefaultLauncher()
+	}
+	sup := Probe(launcher)
+	m := Mode(mode)
+	if m == "" {
+		m = sup.DefaultMode()
+	}
+	return sup, m
+}
+
 // DefaultMode is the mode used when the config does not name one: required
 // where the kernel can confine (Landlock, or macOS sandbox-exec), best
 // effort elsewhere.
