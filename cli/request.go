@@ -36,7 +36,7 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	fs.StringVar(&f.command, "command", "", "the command as one string, split like a shell would but never run by one (instead of ARGV)")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable `K=V` for the command (repeatable; only names the policy allows)")
 	fs.StringVar(&f.mode, "mode", "", "policy mode: inspect, confirm or trusted (default: the policy's)")
-	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox profile: read-only or workspace-write (default: the policy's; a program without a grammar runs read-only unless given workspace-write, which asks)")
+	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox profile: read-only or workspace-write (default: the policy's; a program without a grammar runs read-only unless given workspace-write, which makes it project code)")
 	if withTimeout {
 		fs.DurationVar(&f.timeout, "timeout", 0, "time limit, e.g. 30s or 5m (default: the policy's)")
 	}

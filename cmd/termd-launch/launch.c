@@ -107,6 +107,7 @@ struct config {
 	int nargv, nenv;
 	char **mount_kind, **mount_path;
 	int nmounts, nkinds;
+	int userns;
 	int set_cred;
 	uid_t uid;
 	gid_t gid;
@@ -202,6 +203,8 @@ static void parse(char *buf, size_t len, struct config *c) {
 			if (!c->groups)
 				fail("launcher: out of memory");
 			c->groups[c->ngroups++] = number(key, val);
+		} else if (!strcmp(key, "userns")) {
+			c->userns = 1;
 		} else if (!strcmp(key, "drop_caps")) {
 			c->drop_caps = 1;
 		} else if (!strcmp(key, "no_new_privs")) {
@@ -290,7 +293,32 @@ static void apply_mount(const char *kind, const char *path) {
 	close(target);
 }
 
+static void write_file(const char *path, const char *data) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, data, strlen(data)) != (ssize_t)strlen(data))
+		fail("sandbox: writing %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+// enter_userns gives an unprivileged termd (user mode) a private mount
+// namespace: a new user namespace that maps only the caller's own uid and
+// gid, so the command keeps its identity and gains nothing outside.
+static void enter_userns(void) {
+	char map[64];
+	uid_t u = getuid();
+	gid_t g = getgid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		fail("sandbox: unshare(user and mount namespace): %s (unprivileged user namespaces are needed when termd does not run as root)", strerror(errno));
+	write_file("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof map, "%u %u 1\n", u, u);
+	write_file("/proc/self/uid_map", map);
+	snprintf(map, sizeof map, "%u %u 1\n", g, g);
+	write_file("/proc/self/gid_map", map);
+}
+
 static void confine(struct config *c) {
+	if (c->userns)
+		enter_userns();
 	if (c->nmounts > 0) {
 		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			fail("sandbox: making the mount namespace private: %s", strerror(errno));

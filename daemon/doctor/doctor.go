@@ -367,7 +367,7 @@ func groupOf(st os.FileInfo) string {
 // sandboxCheck says how much of every plan's sandbox profile this host and
 // config enforce (docs/SANDBOX.md).
 func sandboxCheck(c *config.Config) Check {
-	sup, mode := sandbox.Resolve(c.SandboxLauncher, c.Sandbox)
+	sup, mode := sandbox.ForHost(c.SandboxLauncher, c.Sandbox)
 	level, detail := sup.Describe(mode)
 	switch {
 	case level == sandbox.LevelFull:

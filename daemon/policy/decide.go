@@ -925,20 +925,22 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	case ModeConfirm:
 		var why []string
-		if write && !confined && !unknownRO {
+		free := confined || unknownRO // the kernel holds it; see above
+		if write && !free {
 			why = append(why, "writes")
 		}
-		if unknownRO && d.Verdict == Allow {
-			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write, which asks)")
-		}
-		if pc.code && !confined {
+		if pc.code && !free {
 			why = append(why, "runs project code")
-		}
-		if confined && d.Verdict == Allow {
-			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		}
 		if pc.net {
 			why = append(why, "uses the network")
+		}
+		switch {
+		case len(why) > 0 || d.Verdict != Allow:
+		case unknownRO:
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
+		case confined:
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		}
 		if len(why) > 0 && d.Verdict == Allow {
 			s.raise(Ask, d.Risk, "confirm mode: approval needed because the command "+strings.Join(why, ", "))

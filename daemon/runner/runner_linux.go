@@ -83,6 +83,13 @@ func NewWithOptions(o Options) (*Runner, error) {
 	if err := r.mkParent(mount, parent); err != nil {
 		return nil, err
 	}
+	if o.CgroupParent == "" && unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
+		// Another user's termd made the shared parent (an unprivileged termd
+		// beside a root one in the same cgroup): no cgroups rather than
+		// failing every spawn.
+		r.LeafMove = "cgroup parent " + parent + " belongs to another user: executions use the process-group fallback"
+		return r, nil
+	}
 	r.parent = parent
 	r.parentRel = "/" + rel
 	if !o.NoV1 {

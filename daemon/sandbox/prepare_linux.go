@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -52,6 +53,12 @@ func Probe(launcherPath string) Support {
 	s.MountNS = caps&(1<<unix.CAP_SYS_ADMIN) != 0
 	s.NetNS = s.MountNS && exists("/proc/self/ns/net")
 	s.CapDrop = caps&(1<<unix.CAP_SETPCAP) != 0
+	if os.Geteuid() != 0 && !s.MountNS && unprivilegedUserNS() {
+		// User mode: the launcher makes the mount namespace inside a user
+		// namespace mapping only termd's own uid, where it may also empty
+		// the bounding set.
+		s.UserNS, s.MountNS, s.CapDrop = true, true, true
+	}
 	switch st, err := os.Stat(launcherPath); {
 	case launcherPath == "":
 		s.LauncherErr = "the termd-launch helper was not found (install it beside termd, or set sandbox_launcher)"
@@ -61,6 +68,21 @@ func Probe(launcherPath string) Support {
 		s.LauncherErr = fmt.Sprintf("the termd-launch helper %s is not an executable file", launcherPath)
 	}
 	return s
+}
+
+// unprivilegedUserNS says whether this kernel lets an unprivileged process
+// create a user namespace.
+func unprivilegedUserNS() bool {
+	for file, bad := range map[string]string{
+		"/proc/sys/user/max_user_namespaces":                     "0",
+		"/proc/sys/kernel/unprivileged_userns_clone":             "0",
+		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1",
+	} {
+		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == bad {
+			return false
+		}
+	}
+	return exists("/proc/self/ns/user")
 }
 
 func effectiveCaps() uint64 {
@@ -91,13 +113,8 @@ func DefaultLauncher() string {
 // profile fully; under BestEffort it enforces what it can; under Off it
 // returns no Launch. rootRun says the command keeps uid 0.
 func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
-	rec := Record{Profile: p.Name, Mode: mode, Platform: sup.Platform}
-	if mode == Off {
-		rec.Level = LevelNone
-		rec.Missing = []string{"the sandbox is turned off (sandbox: off)"}
-		return nil, rec, nil
-	}
-	if err := p.Validate(); err != nil {
+	rec, done, err := begin(p, mode, sup)
+	if done || err != nil {
 		return nil, rec, err
 	}
 	missing := sup.Missing()
@@ -142,19 +159,26 @@ func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, 
 			rec.Seccomp = true
 		}
 	}
-	l.Config.NoNewPrivs = true
-	if sup.CapDrop {
-		l.Config.DropCaps = true
-		rec.CapsDropped = true
-	}
 	if mounts := mountsFor(p, paths, rules); len(mounts) > 0 {
 		if sup.MountNS {
 			l.Config.Mounts = mounts
-			l.NewMountNS = true
+			l.Config.UserNS = sup.UserNS
+			l.NewMountNS = !sup.UserNS
 			rec.MountNS = true
 		} else if mode == Required {
 			return nil, rec, &RefusedError{Missing: []string{"private mount namespaces are not available (termd needs CAP_SYS_ADMIN), and this plan needs read-only or hidden paths inside its roots"}}
 		}
+	}
+	l.Config.NoNewPrivs = true
+	if sup.CapDrop && !sup.UserNS {
+		l.Config.DropCaps = true
+		rec.CapsDropped = true
+	} else if sup.UserNS {
+		// Without root the command has no capability to drop; inside the
+		// launcher's user namespace (when it makes one) the bounding set is
+		// emptied too.
+		l.Config.DropCaps = len(l.Config.Mounts) > 0
+		rec.CapsDropped = true
 	}
 	rec.Level = LevelFull
 	if len(rec.Missing) > 0 {

@@ -118,7 +118,8 @@ const (
 type Support struct {
 	LandlockABI int  // 0 = no Landlock
 	Seccomp     bool // seccomp filters can be installed
-	MountNS     bool // private mount namespaces (needs CAP_SYS_ADMIN)
+	MountNS     bool // private mount namespaces (root: CAP_SYS_ADMIN; else a user namespace)
+	UserNS      bool // termd is not root: the launcher makes them in an unprivileged user namespace
 	NetNS       bool // empty network namespaces
 	CapDrop     bool // the capability bounding set can be emptied (CAP_SETPCAP)
 	Launcher    string
@@ -156,27 +157,12 @@ func (s Support) Missing() []string {
 		out = append(out, "seccomp filters are not available (a kernel with CONFIG_SECCOMP_FILTER)")
 	}
 	if !s.MountNS {
-		out = append(out, "private mount namespaces are not available (termd needs CAP_SYS_ADMIN: run it as root)")
+		out = append(out, "private mount namespaces are not available (run termd as root, or allow unprivileged user namespaces: sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone)")
 	}
 	if !s.CapDrop {
-		out = append(out, "capabilities cannot be dropped (termd needs CAP_SETPCAP: run it as root)")
+		out = append(out, "capabilities cannot be dropped (run termd as root, or allow unprivileged user namespaces)")
 	}
 	return out
-}
-
-// Resolve probes what this host enforces with the configured launcher ("":
-// the default one) and returns it with the configured mode ("": this host's
-// default), as the daemon and `termd doctor` both read the config.
-func Resolve(launcher, mode string) (Support, Mode) {
-	if launcher == "" {
-		launcher = DefaultLauncher()
-	}
-	sup := Probe(launcher)
-	m := Mode(mode)
-	if m == "" {
-		m = sup.DefaultMode()
-	}
-	return sup, m
 }
 
 // DefaultMode is the mode used when the config does not name one: required
@@ -286,4 +272,29 @@ func (s Support) Describe(m Mode) (Level, string) {
 		detail += "; every execution is refused until this is fixed (or set sandbox: best_effort)"
 	}
 	return level, detail
+}
+
+// ForHost probes this host with the configured launcher ("" = the default)
+// and returns it with the configured mode ("" = the host's default).
+func ForHost(launcherPath, mode string) (Support, Mode) {
+	if launcherPath == "" {
+		launcherPath = DefaultLauncher()
+	}
+	sup := Probe(launcherPath)
+	if mode == "" {
+		return sup, sup.DefaultMode()
+	}
+	return sup, Mode(mode)
+}
+
+// begin is what Prepare does first on every platform: a record of the
+// attempt, nothing under Off, a refusal of an unknown profile.
+func begin(p Profile, mode Mode, sup Support) (rec Record, done bool, err error) {
+	rec = Record{Profile: p.Name, Mode: mode, Platform: sup.Platform}
+	if mode == Off {
+		rec.Level = LevelNone
+		rec.Missing = []string{"the sandbox is turned off (sandbox: off)"}
+		return rec, true, nil
+	}
+	return rec, false, p.Validate()
 }

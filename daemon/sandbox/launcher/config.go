@@ -61,6 +61,9 @@ type Config struct {
 	// makes every mount private (nothing propagates back to the host) and
 	// applies these, in order, before dropping privileges.
 	Mounts []Mount `json:"mounts,omitempty"`
+	// UserNS: termd is not root, so the launcher makes its private mount
+	// namespace inside a new user namespace that maps only its own uid/gid.
+	UserNS bool `json:"userns,omitempty"`
 
 	// Credentials to switch to (SetCred false: keep the launcher's).
 	SetCred bool     `json:"set_cred,omitempty"`
@@ -121,6 +124,9 @@ func (c Config) Encode() []byte {
 		b = append(b, 0)
 		b = append(b, v...)
 		b = append(b, 0)
+	}
+	if c.UserNS {
+		kv("userns", "1")
 	}
 	for _, m := range c.Mounts {
 		kv(m.Kind, m.Path)
