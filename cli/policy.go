@@ -13,8 +13,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newPolicy) }
-
 // checkJSON is `termctl policy check -o json`: stable snake_case fields and
 // lowercase words, for scripts.
 type checkJSON struct {
@@ -87,12 +85,10 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Policy.CheckPolicy(ctx, &termdv1.CheckPolicyRequest{Request: req})
 			if err != nil {
 				return fmt.Errorf("checking the policy: %w", err)
@@ -217,12 +213,10 @@ func newPolicyShow(a *app) *cobra.Command {
 		Short: "Print the active policy and where it came from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			p, err := c.Policy.GetPolicy(ctx, &termdv1.GetPolicyRequest{})
 			if err != nil {
 				return fmt.Errorf("reading the policy: %w", err)
@@ -296,12 +290,10 @@ func newPolicyReload(a *app) *cobra.Command {
 		Short: "Make termd reload its policy file (operators); a bad file keeps the last good policy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Policy.ReloadPolicy(ctx, &termdv1.ReloadPolicyRequest{})
 			if err != nil {
 				return fmt.Errorf("reloading the policy (the last good policy stays active): %w", err)
