@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -225,6 +228,12 @@ func wrap(socket string, err error) error {
 		if !transportFailure(st.Message()) {
 			break // the daemon answered: something it depends on is unavailable
 		}
+		if why, ok := refusal(socket); ok {
+			// termd turned the connection away at accept and said why.
+			e.Code = codes.PermissionDenied
+			e.Message = "termd refused the connection: " + why
+			break
+		}
 		if strings.Contains(st.Message(), "permission denied") {
 			// The daemon is there; this user may not open its socket.
 			e.Message = "this user may not connect to termd's socket " + socket + " (permission denied)"
@@ -248,9 +257,36 @@ func wrap(socket string, err error) error {
 	return e
 }
 
+// refusal asks termd, on a connection of its own, whether it turns this
+// process's connections away at accept (no role, or over a connection cap)
+// and why: termd says so in the debug text of an HTTP/2 GOAWAY, which gRPC
+// does not always pass on. Used only after a call has failed to connect.
+func refusal(socket string) (string, bool) {
+	c, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return "", false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		return "", false
+	}
+	fr := http2.NewFramer(io.Discard, c)
+	for i := 0; i < 4; i++ {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return "", false
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok && len(g.DebugData()) > 0 {
+			return string(g.DebugData()), true
+		}
+	}
+	return "", false
+}
+
 // transportFailure tells a connection failure from an Unavailable answer of the daemon.
 func transportFailure(msg string) bool {
-	for _, p := range []string{"connection error", "transport", "dial", "connection refused", "no such file", "connection reset", "EOF", "closing", "permission denied"} {
+	for _, p := range []string{"connection error", "transport", "dial", "connection refused", "no such file", "connection reset", "EOF", "closing", "draining", "permission denied"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

@@ -154,15 +154,19 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	d.srv = server.New(server.Options{Config: cfg, Log: d.log, RefusePeer: d.refusePeer})
 	d.metrics.Observe(metrics.Gauges{
 		ActiveSessions: func() int {
 			return len(d.broker.ListSessions(context.Background(), &termdv1.Principal{Role: termdv1.Role_ROLE_OPERATOR}, false))
 		},
-		ActiveExecutions: d.broker.ActiveExecutions,
-		Subscribers:      d.broker.Subscribers,
-		Receipts:         d.store.Count,
+		ActiveExecutions:   d.broker.ActiveExecutions,
+		Subscribers:        d.broker.Subscribers,
+		Connections:        func() int { n, _ := d.srv.Connections(); return int(n) },
+		ConnectionsRefused: func() int { _, n := d.srv.Connections(); return int(n) },
+		StateFreeBytes:     func() int { f, _ := d.broker.StorageUsage(); return int(f) },
+		StoredDayBytes:     func() int { _, n := d.broker.StorageUsage(); return int(n) },
+		Receipts:           d.store.Count,
 	})
-	d.srv = server.New(server.Options{Config: cfg, Log: d.log, RefusePeer: d.refusePeer})
 	d.srv.RegisterDaemon(d.broker)
 	d.srv.RegisterBroker(d.broker)
 	return nil

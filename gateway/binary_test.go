@@ -181,3 +181,45 @@ func TestBinaryRefusesUnsafeStarts(t *testing.T) {
 		})
 	}
 }
+
+// A token below operator is refused while the gateway runs as root (here the
+// test's uid) or as termd's uid; the same config starts as an unprivileged user.
+func TestBinaryRefusesWeakTokensAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the refusal is about running as root")
+	}
+	d := harness.Start(t, harness.Options{Config: "socket_group: \"65534\"\nroles:\n  operators:\n    uids: [65534]\n"})
+	dir, err := os.MkdirTemp("", "termd-gw-id-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o755)
+	tok := filepath.Join(dir, "agent.token")
+	_ = os.WriteFile(tok, []byte("Xq3v9LkP2mZr8TfW1yHn6BcJ4sDg0AeU7iOoQxRtYlMb\n"), 0o600)
+	_ = os.Chown(tok, 65534, 65534)
+	cfg := filepath.Join(dir, "gw.yaml")
+	_ = os.WriteFile(cfg, []byte("tokens:\n  - name: bot\n    token_file: "+tok+"\n    role: agent\n"), 0o644)
+
+	out, code := runGateway(t, "--socket", d.Socket, "--listen", "127.0.0.1:0", "--config", cfg)
+	if code == 0 || !strings.Contains(out, `refusing to start as root with token "bot" of role agent`) || !strings.Contains(out, "termd-gateway.service") {
+		t.Fatalf("as root with an agent token: exit %d, %q; want a refusal naming root, the token and the fix", code, out)
+	}
+
+	cmd := exec.Command(harness.Bin(t, "termd-gateway"), "--socket", d.Socket, "--listen", "127.0.0.1:0", "--config", cfg)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: harness.Nobody}
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	var log strings.Builder
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "termd-gateway listening") {
+			return
+		}
+	}
+	t.Fatalf("as uid 65534 the same config should start:\n%s", log.String())
+}

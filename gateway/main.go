@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,6 +100,10 @@ func serve(cmd *cobra.Command, f *flags, stderr io.Writer) error {
 		tokens = append(tokens, Token{Name: "console", Role: termdv1.Role_ROLE_OPERATOR, Value: v})
 	}
 
+	if err := checkIdentity(tokens, f.socket, os.Geteuid()); err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
@@ -140,4 +145,35 @@ func serve(cmd *cobra.Command, f *flags, stderr io.Writer) error {
 	}
 	log.Info("termd-gateway listening", "url", entry.URL(ln, useTLS), "socket", f.socket, "tokens", len(tokens))
 	return entry.Serve(ctx, srv, ln, f.tlsCert, f.tlsKey)
+}
+
+// checkIdentity refuses to serve a token weaker than operator while the
+// gateway runs as root or as termd's own uid (the socket's owner): termd runs
+// a plan as its requester's uid, and through the gateway that is the
+// gateway's uid, so an agent or viewer token would act with root's (or
+// termd's) file access.
+func checkIdentity(tokens []Token, socket string, euid int) error {
+	var weak *Token
+	for i := range tokens {
+		if tokens[i].Role != termdv1.Role_ROLE_OPERATOR {
+			weak = &tokens[i]
+			break
+		}
+	}
+	if weak == nil {
+		return nil
+	}
+	who := ""
+	if euid == 0 {
+		who = "root"
+	} else if st, err := os.Stat(socket); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) == euid {
+			who = fmt.Sprintf("termd's own uid %d (the owner of %s)", euid, socket)
+		}
+	}
+	if who == "" {
+		return nil
+	}
+	role := strings.ToLower(strings.TrimPrefix(weak.Role.String(), "ROLE_"))
+	return fmt.Errorf("refusing to start as %s with token %q of role %s: commands planned through the gateway run as the gateway's uid, so that token would act as %s; run termd-gateway as its own unprivileged user (the installed termd-gateway.service runs it as termd-gateway, with a role in termd's config), or give it operator tokens only", who, weak.Name, role, who)
 }

@@ -16,9 +16,11 @@ import (
 )
 
 // Workspace reads run inside the daemon (as root when termd is root), so they
-// check what the caller could read itself: the file must be readable, and
-// every directory on the way searchable, by the caller's uid or groups.
-// (Mode bits only; ACLs are not consulted, which can only refuse more.)
+// must serve only what the caller could read itself. When termd is root the
+// opens run on a thread holding the caller's filesystem credentials
+// (asCaller), so the kernel decides — mode bits, POSIX ACLs (a named-user
+// deny included), everything it knows. Otherwise (a per-user termd, macOS)
+// the caller's mode bits are checked on each descriptor opened.
 
 func callerIDs(p *termdv1.Principal) (uid uint32, gids map[uint32]bool) {
 	uid = p.GetUid()
@@ -38,18 +40,37 @@ func callerIDs(p *termdv1.Principal) (uid uint32, gids map[uint32]bool) {
 // errNotReadable says the caller could not have read the file itself.
 var errNotReadable = errors.New("not readable by the caller")
 
-// openAsCaller opens real (an absolute, fully resolved path) for reading the
+// errCredSwitch says the kernel did not let termd take on the caller's credentials.
+var errCredSwitch = errors.New("termd could not take on the caller's filesystem credentials to check its access")
+
+// allowAll is the descriptor check when the kernel has already checked the
+// caller's access on open.
+func allowAll(int, uint32) error { return nil }
+
+// openAsCaller opens real for reading with the caller's rights (see openWalk).
+func openAsCaller(p *termdv1.Principal, real string) (f *os.File, err error) {
+	ran, cerr := asCaller(p, func() { f, err = openWalk(real, allowAll) })
+	if cerr != nil {
+		return nil, cerr
+	}
+	if ran {
+		return f, err
+	}
+	return openWalk(real, newFDAccess(p).allowed)
+}
+
+// openWalk opens real (an absolute, fully resolved path) for reading the
 // way the caller would reach it, without a race: each component is opened
 // relative to the previous one with O_NOFOLLOW, so a directory swapped for a
 // symlink after real was resolved is refused instead of followed, and every
 // directory actually traversed (and the file itself) is checked against the
-// caller's permission bits on the open descriptor. O_NONBLOCK keeps a FIFO
-// from hanging the daemon; the caller checks the file is regular.
-func openAsCaller(p *termdv1.Principal, real string) (*os.File, error) {
+// caller's rights with may on the open descriptor (or by the kernel, when
+// running under asCaller). O_NONBLOCK keeps a FIFO from hanging the daemon;
+// the caller checks the file is regular.
+func openWalk(real string, may func(fd int, want uint32) error) (*os.File, error) {
 	if !filepath.IsAbs(real) {
 		return nil, fmt.Errorf("%s is not absolute", real)
 	}
-	may := newFDAccess(p).allowed
 	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -71,6 +92,9 @@ func openAsCaller(p *termdv1.Principal, real string) (*os.File, error) {
 		if err != nil {
 			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 				return nil, fmt.Errorf("%s changed while it was opened (a symlink appeared on the way)", real)
+			}
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				return nil, errNotReadable // the kernel's answer for the caller
 			}
 			return nil, &os.PathError{Op: "open", Path: real, Err: err}
 		}
@@ -128,8 +152,19 @@ func (a fdAccess) allowed(fd int, want uint32) error {
 // O_NOFOLLOW|O_DIRECTORY and must be readable and searchable by the caller
 // on that descriptor, so a directory swapped for a symlink mid-walk is never
 // followed. skip prunes directories; visit returns false to stop.
-func walkAsCaller(p *termdv1.Principal, root string, skip func(path, name string) bool, visit func(path string, size int64) bool) error {
-	f, err := openAsCaller(p, root)
+func walkAsCaller(p *termdv1.Principal, root string, skip func(path, name string) bool, visit func(path string, size int64) bool) (err error) {
+	ran, cerr := asCaller(p, func() { err = walk(root, fdAccess{}, skip, visit) })
+	if cerr != nil {
+		return cerr
+	}
+	if ran {
+		return err
+	}
+	return walk(root, newFDAccess(p), skip, visit)
+}
+
+func walk(root string, acc fdAccess, skip func(path, name string) bool, visit func(path string, size int64) bool) error {
+	f, err := openWalk(root, acc.allowed)
 	if err != nil {
 		return err
 	}
@@ -143,7 +178,7 @@ func walkAsCaller(p *termdv1.Principal, root string, skip func(path, name string
 		unix.Close(fd)
 		return fmt.Errorf("%s is not a directory", root)
 	}
-	_, err = walkFD(newFDAccess(p), fd, root, skip, visit)
+	_, err = walkFD(acc, fd, root, skip, visit)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -93,4 +94,40 @@ func callerCanRead(p *termdv1.Principal, path string, dir bool) bool {
 	}
 	defer f.Close()
 	return !dir || newFDAccess(p).allowed(int(f.Fd()), 5) == nil
+}
+
+// Taking on a caller's credentials changes one locked thread only, and only
+// while the check runs: root's own reads elsewhere in the daemon keep working.
+func TestAsCallerLeavesTheDaemonsCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to take on another uid")
+	}
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "root-only")
+	if err := os.WriteFile(secret, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nobody := &termdv1.Principal{Uid: 65534, Gid: 65534}
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for i := 0; i < 200; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if callerCanRead(nobody, secret, false) {
+				errs <- fmt.Errorf("nobody read root's 0600 file")
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := os.ReadFile(secret); err != nil {
+				errs <- fmt.Errorf("root could not read its own file while callers were checked: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

@@ -247,6 +247,9 @@ func eventOf(ev *termdv1.Event, execID, planID string) bool {
 
 // start checks everything, records the intent durably, and spawns.
 func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*execRec, error) {
+	if err := b.storageAllows(caller); err != nil {
+		return nil, err
+	}
 	b.mu.Lock()
 	if b.closing {
 		b.mu.Unlock()

@@ -243,6 +243,10 @@ func (b *Broker) ExportReceipts(ctx context.Context, caller *termdv1.Principal, 
 	return nil
 }
 
+// maxReceiptPage bounds one ListReceipts answer (a receipt may hold over a
+// megabyte of output, and the whole page is built in memory).
+const maxReceiptPage = 1000
+
 // ListReceipts lists receipts by filter, newest first; an agent sees only its own.
 func (b *Broker) ListReceipts(_ context.Context, caller *termdv1.Principal, q *termdv1.ListReceiptsRequest) ([]*receipt.Receipt, error) {
 	return b.listReceipts(caller, q, int(q.Limit), true)
@@ -265,6 +269,9 @@ func (b *Broker) listReceipts(caller *termdv1.Principal, q *termdv1.ListReceipts
 	}
 	if limit < -1 || q.Limit < 0 || q.Offset < 0 {
 		return nil, errdefs.Invalid("limit and offset must not be negative")
+	}
+	if limit > maxReceiptPage {
+		return nil, errdefs.Invalid("limit %d is over %d receipts per call; page with offset, or stream everything with `termctl receipts export --all`", limit, maxReceiptPage)
 	}
 	if caller.GetRole() == termdv1.Role_ROLE_AGENT {
 		if f.Principal != "" && f.Principal != principalKey(caller) {

@@ -69,6 +69,24 @@ type Sessions struct {
 	MaxRunning   int      `yaml:"max_running" doc:"commands one principal may have running at once, across its sessions (a session runs several at once: two terminals of one user share it)" default:"8"`
 }
 
+// Connections bounds what callers may hold open on termd's socket.
+type Connections struct {
+	PerUID            int      `yaml:"per_uid" doc:"open connections one uid may hold; past it new connections from that uid are closed at once (other uids are unaffected)" default:"128"`
+	Global            int      `yaml:"global" doc:"open connections from non-operators in all; operators (root, termd's uid, roles.operators) may still connect past it, up to their per_uid" default:"1024"`
+	HandshakeTimeout  Duration `yaml:"handshake_timeout" doc:"a connection that has not finished the HTTP/2 handshake within this long is closed" default:"10s"`
+	IdleTimeout       Duration `yaml:"idle_timeout" doc:"a connection with no call in flight for this long is closed (clients reconnect on their next call)" default:"5m"`
+	MaxStreams        int      `yaml:"max_streams" doc:"concurrent calls (streams) one connection may carry" default:"128"`
+	MaxMessageBytes   int      `yaml:"max_message_bytes" doc:"largest request message termd accepts" default:"4194304"`
+	CallsPerPrincipal int      `yaml:"calls_per_principal" doc:"unary calls one principal (a uid, or a gateway token) may have in flight at once; more are refused at once with RESOURCE_EXHAUSTED; operators are not limited (event streams have sessions.max_streams)" default:"32"`
+}
+
+// Storage bounds what executions may store in the state directory.
+type Storage struct {
+	PerPrincipalDay int64 `yaml:"per_principal_day" doc:"bytes of receipts (output included) one principal's executions may add in a rolling 24 hours; past it its executions are refused until older ones age out" default:"2147483648"`
+	GlobalDay       int64 `yaml:"global_day" doc:"bytes of receipts all executions together may add in a rolling 24 hours" default:"17179869184"`
+	MinFreeBytes    int64 `yaml:"min_free_bytes" doc:"free space the state directory's filesystem must keep; below it new executions are refused, so receipts are never cut off by a full disk" default:"536870912"`
+}
+
 // Approvals bounds approvals.
 type Approvals struct {
 	TTL Duration `yaml:"ttl" doc:"a plan awaiting approval, or approved but not run, expires after this long" default:"15m"`
@@ -90,25 +108,27 @@ type Adviser struct {
 
 // Config is the whole daemon configuration file.
 type Config struct {
-	Socket          string    `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
-	SocketGroup     string    `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
-	StateDir        string    `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
-	Policy          string    `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
-	ProjectPolicy   string    `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
-	Workspaces      []string  `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
-	LogLevel        string    `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
-	LogFormat       string    `yaml:"log_format" doc:"text or json" default:"text"`
-	Roles           Roles     `yaml:"roles"`
-	Sessions        Sessions  `yaml:"sessions"`
-	Approvals       Approvals `yaml:"approvals"`
-	ShutdownGrace   Duration  `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
-	ConsoleURL      string    `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
-	Secrets         []string  `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
-	MetricsListen   string    `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
-	Adviser         Adviser   `yaml:"adviser"`
-	RunAsRequester  *bool     `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
-	Sandbox         string    `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
-	SandboxLauncher string    `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
+	Socket          string      `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
+	SocketGroup     string      `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
+	StateDir        string      `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
+	Policy          string      `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
+	ProjectPolicy   string      `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
+	Workspaces      []string    `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
+	LogLevel        string      `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
+	LogFormat       string      `yaml:"log_format" doc:"text or json" default:"text"`
+	Roles           Roles       `yaml:"roles"`
+	Sessions        Sessions    `yaml:"sessions"`
+	Connections     Connections `yaml:"connections" doc:"limits on connections to the socket and calls on them (docs/OPERATIONS.md, Limits)"`
+	Storage         Storage     `yaml:"storage" doc:"budgets for receipts and the free-space floor of the state directory (docs/OPERATIONS.md, Storage)"`
+	Approvals       Approvals   `yaml:"approvals"`
+	ShutdownGrace   Duration    `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
+	ConsoleURL      string      `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
+	Secrets         []string    `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
+	MetricsListen   string      `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
+	Adviser         Adviser     `yaml:"adviser"`
+	RunAsRequester  *bool       `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
+	Sandbox         string      `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
+	SandboxLauncher string      `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
 
 	// Source is the file the config came from ("" for defaults only).
 	Source string `yaml:"-"`
@@ -129,6 +149,16 @@ func Default() *Config {
 			MaxStreams:   64,
 			MaxRunning:   8,
 		},
+		Connections: Connections{
+			PerUID:            128,
+			Global:            1024,
+			HandshakeTimeout:  Duration(10 * time.Second),
+			IdleTimeout:       Duration(5 * time.Minute),
+			MaxStreams:        128,
+			MaxMessageBytes:   4 << 20,
+			CallsPerPrincipal: 32,
+		},
+		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
 		RunAsRequester: &t,
@@ -329,6 +359,12 @@ func (c *Config) Validate() error {
 	if c.Sessions.MaxStreams < 1 || c.Sessions.MaxStreams > 100000 {
 		return fmt.Errorf("sessions.max_streams: %d is out of range 1..100000", c.Sessions.MaxStreams)
 	}
+	if st := c.Storage; st.PerPrincipalDay < 1<<20 || st.GlobalDay < st.PerPrincipalDay || st.MinFreeBytes < 0 {
+		return fmt.Errorf("storage: per_principal_day (%d) must be at least 1048576, global_day (%d) at least per_principal_day, min_free_bytes (%d) not negative", st.PerPrincipalDay, st.GlobalDay, st.MinFreeBytes)
+	}
+	if err := c.Connections.validate(); err != nil {
+		return err
+	}
 	if c.Sessions.IdleTimeout.D() < time.Second {
 		return fmt.Errorf("sessions.idle_timeout: %s is too short (at least 1s)", c.Sessions.IdleTimeout.D())
 	}
@@ -396,6 +432,31 @@ func lookupGroup(g string) (*user.Group, error) {
 		return user.LookupGroupId(g)
 	}
 	return user.LookupGroup(g)
+}
+
+func (c Connections) validate() error {
+	if c.PerUID < 4 || c.PerUID > 100000 {
+		return fmt.Errorf("connections.per_uid: %d is out of range 4..100000", c.PerUID)
+	}
+	if c.Global < c.PerUID || c.Global > 1000000 {
+		return fmt.Errorf("connections.global: %d must be at least connections.per_uid (%d) and at most 1000000", c.Global, c.PerUID)
+	}
+	if d := c.HandshakeTimeout.D(); d < 100*time.Millisecond || d > 10*time.Minute {
+		return fmt.Errorf("connections.handshake_timeout: %s is out of range 100ms..10m", d)
+	}
+	if d := c.IdleTimeout.D(); d < time.Second {
+		return fmt.Errorf("connections.idle_timeout: %s is too short (at least 1s)", d)
+	}
+	if c.MaxStreams < 8 || c.MaxStreams > 100000 {
+		return fmt.Errorf("connections.max_streams: %d is out of range 8..100000", c.MaxStreams)
+	}
+	if c.CallsPerPrincipal < 1 || c.CallsPerPrincipal > 100000 {
+		return fmt.Errorf("connections.calls_per_principal: %d is out of range 1..100000", c.CallsPerPrincipal)
+	}
+	if c.MaxMessageBytes < 64<<10 || c.MaxMessageBytes > 64<<20 {
+		return fmt.Errorf("connections.max_message_bytes: %d is out of range 65536..67108864", c.MaxMessageBytes)
+	}
+	return nil
 }
 
 // closestKey is the known config key (at any level) nearest to a mistyped

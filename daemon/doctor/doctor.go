@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/user"
@@ -18,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/config"
@@ -77,6 +80,7 @@ func Run(o Options) []Check {
 	cs = append(cs, policyCheck(c))
 	cs = append(cs, roleChecks(c)...)
 	cs = append(cs, adviserChecks(c)...)
+	cs = append(cs, storageCheck(c))
 	if c.MetricsListen != "" {
 		add("metrics", OK, "Prometheus metrics on http://"+c.MetricsListen+"/metrics (loopback only)", "")
 	} else {
@@ -377,3 +381,38 @@ func sandboxCheck(c *config.Config) Check {
 	}
 	return Check{Area: "sandbox", Status: Warn, Message: "executions are not fully confined: " + detail, Fix: "fix what is missing (docs/SANDBOX.md), then use sandbox: required"}
 }
+
+// storageCheck compares the state directory's free space with
+// storage.min_free_bytes (below it termd refuses new executions) and says how
+// much the state directory holds.
+func storageCheck(c *config.Config) Check {
+	var st unix.Statfs_t
+	dir := c.StateDir
+	if _, err := os.Stat(dir); err != nil {
+		dir = filepath.Dir(dir)
+	}
+	if err := unix.Statfs(dir, &st); err != nil {
+		return Check{Area: "storage", Status: Warn, Message: "cannot read the free space of " + dir + ": " + err.Error()}
+	}
+	free := int64(uint64(st.Bavail) * uint64(st.Bsize))
+	var used int64
+	_ = filepath.WalkDir(c.StateDir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				used += info.Size()
+			}
+		}
+		return nil
+	})
+	msg := fmt.Sprintf("state directory holds %s; %s free on its filesystem (floor storage.min_free_bytes %s); receipts budget per principal %s, in all %s a day",
+		mib(used), mib(free), mib(c.Storage.MinFreeBytes), mib(c.Storage.PerPrincipalDay), mib(c.Storage.GlobalDay))
+	switch {
+	case free < c.Storage.MinFreeBytes:
+		return Check{Area: "storage", Status: Warn, Message: msg + ": below the floor, new executions are refused", Fix: "free space on that filesystem, or lower storage.min_free_bytes"}
+	case free < 2*c.Storage.MinFreeBytes:
+		return Check{Area: "storage", Status: Warn, Message: msg + ": close to the floor", Fix: "free space on that filesystem before executions are refused"}
+	}
+	return Check{Area: "storage", Status: OK, Message: msg}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -52,6 +52,7 @@ func TestDoctorOnThisMachine(t *testing.T) {
 	wantLine(t, out, `^OK +keys +key files .* 0600`)
 	wantLine(t, out, `^OK +policy +embedded default policy`)
 	wantLine(t, out, `^OK +daemon +termd .* answers at `)
+	wantLine(t, out, `^OK +storage +state directory holds .* free on its filesystem \(floor storage.min_free_bytes 512.0 MiB\)`)
 	if strings.Contains(out, "FAIL ") {
 		t.Errorf("FAIL on a healthy daemon:\n%s", out)
 	}
@@ -96,6 +97,10 @@ func TestDoctorRolesAndBadConfig(t *testing.T) {
 	wantLine(t, out, `^WARN +roles +agents and operators share uid 1000`)
 	wantLine(t, out, `^WARN +adviser +.*plain http`)
 	wantLine(t, out, `^WARN +daemon +`)
+
+	os.WriteFile(cfg, []byte("storage: {min_free_bytes: 1125899906842624}\n"), 0o644)
+	out, _ = doctor(t, "--config", cfg, "--socket", filepath.Join(dir, "none.sock"), "--state-dir", filepath.Join(dir, "state"))
+	wantLine(t, out, `^WARN +storage +.*below the floor, new executions are refused`)
 
 	os.WriteFile(cfg, []byte("shutdown_grace: soon\n"), 0o644)
 	out, code = doctor(t, "--config", cfg, "--socket", filepath.Join(dir, "none.sock"), "--state-dir", filepath.Join(dir, "state"))

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv(dialHelperEnv); sock != "" {
 		os.Exit(dialHelper(sock))
 	}
+	if spec := os.Getenv(floodHelperEnv); spec != "" {
+		os.Exit(floodHelper(spec))
+	}
 	os.Exit(m.Run())
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -107,5 +108,61 @@ func TestAgentWorkspaceReadOfFIFODoesNotHang(t *testing.T) {
 	_, err := agent.Workspace.ReadWorkspaceFile(ctx, &termdv1.ReadWorkspaceFileRequest{Path: "pipe"})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("reading a FIFO: want InvalidArgument (not a regular file) at once, got %v", err)
+	}
+}
+
+// setACL gives path a POSIX access ACL: the owner, group and others as in
+// mode, plus a named-user entry granting uid the bits perm (0 = none). The
+// xattr is written directly, so no setfacl is needed.
+func setACL(t *testing.T, path string, mode os.FileMode, uid uint32, perm uint16) {
+	t.Helper()
+	const undefined = 0xffffffff
+	entry := func(tag, perm uint16, id uint32) []byte {
+		return []byte{byte(tag), byte(tag >> 8), byte(perm), byte(perm >> 8), byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}
+	}
+	acl := []byte{2, 0, 0, 0}                                       // version 2
+	acl = append(acl, entry(0x01, uint16(mode>>6&7), undefined)...) // owner
+	acl = append(acl, entry(0x02, perm, uid)...)                    // named user
+	acl = append(acl, entry(0x04, uint16(mode>>3&7), undefined)...) // owning group
+	acl = append(acl, entry(0x10, uint16(mode>>3&7), undefined)...) // mask
+	acl = append(acl, entry(0x20, uint16(mode&7), undefined)...)    // others
+	if err := unix.Setxattr(path, "system.posix_acl_access", acl, 0); err != nil {
+		t.Fatalf("setting a POSIX ACL on %s: %v (the test needs a filesystem with ACLs)", path, err)
+	}
+}
+
+// A named-user ACL entry can deny a user whom the mode bits allow: termd must
+// answer a workspace read with the kernel's decision for the caller.
+func TestWorkspaceReadHonoursADenyACL(t *testing.T) {
+	requireRoot(t)
+	d := harness.Start(t, harness.Options{Config: agentConfig})
+	agent := agentClient(t, d, harness.Nobody)
+	for _, name := range []string{"open.txt", "denied.txt"} {
+		if err := os.WriteFile(filepath.Join(d.Workspace, name), []byte("text of "+name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setACL(t, filepath.Join(d.Workspace, "denied.txt"), 0o644, 65534, 0)
+	if err := exec.Command("cat", filepath.Join(d.Workspace, "denied.txt")).Run(); err != nil {
+		t.Fatalf("root cannot read the file: %v", err)
+	}
+	if r, err := agent.Workspace.ReadWorkspaceFile(ctxT(t), &termdv1.ReadWorkspaceFileRequest{Path: "open.txt"}); err != nil || !strings.Contains(r.Text, "text of open.txt") {
+		t.Fatalf("the agent reads a 0644 file without an ACL: %v", err)
+	}
+	r, err := agent.Workspace.ReadWorkspaceFile(ctxT(t), &termdv1.ReadWorkspaceFileRequest{Path: "denied.txt"})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "not readable by") {
+		t.Fatalf("uid 65534 read a file whose ACL denies it (mode 0644): %v %q", err, r.GetText())
+	}
+	// The same through a directory whose ACL denies the search.
+	sub := filepath.Join(d.Workspace, "sub")
+	_ = os.Mkdir(sub, 0o755)
+	_ = os.WriteFile(filepath.Join(sub, "f.txt"), []byte("inner\n"), 0o644)
+	setACL(t, sub, 0o755, 65534, 4) // may list, may not search
+	if _, err := agent.Workspace.ReadWorkspaceFile(ctxT(t), &termdv1.ReadWorkspaceFileRequest{Path: "sub/f.txt"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("uid 65534 read through a directory its ACL may not search: %v", err)
+	}
+	// An operator (root) still reads both.
+	if r, err := d.Client.Workspace.ReadWorkspaceFile(ctxT(t), &termdv1.ReadWorkspaceFileRequest{Path: "denied.txt"}); err != nil || !strings.Contains(r.Text, "text of denied.txt") {
+		t.Fatalf("root reading the file: %v", err)
 	}
 }

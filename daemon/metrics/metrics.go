@@ -33,10 +33,14 @@ type Recorder struct {
 
 // Gauges are read at every scrape. Nil functions are not exported.
 type Gauges struct {
-	ActiveSessions   func() int
-	ActiveExecutions func() int
-	Subscribers      func() int
-	Receipts         func() (int64, error)
+	ActiveSessions     func() int
+	ActiveExecutions   func() int
+	Subscribers        func() int
+	Connections        func() int
+	ConnectionsRefused func() int
+	StateFreeBytes     func() int
+	StoredDayBytes     func() int
+	Receipts           func() (int64, error)
 }
 
 // New makes a Recorder with its own registry (Go runtime and process
@@ -120,6 +124,10 @@ func (r *Recorder) Observe(g Gauges) {
 	}
 	gauge("termd_active_sessions", "Open sessions.", g.ActiveSessions)
 	gauge("termd_active_executions", "Executions running now.", g.ActiveExecutions)
+	gauge("termd_connections", "Open connections on termd's socket.", g.Connections)
+	gauge("termd_connections_refused", "Connections refused at accept since start (no role, or over connections.per_uid / connections.global).", g.ConnectionsRefused)
+	gauge("termd_state_free_bytes", "Free bytes on the state directory's filesystem (storage.min_free_bytes is the floor).", g.StateFreeBytes)
+	gauge("termd_receipt_bytes_24h", "Bytes of receipts stored in the last 24 hours (storage.global_day is the budget).", g.StoredDayBytes)
 	gauge("termd_event_subscribers", "Event stream subscribers (watchers, consoles, bridges).", g.Subscribers)
 	if g.Receipts != nil {
 		r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -459,6 +459,15 @@ func (s *Store) scan(f Filter, fn func([]byte) error) error {
 }
 
 // Count returns the number of receipts.
+// StoredSince is how many bytes of receipts were appended since t, by one
+// requester (its principal key) or, with requester "", by everyone.
+func (s *Store) StoredSince(requester string, t time.Time) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts WHERE started_ns >= ? AND (? = '' OR requester = ?)`,
+		t.UnixNano(), requester, requester).Scan(&n)
+	return n, err
+}
+
 func (s *Store) Count() (int64, error) {
 	var n int64
 	err := s.db.QueryRow(`SELECT COUNT(*) FROM receipts`).Scan(&n)

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -162,6 +164,11 @@ func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err != nil {
 		return nil, err
 	}
+	release, err := s.inflight.acquire(PrincipalFrom(ctx), s.cfg().Connections.CallsPerPrincipal)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	resp, err := h(ctx, req)
 	return resp, toStatus(err)
 }
@@ -179,4 +186,35 @@ func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 		return err
 	}
 	return toStatus(h(srv, authedStream{ServerStream: ss, ctx: ctx}))
+}
+
+// inflight counts each principal's unary calls in flight, so a principal
+// calling in a tight loop from many connections (ReadOutput, listings) gets
+// its share of the daemon and no more.
+type inflight struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (f *inflight) acquire(p *termdv1.Principal, max int) (release func(), err error) {
+	if p == nil || p.GetRole() == termdv1.Role_ROLE_OPERATOR {
+		return func() {}, nil
+	}
+	key := fmt.Sprintf("%d/%s", p.GetUid(), p.GetName())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = map[string]int{}
+	}
+	if f.n[key] >= max {
+		return nil, status.Errorf(codes.ResourceExhausted, "%s already has %d calls in flight (connections.calls_per_principal); wait for them to finish, or raise connections.calls_per_principal in termd's config", p.GetName(), max)
+	}
+	f.n[key]++
+	return func() {
+		f.mu.Lock()
+		if f.n[key]--; f.n[key] <= 0 {
+			delete(f.n, key)
+		}
+		f.mu.Unlock()
+	}, nil
 }

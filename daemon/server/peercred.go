@@ -28,13 +28,17 @@ type peerCreds struct {
 }
 
 func (p peerCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
+	var info PeerInfo
+	switch uc := c.(type) {
+	case *admittedConn: // read at accept
+		info = uc.info
+	case *net.UnixConn:
+		var err error
+		if info, err = readPeer(uc); err != nil {
+			return nil, nil, err
+		}
+	default:
 		return nil, nil, errors.New("termd accepts unix socket connections only")
-	}
-	info, err := readPeer(uc)
-	if err != nil {
-		return nil, nil, err
 	}
 	if p.refuse != nil {
 		if err := p.refuse(info.PID); err != nil {

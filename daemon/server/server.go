@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/termd/termd/daemon/config"
@@ -26,11 +27,13 @@ import (
 
 // Server is the gRPC front of the daemon.
 type Server struct {
-	cfgp    atomic.Pointer[config.Config]
-	log     *slog.Logger
-	grpc    *grpc.Server
-	health  *health.Server
-	started time.Time
+	cfgp     atomic.Pointer[config.Config]
+	log      *slog.Logger
+	grpc     *grpc.Server
+	health   *health.Server
+	admit    *admission
+	inflight inflight
+	started  time.Time
 }
 
 // Options configure a Server.
@@ -45,11 +48,26 @@ type Options struct {
 func New(o Options) *Server {
 	s := &Server{log: o.Log, started: time.Now()}
 	s.cfgp.Store(o.Config)
+	s.admit = newAdmission(s)
+	lim := o.Config.Connections
 	s.grpc = grpc.NewServer(
 		grpc.Creds(peerCreds{refuse: o.RefusePeer}),
 		grpc.ChainUnaryInterceptor(s.unaryAuth),
 		grpc.ChainStreamInterceptor(s.streamAuth),
-		grpc.MaxRecvMsgSize(4<<20),
+		// A connection must finish the HTTP/2 handshake in time and is
+		// closed when it carries no call for IdleTimeout; clients may not
+		// ping more often than every 10s (keepalive enforcement).
+		grpc.ConnectionTimeout(lim.HandshakeTimeout.D()),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: lim.IdleTimeout.D(),
+			Time:              time.Minute,
+			Timeout:           20 * time.Second,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxConcurrentStreams(uint32(lim.MaxStreams)),
+		grpc.MaxRecvMsgSize(lim.MaxMessageBytes),
+		grpc.MaxSendMsgSize(16<<20), // what client.Dial accepts
+		grpc.MaxHeaderListSize(64<<10),
 		// Fixed flow-control windows: a slow stream reader cannot make the
 		// daemon buffer megabytes of output for it (no BDP window growth).
 		grpc.InitialWindowSize(256<<10),
@@ -75,11 +93,17 @@ func (s *Server) cfg() *config.Config { return s.cfgp.Load() }
 // Serve serves on l until Stop.
 func (s *Server) Serve(l net.Listener) error {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	err := s.grpc.Serve(l)
+	err := s.grpc.Serve(&admittedListener{Listener: l, a: s.admit, log: s.log.Warn})
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil
 	}
 	return err
+}
+
+// Connections is how many connections are open now, and how many were refused
+// at accept (no role, or over a cap) since start.
+func (s *Server) Connections() (open, refused int64) {
+	return s.admit.total.Load(), s.admit.refused.Load()
 }
 
 // Drain marks the server not serving (health) so clients stop sending work.
