@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newApprove) }
-
 func newApprove(a *app) *cobra.Command {
 	var hash string
 	cmd := &cobra.Command{
@@ -28,12 +26,10 @@ agent. Pass --hash to approve only if the plan still has the hash you saw in
   termctl approve 3f1c...e9 --hash 9b2e...41`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			got, err := c.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: args[0]})
 			if err != nil {
 				return fmt.Errorf("reading plan %s: %w", args[0], err)

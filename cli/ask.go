@@ -15,8 +15,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newAsk) }
-
 func newAsk(a *app) *cobra.Command {
 	var (
 		session, explain, diagnose, suggest string
@@ -64,11 +62,11 @@ When termd has no adviser configured, ask says so in one line (exit 1).`,
 			default:
 				return usageErr(errors.New(`nothing to ask: give a "QUESTION", --explain PLAN_ID, --diagnose RECEIPT_ID or --suggest "TASK"`))
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			return a.ask(cmd.Context(), c, req)
+			return a.ask(ctx, c, req)
 		},
 	}
 	f := cmd.Flags()

@@ -10,8 +10,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newAudit) }
-
 func newAudit(a *app) *cobra.Command {
 	var expect string
 	cmd := &cobra.Command{
@@ -46,12 +44,10 @@ and what is wrong with it.`,
 				}
 				req.ExpectSeq, req.ExpectHash = n, hash
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			stop := a.spin("verifying the receipt chain")
 			r, err := c.Receipts.VerifyAuditChain(ctx, req)
 			stop()

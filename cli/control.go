@@ -15,31 +15,29 @@ import (
 // control.go holds the three verbs that steer a running execution: pause,
 // resume and cancel. They differ only in the call they make.
 
-func init() {
-	verbs = append(verbs,
-		controlVerb("pause", "Freeze a running command (every process it started)",
-			`pause freezes every process of a running execution (cgroup freezer, or
+var (
+	newPause = controlVerb("pause", "Freeze a running command (every process it started)",
+		`pause freezes every process of a running execution (cgroup freezer, or
 SIGSTOP where there is none). Its time limit keeps counting.`,
-			func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
-				r, err := c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: id})
-				return r.GetExecution(), err
-			}, "paused"),
-		controlVerb("resume", "Resume a paused command",
-			`resume thaws an execution that pause froze.`,
-			func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
-				r, err := c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: id})
-				return r.GetExecution(), err
-			}, "resumed"),
-		controlVerb("cancel", "Cancel a running or paused command (it still gets a receipt)",
-			`cancel ends an execution, running or paused: its processes get SIGTERM, then
+		func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
+			r, err := c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: id})
+			return r.GetExecution(), err
+		}, "paused")
+	newResume = controlVerb("resume", "Resume a paused command",
+		`resume thaws an execution that pause froze.`,
+		func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
+			r, err := c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: id})
+			return r.GetExecution(), err
+		}, "resumed")
+	newCancel = controlVerb("cancel", "Cancel a running or paused command (it still gets a receipt)",
+		`cancel ends an execution, running or paused: its processes get SIGTERM, then
 SIGKILL after a grace period. The execution ends "cancelled" with a signed
 receipt, and whoever follows it exits 130.`,
-			func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
-				r, err := c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: id})
-				return r.GetExecution(), err
-			}, "cancelled"),
-	)
-}
+		func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
+			r, err := c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: id})
+			return r.GetExecution(), err
+		}, "cancelled")
+)
 
 func controlVerb(name, short, long string, call func(context.Context, *client.Client, string) (*termdv1.Execution, error), done string) func(*app) *cobra.Command {
 	return func(a *app) *cobra.Command {
@@ -51,12 +49,10 @@ func controlVerb(name, short, long string, call func(context.Context, *client.Cl
 				"  termctl " + name + " $(termctl sessions list -o json | jq -r '.sessions[0].id')",
 			Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := a.client()
+				ctx, c, err := a.dial(cmd)
 				if err != nil {
 					return err
 				}
-				ctx, cancel := a.ctx(cmd)
-				defer cancel()
 				id, err := resolveExecution(ctx, c, args[0])
 				if err != nil {
 					return err

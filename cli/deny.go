@@ -11,8 +11,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newDeny) }
-
 func newDeny(a *app) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
@@ -26,12 +24,10 @@ plan and in its signed receipt, and the requester sees it.`,
 			if strings.TrimSpace(reason) == "" {
 				return usageErr(errors.New("--reason is required: say why, the requester will read it"))
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Plans.DenyPlan(ctx, &termdv1.DenyPlanRequest{PlanId: args[0], Reason: reason})
 			if err != nil {
 				return fmt.Errorf("denying plan %s: %w", args[0], err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,8 +9,6 @@ import (
 	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
-
-func init() { verbs = append(verbs, newExecute) }
 
 func newExecute(a *app) *cobra.Command {
 	var follow bool
@@ -31,14 +30,14 @@ at once; the command keeps running.`,
   termctl output EXECUTION_ID        # read its output later`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
 			if follow {
-				return a.follow(cmd.Context(), c, args[0])
+				return a.follow(ctx, c, args[0])
 			}
-			return a.detached(cmd, c, args[0])
+			return a.detached(ctx, c, args[0])
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the output and exit with the command's exit code")
@@ -47,9 +46,7 @@ at once; the command keeps running.`,
 
 // detached starts a plan and returns at once: the execution is the daemon's
 // and keeps running whatever happens to this termctl.
-func (a *app) detached(cmd *cobra.Command, c *client.Client, planID string) error {
-	ctx, cancel := a.ctx(cmd)
-	defer cancel()
+func (a *app) detached(ctx context.Context, c *client.Client, planID string) error {
 	resp, err := c.Executions.Execute(ctx, &termdv1.ExecuteRequest{PlanId: planID})
 	if err != nil {
 		return refusal(planID, err)

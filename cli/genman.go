@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-func init() { verbs = append(verbs, newGenMan) }
-
 // newGenMan writes man pages for every command (`make man`); hidden because
 // people read the pages, they do not make them.
 func newGenMan(a *app) *cobra.Command {

@@ -21,7 +21,7 @@ func TestHelpCompletionAndManPages(t *testing.T) {
 		{"plan"}, {"approve"}, {"deny"}, {"pending"}, {"execute"}, {"run"}, {"sessions"}, {"watch"},
 		{"pause"}, {"resume"}, {"cancel"}, {"replan"}, {"output"}, {"policy", "check"}, {"policy", "show"},
 		{"policy", "lint"}, {"policy", "reload"}, {"receipts", "list"}, {"receipts", "show"},
-		{"receipts", "export"}, {"receipts", "public-key"}, {"receipt", "verify"}, {"audit", "verify"}, {"ask"},
+		{"receipts", "export"}, {"receipts", "public-key"}, {"receipts", "verify"}, {"receipt", "verify"}, {"audit", "verify"}, {"ask"},
 	} {
 		out := ok(t, d, append(verb, "--help")...)
 		if !strings.Contains(out, "Usage:") || len(out) < 200 {
@@ -29,8 +29,12 @@ func TestHelpCompletionAndManPages(t *testing.T) {
 		}
 	}
 	// A wrong subcommand is a usage error with a suggestion, not help + exit 0.
-	if _, errOut := expect(t, d, 2, "receipts", "verify", "r.json"); !strings.Contains(errOut, "did you mean `termctl receipt verify`") {
-		t.Errorf("receipts verify: %q", errOut)
+	if _, errOut := expect(t, d, 2, "receipt", "list"); !strings.Contains(errOut, "did you mean `termctl receipts list`") {
+		t.Errorf("receipt list: %q", errOut)
+	}
+	// One noun: receipts; the old `receipt verify` is a hidden alias.
+	if out := ok(t, d, "--help"); strings.Contains(out, "\n  receipt ") {
+		t.Errorf("the old spelling `receipt` should be hidden from --help:\n%s", out)
 	}
 	if out := ok(t, d, "receipts"); !strings.Contains(out, "Available Commands") {
 		t.Errorf("bare `termctl receipts` should print its help:\n%s", out)
@@ -42,7 +46,7 @@ func TestHelpCompletionAndManPages(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ok(t, d, "gen-man", dir)
-	for _, page := range []string{"termctl.1", "termctl-plan.1", "termctl-receipt-verify.1"} {
+	for _, page := range []string{"termctl.1", "termctl-plan.1", "termctl-receipts-verify.1"} {
 		if _, err := os.Stat(filepath.Join(dir, page)); err != nil {
 			t.Errorf("gen-man did not write %s", page)
 		}

@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newPending) }
-
 func newPending(a *app) *cobra.Command {
 	var session string
 	cmd := &cobra.Command{
@@ -20,12 +18,10 @@ canonical request and the request hash an approval would be for. Approve one
 with ` + "`termctl approve PLAN_ID`" + ` or refuse it with ` + "`termctl deny PLAN_ID --reason TEXT`" + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Plans.ListPlans(ctx, &termdv1.ListPlansRequest{
 				SessionId:      session,
 				States:         []termdv1.PlanState{termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL},

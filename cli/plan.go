@@ -8,11 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
-
-func init() { verbs = append(verbs, newPlan) }
 
 func newPlan(a *app) *cobra.Command {
 	var rf requestFlags
@@ -31,26 +30,14 @@ one string with --command.`,
   termctl plan --command "git status --short"
   termctl plan -o json -- touch notes.txt`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req, err := rf.build(args)
+			p, _, err := a.plan(cmd, &rf, args)
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
-			if err != nil {
+			if ok, err := a.printData(p); ok {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			stop := a.spin("planning")
-			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
-			stop()
-			if err != nil {
-				return fmt.Errorf("planning failed: %w", err)
-			}
-			if ok, err := a.printData(resp.Plan); ok {
-				return err
-			}
-			return a.printPlan(a.stdout, resp.Plan)
+			return a.printPlan(a.stdout, p)
 		},
 	}
 	rf.register(cmd, true, true)
@@ -98,7 +85,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", sandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
+		"sandbox", client.SandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
 		"summary", pv.GetSummary(),
 		"rules", strings.Join(d.GetRules(), ", "),
 		"request hash", d.GetRequestHash(),

@@ -7,12 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
-
-func init() { verbs = append(verbs, newPolicy) }
 
 // checkJSON is `termctl policy check -o json`: stable snake_case fields and
 // lowercase words, for scripts.
@@ -86,12 +85,10 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Policy.CheckPolicy(ctx, &termdv1.CheckPolicyRequest{Request: req})
 			if err != nil {
 				return fmt.Errorf("checking the policy: %w", err)
@@ -171,7 +168,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 		"cwd", out.Cwd,
 		"mode", out.Mode,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", sandboxWords(out.Sandbox.Profile, out.Sandbox.Network, out.Sandbox.Enforcement),
+		"sandbox", client.SandboxWords(out.Sandbox.Profile, out.Sandbox.Network, out.Sandbox.Enforcement),
 		"rules", strings.Join(out.Rules, ", "),
 		"policy", out.PolicyVersion,
 		"request hash", out.RequestHash,
@@ -216,12 +213,10 @@ func newPolicyShow(a *app) *cobra.Command {
 		Short: "Print the active policy and where it came from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			p, err := c.Policy.GetPolicy(ctx, &termdv1.GetPolicyRequest{})
 			if err != nil {
 				return fmt.Errorf("reading the policy: %w", err)
@@ -295,12 +290,10 @@ func newPolicyReload(a *app) *cobra.Command {
 		Short: "Make termd reload its policy file (operators); a bad file keeps the last good policy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Policy.ReloadPolicy(ctx, &termdv1.ReloadPolicyRequest{})
 			if err != nil {
 				return fmt.Errorf("reloading the policy (the last good policy stays active): %w", err)
@@ -316,20 +309,4 @@ func newPolicyReload(a *app) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// sandboxWords is a sandbox profile in one line, e.g.
-// "workspace-write, no network (full enforcement)".
-func sandboxWords(profile string, network bool, enforcement string) string {
-	if profile == "" {
-		return ""
-	}
-	s := profile + ", no network"
-	if network {
-		s = profile + ", network"
-	}
-	if enforcement != "" {
-		s += " (" + enforcement + " enforcement)"
-	}
-	return s
 }

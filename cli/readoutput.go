@@ -9,8 +9,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newOutput) }
-
 // outputJSON is `termctl output -o json`.
 type outputJSON struct {
 	ExecutionID string `json:"execution_id"`
@@ -48,16 +46,14 @@ object with the data and next_offset, to resume from.`,
 			if offset < 0 {
 				return usageErr(fmt.Errorf("--offset %d: must be 0 or more", offset))
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
 			res := outputJSON{ExecutionID: args[0], Stream: streamWord(st), Offset: offset, NextOffset: offset}
 			var data []byte
 			for {
-				ctx, cancel := a.ctx(cmd)
 				r, err := c.Executions.ReadOutput(ctx, &termdv1.ReadOutputRequest{ExecutionId: args[0], Stream: st, Offset: res.NextOffset, Limit: 1 << 20})
-				cancel()
 				if err != nil {
 					return fmt.Errorf("reading output of %s: %w", args[0], err)
 				}

@@ -13,9 +13,7 @@ import (
 	"github.com/termd/termd/receipt"
 )
 
-func init() { verbs = append(verbs, newReceipt) }
-
-// verifyJSON is `termctl receipt verify -o json`.
+// verifyJSON is `termctl receipts verify -o json`.
 type verifyJSON struct {
 	File    string `json:"file"`
 	Valid   bool   `json:"valid"`
@@ -26,12 +24,23 @@ type verifyJSON struct {
 	Problem string `json:"problem,omitempty"`
 }
 
+// newReceipt is the old spelling `termctl receipt verify`, kept hidden so
+// scripts and notes that use it keep working; `termctl receipts verify` is
+// the one noun.
 func newReceipt(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "receipt",
-		Short: "Verify a receipt file (offline with the public key)",
-		Args:  cobra.NoArgs,
+		Use:    "receipt",
+		Short:  "Old spelling of `termctl receipts verify`",
+		Hidden: true,
+		Args:   cobra.NoArgs,
 	}
+	cmd.AddCommand(newReceiptsVerify(a))
+	return cmd
+}
+
+// newReceiptsVerify is `termctl receipts verify`: offline verification of a
+// receipt file.
+func newReceiptsVerify(a *app) *cobra.Command {
 	var keyFile string
 	verify := &cobra.Command{
 		Use:   "verify FILE [--public-key FILE]",
@@ -45,8 +54,8 @@ format) it works offline, without termd. Without it, termctl asks termd for
 its public keys. FILE may be - for stdin.
 
 Exit status: 0 valid, 1 not valid (the message says why).`,
-		Example: `  termctl receipt verify receipt.json --public-key termd.pub
-  termctl receipts export 0b7e...31 | termctl receipt verify -`,
+		Example: `  termctl receipts verify receipt.json --public-key termd.pub
+  termctl receipts export 0b7e...31 | termctl receipts verify -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readFileOrStdin(a, args[0])
@@ -89,8 +98,7 @@ Exit status: 0 valid, 1 not valid (the message says why).`,
 		},
 	}
 	verify.Flags().StringVar(&keyFile, "public-key", "", "public key FILE to verify with, offline (default: ask termd)")
-	cmd.AddCommand(verify)
-	return cmd
+	return verify
 }
 
 func readFileOrStdin(a *app, name string) ([]byte, error) {
@@ -117,12 +125,10 @@ func (a *app) receiptKeys(cmd *cobra.Command, file string) (map[string]ed25519.P
 		}
 		return keys, nil
 	}
-	c, err := a.client()
+	ctx, c, err := a.dial(cmd)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := a.ctx(cmd)
-	defer cancel()
 	r, err := c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("asking termd for its public key (or verify offline with --public-key FILE): %w", err)

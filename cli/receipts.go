@@ -16,12 +16,10 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newReceipts) }
-
 func newReceipts(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "receipts",
-		Short: "List, show and export signed receipts; print the public key",
+		Short: "List, show, export and verify signed receipts; print the public key",
 		Long: `Every plan that ends (ran, failed, timed out, was cancelled, denied or
 blocked) gets a receipt: what ran, where, as whom, under which policy and
 decision, who approved it, the outcome and its output, signed with termd's
@@ -30,10 +28,10 @@ Ed25519 key and chained to the previous receipt.
 Verify one offline, anywhere, with the public key:
   termctl receipts public-key > termd.pub
   termctl receipts export RECEIPT_ID > receipt.json
-  termctl receipt verify receipt.json --public-key termd.pub`,
+  termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsPublicKey(a))
+	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsVerify(a), newReceiptsPublicKey(a))
 	return cmd
 }
 
@@ -57,12 +55,10 @@ func newReceiptsList(a *app) *cobra.Command {
 			if req.Until, err = parseWhen("--until", until); err != nil {
 				return err
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Receipts.ListReceipts(ctx, &req)
 			if err != nil {
 				return fmt.Errorf("listing receipts: %w", err)
@@ -132,12 +128,10 @@ func newReceiptsShow(a *app) *cobra.Command {
 			if (req.ReceiptId == "") == (session == "") {
 				return usageErr(fmt.Errorf("give a RECEIPT_ID or --session ID (its latest receipt)"))
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Receipts.GetReceipt(ctx, req)
 			if err != nil {
 				return fmt.Errorf("reading the receipt: %w", err)
@@ -234,7 +228,7 @@ func newReceiptsExport(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export (RECEIPT_ID | --all [filters]) [--share]",
 		Short: "Print a receipt as signed JSON, to keep or verify elsewhere",
-		Long: `export prints a receipt exactly as signed, for ` + "`termctl receipt verify`" + ` anywhere.
+		Long: `export prints a receipt exactly as signed, for ` + "`termctl receipts verify`" + ` anywhere.
 With --share, the command, argv, working directory, stdout and stderr are
 replaced by markers, sharing_redacted is set, and termd signs it again: safe
 to paste into a ticket, still verifiable.
@@ -261,12 +255,10 @@ them anywhere with the public key.`,
 				filter.Share = share
 				return a.exportJSONL(cmd, &filter)
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Receipts.ExportReceipt(ctx, &termdv1.ExportReceiptRequest{ReceiptId: args[0], Share: share})
 			if err != nil {
 				return fmt.Errorf("exporting receipt %s: %w", args[0], err)
@@ -298,11 +290,11 @@ them anywhere with the public key.`,
 
 // exportJSONL streams receipts as compact JSON, one per line.
 func (a *app) exportJSONL(cmd *cobra.Command, q *termdv1.ExportReceiptsRequest) error {
-	c, err := a.client()
+	ctx, c, err := a.dial(cmd)
 	if err != nil {
 		return err
 	}
-	st, err := c.Receipts.ExportReceipts(cmd.Context(), q)
+	st, err := c.Receipts.ExportReceipts(ctx, q)
 	if err != nil {
 		return fmt.Errorf("exporting receipts: %w", err)
 	}
@@ -335,15 +327,13 @@ it as is (openssl pkey -pubin -in termd.pub -noout -text). Key ids are derived
 from the keys (the first 8 bytes of SHA-256 of the raw key, in hex); they are
 printed on stderr, and receipts name theirs in signatures[].key_id.`,
 		Example: `  termctl receipts public-key > termd.pub
-  termctl receipt verify receipt.json --public-key termd.pub`,
+  termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			r, err := c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
 			if err != nil {
 				return fmt.Errorf("reading the public key: %w", err)

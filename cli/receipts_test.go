@@ -69,7 +69,9 @@ func TestReceiptsListShowExportVerifyOffline(t *testing.T) {
 		t.Fatal("a share export should not carry the output")
 	}
 	key := write("termd.pub", ok(t, d, "receipts", "public-key"))
-	// With the daemon: the key comes from it.
+	// With the daemon: the key comes from it (the one noun, and the old
+	// spelling, a hidden alias).
+	ok(t, d, "receipts", "verify", file)
 	ok(t, d, "receipt", "verify", file)
 	// People with only openssl can read the key as it is (plain SPKI PEM).
 	openssl, err := exec.LookPath("openssl")

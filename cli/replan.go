@@ -8,8 +8,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newReplan) }
-
 func newReplan(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "replan PLAN_ID",
@@ -20,12 +18,10 @@ policy changed since it was planned) or when an approval expired. The new plan
 has its own id and request hash and needs its own approval when it asks for one.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Plans.Replan(ctx, &termdv1.ReplanRequest{PlanId: args[0]})
 			if err != nil {
 				return fmt.Errorf("replanning %s: %w", args[0], err)

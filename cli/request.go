@@ -134,3 +134,23 @@ func usageErr(err error) error { return exitWith(ExitUsage, err) }
 
 // timeout bounds one unary call to the daemon.
 func (a *app) timeout() time.Duration { return 30 * time.Second }
+
+// plan builds a request from the flags and ARGV and plans it in the
+// caller's session (what `plan` and `run` both start with).
+func (a *app) plan(cmd *cobra.Command, rf *requestFlags, args []string) (*termdv1.Plan, *client.Client, error) {
+	req, err := rf.build(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, c, err := a.dial(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := a.spin("planning")
+	resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
+	stop()
+	if err != nil {
+		return nil, nil, fmt.Errorf("planning failed: %w", err)
+	}
+	return resp.Plan, c, nil
+}

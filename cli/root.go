@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/buildinfo"
+	"github.com/termd/termd/internal/entry"
 	"github.com/termd/termd/internal/wire"
 )
 
@@ -48,6 +48,9 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
+// ExitCode is the process exit code (internal/entry.Run).
+func (e *exitError) ExitCode() int { return e.code }
+
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
 
 // app is the state shared by every verb.
@@ -61,20 +64,22 @@ type app struct {
 	c       *client.Client
 }
 
-func (a *app) client() (*client.Client, error) {
-	if a.c != nil {
-		return a.c, nil
-	}
-	c, err := client.Dial(a.socket)
-	if err != nil {
-		return nil, err
-	}
-	a.c = c
-	return c, nil
-}
+// callTimeout bounds each unary call to termd (streams run until they end).
+const callTimeout = 30 * time.Second
 
-func (a *app) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(cmd.Context(), 30*time.Second)
+// dial connects to termd, once per termctl run, and returns the context a
+// verb's calls use: the command's own (Ctrl-C ends it), while the client
+// gives every unary call its own deadline (callTimeout), so a verb that
+// waits for a person between calls does not run out of time.
+func (a *app) dial(cmd *cobra.Command) (context.Context, *client.Client, error) {
+	if a.c == nil {
+		c, err := client.Dial(a.socket, client.Options{CallTimeout: callTimeout})
+		if err != nil {
+			return nil, nil, err
+		}
+		a.c = c
+	}
+	return cmd.Context(), a.c, nil
 }
 
 const rootLong = `termctl talks to termd, the command broker: plan a command, see the policy's
@@ -104,12 +109,9 @@ The socket is --socket, else $TERMD_SOCKET, else the default path.`
 func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	a := &app{stdout: stdout, stderr: stderr, stdin: stdin}
 	root := &cobra.Command{
-		Use:           "termctl",
-		Short:         "termctl: plan, approve, execute and verify commands through termd",
-		Long:          rootLong,
-		Version:       buildinfo.String(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:   "termctl",
+		Short: "termctl: plan, approve, execute and verify commands through termd",
+		Long:  rootLong,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch a.output {
 			case "table", "json", "yaml":
@@ -129,18 +131,15 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	pf.StringVar(&a.socket, "socket", wire.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitWith(ExitUsage, fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath()))
-	})
 	root.AddGroup(
 		&cobra.Group{ID: "run", Title: "Plan and run commands:"},
 		&cobra.Group{ID: "approve", Title: "Approve (operators):"},
 		&cobra.Group{ID: "evidence", Title: "Policy, receipts and audit:"},
 		&cobra.Group{ID: "more", Title: "More:"},
 	)
-	for _, add := range verbs {
-		cmd := add(a)
-		cmd.GroupID = verbGroup[cmd.Name()]
+	for _, v := range verbs {
+		cmd := v.new(a)
+		cmd.GroupID = v.group
 		root.AddCommand(cmd)
 	}
 	root.SetHelpCommandGroupID("more")
@@ -148,7 +147,7 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	for _, c := range root.Commands() {
 		strictGroup(root, c)
 	}
-	return root
+	return entry.Prepare(root, buildinfo.String())
 }
 
 // strictGroup makes a verb that only groups subcommands (`receipts`,
@@ -196,58 +195,21 @@ func strictGroup(root, c *cobra.Command) {
 	}
 }
 
-// verbGroup places each verb under a heading in `termctl --help`.
-var verbGroup = map[string]string{
-	"plan": "run", "run": "run", "execute": "run", "output": "run", "watch": "run",
-	"pause": "run", "resume": "run", "cancel": "run", "replan": "run", "sessions": "run",
-	"pending": "approve", "approve": "approve", "deny": "approve",
-	"policy": "evidence", "receipts": "evidence", "receipt": "evidence", "audit": "evidence",
-	"ask": "more", "status": "more", "version": "more", "gen-man": "more",
+// verbs are termctl's commands (one file each), with the heading each is
+// listed under in `termctl --help`. A verb file adds nothing by itself: a
+// command is registered here or not at all.
+var verbs = []struct {
+	group string
+	new   func(*app) *cobra.Command
+}{
+	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newWatch},
+	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions},
+	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny},
+	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
+	{"more", newAsk}, {"more", newStatus}, {"more", newVersion}, {"more", newGenMan},
 }
-
-// verbs registers each verb file's constructor.
-var verbs []func(*app) *cobra.Command
 
 // Main runs termctl with the process's arguments and returns the exit code.
 func Main(args []string) int {
-	root := NewRoot(os.Stdout, os.Stderr, os.Stdin)
-	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return ExitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "termctl:", ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintln(os.Stderr, "termctl:", err)
-	if isUsage(err) {
-		return ExitUsage
-	}
-	return ExitError
-}
-
-func isUsage(err error) bool {
-	if client.Code(err) == codes.InvalidArgument {
-		return false
-	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires exactly", "invalid argument"} {
-		if len(msg) >= len(p) && contains(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
+	return entry.Run(NewRoot(os.Stdout, os.Stderr, os.Stdin), args, os.Stderr)
 }

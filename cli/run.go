@@ -15,8 +15,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newRun) }
-
 func newRun(a *app) *cobra.Command {
 	var (
 		rf     requestFlags
@@ -50,23 +48,10 @@ A blocked plan prints the policy's reasons and exits 125.`,
   termctl run --detach -- make build       # start it and return; it keeps running
   termctl run --yes -- touch notes.txt      # operators: approve without asking`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req, err := rf.build(args)
+			p, c, err := a.plan(cmd, &rf, args)
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx(cmd)
-			stop := a.spin("planning")
-			resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
-			stop()
-			cancel()
-			if err != nil {
-				return fmt.Errorf("planning failed: %w", err)
-			}
-			p := resp.Plan
 			d := p.GetDecision()
 			w := a.stderr
 			fmt.Fprintf(w, "termctl: plan %s: %s (risk %s): %s\n", p.Id, a.verdictColor(w, verdictWord(d.GetVerdict())), riskWord(d.GetRisk()), cmdline.Quote(d.GetArgv()))
@@ -85,7 +70,7 @@ A blocked plan prints the policy's reasons and exits 125.`,
 				return exitWith(ExitRefused, fmt.Errorf("plan %s is %s; nothing ran", p.Id, planStateWord(p.State)))
 			}
 			if detach {
-				return a.detached(cmd, c, p.Id)
+				return a.detached(cmd.Context(), c, p.Id)
 			}
 			return a.follow(cmd.Context(), c, p.Id)
 		},

@@ -8,17 +8,13 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newSessions) }
-
 func newSessions(a *app) *cobra.Command {
 	var all bool
 	list := func(cmd *cobra.Command, _ []string) error {
-		c, err := a.client()
+		ctx, c, err := a.dial(cmd)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := a.ctx(cmd)
-		defer cancel()
 		resp, err := c.Sessions.ListSessions(ctx, &termdv1.ListSessionsRequest{IncludeClosed: all})
 		if err != nil {
 			return fmt.Errorf("listing sessions: %w", err)
@@ -63,12 +59,10 @@ command (which still gets a receipt) and ends its event streams.`,
 		Short: "Open a new session",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: label})
 			if err != nil {
 				return fmt.Errorf("opening a session: %w", err)
@@ -87,12 +81,10 @@ command (which still gets a receipt) and ends its event streams.`,
 		Short: "Close a session, cancelling its running command",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			resp, err := c.Sessions.CloseSession(ctx, &termdv1.CloseSessionRequest{SessionId: args[0]})
 			if err != nil {
 				return fmt.Errorf("closing session %s: %w", args[0], err)

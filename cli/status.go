@@ -10,20 +10,16 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newStatus) }
-
 func newStatus(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show the daemon's version, uptime, policy and your role",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			st, err := c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
 			if err != nil {
 				return err

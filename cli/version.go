@@ -9,8 +9,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newVersion) }
-
 func newVersion(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
@@ -18,12 +16,10 @@ func newVersion(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := map[string]string{"termctl": buildinfo.String(), "api": buildinfo.APIVersion}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
 			v, err := c.Daemon.GetVersion(ctx, &termdv1.GetVersionRequest{})
 			if err != nil {
 				return err

@@ -17,8 +17,6 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-func init() { verbs = append(verbs, newWatch) }
-
 func newWatch(a *app) *cobra.Command {
 	var (
 		since   uint64
@@ -46,11 +44,11 @@ session closes; Ctrl-C stops it any time.
 			if len(args) == 1 {
 				session = args[0]
 			}
-			c, err := a.client()
+			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
 			}
-			return a.watch(cmd.Context(), c, session, since, history)
+			return a.watch(ctx, c, session, since, history)
 		},
 	}
 	cmd.Flags().Uint64Var(&since, "since", 0, "replay events after this sequence number (session seq, or global seq without a session)")

@@ -32,6 +32,9 @@ type Options struct {
 	Role termdv1.Role
 	// Name is a display name for the acting principal (honoured for operators only).
 	Name string
+	// CallTimeout, when set, is the deadline of each unary call whose context
+	// has none (streams are not bounded by it).
+	CallTimeout time.Duration
 }
 
 // Client holds one connection and a typed client for each service.
@@ -79,7 +82,7 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 	}
 	conn, err := grpc.NewClient("unix://"+socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(unaryInterceptor(socket, md)),
+		grpc.WithChainUnaryInterceptor(unaryInterceptor(socket, md, o.CallTimeout)),
 		grpc.WithChainStreamInterceptor(streamInterceptor(socket, md)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
 	)
@@ -134,8 +137,13 @@ func (c *Client) WaitReady(ctx context.Context) error {
 	}
 }
 
-func unaryInterceptor(socket string, md metadata.MD) grpc.UnaryClientInterceptor {
+func unaryInterceptor(socket string, md metadata.MD, timeout time.Duration) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if _, ok := ctx.Deadline(); !ok && timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
 		if len(md) > 0 {
 			ctx = metadata.NewOutgoingContext(ctx, metadata.Join(md, outgoing(ctx)))
 		}

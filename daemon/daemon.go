@@ -124,15 +124,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if caps.CgroupV2 == "" {
 		d.log.Warn("cgroup v2 unavailable: executions are bounded by process group and subreaper only")
 	}
-	launcherPath := cfg.SandboxLauncher
-	if launcherPath == "" {
-		launcherPath = sandbox.DefaultLauncher()
-	}
-	sup := sandbox.Probe(launcherPath)
-	mode := sandbox.Mode(cfg.Sandbox)
-	if mode == "" {
-		mode = sup.DefaultMode()
-	}
+	sup, mode := sandbox.ForHost(cfg.SandboxLauncher, cfg.Sandbox)
 	switch level := sup.Level(mode); {
 	case level == sandbox.LevelFull:
 		d.log.Info("sandbox: every execution is confined by the kernel", "mode", mode, "platform", sup.Platform, "landlock_abi", sup.LandlockABI)

@@ -143,28 +143,8 @@ func serve(cmd *cobra.Command, f *flags, stderr io.Writer) error {
 		MaxHeaderBytes: 64 << 10,
 		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
-	scheme := "http"
-	if useTLS {
-		scheme = "https"
-	}
-	log.Info("termd-gateway listening", "url", scheme+"://"+ln.Addr().String(), "socket", f.socket, "tokens", len(tokens))
-	errc := make(chan error, 1)
-	go func() {
-		if useTLS {
-			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	return nil
+	log.Info("termd-gateway listening", "url", entry.URL(ln, useTLS), "socket", f.socket, "tokens", len(tokens))
+	return entry.Serve(ctx, srv, ln, f.tlsCert, f.tlsKey)
 }
 
 // checkIdentity refuses to serve a token weaker than operator while the

@@ -123,27 +123,10 @@ func serve(f *flags, stderr io.Writer) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	scheme := "http"
-	if f.tlsCert != "" {
-		scheme = "https"
-	}
-	log.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/", "socket", c.Socket)
-	errc := make(chan error, 1)
-	go func() {
-		if f.tlsCert != "" {
-			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
+	log.Info("serving MCP over streamable HTTP", "url", entry.URL(ln, f.tlsCert != "")+"/", "socket", c.Socket)
+	if err := entry.Serve(ctx, srv, ln, f.tlsCert, f.tlsKey); err != nil {
 		return fmt.Errorf("http server stopped: %w", err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
 	return nil
 }
 

@@ -41,6 +41,7 @@ type PlanInput struct {
 	Env            map[string]string `json:"env,omitempty" jsonschema:"extra environment variables (the policy decides which are allowed)"`
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
+	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"sandbox profile: read-only or workspace-write (default: the policy's choice; a program the policy has no grammar for runs read-only, so if it fails with permission denied because it must write in the workspace, plan it again with workspace-write)"`
 }
 
 // ExecuteInput runs a plan.
@@ -296,7 +297,12 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 	if in.TimeoutSeconds < 0 {
 		return nil, nil, errors.New("timeout_seconds must not be negative. Next: omit it for the policy's default")
 	}
-	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds)}
+	switch in.Sandbox {
+	case "", "read-only", "workspace-write":
+	default:
+		return nil, nil, fmt.Errorf("sandbox %q is not a profile. Next: use read-only or workspace-write, or omit it", in.Sandbox)
+	}
+	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox}
 	sid, pooled, err := b.session(ctx, req, in.SessionID)
 	if err != nil {
 		return nil, nil, failure(err, "")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -28,6 +29,7 @@ type DecisionView struct {
 	TimeoutSecs   uint32            `json:"timeout_seconds,omitempty"`
 	PolicyVersion string            `json:"policy_version,omitempty"`
 	RequestHash   string            `json:"request_hash,omitempty"`
+	Sandbox       string            `json:"sandbox,omitempty" jsonschema:"how the kernel confines the command: read-only or workspace-write, network or not, and how fully this host enforces it"`
 }
 
 // PreviewView says what a plan would do.
@@ -151,6 +153,7 @@ func decisionView(d *termdv1.Decision) *DecisionView {
 		Mode:          enumWord(d.GetMode().String(), "MODE_"),
 		Network:       d.GetNetwork(),
 		ReadOnly:      d.GetReadOnly(),
+		Sandbox:       client.SandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
 		Writes:        d.GetWrites(),
 		TimeoutSecs:   d.GetTimeoutSeconds(),
 		PolicyVersion: d.GetPolicyVersion(),

@@ -72,13 +72,8 @@ func (b *Broker) Advise(ctx context.Context, caller *termdv1.Principal, r *termd
 	default:
 		return errdefs.Invalid("intent %v is not one of ask, explain, suggest, diagnose", r.Intent)
 	}
-	if sessionID != "" {
-		b.mu.Lock()
-		_, err := b.sessionLocked(caller, sessionID)
-		b.mu.Unlock()
-		if err != nil {
-			return err
-		}
+	if err := b.checkSession(caller, sessionID); err != nil {
+		return err
 	}
 	res, err := b.Adviser.Advise(ctx, adviser.Request{
 		SessionID:        sessionID,

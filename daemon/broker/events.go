@@ -40,10 +40,7 @@ func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, se
 	defer release()
 	var sub *events.Subscription
 	if sessionID != "" {
-		b.mu.Lock()
-		_, err := b.sessionLocked(caller, sessionID)
-		b.mu.Unlock()
-		if err != nil {
+		if err := b.checkSession(caller, sessionID); err != nil {
 			return err
 		}
 		if since == 0 && !history {

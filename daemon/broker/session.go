@@ -126,6 +126,17 @@ func (b *Broker) newSessionLocked(caller *termdv1.Principal, label string) (*ses
 	return s, nil
 }
 
+// checkSession says whether the caller may see a session ("" = none named).
+func (b *Broker) checkSession(caller *termdv1.Principal, id string) error {
+	if id == "" {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, err := b.sessionLocked(caller, id)
+	return err
+}
+
 // sessionLocked finds a session the caller may see; another agent's session is not found.
 func (b *Broker) sessionLocked(caller *termdv1.Principal, id string) (*session, error) {
 	if id == "" {

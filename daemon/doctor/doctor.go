@@ -371,15 +371,7 @@ func groupOf(st os.FileInfo) string {
 // sandboxCheck says how much of every plan's sandbox profile this host and
 // config enforce (docs/SANDBOX.md).
 func sandboxCheck(c *config.Config) Check {
-	launcher := c.SandboxLauncher
-	if launcher == "" {
-		launcher = sandbox.DefaultLauncher()
-	}
-	sup := sandbox.Probe(launcher)
-	mode := sandbox.Mode(c.Sandbox)
-	if mode == "" {
-		mode = sup.DefaultMode()
-	}
+	sup, mode := sandbox.ForHost(c.SandboxLauncher, c.Sandbox)
 	level, detail := sup.Describe(mode)
 	switch {
 	case level == sandbox.LevelFull:

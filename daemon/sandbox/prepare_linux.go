@@ -113,13 +113,8 @@ func DefaultLauncher() string {
 // profile fully; under BestEffort it enforces what it can; under Off it
 // returns no Launch. rootRun says the command keeps uid 0.
 func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
-	rec := Record{Profile: p.Name, Mode: mode, Platform: sup.Platform}
-	if mode == Off {
-		rec.Level = LevelNone
-		rec.Missing = []string{"the sandbox is turned off (sandbox: off)"}
-		return nil, rec, nil
-	}
-	if err := p.Validate(); err != nil {
+	rec, done, err := begin(p, mode, sup)
+	if done || err != nil {
 		return nil, rec, err
 	}
 	missing := sup.Missing()

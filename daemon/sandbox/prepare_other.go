@@ -29,13 +29,8 @@ func DefaultLauncher() string { return sandboxExec }
 
 // Prepare renders the profile as a Seatbelt policy run by sandbox-exec.
 func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
-	rec := Record{Profile: p.Name, Mode: mode, Platform: sup.Platform}
-	if mode == Off {
-		rec.Level = LevelNone
-		rec.Missing = []string{"the sandbox is turned off (sandbox: off)"}
-		return nil, rec, nil
-	}
-	if err := p.Validate(); err != nil {
+	rec, done, err := begin(p, mode, sup)
+	if done || err != nil {
 		return nil, rec, err
 	}
 	if m := sup.Missing(); len(m) > 0 {

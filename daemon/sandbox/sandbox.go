@@ -273,3 +273,28 @@ func (s Support) Describe(m Mode) (Level, string) {
 	}
 	return level, detail
 }
+
+// ForHost probes this host with the configured launcher ("" = the default)
+// and returns it with the configured mode ("" = the host's default).
+func ForHost(launcherPath, mode string) (Support, Mode) {
+	if launcherPath == "" {
+		launcherPath = DefaultLauncher()
+	}
+	sup := Probe(launcherPath)
+	if mode == "" {
+		return sup, sup.DefaultMode()
+	}
+	return sup, Mode(mode)
+}
+
+// begin is what Prepare does first on every platform: a record of the
+// attempt, nothing under Off, a refusal of an unknown profile.
+func begin(p Profile, mode Mode, sup Support) (rec Record, done bool, err error) {
+	rec = Record{Profile: p.Name, Mode: mode, Platform: sup.Platform}
+	if mode == Off {
+		rec.Level = LevelNone
+		rec.Missing = []string{"the sandbox is turned off (sandbox: off)"}
+		return rec, true, nil
+	}
+	return rec, false, p.Validate()
+}

@@ -42,8 +42,9 @@ func UsageError(err error) error {
 }
 
 // Prepare sets what every termd binary's root command shares: errors and
-// usage are printed by Run (once), flag errors are usage errors, and
-// --version prints "NAME VERSION".
+// usage are printed by Run (once), flag and argument errors are usage
+// errors, and --version prints "NAME VERSION". Call it once the command tree
+// is complete.
 func Prepare(root *cobra.Command, version string) *cobra.Command {
 	root.SilenceUsage = true
 	root.SilenceErrors = true
@@ -52,7 +53,19 @@ func Prepare(root *cobra.Command, version string) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return UsageError(fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath()))
 	})
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes every command's argument check (cobra.ExactArgs, …)
+// fail with a usage error.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error { return UsageError(check(cmd, args)) }
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
 }
 
 // Run executes root with args and returns the exit code, printing the error
@@ -63,7 +76,11 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 	if err == nil {
 		return OK
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", root.Name(), err)
+	// An error that only carries an exit code (the command already said
+	// what happened) prints nothing.
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintf(stderr, "%s: %s\n", root.Name(), msg)
+	}
 	var ec interface{ ExitCode() int }
 	if errors.As(err, &ec) {
 		return ec.ExitCode()
@@ -74,18 +91,12 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 	return Failed
 }
 
-// IsUsage reports whether err is cobra's or pflag's complaint about the
-// command line (unknown command or flag, wrong number of arguments).
+// IsUsage reports whether err is a usage error: marked by UsageError (flag
+// and argument errors are, through Prepare), or cobra's unknown command.
 func IsUsage(err error) bool {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code == Usage
 	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires exactly", "invalid argument", "flag needs an argument"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(err.Error(), "unknown command ")
 }

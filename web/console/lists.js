@@ -210,7 +210,7 @@ export function receiptView(main, ctx, id) {
                   h('pre', { id: 'share-json' }, p));
               } catch (e) { clear(shareOut, errorBox(e)); }
             } }, 'Share export…')),
-          h('p', { class: 'hint' }, 'Verify offline, without termd: ', h('code', {}, 'termctl receipt verify receipt-' + id + '.json --public-key termd-receipts.pem')),
+          h('p', { class: 'hint' }, 'Verify offline, without termd: ', h('code', {}, 'termctl receipts verify receipt-' + id + '.json --public-key termd-receipts.pem')),
           shareOut),
         h('section', { class: 'card', 'aria-labelledby': 'raw-title' }, h('h2', { id: 'raw-title' }, 'Raw JSON'), h('pre', { id: 'receipt-json' }, pretty)));
     } catch (e) {

@@ -108,8 +108,8 @@ function adviserPanel(ctx, use, plan_id) {
     // Not configured: say so and how, instead of a panel that looks ready.
     return h('section', { class: 'card off', id: 'adviser-off', 'aria-labelledby': 'adviser-title' },
       h('h2', { id: 'adviser-title' }, 'Adviser ', h('span', { class: 'badge' }, 'off')),
-      h('p', { class: 'hint' }, detail || 'No adviser is configured.'),
-      h('p', { class: 'hint' }, 'An operator turns it on with an API key in termd\'s environment (DEEPSEEK_API_KEY) or adviser.api_key_file in its config; see docs/ADVISER.md.'));
+      h('p', { class: 'hint' }, detail ? 'The adviser is ' + detail + '.' : 'No adviser is configured: an operator turns it on with an API key in termd\'s environment (DEEPSEEK_API_KEY) or adviser.api_key_file in its config.'),
+      h('p', { class: 'hint' }, 'Plans, approvals and runs work without it; see docs/ADVISER.md.'));
   }
   const form = h('form', { class: 'card', 'aria-labelledby': 'adviser-title' },
     h('h2', { id: 'adviser-title' }, 'Adviser'),
