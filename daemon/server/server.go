@@ -66,7 +66,7 @@ func New(o Options) *Server {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxConcurrentStreams(uint32(lim.MaxStreams)),
 		grpc.MaxRecvMsgSize(lim.MaxMessageBytes),
-		grpc.MaxSendMsgSize(16<<20), // what client.Dial accepts
+		grpc.MaxSendMsgSize(16<<20),   // what client.Dial accepts
 		grpc.MaxHeaderListSize(2<<20), // termd reads a few short metadata values (oversized ones are refused by name)
 		// Fixed flow-control windows: a slow stream reader cannot make the
 		// daemon buffer megabytes of output for it (no BDP window growth).
