@@ -906,7 +906,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	// caller asks for more; a caller may always narrow a plan. Shells,
 	// interpreters, wrappers and privilege tools (allowed only by exact
 	// rules) keep their rules: what they run is not known.
-	unknown := pc.unparsed && escapeClass(base) == ""
+	// A project's own program or script (./scripts/x.sh, python3 x.py) is
+	// project code like make: workspace-write.
+	unknown := pc.unparsed && escapeClass(base) == "" && project == nil
 	if (unknown && !askedWrite) || req.Sandbox == SandboxReadOnly {
 		d.Sandbox.Profile = SandboxReadOnly
 	}
