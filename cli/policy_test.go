@@ -88,3 +88,33 @@ func TestPolicyShowReloadLint(t *testing.T) {
 		t.Fatalf("lint should name the file with its problem, got %q", errOut)
 	}
 }
+
+// policy check shows the sandbox profile a plan would run in, and how fully
+// this daemon enforces it; --sandbox narrows it, a bad value is a usage error.
+func TestPolicyCheckShowsTheSandbox(t *testing.T) {
+	d := start(t)
+	type sb struct {
+		Sandbox struct {
+			Profile     string   `json:"profile"`
+			Network     bool     `json:"network"`
+			Exec        []string `json:"exec"`
+			Enforcement string   `json:"enforcement"`
+		} `json:"sandbox"`
+	}
+	r := decode[sb](t, ok(t, d, "policy", "check", "-o", "json", "--", "ls"))
+	if r.Sandbox.Profile != "read-only" || r.Sandbox.Network || len(r.Sandbox.Exec) == 0 || r.Sandbox.Enforcement == "" {
+		t.Errorf("ls: %+v, want read-only, no network, ls executable, an enforcement level", r.Sandbox)
+	}
+	out, _ := expect(t, d, 3, "policy", "check", "-o", "json", "--mode", "confirm", "--", "touch", "x")
+	if w := decode[sb](t, out); w.Sandbox.Profile != "workspace-write" {
+		t.Errorf("touch: %+v, want workspace-write", w.Sandbox)
+	}
+	out, _ = expect(t, d, 3, "policy", "check", "-o", "json", "--mode", "confirm", "--sandbox", "read-only", "--", "touch", "x")
+	if n := decode[sb](t, out); n.Sandbox.Profile != "read-only" {
+		t.Errorf("touch --sandbox read-only: %+v", n.Sandbox)
+	}
+	if out := ok(t, d, "policy", "check", "--", "ls"); !strings.Contains(out, "sandbox:") || !strings.Contains(out, "read-only, no network") {
+		t.Errorf("the table output has no sandbox line:\n%s", out)
+	}
+	expect(t, d, 2, "policy", "check", "--sandbox", "everything", "--", "ls")
+}

@@ -122,7 +122,8 @@ func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, 
 		return nil, rec, &RefusedError{Missing: missing}
 	}
 	rec.Missing = missing
-	if sup.LauncherErr != "" {
+	if sup.LauncherErr != "" || sup.Launcher == "" || sup.Platform == "" {
+		// Nothing to confine with (best effort): run unconfined, and say so.
 		rec.Level = LevelNone
 		return nil, rec, nil
 	}

@@ -271,3 +271,15 @@ func TestSymlinkExchangeRaceCannotEscape(t *testing.T) {
 		t.Fatalf("%d writes escaped the workspace into %s", len(ents), f.outside)
 	}
 }
+
+// Best effort on a host (or a broker) that knows no sandbox runs the command
+// unconfined and records that, instead of failing to start it.
+func TestBestEffortWithoutSupportRunsUnconfined(t *testing.T) {
+	l, rec, err := sandbox.Prepare(sandbox.Profile{Name: sandbox.ReadOnly}, sandbox.Paths{}, sandbox.BestEffort, sandbox.Support{})
+	if err != nil || l != nil || rec.Level != sandbox.LevelNone || len(rec.Missing) == 0 {
+		t.Fatalf("launch %v, record %+v, error %v", l, rec, err)
+	}
+	if _, _, err := sandbox.Prepare(sandbox.Profile{Name: sandbox.ReadOnly}, sandbox.Paths{}, sandbox.Required, sandbox.Support{}); err == nil {
+		t.Fatal("required without support must refuse")
+	}
+}
