@@ -118,6 +118,7 @@ func sandboxProto(sb policy.SandboxProfile) *termdv1.SandboxProfile {
 		Exec:    slices.Clone(sb.Exec),
 		Read:    slices.Clone(sb.Read),
 		Write:   slices.Clone(sb.Write),
+		Cache:   slices.Clone(sb.Cache),
 	}
 }
 

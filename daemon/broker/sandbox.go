@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
@@ -45,6 +46,19 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		Network: d.Sandbox.Network,
 		Exec:    d.Sandbox.Exec,
 		Write:   d.Sandbox.Write,
+	}
+	for _, c := range d.Sandbox.Cache {
+		// "~/…" under the private HOME; made (as the command's user) so a
+		// read-only run can fill it.
+		rest, ok := strings.CutPrefix(c, "~/")
+		if !ok || !filepath.IsLocal(rest) {
+			continue
+		}
+		dir := filepath.Join(home, rest)
+		if err := mkdirOwned(home, dir, uid, gid); err != nil {
+			return nil, "", errdefs.Internal("preparing the cache directory %s: %v", dir, err)
+		}
+		prof.Cache = append(prof.Cache, dir)
 	}
 	paths := sandbox.Paths{
 		Workspaces:     cfg.Workspaces,
@@ -100,6 +114,30 @@ func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// mkdirOwned makes dir and its missing parents below base, owned by uid,
+// refusing anything that is not a plain directory (a link planted in HOME).
+func mkdirOwned(base, dir string, uid, gid int) error {
+	if dir == base {
+		return nil
+	}
+	if st, err := os.Lstat(dir); err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	if err := mkdirOwned(base, filepath.Dir(dir), uid, gid); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		return os.Lchown(dir, uid, gid)
+	}
+	return nil
 }
 
 // receiptSandbox is the receipt's record of what confined an execution.

@@ -340,13 +340,16 @@ func TestSandboxProjectCodeWithoutApproval(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for i, argv := range [][]string{{"go", "test", "./..."}, {"go", "test", "./..."}, {"make"}} {
+			// go vet is read-only inspection: it runs in the read-only profile
+			// and still needs the toolchain's vet tool and the build cache.
+			profiles := []string{"workspace-write", "workspace-write", "workspace-write", "read-only"}
+			for i, argv := range [][]string{{"go", "test", "./..."}, {"go", "test", "./..."}, {"make"}, {"go", "vet", "./..."}} {
 				resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: argv, Cwd: d.Workspace, TimeoutSeconds: 900}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				p := resp.Plan
-				if mode == "off" {
+				if mode == "off" && profiles[i] != "read-only" {
 					if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
 						t.Errorf("%q without the sandbox: %v, want awaiting approval", argv, p.State)
 					}
@@ -373,7 +376,10 @@ func TestSandboxProjectCodeWithoutApproval(t *testing.T) {
 						t.Errorf("make: %q", stdout)
 					}
 				}
-				if sb, _ := receiptJSON(t, d.Client, rec.Id)["sandbox"].(map[string]any); sb["profile"] != "workspace-write" || sb["level"] != "full" {
+				if mode == "off" {
+					continue
+				}
+				if sb, _ := receiptJSON(t, d.Client, rec.Id)["sandbox"].(map[string]any); sb["profile"] != profiles[i] || sb["level"] != "full" {
 					t.Errorf("%q receipt sandbox: %v", argv, sb)
 				}
 			}

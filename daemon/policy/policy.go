@@ -193,6 +193,10 @@ type programSpec struct {
 	// itself, which a read-only sandbox must let it execute (git's
 	// git-core helpers).
 	SandboxExec []string `yaml:"sandbox_exec,omitempty" json:"sandbox_exec,omitempty"`
+	// SandboxCache: directories under the principal's private HOME ("~/…")
+	// the program keeps its own cache in, writable even in a read-only
+	// sandbox (go list and go vet fill the Go build cache).
+	SandboxCache []string `yaml:"sandbox_cache,omitempty" json:"sandbox_cache,omitempty"`
 }
 
 type ruleSpec struct {
@@ -495,6 +499,16 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 		for k := range ps.ExecEnv {
 			if !envNameRE.MatchString(k) || strings.HasSuffix(k, "*") {
 				return nil, errAt(lines.key("programs", prog), "programs.%s.exec_env: bad name %q", prog, k)
+			}
+		}
+		for _, x := range ps.SandboxExec {
+			if rest, ok := strings.CutPrefix(x, "$PROGDIR/"); (!ok && !filepath.IsAbs(x)) || (ok && rest == "") || strings.Contains(x, "..") && !ok {
+				return nil, errAt(lines.key("programs", prog), "programs.%s.sandbox_exec: %q must be an absolute path or $PROGDIR/… (the resolved program's directory)", prog, x)
+			}
+		}
+		for _, x := range ps.SandboxCache {
+			if rest, ok := strings.CutPrefix(x, "~/"); !ok || rest == "" || strings.Contains(rest, "..") {
+				return nil, errAt(lines.key("programs", prog), "programs.%s.sandbox_cache: %q must be a directory under the private HOME, written ~/…", prog, x)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/termd/termd/internal/program"
 )
@@ -30,6 +31,9 @@ type SandboxProfile struct {
 	Read []string `json:"read,omitempty"`
 	// Write: approved writes outside the workspace roots.
 	Write []string `json:"write,omitempty"`
+	// Cache: the program's own cache directories under the private HOME
+	// ("~/…"), writable in either profile.
+	Cache []string `json:"cache,omitempty"`
 }
 
 // sandboxFor derives the profile from what the decision already knows.
@@ -41,7 +45,17 @@ func (p *Policy) sandboxFor(d *Decision, base string, reads []string, ctx *decid
 	if d.ResolvedPath != "" {
 		sb.Exec = program.Exec(d.ResolvedPath)
 	}
-	sb.Exec = append(sb.Exec, p.spec.Programs[base].SandboxExec...)
+	ps := p.spec.Programs[base]
+	for _, x := range ps.SandboxExec {
+		if rest, ok := strings.CutPrefix(x, "$PROGDIR/"); ok {
+			if d.ResolvedPath == "" {
+				continue
+			}
+			x = filepath.Join(filepath.Dir(d.ResolvedPath), rest)
+		}
+		sb.Exec = append(sb.Exec, x)
+	}
+	sb.Cache = append(sb.Cache, ps.SandboxCache...)
 	for _, r := range reads {
 		if !inAnyWorkspace(r, ctx) && !p.systemRead(r) && !slices.Contains(sb.Read, r) {
 			sb.Read = append(sb.Read, r)

@@ -228,6 +228,7 @@ func buildRules(p Profile, ps Paths) []rule {
 		add(accessExec, ps.Tmp)
 		add(accessRead|accessExec, p.Exec...)
 	}
+	add(accessRead|accessWrite, p.Cache...)
 	for _, w := range p.Write {
 		// An approved target outside the workspace: the file itself when it
 		// exists, else the directory it is created in.

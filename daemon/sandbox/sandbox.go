@@ -54,6 +54,9 @@ type Profile struct {
 	Exec []string `json:"exec,omitempty"`
 	// Write lists approved write targets outside the workspace roots.
 	Write []string `json:"write,omitempty"`
+	// Cache lists the program's own cache directories (absolute, under the
+	// private HOME), writable in either profile.
+	Cache []string `json:"cache,omitempty"`
 }
 
 // Validate refuses an unknown profile name (fail closed).

@@ -56,6 +56,7 @@ func SeatbeltProfile(p Profile, ps Paths) string {
 		}
 		sub("deny file-write*", prot...)
 	}
+	sub("allow file-read* file-write*", p.Cache...)
 	for _, w := range p.Write {
 		sub("allow file-write*", w)
 	}

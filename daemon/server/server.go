@@ -126,6 +126,11 @@ func Listen(path, group string) (net.Listener, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("socket directory %s: %w", dir, err)
 	}
+	if st, err := os.Stat(dir); err == nil && st.Mode()&os.ModeSticky != 0 {
+		// A shared directory such as /tmp: making it 0750 would lock every
+		// other user out of it.
+		return nil, fmt.Errorf("socket %s: %s is a shared directory (sticky bit set); put the socket in a directory of its own, e.g. %s", path, dir, filepath.Join(dir, "termd", filepath.Base(path)))
+	}
 	if err := os.Chmod(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("socket directory %s: %w", dir, err)
 	}

@@ -1017,7 +1017,10 @@ type SandboxProfile struct {
 	// Approved writes outside the workspace roots.
 	Write []string `protobuf:"bytes,5,rep,name=write,proto3" json:"write,omitempty"`
 	// How much of it this daemon enforces: "full", "partial" or "none".
-	Enforcement   string `protobuf:"bytes,6,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
+	Enforcement string `protobuf:"bytes,6,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
+	// The program's own cache directories under the private HOME ("~/…"),
+	// writable in either profile.
+	Cache         []string `protobuf:"bytes,7,rep,name=cache,proto3" json:"cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1092,6 +1095,13 @@ func (x *SandboxProfile) GetEnforcement() string {
 		return x.Enforcement
 	}
 	return ""
+}
+
+func (x *SandboxProfile) GetCache() []string {
+	if x != nil {
+		return x.Cache
+	}
+	return nil
 }
 
 // Preview says, before anything runs, what the command may do.
@@ -2383,14 +2393,15 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\asandbox\x18\x15 \x01(\v2\x18.termd.v1.SandboxProfileR\asandbox\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
 	"\x0eSandboxProfile\x12\x18\n" +
 	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\bR\anetwork\x12\x12\n" +
 	"\x04exec\x18\x03 \x03(\tR\x04exec\x12\x12\n" +
 	"\x04read\x18\x04 \x03(\tR\x04read\x12\x14\n" +
 	"\x05write\x18\x05 \x03(\tR\x05write\x12 \n" +
-	"\venforcement\x18\x06 \x01(\tR\venforcement\"\xec\x01\n" +
+	"\venforcement\x18\x06 \x01(\tR\venforcement\x12\x14\n" +
+	"\x05cache\x18\a \x03(\tR\x05cache\"\xec\x01\n" +
 	"\aPreview\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x16\n" +
 	"\x06writes\x18\x02 \x03(\tR\x06writes\x12\x18\n" +
