@@ -80,6 +80,16 @@ func TestModes(t *testing.T) {
 		{[]string{"git", "fetch"}, exp{Deny, Ask, Allow}},
 		{[]string{"rm", "-rf", "."}, exp{Deny, Deny, Deny}},
 		{[]string{"cat", "/etc/shadow"}, exp{Deny, Deny, Deny}},
+		// Reads outside the workspace: only paths.public_read is free, in
+		// inspect mode too; the rest of /etc asks.
+		{[]string{"cat", "/etc/passwd"}, exp{Ask, Ask, Allow}},
+		{[]string{"grep", "root", "/etc/group"}, exp{Ask, Ask, Allow}},
+		{[]string{"cat", "/proc/mounts"}, exp{Ask, Ask, Allow}},
+		{[]string{"cat", "/etc/os-release"}, exp{Allow, Allow, Allow}},
+		{[]string{"cat", "/etc/hostname"}, exp{Allow, Allow, Allow}},
+		{[]string{"head", "/proc/cpuinfo"}, exp{Allow, Allow, Allow}},
+		{[]string{"cat", "/usr/include/stdio.h"}, exp{Allow, Allow, Allow}},
+		{[]string{"ls", "/etc"}, exp{Allow, Allow, Allow}},
 	}
 	for _, c := range cases {
 		for mode, want := range map[Mode]Verdict{ModeInspect: c.want.inspect, ModeConfirm: c.want.confirm, ModeTrusted: c.want.trusted} {

@@ -192,10 +192,18 @@ func (p *Policy) checkPath(real string, write, names bool, ctx *decideCtx) pathV
 			}
 		}
 	}
-	for _, pat := range spec.Paths.SystemRead {
+	for _, pat := range spec.Paths.PublicRead {
 		if matchPrefix(pat, real) {
-			return pathVerdict{Allow, RiskMedium, "read of system path " + real + " outside the workspace"}
+			return pathVerdict{Allow, RiskMedium, "read of public system path " + real + " outside the workspace"}
 		}
+	}
+	if p.systemRead(real) {
+		if names {
+			return pathVerdict{Allow, RiskMedium, "read of the names in system path " + real + " outside the workspace"}
+		}
+		// /etc as a whole holds configuration that is world-readable by
+		// accident on many machines: only paths.public_read is free.
+		return pathVerdict{Ask, RiskMedium, "read of " + real + " outside the workspace: only toolchain directories and public facts (paths.public_read) are read without approval"}
 	}
 	return pathVerdict{Ask, RiskMedium, "read of " + real + " outside the workspace roots"}
 }

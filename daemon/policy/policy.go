@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -179,8 +180,12 @@ type envSpec struct {
 }
 
 type pathsSpec struct {
-	SensitiveRead  []string `yaml:"sensitive" json:"sensitive"`
-	SystemRead     []string `yaml:"system_read" json:"system_read"`
+	SensitiveRead []string `yaml:"sensitive" json:"sensitive"`
+	SystemRead    []string `yaml:"system_read" json:"system_read"`
+	// PublicRead: beneath system_read, what a command may read outside the
+	// workspace without approval (toolchain directories, non-sensitive
+	// facts). The rest of system_read asks in confirm and inspect mode.
+	PublicRead     []string `yaml:"public_read,omitempty" json:"public_read,omitempty"`
 	ProtectedNames []string `yaml:"protected_names" json:"protected_names"`
 	ProtectedDirs  []string `yaml:"protected_dirs" json:"protected_dirs"`
 	Protected      []string `yaml:"protected" json:"protected"`
@@ -478,11 +483,16 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	p.envAllow = append([]string(nil), fs.Env.Allow...)
 	p.envDeny = append([]string(nil), fs.Env.Deny...)
 	p.gitEnv = gitConfigEnv(fs.Programs["git"].ExecArgs)
-	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.Protected} {
+	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.PublicRead, fs.Paths.Protected} {
 		for _, s := range list {
 			if !(filepath.IsAbs(s) || strings.HasPrefix(s, "~/")) {
 				return nil, errAt(lines.key("paths"), "path pattern %q must be absolute or start with ~/", s)
 			}
+		}
+	}
+	for _, pub := range fs.Paths.PublicRead {
+		if !slices.ContainsFunc(fs.Paths.SystemRead, func(sr string) bool { return matchPrefix(sr, pub) }) {
+			return nil, errAt(lines.key("paths", "public_read"), "paths.public_read entry %q is not beneath paths.system_read (the sandbox would not let a command read it); add it there too", pub)
 		}
 	}
 	for _, list := range [][]string{fs.Paths.ProtectedNames, fs.Paths.ProtectedDirs} {
@@ -770,6 +780,7 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 	merged.Network = p.spec.Network && ps.Network
 	merged.Paths.SensitiveRead = union(p.spec.Paths.SensitiveRead, ps.Paths.SensitiveRead)
 	merged.Paths.SystemRead = intersect(p.spec.Paths.SystemRead, ps.Paths.SystemRead)
+	merged.Paths.PublicRead = intersect(p.spec.Paths.PublicRead, ps.Paths.PublicRead)
 	merged.Paths.Protected = union(p.spec.Paths.Protected, ps.Paths.Protected)
 	merged.Paths.ProtectedNames = union(p.spec.Paths.ProtectedNames, ps.Paths.ProtectedNames)
 	merged.Paths.ProtectedDirs = union(p.spec.Paths.ProtectedDirs, ps.Paths.ProtectedDirs)
