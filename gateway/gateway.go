@@ -173,6 +173,7 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 		termdv1.RegisterPolicyServiceHandler,
 		termdv1.RegisterAdviserServiceHandler,
 		termdv1.RegisterWorkspaceServiceHandler,
+		termdv1.RegisterGrantServiceHandler,
 	}
 	for _, reg := range regs {
 		if err := reg(ctx, mux, conn); err != nil {
@@ -314,7 +315,7 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "/openapi.json":
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
-	case "/schemas/receipt-1.0.json", "/schemas/receipt-1.1.json":
+	case "/schemas/receipt-1.0.json", "/schemas/receipt-1.1.json", "/schemas/receipt-1.2.json":
 		w.Header().Set("Content-Type", "application/schema+json")
 		_, _ = w.Write(receiptSchema(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/schemas/receipt-"), ".json")))
 	default:

@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.1"
+const SchemaVersion = "1.2"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -111,8 +111,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.0 receipt. Field names are part of the published
-// schema (schema/receipt-1.1.json); do not rename them.
+// Receipt is a schema 1.2 receipt. Field names are part of the published
+// schema (schema/receipt-1.2.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -136,9 +136,12 @@ type Receipt struct {
 	Mode          string `json:"mode"`
 	Risk          string `json:"risk"`
 	Approved      bool   `json:"approved"`
-	Decision      string `json:"decision"`
-	Policy        Policy `json:"policy"`
-	Limits        Limits `json:"limits"`
+	// GrantID names the operator's grant that approved the plan (schema
+	// 1.2; absent for per-plan approvals).
+	GrantID  string `json:"grant_id,omitempty"`
+	Decision string `json:"decision"`
+	Policy   Policy `json:"policy"`
+	Limits   Limits `json:"limits"`
 
 	Status     Status    `json:"status"`
 	Detail     string    `json:"detail,omitempty"`

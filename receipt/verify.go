@@ -19,22 +19,26 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// SchemaJSON is the current receipt JSON Schema (1.1, draft 2020-12). The
+// SchemaJSON is the current receipt JSON Schema (1.2, draft 2020-12). The
 // gateway serves it as is.
 //
-//go:embed schema/receipt-1.1.json
+//go:embed schema/receipt-1.2.json
 var SchemaJSON []byte
 
-// schema10 is the 1.0 schema: receipts written before 1.1 keep verifying.
+// schema10 and schema11 are the earlier schemas: receipts written before 1.1
+// (no sandbox) and before 1.2 (no grant_id) keep verifying.
 //
 //go:embed schema/receipt-1.0.json
 var schema10 []byte
 
+//go:embed schema/receipt-1.1.json
+var schema11 []byte
+
 // SchemaURL is the $id of SchemaJSON.
-const SchemaURL = "https://termd.dev/schema/receipt-1.1.json"
+const SchemaURL = "https://termd.dev/schema/receipt-1.2.json"
 
 // Schemas are the schema documents by schema_version.
-var Schemas = map[string][]byte{"1.0": schema10, SchemaVersion: SchemaJSON}
+var Schemas = map[string][]byte{"1.0": schema10, "1.1": schema11, SchemaVersion: SchemaJSON}
 
 type compiled struct {
 	once sync.Once
@@ -42,7 +46,7 @@ type compiled struct {
 	err  error
 }
 
-var compiledByVersion = map[string]*compiled{"1.0": {}, SchemaVersion: {}}
+var compiledByVersion = map[string]*compiled{"1.0": {}, "1.1": {}, SchemaVersion: {}}
 
 // compiledSchema is the schema of one receipt version.
 func compiledSchema(version string) (*jsonschema.Schema, error) {
@@ -69,7 +73,7 @@ func compiledSchema(version string) (*jsonschema.Schema, error) {
 	return cs.s, cs.err
 }
 
-func supportedVersions() string { return "1.0 and " + SchemaVersion }
+func supportedVersions() string { return "1.0, 1.1 and " + SchemaVersion }
 
 // ValidateSchema checks a receipt document against the schema of its
 // schema_version.

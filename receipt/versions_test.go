@@ -21,9 +21,10 @@ func testReceipt() *Receipt {
 	}
 }
 
-// Receipts are written as 1.1 with the sandbox record; receipts written as
-// 1.0 before the sandbox keep verifying against the 1.0 schema, and a 1.0
-// receipt cannot carry 1.1 members.
+// Receipts are written as 1.2 (the sandbox record of 1.1, and grant_id);
+// receipts written as 1.0 before the sandbox and as 1.1 before grants keep
+// verifying against their own schema, and an older receipt cannot carry a
+// newer member.
 func TestSchemaVersionsVerify(t *testing.T) {
 	pub, priv, _ := ed25519.GenerateKey(nil)
 	s := Signer{KeyID: KeyIDFor(pub), Ed25519: priv, HMAC: []byte("k")}
@@ -42,8 +43,22 @@ func TestSchemaVersionsVerify(t *testing.T) {
 
 	cur := testReceipt()
 	cur.Sandbox = &Sandbox{Profile: "workspace-write", Level: "full", Mode: "required", Platform: "linux-landlock", LandlockABI: 7, Seccomp: true, MountNamespace: true, NetworkNamespace: true, CapabilitiesDropped: true}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.1" {
-		t.Fatalf("a 1.1 receipt with its sandbox: %v (schema %s)", err, cur.SchemaVersion)
+	cur.GrantID = "g-1234"
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.2" {
+		t.Fatalf("a 1.2 receipt with its sandbox and grant: %v (schema %s)", err, cur.SchemaVersion)
+	}
+
+	v11 := testReceipt()
+	v11.SchemaVersion = "1.1"
+	v11.Sandbox = cur.Sandbox
+	if _, err := VerifyJSON(sign(v11), keys); err != nil {
+		t.Fatalf("a 1.1 receipt no longer verifies: %v", err)
+	}
+	v11g := testReceipt()
+	v11g.SchemaVersion = "1.1"
+	v11g.GrantID = "g-1234"
+	if _, err := VerifyJSON(sign(v11g), keys); err == nil || !strings.Contains(err.Error(), "1.1") {
+		t.Fatalf("a 1.1 receipt with a grant_id member must not match schema 1.1: %v", err)
 	}
 
 	old := testReceipt()

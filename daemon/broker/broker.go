@@ -73,6 +73,7 @@ type Broker struct {
 	journal   *journal
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
+	grants    map[string]*grantRec // remembered approvals (grants.go)
 
 	stop chan struct{}
 	done chan struct{}
@@ -92,6 +93,7 @@ func New(d Deps) (*Broker, error) {
 		execs:     map[string]*execRec{},
 		recovered: map[string]string{},
 		streams:   map[string]int{},
+		grants:    map[string]*grantRec{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}

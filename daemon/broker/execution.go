@@ -322,7 +322,13 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 
 	// Re-check what may have changed since the plan was decided and approved.
 	fresh := b.decide(requester, req)
-	if msg := stale(approved, fresh); msg != "" {
+	msg := stale(approved, fresh)
+	if msg == "" && p.p.GrantId != "" {
+		if why := b.grantStillCovers(p, fresh); why != "" {
+			msg = "the grant that approved it no longer covers it: " + why
+		}
+	}
+	if msg != "" {
 		b.refuse(e, "plan is stale; replan: "+msg)
 		return nil, errdefs.Precondition("plan is stale; replan (`termctl replan %s`): %s", planID, msg)
 	}

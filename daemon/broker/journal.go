@@ -30,10 +30,13 @@ type journal struct {
 }
 
 type journalRecord struct {
-	Kind    string          `json:"kind"` // "session" or "plan"
+	Kind    string          `json:"kind"` // "session", "plan" or "grant"
 	Session json.RawMessage `json:"session,omitempty"`
-	Plan    json.RawMessage `json:"plan,omitempty"`
-	Request *policy.Request `json:"request,omitempty"`
+	// Grant and GrantMatch are a grant and its pattern and binding (grants.go).
+	Grant      json.RawMessage `json:"grant,omitempty"`
+	GrantMatch json.RawMessage `json:"grant_match,omitempty"`
+	Plan       json.RawMessage `json:"plan,omitempty"`
+	Request    *policy.Request `json:"request,omitempty"`
 	// Decision is what the plan was decided on (re-checked before it runs).
 	Decision *policy.Decision `json:"decision,omitempty"`
 }
@@ -124,6 +127,10 @@ func (b *Broker) openJournal(path string) error {
 					planOrder = append(planOrder, p.Id)
 				}
 				plans[p.Id] = r
+			case grantJournalKindName:
+				if err := b.restoreGrant(r); err != nil {
+					b.Log.Warn("plan journal: skipping a grant record", "line", line, "error", err)
+				}
 			}
 			if err != nil {
 				break
@@ -187,6 +194,9 @@ func (b *Broker) openJournal(path string) error {
 				return err
 			}
 		}
+	}
+	if err := b.compactGrantsLocked(); err != nil {
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		return err

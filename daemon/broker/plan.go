@@ -35,7 +35,8 @@ type planRec struct {
 // state directly, and only a final one the receipt store proves
 // (restoreFinal).
 var transitions = map[termdv1.PlanState][]termdv1.PlanState{
-	termdv1.PlanState_PLAN_STATE_UNSPECIFIED:       {termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_BLOCKED},
+	// A new plan an operator's grant covers starts approved (grants.go).
+	termdv1.PlanState_PLAN_STATE_UNSPECIFIED:       {termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_APPROVED},
 	termdv1.PlanState_PLAN_STATE_PLANNED:           {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL},
 	termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL: {termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_DENIED, termdv1.PlanState_PLAN_STATE_EXPIRED},
 	termdv1.PlanState_PLAN_STATE_APPROVED:          {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED},
@@ -283,6 +284,7 @@ func (b *Broker) planRoomLocked(s *session) error {
 
 func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1.CommandRequest, req policy.Request, dec policy.Decision, from string) *planRec {
 	now := b.Now()
+	cover := b.coverLocked(caller, s, dec) // before redaction: grants match the real argv
 	b.redactDecision(&dec)
 	pol := b.Policy.Current()
 	lim := pol.Limits()
@@ -319,6 +321,10 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	case policy.Ask:
 		initial = termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL
 		p.ExpiresAt = timestamppb.New(now.Add(ttl))
+		if cover != nil {
+			initial = termdv1.PlanState_PLAN_STATE_APPROVED
+			b.approveByGrantLocked(p, cover, now)
+		}
 	}
 	if err := moveState(p, initial, now); err != nil {
 		panic(err) // UNSPECIFIED -> each verdict's state is in the table
@@ -331,6 +337,8 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	switch p.State {
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
 		b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_AWAITING_APPROVAL)
+	case termdv1.PlanState_PLAN_STATE_APPROVED:
+		b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_APPROVED)
 	case termdv1.PlanState_PLAN_STATE_BLOCKED:
 		b.decisionReceiptLocked(rec, "blocked", nil, "")
 	}
@@ -419,24 +427,35 @@ func (b *Broker) decidableLocked(caller *termdv1.Principal, id string) (*planRec
 }
 
 // ApprovePlan approves exactly the request the approver saw (by its hash).
-func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, requestHash string) (*termdv1.Plan, error) {
+func (b *Broker) ApprovePlan(ctx context.Context, caller *termdv1.Principal, id, requestHash string) (*termdv1.Plan, error) {
+	p, _, err := b.ApprovePlanGrant(ctx, caller, id, requestHash, nil)
+	return p, err
+}
+
+// ApprovePlanGrant approves a plan and, when spec asks for it, remembers the
+// approval as a grant (grants.go).
+func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, id, requestHash string, spec *termdv1.GrantSpec) (*termdv1.Plan, *termdv1.Grant, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.decidableLocked(caller, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
-		return nil, errdefs.Precondition("plan %s is %s, not awaiting approval%s", id, stateWord(p.p.State), hintFor(p.p))
+		return nil, nil, errdefs.Precondition("plan %s is %s, not awaiting approval%s", id, stateWord(p.p.State), hintFor(p.p))
 	}
 	if requestHash == "" {
-		return nil, errdefs.Invalid("request_hash is empty: approve the exact request you reviewed by passing its hash (%s)", p.p.Decision.RequestHash)
+		return nil, nil, errdefs.Invalid("request_hash is empty: approve the exact request you reviewed by passing its hash (%s)", p.p.Decision.RequestHash)
 	}
 	if requestHash != p.p.Decision.RequestHash {
-		return nil, errdefs.Precondition("request_hash %s does not match plan %s (%s): review the plan again before approving", requestHash, id, p.p.Decision.RequestHash)
+		return nil, nil, errdefs.Precondition("request_hash %s does not match plan %s (%s): review the plan again before approving", requestHash, id, p.p.Decision.RequestHash)
+	}
+	grant, err := b.newGrantLocked(caller, p, spec)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_APPROVED); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := b.Now()
 	exp := now.Add(b.Config().Approvals.TTL.D())
@@ -445,11 +464,17 @@ func (b *Broker) ApprovePlan(_ context.Context, caller *termdv1.Principal, id, r
 	p.p.NextStep = nextStep(p.p)
 	p.session.touch(now)
 	if err := b.journalPlanLocked(p); err != nil {
-		return nil, errdefs.Internal("the approval could not be recorded durably (%v); try again", err)
+		return nil, nil, errdefs.Internal("the approval could not be recorded durably (%v); try again", err)
 	}
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_APPROVED)
 	b.Log.Info("plan approved", "plan", id, "approver", caller.Name, "request_hash", requestHash)
-	return proto.Clone(p.p).(*termdv1.Plan), nil
+	var made *termdv1.Grant
+	if grant != nil {
+		if made, err = b.storeGrantLocked(grant); err != nil {
+			return proto.Clone(p.p).(*termdv1.Plan), nil, err
+		}
+	}
+	return proto.Clone(p.p).(*termdv1.Plan), made, nil
 }
 
 // DenyPlan refuses a plan awaiting approval; the denial gets a receipt.

@@ -49,6 +49,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		Risk:          string(d.Risk),
 		Decision:      string(d.Verdict),
 		Approved:      p.p.Approval != nil,
+		GrantID:       p.p.GrantId,
 		Policy: receipt.Policy{
 			Allowed:          d.Verdict != policy.Deny,
 			Risk:             string(d.Risk),

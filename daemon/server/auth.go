@@ -59,6 +59,9 @@ var minRole = map[string]config.Role{
 
 	"/termd.v1.AdviserService/Advise": config.RoleAgent,
 
+	"/termd.v1.GrantService/ListGrants":  config.RoleViewer,
+	"/termd.v1.GrantService/RevokeGrant": config.RoleOperator,
+
 	"/termd.v1.WorkspaceService/ListWorkspaceFiles": config.RoleAgent,
 	"/termd.v1.WorkspaceService/ReadWorkspaceFile":  config.RoleAgent,
 }

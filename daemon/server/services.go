@@ -23,6 +23,7 @@ func (s *Server) RegisterBroker(b *broker.Broker) {
 	termdv1.RegisterPolicyServiceServer(g, policySvc{b: b})
 	termdv1.RegisterAdviserServiceServer(g, adviserSvc{b: b})
 	termdv1.RegisterWorkspaceServiceServer(g, workspaceSvc{b: b})
+	termdv1.RegisterGrantServiceServer(g, grantSvc{b: b})
 }
 
 var who = PrincipalFrom
@@ -72,8 +73,8 @@ func (s planSvc) ListPlans(ctx context.Context, r *termdv1.ListPlansRequest) (*t
 }
 
 func (s planSvc) ApprovePlan(ctx context.Context, r *termdv1.ApprovePlanRequest) (*termdv1.ApprovePlanResponse, error) {
-	p, err := s.b.ApprovePlan(ctx, who(ctx), r.PlanId, r.RequestHash)
-	return &termdv1.ApprovePlanResponse{Plan: p}, err
+	p, g, err := s.b.ApprovePlanGrant(ctx, who(ctx), r.PlanId, r.RequestHash, r.Grant)
+	return &termdv1.ApprovePlanResponse{Plan: p, Grant: g}, err
 }
 
 func (s planSvc) DenyPlan(ctx context.Context, r *termdv1.DenyPlanRequest) (*termdv1.DenyPlanResponse, error) {
@@ -227,6 +228,21 @@ func (s policySvc) GetPolicy(ctx context.Context, _ *termdv1.GetPolicyRequest) (
 
 func (s policySvc) ReloadPolicy(ctx context.Context, _ *termdv1.ReloadPolicyRequest) (*termdv1.ReloadPolicyResponse, error) {
 	return s.b.ReloadPolicy()
+}
+
+type grantSvc struct {
+	termdv1.UnimplementedGrantServiceServer
+	b *broker.Broker
+}
+
+func (s grantSvc) ListGrants(ctx context.Context, r *termdv1.ListGrantsRequest) (*termdv1.ListGrantsResponse, error) {
+	gs, err := s.b.ListGrants(ctx, who(ctx), r.All, r.SessionId)
+	return &termdv1.ListGrantsResponse{Grants: gs}, err
+}
+
+func (s grantSvc) RevokeGrant(ctx context.Context, r *termdv1.RevokeGrantRequest) (*termdv1.RevokeGrantResponse, error) {
+	g, err := s.b.RevokeGrant(ctx, who(ctx), r.GrantId)
+	return &termdv1.RevokeGrantResponse{Grant: g}, err
 }
 
 type adviserSvc struct {

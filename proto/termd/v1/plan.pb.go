@@ -324,7 +324,9 @@ type ApprovePlanRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	PlanId string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	// Must equal the plan's request hash: the approver approves exactly what they saw.
-	RequestHash   string `protobuf:"bytes,2,opt,name=request_hash,json=requestHash,proto3" json:"request_hash,omitempty"`
+	RequestHash string `protobuf:"bytes,2,opt,name=request_hash,json=requestHash,proto3" json:"request_hash,omitempty"`
+	// Optional: remember this approval (see GrantService). Empty = this plan once.
+	Grant         *GrantSpec `protobuf:"bytes,3,opt,name=grant,proto3" json:"grant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -373,9 +375,18 @@ func (x *ApprovePlanRequest) GetRequestHash() string {
 	return ""
 }
 
+func (x *ApprovePlanRequest) GetGrant() *GrantSpec {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
 type ApprovePlanResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Plan          *Plan                  `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Plan  *Plan                  `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	// The grant made, when the approval asked for one.
+	Grant         *Grant `protobuf:"bytes,2,opt,name=grant,proto3" json:"grant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -413,6 +424,13 @@ func (*ApprovePlanResponse) Descriptor() ([]byte, []int) {
 func (x *ApprovePlanResponse) GetPlan() *Plan {
 	if x != nil {
 		return x.Plan
+	}
+	return nil
+}
+
+func (x *ApprovePlanResponse) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
 	}
 	return nil
 }
@@ -605,7 +623,7 @@ var File_termd_v1_plan_proto protoreflect.FileDescriptor
 
 const file_termd_v1_plan_proto_rawDesc = "" +
 	"\n" +
-	"\x13termd/v1/plan.proto\x12\btermd.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x14termd/v1/types.proto\"f\n" +
+	"\x13termd/v1/plan.proto\x12\btermd.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x14termd/v1/grant.proto\x1a\x14termd/v1/types.proto\"f\n" +
 	"\x11CreatePlanRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x122\n" +
@@ -623,12 +641,14 @@ const file_termd_v1_plan_proto_rawDesc = "" +
 	"\x0fapprovable_only\x18\x03 \x01(\bR\x0eapprovableOnly\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\"9\n" +
 	"\x11ListPlansResponse\x12$\n" +
-	"\x05plans\x18\x01 \x03(\v2\x0e.termd.v1.PlanR\x05plans\"P\n" +
+	"\x05plans\x18\x01 \x03(\v2\x0e.termd.v1.PlanR\x05plans\"{\n" +
 	"\x12ApprovePlanRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12!\n" +
-	"\frequest_hash\x18\x02 \x01(\tR\vrequestHash\"9\n" +
+	"\frequest_hash\x18\x02 \x01(\tR\vrequestHash\x12)\n" +
+	"\x05grant\x18\x03 \x01(\v2\x13.termd.v1.GrantSpecR\x05grant\"`\n" +
 	"\x13ApprovePlanResponse\x12\"\n" +
-	"\x04plan\x18\x01 \x01(\v2\x0e.termd.v1.PlanR\x04plan\"B\n" +
+	"\x04plan\x18\x01 \x01(\v2\x0e.termd.v1.PlanR\x04plan\x12%\n" +
+	"\x05grant\x18\x02 \x01(\v2\x0f.termd.v1.GrantR\x05grant\"B\n" +
 	"\x0fDenyPlanRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"6\n" +
@@ -676,6 +696,8 @@ var file_termd_v1_plan_proto_goTypes = []any{
 	(*CommandRequest)(nil),      // 12: termd.v1.CommandRequest
 	(*Plan)(nil),                // 13: termd.v1.Plan
 	(PlanState)(0),              // 14: termd.v1.PlanState
+	(*GrantSpec)(nil),           // 15: termd.v1.GrantSpec
+	(*Grant)(nil),               // 16: termd.v1.Grant
 }
 var file_termd_v1_plan_proto_depIdxs = []int32{
 	12, // 0: termd.v1.CreatePlanRequest.request:type_name -> termd.v1.CommandRequest
@@ -683,26 +705,28 @@ var file_termd_v1_plan_proto_depIdxs = []int32{
 	13, // 2: termd.v1.GetPlanResponse.plan:type_name -> termd.v1.Plan
 	14, // 3: termd.v1.ListPlansRequest.states:type_name -> termd.v1.PlanState
 	13, // 4: termd.v1.ListPlansResponse.plans:type_name -> termd.v1.Plan
-	13, // 5: termd.v1.ApprovePlanResponse.plan:type_name -> termd.v1.Plan
-	13, // 6: termd.v1.DenyPlanResponse.plan:type_name -> termd.v1.Plan
-	13, // 7: termd.v1.ReplanResponse.plan:type_name -> termd.v1.Plan
-	0,  // 8: termd.v1.PlanService.CreatePlan:input_type -> termd.v1.CreatePlanRequest
-	2,  // 9: termd.v1.PlanService.GetPlan:input_type -> termd.v1.GetPlanRequest
-	4,  // 10: termd.v1.PlanService.ListPlans:input_type -> termd.v1.ListPlansRequest
-	6,  // 11: termd.v1.PlanService.ApprovePlan:input_type -> termd.v1.ApprovePlanRequest
-	8,  // 12: termd.v1.PlanService.DenyPlan:input_type -> termd.v1.DenyPlanRequest
-	10, // 13: termd.v1.PlanService.Replan:input_type -> termd.v1.ReplanRequest
-	1,  // 14: termd.v1.PlanService.CreatePlan:output_type -> termd.v1.CreatePlanResponse
-	3,  // 15: termd.v1.PlanService.GetPlan:output_type -> termd.v1.GetPlanResponse
-	5,  // 16: termd.v1.PlanService.ListPlans:output_type -> termd.v1.ListPlansResponse
-	7,  // 17: termd.v1.PlanService.ApprovePlan:output_type -> termd.v1.ApprovePlanResponse
-	9,  // 18: termd.v1.PlanService.DenyPlan:output_type -> termd.v1.DenyPlanResponse
-	11, // 19: termd.v1.PlanService.Replan:output_type -> termd.v1.ReplanResponse
-	14, // [14:20] is the sub-list for method output_type
-	8,  // [8:14] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	15, // 5: termd.v1.ApprovePlanRequest.grant:type_name -> termd.v1.GrantSpec
+	13, // 6: termd.v1.ApprovePlanResponse.plan:type_name -> termd.v1.Plan
+	16, // 7: termd.v1.ApprovePlanResponse.grant:type_name -> termd.v1.Grant
+	13, // 8: termd.v1.DenyPlanResponse.plan:type_name -> termd.v1.Plan
+	13, // 9: termd.v1.ReplanResponse.plan:type_name -> termd.v1.Plan
+	0,  // 10: termd.v1.PlanService.CreatePlan:input_type -> termd.v1.CreatePlanRequest
+	2,  // 11: termd.v1.PlanService.GetPlan:input_type -> termd.v1.GetPlanRequest
+	4,  // 12: termd.v1.PlanService.ListPlans:input_type -> termd.v1.ListPlansRequest
+	6,  // 13: termd.v1.PlanService.ApprovePlan:input_type -> termd.v1.ApprovePlanRequest
+	8,  // 14: termd.v1.PlanService.DenyPlan:input_type -> termd.v1.DenyPlanRequest
+	10, // 15: termd.v1.PlanService.Replan:input_type -> termd.v1.ReplanRequest
+	1,  // 16: termd.v1.PlanService.CreatePlan:output_type -> termd.v1.CreatePlanResponse
+	3,  // 17: termd.v1.PlanService.GetPlan:output_type -> termd.v1.GetPlanResponse
+	5,  // 18: termd.v1.PlanService.ListPlans:output_type -> termd.v1.ListPlansResponse
+	7,  // 19: termd.v1.PlanService.ApprovePlan:output_type -> termd.v1.ApprovePlanResponse
+	9,  // 20: termd.v1.PlanService.DenyPlan:output_type -> termd.v1.DenyPlanResponse
+	11, // 21: termd.v1.PlanService.Replan:output_type -> termd.v1.ReplanResponse
+	16, // [16:22] is the sub-list for method output_type
+	10, // [10:16] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_plan_proto_init() }
@@ -710,6 +734,7 @@ func file_termd_v1_plan_proto_init() {
 	if File_termd_v1_plan_proto != nil {
 		return
 	}
+	file_termd_v1_grant_proto_init()
 	file_termd_v1_types_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -1429,7 +1429,9 @@ type Plan struct {
 	FlaggedByAdviser bool   `protobuf:"varint,17,opt,name=flagged_by_adviser,json=flaggedByAdviser,proto3" json:"flagged_by_adviser,omitempty"`
 	AdviceDigest     string `protobuf:"bytes,18,opt,name=advice_digest,json=adviceDigest,proto3" json:"advice_digest,omitempty"`
 	// What the caller should do next, in words.
-	NextStep      string `protobuf:"bytes,19,opt,name=next_step,json=nextStep,proto3" json:"next_step,omitempty"`
+	NextStep string `protobuf:"bytes,19,opt,name=next_step,json=nextStep,proto3" json:"next_step,omitempty"`
+	// Set when an operator's grant covered this plan instead of an approval.
+	GrantId       string `protobuf:"bytes,20,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1593,6 +1595,13 @@ func (x *Plan) GetAdviceDigest() string {
 func (x *Plan) GetNextStep() string {
 	if x != nil {
 		return x.NextStep
+	}
+	return ""
+}
+
+func (x *Plan) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
 	}
 	return ""
 }
@@ -2426,7 +2435,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x06Denial\x120\n" +
 	"\tdenied_by\x18\x01 \x01(\v2\x13.termd.v1.PrincipalR\bdeniedBy\x127\n" +
 	"\tdenied_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeniedAt\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xb2\x06\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xcd\x06\n" +
 	"\x04Plan\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2452,7 +2461,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x0ereplanned_from\x18\x10 \x01(\tR\rreplannedFrom\x12,\n" +
 	"\x12flagged_by_adviser\x18\x11 \x01(\bR\x10flaggedByAdviser\x12#\n" +
 	"\radvice_digest\x18\x12 \x01(\tR\fadviceDigest\x12\x1b\n" +
-	"\tnext_step\x18\x13 \x01(\tR\bnextStep\"\xcc\x04\n" +
+	"\tnext_step\x18\x13 \x01(\tR\bnextStep\x12\x19\n" +
+	"\bgrant_id\x18\x14 \x01(\tR\agrantId\"\xcc\x04\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12\x1d\n" +
