@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -9,7 +10,8 @@ import (
 )
 
 func newApprove(a *app) *cobra.Command {
-	var hash string
+	var hash, remember, pattern string
+	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "approve PLAN_ID",
 		Short: "Approve a plan awaiting approval (operators)",
@@ -20,10 +22,25 @@ changes (a replan), the hash changes and this approval does not carry over.
 
 Only operators approve, and an agent's plan cannot be approved by that same
 agent. Pass --hash to approve only if the plan still has the hash you saw in
-` + "`termctl pending`" + `.`,
+` + "`termctl pending`" + `.
+
+--remember makes the approval a grant (` + "`termctl grants`" + `), so later plans of the
+same requester that the policy would ask about run without asking:
+  once              this plan only (the default)
+  request           this exact request (same request hash) for the rest of the session
+  session-pattern   a pattern for the rest of the session
+  workspace-pattern a pattern in the plan's workspace until --ttl (default 7 days)
+A pattern is the approved command with <any> for each operand (or option
+value) that may vary: --pattern 'git commit -m <any>'. The program, its
+subcommand and options stay fixed; the policy still decides every request,
+a grant never turns a denial into an approval, and it covers only the same
+program file (path and hash), policy version, entry files and sandbox profile.
+--ttl caps a grant (at most 30 days).`,
 		Example: `  termctl pending
   termctl approve 3f1c...e9
-  termctl approve 3f1c...e9 --hash 9b2e...41`,
+  termctl approve 3f1c...e9 --hash 9b2e...41
+  termctl approve 3f1c...e9 --remember session-pattern --pattern 'git commit -m <any>'
+  termctl approve 3f1c...e9 --remember workspace-pattern --pattern 'npm install <any>' --ttl 72h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, c, err := a.dial(cmd)
@@ -39,11 +56,19 @@ agent. Pass --hash to approve only if the plan still has the hash you saw in
 			if hash != "" && hash != want {
 				return exitWith(ExitRefused, fmt.Errorf("plan %s now has request hash %s, not the %s you gave: review it again with `termctl pending`", p.Id, want, hash))
 			}
-			resp, err := c.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: want})
+			spec, err := grantSpec(remember, pattern, ttl)
+			if err != nil {
+				return err
+			}
+			resp, err := c.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: want, Grant: spec})
 			if err != nil {
 				return fmt.Errorf("approving plan %s: %w", p.Id, err)
 			}
-			if ok, err := a.printData(resp.Plan); ok {
+			if resp.Grant != nil {
+				if ok, err := a.printData(resp); ok {
+					return err
+				}
+			} else if ok, err := a.printData(resp.Plan); ok {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "approved plan %s for this canonical request:\n", p.Id)
@@ -53,10 +78,43 @@ agent. Pass --hash to approve only if the plan still has the hash you saw in
 			if exp := fmtTime(resp.Plan.ExpiresAt); exp != "" {
 				fmt.Fprintf(a.stdout, "the approval is good once, until %s\n", exp)
 			}
+			if g := resp.Grant; g != nil {
+				fmt.Fprintf(a.stdout, "grant %s (%s) covers %s until %s; revoke it with `termctl grants revoke %s`\n", g.Id, grantScopeWord(g.Scope), grantWhat(g), fmtTime(g.ExpiresAt), g.Id)
+			}
 			fmt.Fprintf(a.stdout, "next: termctl execute %s --follow\n", p.Id)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&hash, "hash", "", "approve only if the plan's request hash is this one")
+	cmd.Flags().StringVar(&remember, "remember", "once", "remember the approval: once, request, session-pattern or workspace-pattern")
+	cmd.Flags().StringVar(&pattern, "pattern", "", "with a pattern scope: the command with <any> for operands that may vary")
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "with --remember: how long the grant lasts (at most 720h)")
 	return cmd
+}
+
+// grantSpec turns the approve flags into the API's grant request.
+func grantSpec(remember, pattern string, ttl time.Duration) (*termdv1.GrantSpec, error) {
+	scopes := map[string]termdv1.GrantScope{
+		"once":              termdv1.GrantScope_GRANT_SCOPE_ONCE,
+		"request":           termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST,
+		"session-pattern":   termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN,
+		"workspace-pattern": termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN,
+	}
+	scope, ok := scopes[remember]
+	if !ok {
+		return nil, usageErr(fmt.Errorf("--remember %q: want once, request, session-pattern or workspace-pattern", remember))
+	}
+	if ttl < 0 || ttl > 30*24*time.Hour {
+		return nil, usageErr(fmt.Errorf("--ttl %s: a grant lasts at most 720h (30 days)", ttl))
+	}
+	if pattern != "" && scope != termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN && scope != termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN {
+		return nil, usageErr(fmt.Errorf("--pattern needs --remember session-pattern or workspace-pattern"))
+	}
+	if scope == termdv1.GrantScope_GRANT_SCOPE_ONCE {
+		if ttl != 0 {
+			return nil, usageErr(fmt.Errorf("--ttl needs --remember request, session-pattern or workspace-pattern"))
+		}
+		return nil, nil
+	}
+	return &termdv1.GrantSpec{Scope: scope, Pattern: pattern, TtlSeconds: uint32(ttl / time.Second)}, nil
 }

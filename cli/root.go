@@ -204,7 +204,7 @@ var verbs = []struct {
 }{
 	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newWatch},
 	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions},
-	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny},
+	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny}, {"approve", newGrants},
 	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
 	{"more", newAsk}, {"more", newStatus}, {"more", newVersion}, {"more", newGenMan},
 }

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func grantScopeWord(s termdv1.GrantScope) string {
+	switch s {
+	case termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST:
+		return "request"
+	case termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN:
+		return "session-pattern"
+	case termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN:
+		return "workspace-pattern"
+	}
+	return "once"
+}
+
+// grantWhat says in a few words what a grant covers.
+func grantWhat(g *termdv1.Grant) string {
+	if g.RequestHash != "" {
+		return "request " + g.RequestHash + " in session " + g.SessionId
+	}
+	where := "workspace " + g.Workspace
+	if g.SessionId != "" {
+		where = "session " + g.SessionId
+	}
+	return "`" + g.Pattern + "` in " + where
+}
+
+func newGrants(a *app) *cobra.Command {
+	var all bool
+	var session string
+	list := func(cmd *cobra.Command, _ []string) error {
+		ctx, c, err := a.dial(cmd)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Grants.ListGrants(ctx, &termdv1.ListGrantsRequest{All: all, SessionId: session})
+		if err != nil {
+			return fmt.Errorf("listing grants: %w", err)
+		}
+		if ok, err := a.printData(resp); ok {
+			return err
+		}
+		if len(resp.Grants) == 0 {
+			_, err := fmt.Fprintln(a.stdout, "no active grants (an operator makes one with `termctl approve PLAN --remember ...`)")
+			return err
+		}
+		rows := make([][]string, 0, len(resp.Grants))
+		for _, g := range resp.Grants {
+			covers := g.Pattern
+			if g.RequestHash != "" {
+				covers = "request " + g.RequestHash[:min(16, len(g.RequestHash))]
+			}
+			where := g.SessionId
+			if where == "" {
+				where = g.Workspace
+			}
+			rows = append(rows, []string{g.Id, g.Status, grantScopeWord(g.Scope), covers, principalWord(g.Principal), where, principalWord(g.CreatedBy), fmtTime(g.ExpiresAt), fmt.Sprint(g.Uses)})
+		}
+		return table(a.stdout, []string{"GRANT", "STATUS", "SCOPE", "COVERS", "FOR", "SESSION/WORKSPACE", "BY", "EXPIRES", "USES"}, rows)
+	}
+	cmd := &cobra.Command{
+		Use:   "grants [list|revoke GRANT_ID]",
+		Short: "List and revoke remembered approvals (grants)",
+		Long: `A grant is an operator's approval remembered beyond one plan (` + "`termctl approve\nPLAN --remember ...`" + `): this exact request for the rest of a session, or a
+pattern such as ` + "`git commit -m <any>`" + ` for a session or a workspace. A plan the
+policy would ask about runs without asking when an active grant covers it, and
+its receipt names the grant. A grant lapses when the policy changes, ends with
+its session or at its expiry, and ends at once when revoked.`,
+		Example: `  termctl grants
+  termctl grants list --all
+  termctl grants revoke g-3f1c9e2a-41b7`,
+		Args: cobra.NoArgs,
+		RunE: list,
+	}
+	cmd.PersistentFlags().BoolVar(&all, "all", false, "include revoked, expired and lapsed grants")
+	cmd.PersistentFlags().StringVar(&session, "session", "", "only grants of this session")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List grants",
+		Args:  cobra.NoArgs,
+		RunE:  list,
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "revoke GRANT_ID",
+		Short: "Revoke a grant at once (operators)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, c, err := a.dial(cmd)
+			if err != nil {
+				return err
+			}
+			resp, err := c.Grants.RevokeGrant(ctx, &termdv1.RevokeGrantRequest{GrantId: strings.TrimSpace(args[0])})
+			if err != nil {
+				return fmt.Errorf("revoking grant %s: %w", args[0], err)
+			}
+			if ok, err := a.printData(resp.Grant); ok {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "revoked grant %s (%s); plans it approved but that have not started will be refused as stale\n", resp.Grant.Id, grantWhat(resp.Grant))
+			return err
+		},
+	})
+	return cmd
+}
