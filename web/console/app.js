@@ -5,7 +5,7 @@ import { token, setToken, clearToken, setUnauthorizedHandler, Events } from './a
 import * as rest from './endpoints.js';
 import { h, clear, errorBox, short } from './dom.js';
 import { planFormView, planView } from './plan.js';
-import { approvalsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
+import { approvalsView, grantsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
 
 const main = document.getElementById('main');
 const flashEl = document.getElementById('flash');
@@ -16,6 +16,7 @@ let status = null;
 const routes = [
   [/^\/$/, planFormView, 'plan'],
   [/^\/approvals$/, approvalsView, 'approvals'],
+  [/^\/grants$/, grantsView, 'grants'],
   [/^\/plans$/, plansView, 'plans'],
   [/^\/plans\/([^/]+)$/, planView, 'plans'],
   [/^\/sessions$/, sessionsView, 'sessions'],

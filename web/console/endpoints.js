@@ -23,7 +23,8 @@ export const plans = {
   awaitingApproval: () => plans.list({ states: 'PLAN_STATE_AWAITING_APPROVAL', limit: 200 }),
   get: (pid) => api('GET', '/v1/plans/' + id(pid)),
   create: (request) => api('POST', '/v1/plans', { request }),
-  approve: (pid, request_hash) => api('POST', '/v1/plans/' + id(pid) + ':approve', { request_hash }),
+  // grant (optional): {scope, pattern, ttl_seconds} remembers the approval.
+  approve: (pid, request_hash, grant) => api('POST', '/v1/plans/' + id(pid) + ':approve', grant ? { request_hash, grant } : { request_hash }),
   deny: (pid, reason) => api('POST', '/v1/plans/' + id(pid) + ':deny', { reason }),
   execute: (pid) => api('POST', '/v1/plans/' + id(pid) + ':execute', {}),
   replan: (pid) => api('POST', '/v1/plans/' + id(pid) + ':replan', {}),
@@ -49,6 +50,11 @@ export const receipts = {
   verify: (receipt_json) => api('POST', '/v1/receipts:verify', { receipt_json }),
   publicKey: () => api('GET', '/v1/receipts:publicKey'),
   shareExport: (rid) => api('GET', '/v1/receipts/' + id(rid) + ':export?share=true'),
+};
+
+export const grants = {
+  list: (all) => api('GET', '/v1/grants' + query({ all })),
+  revoke: (gid) => api('POST', '/v1/grants/' + id(gid) + ':revoke', {}),
 };
 
 export const policy = {

@@ -61,15 +61,35 @@ export function approvalsView(main, ctx) {
       kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
         ['Sandbox', sandboxText(d.sandbox)],
         ['Request hash', h('code', { class: 'hash' }, d.request_hash)]]),
+      ctx.canApprove ? rememberControls(p) : null,
       ctx.canApprove ? h('div', { class: 'row' },
         act('Approve', async () => {
-          await rest.plans.approve(p.id, d.request_hash);
+          await rest.plans.approve(p.id, d.request_hash, grantOf(p));
           approvedNotice(p);
         }, 'primary'),
         h('label', { class: 'hint', for: 'reason-' + p.id }, 'Deny reason'), reason,
         act('Deny', () => rest.plans.deny(p.id, reason.value || 'denied in the console'), 'danger'),
         h('a', { href: '/plans/' + encodeURIComponent(p.id) }, 'Details')) : h('p', { class: 'hint' }, 'Only an operator can approve.'),
       err);
+  }
+  // rememberControls: the approval's scope. A pattern is the command with
+  // <any> for each operand that may vary (docs/POLICY.md, Grants).
+  const remember = new Map();
+  function rememberControls(p) {
+    const scope = h('select', { id: 'scope-' + p.id, 'aria-label': 'Remember this approval' },
+      [['', 'This plan once'], ['GRANT_SCOPE_SESSION_REQUEST', 'This exact request, for the session'],
+        ['GRANT_SCOPE_SESSION_PATTERN', 'A pattern, for the session'], ['GRANT_SCOPE_WORKSPACE_PATTERN', 'A pattern, in this workspace (7 days)']]
+        .map(([v, t]) => h('option', { value: v }, t)));
+    const pattern = h('input', { type: 'text', id: 'pattern-' + p.id, class: 'pattern', value: argvText(p.decision?.argv) || '', hidden: true,
+      'aria-label': 'Pattern: the command with <any> for each operand that may vary' });
+    scope.onchange = () => { pattern.hidden = !/PATTERN/.test(scope.value); };
+    remember.set(p.id, { scope, pattern });
+    return h('div', { class: 'row' }, h('label', { for: 'scope-' + p.id, class: 'hint' }, 'Remember'), scope, pattern);
+  }
+  function grantOf(p) {
+    const r = remember.get(p.id);
+    if (!r || !r.scope.value) return undefined;
+    return /PATTERN/.test(r.scope.value) ? { scope: r.scope.value, pattern: r.pattern.value } : { scope: r.scope.value };
   }
   // Approving does not run a plan: say so, and offer to run it.
   function approvedNotice(p) {
@@ -89,6 +109,35 @@ export function approvalsView(main, ctx) {
   }
   load();
   return live(ctx, affectsApprovals, load);
+}
+
+// grantsView lists remembered approvals; operators revoke them here.
+export function grantsView(main, ctx) {
+  const list = h('div', { id: 'grants' }, empty('Loading…'));
+  const all = h('input', { type: 'checkbox', id: 'include-ended', onchange: () => load() });
+  main.append(h('h1', {}, 'Grants'),
+    h('p', { class: 'muted' }, 'Approvals an operator chose to remember. A plan the policy would ask about runs without asking when an active grant covers it; its receipt names the grant.'),
+    h('label', { class: 'check', for: 'include-ended' }, all, 'Include revoked, expired and lapsed grants'), list);
+  const scopeText = { GRANT_SCOPE_SESSION_REQUEST: 'exact request', GRANT_SCOPE_SESSION_PATTERN: 'session pattern', GRANT_SCOPE_WORKSPACE_PATTERN: 'workspace pattern' };
+  async function load() {
+    try {
+      const r = await rest.grants.list(all.checked);
+      const gs = r.grants || [];
+      if (!gs.length) { clear(list, empty('No grants. Choose “Remember” when approving a plan to make one.')); return; }
+      clear(list, h('div', { class: 'card' }, h('table', {},
+        h('thead', {}, h('tr', {}, ['Grant', 'Status', 'Scope', 'Covers', 'For', 'By', 'Expires', 'Uses', ''].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, gs.map((g) => h('tr', { dataset: { grant: g.id } },
+          h('td', {}, h('code', {}, g.id)), h('td', {}, g.status), h('td', {}, scopeText[g.scope] || g.scope),
+          h('td', {}, h('code', {}, g.pattern || 'request ' + String(g.request_hash || '').slice(0, 16))),
+          h('td', {}, g.principal?.name || ''), h('td', {}, g.created_by?.name || ''), h('td', {}, when(g.expires_at)), h('td', {}, String(g.uses || 0)),
+          h('td', {}, ctx.canApprove && g.status === 'active' ? h('button', { type: 'button', class: 'danger', onclick: async (e) => {
+            e.target.disabled = true;
+            try { await rest.grants.revoke(g.id); load(); } catch (ex) { list.prepend(errorBox(ex)); e.target.disabled = false; }
+          } }, 'Revoke') : null)))))));
+    } catch (e) { clear(list, errorBox(e)); }
+  }
+  load();
+  return live(ctx, (ev) => !!ev.plan, load);
 }
 
 export function plansView(main, ctx) {

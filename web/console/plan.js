@@ -256,6 +256,7 @@ export function planView(main, ctx, id) {
         ['Expires', /^(PLANNED|AWAITING_APPROVAL|APPROVED)$/.test(st) ? when(plan.expires_at) : ''],
         ['Replanned from', plan.replanned_from ? h('a', { href: '/plans/' + plan.replanned_from }, plan.replanned_from) : ''],
         ['Approved by', plan.approval?.approver ? plan.approval.approver.name + ' at ' + when(plan.approval.approved_at) : ''],
+        ['Approved by grant', plan.grant_id ? h('a', { href: '/grants', id: 'grant-id' }, plan.grant_id) : ''],
         ['Denied by', plan.denial?.denied_by ? plan.denial.denied_by.name + ': ' + plan.denial.reason : ''],
         ['Flagged by adviser', plan.flagged_by_adviser ? 'yes — needs approval in every mode' : '']]),
       h('div', { class: 'row' },

@@ -171,6 +171,36 @@ await test('write in confirm mode: approval queue, approve, run', async () => {
   await shot('approved-and-ran');
 });
 
+await test('remembered approval: a session pattern grant approves the next plan, is listed and revoked', async () => {
+  await planForm({ command: 'touch granted-1.txt', mode: 'MODE_CONFIRM' });
+  const first = await submitPlan();
+  await page.locator('.badge', { hasText: 'awaiting approval' }).first().waitFor();
+  await page.getByRole('link', { name: /Approvals/ }).click();
+  const item = page.locator(`article[data-plan="${first}"]`);
+  await item.waitFor();
+  await item.getByLabel('Remember this approval').selectOption('GRANT_SCOPE_SESSION_PATTERN');
+  await item.locator('input.pattern').fill('touch <any>');
+  await shot('approve-with-grant');
+  await item.getByRole('button', { name: 'Approve' }).click();
+  await item.waitFor({ state: 'detached' });
+  await planForm({ command: 'touch granted-2.txt', mode: 'MODE_CONFIRM' });
+  await submitPlan();
+  await page.locator('.badge', { hasText: 'approved' }).first().waitFor();
+  const gid = (await page.locator('#grant-id').textContent()).trim();
+  must(/^g-/.test(gid), 'the plan page does not name the grant that approved it: ' + gid);
+  await page.getByRole('link', { name: /Grants/ }).click();
+  const row = page.locator(`#grants tr[data-grant="${gid}"]`);
+  await row.waitFor();
+  const text = await row.textContent();
+  must(text.includes('touch <any>') && text.includes('active'), 'grant row: ' + text);
+  await shot('grants');
+  await row.getByRole('button', { name: 'Revoke' }).click();
+  await row.waitFor({ state: 'detached' });
+  await planForm({ command: 'touch granted-3.txt', mode: 'MODE_CONFIRM' });
+  await submitPlan();
+  await page.locator('.badge', { hasText: 'awaiting approval' }).first().waitFor();
+});
+
 await test('denied command shows its reasons', async () => {
   await planForm({ argv: ['sudo', 'ls'] });
   await submitPlan();
