@@ -106,6 +106,9 @@ func nextStep(p *termdv1.Plan) string {
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
 		return fmt.Sprintf("needs approval: an operator runs `termctl approve %s` (or approves it in the console); then execute it", p.Id)
 	case termdv1.PlanState_PLAN_STATE_APPROVED:
+		if p.GrantId != "" {
+			return fmt.Sprintf("approved by grant %s (an operator's remembered approval): run it with `termctl execute %s --follow` before the approval expires", p.GrantId, p.Id)
+		}
 		return fmt.Sprintf("approved: run it with `termctl execute %s --follow` before the approval expires", p.Id)
 	case termdv1.PlanState_PLAN_STATE_BLOCKED:
 		return "denied by policy: change the command (see the reasons); it cannot be approved"
