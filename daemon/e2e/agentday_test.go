@@ -209,7 +209,7 @@ func newlyAllowed(t *testing.T, r *agentDayRun) (cases int, newly []string) {
 		if c.Mode != "" {
 			m, ok := termdv1.Mode_value["MODE_"+strings.ToUpper(c.Mode)]
 			if !ok {
-				t.Fatalf("corpus case %s: mode %q", c.Name, c.Mode)
+				return false // an unknown mode is refused before a plan exists
 			}
 			req.Mode = termdv1.Mode(m)
 		}
