@@ -203,7 +203,7 @@ var verbs = []struct {
 	new   func(*app) *cobra.Command
 }{
 	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newWatch},
-	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions},
+	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions}, {"run", newRecipe},
 	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny},
 	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
 	{"more", newAsk}, {"more", newStatus}, {"more", newVersion}, {"more", newGenMan},
