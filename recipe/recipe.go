@@ -213,7 +213,12 @@ func schemaProblems(ve *jsonschema.ValidationError) Problems {
 			if where == "" {
 				where = "(top level)"
 			}
-			out = append(out, where+": "+e.ErrorKind.LocalizedString(printer))
+			msg := where + ": " + e.ErrorKind.LocalizedString(printer)
+			if strings.Contains(where, "argv") && (strings.Contains(msg, "got number") || strings.Contains(msg, "got boolean")) {
+				// YAML reads -1, 15 or yes as numbers and booleans.
+				msg += ` (quote it in YAML: "15", not 15)`
+			}
+			out = append(out, msg)
 			return
 		}
 		for _, c := range e.Causes {

@@ -14,6 +14,8 @@ title: x
 limits: {timeout_seconds: 0, output_bytes: 4096}
 steps:
   - name: no argv
+  - name: number
+    argv: [head, -n, 5]
   - name: escapes
     argv: [ls]
     dir: ../up
@@ -22,7 +24,7 @@ steps:
 		t.Fatal("a bad recipe parsed")
 	}
 	msg := err.Error()
-	for _, want := range []string{"name:", "limits/timeout_seconds:", "steps/0:"} {
+	for _, want := range []string{"name:", "limits/timeout_seconds:", "steps/0:", `steps/1/argv/2: got number, want string (quote it in YAML: "15"`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("problems %q do not name %q", msg, want)
 		}
