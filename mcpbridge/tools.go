@@ -186,6 +186,7 @@ func (b *Bridge) addTools() {
 			Annotations: &mcp.ToolAnnotations{Title: "Ask the adviser", ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 		}, b.advise)
 	})
+	b.addRecipeTools(go_)
 }
 
 // reply builds a tool result whose text is a summary for a person followed by
