@@ -14,7 +14,7 @@ import (
 
 // recipeRunBound is how long termctl waits for a run: the schema's largest
 // time limit plus room for receipts; termd holds each run to its own limit.
-const recipeRunBound = 11 * time.Minute
+const recipeRunBound = 6 * time.Minute
 
 func newRecipeRun(a *app) *cobra.Command {
 	var dir, session string

@@ -73,7 +73,7 @@ func (b *Bridge) addRecipeTools(run func(func())) {
 		mcp.AddTool(b.server, &mcp.Tool{
 			Name:        "terminal_recipe_run",
 			Title:       "Run a recipe",
-			Description: "Run a named recipe in a directory. termd decides every step with its live policy in inspect mode first: a recipe with a step that would write, need approval or be denied runs nothing and the error says which step. Each step runs as your plan and returns its output and signed receipt id. Recipes are bounded by their own time limit (at most 10 minutes; most take seconds).",
+			Description: "Run a named recipe in a directory. termd decides every step with its live policy in inspect mode first: a recipe with a step that would write, need approval or be denied runs nothing and the error says which step. Each step runs as your plan and returns its output and signed receipt id. Recipes are bounded by their own time limit (at most 5 minutes; most take seconds).",
 			Annotations: &mcp.ToolAnnotations{Title: "Run a recipe", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		}, b.recipeRun)
 	})
