@@ -149,6 +149,7 @@ func TestCatalogRecipesRunOnFixture(t *testing.T) {
 		"discover-go-tests": {repo, []string{
 			"example.com/shop", "go1.", "example.com/shop/orders tests=1 xtests=0", "example.com/shop/cmd/shopd tests=0",
 			"./orders/orders_test.go:5:func TestParseOrder(", "func BenchmarkParseOrder(", "func FuzzParseOrder(",
+			"example.com/shop/legacy tests=0", "legacy/legacy.go:5:8: no required module provides package example.com/shop/billing",
 		}},
 		"discover-js-tests": {filepath.Join(repo, "web"), []string{
 			`"test": "node --test test/"`, "./jest.config.js", "./test/cart.test.js",
