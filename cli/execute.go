@@ -30,7 +30,8 @@ at once; the command keeps running.`,
 		Example: `  termctl execute 3f1c...e9 --follow
   termctl execute 3f1c...e9          # start it and return
   termctl output EXECUTION_ID        # read its output later`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(runnablePlans),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, c, err := a.dial(cmd)
 			if follow {

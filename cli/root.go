@@ -141,6 +141,7 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	pf.StringVar(&a.socket, "socket", wire.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
+	_ = root.RegisterFlagCompletionFunc("output", completeWords("table", "json", "yaml"))
 	root.AddGroup(
 		&cobra.Group{ID: "run", Title: "Plan and run commands:"},
 		&cobra.Group{ID: "approve", Title: "Approve (operators):"},
