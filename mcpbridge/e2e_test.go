@@ -293,6 +293,26 @@ func TestBridgeOverTransports(t *testing.T) {
 			if a := names["terminal_status"].Annotations; a == nil || !a.ReadOnlyHint {
 				t.Errorf("terminal_status is not read-only: %+v", a)
 			}
+			// argv is a plain array of strings: UI clients (the Inspector)
+			// cannot send an array into ["null","array"].
+			for _, tool := range []string{"terminal_plan", "terminal_policy_check"} {
+				raw, _ := json.Marshal(names[tool].InputSchema)
+				var in struct {
+					Properties map[string]struct {
+						Type  any `json:"type"`
+						Items struct {
+							Type any `json:"type"`
+						} `json:"items"`
+					} `json:"properties"`
+				}
+				_ = json.Unmarshal(raw, &in)
+				if p := in.Properties["argv"]; p.Type != "array" || p.Items.Type != "string" {
+					t.Errorf("%s: argv should be {type: array, items: string}, got %s", tool, raw)
+				}
+				if tool == "terminal_plan" && in.Properties["env"].Type != "object" {
+					t.Errorf("terminal_plan: env should be an object, got %s", raw)
+				}
+			}
 			if a := names["terminal_execute"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
 				t.Errorf("terminal_execute is not marked destructive: %+v", a)
 			}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 
@@ -99,7 +101,7 @@ func (b *Bridge) addTools() {
 	defer wg.Wait()
 	go_ := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_plan",
 			Title:       "Plan a command",
 			Description: "Ask termd's policy to plan a command: returns the plan with its decision (allow / ask / deny), risk, reasons, a preview and the next step. Nothing runs yet; a planned command runs with terminal_execute.",
@@ -107,7 +109,7 @@ func (b *Bridge) addTools() {
 		}, b.plan)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_execute",
 			Title:       "Run a plan",
 			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status.",
@@ -115,7 +117,7 @@ func (b *Bridge) addTools() {
 		}, b.execute)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_status",
 			Title:       "Execution status",
 			Description: "State of an execution; once it has ended, includes its exit code and signed receipt.",
@@ -123,7 +125,7 @@ func (b *Bridge) addTools() {
 		}, b.status)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_output",
 			Title:       "Read output",
 			Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
@@ -131,7 +133,7 @@ func (b *Bridge) addTools() {
 		}, b.output)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_pause",
 			Title:       "Pause an execution",
 			Description: "Pause a running execution (SIGSTOP to its process group); terminal_resume continues it.",
@@ -139,7 +141,7 @@ func (b *Bridge) addTools() {
 		}, b.control("pause"))
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_resume",
 			Title:       "Resume an execution",
 			Description: "Resume a paused execution.",
@@ -147,7 +149,7 @@ func (b *Bridge) addTools() {
 		}, b.control("resume"))
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_cancel",
 			Title:       "Cancel an execution",
 			Description: "Cancel an execution: its processes are stopped and a receipt with status cancelled is signed.",
@@ -155,7 +157,7 @@ func (b *Bridge) addTools() {
 		}, b.control("cancel"))
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_retry",
 			Title:       "Plan again",
 			Description: "Plan the same request again (after a plan expired, went stale, or to run it once more); the policy decides afresh.",
@@ -163,7 +165,7 @@ func (b *Bridge) addTools() {
 		}, b.retry)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_receipt",
 			Title:       "Signed receipt",
 			Description: "A signed receipt: by receipt_id, or the latest of a session (default: this client's session).",
@@ -171,7 +173,7 @@ func (b *Bridge) addTools() {
 		}, b.receipt)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_policy_check",
 			Title:       "Explain the policy",
 			Description: "Explain what the policy would decide for a command and why, creating nothing.",
@@ -179,13 +181,30 @@ func (b *Bridge) addTools() {
 		}, b.check)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_advise",
 			Title:       "Ask the adviser",
 			Description: "Ask termd's model adviser: a question, an explanation of a plan (plan_id), a diagnosis of a receipt (receipt_id), or commands for a task. Its text is advice only; suggested commands must go through terminal_plan.",
 			Annotations: &mcp.ToolAnnotations{Title: "Ask the adviser", ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 		}, b.advise)
 	})
+}
+
+// addTool adds a tool whose input schema is inferred from In, with Go
+// slices and maps as plain "array" / "object" (inference alone types them
+// ["null","array"], and the Inspector then refuses to send an array).
+func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	schema, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: plainContainers})
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err)) // a programming error, caught by every test
+	}
+	t.InputSchema = schema
+	mcp.AddTool(s, t, h)
+}
+
+var plainContainers = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[[]string]():          {Type: "array", Items: &jsonschema.Schema{Type: "string"}},
+	reflect.TypeFor[map[string]string](): {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"}},
 }
 
 // reply builds a tool result whose text is a summary for a person followed by
