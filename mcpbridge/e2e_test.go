@@ -606,3 +606,50 @@ func TestBridgeExitClosesItsIdleSessions(t *testing.T) {
 		t.Errorf("the session holding a plan awaiting approval was closed; its approval would be lost")
 	}
 }
+
+// A running command's counts match the output already returned, and a
+// missing exit code is null in every result (execute, status, receipt).
+func TestRunningCountsAndMissingExitCodes(t *testing.T) {
+	d := startDaemon(t)
+	if err := os.WriteFile(filepath.Join(d.Workspace, "log.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, d, transports[0], &clientRecorder{}, false)
+	plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"tail", "-f", "log.txt"}}, false)
+	if res.IsError || str(plan, "plan_id") == "" {
+		t.Fatalf("plan tail -f: %s", text(res))
+	}
+	ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id"), "wait_seconds": 2}, false)
+	if res.IsError || str(ex, "state") != "running" {
+		t.Fatalf("tail -f should be running after 2 s: %s", text(res))
+	}
+	if v, present := ex["exit_code"]; !present || v != nil {
+		t.Errorf("a running execution's exit_code should be null, got %v (present %v)", v, present)
+	}
+	if str(ex, "stdout") != "hello\n" || ex["stdout_bytes"] != float64(6) {
+		t.Errorf("stdout_bytes should count the output already returned: stdout %q, stdout_bytes %v", str(ex, "stdout"), ex["stdout_bytes"])
+	}
+	id := str(ex, "execution_id")
+	st, res := call(t, cs, "terminal_status", map[string]any{"execution_id": id}, false)
+	if res.IsError || st["stdout_bytes"] != float64(6) {
+		t.Errorf("terminal_status of a running execution should count its output: %s", text(res))
+	}
+	if _, res := call(t, cs, "terminal_cancel", map[string]any{"execution_id": id}, false); res.IsError {
+		t.Fatalf("cancel: %s", text(res))
+	}
+	var receiptID string
+	for deadline := time.Now().Add(30 * time.Second); receiptID == ""; time.Sleep(200 * time.Millisecond) {
+		st, _ = call(t, cs, "terminal_status", map[string]any{"execution_id": id}, false)
+		receiptID = str(st, "receipt_id")
+		if time.Now().After(deadline) {
+			t.Fatalf("no receipt after cancel: %v", st)
+		}
+	}
+	if v, present := st["exit_code"]; !present || v != nil || str(st, "state") != "cancelled" {
+		t.Errorf("a cancelled execution's exit_code should be null: %v", st)
+	}
+	rc, res := call(t, cs, "terminal_receipt", map[string]any{"receipt_id": receiptID}, false)
+	if v, present := rc["exit_code"]; res.IsError || !present || v != nil || !strings.Contains(text(res), "no exit code") {
+		t.Errorf("terminal_receipt should say null / no exit code for a cancelled command (not -1): %s", text(res))
+	}
+}

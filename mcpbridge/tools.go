@@ -717,13 +717,13 @@ func (b *Bridge) receipt(ctx context.Context, req *mcp.CallToolRequest, in Recei
 		SessionID: s.GetSessionId(),
 		Status:    s.GetStatus(),
 		Command:   s.GetCommand(),
-		ExitCode:  s.GetExitCode(),
+		ExitCode:  receiptExit(s.GetExitCode()),
 		Receipt:   parseJSON(resp.GetReceiptJson()),
 	}
 	if !in.IncludeOutput {
 		v.Receipt = b.sharedReceipt(ctx, s.GetId())
 	}
-	return reply(v, false, fmt.Sprintf("receipt %s: %s (exit code %d) for %s", v.ReceiptID, v.Status, v.ExitCode, v.Command))
+	return reply(v, false, fmt.Sprintf("receipt %s: %s (%s) for %s", v.ReceiptID, v.Status, exitWords(s.GetExitCode()), v.Command))
 }
 
 func (b *Bridge) check(ctx context.Context, req *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, *CheckView, error) {
