@@ -653,3 +653,48 @@ func TestRunningCountsAndMissingExitCodes(t *testing.T) {
 		t.Errorf("terminal_receipt should say null / no exit code for a cancelled command (not -1): %s", text(res))
 	}
 }
+
+// Cancelling a terminal_execute call (the SDK sends notifications/cancelled,
+// or closes a stateless request) cancels the command: it ends "cancelled"
+// with a signed receipt instead of running to its timeout, and the agent
+// finds it by plan_id.
+func TestCancelledCallCancelsTheCommand(t *testing.T) {
+	d := startDaemon(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			cs := connect(t, d, tr, &clientRecorder{}, false)
+			plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"sleep", "60"}}, false)
+			if res.IsError {
+				t.Fatalf("plan: %s", text(res))
+			}
+			planID := str(plan, "plan_id")
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(1500*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "terminal_execute", Arguments: map[string]any{"plan_id": planID, "wait_seconds": 120}})
+			if err == nil {
+				t.Fatal("the cancelled call returned a result")
+			}
+			var st map[string]any
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				st, res = call(t, cs, "terminal_status", map[string]any{"plan_id": planID}, false)
+				if res.IsError {
+					t.Fatalf("terminal_status by plan_id: %s", text(res))
+				}
+				if st["done"] == true && str(st, "receipt_id") != "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("sleep 60 still not ended 30 s after its call was cancelled: %s", text(res))
+				}
+			}
+			if str(st, "state") != "cancelled" || time.Since(start) > 45*time.Second {
+				t.Errorf("the command should end cancelled soon after its call was: %v", st)
+			}
+			rc, res := call(t, cs, "terminal_receipt", map[string]any{"receipt_id": str(st, "receipt_id")}, false)
+			if res.IsError || str(rc, "status") != "cancelled" {
+				t.Errorf("the receipt should say cancelled: %s", text(res))
+			}
+		})
+	}
+}

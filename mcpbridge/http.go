@@ -81,6 +81,9 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 		Stateless:           true,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		Logger:              b.log,
+		// A 2026-07-28 client cancels a call by closing its POST: the
+		// handler sees it, and terminal_execute cancels the command.
+		PropagateRequestCancellation: true,
 	})
 	want := []byte("Bearer " + o.Token)
 	origins := slices.Clone(o.AllowedOrigins)

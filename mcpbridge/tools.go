@@ -52,9 +52,30 @@ type ExecuteInput struct {
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the command to end before returning it as running (default 45, max 600)"`
 }
 
-// ExecutionInput names an execution.
+// ExecutionInput names an execution, by its id or by the plan it runs.
 type ExecutionInput struct {
-	ExecutionID string `json:"execution_id" jsonschema:"the execution, from terminal_execute"`
+	ExecutionID string `json:"execution_id,omitempty" jsonschema:"the execution, from terminal_execute"`
+	PlanID      string `json:"plan_id,omitempty" jsonschema:"or the plan it runs (when the execution_id was not seen, e.g. after a cancelled or timed-out terminal_execute call)"`
+}
+
+// executionID resolves an ExecutionInput to an execution id.
+func (b *Bridge) executionID(ctx context.Context, in ExecutionInput) (string, error) {
+	switch {
+	case in.ExecutionID != "" && in.PlanID != "":
+		return "", errors.New("give execution_id or plan_id, not both. Next: call the tool again with one of them")
+	case in.ExecutionID != "":
+		return in.ExecutionID, nil
+	case in.PlanID == "":
+		return "", errors.New("execution_id or plan_id is required. Next: pass the execution_id from terminal_execute, or the plan_id you executed")
+	}
+	p, err := b.c.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: in.PlanID})
+	if err != nil {
+		return "", failure(err, "pass a plan_id from terminal_plan")
+	}
+	if id := p.GetPlan().GetExecutionId(); id != "" {
+		return id, nil
+	}
+	return "", fmt.Errorf("plan %s has not run (it is %s). Next: run it with terminal_execute", in.PlanID, planState(p.GetPlan()))
 }
 
 // OutputInput pages an execution's output.
@@ -523,6 +544,9 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 			receiptID = ev.GetReceipt().GetId()
 		}
 	}
+	if cancelledByClient(ctx) {
+		return nil, b.cancelRun(ctx, planID, w.exec.GetId())
+	}
 	if err != nil && !errors.Is(err, io.EOF) && wctx.Err() == nil && events == 0 {
 		return nil, err // refused: not approved, blocked, stale, ...
 	}
@@ -557,6 +581,47 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	return w, nil
 }
 
+// cancelledByClient reports whether the client cancelled the tool call
+// (notifications/cancelled, or closing a stateless HTTP request): the SDK
+// cancels the call's context without a cause. A disconnected stdio client
+// or a closing server is not a cancellation (MCP: disconnection SHOULD NOT
+// be read as one): those commands keep running, as with wait_seconds spent.
+func cancelledByClient(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled)
+}
+
+// cancelRun cancels the execution of a terminal_execute call its client
+// cancelled, so it ends "cancelled" with a signed receipt instead of
+// running to its timeout.
+func (b *Bridge) cancelRun(ctx context.Context, planID, execID string) error {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if execID == "" {
+		// Started, but its id had not arrived: find it through the plan.
+		for range 20 {
+			p, err := b.c.Plans.GetPlan(qctx, &termdv1.GetPlanRequest{PlanId: planID})
+			if err != nil {
+				return err
+			}
+			if execID = p.GetPlan().GetExecutionId(); execID != "" {
+				break
+			}
+			if s := p.GetPlan().GetState(); s != termdv1.PlanState_PLAN_STATE_PLANNED && s != termdv1.PlanState_PLAN_STATE_APPROVED {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if execID == "" {
+		return fmt.Errorf("terminal_execute of plan %s was cancelled before it started", planID)
+	}
+	if _, err := b.c.Executions.CancelExecution(qctx, &termdv1.CancelExecutionRequest{ExecutionId: execID}); err != nil && client.Code(err) != codes.FailedPrecondition {
+		b.log.Warn("cancelling the execution of a cancelled call", "execution", execID, "err", err)
+		return err
+	}
+	return fmt.Errorf("terminal_execute was cancelled: execution %s was cancelled", execID)
+}
+
 // sharedReceipt is a receipt's share form: signed and verifiable, without
 // the command's output (which the result already carries, bounded). The
 // full receipt holds up to the output cap and would flood a model's context.
@@ -569,10 +634,11 @@ func (b *Bridge) sharedReceipt(ctx context.Context, id string) any {
 }
 
 func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in ExecutionInput) (*mcp.CallToolResult, *ExecutionView, error) {
-	if in.ExecutionID == "" {
-		return nil, nil, errors.New("execution_id is required. Next: pass the execution_id from terminal_execute")
+	id, err := b.executionID(ctx, in)
+	if err != nil {
+		return nil, nil, err
 	}
-	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: in.ExecutionID})
+	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: id})
 	if err != nil {
 		return nil, nil, failure(err, "")
 	}
@@ -664,27 +730,25 @@ func incompleteRuneTail(p []byte) int {
 
 func (b *Bridge) control(action string) mcp.ToolHandlerFor[ExecutionInput, *ExecutionView] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in ExecutionInput) (*mcp.CallToolResult, *ExecutionView, error) {
-		if in.ExecutionID == "" {
-			return nil, nil, errors.New("execution_id is required. Next: pass the execution_id from terminal_execute")
+		id, err := b.executionID(ctx, in)
+		if err != nil {
+			return nil, nil, err
 		}
-		var (
-			ex  *termdv1.Execution
-			err error
-		)
+		var ex *termdv1.Execution
 		switch action {
 		case "pause":
 			var r *termdv1.PauseExecutionResponse
-			if r, err = b.c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: in.ExecutionID}); err == nil {
+			if r, err = b.c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: id}); err == nil {
 				ex = r.GetExecution()
 			}
 		case "resume":
 			var r *termdv1.ResumeExecutionResponse
-			if r, err = b.c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: in.ExecutionID}); err == nil {
+			if r, err = b.c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: id}); err == nil {
 				ex = r.GetExecution()
 			}
 		case "cancel":
 			var r *termdv1.CancelExecutionResponse
-			if r, err = b.c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: in.ExecutionID}); err == nil {
+			if r, err = b.c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: id}); err == nil {
 				ex = r.GetExecution()
 			}
 		}
