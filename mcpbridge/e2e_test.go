@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -697,4 +698,88 @@ func TestCancelledCallCancelsTheCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// connectTo connects one more MCP client to a running HTTP bridge.
+func connectTo(t *testing.T, hb *httpBridge, version string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "termd-e2e", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// Clients that start a process per call (the Inspector CLI), and many
+// short-lived HTTP clients, all succeed: sessions do not pile up to the
+// per-principal cap, and no client shares another's daemon session.
+func TestShortLivedClientsGetTheirOwnSessions(t *testing.T) {
+	d := startDaemon(t)
+	openSessions := func() int {
+		r, err := d.Client.Sessions.ListSessions(context.Background(), &termdv1.ListSessionsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r.GetSessions())
+	}
+	t.Run("a stdio process per call", func(t *testing.T) {
+		for i := range 20 {
+			cs := connect(t, d, transports[0], &clientRecorder{}, false)
+			p, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"echo", fmt.Sprint(i)}}, false)
+			cs.Close()
+			if res.IsError {
+				t.Fatalf("call %d: plan: %s", i, text(res))
+			}
+			cs = connect(t, d, transports[0], &clientRecorder{}, false)
+			ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false)
+			cs.Close()
+			if res.IsError || str(ex, "state") != "succeeded" {
+				t.Fatalf("call %d: execute: %s", i, text(res))
+			}
+		}
+		if n := openSessions(); n > 8 {
+			t.Errorf("%d sessions open after 20 process-per-call clients", n)
+		}
+	})
+	t.Run("http clients", func(t *testing.T) {
+		hb := startHTTPBridge(t, d)
+		if err := os.WriteFile(filepath.Join(d.Workspace, "follow.log"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A long-lived client keeps a command running throughout.
+		a := connectTo(t, hb, "2025-11-25")
+		pa, _ := call(t, a, "terminal_plan", map[string]any{"argv": []string{"tail", "-f", "follow.log"}}, false)
+		if ex, res := call(t, a, "terminal_execute", map[string]any{"plan_id": str(pa, "plan_id"), "wait_seconds": 1}, false); str(ex, "state") != "running" {
+			t.Fatalf("tail -f: %s", text(res))
+		}
+		for i := range 20 {
+			b := connectTo(t, hb, "2025-11-25")
+			p, res := call(t, b, "terminal_plan", map[string]any{"argv": []string{"echo", fmt.Sprint(i)}}, false)
+			if res.IsError {
+				t.Fatalf("client %d: plan: %s", i, text(res))
+			}
+			if str(p, "session_id") == str(pa, "session_id") {
+				t.Fatalf("client %d was given the long-lived client's daemon session", i)
+			}
+			if ex, res := call(t, b, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false); str(ex, "state") != "succeeded" {
+				t.Fatalf("client %d: execute beside another client's running command: %s", i, text(res))
+			}
+			b.Close()
+		}
+		// The long-lived client's session and command are untouched.
+		st, res := call(t, a, "terminal_status", map[string]any{"plan_id": str(pa, "plan_id")}, false)
+		if str(st, "state") != "running" {
+			t.Errorf("the long-lived client's command: %s", text(res))
+		}
+		again, _ := call(t, a, "terminal_plan", map[string]any{"argv": []string{"true"}}, false)
+		if str(again, "session_id") != str(pa, "session_id") {
+			t.Errorf("the long-lived client lost its session")
+		}
+		if _, res := call(t, a, "terminal_cancel", map[string]any{"plan_id": str(pa, "plan_id")}, false); res.IsError {
+			t.Errorf("cancel by plan_id: %s", text(res))
+		}
+	})
 }
