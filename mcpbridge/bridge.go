@@ -32,8 +32,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported in the server info.
 	Version string
-	// MaxSessions caps the daemon sessions this bridge opens on behalf of MCP
-	// clients (HTTP serves many); beyond it, sessions are shared. Default 4.
+	// MaxSessions caps the daemon sessions this bridge holds for its MCP
+	// clients (HTTP serves many), one per client: at the cap an idle one is
+	// closed to make room, else the new client is refused. Default 8.
 	MaxSessions int
 }
 
@@ -59,7 +60,7 @@ func New(o Options) *Bridge {
 		o.Version = "dev"
 	}
 	if o.MaxSessions <= 0 {
-		o.MaxSessions = 4
+		o.MaxSessions = 8
 	}
 	b := &Bridge{
 		c:   o.Client,
@@ -77,6 +78,22 @@ func New(o Options) *Bridge {
 		Capabilities: &mcp.ServerCapabilities{},
 		PageSize:     100,
 		SchemaCache:  mcp.NewSchemaCache(),
+		// A stateful client's daemon session is released when its MCP
+		// session ends (DELETE, idle timeout, closed stream).
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			ss := req.Session
+			if ss == nil || ss.ID() == "" {
+				return // stdio: ServeStdio releases at exit
+			}
+			go func() {
+				_ = ss.Wait()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if b.sessions.release(ctx, ss.ID()) {
+					b.log.Debug("released the daemon session of a departed client", "mcp_session", ss.ID())
+				}
+			}()
+		},
 	})
 	b.addTools()
 	b.addPrompts()
