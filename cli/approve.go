@@ -41,7 +41,8 @@ program file (path and hash), policy version, entry files and sandbox profile.
   termctl approve 3f1c...e9 --hash 9b2e...41
   termctl approve 3f1c...e9 --remember session-pattern --pattern 'git commit -m <any>'
   termctl approve 3f1c...e9 --remember workspace-pattern --pattern 'npm install <any>' --ttl 72h`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(awaitingPlans),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, c, err := a.dial(cmd)
 			if err != nil {

@@ -52,6 +52,7 @@ type Client struct {
 	Adviser    termdv1.AdviserServiceClient
 	Workspace  termdv1.WorkspaceServiceClient
 	Grants     termdv1.GrantServiceClient
+	Recipes    termdv1.RecipeServiceClient
 }
 
 // Dial connects to the daemon's unix socket. It does not wait for the daemon;
@@ -109,6 +110,7 @@ func FromConn(conn *grpc.ClientConn, socket string) *Client {
 		Adviser:    termdv1.NewAdviserServiceClient(conn),
 		Workspace:  termdv1.NewWorkspaceServiceClient(conn),
 		Grants:     termdv1.NewGrantServiceClient(conn),
+		Recipes:    termdv1.NewRecipeServiceClient(conn),
 	}
 }
 

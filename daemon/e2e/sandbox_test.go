@@ -18,6 +18,7 @@ import (
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/harness"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // The sandbox issue's "Done when", against a real termd: each test runs the
@@ -122,7 +123,7 @@ func TestSandboxReadOnlyPlan(t *testing.T) {
 		t.Errorf("plan sandbox %+v, want read-only, full", got)
 	}
 	sb, _ := rec["sandbox"].(map[string]any)
-	if rec["schema_version"] != "1.1" || sb["profile"] != "read-only" || sb["level"] != "full" || sb["seccomp"] != true || sb["landlock_abi"] == nil {
+	if rec["schema_version"] != receipt.SchemaVersion || sb["profile"] != "read-only" || sb["level"] != "full" || sb["seccomp"] != true || sb["landlock_abi"] == nil {
 		t.Errorf("receipt: schema %v, sandbox %v", rec["schema_version"], sb)
 	}
 	out, _, _ = probeRun(t, d, probeArgv("exec", "/bin/sh"))

@@ -5,6 +5,7 @@ import { token, setToken, clearToken, setUnauthorizedHandler, Events } from './a
 import * as rest from './endpoints.js';
 import { h, clear, errorBox, short } from './dom.js';
 import { planFormView, planView } from './plan.js';
+import { recipesView } from './recipes.js';
 import { approvalsView, grantsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
 
 const main = document.getElementById('main');
@@ -23,6 +24,7 @@ const routes = [
   [/^\/sessions\/([^/]+)$/, sessionView, 'sessions'],
   [/^\/receipts$/, receiptsView, 'receipts'],
   [/^\/receipts\/([^/]+)$/, receiptView, 'receipts'],
+  [/^\/recipes$/, recipesView, 'recipes'],
 ];
 
 const ctx = {
