@@ -14,7 +14,8 @@ var findDeny = map[string]string{
 }
 var findNewerRE = regexp.MustCompile(`^-newer[amcBt][amcBt]$`)
 
-func initFind() {
+func registerFind() {
+	reg("find", &cmdSpec{custom: parseFind})
 	for _, w := range strings.Fields("-print -print0 -ls -prune -quit -true -false -empty -executable -readable -writable -nouser -nogroup -depth -d -mount -xdev -noleaf -daystart -follow -ignore_readdir_race -noignore_readdir_race -a -and -o -or -not ! ( ) , -help --help -version --version") {
 		findArity[w] = 0
 	}

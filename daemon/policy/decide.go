@@ -512,9 +512,6 @@ type projectCode struct {
 	why     string
 }
 
-// scriptInterpreters run a script file given as their first argument.
-var scriptInterpreters = set("sh bash dash zsh ksh node nodejs perl ruby php lua bun")
-
 // workspaceProgram is a program named by path that is an executable regular
 // file inside a workspace, or nil.
 func workspaceProgram(a0, cwd string, ctx *decideCtx) *projectCode {
@@ -554,9 +551,72 @@ func (p *Policy) pinned(name, path string) bool {
 
 // ---- the command itself ------------------------------------------------------
 
+// command is one command on its way through the stages of a decision.
+type command struct {
+	p     *Policy
+	argv  []string
+	a0    string
+	base  string // program base name
+	cwd   string
+	req   Request
+	ctx   *decideCtx
+	depth int
+	s     *state
+	d     *Decision
+
+	tool    *toolSpec    // the registry's spec for base, or nil
+	project *projectCode // the command runs a workspace file
+	exact   *rule        // an exact rule names this argv
+	class   string       // escape class of base
+
+	resolved, real string // the program as named and its real path
+	pc             *parsed
+	entries        []string // project entry files
+	writes, reads  []string // checked paths
+	sys, proj      []*rule  // matched rules per layer
+
+	askedWrite, write, unknownRO, confined bool
+}
+
+// stage is one named step of deciding a command; the names are those of the
+// explain steps it reports. A stage returns false when the decision is made.
+type stage struct {
+	name string
+	run  func(*command) bool
+}
+
+// commandStages are the stages of decideArgv, in order. The exec stage
+// reports no step: its result is the decision's exec_argv and exec_env.
+var commandStages []stage
+
+func init() {
+	commandStages = []stage{
+		{"program", (*command).program},
+		{"escape", (*command).escape},
+		{"identity", (*command).identity},
+		{"grammar", (*command).grammar},
+		{"paths", (*command).paths},
+		{"rules", (*command).rules},
+		{"effects", (*command).effects},
+		{"project-files", (*command).projectFiles},
+		{"sandbox", (*command).sandbox},
+		{"mode-adjust", (*command).modeAdjust},
+		{"exec", (*command).execPlan},
+	}
+}
+
 func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
-	d := s.d
-	a0 := argv[0]
+	c := &command{p: p, argv: argv, a0: argv[0], cwd: cwd, req: req, ctx: ctx, depth: depth, s: s, d: s.d}
+	for _, st := range commandStages {
+		if !st.run(c) {
+			return
+		}
+	}
+}
+
+// program: the program name, and whether the command runs project code.
+func (c *command) program() bool {
+	a0, s := c.a0, c.s
 	if r, bad := badProgramChar(a0); bad || a0 == "" || strings.HasPrefix(a0, "-") {
 		what := "is empty"
 		if bad {
@@ -566,53 +626,58 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 		s.deny(RiskCritical, "program name "+cmdline.Quote([]string{a0})+" "+what)
 		s.step("program", "deny", "bad program name")
-		return
+		return false
 	}
-	base := baseName(a0)
+	c.base = baseName(a0)
+	c.tool = toolNamed(c.base)
 	// Project code: a program inside a workspace named by its path
 	// (./scripts/x.sh, or its absolute path), or a script of the workspace
 	// run by its interpreter (python3 x.py). No rule knows what it does, so
 	// it asks (confirm mode) instead of being refused.
-	var project *projectCode
 	if strings.Contains(a0, "/") {
-		project = workspaceProgram(a0, cwd, ctx)
-	} else if scriptInterpreters[base] || pythonRE.MatchString(base) {
-		project = interpretedScript(argv, cwd, ctx)
+		c.project = workspaceProgram(a0, c.cwd, c.ctx)
+	} else if runsScripts(c.base) {
+		c.project = interpretedScript(c.argv, c.cwd, c.ctx)
 	}
-	if strings.Contains(a0, "/") && !filepath.IsAbs(a0) && project == nil {
+	if strings.Contains(a0, "/") && !filepath.IsAbs(a0) && c.project == nil {
 		s.deny(RiskCritical, "program path "+a0+" is relative; send a bare program name resolved by the trusted PATH")
 		s.step("program", "deny", "relative path")
-		p.inner(append([]string{base}, argv[1:]...), cwd, req, ctx, depth, s)
-		return
+		c.p.inner(append([]string{c.base}, c.argv[1:]...), c.cwd, c.req, c.ctx, c.depth, s)
+		return false
 	}
-	if base == "." || base == ".." || base == "" {
+	if c.base == "." || c.base == ".." || c.base == "" {
 		s.deny(RiskCritical, "program name "+a0+" is not a file name")
-		return
+		return false
 	}
-
 	// exact rules name an escape form precisely
-	var exact *rule
-	for _, r := range p.byProg[base] {
-		if len(r.Exact) > 0 && len(r.Exact) == len(argv) && equalStrings(r.Exact[1:], argv[1:]) {
-			exact = r
+	for _, r := range c.p.byProg[c.base] {
+		if len(r.Exact) > 0 && len(r.Exact) == len(c.argv) && equalStrings(r.Exact[1:], c.argv[1:]) {
+			c.exact = r
 		}
 	}
+	return true
+}
 
-	// --- escape classes
-	class := escapeClass(base)
-	if class != "" && exact == nil && project == nil {
-		if inner, isEsc, why := escapeInner(base, argv); isEsc {
-			s.deny(RiskCritical, why)
-			s.step("escape", "deny", class)
+// escape: shells, interpreters, wrappers and privilege tools.
+func (c *command) escape() bool {
+	c.class = escapeClass(c.base)
+	if c.class != "" && c.exact == nil && c.project == nil {
+		if inner, isEsc, why := escapeInner(c.base, c.argv); isEsc {
+			c.s.deny(RiskCritical, why)
+			c.s.step("escape", "deny", c.class)
 			if inner != nil {
-				p.inner(inner, cwd, req, ctx, depth, s)
+				c.p.inner(inner, c.cwd, c.req, c.ctx, c.depth, c.s)
 			}
-			return
+			return false
 		}
 	}
-	s.step("escape", "ok", "")
+	c.s.step("escape", "ok", "")
+	return true
+}
 
-	// --- identity
+// identity: the file that runs, found in the trusted PATH, and its hash.
+func (c *command) identity() bool {
+	p, s, a0, base, project := c.p, c.s, c.a0, c.base, c.project
 	var resolved, real string
 	if project != nil && project.program {
 		resolved, real = project.file, project.file
@@ -623,60 +688,65 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			resolved, real = clean, cr
 			if !isExecFile(cr) {
 				s.deny(RiskHigh, "pinned program "+clean+" is not an executable file")
-				return
+				return false
 			}
 		} else {
-			_, tr := p.resolveProgram(base, ctx)
+			_, tr := p.resolveProgram(base, c.ctx)
 			if tr == "" || tr != cr {
 				s.deny(RiskCritical, "absolute program path "+clean+" is not the file the trusted PATH resolves for "+base)
 				s.step("identity", "deny", clean)
-				return
+				return false
 			}
 			resolved, real = clean, cr
 		}
 	} else {
-		resolved, real = p.resolveProgram(base, ctx)
+		resolved, real = p.resolveProgram(base, c.ctx)
 		if resolved == "" {
 			s.deny(RiskHigh, "program "+base+" was not found in the trusted PATH ("+strings.Join(p.spec.TrustedPath, ":")+")")
 			s.step("identity", "deny", base)
-			return
+			return false
 		}
 	}
-	for _, ws := range ctx.workspaces {
+	for _, ws := range c.ctx.workspaces {
 		if within(ws, real) && (project == nil || !project.program) {
 			s.deny(RiskCritical, "program "+real+" is inside a workspace")
-			return
+			return false
 		}
 	}
-	if rc := escapeClass(baseName(real)); rc != "" && class == "" && project == nil {
+	if rc := escapeClass(baseName(real)); rc != "" && c.class == "" && project == nil {
 		s.deny(RiskCritical, fmt.Sprintf("program %s resolves to %s, a %s", base, real, rc))
-		return
+		return false
 	}
 	sum, err := fileSHA256(real)
 	if err != nil {
 		s.deny(RiskHigh, "cannot hash program "+real+": "+err.Error())
-		return
+		return false
 	}
-	d.ResolvedPath, d.BinarySHA256 = real, sum
+	c.resolved, c.real = resolved, real
+	c.d.ResolvedPath, c.d.BinarySHA256 = real, sum
 	s.step("identity", "ok", real+" sha256:"+sum)
+	return true
+}
 
-	// --- grammar
-	var pc *parsed
-	if project != nil {
-		pc = &parsed{tool: base, unparsed: true, code: true}
-		pc.paths = append(pc.paths, operand{value: project.file, kind: KPathRead})
-		s.step("grammar", "project code", project.why)
-	} else if exact != nil {
-		pc = &parsed{tool: base, unparsed: true}
-		s.step("grammar", "exact", "rule "+exact.ID+" names this argv exactly")
-	} else {
-		var known bool
-		pc, known, err = parseCommand(append([]string{base}, argv[1:]...))
+// grammar: the arguments read with the tool's grammar.
+func (c *command) grammar() bool {
+	s, base := c.s, c.base
+	switch {
+	case c.project != nil:
+		c.pc = &parsed{tool: base, unparsed: true, code: true}
+		c.pc.paths = append(c.pc.paths, operand{value: c.project.file, kind: KPathRead})
+		s.step("grammar", "project code", c.project.why)
+	case c.exact != nil:
+		c.pc = &parsed{tool: base, unparsed: true}
+		s.step("grammar", "exact", "rule "+c.exact.ID+" names this argv exactly")
+	default:
+		pc, known, err := parseCommand(append([]string{base}, c.argv[1:]...))
 		if err != nil {
 			s.deny(RiskHigh, base+": "+err.Error()+" (unknown or malformed options are denied)")
 			s.step("grammar", "deny", err.Error())
-			return
+			return false
 		}
+		c.pc = pc
 		if !known {
 			s.step("grammar", "none", "no grammar for "+base+"; arguments are not analysed")
 		} else {
@@ -695,11 +765,20 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			s.raise(f.verdict, f.risk, f.reason)
 		}
 		for _, in := range pc.inner {
-			p.inner(in, cwd, req, ctx, depth, s)
+			c.p.inner(in, c.cwd, c.req, c.ctx, c.depth, s)
 		}
 	}
+	return true
+}
 
-	// --- paths
+// call is the command as the tool hooks see it.
+func (c *command) call() *toolCall {
+	return &toolCall{p: c.p, pc: c.pc, cwd: c.cwd, ctx: c.ctx, entries: c.entries, s: c.s}
+}
+
+// paths: every path the command reads or writes, resolved and checked.
+func (c *command) paths() bool {
+	pc, cwd, ctx, base, s := c.pc, c.cwd, c.ctx, c.base, c.s
 	if base == "git" && cwd != "" {
 		for _, f := range gitRepoReads(pc, cwd, ctx) {
 			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
@@ -707,11 +786,11 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	}
 	// The entry files are found once: read-checked here, scanned (.npmrc)
 	// and bound to the request below.
-	entries := projectEntryPaths(pc, cwd, ctx)
-	if project != nil {
-		entries = []string{project.file}
+	c.entries = projectEntryPaths(pc, cwd, ctx)
+	if c.project != nil {
+		c.entries = []string{c.project.file}
 	}
-	for _, f := range entries {
+	for _, f := range c.entries {
 		// Tools read these by fixed names: a link to a root-only file
 		// would be printed in a parse error.
 		if _, err := os.Lstat(f); err == nil {
@@ -755,7 +834,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			}
 		}
 	}
-	writes, reads := p.checkPaths(pc, cwd, ctx, s)
+	c.writes, c.reads = c.p.checkPaths(pc, cwd, ctx, s)
 	if base == "chmod" && cwd != "" {
 		for _, v := range pc.values("--reference") {
 			if fi, err := os.Stat(resolvePath(cwd, v)); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
@@ -795,18 +874,21 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	}
 	if (base == "npm" || base == "pnpm" || base == "yarn") && cwd != "" {
-		for _, why := range npmrcProblems(entries) {
+		for _, why := range npmrcProblems(c.entries) {
 			s.deny(RiskHigh, why)
 		}
 	}
+	return true
+}
 
-	// --- rules
-	var sys, proj []*rule
-	for _, r := range p.byProg[base] {
+// rules: the policy's rules for the program.
+func (c *command) rules() bool {
+	p, s, d, pc, project, exact := c.p, c.s, c.d, c.pc, c.project, c.exact
+	for _, r := range p.byProg[c.base] {
 		if project != nil && project.program {
 			break // a workspace program is not the tool its name says
 		}
-		if r.Path != "" && r.Path != filepath.Clean(a0) && r.Path != resolved && resolveAbs(r.Path, 0) != real {
+		if r.Path != "" && r.Path != filepath.Clean(c.a0) && r.Path != c.resolved && resolveAbs(r.Path, 0) != c.real {
 			continue
 		}
 		var ok bool
@@ -819,9 +901,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			continue
 		}
 		if r.layer == 0 {
-			sys = append(sys, r)
+			c.sys = append(c.sys, r)
 		} else {
-			proj = append(proj, r)
+			c.proj = append(c.proj, r)
 		}
 	}
 	// Project code and unknown programs are not refused: they are project
@@ -831,18 +913,18 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	case project != nil:
 		s.raise(Allow, RiskHigh, project.why)
 		s.step("rules", "project code", project.file)
-	case len(sys) == 0 && pc.unparsed && exact == nil && class == "":
+	case len(c.sys) == 0 && pc.unparsed && exact == nil && c.class == "":
 		// A program no rule and no grammar knows: unknown code, like a
 		// project's own script. Its arguments are not analysed.
 		pc.code = true
-		s.raise(Allow, RiskHigh, "no policy rule knows "+base+": it runs as unknown code, like project code (its arguments are not analysed)")
-		s.step("rules", "unknown program", base)
-	case len(sys) == 0:
+		s.raise(Allow, RiskHigh, "no policy rule knows "+c.base+": it runs as unknown code, like project code (its arguments are not analysed)")
+		s.step("rules", "unknown program", c.base)
+	case len(c.sys) == 0:
 		s.deny(RiskHigh, "no policy rule allows "+pc.cmdName())
 		s.step("rules", "deny", "no matching rule")
 	}
 	alreadyDenied := d.Verdict == Deny
-	for _, r := range append(sys, proj...) {
+	for _, r := range append(c.sys, c.proj...) {
 		d.Rules = append(d.Rules, r.ID)
 		if alreadyDenied && r.verdict != Deny {
 			continue // an allow rule's reason would only confuse a denial
@@ -852,13 +934,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			d.RunAs = r.RunAs
 		}
 	}
-	if len(sys)+len(proj) > 0 {
+	if len(c.sys)+len(c.proj) > 0 {
 		s.step("rules", "matched", strings.Join(d.Rules, ","))
 	}
+	return true
+}
 
-	// --- effects
-	askedWrite := req.Sandbox == SandboxWorkspaceWrite
-	if askedWrite {
+// effects: writes, network and project code, and what they cost.
+func (c *command) effects() bool {
+	p, s, d, pc, cwd := c.p, c.s, c.d, c.pc, c.cwd
+	c.askedWrite = c.req.Sandbox == SandboxWorkspaceWrite
+	if c.askedWrite {
 		// Writes the grammar did not see: for a program without a grammar
 		// that is running project code.
 		pc.write = true
@@ -866,28 +952,34 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			pc.code = true
 		}
 	}
-	d.Writes = writes
+	d.Writes = c.writes
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
-	write := pc.write || len(writes) > 0 || pc.unparsed
-	d.ReadOnly = !write && !pc.net && !pc.code && !pc.unparsed
+	c.write = pc.write || len(c.writes) > 0 || pc.unparsed
+	d.ReadOnly = !c.write && !pc.net && !pc.code && !pc.unparsed
 	if pc.code {
 		s.raise(Allow, RiskHigh, "")
 	}
-	if write || pc.net {
+	if c.write || pc.net {
 		s.raise(Allow, RiskMedium, "")
 	}
 	if pc.write && cwd != "" {
-		if why := p.protectedWrite(cwd, ctx); why != "" {
+		if why := p.protectedWrite(cwd, c.ctx); why != "" {
 			s.deny(RiskCritical, "command writes in "+cwd+", which is protected: "+why)
 		}
 	}
 	if pc.net && !p.NetworkAllowed() {
 		s.deny(RiskMedium, pc.cmdName()+" uses the network, which the policy denies")
 	}
-	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", write, pc.net, pc.code), strings.Join(writes, ","))
-	if pf := projectFiles(pc, entries); len(pf) > 0 {
-		d.ProjectFiles = pf
+	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", c.write, pc.net, pc.code), strings.Join(c.writes, ","))
+	return true
+}
+
+// project-files: the entry files of project code, bound to the request.
+func (c *command) projectFiles() bool {
+	s, pc := c.s, c.pc
+	if pf := projectFiles(pc, c.entries); len(pf) > 0 {
+		c.d.ProjectFiles = pf
 		var shown []string
 		for _, k := range sortedKeys(pf) {
 			shown = append(shown, k+"="+pf[k])
@@ -899,27 +991,35 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 		s.step("project-files", fmt.Sprintf("%d bound to the request hash", len(pf)), strings.Join(shown, ", "))
 	}
+	return true
+}
 
-	// --- sandbox
-	d.Sandbox = p.sandboxFor(d, base, reads, ctx)
+// sandbox: the profile the kernel holds the execution to.
+func (c *command) sandbox() bool {
+	d, pc, ctx := c.d, c.pc, c.ctx
+	d.Sandbox = c.p.sandboxFor(d, c.base, c.reads, ctx)
 	// A program the policy has no grammar for runs read-only unless the
 	// caller asks for more; a caller may always narrow a plan. Shells,
 	// interpreters, wrappers and privilege tools (allowed only by exact
 	// rules) keep their rules: what they run is not known.
 	// A project's own program or script (./scripts/x.sh, python3 x.py) is
 	// project code like make: workspace-write.
-	unknown := pc.unparsed && escapeClass(base) == "" && project == nil
-	if (unknown && !askedWrite) || req.Sandbox == SandboxReadOnly {
+	unknown := pc.unparsed && escapeClass(c.base) == "" && c.project == nil
+	if (unknown && !c.askedWrite) || c.req.Sandbox == SandboxReadOnly {
 		d.Sandbox.Profile = SandboxReadOnly
 	}
-	unknownRO := ctx.sandbox && unknown && !askedWrite && !pc.net
+	c.unknownRO = ctx.sandbox && unknown && !c.askedWrite && !pc.net
 	// The kernel holds project code to the workspace when the sandbox is
 	// fully enforced: offline project code that writes only there needs no
 	// approval (see docs/SANDBOX.md, "Approval economy").
-	confined := ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
-	s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%t enforced=%t", d.Sandbox.Network, ctx.sandbox))
+	c.confined = ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
+	c.s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%t enforced=%t", d.Sandbox.Network, ctx.sandbox))
+	return true
+}
 
-	// --- mode
+// mode-adjust: what the mode makes of the verdict.
+func (c *command) modeAdjust() bool {
+	s, d, pc := c.s, c.d, c.pc
 	switch d.Mode {
 	case ModeInspect:
 		if !d.ReadOnly {
@@ -927,8 +1027,8 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	case ModeConfirm:
 		var why []string
-		free := confined || unknownRO // the kernel holds it; see above
-		if write && !free {
+		free := c.confined || c.unknownRO // the kernel holds it; see the sandbox stage
+		if c.write && !free {
 			why = append(why, "writes")
 		}
 		if pc.code && !free {
@@ -939,9 +1039,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 		switch {
 		case len(why) > 0 || d.Verdict != Allow:
-		case unknownRO:
+		case c.unknownRO:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
-		case confined:
+		case c.confined:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		}
 		if len(why) > 0 && d.Verdict == Allow {
@@ -954,14 +1054,18 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	}
 	s.step("mode-adjust", string(d.Verdict), string(d.Mode))
+	return true
+}
 
-	// --- execution plan
+// exec: the argv and environment the program is forced to run with.
+func (c *command) execPlan() bool {
+	p, d, pc, ctx, base := c.p, c.d, c.pc, c.ctx, c.base
 	ps := p.spec.Programs[base]
-	if project != nil && project.program {
+	if c.project != nil && c.project.program {
 		ps = programSpec{} // mandatory arguments belong to the tool of that name, not to this file
 	}
-	d.ExecArgv = append([]string{a0}, ps.ExecArgs...)
-	d.ExecArgv = append(d.ExecArgv, argv[1:]...)
+	d.ExecArgv = append([]string{c.a0}, ps.ExecArgs...)
+	d.ExecArgv = append(d.ExecArgv, c.argv[1:]...)
 	if len(ps.ExecEnv) > 0 {
 		d.ExecEnv = map[string]string{}
 		for k, v := range ps.ExecEnv {
@@ -976,7 +1080,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		if d.ExecEnv == nil {
 			d.ExecEnv = map[string]string{}
 		}
-		for k, v := range p.gitEnv {
+		for k, v := range c.p.gitEnv {
 			d.ExecEnv[k] = v
 		}
 	}
@@ -1033,6 +1137,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			d.ExecEnv["GIT_CEILING_DIRECTORIES"] = strings.Join(ceil, ":")
 		}
 	}
+	return true
 }
 
 func hasComponent(p, name string) bool {
@@ -1335,7 +1440,7 @@ func cpPreservesMode(pc *parsed) bool {
 }
 
 // gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).
-func gitChdirOpt() *opt { return toolSpecs()["git"].optIndex["-C"] }
+func gitChdirOpt() *opt { return toolNamed("git").grammar.optIndex["-C"] }
 
 // gitWorkDir is where git works after its -C options, applied in order.
 func gitWorkDir(pc *parsed, cwd string) string {

@@ -4,34 +4,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 )
 
 // Tool grammars. The grammar says how argv is read (which options exist,
 // which take values, which operands are paths) and which options are
 // hidden execution; whether a command is allowed, asked or denied, and at
 // which risk, is data in the policy file (rules).
-
-var specs = map[string]*cmdSpec{}
-
-var specsOnce sync.Once
-
-// toolSpecs returns the tool grammars, built on first use rather than in
-// init: termctl links the engine only for `policy lint`, and `termctl
-// status` must not pay for the tables on every start.
-func toolSpecs() map[string]*cmdSpec {
-	specsOnce.Do(registerSpecs)
-	return specs
-}
-
-func reg(names string, c *cmdSpec) {
-	for _, n := range strings.Split(names, "|") {
-		cc := *c
-		cc.name = n
-		specs[n] = &cc
-	}
-	c.name = strings.Split(names, "|")[0]
-}
 
 func opts(groups ...[]*opt) []*opt {
 	var out []*opt
@@ -60,7 +38,7 @@ const (
 	whyUnchecked = "reads a program text that cannot be checked"
 )
 
-func registerSpecs() {
+func registerFileTools() {
 	R, W := KPathRead, KPathWrite
 	reg("ls", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = p.has("-R") }, opts: opts(flags("-a|--all -A|--almost-all -l -h|--human-readable -R|--recursive -t -S -r|--reverse -1 -d|--directory -F -i|--inode -s|--size -G|--no-group -n|--numeric-uid-gid -X -U -v -c -u -g -o -p -m -x -C -L|--dereference -H|--dereference-command-line -k|--kibibytes -Q|--quote-name -N|--literal -b|--escape -q|--hide-control-chars -f -B|--ignore-backups -Z|--context -D|--dired --si --author --full-time --group-directories-first --file-type --show-control-chars"),
 		list(o("--color?"), o("--classify?"), o("--hyperlink?"), o("--time-style="), o("--sort="), o("--time="), o("-I|--ignore="), o("--hide="), o("-w|--width="), o("--block-size="), o("--indicator-style="), o("--format="), o("--quoting-style="), o("-T|--tabsize="), o("--help"), o("--version")))})
@@ -82,7 +60,6 @@ func registerSpecs() {
 	reg("rg", &cmdSpec{operand: R, post: postRg, opts: opts(flags("-i|--ignore-case -S|--smart-case -s|--case-sensitive -w|--word-regexp -x|--line-regexp -v|--invert-match -F|--fixed-strings -c|--count --count-matches -l|--files-with-matches --files-without-match --files -n|--line-number -N|--no-line-number -H|--with-filename -I|--no-filename -o|--only-matching -q|--quiet --type-list -u|--unrestricted --hidden --no-hidden --no-ignore --no-ignore-vcs --no-ignore-parent --no-ignore-dot --no-ignore-global --no-ignore-exclude --no-ignore-files -L|--follow --json --vimgrep --column --no-heading --heading -p|--pretty --max-columns-preview -U|--multiline --multiline-dotall -P|--pcre2 -z|--search-zip -a|--text --binary --trim -0|--null --null-data --stats --debug --trace --no-messages --no-config --crlf --passthru --line-buffered --block-buffered -b|--byte-offset --one-file-system --no-unicode --include-zero --mmap --no-mmap -h|--help -V|--version --sort-files --glob-case-insensitive --ignore-file-case-insensitive"),
 		list(o("-e|--regexp=", KPattern), o("-f|--file=", R), o("-r|--replace="), o("-g|--glob=", KPattern), o("--iglob=", KPattern), o("-t|--type="), o("-T|--type-not="), o("--type-add="), o("--type-clear="), o("--ignore-file=", R), o("-d|--max-depth|--maxdepth="), o("-m|--max-count="), o("-A|--after-context="), o("-B|--before-context="), o("-C|--context="), o("--context-separator="), o("--color="), o("--colors="), o("--sort="), o("--sortr="), o("-j|--threads="), o("-M|--max-columns="), o("--max-filesize="), o("--engine="), o("-E|--encoding="), o("--field-match-separator="), o("--field-context-separator="), o("--path-separator="), o("--hyperlink-format="), o("--generate="), o("--pre-glob=", KPattern),
 			o("--pre=").denyWith("runs a preprocessor program on every file"), o("--hostname-bin=").denyWith("runs a program to get the host name")))})
-	reg("find", &cmdSpec{custom: parseFind})
 	reg("sort", &cmdSpec{operand: R, opts: opts(flags("-b|--ignore-leading-blanks -d|--dictionary-order -f|--ignore-case -g|--general-numeric-sort -i|--ignore-nonprinting -M|--month-sort -h|--human-numeric-sort -n|--numeric-sort -R|--random-sort -r|--reverse -V|--version-sort -c -C -m|--merge -s|--stable -u|--unique -z|--zero-terminated --debug --help --version"),
 		list(o("--check?"), o("-k|--key="), o("-t|--field-separator="), o("-o|--output=", W), o("-S|--buffer-size="), o("-T|--temporary-directory=", W), o("--parallel="), o("--files0-from=", R).denyWith("reads and prints the files named in a list (the names are not checked)"), o("--random-source=", R), o("--sort="), o("--batch-size="), o("--compress-program=").denyWith(whyExec)))})
 	reg("uniq", &cmdSpec{operand: R, hasLast: true, last: W, opts: opts(flags("-c|--count -d|--repeated -D -u|--unique -i|--ignore-case -z|--zero-terminated --help --version"), list(o("--all-repeated?"), o("--group?"), o("-f|--skip-fields="), o("-s|--skip-chars="), o("-w|--check-chars=")))})
@@ -93,9 +70,9 @@ func registerSpecs() {
 	reg("sed", &cmdSpec{operand: R, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
 		list(o("-e|--expression="), o("-f|--file=").denyWith(whyUnchecked+" (sed script file)"), o("-i|--in-place?").writes(), o("-l|--line-length=")))})
 	reg("awk|mawk|gawk|nawk|original-awk", &cmdSpec{operand: R, posix: true, post: postAwk, opts: list(o("-F="), o("-v="), o("-f=").denyWith(whyUnchecked+" (awk program file)"), o("-W=").denyWith("mawk -W options are not checked"), o("--version"))})
-	reg("tar", &cmdSpec{operand: R, post: postTar, opts: opts(flags("-c|--create -x|--extract|--get -t|--list -r|--append -u|--update -A|--catenate|--concatenate -d|--diff|--compare --delete -v|--verbose -z|--gzip|--gunzip|--ungzip -j|--bzip2 -J|--xz --zstd --lzma --lzip -a|--auto-compress -p|--preserve-permissions|--same-permissions -k|--keep-old-files --keep-newer-files --skip-old-files -O|--to-stdout -h|--dereference --no-same-owner --same-owner --no-same-permissions --overwrite --overwrite-dir -m|--touch -S|--sparse -W|--verify --wildcards --no-wildcards --anchored --no-anchored --totals --force-local --one-file-system -l|--check-links --numeric-owner --no-recursion --recursion --ignore-case --null --no-null --unlink-first -U --recursive-unlink -i|--ignore-zeros --full-time -w|--interactive -B|--read-full-records -G|--incremental --show-transformed-names --show-stored-names --utc --xattrs --no-xattrs --acls --no-acls --selinux --no-selinux --help --version --checkpoint --exclude-vcs --exclude-vcs-ignores --exclude-backups --exclude-caches --no-auto-compress -s|--preserve-order|--same-order --remove-files -P|--absolute-names"),
+	register("tar", &toolSpec{preparse: tarOldStyle, grammar: &cmdSpec{operand: R, post: postTar, opts: opts(flags("-c|--create -x|--extract|--get -t|--list -r|--append -u|--update -A|--catenate|--concatenate -d|--diff|--compare --delete -v|--verbose -z|--gzip|--gunzip|--ungzip -j|--bzip2 -J|--xz --zstd --lzma --lzip -a|--auto-compress -p|--preserve-permissions|--same-permissions -k|--keep-old-files --keep-newer-files --skip-old-files -O|--to-stdout -h|--dereference --no-same-owner --same-owner --no-same-permissions --overwrite --overwrite-dir -m|--touch -S|--sparse -W|--verify --wildcards --no-wildcards --anchored --no-anchored --totals --force-local --one-file-system -l|--check-links --numeric-owner --no-recursion --recursion --ignore-case --null --no-null --unlink-first -U --recursive-unlink -i|--ignore-zeros --full-time -w|--interactive -B|--read-full-records -G|--incremental --show-transformed-names --show-stored-names --utc --xattrs --no-xattrs --acls --no-acls --selinux --no-selinux --help --version --checkpoint --exclude-vcs --exclude-vcs-ignores --exclude-backups --exclude-caches --no-auto-compress -s|--preserve-order|--same-order --remove-files -P|--absolute-names"),
 		list(o("-f|--file="), o("-C|--directory="), o("--exclude="), o("-T|--files-from=", R), o("-X|--exclude-from=", R), o("--strip-components="), o("--owner="), o("--group="), o("--mode="), o("--mtime="), o("--sort="), o("--transform|--xform="), o("--warning="), o("--format|-H="), o("--blocking-factor|-b="), o("--record-size="), o("--newer|-N="), o("--newer-mtime="), o("--label|-V="), o("--occurrence?"), o("--quoting-style="), o("--atime-preserve?"), o("--index-file=", W), o("--hole-detection="), o("--tape-length|-L="),
-			o("-I|--use-compress-program=").denyWith(whyExec), o("--to-command=").denyWith(whyExec), o("--checkpoint-action=").denyWith(whyExec), o("-F|--info-script|--new-volume-script=").denyWith(whyExec), o("--rsh-command=").denyWith(whyExec), o("--rmt-command=").denyWith(whyExec), o("-M|--multi-volume").denyWith("multi-volume archives run volume scripts")))})
+			o("-I|--use-compress-program=").denyWith(whyExec), o("--to-command=").denyWith(whyExec), o("--checkpoint-action=").denyWith(whyExec), o("-F|--info-script|--new-volume-script=").denyWith(whyExec), o("--rsh-command=").denyWith(whyExec), o("--rmt-command=").denyWith(whyExec), o("-M|--multi-volume").denyWith("multi-volume archives run volume scripts")))}})
 	reg("gzip|gunzip|zcat", &cmdSpec{operand: R, post: postGzip, opts: opts(flags("-c|--stdout|--to-stdout -d|--decompress|--uncompress -f|--force -k|--keep -l|--list -n|--no-name -N|--name -q|--quiet -r|--recursive -t|--test -v|--verbose -1|--fast -2 -3 -4 -5 -6 -7 -8 -9|--best --rsyncable --synchronous -h|--help -V|--version"), list(o("-S|--suffix=")))})
 	reg("cp", &cmdSpec{operand: R, hasLast: true, last: W, write: true, post: postCopy, opts: opts(flags("-a|--archive -b -d -f|--force -i|--interactive -H -l|--link -L|--dereference -n|--no-clobber -P|--no-dereference -p --parents -R|-r|--recursive --remove-destination --strip-trailing-slashes -s|--symbolic-link -T|--no-target-directory -u -v|--verbose -x|--one-file-system -Z --attributes-only --copy-contents --debug --keep-directory-symlink --help --version"),
 		list(o("--backup?"), o("--preserve?"), o("--no-preserve="), o("--reflink?"), o("--sparse="), o("-S|--suffix="), o("-t|--target-directory=", W), o("--update?"), o("--context?")))})
@@ -112,17 +89,6 @@ func registerSpecs() {
 	// Free-form tools: every argument is data.
 	for _, n := range []string{"echo", "printf", "true", "false", "yes"} {
 		reg(n, &cmdSpec{free: true})
-	}
-	initFind()
-	initGit()
-	initBuildTools()
-	initNet()
-	initInfoTools()
-	for _, c := range specs {
-		c.index()
-	}
-	if len(dupOpts) > 0 {
-		panic("policy: duplicate options: " + strings.Join(dupOpts, " "))
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-func initGit() {
+func registerGit() {
 	R, W := KPathRead, KPathWrite
 	diffOpts := opts(flags("-p|-u|--patch -s|--no-patch --raw --numstat --shortstat --name-only --name-status --summary --no-color -w|--ignore-all-space -b|--ignore-space-change --ignore-blank-lines --ignore-space-at-eol --ignore-cr-at-eol -R --no-renames --binary --full-index --no-ext-diff --textconv --no-textconv --pickaxe-all --pickaxe-regex -z -a|--text --minimal --patience --histogram --check --exit-code --quiet --no-prefix --no-relative --cc --combined-all-paths --compact-summary --patch-with-stat --patch-with-raw -W|--function-context --ita-invisible-in-index --default-prefix"),
 		list(o("-U|--unified?"), o("--stat?"), o("--dirstat?"), o("--color?"), o("--word-diff?"), o("--color-words?"), o("--color-moved?"), o("-M|--find-renames?"), o("-C|--find-copies?"), o("-B|--break-rewrites?"), o("-l?"), o("--abbrev?"), o("--diff-filter="), o("-S="), o("-G="), o("-O=", R), o("--relative?"), o("--diff-algorithm="), o("--src-prefix="), o("--dst-prefix="), o("--line-prefix="), o("--submodule?"), o("--ignore-submodules?"), o("--inter-hunk-context="), o("--output=", W), o("--find-object="), o("--anchored="), o("-I|--ignore-matching-lines="),
@@ -274,7 +274,7 @@ func gitCloneName(src string) string {
 	return name
 }
 
-func initBuildTools() {
+func registerBuildTools() {
 	R, W := KPathRead, KPathWrite
 	buildFlags := opts(flags("-v -x -n -a -race -msan -asan -cover -trimpath -linkshared -modcacherw -work -json -i"),
 		list(o("-buildvcs?"), o("-covermode="), o("-coverpkg="), o("-p="), o("-tags="), o("-ldflags="), o("-gcflags="), o("-asmflags="), o("-buildmode="), o("-compiler=").denyWith("chooses the compiler program"), o("-gccgoflags=").denyWith("passes options to gccgo, which may name programs to run"), o("-installsuffix="), o("-mod="), o("-modfile=", R), o("-overlay=").denyWith("replaces files with the files a JSON file names (not checked)"), o("-pgo=", R), o("-pkgdir=", W), o("-o=", W), o("-C=", R),
@@ -411,7 +411,7 @@ func postJSConfig(p *parsed) {
 	p.deny(RiskHigh, "%s config: writing configuration (npmrc can choose the script shell and run programs)", p.tool)
 }
 
-func initNet() {
+func registerNet() {
 	R, W := KPathRead, KPathWrite
 	reg("curl", &cmdSpec{net: true, operand: KURL, post: postCurl, opts: opts(flags("-s|--silent -S|--show-error -L|--location -O|--remote-name -J|--remote-header-name -I|--head -i|--include -f|--fail --fail-with-body -v|--verbose -k|--insecure --compressed -G|--get -N|--no-buffer -#|--progress-bar --http1.0 --http1.1 --http2 --http3 --tlsv1.2 --tlsv1.3 -Z|--parallel -4|--ipv4 -6|--ipv6 --create-dirs --remote-name-all --location-trusted --fail-early -g|--globoff --no-progress-meter --no-keepalive --raw --ssl-reqd --path-as-is -q|--disable -h|--help -V|--version"),
 		list(o("-o|--output=", W), o("--output-dir=", W), o("-H|--header="), o("-X|--request="), o("-d|--data|--data-ascii="), o("--data-raw="), o("--data-binary="), o("--data-urlencode="), o("--json="), o("-F|--form="), o("--form-string="), o("-u|--user="), o("-A|--user-agent="), o("-e|--referer="), o("-m|--max-time="), o("--connect-timeout="), o("--retry="), o("--retry-delay="), o("--retry-max-time="), o("-w|--write-out="), o("-r|--range="), o("-C|--continue-at="), o("-T|--upload-file=", R), o("-b|--cookie="), o("-c|--cookie-jar=", W), o("-x|--proxy="), o("--noproxy="), o("--url=", KURL), o("--cacert=", R), o("--capath=", R), o("--cert|-E=", R), o("--key=", R), o("--libcurl=", W), o("--trace=", W), o("--trace-ascii=", W), o("--stderr=", W), o("-D|--dump-header=", W), o("--etag-save=", W), o("--etag-compare=", R), o("--hsts=", W), o("--alt-svc=", W), o("--max-filesize="), o("--limit-rate="), o("--resolve="), o("--connect-to="), o("--max-redirs="), o("-z|--time-cond="), o("--proto=").denyWith("changes the allowed protocols"), o("--proto-redir=").denyWith("changes the allowed redirect protocols"), o("--oauth2-bearer="), o("--aws-sigv4="), o("-Y|--speed-limit="), o("-y|--speed-time="), o("--variable="), o("--netrc-file=", R),

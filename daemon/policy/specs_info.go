@@ -11,7 +11,7 @@ import (
 
 var numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$`)
 
-func initInfoTools() {
+func registerInfoTools() {
 	R, W := KPathRead, KPathWrite
 	std := "--help --version"
 	reg("which", &cmdSpec{operand: KOther, opts: flags("-a|--all -s --skip-alias --skip-functions --skip-dot --skip-tilde --show-dot --show-tilde --tty-only -i|--read-alias --read-functions -v|-V " + std)})
