@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -778,9 +777,9 @@ func (c *command) call() *toolCall {
 
 // paths: every path the command reads or writes, resolved and checked.
 func (c *command) paths() bool {
-	pc, cwd, ctx, base, s := c.pc, c.cwd, c.ctx, c.base, c.s
-	if base == "git" && cwd != "" {
-		for _, f := range gitRepoReads(pc, cwd, ctx) {
+	pc, cwd, ctx, base, s, t := c.pc, c.cwd, c.ctx, c.base, c.s, c.tool
+	if t != nil && t.fixedReads != nil && cwd != "" {
+		for _, f := range t.fixedReads(c.call()) {
 			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 		}
 	}
@@ -802,36 +801,14 @@ func (c *command) paths() bool {
 		// parse it).
 		pc.paths = append(pc.paths, operand{value: v, kind: KPathRead})
 	}
-	if cwd != "" && (base == "diff" || base == "git" && len(pc.subs) > 0 && pc.subs[0] == "diff") {
-		// diff DIR FILE compares DIR/basename(FILE): that file is read too
-		// (also with --from-file / --to-file, and for git diff outside a
-		// work tree).
-		dir := cwd
-		if base == "git" {
-			dir = gitWorkDir(pc, cwd)
+	if t != nil && t.derivedReads != nil && cwd != "" {
+		for _, f := range t.derivedReads(c.call()) {
+			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 		}
-		var pairs [][2]string
-		from, to := pc.values("--from-file"), pc.values("--to-file")
-		for _, op := range pc.operands {
-			for _, f := range from {
-				pairs = append(pairs, [2]string{f, op.value})
-			}
-			for _, t := range to {
-				pairs = append(pairs, [2]string{op.value, t})
-			}
-		}
-		if len(from) == 0 && len(to) == 0 && len(pc.operands) == 2 {
-			pairs = append(pairs, [2]string{pc.operands[0].value, pc.operands[1].value})
-		}
-		for _, pr := range pairs {
-			a, b := resolvePath(dir, pr[0]), resolvePath(dir, pr[1])
-			if da, db := isDir(a), isDir(b); da != db {
-				d, file := a, pr[1]
-				if db {
-					d, file = b, pr[0]
-				}
-				pc.paths = append(pc.paths, operand{value: d + "/" + baseName(file), kind: KPathRead})
-			}
+	}
+	if cwd != "" && base == "diff" {
+		for _, f := range diffPairReads(pc, cwd) {
+			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 		}
 	}
 	c.writes, c.reads = c.p.checkPaths(pc, cwd, ctx, s)
@@ -850,24 +827,9 @@ func (c *command) paths() bool {
 			}
 		}
 	}
-	if base == "git" && cwd != "" {
-		// A git directory outside a ".git" component (a bare repository the
-		// caller built with cp/sed) has a config the caller could write:
-		// its textconv/filter/fsmonitor settings would run programs.
-		for _, v := range pc.values("--work-tree") {
-			// git reads (diff, status) and writes (checkout) every file of
-			// the work tree, none of which is checked one by one.
-			if real := resolvePath(gitWorkDir(pc, cwd), v); !inAnyWorkspace(real, ctx) {
-				s.deny(RiskHigh, "git --work-tree="+clip(v)+": "+real+" is outside the workspace roots (its files would be read or written unchecked)")
-			}
-		}
-		for _, v := range pc.values("--git-dir") {
-			if real := resolvePath(gitWorkDir(pc, cwd), v); !hasComponent(real, ".git") {
-				s.deny(RiskCritical, "git --git-dir="+clip(v)+": "+real+" is not inside a .git directory (its config could run programs)")
-			}
-		}
+	if t != nil && t.check != nil {
+		t.check(c.call())
 	}
-
 	if base == "go" {
 		for _, why := range goFlagProblems(pc) {
 			s.deny(RiskHigh, why)
@@ -1059,7 +1021,7 @@ func (c *command) modeAdjust() bool {
 
 // exec: the argv and environment the program is forced to run with.
 func (c *command) execPlan() bool {
-	p, d, pc, ctx, base := c.p, c.d, c.pc, c.ctx, c.base
+	p, d, pc, base := c.p, c.d, c.pc, c.base
 	ps := p.spec.Programs[base]
 	if c.project != nil && c.project.program {
 		ps = programSpec{} // mandatory arguments belong to the tool of that name, not to this file
@@ -1080,7 +1042,7 @@ func (c *command) execPlan() bool {
 		if d.ExecEnv == nil {
 			d.ExecEnv = map[string]string{}
 		}
-		for k, v := range c.p.gitEnv {
+		for k, v := range c.p.childEnv["git"] {
 			d.ExecEnv[k] = v
 		}
 	}
@@ -1098,55 +1060,20 @@ func (c *command) execPlan() bool {
 		// Inspection needs no version-control stamp (git status in the repo).
 		d.ExecEnv["GOFLAGS"] = "-buildvcs=false"
 	}
-	if base == "git" && len(pc.subs) > 0 {
-		switch pc.subs[0] {
-		case "diff":
-			// git diff is the one command that runs diff.external by
-			// default (a repository's config could name a program): never.
-			d.ExecArgv = withOption(d.ExecArgv, "--no-ext-diff")
-		case "config":
-			// git config follows include.path by default when no file is
-			// named: a repository's config could include a root-only file.
-			d.ExecArgv = withOption(d.ExecArgv, "--no-includes")
-		}
-	}
-	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "push" {
-		// A push to a local repository runs that repository's receive-pack
-		// and hooks with its own config (termd's -c settings do not reach
-		// it): pushes go over the network protocols only.
-		if d.ExecEnv == nil {
-			d.ExecEnv = map[string]string{}
-		}
-		d.ExecEnv["GIT_ALLOW_PROTOCOL"] = "git:http:https:ssh"
-	}
-	if base == "git" {
-		// git looks for a repository in the parents of where it runs: stop
-		// it at the workspace roots, so that a repository around a
-		// workspace (a home directory kept in git) is never the one a
-		// command reads or changes ("git checkout -- ../.bashrc").
-		var ceil []string
-		for _, ws := range ctx.workspaces {
-			if ws != "/" {
-				ceil = append(ceil, filepath.Dir(ws))
-			}
-		}
-		if len(ceil) > 0 {
+	if t := c.tool; t != nil {
+		for _, r := range t.runs {
 			if d.ExecEnv == nil {
 				d.ExecEnv = map[string]string{}
 			}
-			d.ExecEnv["GIT_CEILING_DIRECTORIES"] = strings.Join(ceil, ":")
+			for k, v := range p.childEnv[r] {
+				d.ExecEnv[k] = v
+			}
+		}
+		if t.forced != nil {
+			t.forced(c.call())
 		}
 	}
 	return true
-}
-
-func hasComponent(p, name string) bool {
-	for _, c := range strings.Split(p, "/") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 func equalStrings(a, b []string) bool {
@@ -1183,13 +1110,15 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 		return nil, nil
 	}
 	all := append(append([]operand(nil), pc.operands...), pc.paths...)
-	// git changes directory for each -C in turn before anything else; its
-	// operands, --git-dir and --work-tree are relative to where it ends up.
+	// A tool that changes directory for each -C in turn before anything
+	// else (git): its operands and path options are relative to where it
+	// ends up.
 	base := cwd
-	if pc.tool == "git" {
-		base = gitWorkDir(pc, cwd)
+	t := toolNamed(pc.tool)
+	if t != nil && t.chdir != "" {
+		base = t.workDir(pc, cwd)
 		var rest []operand
-		chdir, c := operand{value: base, kind: KPathRead}, gitChdirOpt()
+		chdir, c := operand{value: base, kind: KPathRead}, t.grammar.optIndex[t.chdir]
 		for _, op := range all {
 			if op.from == c {
 				if op.kind == KPathWrite {
@@ -1271,67 +1200,6 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	return writes, reads
 }
 
-// gitRepoReads are files of the repository git will use that it reads by
-// fixed names and may echo in errors (a link to a root-only file), and the
-// object directories an alternates file names (a root-only repository
-// would be read through them).
-func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
-	dir := gitWorkDir(pc, cwd)
-	var gitDir string
-	if v := pc.values("--git-dir"); len(v) > 0 {
-		gitDir = resolvePath(dir, v[len(v)-1])
-	} else {
-		for _, d := range dirsUpTo(dir, ctx) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-				gitDir = filepath.Join(d, ".git")
-				break
-			}
-		}
-	}
-	if gitDir == "" {
-		return nil
-	}
-	// A .git *file* ("gitdir: PATH") sends git to another repository: that
-	// one is what is read.
-	if fi, err := os.Stat(gitDir); err == nil && fi.Mode().IsRegular() {
-		data, _ := os.ReadFile(gitDir)
-		line, _, _ := strings.Cut(string(data), "\n")
-		target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-		if !ok {
-			return []string{gitDir}
-		}
-		gitDir = resolvePath(filepath.Dir(gitDir), strings.TrimSpace(target))
-	}
-	var out []string
-	for _, name := range []string{"packed-refs", "HEAD", "commondir", "objects/info/alternates", "objects/info/http-alternates", "info/grafts", "shallow"} {
-		f := filepath.Join(gitDir, name)
-		if _, err := os.Lstat(f); err == nil {
-			out = append(out, f)
-		}
-	}
-	if data, err := os.ReadFile(filepath.Join(gitDir, "objects/info/alternates")); err == nil && len(data) < 1<<16 {
-		for _, line := range strings.Split(string(data), "\n") {
-			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				out = append(out, resolvePath(filepath.Join(gitDir, "objects"), line))
-			}
-		}
-	}
-	return out
-}
-
-// withOption adds opt to an argv where the command still reads options:
-// before a "--", else at the end.
-func withOption(argv []string, opt string) []string {
-	at := len(argv)
-	for i, a := range argv {
-		if a == "--" {
-			at = i
-			break
-		}
-	}
-	return append(argv[:at:at], append([]string{opt}, argv[at:]...)...)
-}
-
 // goToolSafeOptions are the compiler, assembler and linker options termd
 // passes through -gcflags, -asmflags and -ldflags: none names a file to read
 // or write or a program to run. Anything else (-cpuprofile, -traceprofile,
@@ -1379,31 +1247,6 @@ func goFlagProblems(pc *parsed) []string {
 // gitChildTools run git as a child process.
 var gitChildTools = set("go npm pnpm yarn cargo make pytest py.test")
 
-// gitConfigEnv turns the git program's mandatory "-c key=value" arguments
-// into GIT_CONFIG_COUNT/KEY_n/VALUE_n, the environment form of -c (computed
-// once when a policy is loaded).
-func gitConfigEnv(args []string) map[string]string {
-	env := map[string]string{}
-	n := 0
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] != "-c" {
-			continue
-		}
-		k, v, ok := strings.Cut(args[i+1], "=")
-		if !ok {
-			continue
-		}
-		env[fmt.Sprintf("GIT_CONFIG_KEY_%d", n)] = k
-		env[fmt.Sprintf("GIT_CONFIG_VALUE_%d", n)] = v
-		n++
-		i++
-	}
-	if n > 0 {
-		env["GIT_CONFIG_COUNT"] = strconv.Itoa(n)
-	}
-	return env
-}
-
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
@@ -1437,20 +1280,6 @@ func cpPreservesMode(pc *parsed) bool {
 		}
 	}
 	return false
-}
-
-// gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).
-func gitChdirOpt() *opt { return toolNamed("git").grammar.optIndex["-C"] }
-
-// gitWorkDir is where git works after its -C options, applied in order.
-func gitWorkDir(pc *parsed, cwd string) string {
-	dir, c := cwd, gitChdirOpt()
-	for _, u := range pc.opts {
-		if u.opt == c && u.value != "" {
-			dir = resolvePath(dir, u.value)
-		}
-	}
-	return dir
 }
 
 // matchParsed checks the rule's subcommand and option constraints.

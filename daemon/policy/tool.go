@@ -188,3 +188,16 @@ func parseCommand(argv []string) (*parsed, bool, error) {
 	p, err := parseArgs(tool, t.grammar, args)
 	return p, true, err
 }
+
+// withOption adds opt to an argv where the command still reads options:
+// before a "--", else at the end.
+func withOption(argv []string, opt string) []string {
+	at := len(argv)
+	for i, a := range argv {
+		if a == "--" {
+			at = i
+			break
+		}
+	}
+	return append(argv[:at:at], append([]string{opt}, argv[at:]...)...)
+}
