@@ -785,7 +785,7 @@ func (c *command) paths() bool {
 	}
 	// The entry files are found once: read-checked here, scanned (.npmrc)
 	// and bound to the request below.
-	c.entries = projectEntryPaths(pc, cwd, ctx)
+	c.entries = projectEntryPaths(t, pc, cwd, ctx)
 	if c.project != nil {
 		c.entries = []string{c.project.file}
 	}
@@ -796,10 +796,8 @@ func (c *command) paths() bool {
 			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 		}
 	}
-	if v := s.d.Env["GOWORK"]; v != "" && v != "off" {
-		// GOWORK names a file go reads (and prints pieces of when it cannot
-		// parse it).
-		pc.paths = append(pc.paths, operand{value: v, kind: KPathRead})
+	for _, f := range envReads(s.d.Env) {
+		pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 	}
 	if t != nil && t.derivedReads != nil && cwd != "" {
 		for _, f := range t.derivedReads(c.call()) {
@@ -829,11 +827,6 @@ func (c *command) paths() bool {
 	}
 	if t != nil && t.check != nil {
 		t.check(c.call())
-	}
-	if base == "go" {
-		for _, why := range goFlagProblems(pc) {
-			s.deny(RiskHigh, why)
-		}
 	}
 	if (base == "npm" || base == "pnpm" || base == "yarn") && cwd != "" {
 		for _, why := range npmrcProblems(c.entries) {
@@ -1021,7 +1014,7 @@ func (c *command) modeAdjust() bool {
 
 // exec: the argv and environment the program is forced to run with.
 func (c *command) execPlan() bool {
-	p, d, pc, base := c.p, c.d, c.pc, c.base
+	p, d, base := c.p, c.d, c.base
 	ps := p.spec.Programs[base]
 	if c.project != nil && c.project.program {
 		ps = programSpec{} // mandatory arguments belong to the tool of that name, not to this file
@@ -1045,20 +1038,6 @@ func (c *command) execPlan() bool {
 		for k, v := range c.p.childEnv["git"] {
 			d.ExecEnv[k] = v
 		}
-	}
-	if base == "go" && !pc.net && !pc.code && !pc.unparsed {
-		// go inspection commands classified as offline must stay offline: any go
-		// command may download missing modules or a newer toolchain.
-		if d.ExecEnv == nil {
-			d.ExecEnv = map[string]string{}
-		}
-		d.ExecEnv["GOPROXY"] = "off"
-		d.ExecEnv["GOTOOLCHAIN"] = "local"
-		// go vet (and list with cgo files) runs the C preprocessor over cgo
-		// preambles: `#include "/etc/shadow"` would print the file.
-		d.ExecEnv["CGO_ENABLED"] = "0"
-		// Inspection needs no version-control stamp (git status in the repo).
-		d.ExecEnv["GOFLAGS"] = "-buildvcs=false"
 	}
 	if t := c.tool; t != nil {
 		for _, r := range t.runs {
@@ -1200,52 +1179,8 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	return writes, reads
 }
 
-// goToolSafeOptions are the compiler, assembler and linker options termd
-// passes through -gcflags, -asmflags and -ldflags: none names a file to read
-// or write or a program to run. Anything else (-cpuprofile, -traceprofile,
-// -o, -extld, -extar, -coveragecfg, ...) is refused.
-var goToolSafeOptions = set("-N -l -m -S -B -C -e -h -w -s -d -v -live -std -complete -dwarf -dwarflocationlists -lang -c -smallframes -spectre -race -msan -asan -wb -nolocalimports -shared -dynlink -X -linkmode -buildmode -compressdwarf -strictdups -checklinkname -dumpdep -H -V -E -trimpath -p -installsuffix")
-
-// goFlagProblems names what in a go command's tool flags termd cannot check.
-func goFlagProblems(pc *parsed) []string {
-	var out []string
-	for _, u := range pc.opts {
-		switch u.name {
-		case "-gcflags", "-asmflags", "-ldflags":
-		case "-buildvcs":
-			// Offline inspection runs without VCS stamping (git status in the
-			// repository would run its config's programs).
-			if !pc.code && !pc.net && u.has && u.value != "false" {
-				out = append(out, "go -buildvcs="+u.value+": inspection runs without version-control stamping (it would run git in the repository)")
-			}
-			continue
-		default:
-			continue
-		}
-		// cmd/go splits the value on blanks and strips quotes; termd drops
-		// every quote character first, so no quoting can hide an option.
-		val := strings.NewReplacer(`"`, " ", `'`, " ").Replace(u.value)
-		for _, tok := range strings.Fields(val) {
-			if i := strings.IndexByte(tok, '='); i > 0 && !strings.HasPrefix(tok, "-") {
-				tok = tok[i+1:] // "all=-N" → "-N"
-			}
-			if !strings.HasPrefix(tok, "-") {
-				continue // a value of the option before it (-X main.v=1)
-			}
-			name := strings.TrimPrefix(tok, "-")
-			if i := strings.IndexByte(name, '='); i >= 0 {
-				name = name[:i]
-			}
-			if !goToolSafeOptions["-"+strings.TrimPrefix(name, "-")] {
-				out = append(out, fmt.Sprintf("go %s: %s is not an option termd passes to the Go tools (it may name a file or a program); allowed: -N -l -m -S -d -s -w -X -trimpath and similar", u.name, clip(tok)))
-			}
-		}
-	}
-	return out
-}
-
 // gitChildTools run git as a child process.
-var gitChildTools = set("go npm pnpm yarn cargo make pytest py.test")
+var gitChildTools = set("npm pnpm yarn cargo make pytest py.test")
 
 func isDir(path string) bool {
 	fi, err := os.Stat(path)

@@ -11,20 +11,12 @@ import (
 	"strings"
 )
 
-// projectEntryFiles are the files a tool reads as the project's code or
-// build configuration when it runs project code. Their digests are part of
-// the canonical request, so an approval covers what they said when it was
-// given: a Makefile changed after approval makes the plan stale. Other files
-// they pull in (included makefiles, scripts, sources) are not covered.
-var projectEntryFiles = map[string][]string{
-	"make":   {"GNUmakefile", "makefile", "Makefile"},
-	"npm":    {"package.json", ".npmrc"},
-	"pnpm":   {"package.json", ".npmrc", ".pnpmfile.cjs"},
-	"yarn":   {"package.json", ".npmrc", ".yarnrc", ".yarnrc.yml"},
-	"cargo":  {"Cargo.toml", "build.rs"},
-	"pytest": {"conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"},
-	"go":     {"go.mod", "go.work"},
-}
+// A tool's project entry files (toolSpec.entry) are the files it reads as
+// the project's code or build configuration when it runs project code. Their
+// digests are part of the canonical request, so an approval covers what they
+// said when it was given: a Makefile changed after approval makes the plan
+// stale. Other files they pull in (included makefiles, scripts, sources) are
+// not covered.
 
 // maxProjectFile bounds how much of one entry file is hashed.
 const maxProjectFile = 16 << 20
@@ -42,37 +34,27 @@ func projectFiles(pc *parsed, paths []string) map[string]string {
 	return out
 }
 
-// walksUp are the tools that look for their project file in the parent
-// directories too (npm's nearest package.json, go's go.mod and go.work,
-// cargo's workspace Cargo.toml, pytest's rootdir and conftest.py files).
-var walksUp = set("npm pnpm yarn go cargo pytest py.test")
-
 // projectEntryPaths are the entry files a tool reads in the directories it
 // works in (cwd, -C, workspace members) and, for tools that search upwards,
 // in each parent up to the workspace root. In cwd every name is listed (an
 // absent file is bound as absent); above it only files that exist.
-func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
-	names, ok := projectEntryFiles[pc.tool]
-	if !ok || cwd == "" {
+func projectEntryPaths(t *toolSpec, pc *parsed, cwd string, ctx *decideCtx) []string {
+	if t == nil || t.entry == nil || cwd == "" {
 		return nil
 	}
+	e := t.entry
 	dir := cwd
-	// make -C and go -C change directory in turn before reading anything.
-	for _, d := range pc.values("-C") {
-		if d != "" && (pc.tool == "make" || pc.tool == "go") {
-			dir = resolvePath(dir, d)
+	if e.chdir != "" {
+		// make -C and go -C change directory in turn before reading anything.
+		for _, d := range pc.values(e.chdir) {
+			if d != "" {
+				dir = resolvePath(dir, d)
+			}
 		}
 	}
 	dirs := []string{dir}
-	switch pc.tool {
-	case "npm", "pnpm", "yarn":
-		// -w/--workspace/--filter members and -C/--dir/--cwd directories
-		// have their own package.json and .npmrc.
-		for _, d := range pc.values("-w", "-C", "--cwd") {
-			if d != "" && !strings.ContainsAny(d, "*{}@") {
-				dirs = append(dirs, resolvePath(dir, d))
-			}
-		}
+	if e.dirs != nil {
+		dirs = append(dirs, e.dirs(pc, dir)...)
 	}
 	var paths []string
 	seen := map[string]bool{}
@@ -83,47 +65,37 @@ func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
 		}
 	}
 	for _, d := range dirs {
-		for _, n := range names {
+		for _, n := range e.names {
 			add(filepath.Join(d, n))
 		}
-		if !walksUp[pc.tool] {
+		if !e.walksUp {
 			continue
 		}
 		ups := dirsUpTo(d, ctx)
 		for i := 1; i < len(ups); i++ {
 			up := ups[i]
-			for _, n := range names {
+			for _, n := range e.names {
 				if _, err := os.Lstat(filepath.Join(up, n)); err == nil {
 					add(filepath.Join(up, n))
 				}
 			}
 		}
 	}
-	switch pc.tool {
-	case "make":
-		for _, f := range pc.values("-f") {
-			add(resolvePath(dir, f))
-		}
-	case "go":
-		for _, f := range pc.values("-modfile") {
-			add(resolvePath(dir, f))
-		}
-	case "cargo":
-		for _, m := range pc.values("--manifest-path") {
-			m = resolvePath(cwd, m)
-			add(m)
-			add(filepath.Join(filepath.Dir(m), "build.rs"))
-		}
-	case "npm", "pnpm", "yarn":
-		for _, p := range append([]string(nil), paths...) {
-			if filepath.Base(p) == "package.json" {
-				for _, m := range npmWorkspaceMembers(p) {
-					add(m)
-				}
-			}
+	if e.extra != nil {
+		for _, f := range e.extra(pc, dir, cwd, append([]string(nil), paths...)) {
+			add(f)
 		}
 	}
 	return paths
+}
+
+// optionFiles lists the files named by a tool's options, relative to dir.
+func optionFiles(pc *parsed, dir string, names ...string) []string {
+	var out []string
+	for _, f := range pc.values(names...) {
+		out = append(out, resolvePath(dir, f))
+	}
+	return out
 }
 
 // dirsUpTo lists dir and its parents while they lie in a workspace (empty

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/url"
+	"path/filepath"
 	"strings"
 )
 
@@ -39,88 +40,18 @@ func postPytest(p *parsed) {
 	}
 }
 
-// postGoPackages: packages named by directory ("/srv/x", "../y", "./...")
-// are read, recursively for "...": checked like any read (go doc /root/x
-// would print root-only sources).
-func postGoPackages(p *parsed) {
-	for i, op := range p.operands {
-		if v := op.value; strings.HasPrefix(v, "/") || strings.HasPrefix(v, ".") {
-			p.operands[i].kind = KPathRead
-			p.operands[i].value = strings.TrimSuffix(strings.TrimSuffix(v, "..."), "/")
-			if p.operands[i].value == "" {
-				p.operands[i].value = "/"
-			}
-			p.recursive = p.recursive || strings.HasSuffix(v, "...")
-		}
-	}
-}
-
-// postGoFmt: go fmt rewrites the files of the packages it is given. Packages
-// named by directory or file are checked as writes; an import path ("std",
-// "golang.org/x/...") may name the standard library or the module cache.
-func postGoFmt(p *parsed) {
-	for i, op := range p.operands {
-		v := op.value
-		if strings.HasPrefix(v, ".") || strings.HasPrefix(v, "/") || strings.HasSuffix(v, ".go") {
-			p.operands[i].kind = KPathWrite
-			continue
-		}
-		p.deny(RiskHigh, "go fmt %s: an import path may name packages outside the workspace (the standard library, the module cache); name packages by directory (./..., ./pkg)", clip(v))
-	}
-}
-
-func registerBuildTools() {
-	R, W := KPathRead, KPathWrite
-	buildFlags := opts(flags("-v -x -n -a -race -msan -asan -cover -trimpath -linkshared -modcacherw -work -json -i"),
-		list(o("-buildvcs?"), o("-covermode="), o("-coverpkg="), o("-p="), o("-tags="), o("-ldflags="), o("-gcflags="), o("-asmflags="), o("-buildmode="), o("-compiler=").denyWith("chooses the compiler program"), o("-gccgoflags=").denyWith("passes options to gccgo, which may name programs to run"), o("-installsuffix="), o("-mod="), o("-modfile=", R), o("-overlay=").denyWith("replaces files with the files a JSON file names (not checked)"), o("-pgo=", R), o("-pkgdir=", W), o("-o=", W), o("-C=", R),
-			o("-toolexec=").denyWith("runs a program around every compiler step"), o("-exec=").denyWith("runs a program around the binary"), o("-vettool=").denyWith("runs a vet program chosen by the caller")))
-	testFlags := opts(buildFlags, flags("-benchmem -failfast -short -c -fullpath -cpuprofile"), list(o("-run="), o("-skip="), o("-bench="), o("-benchtime="), o("-count="), o("-cpu="), o("-fuzz="), o("-fuzztime="), o("-fuzzminimizetime="), o("-list="), o("-parallel="), o("-shuffle="), o("-timeout="), o("-vet="), o("-coverprofile=", W), o("-memprofile=", W), o("-blockprofile=", W), o("-mutexprofile=", W), o("-outputdir=", W), o("-trace=", W), o("-memprofilerate="), o("-blockprofilerate="), o("-mutexprofilefraction="), o("-test.v?"), o("-test.run=")))
-	// -cpuprofile takes a value; fix the flag above
-	for i, op := range testFlags {
-		if op.names[0] == "-cpuprofile" {
-			testFlags[i] = o("-cpuprofile=", W)
-		}
-	}
-	goSub := func(name string, c *cmdSpec) *cmdSpec {
-		c.name = name
-		c.longSingleDash = true
-		c.opts = append(c.opts, o("-h|-help"))
-		return c
-	}
-	modSubs := subs(
-		goSub("download", &cmdSpec{net: true, opts: list(o("-json"), o("-x"), o("-reuse=", R))}),
-		goSub("tidy", &cmdSpec{net: true, write: true, opts: list(o("-v"), o("-e"), o("-x"), o("-diff"), o("-go="), o("-compat="))}),
-		goSub("graph", &cmdSpec{opts: list(o("-x"), o("-go="))}),
-		goSub("why", &cmdSpec{opts: list(o("-m"), o("-vendor"))}),
-		goSub("verify", &cmdSpec{}),
-		goSub("init", &cmdSpec{write: true}),
-		goSub("vendor", &cmdSpec{write: true, net: true, opts: list(o("-v"), o("-e"), o("-o=", W))}),
-		goSub("edit", &cmdSpec{write: true, operand: W, opts: list(o("-fmt"), o("-print"), o("-json"), o("-module="), o("-go="), o("-toolchain="), o("-require="), o("-droprequire="), o("-exclude="), o("-dropexclude="), o("-replace="), o("-dropreplace="), o("-retract="), o("-dropretract="), o("-tool="), o("-droptool="), o("-godebug="), o("-dropgodebug="))}),
-	)
-	goSubs := subs(
-		goSub("build", &cmdSpec{code: true, write: true, opts: buildFlags}),
-		goSub("install", &cmdSpec{code: true, write: true, net: true, opts: buildFlags}),
-		goSub("test", &cmdSpec{code: true, restMarker: "-args", opts: testFlags}),
-		goSub("run", &cmdSpec{code: true, posix: true, opts: buildFlags}),
-		goSub("vet", &cmdSpec{post: postGoPackages, opts: buildFlags}),
-		goSub("fmt", &cmdSpec{write: true, post: postGoFmt, opts: list(o("-n"), o("-x"), o("-mod="))}),
-		goSub("env", &cmdSpec{opts: list(o("-json"), o("-changed"), o("-w").denyWith("writes the go env file that later go commands obey"), o("-u").denyWith("writes the go env file that later go commands obey"))}),
-		goSub("version", &cmdSpec{operand: R, post: func(p *parsed) { p.recursive = true }, opts: list(o("-m"), o("-v"), o("-json"))}),
-		goSub("list", &cmdSpec{post: postGoPackages, opts: opts(buildFlags, list(o("-f="), o("-m"), o("-u"), o("-e"), o("-deps"), o("-test"), o("-find"), o("-export").runsCode(), o("-compiled").runsCode(), o("-versions"), o("-retracted"), o("-reuse=", R)))}),
-		goSub("mod", &cmdSpec{needSub: true, subs: modSubs}),
-		goSub("get", &cmdSpec{net: true, write: true, opts: opts(buildFlags, list(o("-t"), o("-u?"), o("-tool")))}),
-		goSub("doc", &cmdSpec{post: postGoPackages, opts: list(o("-all"), o("-c"), o("-cmd"), o("-short"), o("-src"), o("-u"), o("-http").denyWith("starts a web server"))}),
-		goSub("generate", &cmdSpec{code: true, write: true, opts: opts(buildFlags, list(o("-run="), o("-skip=")))}),
-		goSub("clean", &cmdSpec{write: true, opts: opts(buildFlags, list(o("-cache"), o("-testcache"), o("-modcache"), o("-fuzzcache"), o("-r")))}),
-		goSub("tool", &cmdSpec{code: true, posix: true, opts: list(o("-n"), o("-modfile=", R))}),
-	)
-	reg("go", &cmdSpec{needSub: true, subs: goSubs, longSingleDash: true, opts: list(o("-C=", R), o("-h|-help"))})
-
-	reg("make|gmake", &cmdSpec{code: true, write: true, operand: KOther, post: postMake, opts: opts(flags("-k|--keep-going -s|--silent|--quiet --no-silent -n|--dry-run|--just-print|--recon -B|--always-make -i|--ignore-errors -e|--environment-overrides -q|--question -r|--no-builtin-rules -R|--no-builtin-variables -w|--print-directory --no-print-directory -t|--touch -d -p|--print-data-base --trace --warn-undefined-variables -L|--check-symlink-times -S|--no-keep-going|--stop -v|--version -h|--help"),
+func registerMake() {
+	R := KPathRead
+	mk := &cmdSpec{code: true, write: true, operand: KOther, post: postMake, opts: opts(flags("-k|--keep-going -s|--silent|--quiet --no-silent -n|--dry-run|--just-print|--recon -B|--always-make -i|--ignore-errors -e|--environment-overrides -q|--question -r|--no-builtin-rules -R|--no-builtin-variables -w|--print-directory --no-print-directory -t|--touch -d -p|--print-data-base --trace --warn-undefined-variables -L|--check-symlink-times -S|--no-keep-going|--stop -v|--version -h|--help"),
 		list(o("-C|--directory=", R), o("-f|--file|--makefile=", R), o("-j|--jobs?"), o("-l|--load-average|--max-load?"), o("-O|--output-sync?"), o("-W|--what-if|--new-file|--assume-new=", R), o("-o|--old-file|--assume-old=", R), o("--debug?"), o("-I|--include-dir=", R), o("--shuffle?"), o("--jobserver-style="),
-			o("-E|--eval=").denyWith("evaluates make code given on the command line")))})
+			o("-E|--eval=").denyWith("evaluates make code given on the command line")))}
+	register("make", &toolSpec{grammar: mk, entry: &entryFiles{names: []string{"GNUmakefile", "makefile", "Makefile"}, chdir: "-C", extra: makeFiles}})
+	reg("gmake", mk)
 
-	// JavaScript package managers. Options may appear anywhere.
+}
+
+func registerJS() {
+	R, W := KPathRead, KPathWrite
 	jsGlobal := opts(flags("-D|--save-dev -P|--save-prod -O|--save-optional -E|--save-exact -B|--save-bundle --no-save -S|--save --save-peer --ignore-scripts --no-audit --audit --no-fund --production --legacy-peer-deps --strict-peer-deps -f|--force --dry-run --prefer-offline --offline --prefer-online --package-lock-only --no-package-lock --workspaces --if-present -s|--silent -q|--quiet --json -p|--parseable -l|--long -a|--all --no-color --progress --no-progress --foreground-scripts --install-links --verbose -d --frozen-lockfile --no-frozen-lockfile --immutable --recursive -r --include-workspace-root --fix -h|--help -v|--version --prod --dev --no-optional --lockfile-only --check-files --non-interactive --pure-lockfile"),
 		list(o("--omit="), o("--include="), o("-w|--workspace|--filter="), o("--loglevel="), o("--depth="), o("--registry="), o("--audit-level="), o("--cache=", W), o("--color="), o("--install-strategy="), o("--save-prefix="), o("--tag="), o("--before="), o("--reporter="), o("-C|--dir=", R), o("--cwd=", R),
 			o("-g|--global").denyWith("installs outside the workspace"), o("--location=").denyWith("installs outside the workspace"), o("--prefix=").denyWith("installs outside the workspace"), o("--script-shell=").denyWith("chooses the shell that runs scripts"), o("--node-options=").denyWith("injects node options"), o("--userconfig=").denyWith("loads a config file that can run programs"), o("--globalconfig=").denyWith("loads a config file that can run programs"), o("--init-module=").denyWith("runs a module"), o("-y|--yes").denyWith("auto-confirms running downloaded code"), o("--unsafe-perm").denyWith("runs scripts as root")))
@@ -161,27 +92,35 @@ func registerBuildTools() {
 				}
 			}
 		}
-		reg(tool, &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal})
+		register(tool, &toolSpec{grammar: &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal}, entry: jsEntry(tool)})
 	}
 	js("npm")
 	js("pnpm")
 	js("yarn")
+}
 
+func registerRust() {
+	R, W := KPathRead, KPathWrite
 	cargoGlobal := opts(flags("-v|--verbose -q|--quiet --frozen --locked --offline -h|--help -V|--version --list"), list(o("--color="), o("--manifest-path=", R), o("--config=").denyWith(whyConfig), o("-Z=").denyWith("enables unstable features"), o("-C=").denyWith("is an unstable option")))
 	cargoSub := opts(flags("--workspace --all --lib --bins --examples --tests --benches --all-targets --all-features --no-default-features -r|--release --keep-going --no-run --no-fail-fast --doc --future-incompat-report --ignore-rust-version --unit-graph --no-deps --all-packages --fix --allow-dirty --allow-staged --allow-no-vcs --dry-run --document-private-items --check"),
 		list(o("-p|--package="), o("--exclude="), o("--bin="), o("--example="), o("--test="), o("--bench="), o("-F|--features="), o("--profile="), o("-j|--jobs="), o("--target="), o("--target-dir=", W), o("--message-format="), o("--timings?"), o("--format-version="), o("--depth="), o("-e|--edges="), o("-i|--invert="), o("--prefix="), o("--charset="), o("--filter-platform="), o("--open").denyWith("opens a browser")))
 	cs := func(name string, c *cmdSpec) *cmdSpec { c.name = name; c.inherit = true; c.opts = cargoSub; return c }
-	reg("cargo", &cmdSpec{needSub: true, opts: cargoGlobal, aliases: map[string]string{"b": "build", "t": "test", "r": "run", "c": "check", "d": "doc"},
+	register("cargo", &toolSpec{entry: &entryFiles{names: []string{"Cargo.toml", "build.rs"}, walksUp: true, extra: cargoManifests}, grammar: &cmdSpec{needSub: true, opts: cargoGlobal, aliases: map[string]string{"b": "build", "t": "test", "r": "run", "c": "check", "d": "doc"},
 		subs: subs(cs("build", &cmdSpec{code: true, net: true, write: true}), cs("test", &cmdSpec{code: true, net: true, write: true}), cs("run", &cmdSpec{code: true, net: true, write: true}),
 			cs("check", &cmdSpec{code: true, net: true, write: true}), cs("clippy", &cmdSpec{code: true, net: true, write: true}), cs("doc", &cmdSpec{code: true, net: true, write: true}), cs("bench", &cmdSpec{code: true, net: true, write: true}),
 			// A repository's .cargo/config.toml and rust-toolchain.toml choose the
 			// programs cargo runs (rustc, wrappers, runners): every cargo command
 			// in a checkout runs project-chosen code.
-			cs("fmt", &cmdSpec{code: true, write: true}), cs("fetch", &cmdSpec{code: true, net: true}), cs("tree", &cmdSpec{code: true, net: true}), cs("metadata", &cmdSpec{code: true, net: true}), cs("clean", &cmdSpec{code: true, write: true}), cs("update", &cmdSpec{code: true, net: true, write: true}), cs("version", &cmdSpec{}))})
+			cs("fmt", &cmdSpec{code: true, write: true}), cs("fetch", &cmdSpec{code: true, net: true}), cs("tree", &cmdSpec{code: true, net: true}), cs("metadata", &cmdSpec{code: true, net: true}), cs("clean", &cmdSpec{code: true, write: true}), cs("update", &cmdSpec{code: true, net: true, write: true}), cs("version", &cmdSpec{}))}})
+}
 
-	reg("pytest|py.test", &cmdSpec{code: true, write: true, operand: KOther, post: postPytest, opts: opts(flags("-x|--exitfirst -q|--quiet -v|--verbose -s -l|--showlocals --lf|--last-failed --ff|--failed-first --nf|--new-first --sw|--stepwise --co|--collect-only --disable-warnings --noconftest --strict-markers --no-header --no-summary --cache-clear --setup-show --fixtures -h|--help --version --runxfail"),
+func registerPython() {
+	R, W := KPathRead, KPathWrite
+	pt := &cmdSpec{code: true, write: true, operand: KOther, post: postPytest, opts: opts(flags("-x|--exitfirst -q|--quiet -v|--verbose -s -l|--showlocals --lf|--last-failed --ff|--failed-first --nf|--new-first --sw|--stepwise --co|--collect-only --disable-warnings --noconftest --strict-markers --no-header --no-summary --cache-clear --setup-show --fixtures -h|--help --version --runxfail"),
 		list(o("-k="), o("-m="), o("--maxfail="), o("--capture="), o("--tb="), o("-r="), o("--durations="), o("-W|--pythonwarnings="), o("--junitxml|--junit-xml=", W), o("--rootdir=", R), o("-c=", R), o("--confcutdir=", R), o("--ignore=", R), o("--deselect="), o("--import-mode="), o("--basetemp=", W), o("-n|--numprocesses="), o("--color="), o("--timeout="),
-			o("--pdb").denyWith("starts an interactive debugger"), o("--pdbcls=").denyWith("loads a debugger class"), o("-p=").denyWith("loads a plugin module chosen by the caller"), o("-o|--override-ini=").denyWith("overrides configuration (addopts, plugins)")))})
+			o("--pdb").denyWith("starts an interactive debugger"), o("--pdbcls=").denyWith("loads a debugger class"), o("-p=").denyWith("loads a plugin module chosen by the caller"), o("-o|--override-ini=").denyWith("overrides configuration (addopts, plugins)")))}
+	register("pytest", &toolSpec{grammar: pt, entry: &entryFiles{names: []string{"conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"}, walksUp: true}})
+	reg("py.test", pt)
 }
 
 func withName(n string, c *cmdSpec) *cmdSpec { cc := *c; cc.name = n; return &cc }
@@ -461,4 +400,50 @@ func postWget(p *parsed) {
 			p.paths = append(p.paths, operand{value: dec, kind: KPathWrite})
 		}
 	}
+}
+
+// makeFiles: make -f names the makefiles it reads.
+func makeFiles(pc *parsed, dir, _ string, _ []string) []string { return optionFiles(pc, dir, "-f") }
+
+// jsEntry: a JavaScript package manager's entry files. -w/--workspace/
+// --filter members and -C/--dir/--cwd directories have their own
+// package.json and .npmrc; a package.json's workspaces are read too.
+func jsEntry(tool string) *entryFiles {
+	names := map[string][]string{
+		"npm":  {"package.json", ".npmrc"},
+		"pnpm": {"package.json", ".npmrc", ".pnpmfile.cjs"},
+		"yarn": {"package.json", ".npmrc", ".yarnrc", ".yarnrc.yml"},
+	}[tool]
+	return &entryFiles{names: names, walksUp: true, dirs: jsDirs, extra: jsWorkspaceMembers}
+}
+
+func jsDirs(pc *parsed, dir string) []string {
+	var out []string
+	for _, d := range pc.values("-w", "-C", "--cwd") {
+		if d != "" && !strings.ContainsAny(d, "*{}@") {
+			out = append(out, resolvePath(dir, d))
+		}
+	}
+	return out
+}
+
+func jsWorkspaceMembers(_ *parsed, _, _ string, found []string) []string {
+	var out []string
+	for _, p := range found {
+		if filepath.Base(p) == "package.json" {
+			out = append(out, npmWorkspaceMembers(p)...)
+		}
+	}
+	return out
+}
+
+// cargoManifests: --manifest-path names a Cargo.toml (relative to where
+// cargo was started) and so its build.rs.
+func cargoManifests(pc *parsed, _, cwd string, _ []string) []string {
+	var out []string
+	for _, m := range pc.values("--manifest-path") {
+		m = resolvePath(cwd, m)
+		out = append(out, m, filepath.Join(filepath.Dir(m), "build.rs"))
+	}
+	return out
 }

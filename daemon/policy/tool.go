@@ -128,6 +128,17 @@ func tools() map[string]*toolSpec {
 	return toolTable
 }
 
+// envReads lists the files the request's environment names for tools that
+// read them whichever program runs.
+func envReads(env map[string]string) []string {
+	tools()
+	var out []string
+	for _, h := range envReadHooks {
+		out = append(out, h(env)...)
+	}
+	return out
+}
+
 // toolNamed is the spec of a program base name, or nil.
 func toolNamed(name string) *toolSpec { return tools()[name] }
 
@@ -157,7 +168,11 @@ func registerTools() {
 	registerFileTools()
 	registerFind()
 	registerGit()
-	registerBuildTools()
+	registerGo()
+	registerMake()
+	registerJS()
+	registerRust()
+	registerPython()
 	registerNet()
 	registerInfoTools()
 	for _, t := range toolTable {
