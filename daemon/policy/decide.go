@@ -828,11 +828,6 @@ func (c *command) paths() bool {
 	if t != nil && t.check != nil {
 		t.check(c.call())
 	}
-	if (base == "npm" || base == "pnpm" || base == "yarn") && cwd != "" {
-		for _, why := range npmrcProblems(c.entries) {
-			s.deny(RiskHigh, why)
-		}
-	}
 	return true
 }
 
@@ -1027,20 +1022,11 @@ func (c *command) execPlan() bool {
 			d.ExecEnv[k] = v
 		}
 	}
-	if gitChildTools[base] {
-		// These tools run git themselves (go's VCS stamping, git
-		// dependencies): that git gets the same mandatory settings as a git
-		// command (no hooks, no fsmonitor, ...), through the environment,
-		// which outranks the repository's own config.
-		if d.ExecEnv == nil {
-			d.ExecEnv = map[string]string{}
-		}
-		for k, v := range c.p.childEnv["git"] {
-			d.ExecEnv[k] = v
-		}
-	}
 	if t := c.tool; t != nil {
 		for _, r := range t.runs {
+			// A tool that runs another (go's VCS stamping runs git) passes
+			// it the same mandatory settings as a command of its own,
+			// through the environment, which outranks a repository's config.
 			if d.ExecEnv == nil {
 				d.ExecEnv = map[string]string{}
 			}
@@ -1178,9 +1164,6 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes, reads
 }
-
-// gitChildTools run git as a child process.
-var gitChildTools = set("npm pnpm yarn cargo make pytest py.test")
 
 func isDir(path string) bool {
 	fi, err := os.Stat(path)

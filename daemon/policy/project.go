@@ -1,14 +1,10 @@
 package policy
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // A tool's project entry files (toolSpec.entry) are the files it reads as
@@ -111,42 +107,6 @@ func dirsUpTo(dir string, ctx *decideCtx) []string {
 	return out
 }
 
-// npmWorkspaceMembers lists the package.json files of the members a
-// package.json names in its "workspaces" field (globs expanded, bounded).
-func npmWorkspaceMembers(pkg string) []string {
-	data, err := os.ReadFile(pkg)
-	if err != nil || len(data) > 1<<20 {
-		return nil
-	}
-	var doc struct {
-		Workspaces json.RawMessage `json:"workspaces"`
-	}
-	if json.Unmarshal(data, &doc) != nil || len(doc.Workspaces) == 0 {
-		return nil
-	}
-	var pats []string
-	if json.Unmarshal(doc.Workspaces, &pats) != nil {
-		var obj struct {
-			Packages []string `json:"packages"`
-		}
-		if json.Unmarshal(doc.Workspaces, &obj) != nil {
-			return nil
-		}
-		pats = obj.Packages
-	}
-	var out []string
-	root := filepath.Dir(pkg)
-	for _, pat := range pats {
-		matches, _ := filepath.Glob(filepath.Join(root, pat))
-		for _, m := range matches {
-			if len(out) < 256 {
-				out = append(out, filepath.Join(m, "package.json"))
-			}
-		}
-	}
-	return out
-}
-
 func projectFileDigest(path string) string {
 	fi, err := os.Stat(path)
 	switch {
@@ -174,48 +134,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// npmrcRisky are .npmrc keys that move where npm writes (outside the
-// workspace: location=global installs into /usr) or what it reads or runs.
-var npmrcRisky = set("location global prefix userconfig globalconfig cache logs-dir tmp node-options script-shell shell git editor browser viewer init-module onload-script")
-
-// npmrcKeyRE is a plain .npmrc key: a name, or a registry-scoped one
-// ("//registry.example.com/:_authToken", "@scope:registry").
-var npmrcKeyRE = regexp.MustCompile(`^(//[^\s=${}]+:)?[@a-z0-9._:/-]+$`)
-
-// npmrcProblems reads the .npmrc files npm may use (in the tool's project
-// directories and their parents up to the workspace root) and names the
-// keys termd does not accept there.
-func npmrcProblems(entries []string) []string {
-	var out []string
-	for _, f := range entries {
-		if filepath.Base(f) != ".npmrc" {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		if err == nil {
-			if len(data) > 1<<16 {
-				out = append(out, f+" is too large to check")
-			}
-			for n, line := range strings.Split(string(data), "\n") {
-				line = strings.TrimSpace(line)
-				if line == "" || line[0] == '#' || line[0] == ';' {
-					continue
-				}
-				k, _, _ := strings.Cut(line, "=")
-				k = strings.ToLower(strings.Trim(strings.TrimSpace(k), `"'`))
-				switch {
-				case npmrcRisky[k]:
-					out = append(out, f+" sets "+k+", which moves where npm writes or what it reads or runs; remove that line")
-				case !npmrcKeyRE.MatchString(k):
-					// npm expands ${VAR} and unquotes keys: a key termd cannot
-					// read plainly could be any of the above.
-					// (The key is not quoted: the file may be a link to a secret.)
-					out = append(out, fmt.Sprintf("%s line %d has a key termd cannot check; write it plainly or remove it", f, n+1))
-				}
-			}
-		}
-	}
-	return out
 }
