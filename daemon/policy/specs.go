@@ -70,10 +70,6 @@ func registerFileTools() {
 	reg("sed", &cmdSpec{operand: R, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
 		list(o("-e|--expression="), o("-f|--file=").denyWith(whyUnchecked+" (sed script file)"), o("-i|--in-place?").writes(), o("-l|--line-length=")))})
 	reg("awk|mawk|gawk|nawk|original-awk", &cmdSpec{operand: R, posix: true, post: postAwk, opts: list(o("-F="), o("-v="), o("-f=").denyWith(whyUnchecked+" (awk program file)"), o("-W=").denyWith("mawk -W options are not checked"), o("--version"))})
-	register("tar", &toolSpec{preparse: tarOldStyle, grammar: &cmdSpec{operand: R, post: postTar, opts: opts(flags("-c|--create -x|--extract|--get -t|--list -r|--append -u|--update -A|--catenate|--concatenate -d|--diff|--compare --delete -v|--verbose -z|--gzip|--gunzip|--ungzip -j|--bzip2 -J|--xz --zstd --lzma --lzip -a|--auto-compress -p|--preserve-permissions|--same-permissions -k|--keep-old-files --keep-newer-files --skip-old-files -O|--to-stdout -h|--dereference --no-same-owner --same-owner --no-same-permissions --overwrite --overwrite-dir -m|--touch -S|--sparse -W|--verify --wildcards --no-wildcards --anchored --no-anchored --totals --force-local --one-file-system -l|--check-links --numeric-owner --no-recursion --recursion --ignore-case --null --no-null --unlink-first -U --recursive-unlink -i|--ignore-zeros --full-time -w|--interactive -B|--read-full-records -G|--incremental --show-transformed-names --show-stored-names --utc --xattrs --no-xattrs --acls --no-acls --selinux --no-selinux --help --version --checkpoint --exclude-vcs --exclude-vcs-ignores --exclude-backups --exclude-caches --no-auto-compress -s|--preserve-order|--same-order --remove-files -P|--absolute-names"),
-		list(o("-f|--file="), o("-C|--directory="), o("--exclude="), o("-T|--files-from=", R), o("-X|--exclude-from=", R), o("--strip-components="), o("--owner="), o("--group="), o("--mode="), o("--mtime="), o("--sort="), o("--transform|--xform="), o("--warning="), o("--format|-H="), o("--blocking-factor|-b="), o("--record-size="), o("--newer|-N="), o("--newer-mtime="), o("--label|-V="), o("--occurrence?"), o("--quoting-style="), o("--atime-preserve?"), o("--index-file=", W), o("--hole-detection="), o("--tape-length|-L="),
-			o("-I|--use-compress-program=").denyWith(whyExec), o("--to-command=").denyWith(whyExec), o("--checkpoint-action=").denyWith(whyExec), o("-F|--info-script|--new-volume-script=").denyWith(whyExec), o("--rsh-command=").denyWith(whyExec), o("--rmt-command=").denyWith(whyExec), o("-M|--multi-volume").denyWith("multi-volume archives run volume scripts")))}})
-	reg("gzip|gunzip|zcat", &cmdSpec{operand: R, post: postGzip, opts: opts(flags("-c|--stdout|--to-stdout -d|--decompress|--uncompress -f|--force -k|--keep -l|--list -n|--no-name -N|--name -q|--quiet -r|--recursive -t|--test -v|--verbose -1|--fast -2 -3 -4 -5 -6 -7 -8 -9|--best --rsyncable --synchronous -h|--help -V|--version"), list(o("-S|--suffix=")))})
 	reg("cp", &cmdSpec{operand: R, hasLast: true, last: W, write: true, post: postCopy, opts: opts(flags("-a|--archive -b -d -f|--force -i|--interactive -H -l|--link -L|--dereference -n|--no-clobber -P|--no-dereference -p --parents -R|-r|--recursive --remove-destination --strip-trailing-slashes -s|--symbolic-link -T|--no-target-directory -u -v|--verbose -x|--one-file-system -Z --attributes-only --copy-contents --debug --keep-directory-symlink --help --version"),
 		list(o("--backup?"), o("--preserve?"), o("--no-preserve="), o("--reflink?"), o("--sparse="), o("-S|--suffix="), o("-t|--target-directory=", W), o("--update?"), o("--context?")))})
 	reg("mv", &cmdSpec{operand: W, write: true, post: postCopy, opts: opts(flags("-b -f|--force -i|--interactive -n|--no-clobber --strip-trailing-slashes -T|--no-target-directory -u -v|--verbose -Z|--context --exchange --no-copy --debug --help --version"), list(o("--backup?"), o("-S|--suffix="), o("-t|--target-directory=", W), o("--update?")))})
@@ -109,53 +105,6 @@ func postRg(p *parsed) {
 	if len(p.operands) > 0 {
 		p.operands[0].kind = KPattern
 	}
-}
-
-func postGzip(p *parsed) {
-	if p.tool == "zcat" || p.has("-c", "-l", "-t") {
-		return
-	}
-	p.write = true
-	suffix := ".gz"
-	if v := p.values("-S"); len(v) > 0 {
-		suffix = v[len(v)-1]
-	}
-	decompress := p.tool == "gunzip" || p.has("-d")
-	if decompress && p.has("-N") {
-		p.deny(RiskHigh, "%s -N: restores the file name stored in the archive, which is not checked (it could be .bashrc or .git)", p.tool)
-	}
-	for i := range p.operands {
-		p.operands[i].kind = KPathWrite
-		// The output file is a write too: FILE+SUFFIX when compressing,
-		// FILE without its suffix when decompressing.
-		f := p.operands[i].value
-		if f == "-" {
-			continue
-		}
-		out := f + suffix
-		if decompress {
-			out = gunzipName(f, suffix)
-		}
-		if out != "" {
-			p.paths = append(p.paths, operand{value: out, kind: KPathWrite})
-		}
-	}
-}
-
-// gunzipName is the file gunzip writes for f ("" when it would refuse).
-func gunzipName(f, suffix string) string {
-	lower := strings.ToLower(f)
-	for _, s := range []string{strings.ToLower(suffix), ".gz", "-gz", ".z", "-z", "_z"} {
-		if s != "" && strings.HasSuffix(lower, s) && len(f) > len(s) {
-			return f[:len(f)-len(s)]
-		}
-	}
-	for _, s := range []string{".tgz", ".taz"} {
-		if strings.HasSuffix(lower, s) && len(f) > len(s) {
-			return f[:len(f)-len(s)] + ".tar"
-		}
-	}
-	return f // unknown suffix: gunzip refuses; check the name itself
 }
 
 // setBackup records the name cp/mv/ln give the destination they replace

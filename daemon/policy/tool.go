@@ -167,6 +167,7 @@ func reg(names string, c *cmdSpec) { register(names, &toolSpec{grammar: c}) }
 func registerTools() {
 	registerFileTools()
 	registerFind()
+	registerArchive()
 	registerGit()
 	registerGo()
 	registerMake()
