@@ -777,7 +777,7 @@ func (c *command) call() *toolCall {
 
 // paths: every path the command reads or writes, resolved and checked.
 func (c *command) paths() bool {
-	pc, cwd, ctx, base, s, t := c.pc, c.cwd, c.ctx, c.base, c.s, c.tool
+	pc, cwd, ctx, s, t := c.pc, c.cwd, c.ctx, c.s, c.tool
 	if t != nil && t.fixedReads != nil && cwd != "" {
 		for _, f := range t.fixedReads(c.call()) {
 			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
@@ -804,27 +804,7 @@ func (c *command) paths() bool {
 			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 		}
 	}
-	if cwd != "" && base == "diff" {
-		for _, f := range diffPairReads(pc, cwd) {
-			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
-		}
-	}
 	c.writes, c.reads = c.p.checkPaths(pc, cwd, ctx, s)
-	if base == "chmod" && cwd != "" {
-		for _, v := range pc.values("--reference") {
-			if fi, err := os.Stat(resolvePath(cwd, v)); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
-				s.deny(RiskCritical, "chmod --reference="+clip(v)+": the reference is missing or has setuid/setgid bits (termd runs as root)")
-			}
-		}
-	}
-	if base == "cp" && cwd != "" && cpPreservesMode(pc) {
-		// cp -p/-a/--preserve copies setuid/setgid bits, and termd runs as root.
-		for _, op := range pc.operands {
-			if op.kind == KPathRead && isSetID(resolvePath(cwd, op.value)) {
-				s.deny(RiskCritical, "cp: "+clip(op.value)+" is setuid/setgid and its mode would be preserved (termd runs as root): copy it without -p/-a/--preserve")
-			}
-		}
-	}
 	if t != nil && t.check != nil {
 		t.check(c.call())
 	}
@@ -1101,7 +1081,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	var check func(v string, write bool) string
 	check = func(v string, write bool) string {
 		real := resolvePath(base, v)
-		pv := p.checkPath(real, write, namesOnly[pc.tool] && !pc.recursive, ctx)
+		pv := p.checkPath(real, write, t != nil && t.namesOnly && !pc.recursive, ctx)
 		if pv.reason != "" || pv.verdict != Allow {
 			s.raise(pv.verdict, pv.risk, pv.reason)
 		} else {
@@ -1118,7 +1098,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 		if !write && pv.verdict != Deny && !contains(reads, real) {
 			reads = append(reads, real)
 		}
-		if write && isSetID(real) && pc.tool != "rm" && pc.tool != "chmod" && pc.tool != "mv" {
+		if write && isSetID(real) && (t == nil || !t.writesNoContent) {
 			// Writing a setuid/setgid file as root keeps its bits: new
 			// content would run with the owner's privileges.
 			s.deny(RiskCritical, "write to "+real+" is denied: it is setuid/setgid, and a write by root keeps those bits (remove them first: chmod u-s,g-s)")
@@ -1127,7 +1107,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 			// The replaced destination is renamed next to it.
 			check(v+pc.backupSuffix, true)
 		}
-		if write && (pc.tool == "rm" || pc.tool == "rmdir" || pc.tool == "mv") {
+		if write && t != nil && t.removes {
 			for _, ws := range ctx.workspaces {
 				if within(real, ws) {
 					s.deny(RiskCritical, pc.tool+": "+real+" is a workspace root (or contains one); removing the workspace itself is denied")
@@ -1183,21 +1163,6 @@ func inAnyWorkspace(real string, ctx *decideCtx) bool {
 func isSetID(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0
-}
-
-// cpPreservesMode: cp -p, -a, or --preserve with mode or all (or no list).
-func cpPreservesMode(pc *parsed) bool {
-	if pc.has("-p", "-a") {
-		return true
-	}
-	for _, u := range pc.opts {
-		if contains(u.opt.names, "--preserve") {
-			if !u.has || u.value == "" || strings.Contains(u.value, "mode") || strings.Contains(u.value, "all") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // matchParsed checks the rule's subcommand and option constraints.

@@ -165,7 +165,9 @@ func register(names string, t *toolSpec) {
 func reg(names string, c *cmdSpec) { register(names, &toolSpec{grammar: c}) }
 
 func registerTools() {
-	registerFileTools()
+	registerText()
+	registerFiles()
+	registerSedAwk()
 	registerFind()
 	registerArchive()
 	registerGit()

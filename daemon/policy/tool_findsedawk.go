@@ -5,13 +5,22 @@ import (
 	"strings"
 )
 
-// ---- find -----------------------------------------------------------------
+// find, sed and awk: their expressions and programs are read, and
+// refused where they run commands or write files.
+func registerSedAwk() {
+	R := KPathRead
+	reg("sed", &cmdSpec{operand: R, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
+		list(o("-e|--expression="), o("-f|--file=").denyWith(whyUnchecked+" (sed script file)"), o("-i|--in-place?").writes(), o("-l|--line-length=")))})
+	reg("awk|mawk|gawk|nawk|original-awk", &cmdSpec{operand: R, posix: true, post: postAwk, opts: list(o("-F="), o("-v="), o("-f=").denyWith(whyUnchecked+" (awk program file)"), o("-W=").denyWith("mawk -W options are not checked"), o("--version"))})
+}
 
 var findArity = map[string]int{}
+
 var findDeny = map[string]string{
 	"-exec": whyExec, "-execdir": whyExec, "-ok": whyExec, "-okdir": whyExec,
 	"-delete": "deletes files", "-fprint": "writes a file", "-fprint0": "writes a file", "-fprintf": "writes a file", "-fls": "writes a file",
 }
+
 var findNewerRE = regexp.MustCompile(`^-newer[amcBt][amcBt]$`)
 
 func registerFind() {
@@ -99,8 +108,6 @@ func parseFind(p *parsed, args []string) error {
 	}
 	return nil
 }
-
-// ---- sed ------------------------------------------------------------------
 
 func postSed(p *parsed) {
 	scripts := p.values("-e")
@@ -316,15 +323,6 @@ func checkSedScript(s string) string {
 		}
 	}
 }
-
-// ---- awk ------------------------------------------------------------------
-
-var (
-	awkWordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-	// awkAssignRE is an operand awk takes as an assignment rather than a
-	// file: a valid variable name, then '='. Anything else is a file.
-	awkAssignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-)
 
 func postAwk(p *parsed) {
 	if p.has("-f") {
@@ -594,4 +592,9 @@ func splitAwkStatements(code string) []string {
 	return strings.FieldsFunc(b.String(), func(r rune) bool { return r == ';' || r == '\n' || r == '{' || r == '}' })
 }
 
-// ---- tar ------------------------------------------------------------------
+var (
+	awkWordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	// awkAssignRE is an operand awk takes as an assignment rather than a
+	// file: a valid variable name, then '='. Anything else is a file.
+	awkAssignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+)
