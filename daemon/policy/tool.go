@@ -77,6 +77,14 @@ type entryFiles struct {
 	extra func(pc *parsed, dir, cwd string, found []string) []string
 }
 
+// Reasons several tools' grammars give for refusing an option.
+const (
+	whyExec      = "runs a command (hidden execution)"
+	whyPager     = "runs a pager program"
+	whyConfig    = "sets configuration that can run programs"
+	whyUnchecked = "reads a program text that cannot be checked"
+)
+
 // toolCall is one command as the tool hooks see it.
 type toolCall struct {
 	p       *Policy

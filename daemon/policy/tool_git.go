@@ -48,7 +48,7 @@ func registerGit() {
 		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --no-includes --no-type"), list(o("--includes").denyWith("follows include.path to files the config names (not checked)"), o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
 	)
 	register("git", &toolSpec{chdir: "-C", fixedReads: gitFixedReads, derivedReads: gitDiffReads, check: checkGit, childEnv: gitConfigEnv, forced: forceGit, grammar: &cmdSpec{needSub: true, subs: subcmds, opts: opts(flags("-P|--no-pager --no-replace-objects --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --version --html-path --man-path --info-path --no-advice"),
-		list(o("-C=", R), o("--git-dir=", R), o("--work-tree=", R), o("--namespace="), o("--list-cmds="), o("--attr-source="),
+		list(o("-C=", R).movesDir(), o("--git-dir=", R).movesDir(), o("--work-tree=", R).movesDir(), o("--namespace="), o("--list-cmds="), o("--attr-source="),
 			o("--bare").denyWith("uses the directory as a bare repository, whose config the caller could have written (a config runs programs)"),
 			o("-c=").denyWith(whyConfig), o("--config-env=").denyWith(whyConfig), o("--exec-path?").denyWith("changes where git finds the programs it runs"), o("-p|--paginate").denyWith(whyPager), o("--super-prefix=").denyWith("is an internal option"), o("--help")))}})
 	for _, s := range subcmds {

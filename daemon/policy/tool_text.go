@@ -37,7 +37,7 @@ func registerText() {
 		list(o("-U|--unified?"), o("-C|--context?"), o("--color?"), o("-W|--width="), o("-F|--show-function-line="), o("--label="), o("-x|--exclude="), o("-X|--exclude-from=", R), o("-S|--starting-file="), o("--from-file=", R), o("--to-file=", R), o("-I|--ignore-matching-lines="), o("--horizon-lines="), o("-D|--ifdef="), o("--tabsize="), o("--line-format="), o("--old-line-format="), o("--new-line-format="), o("--unchanged-line-format="), o("--old-group-format="), o("--new-group-format="), o("--changed-group-format="), o("--unchanged-group-format="), o("--palette=")))}})
 	reg("sleep", &cmdSpec{opts: flags("--help --version")})
 	reg("date", &cmdSpec{post: postDate, opts: opts(flags("-R|--rfc-email -u|--utc|--universal --debug --help --version"), list(o("-d|--date="), o("-f|--file=", R), o("-I|--iso-8601?"), o("--rfc-3339="), o("-r|--reference=", R), o("-s|--set=").denyWith("sets the system clock")))})
-	reg("env", &cmdSpec{posix: true, opts: opts(flags("-i|--ignore-environment -0|--null -v|--debug --help --version"), list(o("-u|--unset="), o("-C|--chdir=", R), o("-S|--split-string=").denyWith("splits a string into a command"), o("--default-signal?"), o("--ignore-signal?"), o("--block-signal?"), o("--list-signal-handling")))})
+	reg("env", &cmdSpec{posix: true, opts: opts(flags("-i|--ignore-environment -0|--null -v|--debug --help --version"), list(o("-u|--unset="), o("-C|--chdir=", R).movesDir(), o("-S|--split-string=").denyWith("splits a string into a command"), o("--default-signal?"), o("--ignore-signal?"), o("--block-signal?"), o("--list-signal-handling")))})
 	// Free-form tools: every argument is data.
 	for _, n := range []string{"echo", "printf", "true", "false", "yes"} {
 		reg(n, &cmdSpec{free: true})
