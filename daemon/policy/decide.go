@@ -577,40 +577,23 @@ type command struct {
 	askedWrite, write, unknownRO, confined bool
 }
 
-// stage is one named step of deciding a command; the names are those of the
-// explain steps it reports. A stage returns false when the decision is made.
-type stage struct {
-	name string
-	run  func(*command) bool
-}
-
-// commandStages are the stages of decideArgv, in order. The exec stage
-// reports no step: its result is the decision's exec_argv and exec_env.
-var commandStages []stage
-
-func init() {
-	commandStages = []stage{
-		{"program", (*command).program},
-		{"escape", (*command).escape},
-		{"identity", (*command).identity},
-		{"grammar", (*command).grammar},
-		{"paths", (*command).paths},
-		{"rules", (*command).rules},
-		{"effects", (*command).effects},
-		{"project-files", (*command).projectFiles},
-		{"sandbox", (*command).sandbox},
-		{"mode-adjust", (*command).modeAdjust},
-		{"exec", (*command).execPlan},
-	}
-}
-
+// decideArgv decides the command itself in stages, each named after the
+// explain step it reports; a stage returns false when the decision is made.
+// The exec stage reports no step: its result is the decision's exec_argv
+// and exec_env.
 func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
-	c := &command{p: p, argv: argv, a0: argv[0], cwd: cwd, req: req, ctx: ctx, depth: depth, s: s, d: s.d}
-	for _, st := range commandStages {
-		if !st.run(c) {
-			return
-		}
-	}
+	c := command{p: p, argv: argv, a0: argv[0], cwd: cwd, req: req, ctx: ctx, depth: depth, s: s, d: s.d}
+	_ = c.program() && // "program"
+		c.escape() && // "escape"
+		c.identity() && // "identity"
+		c.grammar() && // "grammar"
+		c.paths() && // "paths"
+		c.rules() && // "rules"
+		c.effects() && // "effects"
+		c.projectFiles() && // "project-files"
+		c.sandbox() && // "sandbox"
+		c.modeAdjust() && // "mode-adjust"
+		c.execPlan() // "exec"
 }
 
 // program: the program name, and whether the command runs project code.
@@ -770,18 +753,30 @@ func (c *command) grammar() bool {
 	return true
 }
 
-// call is the command as the tool hooks see it.
-func (c *command) call() *toolCall {
-	return &toolCall{p: c.p, pc: c.pc, cwd: c.cwd, ctx: c.ctx, entries: c.entries, s: c.s}
+// hook runs one tool hook on the command and applies what it reported.
+func (c *command) hook(h func(*toolCall)) {
+	ctx := *c.ctx
+	tc := &toolCall{pc: c.pc, cwd: c.cwd, ctx: &ctx, entries: c.entries, execArgv: c.d.ExecArgv, execEnv: c.d.ExecEnv}
+	h(tc)
+	for _, f := range tc.denials {
+		c.s.deny(f.risk, f.reason)
+	}
+	c.d.ExecArgv, c.d.ExecEnv = tc.execArgv, tc.execEnv
+}
+
+// hookReads runs a hook that names files the command reads.
+func (c *command) hookReads(h func(*toolCall) []string) {
+	ctx := *c.ctx
+	for _, f := range h(&toolCall{pc: c.pc, cwd: c.cwd, ctx: &ctx}) {
+		c.pc.paths = append(c.pc.paths, operand{value: f, kind: KPathRead})
+	}
 }
 
 // paths: every path the command reads or writes, resolved and checked.
 func (c *command) paths() bool {
 	pc, cwd, ctx, s, t := c.pc, c.cwd, c.ctx, c.s, c.tool
 	if t != nil && t.fixedReads != nil && cwd != "" {
-		for _, f := range t.fixedReads(c.call()) {
-			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
-		}
+		c.hookReads(t.fixedReads)
 	}
 	// The entry files are found once: read-checked here, scanned (.npmrc)
 	// and bound to the request below.
@@ -800,13 +795,11 @@ func (c *command) paths() bool {
 		pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 	}
 	if t != nil && t.derivedReads != nil && cwd != "" {
-		for _, f := range t.derivedReads(c.call()) {
-			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
-		}
+		c.hookReads(t.derivedReads)
 	}
 	c.writes, c.reads = c.p.checkPaths(pc, cwd, ctx, s)
 	if t != nil && t.check != nil {
-		t.check(c.call())
+		c.hook(t.check)
 	}
 	return true
 }
@@ -1015,7 +1008,7 @@ func (c *command) execPlan() bool {
 			}
 		}
 		if t.forced != nil {
-			t.forced(c.call())
+			c.hook(t.forced)
 		}
 	}
 	return true

@@ -85,28 +85,34 @@ const (
 	whyUnchecked = "reads a program text that cannot be checked"
 )
 
-// toolCall is one command as the tool hooks see it.
+// toolCall is one command as the tool hooks see it. Hooks report through it
+// (deny, setEnv, addOption) and the engine applies what they reported, so a
+// hook holds nothing of the decision itself.
 type toolCall struct {
-	p       *Policy
 	pc      *parsed
 	cwd     string
 	ctx     *decideCtx
 	entries []string // the entry files found for it
-	s       *state
+
+	denials  []finding
+	execArgv []string
+	execEnv  map[string]string
 }
 
-func (c *toolCall) deny(r Risk, reason string) { c.s.deny(r, reason) }
+func (c *toolCall) deny(r Risk, reason string) {
+	c.denials = append(c.denials, finding{Deny, r, reason})
+}
 
 // setEnv forces a variable into the child's environment.
 func (c *toolCall) setEnv(k, v string) {
-	if c.s.d.ExecEnv == nil {
-		c.s.d.ExecEnv = map[string]string{}
+	if c.execEnv == nil {
+		c.execEnv = map[string]string{}
 	}
-	c.s.d.ExecEnv[k] = v
+	c.execEnv[k] = v
 }
 
 // addOption forces an option where the command still reads options.
-func (c *toolCall) addOption(opt string) { c.s.d.ExecArgv = withOption(c.s.d.ExecArgv, opt) }
+func (c *toolCall) addOption(opt string) { c.execArgv = withOption(c.execArgv, opt) }
 
 // workDir is where a tool works after its chdir options, applied in order.
 func (t *toolSpec) workDir(pc *parsed, cwd string) string {
