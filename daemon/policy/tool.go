@@ -190,6 +190,7 @@ func registerTools() {
 	registerJS()
 	registerRust()
 	registerPython()
+	registerUv()
 	registerNet()
 	registerInfoTools()
 	for _, t := range toolTable {
