@@ -190,7 +190,6 @@ func registerTools() {
 	registerJS()
 	registerRust()
 	registerPython()
-	registerUv()
 	registerNet()
 	registerInfoTools()
 	for _, t := range toolTable {

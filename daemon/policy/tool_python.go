@@ -24,6 +24,7 @@ func registerPython() {
 			o("--pdb").denyWith("starts an interactive debugger"), o("--pdbcls=").denyWith("loads a debugger class"), o("-p=").denyWith("loads a plugin module chosen by the caller"), o("-o|--override-ini=").denyWith("overrides configuration (addopts, plugins)")))}
 	register("pytest", &toolSpec{grammar: pt, entry: &entryFiles{names: []string{"conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"}, walksUp: true}, runs: []string{"git"}})
 	register("py.test", &toolSpec{grammar: pt, runs: []string{"git"}})
+	registerUv()
 }
 
 // registerUv: uv, the Python project manager. Its project commands resolve,
