@@ -8,6 +8,8 @@ import (
 	"strings"
 )
 
+// registerGit: git, its subcommands, and what it reads and is forced to
+// run with (hooks, pagers, editors and external programs off).
 func registerGit() {
 	R, W := KPathRead, KPathWrite
 	diffOpts := opts(flags("-p|-u|--patch -s|--no-patch --raw --numstat --shortstat --name-only --name-status --summary --no-color -w|--ignore-all-space -b|--ignore-space-change --ignore-blank-lines --ignore-space-at-eol --ignore-cr-at-eol -R --no-renames --binary --full-index --no-ext-diff --textconv --no-textconv --pickaxe-all --pickaxe-regex -z -a|--text --minimal --patience --histogram --check --exit-code --quiet --no-prefix --no-relative --cc --combined-all-paths --compact-summary --patch-with-stat --patch-with-raw -W|--function-context --ita-invisible-in-index --default-prefix"),

@@ -35,6 +35,8 @@ func postGoFmt(p *parsed) {
 	}
 }
 
+// registerGo: the go command. Build, test, run and generate run project
+// code; inspection stays offline (forceGoOffline).
 func registerGo() {
 	R, W := KPathRead, KPathWrite
 	buildFlags := opts(flags("-v -x -n -a -race -msan -asan -cover -trimpath -linkshared -modcacherw -work -json -i"),

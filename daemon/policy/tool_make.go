@@ -25,6 +25,7 @@ func postMake(p *parsed) {
 // makeControlVars choose the shell or the makefiles make reads.
 var makeControlVars = set("SHELL .SHELLFLAGS MAKEFILES MAKEFLAGS MFLAGS MAKE GNUMAKEFLAGS")
 
+// registerMake: make (recipes are project code) and gmake.
 func registerMake() {
 	R := KPathRead
 	mk := &cmdSpec{code: true, write: true, operand: KOther, post: postMake, opts: opts(flags("-k|--keep-going -s|--silent|--quiet --no-silent -n|--dry-run|--just-print|--recon -B|--always-make -i|--ignore-errors -e|--environment-overrides -q|--question -r|--no-builtin-rules -R|--no-builtin-variables -w|--print-directory --no-print-directory -t|--touch -d -p|--print-data-base --trace --warn-undefined-variables -L|--check-symlink-times -S|--no-keep-going|--stop -v|--version -h|--help"),

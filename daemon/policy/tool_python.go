@@ -17,6 +17,7 @@ func postPytest(p *parsed) {
 	}
 }
 
+// registerPython: pytest (and py.test) and uv.
 func registerPython() {
 	R, W := KPathRead, KPathWrite
 	pt := &cmdSpec{code: true, write: true, operand: KOther, post: postPytest, opts: opts(flags("-x|--exitfirst -q|--quiet -v|--verbose -s -l|--showlocals --lf|--last-failed --ff|--failed-first --nf|--new-first --sw|--stepwise --co|--collect-only --disable-warnings --noconftest --strict-markers --no-header --no-summary --cache-clear --setup-show --fixtures -h|--help --version --runxfail"),

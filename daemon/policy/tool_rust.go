@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 )
 
+// registerRust: cargo. A checkout's .cargo/config.toml chooses the programs
+// cargo runs, so every subcommand but version is project code.
 func registerRust() {
 	R, W := KPathRead, KPathWrite
 	cargoGlobal := opts(flags("-v|--verbose -q|--quiet --frozen --locked --offline -h|--help -V|--version --list"), list(o("--color="), o("--manifest-path=", R).movesDir(), o("--config=").denyWith(whyConfig), o("-Z=").denyWith("enables unstable features"), o("-C=").denyWith("is an unstable option")))
