@@ -755,8 +755,7 @@ func (c *command) grammar() bool {
 
 // hook runs one tool hook on the command and applies what it reported.
 func (c *command) hook(h func(*toolCall)) {
-	ctx := *c.ctx
-	tc := &toolCall{pc: c.pc, cwd: c.cwd, ctx: &ctx, entries: c.entries, execArgv: c.d.ExecArgv, execEnv: c.d.ExecEnv}
+	tc := &toolCall{pc: c.pc, cwd: c.cwd, ctx: c.ctx, entries: c.entries, execArgv: c.d.ExecArgv, execEnv: c.d.ExecEnv}
 	h(tc)
 	for _, f := range tc.denials {
 		c.s.deny(f.risk, f.reason)
@@ -766,8 +765,7 @@ func (c *command) hook(h func(*toolCall)) {
 
 // hookReads runs a hook that names files the command reads.
 func (c *command) hookReads(h func(*toolCall) []string) {
-	ctx := *c.ctx
-	for _, f := range h(&toolCall{pc: c.pc, cwd: c.cwd, ctx: &ctx}) {
+	for _, f := range h(&toolCall{pc: c.pc, cwd: c.cwd, ctx: c.ctx}) {
 		c.pc.paths = append(c.pc.paths, operand{value: f, kind: KPathRead})
 	}
 }
