@@ -163,6 +163,9 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithDisableHTTPMethodOverride(),
+		runtime.WithErrorHandler(apiError),
+		runtime.WithRoutingErrorHandler(routingError),
+		runtime.WithStreamErrorHandler(streamError),
 	)
 	conn := c.Conn()
 	regs := []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -352,10 +355,6 @@ func (g *Gateway) scopeNamed(name string) *scope {
 }
 
 // writeError answers in the same shape as grpc-gateway errors: {code, message}.
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"code": status, "message": msg})
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
