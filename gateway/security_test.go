@@ -253,7 +253,7 @@ func TestPublicRoutesSayLittle(t *testing.T) {
 		}
 	}
 	code, body = status(t, e.do("GET", "/openapi.json", e.Operator, nil))
-	if code != 200 || !strings.Contains(body, "/v1/plans/{planId}:approve") {
+	if code != 200 || !strings.Contains(body, "/v1/plans/{plan_id}:approve") {
 		t.Errorf("/openapi.json: %d, missing the approve route", code)
 	}
 	code, body = status(t, e.do("GET", "/schemas/receipt-1.0.json", e.Operator, nil))
