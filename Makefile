@@ -32,7 +32,7 @@ vet:
 # TERMD_TEST_REQUIRE_ALL=1 a test whose real component is missing fails
 # instead of skipping; with TERMD_REQUIRE_SANDBOX=1 the sandbox tests fail
 # (never skip) on a host that cannot enforce the sandbox.
-REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI)$$
+REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI|TestOpenAPIDocument)$$
 TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1
 unit:
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(REAL_COMPONENT_TESTS)' ./...

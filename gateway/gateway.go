@@ -163,6 +163,9 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithDisableHTTPMethodOverride(),
+		runtime.WithErrorHandler(apiError),
+		runtime.WithRoutingErrorHandler(routingError),
+		runtime.WithStreamErrorHandler(streamError),
 	)
 	conn := c.Conn()
 	regs := []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -256,7 +259,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = rw.Write([]byte("ok\n"))
 		return
-	case strings.HasPrefix(p, "/v1/") || p == "/openapi.json" || strings.HasPrefix(p, "/schemas/"):
+	case p == "/openapi.json":
+		// The API's description is public, like /healthz: generated clients
+		// and linters read it before they hold a token.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			rw.Header().Set("Allow", "GET, HEAD")
+			writeError(rw, http.StatusMethodNotAllowed, "use GET")
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		_, _ = rw.Write(openAPIDocument())
+		return
+	case strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/schemas/"):
 		g.serveAPI(rw, r)
 	default:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -314,9 +328,6 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		t := g.tickets.issue(s.token.Name)
 		writeJSON(w, http.StatusOK, map[string]any{"ticket": t, "expires_in_seconds": int(g.opts.TicketTTL.Seconds())})
-	case "/openapi.json":
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(openAPI)
 	case "/schemas/receipt-1.0.json", "/schemas/receipt-1.1.json", "/schemas/receipt-1.2.json":
 		w.Header().Set("Content-Type", "application/schema+json")
 		_, _ = w.Write(receiptSchema(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/schemas/receipt-"), ".json")))
@@ -345,10 +356,6 @@ func (g *Gateway) scopeNamed(name string) *scope {
 }
 
 // writeError answers in the same shape as grpc-gateway errors: {code, message}.
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"code": status, "message": msg})
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -16,6 +16,10 @@ import (
 
 func TestTokens(t *testing.T) {
 	e := newEnv(t)
+	// The API's description is public: clients and linters read it first.
+	if code, body := status(t, e.do("GET", "/openapi.json", "", nil)); code != 200 || !strings.Contains(body, `"securityDefinitions"`) {
+		t.Errorf("GET /openapi.json without a token: %d %.200s", code, body)
+	}
 	cases := []struct {
 		name, auth string
 		want       int
@@ -29,7 +33,7 @@ func TestTokens(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, path := range []string{"/v1/status", "/v1/plans", "/v1/receipts", "/openapi.json", "/schemas/receipt-1.0.json"} {
+			for _, path := range []string{"/v1/status", "/v1/plans", "/v1/receipts", "/schemas/receipt-1.0.json"} {
 				res := e.do("GET", path, "", nil, "Authorization", c.auth)
 				code, body := status(t, res)
 				if path != "/v1/status" && c.want == 200 {
@@ -249,7 +253,7 @@ func TestPublicRoutesSayLittle(t *testing.T) {
 		}
 	}
 	code, body = status(t, e.do("GET", "/openapi.json", e.Operator, nil))
-	if code != 200 || !strings.Contains(body, "/v1/plans/{planId}:approve") {
+	if code != 200 || !strings.Contains(body, "/v1/plans/{plan_id}:approve") {
 		t.Errorf("/openapi.json: %d, missing the approve route", code)
 	}
 	code, body = status(t, e.do("GET", "/schemas/receipt-1.0.json", e.Operator, nil))

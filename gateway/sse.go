@@ -66,8 +66,18 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 	}
 	// The daemon sends its headers once the subscription's starting point is
 	// fixed: "stream open" then means every later event will be delivered.
-	// A refusal (unknown session) arrives as the stream's error instead.
-	_, _ = stream.Header()
+	// A refusal (an unknown session, a cap) ends the stream without
+	// headers: it is answered as an HTTP error (404, 429, ...), not as a
+	// 200 stream that carries only an error.
+	var first *termdv1.Event
+	if md, err := stream.Header(); err != nil || md == nil {
+		m, rerr := stream.Recv()
+		if rerr != nil {
+			writeError(w, httpStatus(rerr), rerr.Error())
+			return
+		}
+		first = m.GetEvent()
+	}
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -92,6 +102,12 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 		// Counted until Recv has returned an error: only then is the daemon
 		// stream finished (cancelled when the client went away).
 		defer g.streams.Add(-1)
+		if first != nil {
+			select {
+			case events <- recv{first, nil}:
+			case <-ctx.Done():
+			}
+		}
 		for {
 			m, err := stream.Recv()
 			var ev *termdv1.Event
@@ -123,7 +139,8 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 				if rv.err == io.EOF {
 					_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
 				} else if ctx.Err() == nil {
-					chunk = sseData("stream-error", "", map[string]any{"code": httpStatus(rv.err), "message": rv.err.Error()})
+					st, _ := status.FromError(rv.err)
+					chunk = sseData("stream-error", "", errorBody(httpStatus(rv.err), st.Code(), rv.err.Error()))
 					_, _ = io.WriteString(w, chunk)
 				}
 				_ = rc.Flush()

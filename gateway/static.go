@@ -15,11 +15,6 @@ import (
 	"github.com/termd/termd/web"
 )
 
-// openAPI is the document generated from the proto (make generate).
-//
-//go:embed openapi/termd.swagger.json
-var openAPI []byte
-
 // receiptSchema is the schema document of one receipt version.
 func receiptSchema(version string) []byte { return receipt.Schemas[version] }
 

@@ -72,10 +72,15 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 		o.SessionTimeout = 30 * time.Minute
 	}
 	get := func(*http.Request) *mcp.Server { return b.server }
+	// Stateful (2025-11-25) streams are resumable: each POST's SSE stream
+	// opens with a priming event (an id to resume from), and a client that
+	// lost it reconnects with Last-Event-ID. The store is bounded (the SDK
+	// purges the oldest events past 10 MiB).
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		Logger:              b.log,
+		EventStore:          mcp.NewMemoryEventStore(nil),
 	})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless:           true,

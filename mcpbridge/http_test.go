@@ -2,6 +2,7 @@ package mcpbridge_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -144,5 +145,44 @@ func TestStdioExitsWhenStdinCloses(t *testing.T) {
 			t.Fatal("the command never finished")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A stateful (2025-11-25) client's POST streams open with a priming event,
+// an id it can resume from with Last-Event-ID (the conformance suite's
+// SHOULD; without it a dropped stream loses the call's result).
+func TestStatefulStreamsArePrimed(t *testing.T) {
+	d := startDaemon(t)
+	hb := startHTTPBridge(t, d)
+	hdr := map[string]string{"Authorization": "Bearer " + hb.Token, "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+	send := func(body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", hb.URL, strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body) // the whole stream: it ends with the response
+		return resp, string(b)
+	}
+	res, _ := send(initBody)
+	sid := res.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize gave no session id: %d", res.StatusCode)
+	}
+	hdr["Mcp-Session-Id"] = sid
+	hdr["Mcp-Protocol-Version"] = "2025-11-25"
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	res, body := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	first, _, _ := strings.Cut(body, "\n\n")
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") || !strings.Contains(first, "id:") || strings.Contains(first, `"result"`) {
+		t.Fatalf("the stream should open with a priming event (an id, no data yet), got %q", first)
+	}
+	if !strings.Contains(body, "terminal_plan") {
+		t.Fatalf("the tools/list result should follow the priming event: %q", body)
 	}
 }

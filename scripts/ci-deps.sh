@@ -28,7 +28,7 @@ fi
 # and Inspector-CLI tests (the last two on Node.js 22 from the npm registry; lockfiles
 # committed). npm records what it installed in node_modules/.package-lock.json;
 # when that is newer than the lockfile, the install is current.
-for d in web/e2e mcpbridge/tsclient mcpbridge/conformance; do
+for d in web/e2e mcpbridge/tsclient mcpbridge/conformance gateway/openapilint; do
 	[ -f "$d/package.json" ] || continue
 	if [ -f "$d/node_modules/.package-lock.json" ] && [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ]; then
 		continue

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -512,9 +511,6 @@ type projectCode struct {
 	why     string
 }
 
-// scriptInterpreters run a script file given as their first argument.
-var scriptInterpreters = set("sh bash dash zsh ksh node nodejs perl ruby php lua bun")
-
 // workspaceProgram is a program named by path that is an executable regular
 // file inside a workspace, or nil.
 func workspaceProgram(a0, cwd string, ctx *decideCtx) *projectCode {
@@ -554,9 +550,55 @@ func (p *Policy) pinned(name, path string) bool {
 
 // ---- the command itself ------------------------------------------------------
 
+// command is one command on its way through the stages of a decision.
+type command struct {
+	p     *Policy
+	argv  []string
+	a0    string
+	base  string // program base name
+	cwd   string
+	req   Request
+	ctx   *decideCtx
+	depth int
+	s     *state
+	d     *Decision
+
+	tool    *toolSpec    // the registry's spec for base, or nil
+	project *projectCode // the command runs a workspace file
+	exact   *rule        // an exact rule names this argv
+	class   string       // escape class of base
+
+	resolved, real string // the program as named and its real path
+	pc             *parsed
+	entries        []string // project entry files
+	writes, reads  []string // checked paths
+	sys, proj      []*rule  // matched rules per layer
+
+	askedWrite, write, unknownRO, confined bool
+}
+
+// decideArgv decides the command itself in stages, each named after the
+// explain step it reports; a stage returns false when the decision is made.
+// The exec stage reports no step: its result is the decision's exec_argv
+// and exec_env.
 func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
-	d := s.d
-	a0 := argv[0]
+	c := command{p: p, argv: argv, a0: argv[0], cwd: cwd, req: req, ctx: ctx, depth: depth, s: s, d: s.d}
+	_ = c.program() && // "program"
+		c.escape() && // "escape"
+		c.identity() && // "identity"
+		c.grammar() && // "grammar"
+		c.paths() && // "paths"
+		c.rules() && // "rules"
+		c.effects() && // "effects"
+		c.projectFiles() && // "project-files"
+		c.sandbox() && // "sandbox"
+		c.modeAdjust() && // "mode-adjust"
+		c.execPlan() // "exec"
+}
+
+// program: the program name, and whether the command runs project code.
+func (c *command) program() bool {
+	a0, s := c.a0, c.s
 	if r, bad := badProgramChar(a0); bad || a0 == "" || strings.HasPrefix(a0, "-") {
 		what := "is empty"
 		if bad {
@@ -566,53 +608,58 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 		s.deny(RiskCritical, "program name "+cmdline.Quote([]string{a0})+" "+what)
 		s.step("program", "deny", "bad program name")
-		return
+		return false
 	}
-	base := baseName(a0)
+	c.base = baseName(a0)
+	c.tool = toolNamed(c.base)
 	// Project code: a program inside a workspace named by its path
 	// (./scripts/x.sh, or its absolute path), or a script of the workspace
 	// run by its interpreter (python3 x.py). No rule knows what it does, so
 	// it asks (confirm mode) instead of being refused.
-	var project *projectCode
 	if strings.Contains(a0, "/") {
-		project = workspaceProgram(a0, cwd, ctx)
-	} else if scriptInterpreters[base] || pythonRE.MatchString(base) {
-		project = interpretedScript(argv, cwd, ctx)
+		c.project = workspaceProgram(a0, c.cwd, c.ctx)
+	} else if runsScripts(c.base) {
+		c.project = interpretedScript(c.argv, c.cwd, c.ctx)
 	}
-	if strings.Contains(a0, "/") && !filepath.IsAbs(a0) && project == nil {
+	if strings.Contains(a0, "/") && !filepath.IsAbs(a0) && c.project == nil {
 		s.deny(RiskCritical, "program path "+a0+" is relative; send a bare program name resolved by the trusted PATH")
 		s.step("program", "deny", "relative path")
-		p.inner(append([]string{base}, argv[1:]...), cwd, req, ctx, depth, s)
-		return
+		c.p.inner(append([]string{c.base}, c.argv[1:]...), c.cwd, c.req, c.ctx, c.depth, s)
+		return false
 	}
-	if base == "." || base == ".." || base == "" {
+	if c.base == "." || c.base == ".." || c.base == "" {
 		s.deny(RiskCritical, "program name "+a0+" is not a file name")
-		return
+		return false
 	}
-
 	// exact rules name an escape form precisely
-	var exact *rule
-	for _, r := range p.byProg[base] {
-		if len(r.Exact) > 0 && len(r.Exact) == len(argv) && equalStrings(r.Exact[1:], argv[1:]) {
-			exact = r
+	for _, r := range c.p.byProg[c.base] {
+		if len(r.Exact) > 0 && len(r.Exact) == len(c.argv) && equalStrings(r.Exact[1:], c.argv[1:]) {
+			c.exact = r
 		}
 	}
+	return true
+}
 
-	// --- escape classes
-	class := escapeClass(base)
-	if class != "" && exact == nil && project == nil {
-		if inner, isEsc, why := escapeInner(base, argv); isEsc {
-			s.deny(RiskCritical, why)
-			s.step("escape", "deny", class)
+// escape: shells, interpreters, wrappers and privilege tools.
+func (c *command) escape() bool {
+	c.class = escapeClass(c.base)
+	if c.class != "" && c.exact == nil && c.project == nil {
+		if inner, isEsc, why := escapeInner(c.base, c.argv); isEsc {
+			c.s.deny(RiskCritical, why)
+			c.s.step("escape", "deny", c.class)
 			if inner != nil {
-				p.inner(inner, cwd, req, ctx, depth, s)
+				c.p.inner(inner, c.cwd, c.req, c.ctx, c.depth, c.s)
 			}
-			return
+			return false
 		}
 	}
-	s.step("escape", "ok", "")
+	c.s.step("escape", "ok", "")
+	return true
+}
 
-	// --- identity
+// identity: the file that runs, found in the trusted PATH, and its hash.
+func (c *command) identity() bool {
+	p, s, a0, base, project := c.p, c.s, c.a0, c.base, c.project
 	var resolved, real string
 	if project != nil && project.program {
 		resolved, real = project.file, project.file
@@ -623,60 +670,65 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			resolved, real = clean, cr
 			if !isExecFile(cr) {
 				s.deny(RiskHigh, "pinned program "+clean+" is not an executable file")
-				return
+				return false
 			}
 		} else {
-			_, tr := p.resolveProgram(base, ctx)
+			_, tr := p.resolveProgram(base, c.ctx)
 			if tr == "" || tr != cr {
 				s.deny(RiskCritical, "absolute program path "+clean+" is not the file the trusted PATH resolves for "+base)
 				s.step("identity", "deny", clean)
-				return
+				return false
 			}
 			resolved, real = clean, cr
 		}
 	} else {
-		resolved, real = p.resolveProgram(base, ctx)
+		resolved, real = p.resolveProgram(base, c.ctx)
 		if resolved == "" {
 			s.deny(RiskHigh, "program "+base+" was not found in the trusted PATH ("+strings.Join(p.spec.TrustedPath, ":")+")")
 			s.step("identity", "deny", base)
-			return
+			return false
 		}
 	}
-	for _, ws := range ctx.workspaces {
+	for _, ws := range c.ctx.workspaces {
 		if within(ws, real) && (project == nil || !project.program) {
 			s.deny(RiskCritical, "program "+real+" is inside a workspace")
-			return
+			return false
 		}
 	}
-	if rc := escapeClass(baseName(real)); rc != "" && class == "" && project == nil {
+	if rc := escapeClass(baseName(real)); rc != "" && c.class == "" && project == nil {
 		s.deny(RiskCritical, fmt.Sprintf("program %s resolves to %s, a %s", base, real, rc))
-		return
+		return false
 	}
 	sum, err := fileSHA256(real)
 	if err != nil {
 		s.deny(RiskHigh, "cannot hash program "+real+": "+err.Error())
-		return
+		return false
 	}
-	d.ResolvedPath, d.BinarySHA256 = real, sum
+	c.resolved, c.real = resolved, real
+	c.d.ResolvedPath, c.d.BinarySHA256 = real, sum
 	s.step("identity", "ok", real+" sha256:"+sum)
+	return true
+}
 
-	// --- grammar
-	var pc *parsed
-	if project != nil {
-		pc = &parsed{tool: base, unparsed: true, code: true}
-		pc.paths = append(pc.paths, operand{value: project.file, kind: KPathRead})
-		s.step("grammar", "project code", project.why)
-	} else if exact != nil {
-		pc = &parsed{tool: base, unparsed: true}
-		s.step("grammar", "exact", "rule "+exact.ID+" names this argv exactly")
-	} else {
-		var known bool
-		pc, known, err = parseCommand(append([]string{base}, argv[1:]...))
+// grammar: the arguments read with the tool's grammar.
+func (c *command) grammar() bool {
+	s, base := c.s, c.base
+	switch {
+	case c.project != nil:
+		c.pc = &parsed{tool: base, unparsed: true, code: true}
+		c.pc.paths = append(c.pc.paths, operand{value: c.project.file, kind: KPathRead})
+		s.step("grammar", "project code", c.project.why)
+	case c.exact != nil:
+		c.pc = &parsed{tool: base, unparsed: true}
+		s.step("grammar", "exact", "rule "+c.exact.ID+" names this argv exactly")
+	default:
+		pc, known, err := parseCommand(append([]string{base}, c.argv[1:]...))
 		if err != nil {
 			s.deny(RiskHigh, base+": "+err.Error()+" (unknown or malformed options are denied)")
 			s.step("grammar", "deny", err.Error())
-			return
+			return false
 		}
+		c.pc = pc
 		if !known {
 			s.step("grammar", "none", "no grammar for "+base+"; arguments are not analysed")
 		} else {
@@ -695,118 +747,69 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			s.raise(f.verdict, f.risk, f.reason)
 		}
 		for _, in := range pc.inner {
-			p.inner(in, cwd, req, ctx, depth, s)
+			c.p.inner(in, c.cwd, c.req, c.ctx, c.depth, s)
 		}
 	}
+	return true
+}
 
-	// --- paths
-	if base == "git" && cwd != "" {
-		for _, f := range gitRepoReads(pc, cwd, ctx) {
-			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
-		}
+// hook runs one tool hook on the command and applies what it reported.
+func (c *command) hook(h func(*toolCall)) {
+	tc := &toolCall{pc: c.pc, cwd: c.cwd, ctx: c.ctx, entries: c.entries, execArgv: c.d.ExecArgv, execEnv: c.d.ExecEnv}
+	h(tc)
+	for _, f := range tc.denials {
+		c.s.deny(f.risk, f.reason)
+	}
+	c.d.ExecArgv, c.d.ExecEnv = tc.execArgv, tc.execEnv
+}
+
+// hookReads runs a hook that names files the command reads.
+func (c *command) hookReads(h func(*toolCall) []string) {
+	for _, f := range h(&toolCall{pc: c.pc, cwd: c.cwd, ctx: c.ctx}) {
+		c.pc.paths = append(c.pc.paths, operand{value: f, kind: KPathRead})
+	}
+}
+
+// paths: every path the command reads or writes, resolved and checked.
+func (c *command) paths() bool {
+	pc, cwd, ctx, s, t := c.pc, c.cwd, c.ctx, c.s, c.tool
+	if t != nil && t.fixedReads != nil && cwd != "" {
+		c.hookReads(t.fixedReads)
 	}
 	// The entry files are found once: read-checked here, scanned (.npmrc)
 	// and bound to the request below.
-	entries := projectEntryPaths(pc, cwd, ctx)
-	if project != nil {
-		entries = []string{project.file}
+	c.entries = projectEntryPaths(t, pc, cwd, ctx)
+	if c.project != nil {
+		c.entries = []string{c.project.file}
 	}
-	for _, f := range entries {
+	for _, f := range c.entries {
 		// Tools read these by fixed names: a link to a root-only file
 		// would be printed in a parse error.
 		if _, err := os.Lstat(f); err == nil {
 			pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 		}
 	}
-	if v := s.d.Env["GOWORK"]; v != "" && v != "off" {
-		// GOWORK names a file go reads (and prints pieces of when it cannot
-		// parse it).
-		pc.paths = append(pc.paths, operand{value: v, kind: KPathRead})
+	for _, f := range envReads(s.d.Env) {
+		pc.paths = append(pc.paths, operand{value: f, kind: KPathRead})
 	}
-	if cwd != "" && (base == "diff" || base == "git" && len(pc.subs) > 0 && pc.subs[0] == "diff") {
-		// diff DIR FILE compares DIR/basename(FILE): that file is read too
-		// (also with --from-file / --to-file, and for git diff outside a
-		// work tree).
-		dir := cwd
-		if base == "git" {
-			dir = gitWorkDir(pc, cwd)
-		}
-		var pairs [][2]string
-		from, to := pc.values("--from-file"), pc.values("--to-file")
-		for _, op := range pc.operands {
-			for _, f := range from {
-				pairs = append(pairs, [2]string{f, op.value})
-			}
-			for _, t := range to {
-				pairs = append(pairs, [2]string{op.value, t})
-			}
-		}
-		if len(from) == 0 && len(to) == 0 && len(pc.operands) == 2 {
-			pairs = append(pairs, [2]string{pc.operands[0].value, pc.operands[1].value})
-		}
-		for _, pr := range pairs {
-			a, b := resolvePath(dir, pr[0]), resolvePath(dir, pr[1])
-			if da, db := isDir(a), isDir(b); da != db {
-				d, file := a, pr[1]
-				if db {
-					d, file = b, pr[0]
-				}
-				pc.paths = append(pc.paths, operand{value: d + "/" + baseName(file), kind: KPathRead})
-			}
-		}
+	if t != nil && t.derivedReads != nil && cwd != "" {
+		c.hookReads(t.derivedReads)
 	}
-	writes, reads := p.checkPaths(pc, cwd, ctx, s)
-	if base == "chmod" && cwd != "" {
-		for _, v := range pc.values("--reference") {
-			if fi, err := os.Stat(resolvePath(cwd, v)); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
-				s.deny(RiskCritical, "chmod --reference="+clip(v)+": the reference is missing or has setuid/setgid bits (termd runs as root)")
-			}
-		}
+	c.writes, c.reads = c.p.checkPaths(pc, cwd, ctx, s)
+	if t != nil && t.check != nil {
+		c.hook(t.check)
 	}
-	if base == "cp" && cwd != "" && cpPreservesMode(pc) {
-		// cp -p/-a/--preserve copies setuid/setgid bits, and termd runs as root.
-		for _, op := range pc.operands {
-			if op.kind == KPathRead && isSetID(resolvePath(cwd, op.value)) {
-				s.deny(RiskCritical, "cp: "+clip(op.value)+" is setuid/setgid and its mode would be preserved (termd runs as root): copy it without -p/-a/--preserve")
-			}
-		}
-	}
-	if base == "git" && cwd != "" {
-		// A git directory outside a ".git" component (a bare repository the
-		// caller built with cp/sed) has a config the caller could write:
-		// its textconv/filter/fsmonitor settings would run programs.
-		for _, v := range pc.values("--work-tree") {
-			// git reads (diff, status) and writes (checkout) every file of
-			// the work tree, none of which is checked one by one.
-			if real := resolvePath(gitWorkDir(pc, cwd), v); !inAnyWorkspace(real, ctx) {
-				s.deny(RiskHigh, "git --work-tree="+clip(v)+": "+real+" is outside the workspace roots (its files would be read or written unchecked)")
-			}
-		}
-		for _, v := range pc.values("--git-dir") {
-			if real := resolvePath(gitWorkDir(pc, cwd), v); !hasComponent(real, ".git") {
-				s.deny(RiskCritical, "git --git-dir="+clip(v)+": "+real+" is not inside a .git directory (its config could run programs)")
-			}
-		}
-	}
+	return true
+}
 
-	if base == "go" {
-		for _, why := range goFlagProblems(pc) {
-			s.deny(RiskHigh, why)
-		}
-	}
-	if (base == "npm" || base == "pnpm" || base == "yarn") && cwd != "" {
-		for _, why := range npmrcProblems(entries) {
-			s.deny(RiskHigh, why)
-		}
-	}
-
-	// --- rules
-	var sys, proj []*rule
-	for _, r := range p.byProg[base] {
+// rules: the policy's rules for the program.
+func (c *command) rules() bool {
+	p, s, d, pc, project, exact := c.p, c.s, c.d, c.pc, c.project, c.exact
+	for _, r := range p.byProg[c.base] {
 		if project != nil && project.program {
 			break // a workspace program is not the tool its name says
 		}
-		if r.Path != "" && r.Path != filepath.Clean(a0) && r.Path != resolved && resolveAbs(r.Path, 0) != real {
+		if r.Path != "" && r.Path != filepath.Clean(c.a0) && r.Path != c.resolved && resolveAbs(r.Path, 0) != c.real {
 			continue
 		}
 		var ok bool
@@ -819,9 +822,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			continue
 		}
 		if r.layer == 0 {
-			sys = append(sys, r)
+			c.sys = append(c.sys, r)
 		} else {
-			proj = append(proj, r)
+			c.proj = append(c.proj, r)
 		}
 	}
 	// Project code and unknown programs are not refused: they are project
@@ -831,18 +834,18 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 	case project != nil:
 		s.raise(Allow, RiskHigh, project.why)
 		s.step("rules", "project code", project.file)
-	case len(sys) == 0 && pc.unparsed && exact == nil && class == "":
+	case len(c.sys) == 0 && pc.unparsed && exact == nil && c.class == "":
 		// A program no rule and no grammar knows: unknown code, like a
 		// project's own script. Its arguments are not analysed.
 		pc.code = true
-		s.raise(Allow, RiskHigh, "no policy rule knows "+base+": it runs as unknown code, like project code (its arguments are not analysed)")
-		s.step("rules", "unknown program", base)
-	case len(sys) == 0:
+		s.raise(Allow, RiskHigh, "no policy rule knows "+c.base+": it runs as unknown code, like project code (its arguments are not analysed)")
+		s.step("rules", "unknown program", c.base)
+	case len(c.sys) == 0:
 		s.deny(RiskHigh, "no policy rule allows "+pc.cmdName())
 		s.step("rules", "deny", "no matching rule")
 	}
 	alreadyDenied := d.Verdict == Deny
-	for _, r := range append(sys, proj...) {
+	for _, r := range append(c.sys, c.proj...) {
 		d.Rules = append(d.Rules, r.ID)
 		if alreadyDenied && r.verdict != Deny {
 			continue // an allow rule's reason would only confuse a denial
@@ -852,13 +855,17 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			d.RunAs = r.RunAs
 		}
 	}
-	if len(sys)+len(proj) > 0 {
+	if len(c.sys)+len(c.proj) > 0 {
 		s.step("rules", "matched", strings.Join(d.Rules, ","))
 	}
+	return true
+}
 
-	// --- effects
-	askedWrite := req.Sandbox == SandboxWorkspaceWrite
-	if askedWrite {
+// effects: writes, network and project code, and what they cost.
+func (c *command) effects() bool {
+	p, s, d, pc, cwd := c.p, c.s, c.d, c.pc, c.cwd
+	c.askedWrite = c.req.Sandbox == SandboxWorkspaceWrite
+	if c.askedWrite {
 		// Writes the grammar did not see: for a program without a grammar
 		// that is running project code.
 		pc.write = true
@@ -866,28 +873,34 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			pc.code = true
 		}
 	}
-	d.Writes = writes
+	d.Writes = c.writes
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
-	write := pc.write || len(writes) > 0 || pc.unparsed
-	d.ReadOnly = !write && !pc.net && !pc.code && !pc.unparsed
+	c.write = pc.write || len(c.writes) > 0 || pc.unparsed
+	d.ReadOnly = !c.write && !pc.net && !pc.code && !pc.unparsed
 	if pc.code {
 		s.raise(Allow, RiskHigh, "")
 	}
-	if write || pc.net {
+	if c.write || pc.net {
 		s.raise(Allow, RiskMedium, "")
 	}
 	if pc.write && cwd != "" {
-		if why := p.protectedWrite(cwd, ctx); why != "" {
+		if why := p.protectedWrite(cwd, c.ctx); why != "" {
 			s.deny(RiskCritical, "command writes in "+cwd+", which is protected: "+why)
 		}
 	}
 	if pc.net && !p.NetworkAllowed() {
 		s.deny(RiskMedium, pc.cmdName()+" uses the network, which the policy denies")
 	}
-	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", write, pc.net, pc.code), strings.Join(writes, ","))
-	if pf := projectFiles(pc, entries); len(pf) > 0 {
-		d.ProjectFiles = pf
+	s.step("effects", fmt.Sprintf("write=%t network=%t project_code=%t", c.write, pc.net, pc.code), strings.Join(c.writes, ","))
+	return true
+}
+
+// project-files: the entry files of project code, bound to the request.
+func (c *command) projectFiles() bool {
+	s, pc := c.s, c.pc
+	if pf := projectFiles(pc, c.entries); len(pf) > 0 {
+		c.d.ProjectFiles = pf
 		var shown []string
 		for _, k := range sortedKeys(pf) {
 			shown = append(shown, k+"="+pf[k])
@@ -899,27 +912,35 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 		s.step("project-files", fmt.Sprintf("%d bound to the request hash", len(pf)), strings.Join(shown, ", "))
 	}
+	return true
+}
 
-	// --- sandbox
-	d.Sandbox = p.sandboxFor(d, base, reads, ctx)
+// sandbox: the profile the kernel holds the execution to.
+func (c *command) sandbox() bool {
+	d, pc, ctx := c.d, c.pc, c.ctx
+	d.Sandbox = c.p.sandboxFor(d, c.base, c.reads, ctx)
 	// A program the policy has no grammar for runs read-only unless the
 	// caller asks for more; a caller may always narrow a plan. Shells,
 	// interpreters, wrappers and privilege tools (allowed only by exact
 	// rules) keep their rules: what they run is not known.
 	// A project's own program or script (./scripts/x.sh, python3 x.py) is
 	// project code like make: workspace-write.
-	unknown := pc.unparsed && escapeClass(base) == "" && project == nil
-	if (unknown && !askedWrite) || req.Sandbox == SandboxReadOnly {
+	unknown := pc.unparsed && escapeClass(c.base) == "" && c.project == nil
+	if (unknown && !c.askedWrite) || c.req.Sandbox == SandboxReadOnly {
 		d.Sandbox.Profile = SandboxReadOnly
 	}
-	unknownRO := ctx.sandbox && unknown && !askedWrite && !pc.net
+	c.unknownRO = ctx.sandbox && unknown && !c.askedWrite && !pc.net
 	// The kernel holds project code to the workspace when the sandbox is
 	// fully enforced: offline project code that writes only there needs no
 	// approval (see docs/SANDBOX.md, "Approval economy").
-	confined := ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
-	s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%t enforced=%t", d.Sandbox.Network, ctx.sandbox))
+	c.confined = ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
+	c.s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%t enforced=%t", d.Sandbox.Network, ctx.sandbox))
+	return true
+}
 
-	// --- mode
+// mode-adjust: what the mode makes of the verdict.
+func (c *command) modeAdjust() bool {
+	s, d, pc := c.s, c.d, c.pc
 	switch d.Mode {
 	case ModeInspect:
 		if !d.ReadOnly {
@@ -927,8 +948,8 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	case ModeConfirm:
 		var why []string
-		free := confined || unknownRO // the kernel holds it; see above
-		if write && !free {
+		free := c.confined || c.unknownRO // the kernel holds it; see the sandbox stage
+		if c.write && !free {
 			why = append(why, "writes")
 		}
 		if pc.code && !free {
@@ -939,9 +960,9 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 		switch {
 		case len(why) > 0 || d.Verdict != Allow:
-		case unknownRO:
+		case c.unknownRO:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
-		case confined:
+		case c.confined:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		}
 		if len(why) > 0 && d.Verdict == Allow {
@@ -954,94 +975,41 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		}
 	}
 	s.step("mode-adjust", string(d.Verdict), string(d.Mode))
+	return true
+}
 
-	// --- execution plan
+// exec: the argv and environment the program is forced to run with.
+func (c *command) execPlan() bool {
+	p, d, base := c.p, c.d, c.base
 	ps := p.spec.Programs[base]
-	if project != nil && project.program {
+	if c.project != nil && c.project.program {
 		ps = programSpec{} // mandatory arguments belong to the tool of that name, not to this file
 	}
-	d.ExecArgv = append([]string{a0}, ps.ExecArgs...)
-	d.ExecArgv = append(d.ExecArgv, argv[1:]...)
+	d.ExecArgv = append([]string{c.a0}, ps.ExecArgs...)
+	d.ExecArgv = append(d.ExecArgv, c.argv[1:]...)
 	if len(ps.ExecEnv) > 0 {
 		d.ExecEnv = map[string]string{}
 		for k, v := range ps.ExecEnv {
 			d.ExecEnv[k] = v
 		}
 	}
-	if gitChildTools[base] {
-		// These tools run git themselves (go's VCS stamping, git
-		// dependencies): that git gets the same mandatory settings as a git
-		// command (no hooks, no fsmonitor, ...), through the environment,
-		// which outranks the repository's own config.
-		if d.ExecEnv == nil {
-			d.ExecEnv = map[string]string{}
-		}
-		for k, v := range p.gitEnv {
-			d.ExecEnv[k] = v
-		}
-	}
-	if base == "go" && !pc.net && !pc.code && !pc.unparsed {
-		// go inspection commands classified as offline must stay offline: any go
-		// command may download missing modules or a newer toolchain.
-		if d.ExecEnv == nil {
-			d.ExecEnv = map[string]string{}
-		}
-		d.ExecEnv["GOPROXY"] = "off"
-		d.ExecEnv["GOTOOLCHAIN"] = "local"
-		// go vet (and list with cgo files) runs the C preprocessor over cgo
-		// preambles: `#include "/etc/shadow"` would print the file.
-		d.ExecEnv["CGO_ENABLED"] = "0"
-		// Inspection needs no version-control stamp (git status in the repo).
-		d.ExecEnv["GOFLAGS"] = "-buildvcs=false"
-	}
-	if base == "git" && len(pc.subs) > 0 {
-		switch pc.subs[0] {
-		case "diff":
-			// git diff is the one command that runs diff.external by
-			// default (a repository's config could name a program): never.
-			d.ExecArgv = withOption(d.ExecArgv, "--no-ext-diff")
-		case "config":
-			// git config follows include.path by default when no file is
-			// named: a repository's config could include a root-only file.
-			d.ExecArgv = withOption(d.ExecArgv, "--no-includes")
-		}
-	}
-	if base == "git" && len(pc.subs) > 0 && pc.subs[0] == "push" {
-		// A push to a local repository runs that repository's receive-pack
-		// and hooks with its own config (termd's -c settings do not reach
-		// it): pushes go over the network protocols only.
-		if d.ExecEnv == nil {
-			d.ExecEnv = map[string]string{}
-		}
-		d.ExecEnv["GIT_ALLOW_PROTOCOL"] = "git:http:https:ssh"
-	}
-	if base == "git" {
-		// git looks for a repository in the parents of where it runs: stop
-		// it at the workspace roots, so that a repository around a
-		// workspace (a home directory kept in git) is never the one a
-		// command reads or changes ("git checkout -- ../.bashrc").
-		var ceil []string
-		for _, ws := range ctx.workspaces {
-			if ws != "/" {
-				ceil = append(ceil, filepath.Dir(ws))
-			}
-		}
-		if len(ceil) > 0 {
+	if t := c.tool; t != nil {
+		for _, r := range t.runs {
+			// A tool that runs another (go's VCS stamping runs git) passes
+			// it the same mandatory settings as a command of its own,
+			// through the environment, which outranks a repository's config.
 			if d.ExecEnv == nil {
 				d.ExecEnv = map[string]string{}
 			}
-			d.ExecEnv["GIT_CEILING_DIRECTORIES"] = strings.Join(ceil, ":")
+			for k, v := range p.childEnv[r] {
+				d.ExecEnv[k] = v
+			}
+		}
+		if t.forced != nil {
+			c.hook(t.forced)
 		}
 	}
-}
-
-func hasComponent(p, name string) bool {
-	for _, c := range strings.Split(p, "/") {
-		if c == name {
-			return true
-		}
-	}
-	return false
+	return true
 }
 
 func equalStrings(a, b []string) bool {
@@ -1078,13 +1046,15 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 		return nil, nil
 	}
 	all := append(append([]operand(nil), pc.operands...), pc.paths...)
-	// git changes directory for each -C in turn before anything else; its
-	// operands, --git-dir and --work-tree are relative to where it ends up.
+	// A tool that changes directory for each -C in turn before anything
+	// else (git): its operands and path options are relative to where it
+	// ends up.
 	base := cwd
-	if pc.tool == "git" {
-		base = gitWorkDir(pc, cwd)
+	t := toolNamed(pc.tool)
+	if t != nil && t.chdir != "" {
+		base = t.workDir(pc, cwd)
 		var rest []operand
-		chdir, c := operand{value: base, kind: KPathRead}, gitChdirOpt()
+		chdir, c := operand{value: base, kind: KPathRead}, t.grammar.optIndex[t.chdir]
 		for _, op := range all {
 			if op.from == c {
 				if op.kind == KPathWrite {
@@ -1102,7 +1072,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	var check func(v string, write bool) string
 	check = func(v string, write bool) string {
 		real := resolvePath(base, v)
-		pv := p.checkPath(real, write, namesOnly[pc.tool] && !pc.recursive, ctx)
+		pv := p.checkPath(real, write, t != nil && t.namesOnly && !pc.recursive, ctx)
 		if pv.reason != "" || pv.verdict != Allow {
 			s.raise(pv.verdict, pv.risk, pv.reason)
 		} else {
@@ -1119,7 +1089,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 		if !write && pv.verdict != Deny && !contains(reads, real) {
 			reads = append(reads, real)
 		}
-		if write && isSetID(real) && pc.tool != "rm" && pc.tool != "chmod" && pc.tool != "mv" {
+		if write && isSetID(real) && (t == nil || !t.writesNoContent) {
 			// Writing a setuid/setgid file as root keeps its bits: new
 			// content would run with the owner's privileges.
 			s.deny(RiskCritical, "write to "+real+" is denied: it is setuid/setgid, and a write by root keeps those bits (remove them first: chmod u-s,g-s)")
@@ -1128,7 +1098,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 			// The replaced destination is renamed next to it.
 			check(v+pc.backupSuffix, true)
 		}
-		if write && (pc.tool == "rm" || pc.tool == "rmdir" || pc.tool == "mv") {
+		if write && t != nil && t.removes {
 			for _, ws := range ctx.workspaces {
 				if within(real, ws) {
 					s.deny(RiskCritical, pc.tool+": "+real+" is a workspace root (or contains one); removing the workspace itself is denied")
@@ -1166,139 +1136,6 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	return writes, reads
 }
 
-// gitRepoReads are files of the repository git will use that it reads by
-// fixed names and may echo in errors (a link to a root-only file), and the
-// object directories an alternates file names (a root-only repository
-// would be read through them).
-func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
-	dir := gitWorkDir(pc, cwd)
-	var gitDir string
-	if v := pc.values("--git-dir"); len(v) > 0 {
-		gitDir = resolvePath(dir, v[len(v)-1])
-	} else {
-		for _, d := range dirsUpTo(dir, ctx) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-				gitDir = filepath.Join(d, ".git")
-				break
-			}
-		}
-	}
-	if gitDir == "" {
-		return nil
-	}
-	// A .git *file* ("gitdir: PATH") sends git to another repository: that
-	// one is what is read.
-	if fi, err := os.Stat(gitDir); err == nil && fi.Mode().IsRegular() {
-		data, _ := os.ReadFile(gitDir)
-		line, _, _ := strings.Cut(string(data), "\n")
-		target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-		if !ok {
-			return []string{gitDir}
-		}
-		gitDir = resolvePath(filepath.Dir(gitDir), strings.TrimSpace(target))
-	}
-	var out []string
-	for _, name := range []string{"packed-refs", "HEAD", "commondir", "objects/info/alternates", "objects/info/http-alternates", "info/grafts", "shallow"} {
-		f := filepath.Join(gitDir, name)
-		if _, err := os.Lstat(f); err == nil {
-			out = append(out, f)
-		}
-	}
-	if data, err := os.ReadFile(filepath.Join(gitDir, "objects/info/alternates")); err == nil && len(data) < 1<<16 {
-		for _, line := range strings.Split(string(data), "\n") {
-			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				out = append(out, resolvePath(filepath.Join(gitDir, "objects"), line))
-			}
-		}
-	}
-	return out
-}
-
-// withOption adds opt to an argv where the command still reads options:
-// before a "--", else at the end.
-func withOption(argv []string, opt string) []string {
-	at := len(argv)
-	for i, a := range argv {
-		if a == "--" {
-			at = i
-			break
-		}
-	}
-	return append(argv[:at:at], append([]string{opt}, argv[at:]...)...)
-}
-
-// goToolSafeOptions are the compiler, assembler and linker options termd
-// passes through -gcflags, -asmflags and -ldflags: none names a file to read
-// or write or a program to run. Anything else (-cpuprofile, -traceprofile,
-// -o, -extld, -extar, -coveragecfg, ...) is refused.
-var goToolSafeOptions = set("-N -l -m -S -B -C -e -h -w -s -d -v -live -std -complete -dwarf -dwarflocationlists -lang -c -smallframes -spectre -race -msan -asan -wb -nolocalimports -shared -dynlink -X -linkmode -buildmode -compressdwarf -strictdups -checklinkname -dumpdep -H -V -E -trimpath -p -installsuffix")
-
-// goFlagProblems names what in a go command's tool flags termd cannot check.
-func goFlagProblems(pc *parsed) []string {
-	var out []string
-	for _, u := range pc.opts {
-		switch u.name {
-		case "-gcflags", "-asmflags", "-ldflags":
-		case "-buildvcs":
-			// Offline inspection runs without VCS stamping (git status in the
-			// repository would run its config's programs).
-			if !pc.code && !pc.net && u.has && u.value != "false" {
-				out = append(out, "go -buildvcs="+u.value+": inspection runs without version-control stamping (it would run git in the repository)")
-			}
-			continue
-		default:
-			continue
-		}
-		// cmd/go splits the value on blanks and strips quotes; termd drops
-		// every quote character first, so no quoting can hide an option.
-		val := strings.NewReplacer(`"`, " ", `'`, " ").Replace(u.value)
-		for _, tok := range strings.Fields(val) {
-			if i := strings.IndexByte(tok, '='); i > 0 && !strings.HasPrefix(tok, "-") {
-				tok = tok[i+1:] // "all=-N" → "-N"
-			}
-			if !strings.HasPrefix(tok, "-") {
-				continue // a value of the option before it (-X main.v=1)
-			}
-			name := strings.TrimPrefix(tok, "-")
-			if i := strings.IndexByte(name, '='); i >= 0 {
-				name = name[:i]
-			}
-			if !goToolSafeOptions["-"+strings.TrimPrefix(name, "-")] {
-				out = append(out, fmt.Sprintf("go %s: %s is not an option termd passes to the Go tools (it may name a file or a program); allowed: -N -l -m -S -d -s -w -X -trimpath and similar", u.name, clip(tok)))
-			}
-		}
-	}
-	return out
-}
-
-// gitChildTools run git as a child process.
-var gitChildTools = set("go npm pnpm yarn cargo make pytest py.test")
-
-// gitConfigEnv turns the git program's mandatory "-c key=value" arguments
-// into GIT_CONFIG_COUNT/KEY_n/VALUE_n, the environment form of -c (computed
-// once when a policy is loaded).
-func gitConfigEnv(args []string) map[string]string {
-	env := map[string]string{}
-	n := 0
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] != "-c" {
-			continue
-		}
-		k, v, ok := strings.Cut(args[i+1], "=")
-		if !ok {
-			continue
-		}
-		env[fmt.Sprintf("GIT_CONFIG_KEY_%d", n)] = k
-		env[fmt.Sprintf("GIT_CONFIG_VALUE_%d", n)] = v
-		n++
-		i++
-	}
-	if n > 0 {
-		env["GIT_CONFIG_COUNT"] = strconv.Itoa(n)
-	}
-	return env
-}
-
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
@@ -1317,35 +1154,6 @@ func inAnyWorkspace(real string, ctx *decideCtx) bool {
 func isSetID(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0
-}
-
-// cpPreservesMode: cp -p, -a, or --preserve with mode or all (or no list).
-func cpPreservesMode(pc *parsed) bool {
-	if pc.has("-p", "-a") {
-		return true
-	}
-	for _, u := range pc.opts {
-		if contains(u.opt.names, "--preserve") {
-			if !u.has || u.value == "" || strings.Contains(u.value, "mode") || strings.Contains(u.value, "all") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// gitChdirOpt is git's own -C (not a subcommand's -C, such as grep's context).
-func gitChdirOpt() *opt { return toolSpecs()["git"].optIndex["-C"] }
-
-// gitWorkDir is where git works after its -C options, applied in order.
-func gitWorkDir(pc *parsed, cwd string) string {
-	dir, c := cwd, gitChdirOpt()
-	for _, u := range pc.opts {
-		if u.opt == c && u.value != "" {
-			dir = resolvePath(dir, u.value)
-		}
-	}
-	return dir
 }
 
 // matchParsed checks the rule's subcommand and option constraints.

@@ -11,6 +11,13 @@ var shells = set("sh bash dash zsh ksh ksh93 mksh pdksh oksh fish csh tcsh ash r
 var interpreters = set("python python2 python3 pypy pypy3 node nodejs deno bun perl perl5 ruby irb php lua luajit tclsh wish expect Rscript R julia osascript jshell java groovy scala ghci runghc runhaskell guile racket sbcl clisp ocaml swift dotnet qjs jjs rhino gdb lldb")
 var pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*m?$|^(perl|ruby|php|lua|node)[0-9.]+$`)
 var wrappers = set("timeout nice nohup setsid stdbuf xargs watch flock script busybox toybox chroot unshare nsenter ionice chrt taskset time command builtin exec eval strace ltrace valgrind firejail bwrap systemd-run at batch parallel entr unbuffer rlwrap faketime catchsegv cgexec prlimit numactl torsocks proxychains proxychains4 dbus-launch dbus-run-session ssh setpriv setarch linux32 linux64 sg newgrp chronic ifne vipe xdg-open open env-exec nix-shell direnv fakeroot schroot systemd-nspawn docker podman kubectl tmux screen expect")
+
+// scriptInterpreters run a script file given as their first argument.
+var scriptInterpreters = set("sh bash dash zsh ksh node nodejs perl ruby php lua bun")
+
+// runsScripts: base runs a script file given as its first argument.
+func runsScripts(base string) bool { return scriptInterpreters[base] || pythonRE.MatchString(base) }
+
 var privilege = set("sudo su doas pkexec run0 sudoedit runuser machinectl calife ksu")
 
 func set(s string) map[string]bool {

@@ -47,6 +47,9 @@ type opt struct {
 	deny  string // non-empty: the option is denied with this reason
 	write bool   // presence makes the command write
 	code  bool   // presence runs project code
+	// workDir: the value is a directory the tool works in (-C, --git-dir),
+	// which a command that writes or builds writes in.
+	workDir bool
 }
 
 // cmdSpec is the grammar of a tool or subcommand.
@@ -101,9 +104,6 @@ type operand struct {
 	dirOpt bool // from a "work in this directory" option (-C, --git-dir)
 	from   *opt // the option whose value this is (nil for operands)
 }
-
-// dirOptions are options that move where a tool works.
-var dirOptions = map[string]bool{"-C": true, "--directory": true, "--git-dir": true, "--work-tree": true, "--cwd": true, "--dir": true, "--manifest-path": true, "-modfile": true, "--rootdir": true}
 
 type finding struct {
 	verdict Verdict
@@ -203,6 +203,7 @@ func o(spec string, kind ...Kind) *opt {
 func (op *opt) denyWith(reason string) *opt { op.deny = reason; return op }
 func (op *opt) writes() *opt                { op.write = true; return op }
 func (op *opt) runsCode() *opt              { op.code = true; return op }
+func (op *opt) movesDir() *opt              { op.workDir = true; return op }
 
 // flags builds many no-argument options from a space separated list; each
 // word may be "a|b" aliases.
@@ -329,11 +330,7 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 			p.code = true
 		}
 		if has && (op.kind == KPathRead || op.kind == KPathWrite || op.kind == KURL) {
-			dir := false
-			for _, n := range op.names {
-				dir = dir || dirOptions[n]
-			}
-			p.paths = append(p.paths, operand{value: val, kind: op.kind, dirOpt: dir, from: op})
+			p.paths = append(p.paths, operand{value: val, kind: op.kind, dirOpt: op.workDir, from: op})
 		}
 	}
 	i := 0
@@ -489,4 +486,35 @@ func printable(s string) string {
 		}
 	}
 	return b.String()
+}
+
+func opts(groups ...[]*opt) []*opt {
+	var out []*opt
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func list(os ...*opt) []*opt { return os }
+
+func sub(name string, c *cmdSpec) *cmdSpec { c.name = name; return c }
+
+func subs(cs ...*cmdSpec) map[string]*cmdSpec {
+	m := map[string]*cmdSpec{}
+	for _, c := range cs {
+		m[c.name] = c
+	}
+	return m
+}
+
+func baseName(s string) string {
+	s = strings.TrimRight(s, "/")
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	if s == "" {
+		return "."
+	}
+	return s
 }

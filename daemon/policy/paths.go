@@ -126,11 +126,6 @@ type pathVerdict struct {
 	reason  string
 }
 
-// namesOnly are tools that read only names and metadata of a directory
-// operand, never the contents of the files in it: a directory that holds a
-// secret (/etc holds /etc/shadow) is an ordinary system read for them.
-var namesOnly = set("ls stat df realpath")
-
 // checkPath decides one resolved path. names says the command reads only
 // the names and metadata of what is below a directory (ls /etc).
 func (p *Policy) checkPath(real string, write, names bool, ctx *decideCtx) pathVerdict {

@@ -238,7 +238,7 @@ type Policy struct {
 	byProg   map[string][]*rule
 	envAllow []string
 	envDeny  []string
-	gitEnv   map[string]string // git's mandatory -c settings as GIT_CONFIG_* (for tools that run git)
+	childEnv map[string]map[string]string // per tool: its mandatory arguments as environment, for tools that run it
 	version  string
 	canon    []byte
 }
@@ -482,7 +482,12 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	}
 	p.envAllow = append([]string(nil), fs.Env.Allow...)
 	p.envDeny = append([]string(nil), fs.Env.Deny...)
-	p.gitEnv = gitConfigEnv(fs.Programs["git"].ExecArgs)
+	p.childEnv = map[string]map[string]string{}
+	for name, t := range tools() {
+		if t.childEnv != nil {
+			p.childEnv[name] = t.childEnv(fs.Programs[name].ExecArgs)
+		}
+	}
 	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.PublicRead, fs.Paths.Protected} {
 		for _, s := range list {
 			if !(filepath.IsAbs(s) || strings.HasPrefix(s, "~/")) {

@@ -1,30 +1,18 @@
 package policy
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 )
 
-// projectEntryFiles are the files a tool reads as the project's code or
-// build configuration when it runs project code. Their digests are part of
-// the canonical request, so an approval covers what they said when it was
-// given: a Makefile changed after approval makes the plan stale. Other files
-// they pull in (included makefiles, scripts, sources) are not covered.
-var projectEntryFiles = map[string][]string{
-	"make":   {"GNUmakefile", "makefile", "Makefile"},
-	"npm":    {"package.json", ".npmrc"},
-	"pnpm":   {"package.json", ".npmrc", ".pnpmfile.cjs"},
-	"yarn":   {"package.json", ".npmrc", ".yarnrc", ".yarnrc.yml"},
-	"cargo":  {"Cargo.toml", "build.rs"},
-	"pytest": {"conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"},
-	"go":     {"go.mod", "go.work"},
-}
+// A tool's project entry files (toolSpec.entry) are the files it reads as
+// the project's code or build configuration when it runs project code. Their
+// digests are part of the canonical request, so an approval covers what they
+// said when it was given: a Makefile changed after approval makes the plan
+// stale. Other files they pull in (included makefiles, scripts, sources) are
+// not covered.
 
 // maxProjectFile bounds how much of one entry file is hashed.
 const maxProjectFile = 16 << 20
@@ -42,37 +30,27 @@ func projectFiles(pc *parsed, paths []string) map[string]string {
 	return out
 }
 
-// walksUp are the tools that look for their project file in the parent
-// directories too (npm's nearest package.json, go's go.mod and go.work,
-// cargo's workspace Cargo.toml, pytest's rootdir and conftest.py files).
-var walksUp = set("npm pnpm yarn go cargo pytest py.test")
-
 // projectEntryPaths are the entry files a tool reads in the directories it
 // works in (cwd, -C, workspace members) and, for tools that search upwards,
 // in each parent up to the workspace root. In cwd every name is listed (an
 // absent file is bound as absent); above it only files that exist.
-func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
-	names, ok := projectEntryFiles[pc.tool]
-	if !ok || cwd == "" {
+func projectEntryPaths(t *toolSpec, pc *parsed, cwd string, ctx *decideCtx) []string {
+	if t == nil || t.entry == nil || cwd == "" {
 		return nil
 	}
+	e := t.entry
 	dir := cwd
-	// make -C and go -C change directory in turn before reading anything.
-	for _, d := range pc.values("-C") {
-		if d != "" && (pc.tool == "make" || pc.tool == "go") {
-			dir = resolvePath(dir, d)
+	if e.chdir != "" {
+		// make -C and go -C change directory in turn before reading anything.
+		for _, d := range pc.values(e.chdir) {
+			if d != "" {
+				dir = resolvePath(dir, d)
+			}
 		}
 	}
 	dirs := []string{dir}
-	switch pc.tool {
-	case "npm", "pnpm", "yarn":
-		// -w/--workspace/--filter members and -C/--dir/--cwd directories
-		// have their own package.json and .npmrc.
-		for _, d := range pc.values("-w", "-C", "--cwd") {
-			if d != "" && !strings.ContainsAny(d, "*{}@") {
-				dirs = append(dirs, resolvePath(dir, d))
-			}
-		}
+	if e.dirs != nil {
+		dirs = append(dirs, e.dirs(pc, dir)...)
 	}
 	var paths []string
 	seen := map[string]bool{}
@@ -83,47 +61,37 @@ func projectEntryPaths(pc *parsed, cwd string, ctx *decideCtx) []string {
 		}
 	}
 	for _, d := range dirs {
-		for _, n := range names {
+		for _, n := range e.names {
 			add(filepath.Join(d, n))
 		}
-		if !walksUp[pc.tool] {
+		if !e.walksUp {
 			continue
 		}
 		ups := dirsUpTo(d, ctx)
 		for i := 1; i < len(ups); i++ {
 			up := ups[i]
-			for _, n := range names {
+			for _, n := range e.names {
 				if _, err := os.Lstat(filepath.Join(up, n)); err == nil {
 					add(filepath.Join(up, n))
 				}
 			}
 		}
 	}
-	switch pc.tool {
-	case "make":
-		for _, f := range pc.values("-f") {
-			add(resolvePath(dir, f))
-		}
-	case "go":
-		for _, f := range pc.values("-modfile") {
-			add(resolvePath(dir, f))
-		}
-	case "cargo":
-		for _, m := range pc.values("--manifest-path") {
-			m = resolvePath(cwd, m)
-			add(m)
-			add(filepath.Join(filepath.Dir(m), "build.rs"))
-		}
-	case "npm", "pnpm", "yarn":
-		for _, p := range append([]string(nil), paths...) {
-			if filepath.Base(p) == "package.json" {
-				for _, m := range npmWorkspaceMembers(p) {
-					add(m)
-				}
-			}
+	if e.extra != nil {
+		for _, f := range e.extra(pc, dir, cwd, append([]string(nil), paths...)) {
+			add(f)
 		}
 	}
 	return paths
+}
+
+// optionFiles lists the files named by a tool's options, relative to dir.
+func optionFiles(pc *parsed, dir string, names ...string) []string {
+	var out []string
+	for _, f := range pc.values(names...) {
+		out = append(out, resolvePath(dir, f))
+	}
+	return out
 }
 
 // dirsUpTo lists dir and its parents while they lie in a workspace (empty
@@ -134,42 +102,6 @@ func dirsUpTo(dir string, ctx *decideCtx) []string {
 		out = append(out, d)
 		if d == "/" {
 			break
-		}
-	}
-	return out
-}
-
-// npmWorkspaceMembers lists the package.json files of the members a
-// package.json names in its "workspaces" field (globs expanded, bounded).
-func npmWorkspaceMembers(pkg string) []string {
-	data, err := os.ReadFile(pkg)
-	if err != nil || len(data) > 1<<20 {
-		return nil
-	}
-	var doc struct {
-		Workspaces json.RawMessage `json:"workspaces"`
-	}
-	if json.Unmarshal(data, &doc) != nil || len(doc.Workspaces) == 0 {
-		return nil
-	}
-	var pats []string
-	if json.Unmarshal(doc.Workspaces, &pats) != nil {
-		var obj struct {
-			Packages []string `json:"packages"`
-		}
-		if json.Unmarshal(doc.Workspaces, &obj) != nil {
-			return nil
-		}
-		pats = obj.Packages
-	}
-	var out []string
-	root := filepath.Dir(pkg)
-	for _, pat := range pats {
-		matches, _ := filepath.Glob(filepath.Join(root, pat))
-		for _, m := range matches {
-			if len(out) < 256 {
-				out = append(out, filepath.Join(m, "package.json"))
-			}
 		}
 	}
 	return out
@@ -202,48 +134,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// npmrcRisky are .npmrc keys that move where npm writes (outside the
-// workspace: location=global installs into /usr) or what it reads or runs.
-var npmrcRisky = set("location global prefix userconfig globalconfig cache logs-dir tmp node-options script-shell shell git editor browser viewer init-module onload-script")
-
-// npmrcKeyRE is a plain .npmrc key: a name, or a registry-scoped one
-// ("//registry.example.com/:_authToken", "@scope:registry").
-var npmrcKeyRE = regexp.MustCompile(`^(//[^\s=${}]+:)?[@a-z0-9._:/-]+$`)
-
-// npmrcProblems reads the .npmrc files npm may use (in the tool's project
-// directories and their parents up to the workspace root) and names the
-// keys termd does not accept there.
-func npmrcProblems(entries []string) []string {
-	var out []string
-	for _, f := range entries {
-		if filepath.Base(f) != ".npmrc" {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		if err == nil {
-			if len(data) > 1<<16 {
-				out = append(out, f+" is too large to check")
-			}
-			for n, line := range strings.Split(string(data), "\n") {
-				line = strings.TrimSpace(line)
-				if line == "" || line[0] == '#' || line[0] == ';' {
-					continue
-				}
-				k, _, _ := strings.Cut(line, "=")
-				k = strings.ToLower(strings.Trim(strings.TrimSpace(k), `"'`))
-				switch {
-				case npmrcRisky[k]:
-					out = append(out, f+" sets "+k+", which moves where npm writes or what it reads or runs; remove that line")
-				case !npmrcKeyRE.MatchString(k):
-					// npm expands ${VAR} and unquotes keys: a key termd cannot
-					// read plainly could be any of the above.
-					// (The key is not quoted: the file may be a link to a secret.)
-					out = append(out, fmt.Sprintf("%s line %d has a key termd cannot check; write it plainly or remove it", f, n+1))
-				}
-			}
-		}
-	}
-	return out
 }

@@ -1,6 +1,10 @@
 package policy
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -131,5 +135,38 @@ func TestGrammarDetails(t *testing.T) {
 	}()
 	if err != nil || strings.Join(p.values("-run"), "") != "X" {
 		t.Fatalf("go flags: %v %+v", err, p)
+	}
+}
+
+// The engine names no tool: a tool's knowledge lives in its spec
+// (tool_*.go) and the engine reaches it through the registry. A string
+// literal in an engine file that is a registered tool's name is a branch
+// on that tool creeping back in.
+func TestEngineNamesNoTool(t *testing.T) {
+	engine := []string{"decide.go", "grammar.go", "paths.go", "project.go", "sandbox.go", "policy.go", "engine.go", "tool.go"}
+	// "env" is also the explain step of the request's environment and the
+	// policy file's env section; "true" and "false" are also option values
+	// (-v=true).
+	allowed := map[string]bool{"env": true, "true": true, "false": true}
+	fset := token.NewFileSet()
+	for _, name := range engine {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if _, imp := n.(*ast.ImportSpec); imp {
+				return false
+			}
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err == nil && toolNamed(s) != nil && !allowed[s] {
+				t.Errorf("%s: the engine names the tool %q; put what it knows in the tool's spec", fset.Position(lit.Pos()), s)
+			}
+			return true
+		})
 	}
 }

@@ -5,16 +5,26 @@ import (
 	"strings"
 )
 
-// ---- find -----------------------------------------------------------------
+// find, sed and awk: their expressions and programs are read, and
+// refused where they run commands or write files.
+func registerSedAwk() {
+	R := KPathRead
+	reg("sed", &cmdSpec{operand: R, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
+		list(o("-e|--expression="), o("-f|--file=").denyWith(whyUnchecked+" (sed script file)"), o("-i|--in-place?").writes(), o("-l|--line-length=")))})
+	reg("awk|mawk|gawk|nawk|original-awk", &cmdSpec{operand: R, posix: true, post: postAwk, opts: list(o("-F="), o("-v="), o("-f=").denyWith(whyUnchecked+" (awk program file)"), o("-W=").denyWith("mawk -W options are not checked"), o("--version"))})
+}
 
 var findArity = map[string]int{}
+
 var findDeny = map[string]string{
 	"-exec": whyExec, "-execdir": whyExec, "-ok": whyExec, "-okdir": whyExec,
 	"-delete": "deletes files", "-fprint": "writes a file", "-fprint0": "writes a file", "-fprintf": "writes a file", "-fls": "writes a file",
 }
+
 var findNewerRE = regexp.MustCompile(`^-newer[amcBt][amcBt]$`)
 
-func initFind() {
+func registerFind() {
+	reg("find", &cmdSpec{custom: parseFind})
 	for _, w := range strings.Fields("-print -print0 -ls -prune -quit -true -false -empty -executable -readable -writable -nouser -nogroup -depth -d -mount -xdev -noleaf -daystart -follow -ignore_readdir_race -noignore_readdir_race -a -and -o -or -not ! ( ) , -help --help -version --version") {
 		findArity[w] = 0
 	}
@@ -98,8 +108,6 @@ func parseFind(p *parsed, args []string) error {
 	}
 	return nil
 }
-
-// ---- sed ------------------------------------------------------------------
 
 func postSed(p *parsed) {
 	scripts := p.values("-e")
@@ -315,15 +323,6 @@ func checkSedScript(s string) string {
 		}
 	}
 }
-
-// ---- awk ------------------------------------------------------------------
-
-var (
-	awkWordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-	// awkAssignRE is an operand awk takes as an assignment rather than a
-	// file: a valid variable name, then '='. Anything else is a file.
-	awkAssignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-)
 
 func postAwk(p *parsed) {
 	if p.has("-f") {
@@ -593,109 +592,9 @@ func splitAwkStatements(code string) []string {
 	return strings.FieldsFunc(b.String(), func(r rune) bool { return r == ';' || r == '\n' || r == '{' || r == '}' })
 }
 
-// ---- tar ------------------------------------------------------------------
-
-// tarOldStyle rewrites "tar xzf a.tgz" into "-x -z -f a.tgz".
-// Letters that take a value are those whose short option takes one in tar's
-// grammar, so the two cannot disagree ("tar tHf posix ARCHIVE").
-func tarOldStyle(spec *cmdSpec, args []string) []string {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return args
-	}
-	takesValue := func(c byte) bool {
-		op, ok := spec.optIndex["-"+string(c)]
-		return ok && op.arg == reqArg
-	}
-	letters := args[0]
-	rest := args[1:]
-	var out []string
-	for j := 0; j < len(letters); j++ {
-		c := letters[j]
-		out = append(out, "-"+string(c))
-		if takesValue(c) && len(rest) > 0 {
-			out = append(out, rest[0])
-			rest = rest[1:]
-		}
-	}
-	return append(out, rest...)
-}
-
-// tarDirs are the directories tar's -C options move to: each -C is relative
-// to the previous one ("-C d -C x" is d/x), as tar applies them in turn.
-func tarDirs(p *parsed) []string {
-	var out []string
-	cur := ""
-	for _, d := range p.values("-C") {
-		if cur == "" || strings.HasPrefix(d, "/") {
-			cur = d
-		} else {
-			cur = strings.TrimRight(cur, "/") + "/" + d
-		}
-		out = append(out, cur)
-	}
-	return out
-}
-
-func postTar(p *parsed) {
-	create := p.has("-c", "-r", "-u", "-A")
-	p.recursive = create && !p.has("--no-recursion")
-	extract := p.has("-x")
-	if !create && !extract && !p.has("-t", "-d", "--delete") {
-		p.deny(RiskLow, "tar: no operation (-c, -x, -t)")
-	}
-	if p.has("-P") && extract {
-		p.deny(RiskCritical, "tar -P: extracting absolute names writes outside the workspace")
-	}
-	for _, f := range p.values("-f") {
-		if strings.Contains(f, ":") && !p.has("--force-local") {
-			p.deny(RiskCritical, "tar -f %q: a host:path archive runs a remote shell", clip(f))
-		}
-		kind := KPathRead
-		if create || p.has("--delete") {
-			kind = KPathWrite
-		}
-		if f != "-" {
-			p.paths = append(p.paths, operand{value: f, kind: kind})
-		}
-	}
-	if p.has("-T") && create {
-		p.ask(RiskHigh, "tar -T: the names in the file list are not inspected")
-	}
-	if p.has("-h") && create {
-		p.ask(RiskHigh, "tar -h: symlinks inside the archived trees are followed and not inspected")
-	}
-	if p.has("--remove-files") {
-		for i := range p.operands {
-			p.operands[i].kind = KPathWrite
-		}
-	}
-	if extract {
-		p.write = true
-		dirs := tarDirs(p)
-		if len(dirs) == 0 {
-			dirs = []string{"."}
-		}
-		for _, d := range dirs {
-			p.paths = append(p.paths, operand{value: d, kind: KPathWrite})
-		}
-		for i := range p.operands {
-			p.operands[i].kind = KOther // member names
-		}
-		if !p.has("-O") {
-			p.ask(RiskHigh, "tar -x: archive contents are not inspected; extraction may write any file under the target directory")
-		}
-	} else {
-		for _, d := range tarDirs(p) {
-			p.paths = append(p.paths, operand{value: d, kind: KPathRead})
-			// members named after -C DIR are read relative to DIR
-			for _, op := range p.operands {
-				if !strings.HasPrefix(op.value, "/") {
-					p.paths = append(p.paths, operand{value: strings.TrimRight(d, "/") + "/" + op.value, kind: KPathRead})
-				}
-			}
-		}
-	}
-	if create || p.has("--delete") {
-		p.write = true
-	}
-}
+var (
+	awkWordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	// awkAssignRE is an operand awk takes as an assignment rather than a
+	// file: a valid variable name, then '='. Anything else is a file.
+	awkAssignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+)

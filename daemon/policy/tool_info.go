@@ -11,7 +11,7 @@ import (
 
 var numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$`)
 
-func initInfoTools() {
+func registerInfoTools() {
 	R, W := KPathRead, KPathWrite
 	std := "--help --version"
 	reg("which", &cmdSpec{operand: KOther, opts: flags("-a|--all -s --skip-alias --skip-functions --skip-dot --skip-tilde --show-dot --show-tilde --tty-only -i|--read-alias --read-functions -v|-V " + std)})
@@ -23,7 +23,7 @@ func initInfoTools() {
 	reg("hostname", &cmdSpec{post: noOperands("hostname NAME sets the host name"), opts: opts(flags("-s|--short -f|--fqdn|--long -d|--domain -i|--ip-address -I|--all-ip-addresses -A|--all-fqdns -a|--alias -y|--yp|--nis -v|--verbose -h|--help -V|--version"),
 		list(o("-F|--file=").denyWith("sets the host name from a file"), o("-b|--boot").denyWith("sets the host name")))})
 	reg("seq", &cmdSpec{operand: KOther, operandLike: numberRE.MatchString, opts: opts(flags("-w|--equal-width "+std), list(o("-f|--format="), o("-s|--separator=")))})
-	reg("realpath", &cmdSpec{operand: R, opts: opts(flags("-e|--canonicalize-existing -m|--canonicalize-missing -L|--logical -P|--physical -q|--quiet -s|--strip|--no-symlinks -z|--zero "+std), list(o("--relative-to=", R), o("--relative-base=", R)))})
+	register("realpath", &toolSpec{namesOnly: true, grammar: &cmdSpec{operand: R, opts: opts(flags("-e|--canonicalize-existing -m|--canonicalize-missing -L|--logical -P|--physical -q|--quiet -s|--strip|--no-symlinks -z|--zero "+std), list(o("--relative-to=", R), o("--relative-base=", R)))}})
 	reg("sha256sum|sha1sum|sha224sum|sha384sum|sha512sum|md5sum|b2sum", &cmdSpec{operand: R, opts: opts(flags("-b|--binary -t|--text -z|--zero --tag --ignore-missing --quiet --status --strict -w|--warn "+std), list(o("-l|--length="),
 		o("-c|--check").denyWith("reads and hashes the files named in a list (the names are not checked)")))})
 	reg("cmp", &cmdSpec{operand: R, opts: opts(flags("-b|--print-bytes -l|--verbose -s|--quiet|--silent --help -v|--version"), list(o("-i|--ignore-initial="), o("-n|--bytes=")))})

@@ -1,0 +1,204 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// registerJS: npm, pnpm and yarn. Options may appear anywhere; lifecycle
+// scripts are project code.
+func registerJS() {
+	R, W := KPathRead, KPathWrite
+	jsGlobal := opts(flags("-D|--save-dev -P|--save-prod -O|--save-optional -E|--save-exact -B|--save-bundle --no-save -S|--save --save-peer --ignore-scripts --no-audit --audit --no-fund --production --legacy-peer-deps --strict-peer-deps -f|--force --dry-run --prefer-offline --offline --prefer-online --package-lock-only --no-package-lock --workspaces --if-present -s|--silent -q|--quiet --json -p|--parseable -l|--long -a|--all --no-color --progress --no-progress --foreground-scripts --install-links --verbose -d --frozen-lockfile --no-frozen-lockfile --immutable --recursive -r --include-workspace-root --fix -h|--help -v|--version --prod --dev --no-optional --lockfile-only --check-files --non-interactive --pure-lockfile"),
+		list(o("--omit="), o("--include="), o("-w|--workspace|--filter="), o("--loglevel="), o("--depth="), o("--registry="), o("--audit-level="), o("--cache=", W), o("--color="), o("--install-strategy="), o("--save-prefix="), o("--tag="), o("--before="), o("--reporter="), o("-C|--dir=", R).movesDir(), o("--cwd=", R).movesDir(),
+			o("-g|--global").denyWith("installs outside the workspace"), o("--location=").denyWith("installs outside the workspace"), o("--prefix=").denyWith("installs outside the workspace"), o("--script-shell=").denyWith("chooses the shell that runs scripts"), o("--node-options=").denyWith("injects node options"), o("--userconfig=").denyWith("loads a config file that can run programs"), o("--globalconfig=").denyWith("loads a config file that can run programs"), o("--init-module=").denyWith("runs a module"), o("-y|--yes").denyWith("auto-confirms running downloaded code"), o("--unsafe-perm").denyWith("runs scripts as root")))
+	js := func(tool string) {
+		install := &cmdSpec{inherit: true, net: true, write: true, code: true, post: postJSInstall}
+		test := &cmdSpec{inherit: true, code: true}
+		run := &cmdSpec{inherit: true, code: true}
+		read := &cmdSpec{inherit: true}
+		readNet := &cmdSpec{inherit: true, net: true}
+		// "audit fix" installs the fixed versions: their install scripts run.
+		audit := &cmdSpec{inherit: true, net: true, post: func(p *parsed) {
+			if len(p.operands) > 0 && p.operands[0].value == "fix" {
+				p.write, p.code = true, true
+			}
+		}}
+		write := &cmdSpec{inherit: true, write: true}
+		m := map[string]*cmdSpec{
+			"install": withName("install", install), "ci": withName("ci", install), "add": withName("add", install), "update": withName("update", install), "remove": withName("remove", install),
+			"test": withName("test", test), "run": withName("run", run), "start": withName("start", run), "rebuild": withName("rebuild", run),
+			"ls": withName("ls", read), "why": withName("why", read), "root": withName("root", read), "prefix": withName("prefix", read), "explain": withName("explain", read),
+			"view": withName("view", readNet), "outdated": withName("outdated", readNet), "audit": withName("audit", audit), "info": withName("info", readNet),
+			"pack": withName("pack", write), "prune": withName("prune", write), "dedupe": withName("dedupe", write),
+			"config": withName("config", &cmdSpec{inherit: true, post: postJSConfig}),
+			"exec":   withName("exec", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s exec runs a downloaded or arbitrary program", p.tool) }}),
+			"dlx":    withName("dlx", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s dlx runs a downloaded program", p.tool) }}),
+		}
+		al := map[string]string{"i": "install", "isntall": "install", "in": "install", "t": "test", "tst": "test", "run-script": "run", "rum": "run", "urn": "run", "list": "ls", "ll": "ls", "la": "ls", "v": "view", "show": "view", "c": "config", "x": "exec", "rm": "remove", "r": "remove", "un": "remove", "uninstall": "remove", "unlink": "remove", "up": "update", "upgrade": "update", "clean-install": "ci", "install-clean": "ci", "ic": "ci", "rb": "rebuild", "ddp": "dedupe"}
+		if tool != "npm" {
+			// yarn obeys a checkout's yarn-path / yarnPath and plugins, pnpm its
+			// .pnpmfile.cjs, on every command: all of them run project code.
+			for _, c := range m {
+				post := c.post
+				c.post = func(p *parsed) {
+					if post != nil {
+						post(p)
+					}
+					p.code = true
+				}
+			}
+		}
+		register(tool, &toolSpec{grammar: &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal}, entry: jsEntry(tool), check: checkNpmrc, runs: []string{"git"}})
+	}
+	js("npm")
+	js("pnpm")
+	js("yarn")
+}
+
+func withName(n string, c *cmdSpec) *cmdSpec { cc := *c; cc.name = n; return &cc }
+
+func postJSInstall(p *parsed) {
+	if p.has("--ignore-scripts") {
+		p.code = false
+	}
+	for i := range p.operands {
+		p.operands[i].kind = KOther // package specs
+	}
+}
+
+func postJSConfig(p *parsed) {
+	if len(p.operands) == 0 {
+		return
+	}
+	switch p.operands[0].value {
+	case "get", "list", "ls":
+		return
+	}
+	p.deny(RiskHigh, "%s config: writing configuration (npmrc can choose the script shell and run programs)", p.tool)
+}
+
+// jsEntry: a JavaScript package manager's entry files. -w/--workspace/
+// --filter members and -C/--dir/--cwd directories have their own
+// package.json and .npmrc; a package.json's workspaces are read too.
+func jsEntry(tool string) *entryFiles {
+	names := map[string][]string{
+		"npm":  {"package.json", ".npmrc"},
+		"pnpm": {"package.json", ".npmrc", ".pnpmfile.cjs"},
+		"yarn": {"package.json", ".npmrc", ".yarnrc", ".yarnrc.yml"},
+	}[tool]
+	return &entryFiles{names: names, walksUp: true, dirs: jsDirs, extra: jsWorkspaceMembers}
+}
+
+func jsDirs(pc *parsed, dir string) []string {
+	var out []string
+	for _, d := range pc.values("-w", "-C", "--cwd") {
+		if d != "" && !strings.ContainsAny(d, "*{}@") {
+			out = append(out, resolvePath(dir, d))
+		}
+	}
+	return out
+}
+
+func jsWorkspaceMembers(_ *parsed, _, _ string, found []string) []string {
+	var out []string
+	for _, p := range found {
+		if filepath.Base(p) == "package.json" {
+			out = append(out, npmWorkspaceMembers(p)...)
+		}
+	}
+	return out
+}
+
+// npmWorkspaceMembers lists the package.json files of the members a
+// package.json names in its "workspaces" field (globs expanded, bounded).
+func npmWorkspaceMembers(pkg string) []string {
+	data, err := os.ReadFile(pkg)
+	if err != nil || len(data) > 1<<20 {
+		return nil
+	}
+	var doc struct {
+		Workspaces json.RawMessage `json:"workspaces"`
+	}
+	if json.Unmarshal(data, &doc) != nil || len(doc.Workspaces) == 0 {
+		return nil
+	}
+	var pats []string
+	if json.Unmarshal(doc.Workspaces, &pats) != nil {
+		var obj struct {
+			Packages []string `json:"packages"`
+		}
+		if json.Unmarshal(doc.Workspaces, &obj) != nil {
+			return nil
+		}
+		pats = obj.Packages
+	}
+	var out []string
+	root := filepath.Dir(pkg)
+	for _, pat := range pats {
+		matches, _ := filepath.Glob(filepath.Join(root, pat))
+		for _, m := range matches {
+			if len(out) < 256 {
+				out = append(out, filepath.Join(m, "package.json"))
+			}
+		}
+	}
+	return out
+}
+
+// npmrcRisky are .npmrc keys that move where npm writes (outside the
+// workspace: location=global installs into /usr) or what it reads or runs.
+var npmrcRisky = set("location global prefix userconfig globalconfig cache logs-dir tmp node-options script-shell shell git editor browser viewer init-module onload-script")
+
+// npmrcKeyRE is a plain .npmrc key: a name, or a registry-scoped one
+// ("//registry.example.com/:_authToken", "@scope:registry").
+var npmrcKeyRE = regexp.MustCompile(`^(//[^\s=${}]+:)?[@a-z0-9._:/-]+$`)
+
+// npmrcProblems reads the .npmrc files npm may use (in the tool's project
+// directories and their parents up to the workspace root) and names the
+// keys termd does not accept there.
+func npmrcProblems(entries []string) []string {
+	var out []string
+	for _, f := range entries {
+		if filepath.Base(f) != ".npmrc" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err == nil {
+			if len(data) > 1<<16 {
+				out = append(out, f+" is too large to check")
+			}
+			for n, line := range strings.Split(string(data), "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" || line[0] == '#' || line[0] == ';' {
+					continue
+				}
+				k, _, _ := strings.Cut(line, "=")
+				k = strings.ToLower(strings.Trim(strings.TrimSpace(k), `"'`))
+				switch {
+				case npmrcRisky[k]:
+					out = append(out, f+" sets "+k+", which moves where npm writes or what it reads or runs; remove that line")
+				case !npmrcKeyRE.MatchString(k):
+					// npm expands ${VAR} and unquotes keys: a key termd cannot
+					// read plainly could be any of the above.
+					// (The key is not quoted: the file may be a link to a secret.)
+					out = append(out, fmt.Sprintf("%s line %d has a key termd cannot check; write it plainly or remove it", f, n+1))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func checkNpmrc(c *toolCall) {
+	if c.cwd == "" {
+		return
+	}
+	for _, why := range npmrcProblems(c.entries) {
+		c.deny(RiskHigh, why)
+	}
+}
