@@ -174,20 +174,29 @@ func (p *Process) spawn() (err error) {
 	var proc *os.Process
 	startOnce := func() error {
 		var serr error
-		lockedThread(func() bool {
+		lockedThread(func() <-chan struct{} {
 			leave := func() error { return nil }
 			if p.cg != nil {
-				l, err := p.cg.enterV1(r.ownV1)
+				l, err := p.cg.enterV1(r.ownV1, r.v1Roots)
 				if err != nil {
 					serr = err
-					return false
+					return nil
 				}
 				leave = l
 			}
 			proc, serr = os.StartProcess(path, argv, attr)
-			// If the thread cannot leave the execution's v1 cgroups, it must not
-			// be reused: exit it (lockedThread) rather than fork other things there.
-			return leave() != nil
+			if leave() == nil {
+				return nil
+			}
+			// The thread cannot leave the execution's v1 cgroups, so it must
+			// not be reused to fork anything else; it ends (lockedThread),
+			// but only after the execution: Pdeathsig would SIGKILL the
+			// child the moment its forking thread exits.
+			p.cg.stuck = true
+			if serr != nil {
+				return ended // nothing started: end the thread now
+			}
+			return p.done
 		})
 		return serr
 	}
@@ -224,6 +233,9 @@ func (p *Process) spawn() (err error) {
 	p.mu.Unlock()
 	return nil
 }
+
+// ended is a closed channel: "hold nothing, end the thread now".
+var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (p *Process) spawnFailed(err error) error {
 	if p.cg != nil {
