@@ -206,7 +206,7 @@ func benchPairsScript(t *testing.T, d *harness.Daemon, hb *httpBridge) {
 		pairs := time.Duration(n + warmup)
 		perPair := (dCPU + bCPU) / pairs
 		harness.Bench(t, fmt.Sprintf("mcp:   server CPU per pair %v (termd %v + bridge %v) = %.0f%% of the pair's median wall time",
-			perPair.Round(10*time.Microsecond), (dCPU / pairs).Round(10*time.Microsecond), (bCPU / pairs).Round(10*time.Microsecond), 100*float64(perPair)/float64(ms(res.Pairs.Pair.Median))))
+			perPair.Round(10*time.Microsecond), (dCPU/pairs).Round(10*time.Microsecond), (bCPU/pairs).Round(10*time.Microsecond), 100*float64(perPair)/float64(ms(res.Pairs.Pair.Median))))
 	}
 }
 
