@@ -157,6 +157,12 @@ func (p *Process) spawn() (err error) {
 	}
 	path, argv := spec.Path, spec.Argv
 	var ln *launchPipes
+	if spec.Launch == nil && spec.BeforeRelease != nil {
+		// Nothing to hold the command with: it must wait before the spawn.
+		if err := spec.BeforeRelease(); err != nil {
+			return p.spawnFailed(err)
+		}
+	}
 	if spec.Launch != nil {
 		if ln, err = newLaunchPipes(spec.Launch); err != nil {
 			return p.spawnFailed(err)
@@ -213,6 +219,15 @@ func (p *Process) spawn() (err error) {
 		return p.spawnFailed(err)
 	}
 	if ln != nil {
+		// The launcher waits on its configuration pipe: nothing has run yet.
+		if spec.BeforeRelease != nil {
+			if err := spec.BeforeRelease(); err != nil {
+				ln.abandon()
+				_ = proc.Kill()
+				_, _ = proc.Wait()
+				return p.spawnFailed(err)
+			}
+		}
 		if err := ln.release(spec, env); err != nil {
 			_ = proc.Kill()
 			_, _ = proc.Wait()
