@@ -55,11 +55,12 @@ type execRec struct {
 }
 
 // liveStream redacts one output stream as it arrives and publishes it as
-// events, coalesced: at most one output event per stream every liveInterval
-// (plus a last one at the end), so a flood costs every viewer a bounded number
-// of events per second. When a full event is waiting for its slot, the
-// command's reader waits too: the pipe fills and the command slows down, as
-// it would on a slow terminal (its output budget still ends a flood).
+// events, coalesced: output that trickles in goes out at most once per
+// stream every liveInterval (plus a last one at the end), so chatty output
+// costs every viewer a bounded number of events per second; a full event
+// (liveEventMax) goes out at once, so a flood costs a bounded number of
+// events per byte and never waits for a slot (a viewer that cannot keep up
+// falls behind the ring and is told so; the command is never slowed for it).
 type liveStream struct {
 	mu        sync.Mutex
 	red       *receiptstore.StreamRedactor
@@ -80,8 +81,8 @@ type liveStream struct {
 const idleFlush = 200 * time.Millisecond
 
 // liveInterval and liveEventMax bound live output: at most 1/liveInterval
-// output events per second per stream, each of about liveEventMax bytes at
-// most (10 MiB/s per stream).
+// partial output events per second per stream, and full events of about
+// liveEventMax bytes.
 const (
 	liveInterval = 50 * time.Millisecond
 	liveEventMax = 512 << 10
@@ -91,17 +92,10 @@ const (
 func (ls *liveStream) write(chunk []byte) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	for len(ls.pending) >= liveEventMax && !ls.closed {
-		wait := time.Until(ls.lastFlush.Add(liveInterval))
-		if wait <= 0 {
-			ls.flushLocked()
-			break
-		}
-		ls.mu.Unlock()
-		time.Sleep(wait)
-		ls.mu.Lock()
-	}
 	_, _ = ls.red.Write(chunk)
+	if len(ls.pending) >= liveEventMax && !ls.closed {
+		ls.flushLocked()
+	}
 	ls.armLocked()
 	if ls.idle == nil {
 		ls.idle = time.AfterFunc(idleFlush, func() {
