@@ -267,6 +267,7 @@ func (d *Daemon) Reload() {
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
+	config.FlushUsers() // accounts and groups may have changed too
 	_ = d.level.UnmarshalText([]byte(cfg.LogLevel))
 	d.srv.SetConfig(cfg)
 	d.log.Info("config reloaded", "source", cfg.Source)

@@ -73,12 +73,12 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: MaxBodyBytes,
-		Logger:              b.log,
+		Logger:              b.sdkLog,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: MaxBodyBytes,
-		Logger:              b.log,
+		Logger:              b.sdkLog,
 	})
 	want := []byte("Bearer " + o.Token)
 	origins := slices.Clone(o.AllowedOrigins)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
@@ -521,8 +522,8 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		"TERMD_EXECUTION":  e.id,
 		"TMPDIR":           tmp,
 	}
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		fixed["USER"], fixed["LOGNAME"] = u.Username, u.Username
+	if a, err := config.LookupUID(uint32(uid)); err == nil {
+		fixed["USER"], fixed["LOGNAME"] = a.User.Username, a.User.Username
 	}
 	for k, v := range fixed {
 		env[k] = v

@@ -3,11 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -196,8 +195,8 @@ func requestBytes(r *termdv1.CommandRequest) int {
 func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths(), Sandbox: b.sandboxEnforced()}
 	if caller != nil {
-		if u, err := user.LookupId(strconv.FormatUint(uint64(caller.Uid), 10)); err == nil {
-			ctx.Home = u.HomeDir
+		if a, err := config.LookupUID(caller.Uid); err == nil {
+			ctx.Home = a.User.HomeDir
 		}
 	}
 	return ctx
