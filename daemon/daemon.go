@@ -222,7 +222,7 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg := d.config()
 	if addr := os.Getenv("TERMD_DEBUG_PPROF"); addr != "" {
-		startPprof(addr, d.log)
+		startPprof(addr, d.log, d.broker.StageReport)
 	}
 	d.log.Info("termd listening", "socket", cfg.Socket, "state_dir", cfg.StateDir, "workspaces", cfg.Workspaces, "pid", os.Getpid())
 	errc := make(chan error, 1)

@@ -73,6 +73,7 @@ type Broker struct {
 	journal   *journal
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
+	stages    stageLog
 
 	stop chan struct{}
 	done chan struct{}

@@ -53,6 +53,12 @@ type execRec struct {
 	launch  *launcher.Launch
 	sandbox *sandbox.Record
 	tmp     string
+
+	// begun is when Execute was called; stage holds the stage durations
+	// known so far (see stages.go), completed by finish.
+	begun   time.Time
+	spawned time.Time
+	stage   stageTimes
 }
 
 // liveStream redacts one output stream as it arrives and publishes it as
@@ -242,6 +248,7 @@ func eventOf(ev *termdv1.Event, execID, planID string) bool {
 
 // start checks everything, records the intent durably, and spawns.
 func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*execRec, error) {
+	begun := time.Now()
 	if err := b.storageAllows(caller); err != nil {
 		return nil, err
 	}
@@ -293,9 +300,10 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	now := b.Now()
 	e := &execRec{
-		id:   uuid.NewString(),
-		plan: p,
-		done: make(chan struct{}),
+		id:    uuid.NewString(),
+		plan:  p,
+		done:  make(chan struct{}),
+		begun: begun,
 		e: &termdv1.Execution{
 			PlanId:    p.p.Id,
 			SessionId: s.id,
@@ -340,8 +348,12 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	// crash before that leaves a launcher that never got its command (it
 	// dies with termd) and, at most, an intent that becomes outcome_unknown.
 	intent := make(chan error, 1)
+	checked := time.Now()
+	e.stage[stageCheck] = checked.Sub(begun)
 	go func() {
-		intent <- b.Store.AppendIntent(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft})
+		err := b.Store.AppendIntent(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft})
+		e.stage[stageIntent] = time.Since(checked) // read after <-intent
+		intent <- err
 	}()
 	var intentErr error
 	waited := false
@@ -360,6 +372,8 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return nil
 	}
 	proc, err := b.Runner.Start(spec)
+	e.spawned = time.Now()
+	e.stage[stageSpawn] = e.spawned.Sub(checked)
 	if ierr := waitIntent(); ierr != nil {
 		if proc != nil {
 			proc.Wait() // nothing ran: the runner refused to release it
@@ -660,7 +674,15 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	r := b.finalReceipt(p, e, res, detail)
 	b.unlock()
 
+	ended := time.Now()
 	stored, err := b.Store.Append(r)
+	if !e.spawned.IsZero() && res.Err == nil && err == nil {
+		t := e.stage
+		t[stageRun] = ended.Sub(e.spawned)
+		t[stageReceipt] = time.Since(ended)
+		t[stageTotal] = time.Since(e.begun)
+		b.stages.add(t)
+	}
 
 	b.mu.Lock()
 	fs, ok := finalStates[res.Status]

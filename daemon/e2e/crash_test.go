@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,4 +150,50 @@ func childNamed(ppid int, comm string) int {
 		}
 	}
 	return 0
+}
+
+// TERMD_DEBUG_PPROF's listener reports where executions spend their time:
+// p50/p90 per stage over the last executions.
+func TestStageReport(t *testing.T) {
+	addr := freeLoopback(t)
+	d := harness.Start(t, harness.Options{Env: []string{"TERMD_DEBUG_PPROF=" + addr}})
+	for range 3 {
+		runToEnd(t, d.Client, plan(t, d.Client, "", "true"))
+	}
+	got := stageReport(t, addr)
+	if !strings.Contains(got, "over the last 3 executions") {
+		t.Fatalf("stage report:\n%s", got)
+	}
+	for _, s := range []string{"check", "intent", "spawn", "run", "receipt", "total"} {
+		if !regexp.MustCompile(`(?m)^` + s + `\s+\S*s\s+\S*s$`).MatchString(got) {
+			t.Errorf("no p50/p90 for stage %s:\n%s", s, got)
+		}
+	}
+}
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func stageReport(t *testing.T, addr string) string {
+	t.Helper()
+	var last error
+	for range 100 {
+		resp, err := http.Get("http://" + addr + "/debug/stages")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return string(body)
+		}
+		last = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no stage report at %s: %v", addr, last)
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ func TestBenchSpeed(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") == "" {
 		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
 	}
-	d := harness.Start(t, harness.Options{})
+	addr := freeLoopback(t)
+	d := harness.Start(t, harness.Options{Env: []string{"TERMD_DEBUG_PPROF=" + addr}})
 	s, err := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +50,9 @@ func TestBenchSpeed(t *testing.T) {
 		}
 	}
 	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true", pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
+	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
+		harness.Bench(t, "speed:   "+l)
+	}
 
 	// 50 MiB cat.
 	const size = 50 << 20
