@@ -1,15 +1,13 @@
 package cli_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestHelpCompletionAndManPages: the help a newcomer reads, shell completion
-// and man pages work without a daemon.
-func TestHelpCompletionAndManPages(t *testing.T) {
+// TestHelpAndCompletion: the help a newcomer reads and shell completion
+// work without a daemon.
+func TestHelpAndCompletion(t *testing.T) {
 	d := start(t)
 	out := ok(t, d, "--help")
 	for _, want := range []string{"Exit codes:", "124", "125", "130", "plan", "approve", "execute", "run", "receipts"} {
@@ -43,16 +41,6 @@ func TestHelpCompletionAndManPages(t *testing.T) {
 		if out := ok(t, d, "completion", sh); !strings.Contains(out, "termctl") {
 			t.Errorf("completion %s printed no script", sh)
 		}
-	}
-	dir := t.TempDir()
-	ok(t, d, "gen-man", dir)
-	for _, page := range []string{"termctl.1", "termctl-plan.1", "termctl-receipts-verify.1"} {
-		if _, err := os.Stat(filepath.Join(dir, page)); err != nil {
-			t.Errorf("gen-man did not write %s", page)
-		}
-	}
-	if out := ok(t, d, "--help"); strings.Contains(out, "gen-man") {
-		t.Error("gen-man is for make, it should be hidden from --help")
 	}
 	_, errOut := expect(t, d, 2, "-o", "xml", "status")
 	if !strings.Contains(errOut, "table, json or yaml") {
