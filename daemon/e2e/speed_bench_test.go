@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,4 +181,67 @@ func writeBig(t *testing.T, path string, size int, chunk func(int) []byte) {
 	if err := os.WriteFile(path, b.Bytes()[:size], 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBenchConcurrent: 64 sessions at once, each planning and executing
+// /bin/true in a loop: plans/s and executions/s with p50/p99 latency,
+// against the same work done by one session alone in the same run (the
+// global mutex must not serialise durable writes).
+func TestBenchConcurrent(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") == "" {
+		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
+	}
+	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n  max_running: 100\n  max_streams: 200\n"})
+	const workers, per = 64, 8
+	round := func(n int) (plans, execs []time.Duration, wall time.Duration) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := d.Client.Sessions.CreateSession(context.Background(), &termdv1.CreateSessionRequest{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for range per {
+					t0 := time.Now()
+					p, err := d.Client.Plans.CreatePlan(context.Background(), &termdv1.CreatePlanRequest{SessionId: s.Session.Id, Request: &termdv1.CommandRequest{Argv: []string{"true"}}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					t1 := time.Now()
+					st, err := d.Client.Executions.ExecuteAndWait(context.Background(), &termdv1.ExecuteAndWaitRequest{PlanId: p.Plan.Id})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for {
+						m, err := st.Recv()
+						if err != nil || m.Event.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
+							break
+						}
+					}
+					t2 := time.Now()
+					mu.Lock()
+					plans, execs = append(plans, t1.Sub(t0)), append(execs, t2.Sub(t1))
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return plans, execs, time.Since(start)
+	}
+	_, oneExec, oneWall := round(1)
+	plans, execs, wall := round(workers)
+	if t.Failed() {
+		return
+	}
+	harness.Bench(t, fmt.Sprintf("concurrent: %d sessions: %.0f plans/s and %.0f executions/s (one session alone: %.0f/s); plan p50 %v p99 %v; execute p50 %v p99 %v (one session alone: p50 %v)",
+		workers, float64(len(plans))/wall.Seconds(), float64(len(execs))/wall.Seconds(), float64(len(oneExec))/oneWall.Seconds(),
+		harness.Pct(plans, 50).Round(10*time.Microsecond), harness.Pct(plans, 99).Round(10*time.Microsecond),
+		harness.Pct(execs, 50).Round(10*time.Microsecond), harness.Pct(execs, 99).Round(10*time.Microsecond), harness.Pct(oneExec, 50).Round(10*time.Microsecond)))
 }

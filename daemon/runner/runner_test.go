@@ -377,6 +377,12 @@ func TestReadOutputWhileRunning(t *testing.T) {
 	if string(data) != "ll" || total != 6 || done {
 		t.Fatalf("ReadOutput(2,2) = %q %d %v", data, total, done)
 	}
+	// sh writes stderr after stdout: cancelling before it did would race.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if e, _, _ := p.ReadOutput(Stderr, 0, -1); len(e) > 0 {
+			break
+		}
+	}
 	_ = p.Cancel()
 	res := p.Wait()
 	if _, _, done := p.ReadOutput(Stderr, 0, -1); !done || string(res.Stderr.Kept) != "oops\n" {
