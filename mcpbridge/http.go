@@ -79,13 +79,13 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: MaxBodyBytes,
-		Logger:              b.log,
+		Logger:              b.sdkLog,
 		EventStore:          mcp.NewMemoryEventStore(nil),
 	})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: MaxBodyBytes,
-		Logger:              b.log,
+		Logger:              b.sdkLog,
 		// A 2026-07-28 client cancels a call by closing its POST: the
 		// handler sees it, and terminal_execute cancels the command.
 		PropagateRequestCancellation: true,

@@ -222,3 +222,30 @@ func TestUnauthorizedPointsAtResourceMetadata(t *testing.T) {
 		t.Errorf("metadata: %+v", doc)
 	}
 }
+
+// The bridge writes nothing per request at its default level: the MCP SDK
+// logs every HTTP request and session at Info, which the bridge lowers to
+// Debug (seen with --verbose).
+func TestHTTPLogsNothingPerRequest(t *testing.T) {
+	d := startDaemon(t)
+	hb := startHTTPBridge(t, d)
+	before := hb.log.String()
+	c := mcp.NewClient(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for range 3 {
+		p, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"pwd"}}, false)
+		if res.IsError {
+			t.Fatalf("plan: %s", text(res))
+		}
+		if ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false); res.IsError || ex["receipt"] == nil {
+			t.Fatalf("execute: %s", text(res))
+		}
+	}
+	if extra := strings.TrimPrefix(hb.log.String(), before); strings.TrimSpace(extra) != "" {
+		t.Fatalf("the bridge logged per request at its default level:\n%s", extra)
+	}
+}

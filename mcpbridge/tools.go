@@ -529,9 +529,9 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var final *termdv1.Execution
-	receiptID := ""
+	receiptID, shared := "", ""
 	events := 0
-	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID, Detach: true})
+	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID, Detach: true, ShareReceipt: true})
 	for err == nil {
 		var m *termdv1.ExecuteAndWaitResponse
 		if m, err = stream.Recv(); err != nil {
@@ -556,7 +556,7 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 			w.exec = final
 			notify(fmt.Sprintf("execution %s %s", final.GetId(), execState(final)))
 		case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
-			receiptID = ev.GetReceipt().GetId()
+			receiptID, shared = ev.GetReceipt().GetId(), m.GetShareReceiptJson()
 		}
 	}
 	if cancelledByClient(ctx) {
@@ -591,7 +591,11 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 		if w.exec.GetReceiptId() == "" {
 			w.exec.ReceiptId = receiptID
 		}
-		w.receipt = b.sharedReceipt(qctx, receiptID)
+		if shared != "" {
+			w.receipt = parseJSON(shared) // came with the final event
+		} else {
+			w.receipt = b.sharedReceipt(qctx, receiptID)
+		}
 	}
 	return w, nil
 }

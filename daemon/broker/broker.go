@@ -73,6 +73,7 @@ type Broker struct {
 	journal   *journal
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
+	stages    stageLog
 
 	stop chan struct{}
 	done chan struct{}
@@ -148,7 +149,7 @@ func (b *Broker) sweep() {
 func (b *Broker) Shutdown(grace time.Duration) {
 	b.mu.Lock()
 	b.closing = true
-	b.mu.Unlock()
+	b.unlock()
 	finished := make(chan struct{})
 	go func() { b.running.Wait(); close(finished) }()
 	select {
@@ -161,7 +162,7 @@ func (b *Broker) Shutdown(grace time.Duration) {
 				_ = e.proc.Cancel()
 			}
 		}
-		b.mu.Unlock()
+		b.unlock()
 		<-finished
 	}
 	close(b.stop)
@@ -169,13 +170,13 @@ func (b *Broker) Shutdown(grace time.Duration) {
 	b.mu.Lock()
 	b.closeJournal()
 	b.journal = nil
-	b.mu.Unlock()
+	b.unlock()
 }
 
 // ActiveExecutions counts executions still running.
 func (b *Broker) ActiveExecutions() int {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	n := 0
 	for _, e := range b.execs {
 		if !e.finished {
@@ -202,7 +203,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 			st.ActiveExecutions++
 		}
 	}
-	b.mu.Unlock()
+	b.unlock()
 	if n, err := b.Store.Count(); err == nil {
 		st.Receipts = n
 	}

@@ -201,7 +201,7 @@ func (b *Broker) GetReceipt(_ context.Context, caller *termdv1.Principal, id, se
 	case sessionID != "":
 		b.mu.Lock()
 		_, serr := b.sessionLocked(caller, sessionID)
-		b.mu.Unlock()
+		b.unlock()
 		if serr != nil {
 			return nil, serr
 		}

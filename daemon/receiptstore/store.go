@@ -81,6 +81,14 @@ type Store struct {
 	db   *sql.DB
 	keys *Keys
 	mu   sync.Mutex // serialises appends so seq/prev_hash are assigned in order
+	// head is the chain's last (seq, hash), kept in memory by the single
+	// writer instead of read back on every append; ok=false (at start and
+	// after any failed append) reads it from the database again.
+	head struct {
+		seq  int64
+		hash string
+		ok   bool
+	}
 }
 
 // Open opens (creating if needed) the store at path, a file in the state
@@ -232,6 +240,8 @@ func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	committed := false
+	defer s.keepHead(&committed)
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("receipt store: %w", err)
@@ -244,15 +254,26 @@ func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("receipt store: commit: %w", err)
 	}
+	committed = true
 	return out, nil
 }
 
+// keepHead forgets the in-memory chain head unless the append committed
+// (insert advances it before the commit). Called with s.mu held.
+func (s *Store) keepHead(committed *bool) {
+	if !*committed {
+		s.head.ok = false
+	}
+}
+
 func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Receipt, error) {
-	var last int64
-	prev := receipt.GenesisHash
-	err := tx.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("receipt store: read chain head: %w", err)
+	last, prev := s.head.seq, s.head.hash
+	if !s.head.ok {
+		last, prev = 0, receipt.GenesisHash
+		err := tx.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("receipt store: read chain head: %w", err)
+		}
 	}
 	c.Seq = last + 1
 	c.PrevHash = prev
@@ -263,13 +284,16 @@ func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Re
 		}
 		return nil, err
 	}
+	hash := receipt.ChainHash(body)
 	_, err = tx.Exec(`INSERT INTO receipts(seq, id, session_id, plan_id, execution_id, status, requester, approver, started_ns, hash, body)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 		c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
-		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), receipt.ChainHash(body), body)
+		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), hash, body)
 	if err != nil {
+		s.head.ok = false
 		return nil, fmt.Errorf("receipt store: append %s: %w", c.ID, err)
 	}
+	s.head.seq, s.head.hash, s.head.ok = c.Seq, hash, true
 	return c, nil
 }
 
@@ -278,6 +302,8 @@ func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Re
 func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	committed := false
+	defer s.keepHead(&committed)
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return err
@@ -292,7 +318,11 @@ func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	committed = true
+	return nil
 }
 
 func decodeStored(body []byte) (*receipt.Receipt, error) {

@@ -104,8 +104,15 @@ type Spec struct {
 	// the descriptors and namespaces Launch names, receives the command and
 	// Credential on a pipe, confines itself and execs the command. A
 	// launcher that cannot confine reports why and is a spawn failure.
-	Launch  *launcher.Launch
-	NewHash func() hash.Hash // nil = sha256
+	Launch *launcher.Launch
+	// BeforeRelease, when set, is called once before the command can run:
+	// with a launcher, after the launcher has been spawned and waits for its
+	// configuration (so the launcher's start overlaps with whatever
+	// BeforeRelease waits for, e.g. a durable intent); without one, before
+	// the spawn. An error is a spawn failure with that error, and nothing of
+	// the command runs. It is not called when the spawn fails first.
+	BeforeRelease func() error
+	NewHash       func() hash.Hash // nil = sha256
 	// OnOutput receives output as it arrives, in order per stream, from the
 	// stream's reader goroutine. chunk is only valid during the call (like
 	// io.Writer); the callback must not block for long (it stalls the command).

@@ -102,6 +102,11 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 		l.Close()
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential}
+	if spec.BeforeRelease != nil {
+		if err := spec.BeforeRelease(); err != nil {
+			return p.failed(err), nil
+		}
+	}
 	stdout, err1 := cmd.StdoutPipe()
 	stderr, err2 := cmd.StderrPipe()
 	if err := errors.Join(err1, err2); err != nil {
