@@ -258,28 +258,34 @@ func verifyRaw(data []byte, pub map[string]ed25519.PublicKey, hmacKey []byte, sc
 }
 
 func verifySignatures(data []byte, r *Receipt, pub map[string]ed25519.PublicKey, hmacKey []byte) error {
+	return verifySigned(data, r.KeyID, r.Signature, r.SignatureEd25519, r.Seq, pub, hmacKey)
+}
+
+// verifySigned checks a signed document's Ed25519 (and, with hmacKey, HMAC)
+// signature over its canonical form without the signature members.
+func verifySigned(data []byte, keyID, signature, sigEd25519 string, seq int64, pub map[string]ed25519.PublicKey, hmacKey []byte) error {
 	msg, err := canonicalize(data, signatureFields)
 	if err != nil {
-		return &VerifyError{Seq: r.Seq, Reason: err.Error()}
+		return &VerifyError{Seq: seq, Reason: err.Error()}
 	}
-	pk, ok := pub[r.KeyID]
+	pk, ok := pub[keyID]
 	if !ok {
-		return &VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("signed by unknown key id %q: pass the public key file that holds it", r.KeyID)}
+		return &VerifyError{Seq: seq, Reason: fmt.Sprintf("signed by unknown key id %q: pass the public key file that holds it", keyID)}
 	}
-	if KeyIDFor(pk) != r.KeyID {
-		return &VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("public key given for key id %q does not have that id", r.KeyID)}
+	if KeyIDFor(pk) != keyID {
+		return &VerifyError{Seq: seq, Reason: fmt.Sprintf("public key given for key id %q does not have that id", keyID)}
 	}
-	sig, err := hex.DecodeString(r.SignatureEd25519)
-	if err != nil || len(sig) != ed25519.SignatureSize || strings.ToLower(r.SignatureEd25519) != r.SignatureEd25519 {
-		return &VerifyError{Seq: r.Seq, Reason: "malformed signature_ed25519"}
+	sig, err := hex.DecodeString(sigEd25519)
+	if err != nil || len(sig) != ed25519.SignatureSize || strings.ToLower(sigEd25519) != sigEd25519 {
+		return &VerifyError{Seq: seq, Reason: "malformed signature_ed25519"}
 	}
 	if !ed25519.Verify(pk, msg, sig) {
-		return &VerifyError{Seq: r.Seq, Reason: "Ed25519 signature does not match: the receipt was altered or signed by another key"}
+		return &VerifyError{Seq: seq, Reason: "Ed25519 signature does not match: the receipt was altered or signed by another key"}
 	}
 	if hmacKey != nil {
 		want := hmacHex(hmacKey, msg)
-		if !hmac.Equal([]byte(want), []byte(r.Signature)) {
-			return &VerifyError{Seq: r.Seq, Reason: "HMAC signature does not match"}
+		if !hmac.Equal([]byte(want), []byte(signature)) {
+			return &VerifyError{Seq: seq, Reason: "HMAC signature does not match"}
 		}
 	}
 	return nil
