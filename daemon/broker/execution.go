@@ -45,7 +45,7 @@ type execRec struct {
 	// storageTail says why only a tail of the output is stored (over a
 	// storage budget with storage.over_budget: tail); "" = the usual cap.
 	storageTail string
-	cancelledBy       *termdv1.Principal
+	cancelledBy *termdv1.Principal
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
 	out [3]*liveStream
