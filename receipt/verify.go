@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // SchemaJSON is the current receipt JSON Schema (1.1, draft 2020-12). The
@@ -38,34 +36,20 @@ var Schemas = map[string][]byte{"1.0": schema10, SchemaVersion: SchemaJSON}
 
 type compiled struct {
 	once sync.Once
-	s    *jsonschema.Schema
+	s    *compiledRoot
 	err  error
 }
 
 var compiledByVersion = map[string]*compiled{"1.0": {}, SchemaVersion: {}}
 
-// compiledSchema is the schema of one receipt version.
-func compiledSchema(version string) (*jsonschema.Schema, error) {
+// compiledSchema is the schema of one receipt version, compiled on first use
+// (nothing is done at start: termctl's start-up does not pay for it).
+func compiledSchema(version string) (*compiledRoot, error) {
 	cs, ok := compiledByVersion[version]
 	if !ok {
 		return nil, fmt.Errorf("receipt schema_version %v is not supported: this verifier reads %s", version, supportedVersions())
 	}
-	cs.once.Do(func() {
-		raw := Schemas[version]
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			cs.err = fmt.Errorf("receipt schema: %w", err)
-			return
-		}
-		url := "https://termd.dev/schema/receipt-" + version + ".json"
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
-		if err := c.AddResource(url, doc); err != nil {
-			cs.err = fmt.Errorf("receipt schema: %w", err)
-			return
-		}
-		cs.s, cs.err = c.Compile(url)
-	})
+	cs.once.Do(func() { cs.s, cs.err = compileSchema(Schemas[version]) })
 	return cs.s, cs.err
 }
 
@@ -74,11 +58,21 @@ func supportedVersions() string { return "1.0 and " + SchemaVersion }
 // ValidateSchema checks a receipt document against the schema of its
 // schema_version.
 func ValidateSchema(data []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	inst, err := decodeInstance(data)
 	if err != nil {
-		return fmt.Errorf("receipt: not JSON: %w", err)
+		return err
 	}
 	return validateInstance(inst)
+}
+
+// decodeInstance parses a document into the values the schema check reads
+// (objects as maps, numbers as json.Number).
+func decodeInstance(data []byte) (any, error) {
+	tree, err := parseTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("receipt: not JSON: %w", err)
+	}
+	return schemaInstance(tree)
 }
 
 // validateInstance checks a decoded document against the schema its
@@ -92,7 +86,7 @@ func validateInstance(inst any) error {
 	if err != nil {
 		return err
 	}
-	if err := sch.Validate(inst); err != nil {
+	if err := sch.top.validate(inst, ""); err != nil {
 		return fmt.Errorf("receipt does not match schema %s: %w", version, err)
 	}
 	return nil
@@ -101,9 +95,9 @@ func validateInstance(inst any) error {
 // CheckIsReceipt says, in one line, when a document is not a termd receipt
 // at all (not JSON, a plan, a list), before any key is needed.
 func CheckIsReceipt(data []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	inst, err := decodeInstance(data)
 	if err != nil {
-		return fmt.Errorf("receipt: not JSON: %w", err)
+		return err
 	}
 	return looksLikeReceipt(inst)
 }
