@@ -78,8 +78,8 @@ uninstall:
 docs:
 	$(GO) run ./daemon/config/gen
 
-man: build
-	$(BIN)/termctl gen-man docs/man
+man:
+	$(GO) run ./cli/manpages docs/man
 
 clean:
 	rm -rf $(BIN) .run

@@ -206,7 +206,7 @@ var verbs = []struct {
 	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions},
 	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny},
 	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
-	{"more", newAsk}, {"more", newStatus}, {"more", newVersion}, {"more", newGenMan},
+	{"more", newAsk}, {"more", newStatus}, {"more", newVersion},
 }
 
 // Main runs termctl with the process's arguments and returns the exit code.
