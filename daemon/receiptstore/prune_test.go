@@ -212,7 +212,8 @@ func pruneHelper(dir string) int {
 		return 2
 	}
 	pruneHook = func(stage string) { fmt.Println(stage) }
-	if _, err := s.Prune(day0.Add(pruneCrashCut*24*time.Hour), "uid:0"); err != nil {
+	_, cut := crashChain()
+	if _, err := s.Prune(day0.Add(time.Duration(cut)*24*time.Hour), "uid:0"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -220,12 +221,17 @@ func pruneHelper(dir string) int {
 	return 0
 }
 
-const (
-	pruneCrashChain = 2000
-	pruneCrashCut   = 1500
-)
+// crashChain is how long the crash test's chain is and where it cuts
+// (shorter under -race).
+func crashChain() (length, cut int) {
+	if raceDetector {
+		return 500, 375
+	}
+	return 2000, 1500
+}
 
 func TestKill9DuringPrune(t *testing.T) {
+	pruneCrashChain, pruneCrashCut := crashChain()
 	// One chain, copied for each round.
 	src := t.TempDir()
 	k, err := LoadOrCreateKeys(filepath.Join(src, "keys"))
@@ -283,13 +289,14 @@ func TestKill9DuringPrune(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, _ := s.Count()
+		count, _ := s.Count()
+		n := int(count)
 		cp, _, _ := s.LastCheckpoint()
 		switch {
 		case cp == nil && n == pruneCrashChain:
 			outcomes["old chain"]++
 			mustVerify(t, s, pruneCrashChain)
-		case cp != nil && cp.HeadSeq == pruneCrashCut && n == pruneCrashChain-pruneCrashCut:
+		case cp != nil && cp.HeadSeq == int64(pruneCrashCut) && n == pruneCrashChain-pruneCrashCut:
 			outcomes["checkpoint + shorter chain"]++
 			mustVerify(t, s, pruneCrashChain-pruneCrashCut)
 		default:
