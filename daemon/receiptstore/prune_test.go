@@ -73,6 +73,14 @@ func TestPruneLeavesAVerifiableChain(t *testing.T) {
 		t.Fatalf("pruned seq 3 still readable: %v", err)
 	}
 	mustVerify(t, s, 7)
+	// The first kept receipt verifies on its own against the checkpoint;
+	// a pruned one says it was pruned.
+	if err := s.VerifyReceipt(rs[3]); err != nil {
+		t.Fatalf("the first receipt after the checkpoint: %v", err)
+	}
+	if err := s.VerifyReceipt(rs[1]); err == nil || !strings.Contains(err.Error(), "pruned") {
+		t.Fatalf("a pruned receipt: %v", err)
+	}
 	open, err := s.RecoverIntents()
 	if err != nil || len(open) != 1 || open[0].ExecutionID != "still-open" {
 		t.Fatalf("open intents after prune: %v %v (intents closed by pruned receipts must not reopen)", open, err)

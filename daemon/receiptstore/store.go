@@ -667,8 +667,15 @@ func (s *Store) VerifyReceipt(r *receipt.Receipt) error {
 	}
 	var hash string
 	var body []byte
-	err := s.db.QueryRow(`SELECT hash, body FROM receipts WHERE seq = ?`, r.Seq).Scan(&hash, &body)
+	cp, _, err := s.LastCheckpoint()
+	if err != nil {
+		return err
+	}
+	err = s.db.QueryRow(`SELECT hash, body FROM receipts WHERE seq = ?`, r.Seq).Scan(&hash, &body)
 	if errors.Is(err, sql.ErrNoRows) {
+		if cp != nil && r.Seq <= cp.HeadSeq {
+			return &receipt.VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("pruned: the store keeps a signed checkpoint for seq 1–%d instead of the receipts", cp.HeadSeq)}
+		}
 		return &receipt.VerifyError{Seq: r.Seq, Reason: "no receipt with this seq in the store"}
 	}
 	if err != nil {
@@ -692,7 +699,12 @@ func (s *Store) VerifyReceipt(r *receipt.Receipt) error {
 	}
 	if r.Seq > 1 {
 		var prevHash string
-		if err := s.db.QueryRow(`SELECT hash FROM receipts WHERE seq = ?`, r.Seq-1).Scan(&prevHash); err != nil {
+		err := s.db.QueryRow(`SELECT hash FROM receipts WHERE seq = ?`, r.Seq-1).Scan(&prevHash)
+		switch {
+		case errors.Is(err, sql.ErrNoRows) && cp != nil && cp.HeadSeq == r.Seq-1:
+			// The first receipt after a prune links to the checkpoint's head.
+			prevHash = cp.HeadHash
+		case err != nil:
 			return &receipt.VerifyError{Seq: r.Seq, Reason: "previous receipt is missing"}
 		}
 		if prevHash != r.PrevHash {
