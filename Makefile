@@ -32,7 +32,7 @@ vet:
 # TERMD_TEST_REQUIRE_ALL=1 a test whose real component is missing fails
 # instead of skipping; with TERMD_REQUIRE_SANDBOX=1 the sandbox tests fail
 # (never skip) on a host that cannot enforce the sandbox.
-REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient)$$
+REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI)$$
 TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1
 unit:
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(REAL_COMPONENT_TESTS)' ./...
@@ -68,7 +68,7 @@ bench: build
 	TERMD_BENCH=1 $(GO) test -run '^TestBench' -count=1 -v -timeout 60m ./... 2>&1 | grep -vE '^\s+time=|^=== |^--- PASS|no tests to run|^PASS$$|bench_test.go:31: '
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./daemon/policy ./daemon/events 2>&1 | grep -E 'Benchmark|ratio|ok'
 
-install: build
+install: build man
 	./scripts/install.sh "$(PREFIX)" "$(BIN)"
 
 uninstall:
@@ -78,8 +78,9 @@ uninstall:
 docs:
 	$(GO) run ./daemon/config/gen
 
+## man: write the man pages of all four binaries into bin/man/man1 (make install installs them)
 man:
-	$(GO) run ./cli/manpages docs/man
+	$(GO) run ./internal/manpages/gen $(BIN)/man/man1
 
 clean:
 	rm -rf $(BIN) .run

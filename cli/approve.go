@@ -24,7 +24,8 @@ agent. Pass --hash to approve only if the plan still has the hash you saw in
 		Example: `  termctl pending
   termctl approve 3f1c...e9
   termctl approve 3f1c...e9 --hash 9b2e...41`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(awaitingPlans),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, c, err := a.dial(cmd)
 			if err != nil {

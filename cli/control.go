@@ -47,7 +47,8 @@ func controlVerb(name, short, long string, call func(context.Context, *client.Cl
 			Long:  long + "\n\nGive an execution id, or a session id to mean that session's running execution.",
 			Example: "  termctl " + name + " 7d0a...c2        # an execution\n" +
 				"  termctl " + name + " $(termctl sessions list -o json | jq -r '.sessions[0].id')",
-			Args: cobra.ExactArgs(1),
+			Args:              cobra.ExactArgs(1),
+			ValidArgsFunction: a.completeIDs(runningIDs),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				ctx, c, err := a.dial(cmd)
 				if err != nil {

@@ -18,8 +18,9 @@ func newDeny(a *app) *cobra.Command {
 		Short: "Refuse a plan awaiting approval, saying why (operators)",
 		Long: `deny refuses a plan that is awaiting approval. The reason is recorded with the
 plan and in its signed receipt, and the requester sees it.`,
-		Example: `  termctl deny 3f1c...e9 --reason "touches the release branch; ask first"`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  termctl deny 3f1c...e9 --reason "touches the release branch; ask first"`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(awaitingPlans),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return usageErr(errors.New("--reason is required: say why, the requester will read it"))

@@ -21,21 +21,28 @@ operator approved, and re-checks before it starts that nothing changed
 
 With --follow, the command's stdout and stderr stream to yours as it runs and
 termctl exits with the command's exit code: 124 when it timed out, 130 when it
-was cancelled, 125 when termd refused to run it. The execution belongs to
+was cancelled, 125 when termd refused to run it or termctl failed, 126 when it
+could not be started. With -o json the output is held and printed at the end
+in one JSON document (plan, state, exit_code, stdout, stderr, receipt_id). The execution belongs to
 this termctl: Ctrl-C, a closed terminal, a broken pipe (| head) or killing
 termctl cancels it, and it still gets a receipt. Without --follow, termctl prints the execution's id and returns
 at once; the command keeps running.`,
 		Example: `  termctl execute 3f1c...e9 --follow
   termctl execute 3f1c...e9          # start it and return
   termctl output EXECUTION_ID        # read its output later`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(runnablePlans),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, c, err := a.dial(cmd)
+			if follow {
+				res := &runResult{PlanID: args[0]}
+				if err == nil {
+					err = a.follow(ctx, c, args[0], res)
+				}
+				return a.reportRun(res, err)
+			}
 			if err != nil {
 				return err
-			}
-			if follow {
-				return a.follow(ctx, c, args[0])
 			}
 			return a.detached(ctx, c, args[0])
 		},

@@ -22,7 +22,9 @@ import (
 // terminal's stdout and stderr, and returns an exitError carrying the
 // command's exit code (0 → nil). Ctrl-C cancels the execution (it still gets
 // a receipt); a second Ctrl-C stops waiting.
-func (a *app) follow(ctx context.Context, c *client.Client, planID string) error {
+//
+// With -o json|yaml the output is held in res instead (see runResult).
+func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *runResult) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Catch Ctrl-C before the execution can start, so it never goes unhandled.
@@ -102,9 +104,12 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string) error
 						cancelExec()
 					}
 				}
-				w := a.stdout
+				w := io.Writer(a.stdout)
 				if out.Stream == termdv1.OutputStream_OUTPUT_STREAM_STDERR {
 					w = a.stderr
+				}
+				if a.output != "table" {
+					w = res.sink(out.Stream)
 				}
 				if _, err := w.Write(out.Data); err != nil && !errors.Is(err, syscall.EPIPE) {
 					return err
@@ -131,7 +136,7 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string) error
 					return refusal(planID, err)
 				}
 				if final == nil {
-					return fmt.Errorf("lost the stream of execution %s: %w; it may still be running: `termctl output %s` reads its output", execID, err, execID)
+					return exitWith(ExitRefused, fmt.Errorf("lost the stream of execution %s: %w; it may still be running: `termctl output %s` reads its output", execID, err, execID))
 				}
 			}
 			if final == nil && execID != "" {
@@ -144,7 +149,12 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string) error
 				}
 			}
 			if final == nil {
-				return fmt.Errorf("the execution stream of plan %s ended without a result: see `termctl receipts list`", planID)
+				return exitWith(ExitRefused, fmt.Errorf("the execution stream of plan %s ended without a result: see `termctl receipts list`", planID))
+			}
+			res.Execution = final
+			res.ReceiptID = final.ReceiptId
+			if receipt != nil && receipt.Id != "" {
+				res.ReceiptID = receipt.Id
 			}
 			return a.finish(final, receipt)
 		}
@@ -174,11 +184,12 @@ func (a *app) finish(ex *termdv1.Execution, rc *termdv1.ReceiptSummary) error {
 		code := int(ex.ExitCode)
 		if ex.Error != "" {
 			note("the command did not start: %s", ex.Error)
+			return exitWith(ExitNotStarted, nil)
 		}
 		if code <= 0 || code > 255 {
-			code = ExitError
+			return exitWith(ExitRefused, nil)
 		}
-		return exitWith(code, nil)
+		return commandExit(code)
 	case termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT:
 		note("the command timed out after %s", time.Duration(ex.DurationMs)*time.Millisecond)
 		return exitWith(ExitTimedOut, nil)
@@ -190,16 +201,16 @@ func (a *app) finish(ex *termdv1.Execution, rc *termdv1.ReceiptSummary) error {
 		if n := signalNumber(ex.Signal); n > 0 {
 			return exitWith(128+n, nil)
 		}
-		return exitWith(ExitError, nil)
+		return exitWith(ExitRefused, nil)
 	case termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT:
 		note("%s", ex.Error)
 		return exitWith(ExitOutputLimit, nil)
 	case termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN:
 		note("the outcome is unknown (termd was interrupted while it ran)")
-		return exitWith(ExitError, nil)
+		return exitWith(ExitRefused, nil)
 	}
 	note("execution %s ended in state %s", ex.Id, execStateWord(ex.State))
-	return exitWith(ExitError, nil)
+	return exitWith(ExitRefused, nil)
 }
 
 func signalNumber(name string) int {

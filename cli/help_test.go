@@ -1,16 +1,13 @@
 package cli_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestHelpCompletionAndManPages: the help a newcomer reads, shell completion
-// and man pages work without a daemon.
-func TestHelpCompletionAndManPages(t *testing.T) {
+// TestHelpAndCompletion: the help a newcomer reads and shell completion
+// work without a daemon.
+func TestHelpAndCompletion(t *testing.T) {
 	d := start(t)
 	out := ok(t, d, "--help")
 	for _, want := range []string{"Exit codes:", "124", "125", "130", "plan", "approve", "execute", "run", "receipts"} {
@@ -43,19 +40,6 @@ func TestHelpCompletionAndManPages(t *testing.T) {
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		if out := ok(t, d, "completion", sh); !strings.Contains(out, "termctl") {
 			t.Errorf("completion %s printed no script", sh)
-		}
-	}
-	// Man pages come from their own program (`make man`), so termctl does
-	// not link the renderer.
-	dir := t.TempDir()
-	man := exec.Command("go", "run", "./cli/manpages", dir)
-	man.Dir = ".."
-	if out, err := man.CombinedOutput(); err != nil {
-		t.Fatalf("go run ./cli/manpages: %v\n%s", err, out)
-	}
-	for _, page := range []string{"termctl.1", "termctl-plan.1", "termctl-receipts-verify.1", "termctl-receipts-prune.1"} {
-		if _, err := os.Stat(filepath.Join(dir, page)); err != nil {
-			t.Errorf("manpages did not write %s", page)
 		}
 	}
 	_, errOut := expect(t, d, 2, "-o", "xml", "status")

@@ -37,7 +37,8 @@ object with the data and next_offset, to resume from.`,
 		Example: `  termctl output 7d0a...c2
   termctl output 7d0a...c2 --stream stderr
   termctl output 7d0a...c2 --offset 4096 --follow`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(runningIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := parseStream(stream)
 			if err != nil {

@@ -117,9 +117,10 @@ func truncate(s string, n int) string {
 func newReceiptsShow(a *app) *cobra.Command {
 	var session string
 	cmd := &cobra.Command{
-		Use:   "show RECEIPT_ID",
-		Short: "Show one receipt (-o json prints it exactly as signed)",
-		Args:  cobra.RangeArgs(0, 1),
+		Use:               "show RECEIPT_ID",
+		Short:             "Show one receipt (-o json prints it exactly as signed)",
+		Args:              cobra.RangeArgs(0, 1),
+		ValidArgsFunction: a.completeIDs(receiptIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &termdv1.GetReceiptRequest{SessionId: session}
 			if len(args) == 1 {
@@ -239,7 +240,8 @@ them anywhere with the public key.`,
 		Example: `  termctl receipts export 0b7e...31 > receipt.json
   termctl receipts export 0b7e...31 --share > receipt-shared.json
   termctl receipts export --all --since 24h > receipts.jsonl`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: a.completeIDs(receiptIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) == 1) {
 				return usageErr(fmt.Errorf("give a RECEIPT_ID, or --all (with optional filters) for JSON Lines"))

@@ -16,7 +16,8 @@ func newReplan(a *app) *cobra.Command {
 use it when termd refused a plan as stale (the program, working directory or
 policy changed since it was planned) or when an approval expired. The new plan
 has its own id and request hash and needs its own approval when it asks for one.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(anyPlans),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, c, err := a.dial(cmd)
 			if err != nil {

@@ -40,6 +40,8 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	if withTimeout {
 		fs.DurationVar(&f.timeout, "timeout", 0, "time limit, e.g. 30s or 5m (default: the policy's)")
 	}
+	_ = cmd.RegisterFlagCompletionFunc("mode", completeWords("inspect", "confirm", "trusted"))
+	_ = cmd.RegisterFlagCompletionFunc("sandbox", completeWords("read-only", "workspace-write"))
 	// Everything after the first argument belongs to the command, so
 	// `termctl plan ls -la` works as well as `termctl plan -- ls -la`.
 	fs.SetInterspersed(false)

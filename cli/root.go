@@ -20,14 +20,17 @@ import (
 
 // Exit codes (documented in `termctl --help`).
 const (
-	ExitOK        = 0
-	ExitError     = 1
-	ExitUsage     = 2
-	ExitAsk       = 3
-	ExitDeny      = 4
-	ExitTimedOut  = 124
-	ExitRefused   = 125
-	ExitCancelled = 130
+	ExitOK       = 0
+	ExitError    = 1
+	ExitUsage    = 2
+	ExitAsk      = 3
+	ExitDeny     = 4
+	ExitTimedOut = 124
+	ExitRefused  = 125
+	// ExitNotStarted: run / execute --follow: the command was decided and
+	// allowed but could not be started (as docker run's 126).
+	ExitNotStarted = 126
+	ExitCancelled  = 130
 	// ExitOutputLimit: the command wrote more than the policy's output
 	// budget and termd ended it (141 = 128+SIGPIPE, as if its reader had
 	// gone away).
@@ -36,8 +39,9 @@ const (
 
 // exitError carries an exit code up to Main.
 type exitError struct {
-	code int
-	err  error
+	code    int
+	err     error
+	command bool // the code is the command's own (run, execute --follow)
 }
 
 func (e *exitError) Error() string {
@@ -52,6 +56,9 @@ func (e *exitError) Unwrap() error { return e.err }
 func (e *exitError) ExitCode() int { return e.code }
 
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// commandExit is the exit code of the command termctl ran for the user.
+func commandExit(code int) error { return &exitError{code: code, command: true} }
 
 // app is the state shared by every verb.
 type app struct {
@@ -97,11 +104,14 @@ Exit codes:
   2    usage error
   3    policy check: the command needs approval (ask)
   4    policy check: the command is denied
+  N    execute --follow / run: the command's own exit code, except:
   124  the command timed out
-  125  termd refused to run it (denied, blocked, stale, needs approval)
+  125  nothing ran, or termd lost it: termd refused it (denied, blocked, stale,
+       needs approval), or termctl failed (bad flags, termd unreachable);
+       run and execute --follow never exit 1 or 2 for their own failures
+  126  the command was allowed but could not be started
   130  the command was cancelled
   141  the command wrote more than the policy's output budget and was ended
-  N    execute --follow / run: the command's own exit code
 
 The socket is --socket, else $TERMD_SOCKET, else the default path.`
 
@@ -131,6 +141,7 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	pf.StringVar(&a.socket, "socket", wire.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
+	_ = root.RegisterFlagCompletionFunc("output", completeWords("table", "json", "yaml"))
 	root.AddGroup(
 		&cobra.Group{ID: "run", Title: "Plan and run commands:"},
 		&cobra.Group{ID: "approve", Title: "Approve (operators):"},
@@ -203,7 +214,7 @@ var verbs = []struct {
 	new   func(*app) *cobra.Command
 }{
 	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newWatch},
-	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions},
+	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions}, {"run", newRecipe},
 	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny},
 	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
 	{"more", newAsk}, {"more", newStatus}, {"more", newVersion},

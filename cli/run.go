@@ -26,7 +26,11 @@ func newRun(a *app) *cobra.Command {
 		Short: "Plan, approve (when you may) and execute a command, streaming its output",
 		Long: `run is plan + approve + execute --follow in one step. The decision is shown on
 stderr; the command's stdout and stderr stream to yours, and termctl exits
-with the command's exit code (124 timed out, 130 cancelled, 125 refused).
+with the command's exit code (124 timed out, 130 cancelled, 125 refused or
+termctl's own failure, 126 could not start: run never exits 1 or 2 itself).
+With -o json (or yaml) the output is held and one document is printed at the
+end: plan_id, verdict, state, exit_code (null when none), stdout, stderr,
+stdout_bytes, receipt_id and, when nothing ran, error and reasons.
 
 The command belongs to this termctl: when termctl goes away before it ends
 (Ctrl-C, a closed terminal, a broken pipe as in ` + "`termctl run -- yes | head`" + `,
@@ -46,39 +50,52 @@ A blocked plan prints the policy's reasons and exits 125.`,
 		Example: `  termctl run -- ls -la
   termctl run --timeout 10m -- make test
   termctl run --detach -- make build       # start it and return; it keeps running
-  termctl run --yes -- touch notes.txt      # operators: approve without asking`,
+  termctl run --yes -- touch notes.txt      # operators: approve without asking
+  termctl run -o json -- go test ./... | jq .exit_code`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, c, err := a.plan(cmd, &rf, args)
-			if err != nil {
-				return err
-			}
-			d := p.GetDecision()
-			w := a.stderr
-			fmt.Fprintf(w, "termctl: plan %s: %s (risk %s): %s\n", p.Id, a.verdictColor(w, verdictWord(d.GetVerdict())), riskWord(d.GetRisk()), cmdline.Quote(d.GetArgv()))
-			switch p.State {
-			case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
-			case termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_DENIED:
-				for _, r := range d.GetReasons() {
-					fmt.Fprintln(w, "  -", r)
-				}
-				return exitWith(ExitRefused, fmt.Errorf("plan %s is %s by policy; nothing ran", p.Id, planStateWord(p.State)))
-			case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
-				if err := a.approveForRun(cmd.Context(), c, p, yes); err != nil {
-					return err
-				}
-			default:
-				return exitWith(ExitRefused, fmt.Errorf("plan %s is %s; nothing ran", p.Id, planStateWord(p.State)))
-			}
-			if detach {
-				return a.detached(cmd.Context(), c, p.Id)
-			}
-			return a.follow(cmd.Context(), c, p.Id)
+			res := &runResult{}
+			return a.reportRun(res, a.run(cmd, &rf, args, yes, detach, res))
 		},
 	}
 	rf.register(cmd, true, true)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve without asking when you may approve (operators)")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "start the command and return at once; it keeps running after termctl exits")
+	// run's own usage errors exit 125 too: 2 is the command's.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exitWith(ExitRefused, fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath()))
+	})
 	return cmd
+}
+
+func (a *app) run(cmd *cobra.Command, rf *requestFlags, args []string, yes, detach bool, res *runResult) error {
+	p, c, err := a.plan(cmd, rf, args)
+	if err != nil {
+		return err
+	}
+	res.PlanID, res.Plan = p.Id, p
+	d := p.GetDecision()
+	w := a.stderr
+	fmt.Fprintf(w, "termctl: plan %s: %s (risk %s): %s\n", p.Id, a.verdictColor(w, verdictWord(d.GetVerdict())), riskWord(d.GetRisk()), cmdline.Quote(d.GetArgv()))
+	switch p.State {
+	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
+	case termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_DENIED:
+		for _, r := range d.GetReasons() {
+			fmt.Fprintln(w, "  -", r)
+		}
+		return exitWith(ExitRefused, fmt.Errorf("plan %s is %s by policy; nothing ran", p.Id, planStateWord(p.State)))
+	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+		if err := a.approveForRun(cmd.Context(), c, p, yes); err != nil {
+			return err
+		}
+	default:
+		return exitWith(ExitRefused, fmt.Errorf("plan %s is %s; nothing ran", p.Id, planStateWord(p.State)))
+	}
+	if detach {
+		err := a.detached(cmd.Context(), c, p.Id)
+		res.printed = err == nil // detached printed the execution itself
+		return err
+	}
+	return a.follow(cmd.Context(), c, p.Id, res)
 }
 
 // approveForRun gets a plan awaiting approval approved, or says how to.

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,4 +109,50 @@ func TestRunAsksOnATerminal(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d.Workspace, "no.txt")); err == nil {
 		t.Fatal("the command ran although the answer was no")
 	}
+}
+
+func TestRunJSONIsOneDocumentWithTheReceipt(t *testing.T) {
+	d := start(t)
+	parse := func(out string) map[string]any {
+		t.Helper()
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("run -o json should print one JSON document: %v\n%s", err, out)
+		}
+		return doc
+	}
+	out, _ := expect(t, d, 0, "run", "-o", "json", "--", "echo", "hello")
+	doc := parse(out)
+	if doc["stdout"] != "hello\n" || doc["exit_code"] != float64(0) || doc["state"] != "succeeded" {
+		t.Fatalf("want stdout, exit code 0 and state succeeded in the document, got %v", doc)
+	}
+	rid, _ := doc["receipt_id"].(string)
+	if rid == "" || doc["stdout_bytes"] != float64(6) {
+		t.Fatalf("the document should carry the receipt id and byte counts, got %v", doc)
+	}
+	if shown := ok(t, d, "receipts", "show", rid); !strings.Contains(shown, "echo hello") {
+		t.Fatalf("the receipt id in the document should name the run's receipt:\n%s", shown)
+	}
+	// The command's own failure keeps its exit code, in the document too.
+	doc = parse(func() string { o, _ := expect(t, d, 1, "run", "-o", "json", "--", "false"); return o }())
+	if doc["exit_code"] != float64(1) || doc["state"] != "failed" {
+		t.Fatalf("false should report exit_code 1, got %v", doc)
+	}
+	// Nothing ran: exit_code is null, the reasons and the error say why.
+	out, _ = expect(t, d, 125, "run", "-o", "json", "--", "sudo", "true")
+	doc = parse(out)
+	if v, present := doc["exit_code"]; !present || v != nil || doc["error"] == nil || doc["reasons"] == nil || doc["plan_state"] != "blocked" {
+		t.Fatalf("a blocked run should report exit_code null, the error and the reasons, got %v", doc)
+	}
+}
+
+func TestRunNeverExitsOneOrTwoForItsOwnFailures(t *testing.T) {
+	d := start(t)
+	// 1 and 2 are the command's; termctl's own failures are 125.
+	expect(t, d, 125, "run", "--no-such-flag", "--", "true")
+	_, errOut := expect(t, d, 125, "run", "--socket", filepath.Join(t.TempDir(), "none.sock"), "--", "true")
+	if !strings.Contains(errOut, "none.sock") {
+		t.Fatalf("an unreachable termd should be named, got %q", errOut)
+	}
+	expect(t, d, 2, "run", "--", "grep", "x", "no-such-file")
 }

@@ -77,9 +77,10 @@ command (which still gets a receipt) and ends its event streams.`,
 	create.Flags().StringVar(&label, "label", "", "a label shown in listings")
 	cmd.AddCommand(create)
 	cmd.AddCommand(&cobra.Command{
-		Use:   "close SESSION_ID",
-		Short: "Close a session, cancelling its running command",
-		Args:  cobra.ExactArgs(1),
+		Use:               "close SESSION_ID",
+		Short:             "Close a session, cancelling its running command",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs(openSessions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, c, err := a.dial(cmd)
 			if err != nil {

@@ -38,7 +38,8 @@ session closes; Ctrl-C stops it any time.
   termctl watch 5e2b...a0           # one session
   termctl watch --history           # what termd still holds, then live
   termctl watch -o json | jq .kind`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: a.completeIDs(openSessions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			session := ""
 			if len(args) == 1 {

@@ -51,6 +51,7 @@ type Client struct {
 	Policy     termdv1.PolicyServiceClient
 	Adviser    termdv1.AdviserServiceClient
 	Workspace  termdv1.WorkspaceServiceClient
+	Recipes    termdv1.RecipeServiceClient
 }
 
 // Dial connects to the daemon's unix socket. It does not wait for the daemon;
@@ -107,6 +108,7 @@ func FromConn(conn *grpc.ClientConn, socket string) *Client {
 		Policy:     termdv1.NewPolicyServiceClient(conn),
 		Adviser:    termdv1.NewAdviserServiceClient(conn),
 		Workspace:  termdv1.NewWorkspaceServiceClient(conn),
+		Recipes:    termdv1.NewRecipeServiceClient(conn),
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/termd/termd/daemon/metrics"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
+	"github.com/termd/termd/daemon/recipes"
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/server"
@@ -169,6 +170,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	})
 	d.srv.RegisterDaemon(d.broker)
 	d.srv.RegisterBroker(d.broker)
+	d.srv.RegisterRecipes(recipes.New(d.broker, func() string { return d.config().RecipesDir }))
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/internal/harness"
+	"github.com/termd/termd/internal/manpages"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -57,7 +58,16 @@ func mode(t *testing.T, p string) os.FileMode {
 // `make install PREFIX=...` does, checks the tree and modes, verifies the
 // installed units with systemd-analyze, and uninstalls.
 func TestInstallTreeVerifyAndUninstall(t *testing.T) {
-	bin := filepath.Dir(harness.Bin(t, "termd"))
+	// BINDIR as `make build man` leaves it: the binaries and man/man1.
+	bin := t.TempDir()
+	for _, b := range []string{"termd", "termd-launch", "termctl", "termd-mcp", "termd-gateway"} {
+		if err := os.Symlink(harness.Bin(t, b), filepath.Join(bin, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := manpages.Write(filepath.Join(bin, "man", "man1")); err != nil {
+		t.Fatal(err)
+	}
 	prefix := t.TempDir()
 	out := runInstall(t, []string{"TERMD_INSTALL_NO_ACCOUNTS=1"}, prefix, bin)
 	if !strings.Contains(out, "not creating the termd group") {
@@ -72,6 +82,10 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 		"share/systemd/user/termd.socket":           0o644,
 		"share/termd/launchd/dev.termd.termd.plist": 0o644,
 		"share/doc/termd/CONFIG.md":                 0o644,
+		"share/man/man1/termctl-run.1":              0o644,
+		"share/man/man1/termd.1":                    0o644,
+		"share/man/man1/termd-mcp.1":                0o644,
+		"share/man/man1/termd-gateway.1":            0o644,
 		"etc/termd":                                 0o755,
 		"etc/termd/termd.yaml":                      0o644,
 		"etc/termd/policy.yaml":                     0o644,

@@ -36,6 +36,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d.Workspace, "Makefile"), []byte("slow:\n\t@echo before\n\t@sleep 3\n\t@echo after\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(d.Workspace, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "logs", "app.log"), []byte("INFO started\nERROR disk full on /var/data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	g := startGateway(t, d)
 	cmd := exec.Command(node, "console.test.mjs")
 	cmd.Dir = e2e

@@ -24,6 +24,7 @@ import (
 
 	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/recipe"
 )
 
 // Options configure a Gateway.
@@ -173,6 +174,7 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 		termdv1.RegisterPolicyServiceHandler,
 		termdv1.RegisterAdviserServiceHandler,
 		termdv1.RegisterWorkspaceServiceHandler,
+		termdv1.RegisterRecipeServiceHandler,
 	}
 	for _, reg := range regs {
 		if err := reg(ctx, mux, conn); err != nil {
@@ -317,6 +319,9 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "/schemas/receipt-1.0.json", "/schemas/receipt-1.1.json":
 		w.Header().Set("Content-Type", "application/schema+json")
 		_, _ = w.Write(receiptSchema(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/schemas/receipt-"), ".json")))
+	case "/schemas/recipe-1.json":
+		w.Header().Set("Content-Type", "application/schema+json")
+		_, _ = w.Write(recipe.SchemaJSON)
 	default:
 		if strings.HasPrefix(r.URL.Path, "/schemas/") {
 			writeError(w, http.StatusNotFound, "no such schema")

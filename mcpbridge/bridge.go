@@ -21,7 +21,8 @@ import (
 const Instructions = "termd runs shell commands for you under policy: call terminal_plan with the argv first, then terminal_execute with the returned plan_id (nothing runs without a plan; a plan that needs approval waits until a person runs `termctl approve <plan_id>` or approves it in the console). " +
 	"A command that outlasts wait_seconds comes back as `running` with an execution_id: poll terminal_status and terminal_output, and read the signed receipt with terminal_receipt. " +
 	"There is no shell: pipes, redirections (`>`), `&&` and variables do not exist, so send one program and its arguments; to create or rewrite a file, use your own file-editing tools (or `sed -i` / `cp` on existing files) rather than `echo > file`. " +
-	"cwd may be relative to the workspace root."
+	"cwd may be relative to the workspace root. " +
+	"To get oriented in a project, terminal_recipes lists ready-made read-only recipes (repository state, test discovery, log triage) and terminal_recipe_run runs one in a directory."
 
 // Options configure a Bridge.
 type Options struct {
@@ -31,8 +32,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported in the server info.
 	Version string
-	// MaxSessions caps the daemon sessions this bridge opens on behalf of MCP
-	// clients (HTTP serves many); beyond it, sessions are shared. Default 4.
+	// MaxSessions caps the daemon sessions this bridge holds for its MCP
+	// clients (HTTP serves many), one per client: at the cap an idle one is
+	// closed to make room, else the new client is refused. Default 8.
 	MaxSessions int
 }
 
@@ -58,7 +60,7 @@ func New(o Options) *Bridge {
 		o.Version = "dev"
 	}
 	if o.MaxSessions <= 0 {
-		o.MaxSessions = 4
+		o.MaxSessions = 8
 	}
 	b := &Bridge{
 		c:   o.Client,
@@ -76,6 +78,22 @@ func New(o Options) *Bridge {
 		Capabilities: &mcp.ServerCapabilities{},
 		PageSize:     100,
 		SchemaCache:  mcp.NewSchemaCache(),
+		// A stateful client's daemon session is released when its MCP
+		// session ends (DELETE, idle timeout, closed stream).
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			ss := req.Session
+			if ss == nil || ss.ID() == "" {
+				return // stdio: ServeStdio releases at exit
+			}
+			go func() {
+				_ = ss.Wait()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if b.sessions.release(ctx, ss.ID()) {
+					b.log.Debug("released the daemon session of a departed client", "mcp_session", ss.ID())
+				}
+			}()
+		},
 	})
 	b.addTools()
 	b.addPrompts()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -292,6 +293,26 @@ func TestBridgeOverTransports(t *testing.T) {
 			}
 			if a := names["terminal_status"].Annotations; a == nil || !a.ReadOnlyHint {
 				t.Errorf("terminal_status is not read-only: %+v", a)
+			}
+			// argv is a plain array of strings: UI clients (the Inspector)
+			// cannot send an array into ["null","array"].
+			for _, tool := range []string{"terminal_plan", "terminal_policy_check"} {
+				raw, _ := json.Marshal(names[tool].InputSchema)
+				var in struct {
+					Properties map[string]struct {
+						Type  any `json:"type"`
+						Items struct {
+							Type any `json:"type"`
+						} `json:"items"`
+					} `json:"properties"`
+				}
+				_ = json.Unmarshal(raw, &in)
+				if p := in.Properties["argv"]; p.Type != "array" || p.Items.Type != "string" {
+					t.Errorf("%s: argv should be {type: array, items: string}, got %s", tool, raw)
+				}
+				if tool == "terminal_plan" && in.Properties["env"].Type != "object" {
+					t.Errorf("terminal_plan: env should be an object, got %s", raw)
+				}
 			}
 			if a := names["terminal_execute"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
 				t.Errorf("terminal_execute is not marked destructive: %+v", a)
@@ -585,4 +606,180 @@ func TestBridgeExitClosesItsIdleSessions(t *testing.T) {
 	if !now[pending] {
 		t.Errorf("the session holding a plan awaiting approval was closed; its approval would be lost")
 	}
+}
+
+// A running command's counts match the output already returned, and a
+// missing exit code is null in every result (execute, status, receipt).
+func TestRunningCountsAndMissingExitCodes(t *testing.T) {
+	d := startDaemon(t)
+	if err := os.WriteFile(filepath.Join(d.Workspace, "log.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, d, transports[0], &clientRecorder{}, false)
+	plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"tail", "-f", "log.txt"}}, false)
+	if res.IsError || str(plan, "plan_id") == "" {
+		t.Fatalf("plan tail -f: %s", text(res))
+	}
+	ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id"), "wait_seconds": 2}, false)
+	if res.IsError || str(ex, "state") != "running" {
+		t.Fatalf("tail -f should be running after 2 s: %s", text(res))
+	}
+	if v, present := ex["exit_code"]; !present || v != nil {
+		t.Errorf("a running execution's exit_code should be null, got %v (present %v)", v, present)
+	}
+	if str(ex, "stdout") != "hello\n" || ex["stdout_bytes"] != float64(6) {
+		t.Errorf("stdout_bytes should count the output already returned: stdout %q, stdout_bytes %v", str(ex, "stdout"), ex["stdout_bytes"])
+	}
+	id := str(ex, "execution_id")
+	st, res := call(t, cs, "terminal_status", map[string]any{"execution_id": id}, false)
+	if res.IsError || st["stdout_bytes"] != float64(6) {
+		t.Errorf("terminal_status of a running execution should count its output: %s", text(res))
+	}
+	if _, res := call(t, cs, "terminal_cancel", map[string]any{"execution_id": id}, false); res.IsError {
+		t.Fatalf("cancel: %s", text(res))
+	}
+	var receiptID string
+	for deadline := time.Now().Add(30 * time.Second); receiptID == ""; time.Sleep(200 * time.Millisecond) {
+		st, _ = call(t, cs, "terminal_status", map[string]any{"execution_id": id}, false)
+		receiptID = str(st, "receipt_id")
+		if time.Now().After(deadline) {
+			t.Fatalf("no receipt after cancel: %v", st)
+		}
+	}
+	if v, present := st["exit_code"]; !present || v != nil || str(st, "state") != "cancelled" {
+		t.Errorf("a cancelled execution's exit_code should be null: %v", st)
+	}
+	rc, res := call(t, cs, "terminal_receipt", map[string]any{"receipt_id": receiptID}, false)
+	if v, present := rc["exit_code"]; res.IsError || !present || v != nil || !strings.Contains(text(res), "no exit code") {
+		t.Errorf("terminal_receipt should say null / no exit code for a cancelled command (not -1): %s", text(res))
+	}
+}
+
+// Cancelling a terminal_execute call (the SDK sends notifications/cancelled,
+// or closes a stateless request) cancels the command: it ends "cancelled"
+// with a signed receipt instead of running to its timeout, and the agent
+// finds it by plan_id.
+func TestCancelledCallCancelsTheCommand(t *testing.T) {
+	d := startDaemon(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			cs := connect(t, d, tr, &clientRecorder{}, false)
+			plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"sleep", "60"}}, false)
+			if res.IsError {
+				t.Fatalf("plan: %s", text(res))
+			}
+			planID := str(plan, "plan_id")
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(1500*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "terminal_execute", Arguments: map[string]any{"plan_id": planID, "wait_seconds": 120}})
+			if err == nil {
+				t.Fatal("the cancelled call returned a result")
+			}
+			var st map[string]any
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				st, res = call(t, cs, "terminal_status", map[string]any{"plan_id": planID}, false)
+				if res.IsError {
+					t.Fatalf("terminal_status by plan_id: %s", text(res))
+				}
+				if st["done"] == true && str(st, "receipt_id") != "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("sleep 60 still not ended 30 s after its call was cancelled: %s", text(res))
+				}
+			}
+			if str(st, "state") != "cancelled" || time.Since(start) > 45*time.Second {
+				t.Errorf("the command should end cancelled soon after its call was: %v", st)
+			}
+			rc, res := call(t, cs, "terminal_receipt", map[string]any{"receipt_id": str(st, "receipt_id")}, false)
+			if res.IsError || str(rc, "status") != "cancelled" {
+				t.Errorf("the receipt should say cancelled: %s", text(res))
+			}
+		})
+	}
+}
+
+// connectTo connects one more MCP client to a running HTTP bridge.
+func connectTo(t *testing.T, hb *httpBridge, version string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "termd-e2e", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// Clients that start a process per call (the Inspector CLI), and many
+// short-lived HTTP clients, all succeed: sessions do not pile up to the
+// per-principal cap, and no client shares another's daemon session.
+func TestShortLivedClientsGetTheirOwnSessions(t *testing.T) {
+	d := startDaemon(t)
+	openSessions := func() int {
+		r, err := d.Client.Sessions.ListSessions(context.Background(), &termdv1.ListSessionsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r.GetSessions())
+	}
+	t.Run("a stdio process per call", func(t *testing.T) {
+		for i := range 20 {
+			cs := connect(t, d, transports[0], &clientRecorder{}, false)
+			p, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"echo", fmt.Sprint(i)}}, false)
+			cs.Close()
+			if res.IsError {
+				t.Fatalf("call %d: plan: %s", i, text(res))
+			}
+			cs = connect(t, d, transports[0], &clientRecorder{}, false)
+			ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false)
+			cs.Close()
+			if res.IsError || str(ex, "state") != "succeeded" {
+				t.Fatalf("call %d: execute: %s", i, text(res))
+			}
+		}
+		if n := openSessions(); n > 8 {
+			t.Errorf("%d sessions open after 20 process-per-call clients", n)
+		}
+	})
+	t.Run("http clients", func(t *testing.T) {
+		hb := startHTTPBridge(t, d)
+		if err := os.WriteFile(filepath.Join(d.Workspace, "follow.log"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A long-lived client keeps a command running throughout.
+		a := connectTo(t, hb, "2025-11-25")
+		pa, _ := call(t, a, "terminal_plan", map[string]any{"argv": []string{"tail", "-f", "follow.log"}}, false)
+		if ex, res := call(t, a, "terminal_execute", map[string]any{"plan_id": str(pa, "plan_id"), "wait_seconds": 1}, false); str(ex, "state") != "running" {
+			t.Fatalf("tail -f: %s", text(res))
+		}
+		for i := range 20 {
+			b := connectTo(t, hb, "2025-11-25")
+			p, res := call(t, b, "terminal_plan", map[string]any{"argv": []string{"echo", fmt.Sprint(i)}}, false)
+			if res.IsError {
+				t.Fatalf("client %d: plan: %s", i, text(res))
+			}
+			if str(p, "session_id") == str(pa, "session_id") {
+				t.Fatalf("client %d was given the long-lived client's daemon session", i)
+			}
+			if ex, res := call(t, b, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false); str(ex, "state") != "succeeded" {
+				t.Fatalf("client %d: execute beside another client's running command: %s", i, text(res))
+			}
+			b.Close()
+		}
+		// The long-lived client's session and command are untouched.
+		st, res := call(t, a, "terminal_status", map[string]any{"plan_id": str(pa, "plan_id")}, false)
+		if str(st, "state") != "running" {
+			t.Errorf("the long-lived client's command: %s", text(res))
+		}
+		again, _ := call(t, a, "terminal_plan", map[string]any{"argv": []string{"true"}}, false)
+		if str(again, "session_id") != str(pa, "session_id") {
+			t.Errorf("the long-lived client lost its session")
+		}
+		if _, res := call(t, a, "terminal_cancel", map[string]any{"plan_id": str(pa, "plan_id")}, false); res.IsError {
+			t.Errorf("cancel by plan_id: %s", text(res))
+		}
+	})
 }

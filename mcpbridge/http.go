@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,13 +81,16 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 		Stateless:           true,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		Logger:              b.log,
+		// A 2026-07-28 client cancels a call by closing its POST: the
+		// handler sees it, and terminal_execute cancels the command.
+		PropagateRequestCancellation: true,
 	})
 	want := []byte("Bearer " + o.Token)
 	origins := slices.Clone(o.AllowedOrigins)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(origins, origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && !slices.Contains(origins, origin) && !sameLoopbackOrigin(r, origin) {
 			http.Error(w, "Forbidden: cross-origin request from "+origin, http.StatusForbidden)
 			return
 		}
@@ -114,6 +119,23 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 			stateless.ServeHTTP(w, r)
 		}
 	}), nil
+}
+
+// sameLoopbackOrigin: a page served by this very listener (Origin equal to
+// the request's own scheme://Host) may call it, but only when Host is a
+// loopback literal — a DNS-rebinding page has the same origin as its Host,
+// which is then the attacker's name, not 127.0.0.1.
+func sameLoopbackOrigin(r *http.Request, origin string) bool {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return origin == scheme+"://"+r.Host && loopback.Host(host)
 }
 
 // useStateful routes a request: anything on an MCP session, and a POST that

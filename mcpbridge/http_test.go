@@ -54,6 +54,9 @@ func TestHTTPRefusesWhatItShould(t *testing.T) {
 		{"the token without Bearer", map[string]string{"Authorization": hb.Token}, initBody, http.StatusUnauthorized},
 		{"a cross-origin browser request", map[string]string{"Authorization": auth, "Origin": "http://evil.example"}, initBody, http.StatusForbidden},
 		{"a rebinding Host", map[string]string{"Authorization": auth, "Host": "evil.example:80"}, initBody, http.StatusForbidden},
+		{"a page of this very listener (same loopback origin)", map[string]string{"Authorization": auth, "Origin": strings.TrimSuffix(hb.URL, "/")}, initBody, http.StatusOK},
+		{"a rebinding page (same origin as its Host, not loopback)", map[string]string{"Authorization": auth, "Host": "evil.example:80", "Origin": "http://evil.example:80"}, initBody, http.StatusForbidden},
+		{"another loopback port", map[string]string{"Authorization": auth, "Origin": "http://127.0.0.1:1"}, initBody, http.StatusForbidden},
 		{"an oversized body", map[string]string{"Authorization": auth}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`, http.StatusRequestEntityTooLarge},
 	}
 	for _, c := range cases {

@@ -56,7 +56,7 @@ unix socket. It holds no privilege of its own.
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate (PEM) for --http; required to bind a non-loopback address")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key (PEM) for --http")
 	fl.StringVar(&f.origins, "allow-origin", "", "comma-separated browser origins allowed to call over HTTP (default: none)")
-	fl.IntVar(&f.maxSessions, "max-sessions", 4, "daemon sessions this bridge opens for its MCP clients at most (beyond, they are shared)")
+	fl.IntVar(&f.maxSessions, "max-sessions", 8, "daemon sessions this bridge holds for its MCP clients, one each (at the cap an idle one is closed; never shared)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log debug detail to stderr")
 	return entry.Prepare(cmd, buildinfo.String())
 }

@@ -2,6 +2,7 @@ package mcpbridge_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -107,6 +109,26 @@ func TestResourcesAndPrompts(t *testing.T) {
 		if s, err := read(uri); err == nil {
 			t.Errorf("%s was read: %.100q", uri, s)
 		}
+	}
+
+	// Errors have JSON-RPC codes and name the problem: a missing file is
+	// "resource not found" (mcp.CodeResourceNotFound), a path outside every root is invalid
+	// params naming the roots, never read relative to the workspace.
+	var rpcErr *jsonrpc.Error
+	if _, err := read("workspace://" + filepath.Join(d.Workspace, "no-such.txt")); !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeResourceNotFound || !strings.Contains(rpcErr.Message, "not found") {
+		t.Errorf("a missing workspace file should be resource-not-found, got %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(d.Workspace, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "etc", "passwd"), []byte("in the workspace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := read("workspace:///etc/passwd"); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, d.Workspace) {
+		t.Errorf("workspace:///etc/passwd should be refused naming the roots (not read as <workspace>/etc/passwd): %v %q", err, s)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "diagnose_failure", Arguments: map[string]string{"receipt_id": "no-such-receipt"}}); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || strings.Contains(rpcErr.Message, "plan") {
+		t.Errorf("prompts/get of a missing receipt should be invalid params (not code 0) about the receipt: %v", err)
 	}
 
 	// Prompts.

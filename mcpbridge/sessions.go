@@ -2,6 +2,8 @@ package mcpbridge
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -12,11 +14,13 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
-// sessionPool maps MCP clients to daemon sessions. Each MCP client gets one
-// daemon session, created on its first plan and reused afterwards; the pool
-// is capped so that clients opening MCP session after MCP session cannot
-// exhaust the principal's daemon sessions (beyond the cap the least recently
-// used one is shared).
+// sessionPool maps MCP clients to daemon sessions. Each MCP client (an MCP
+// session; all stateless 2026-07-28 requests count as one client) gets its
+// own daemon session, created on its first plan, released when the client
+// goes away (closed if nothing is pending in it) and never shared with
+// another client. At most max are held: at the cap the least recently used
+// idle one is closed to make room, and when every one holds pending work a
+// new client is refused, naming --max-sessions.
 type sessionPool struct {
 	c   *client.Client
 	max int
@@ -42,16 +46,8 @@ func (p *sessionPool) get(ctx context.Context, key, label string) (string, error
 		s.used = time.Now()
 		return s.id, nil
 	}
-	if len(p.byKey) >= p.max {
-		var lru *pooled
-		for _, s := range p.byKey {
-			if lru == nil || s.used.Before(lru.used) {
-				lru = s
-			}
-		}
-		lru.used = time.Now()
-		p.byKey[key] = lru
-		return lru.id, nil
+	if len(p.byKey) >= p.max && !p.reclaimLocked(ctx) {
+		return "", fmt.Errorf("termd-mcp already holds %d daemon sessions for its other clients, each with work pending (--max-sessions %d). Next: finish or cancel their plans, or ask the user to raise --max-sessions", len(p.byKey), p.max)
 	}
 	resp, err := p.c.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: label})
 	if err != nil {
@@ -60,6 +56,24 @@ func (p *sessionPool) get(ctx context.Context, key, label string) (string, error
 	s := &pooled{id: resp.GetSession().GetId(), used: time.Now()}
 	p.byKey[key] = s
 	return s.id, nil
+}
+
+// reclaimLocked closes the least recently used daemon session that has
+// nothing pending, dropping its client's key (that client gets a new one on
+// its next plan).
+func (p *sessionPool) reclaimLocked(ctx context.Context) bool {
+	keys := make([]string, 0, len(p.byKey))
+	for k := range p.byKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return p.byKey[keys[i]].used.Before(p.byKey[keys[j]].used) })
+	for _, k := range keys {
+		if p.closeIfIdle(ctx, p.byKey[k].id) {
+			delete(p.byKey, k)
+			return true
+		}
+	}
+	return false
 }
 
 // lookup returns the daemon session of an MCP client without creating one.
@@ -73,35 +87,57 @@ func (p *sessionPool) lookup(key string) (string, bool) {
 	return s.id, true
 }
 
-// closeIdle closes the daemon sessions this pool opened that hold nothing a
-// person or agent may still want: no running execution and no plan that is
-// planned, awaiting approval or approved. Those stay open (until they
-// expire) so that a plan approved later can still be run from a new bridge.
+// release is called when an MCP client goes away: its daemon session is
+// closed if nothing is pending in it, and kept (until it expires, or the
+// daemon reclaims it) otherwise, so that a plan approved later can still be
+// run from another client.
+func (p *sessionPool) release(ctx context.Context, key string) bool {
+	p.mu.Lock()
+	s, ok := p.byKey[key]
+	delete(p.byKey, key)
+	p.mu.Unlock()
+	return ok && p.closeIfIdle(ctx, s.id)
+}
+
+// closeIdle releases every client's session (the bridge is exiting).
 // Without this every bridge process left a session behind, and a client
 // restarted eight times hit the per-principal session cap.
 func (p *sessionPool) closeIdle(ctx context.Context) (closed int) {
 	p.mu.Lock()
-	ids := map[string]bool{}
-	for _, s := range p.byKey {
-		ids[s.id] = true
+	keys := make([]string, 0, len(p.byKey))
+	for k := range p.byKey {
+		keys = append(keys, k)
 	}
-	p.byKey = map[string]*pooled{}
 	p.mu.Unlock()
-	for id := range ids {
-		g, err := p.c.Sessions.GetSession(ctx, &termdv1.GetSessionRequest{SessionId: id})
-		if err != nil || g.GetSession().GetClosed() || g.GetSession().GetActiveExecutionId() != "" {
-			continue
-		}
-		pending, err := p.c.Plans.ListPlans(ctx, &termdv1.ListPlansRequest{SessionId: id, Limit: 1, States: []termdv1.PlanState{
-			termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_APPROVED}})
-		if err != nil || len(pending.GetPlans()) > 0 {
-			continue
-		}
-		if _, err := p.c.Sessions.CloseSession(ctx, &termdv1.CloseSessionRequest{SessionId: id}); err == nil {
+	for _, k := range keys {
+		if p.release(ctx, k) {
 			closed++
 		}
 	}
 	return closed
+}
+
+// closeIfIdle closes a daemon session that holds nothing a person or agent
+// may still want: no running execution and no plan that is planned,
+// awaiting approval or approved.
+func (p *sessionPool) closeIfIdle(ctx context.Context, id string) bool {
+	g, err := p.c.Sessions.GetSession(ctx, &termdv1.GetSessionRequest{SessionId: id})
+	if err != nil {
+		return sessionGone(err) // gone already: nothing to keep
+	}
+	if g.GetSession().GetClosed() {
+		return true
+	}
+	if g.GetSession().GetActiveExecutionId() != "" {
+		return false
+	}
+	pending, err := p.c.Plans.ListPlans(ctx, &termdv1.ListPlansRequest{SessionId: id, Limit: 1, States: []termdv1.PlanState{
+		termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_APPROVED}})
+	if err != nil || len(pending.GetPlans()) > 0 {
+		return false
+	}
+	_, err = p.c.Sessions.CloseSession(ctx, &termdv1.CloseSessionRequest{SessionId: id})
+	return err == nil
 }
 
 // forget drops a daemon session that expired or closed, for every key that

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 
@@ -50,9 +52,30 @@ type ExecuteInput struct {
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the command to end before returning it as running (default 45, max 600)"`
 }
 
-// ExecutionInput names an execution.
+// ExecutionInput names an execution, by its id or by the plan it runs.
 type ExecutionInput struct {
-	ExecutionID string `json:"execution_id" jsonschema:"the execution, from terminal_execute"`
+	ExecutionID string `json:"execution_id,omitempty" jsonschema:"the execution, from terminal_execute"`
+	PlanID      string `json:"plan_id,omitempty" jsonschema:"or the plan it runs (when the execution_id was not seen, e.g. after a cancelled or timed-out terminal_execute call)"`
+}
+
+// executionID resolves an ExecutionInput to an execution id.
+func (b *Bridge) executionID(ctx context.Context, in ExecutionInput) (string, error) {
+	switch {
+	case in.ExecutionID != "" && in.PlanID != "":
+		return "", errors.New("give execution_id or plan_id, not both. Next: call the tool again with one of them")
+	case in.ExecutionID != "":
+		return in.ExecutionID, nil
+	case in.PlanID == "":
+		return "", errors.New("execution_id or plan_id is required. Next: pass the execution_id from terminal_execute, or the plan_id you executed")
+	}
+	p, err := b.c.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: in.PlanID})
+	if err != nil {
+		return "", failure(err, "pass a plan_id from terminal_plan")
+	}
+	if id := p.GetPlan().GetExecutionId(); id != "" {
+		return id, nil
+	}
+	return "", fmt.Errorf("plan %s has not run (it is %s). Next: run it with terminal_execute", in.PlanID, planState(p.GetPlan()))
 }
 
 // OutputInput pages an execution's output.
@@ -99,7 +122,7 @@ func (b *Bridge) addTools() {
 	defer wg.Wait()
 	go_ := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_plan",
 			Title:       "Plan a command",
 			Description: "Ask termd's policy to plan a command: returns the plan with its decision (allow / ask / deny), risk, reasons, a preview and the next step. Nothing runs yet; a planned command runs with terminal_execute.",
@@ -107,7 +130,7 @@ func (b *Bridge) addTools() {
 		}, b.plan)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_execute",
 			Title:       "Run a plan",
 			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status.",
@@ -115,7 +138,7 @@ func (b *Bridge) addTools() {
 		}, b.execute)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_status",
 			Title:       "Execution status",
 			Description: "State of an execution; once it has ended, includes its exit code and signed receipt.",
@@ -123,7 +146,7 @@ func (b *Bridge) addTools() {
 		}, b.status)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_output",
 			Title:       "Read output",
 			Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
@@ -131,7 +154,7 @@ func (b *Bridge) addTools() {
 		}, b.output)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_pause",
 			Title:       "Pause an execution",
 			Description: "Pause a running execution (SIGSTOP to its process group); terminal_resume continues it.",
@@ -139,7 +162,7 @@ func (b *Bridge) addTools() {
 		}, b.control("pause"))
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_resume",
 			Title:       "Resume an execution",
 			Description: "Resume a paused execution.",
@@ -147,7 +170,7 @@ func (b *Bridge) addTools() {
 		}, b.control("resume"))
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_cancel",
 			Title:       "Cancel an execution",
 			Description: "Cancel an execution: its processes are stopped and a receipt with status cancelled is signed.",
@@ -155,7 +178,7 @@ func (b *Bridge) addTools() {
 		}, b.control("cancel"))
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_retry",
 			Title:       "Plan again",
 			Description: "Plan the same request again (after a plan expired, went stale, or to run it once more); the policy decides afresh.",
@@ -163,7 +186,7 @@ func (b *Bridge) addTools() {
 		}, b.retry)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_receipt",
 			Title:       "Signed receipt",
 			Description: "A signed receipt: by receipt_id, or the latest of a session (default: this client's session).",
@@ -171,7 +194,7 @@ func (b *Bridge) addTools() {
 		}, b.receipt)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_policy_check",
 			Title:       "Explain the policy",
 			Description: "Explain what the policy would decide for a command and why, creating nothing.",
@@ -179,13 +202,31 @@ func (b *Bridge) addTools() {
 		}, b.check)
 	})
 	go_(func() {
-		mcp.AddTool(s, &mcp.Tool{
+		addTool(s, &mcp.Tool{
 			Name:        "terminal_advise",
 			Title:       "Ask the adviser",
 			Description: "Ask termd's model adviser: a question, an explanation of a plan (plan_id), a diagnosis of a receipt (receipt_id), or commands for a task. Its text is advice only; suggested commands must go through terminal_plan.",
 			Annotations: &mcp.ToolAnnotations{Title: "Ask the adviser", ReadOnlyHint: true, OpenWorldHint: ptr(true)},
 		}, b.advise)
 	})
+	b.addRecipeTools(go_)
+}
+
+// addTool adds a tool whose input schema is inferred from In, with Go
+// slices and maps as plain "array" / "object" (inference alone types them
+// ["null","array"], and the Inspector then refuses to send an array).
+func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	schema, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: plainContainers})
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err)) // a programming error, caught by every test
+	}
+	t.InputSchema = schema
+	mcp.AddTool(s, t, h)
+}
+
+var plainContainers = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[[]string]():          {Type: "array", Items: &jsonschema.Schema{Type: "string"}},
+	reflect.TypeFor[map[string]string](): {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"}},
 }
 
 // reply builds a tool result whose text is a summary for a person followed by
@@ -504,6 +545,9 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 			receiptID = ev.GetReceipt().GetId()
 		}
 	}
+	if cancelledByClient(ctx) {
+		return nil, b.cancelRun(ctx, planID, w.exec.GetId())
+	}
 	if err != nil && !errors.Is(err, io.EOF) && wctx.Err() == nil && events == 0 {
 		return nil, err // refused: not approved, blocked, stale, ...
 	}
@@ -538,6 +582,47 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	return w, nil
 }
 
+// cancelledByClient reports whether the client cancelled the tool call
+// (notifications/cancelled, or closing a stateless HTTP request): the SDK
+// cancels the call's context without a cause. A disconnected stdio client
+// or a closing server is not a cancellation (MCP: disconnection SHOULD NOT
+// be read as one): those commands keep running, as with wait_seconds spent.
+func cancelledByClient(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled)
+}
+
+// cancelRun cancels the execution of a terminal_execute call its client
+// cancelled, so it ends "cancelled" with a signed receipt instead of
+// running to its timeout.
+func (b *Bridge) cancelRun(ctx context.Context, planID, execID string) error {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if execID == "" {
+		// Started, but its id had not arrived: find it through the plan.
+		for range 20 {
+			p, err := b.c.Plans.GetPlan(qctx, &termdv1.GetPlanRequest{PlanId: planID})
+			if err != nil {
+				return err
+			}
+			if execID = p.GetPlan().GetExecutionId(); execID != "" {
+				break
+			}
+			if s := p.GetPlan().GetState(); s != termdv1.PlanState_PLAN_STATE_PLANNED && s != termdv1.PlanState_PLAN_STATE_APPROVED {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if execID == "" {
+		return fmt.Errorf("terminal_execute of plan %s was cancelled before it started", planID)
+	}
+	if _, err := b.c.Executions.CancelExecution(qctx, &termdv1.CancelExecutionRequest{ExecutionId: execID}); err != nil && client.Code(err) != codes.FailedPrecondition {
+		b.log.Warn("cancelling the execution of a cancelled call", "execution", execID, "err", err)
+		return err
+	}
+	return fmt.Errorf("terminal_execute was cancelled: execution %s was cancelled", execID)
+}
+
 // sharedReceipt is a receipt's share form: signed and verifiable, without
 // the command's output (which the result already carries, bounded). The
 // full receipt holds up to the output cap and would flood a model's context.
@@ -550,10 +635,11 @@ func (b *Bridge) sharedReceipt(ctx context.Context, id string) any {
 }
 
 func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in ExecutionInput) (*mcp.CallToolResult, *ExecutionView, error) {
-	if in.ExecutionID == "" {
-		return nil, nil, errors.New("execution_id is required. Next: pass the execution_id from terminal_execute")
+	id, err := b.executionID(ctx, in)
+	if err != nil {
+		return nil, nil, err
 	}
-	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: in.ExecutionID})
+	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: id})
 	if err != nil {
 		return nil, nil, failure(err, "")
 	}
@@ -645,27 +731,25 @@ func incompleteRuneTail(p []byte) int {
 
 func (b *Bridge) control(action string) mcp.ToolHandlerFor[ExecutionInput, *ExecutionView] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in ExecutionInput) (*mcp.CallToolResult, *ExecutionView, error) {
-		if in.ExecutionID == "" {
-			return nil, nil, errors.New("execution_id is required. Next: pass the execution_id from terminal_execute")
+		id, err := b.executionID(ctx, in)
+		if err != nil {
+			return nil, nil, err
 		}
-		var (
-			ex  *termdv1.Execution
-			err error
-		)
+		var ex *termdv1.Execution
 		switch action {
 		case "pause":
 			var r *termdv1.PauseExecutionResponse
-			if r, err = b.c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: in.ExecutionID}); err == nil {
+			if r, err = b.c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: id}); err == nil {
 				ex = r.GetExecution()
 			}
 		case "resume":
 			var r *termdv1.ResumeExecutionResponse
-			if r, err = b.c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: in.ExecutionID}); err == nil {
+			if r, err = b.c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: id}); err == nil {
 				ex = r.GetExecution()
 			}
 		case "cancel":
 			var r *termdv1.CancelExecutionResponse
-			if r, err = b.c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: in.ExecutionID}); err == nil {
+			if r, err = b.c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: id}); err == nil {
 				ex = r.GetExecution()
 			}
 		}
@@ -698,13 +782,13 @@ func (b *Bridge) receipt(ctx context.Context, req *mcp.CallToolRequest, in Recei
 		SessionID: s.GetSessionId(),
 		Status:    s.GetStatus(),
 		Command:   s.GetCommand(),
-		ExitCode:  s.GetExitCode(),
+		ExitCode:  receiptExit(s.GetExitCode()),
 		Receipt:   parseJSON(resp.GetReceiptJson()),
 	}
 	if !in.IncludeOutput {
 		v.Receipt = b.sharedReceipt(ctx, s.GetId())
 	}
-	return reply(v, false, fmt.Sprintf("receipt %s: %s (exit code %d) for %s", v.ReceiptID, v.Status, v.ExitCode, v.Command))
+	return reply(v, false, fmt.Sprintf("receipt %s: %s (%s) for %s", v.ReceiptID, v.Status, exitWords(s.GetExitCode()), v.Command))
 }
 
 func (b *Bridge) check(ctx context.Context, req *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, *CheckView, error) {

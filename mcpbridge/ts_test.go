@@ -115,6 +115,14 @@ func TestTypeScriptClient(t *testing.T) {
 			if str(res("execute_touch"), "state") != "succeeded" {
 				t.Errorf("approved touch: %v", steps["execute_touch"])
 			}
+			if c := steps["cancel"]; c["aborted"] != true || str(res("cancel"), "state") != "cancelled" {
+				t.Errorf("an aborted terminal_execute should cancel its command: %v", c)
+			}
+			// Stateless 2026-07-28 HTTP requests carry no client identity:
+			// they share the bridge's one stateless session (README).
+			if s := steps["second_client"]; str(s, "first") == "" || (str(s, "first") == str(s, "second")) != (tr.http && tr.version >= "2026-07-28") {
+				t.Errorf("two clients at once should have their own daemon sessions (but stateless HTTP requests share one): %v", s)
+			}
 			uris, _ := steps["resources"]["uris"].([]any)
 			if !slices.Contains(uris, any("policy://current")) {
 				t.Errorf("resources = %v", uris)

@@ -64,7 +64,7 @@ type ExecutionView struct {
 	SessionID       string `json:"session_id,omitempty"`
 	State           string `json:"state" jsonschema:"running, paused, succeeded, failed, timed_out, cancelled, killed, output_limit (wrote more than the output budget) or outcome_unknown"`
 	Done            bool   `json:"done" jsonschema:"true once the command has ended"`
-	ExitCode        *int32 `json:"exit_code,omitempty"`
+	ExitCode        *int32 `json:"exit_code" jsonschema:"the command's exit code; null while it runs or when it has none (it did not start, or a signal ended it)"`
 	Signal          string `json:"signal,omitempty"`
 	DurationMs      int64  `json:"duration_ms,omitempty"`
 	StdoutBytes     int64  `json:"stdout_bytes"`
@@ -99,7 +99,7 @@ type ReceiptView struct {
 	SessionID string `json:"session_id,omitempty"`
 	Status    string `json:"status"`
 	Command   string `json:"command,omitempty"`
-	ExitCode  int32  `json:"exit_code"`
+	ExitCode  *int32 `json:"exit_code" jsonschema:"the command's exit code; null when it has none (it did not start, or a signal ended it)"`
 	Receipt   any    `json:"receipt" jsonschema:"the signed receipt (schema 1.0): the share form without output unless include_output was set"`
 }
 
@@ -258,6 +258,23 @@ func executionView(e *termdv1.Execution) *ExecutionView {
 		v.NextStep = "finished; the receipt is being signed: call terminal_status again shortly"
 	}
 	return v
+}
+
+// receiptExit is a receipt's exit code: receipts record -1 for none, MCP
+// results say null, as terminal_execute and terminal_status do.
+func receiptExit(code int32) *int32 {
+	if code < 0 {
+		return nil
+	}
+	return &code
+}
+
+// exitWords says a receipt's exit code in a sentence.
+func exitWords(code int32) string {
+	if code < 0 {
+		return "no exit code"
+	}
+	return fmt.Sprintf("exit code %d", code)
 }
 
 // parseJSON turns a daemon JSON document into a value for structured content.

@@ -24,10 +24,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 	$sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-# npm packages used by the browser and MCP TypeScript-client tests (lockfiles
+# npm packages used by the browser, MCP TypeScript-client, MCP conformance-suite
+# and Inspector-CLI tests (the last two on Node.js 22 from the npm registry; lockfiles
 # committed). npm records what it installed in node_modules/.package-lock.json;
 # when that is newer than the lockfile, the install is current.
-for d in web/e2e mcpbridge/tsclient; do
+for d in web/e2e mcpbridge/tsclient mcpbridge/conformance; do
 	[ -f "$d/package.json" ] || continue
 	if [ -f "$d/node_modules/.package-lock.json" ] && [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ]; then
 		continue

@@ -15,6 +15,8 @@
 #   PREFIX/share/systemd/user/{termd.service,termd.socket}        0644
 #   PREFIX/share/termd/launchd/*.plist                            0644
 #   PREFIX/share/doc/termd/{CONFIG.md,OPERATIONS.md}              0644
+#   PREFIX/share/man/man1/{termd,termctl,termd-mcp,termd-gateway}*.1  0644
+#                                 (from BINDIR/man/man1: make man writes them)
 #   PREFIX/etc/termd/                                             0755
 #   PREFIX/etc/termd/termd.yaml   (every key, commented; kept if present)  0644
 #   PREFIX/etc/termd/policy.yaml  (the embedded default; kept if present)  0644
@@ -55,6 +57,7 @@ if [ $uninstall = 1 ]; then
 	for u in $userunits; do rm -f "$root/share/systemd/user/$u"; done
 	for p in $plists; do rm -f "$root/share/termd/launchd/$p"; done
 	for d in $docs; do rm -f "$root/share/doc/termd/$d"; done
+	rm -f "$root"/share/man/man1/termd.1 "$root"/share/man/man1/termd-*.1 "$root"/share/man/man1/termctl.1 "$root"/share/man/man1/termctl-*.1
 	rmdir "$root/share/termd/launchd" "$root/share/termd" "$root/share/doc/termd" 2>/dev/null || true
 	[ $systemd_running = 1 ] && systemctl daemon-reload || true
 	echo "termd uninstalled from $root."
@@ -89,6 +92,11 @@ for u in $sysunits; do paths "$here/deploy/systemd/$u" >"$tmp/$u"; put 0644 "$tm
 for u in $userunits; do paths "$here/deploy/systemd/user/$u" >"$tmp/u-$u"; put 0644 "$tmp/u-$u" "$root/share/systemd/user/$u"; done
 for p in $plists; do paths "$here/deploy/launchd/$p" >"$tmp/$p"; put 0644 "$tmp/$p" "$root/share/termd/launchd/$p"; done
 for d in $docs; do put 0644 "$here/docs/$d" "$root/share/doc/termd/$d"; done
+if [ -d "$BINSRC/man/man1" ]; then
+	for m in "$BINSRC"/man/man1/*.1; do put 0644 "$m" "$root/share/man/man1/$(basename "$m")"; done
+else
+	echo "no man pages in $BINSRC/man/man1 (make man writes them); installing without them"
+fi
 
 # Configuration: never overwrite an administrator's files.
 mkdir -p "$root/etc/termd"

@@ -107,6 +107,10 @@ func (b *Broker) newSessionLocked(caller *termdv1.Principal, label string) (*ses
 			mine++
 		}
 	}
+	if mine >= cfg.Sessions.PerPrincipal && b.reapIdleLocked(key) {
+		mine--
+		total--
+	}
 	if mine >= cfg.Sessions.PerPrincipal {
 		return nil, errdefs.Exhausted("you already have %d open sessions (the per-principal cap, sessions.per_principal); close one with `termctl sessions close ID` or reuse it", mine)
 	}
@@ -124,6 +128,62 @@ func (b *Broker) newSessionLocked(caller *termdv1.Principal, label string) (*ses
 		e.Payload = &termdv1.Event_Session{Session: s.proto(b)}
 	})
 	return s, nil
+}
+
+// reapGrace is how long a session holding only allowed, unexecuted plans
+// is kept at the per-principal cap: a client that runs one process per
+// call (the Inspector CLI) plans in one process and executes in the next.
+// A new, still empty session is kept for newGrace: its client is about to
+// plan in it.
+const (
+	reapGrace = time.Minute
+	newGrace  = 10 * time.Second
+)
+
+// reapIdleLocked makes room under the per-principal cap by closing the
+// principal's least recently active session that holds nothing a person
+// or agent is waiting on: no running command, no plan awaiting approval or
+// approved, no allowed plan planned in the last reapGrace, and not created
+// in the last newGrace without a plan yet. Bridges
+// whose clients went away (a process per MCP call) leave such sessions
+// behind; without this the ninth call failed with the cap.
+func (b *Broker) reapIdleLocked(key string) bool {
+	now := b.Now()
+	var lru *session
+	for _, s := range b.sessions {
+		if s.closed || s.busy() || principalKey(s.owner) != key || b.holdsWorkLocked(s, now) {
+			continue
+		}
+		if lru == nil || s.lastActive.Before(lru.lastActive) {
+			lru = s
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	b.closeSessionLocked(lru, "closed to make room under sessions.per_principal: idle, nothing pending")
+	return true
+}
+
+func (b *Broker) holdsWorkLocked(s *session, now time.Time) bool {
+	if len(s.plans) == 0 && now.Sub(s.created) < newGrace {
+		return true
+	}
+	for _, id := range s.plans {
+		rec, ok := b.plans[id]
+		if !ok {
+			continue
+		}
+		switch rec.p.GetState() {
+		case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_APPROVED:
+			return true
+		case termdv1.PlanState_PLAN_STATE_PLANNED:
+			if now.Sub(s.lastActive) < reapGrace {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkSession says whether the caller may see a session ("" = none named).

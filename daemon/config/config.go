@@ -114,6 +114,7 @@ type Config struct {
 	SocketGroup     string      `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
 	StateDir        string      `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
 	Policy          string      `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
+	RecipesDir      string      `yaml:"recipes_dir" doc:"directory of operator recipes (*.yaml, *.yml, *.json; docs/RECIPES.md), read on every list and run; each adds to the built-in catalog or replaces the built-in of the same name; empty: only the built-in catalog"`
 	ProjectPolicy   string      `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
 	Workspaces      []string    `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
 	LogLevel        string      `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
@@ -307,6 +308,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("workspaces[%d]: the filesystem root cannot be a workspace", i)
 		}
 		c.Workspaces[i] = real
+	}
+	if c.RecipesDir != "" && !filepath.IsAbs(c.RecipesDir) {
+		return fmt.Errorf("recipes_dir: %q must be an absolute path", c.RecipesDir)
 	}
 	if pp := c.ProjectPolicy; pp != "" && (filepath.IsAbs(pp) || !filepath.IsLocal(pp)) {
 		return fmt.Errorf("project_policy: %q must be a path inside the workspace root (relative, no \"..\")", pp)

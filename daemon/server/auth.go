@@ -60,6 +60,11 @@ var minRole = map[string]config.Role{
 
 	"/termd.v1.AdviserService/Advise": config.RoleAgent,
 
+	"/termd.v1.RecipeService/ListRecipes":    config.RoleViewer,
+	"/termd.v1.RecipeService/GetRecipe":      config.RoleViewer,
+	"/termd.v1.RecipeService/ValidateRecipe": config.RoleViewer,
+	"/termd.v1.RecipeService/RunRecipe":      config.RoleAgent,
+
 	"/termd.v1.WorkspaceService/ListWorkspaceFiles": config.RoleAgent,
 	"/termd.v1.WorkspaceService/ReadWorkspaceFile":  config.RoleAgent,
 }

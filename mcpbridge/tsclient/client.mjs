@@ -21,10 +21,12 @@ if (modern) {
 }
 
 const opts = modern ? { versionNegotiation: { mode: { pin: PROTO } } } : {};
-const client = new Client({ name: 'termd-ts-e2e', version: '1.0.0' }, opts);
-const transport = TRANSPORT === 'stdio'
+const newClient = () => new Client({ name: 'termd-ts-e2e', version: '1.0.0' }, opts);
+const newTransport = () => TRANSPORT === 'stdio'
   ? new Stdio({ command: BIN, args: [], env: { PATH: process.env.PATH, HOME: '/tmp', TERMD_SOCKET: SOCKET }, cwd: WORKSPACE, stderr: 'inherit' })
   : new HTTP(new URL(ENDPOINT), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } });
+const client = newClient();
+const transport = newTransport();
 
 try {
   await client.connect(transport);
@@ -34,12 +36,13 @@ try {
 }
 out({ step: 'connect', version: client.getNegotiatedProtocolVersion ? client.getNegotiatedProtocolVersion() : (transport.protocolVersion || PROTO), instructions: client.getInstructions ? client.getInstructions() : '' });
 
-const call = async (name, args, progress) => {
+const callOn = async (c, name, args, progress, signal) => {
   const seen = [];
-  const o = progress ? { onprogress: (p) => seen.push(p.message || '') } : undefined;
-  const r = modern ? await client.callTool({ name, arguments: args }, o) : await client.callTool({ name, arguments: args }, undefined, o);
+  const o = progress || signal ? { signal, onprogress: progress ? (p) => seen.push(p.message || '') : undefined } : undefined;
+  const r = modern ? await c.callTool({ name, arguments: args }, o) : await c.callTool({ name, arguments: args }, undefined, o);
   return { isError: !!r.isError, sc: r.structuredContent || {}, progress: seen, text: (r.content || []).map((c) => c.text || '').join('\n') };
 };
+const call = (name, args, progress) => callOn(client, name, args, progress);
 
 try {
 const tools = await client.listTools();
@@ -69,6 +72,33 @@ out({ step: 'approve', ...r });
 await lines.next(); // the operator has approved
 r = await call('terminal_execute', { plan_id: r.sc.plan_id });
 out({ step: 'execute_touch', ...r });
+
+// Cancelling a call (AbortSignal) cancels its command: found by plan_id,
+// it ends cancelled with a receipt.
+r = await call('terminal_plan', { argv: ['sleep', '60'] });
+const sleepPlan = r.sc.plan_id;
+const abort = new AbortController();
+setTimeout(() => abort.abort(), 1500);
+let aborted = false;
+try {
+  await callOn(client, 'terminal_execute', { plan_id: sleepPlan, wait_seconds: 120 }, false, abort.signal);
+} catch (e) {
+  aborted = true;
+}
+for (let i = 0; i < 150; i++) {
+  r = await call('terminal_status', { plan_id: sleepPlan });
+  if (r.sc.done && r.sc.receipt_id) break;
+  await new Promise((res) => setTimeout(res, 200));
+}
+out({ step: 'cancel', aborted, ...r });
+
+// A second client at the same time gets its own daemon session.
+const first = (await call('terminal_plan', { argv: ['true'] })).sc.session_id;
+const other = newClient();
+await other.connect(newTransport());
+const second = (await callOn(other, 'terminal_plan', { argv: ['true'] })).sc.session_id;
+await other.close();
+out({ step: 'second_client', first, second });
 
 const res = await client.listResources();
 out({ step: 'resources', uris: res.resources.map((x) => x.uri) });

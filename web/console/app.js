@@ -5,6 +5,7 @@ import { token, setToken, clearToken, setUnauthorizedHandler, Events } from './a
 import * as rest from './endpoints.js';
 import { h, clear, errorBox, short } from './dom.js';
 import { planFormView, planView } from './plan.js';
+import { recipesView } from './recipes.js';
 import { approvalsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
 
 const main = document.getElementById('main');
@@ -22,6 +23,7 @@ const routes = [
   [/^\/sessions\/([^/]+)$/, sessionView, 'sessions'],
   [/^\/receipts$/, receiptsView, 'receipts'],
   [/^\/receipts\/([^/]+)$/, receiptView, 'receipts'],
+  [/^\/recipes$/, recipesView, 'recipes'],
 ];
 
 const ctx = {

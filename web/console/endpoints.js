@@ -55,6 +55,13 @@ export const policy = {
   check: (request) => api('POST', '/v1/policy:check', { request }),
 };
 
+export const recipes = {
+  list: () => api('GET', '/v1/recipes'),
+  get: (name) => api('GET', '/v1/recipes/' + id(name)),
+  validate: (name, dir) => api('POST', '/v1/recipes:validate', { name, dir }),
+  run: (name, dir) => api('POST', '/v1/recipes:run', { name, dir }),
+};
+
 export const advise = (body, onMessage) => stream('/v1/advise', body, onMessage);
 
 // The event stream authenticates with a one-time ticket (EventSource cannot

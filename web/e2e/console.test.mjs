@@ -222,6 +222,30 @@ await test('sessions and receipts lists', async () => {
   await shot('receipts');
 });
 
+await test('recipe gallery: check, run, receipts of the last run', async () => {
+  await page.getByRole('link', { name: 'Recipes' }).click();
+  const card = page.locator('#recipe-analyze-logs');
+  await card.waitFor();
+  must(await page.locator('article.recipe').count() >= 6, 'the gallery shows fewer than six recipes');
+  must((await card.textContent()).includes('Log files: find . '), 'a recipe card does not list its steps');
+  await card.getByRole('button', { name: 'Check' }).click();
+  await card.getByText('Every step is allowed read-only by the live policy.').waitFor();
+  await card.getByRole('button', { name: 'Run' }).click();
+  const run = page.locator('#recipe-run');
+  await run.locator('.badge', { hasText: 'succeeded' }).waitFor();
+  must((await run.textContent()).includes('./logs/app.log:2:ERROR disk full on /var/data'), 'the run does not show the error line found in the log');
+  const links = run.locator('a.receipt-link');
+  must(await links.count() === 4, 'expected a receipt per step, got ' + await links.count());
+  await shot('recipe-run');
+  // The last run stays on the page across a reload, and its receipts open verified.
+  await page.reload();
+  await page.locator('#recipe-run .badge', { hasText: 'succeeded' }).waitFor();
+  await page.locator('#recipe-run a.receipt-link').first().click();
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  must((await page.locator('#receipt-json').textContent()).includes('"mode": "inspect"'), 'a recipe step did not run in inspect mode');
+  await shot('recipe-step-receipt');
+});
+
 await test('no script errors', async () => {
   const relevant = consoleErrors.filter((e) => !/status of 40[13]/.test(e));
   must(relevant.length === 0, 'console errors: ' + [...new Set(relevant)].join(' | '));

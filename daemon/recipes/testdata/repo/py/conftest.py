@@ -1,0 +1,6 @@
+import pytest
+
+
+@pytest.fixture
+def catalog():
+    return {"A1": 2.5}
