@@ -44,7 +44,7 @@ func TestClientsDoNotLinkTheDaemon(t *testing.T) {
 			}
 			for _, heavy := range []string{"github.com/santhosh-tekuri/jsonschema", "github.com/spf13/cobra/doc", "github.com/russross/blackfriday"} {
 				if strings.HasPrefix(dep, heavy) {
-					t.Errorf("%s links %s: its package initialisation runs at every start (receipt schemas are checked by receipt/schemacheck.go; man pages come from cli/manpages)", bin, dep)
+					t.Errorf("%s links %s: its package initialisation runs at every start (receipt and recipe schemas are checked by internal/schemacheck; man pages come from internal/manpages)", bin, dep)
 				}
 			}
 			if strings.HasPrefix(dep, module+"daemon/") && !ok[dep] {

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/termd/termd/internal/schemacheck"
 )
 
 // SchemaJSON is the current receipt JSON Schema (1.1, draft 2020-12). The
@@ -36,7 +38,7 @@ var Schemas = map[string][]byte{"1.0": schema10, SchemaVersion: SchemaJSON}
 
 type compiled struct {
 	once sync.Once
-	s    *compiledRoot
+	s    *schemacheck.Schema
 	err  error
 }
 
@@ -44,12 +46,17 @@ var compiledByVersion = map[string]*compiled{"1.0": {}, SchemaVersion: {}}
 
 // compiledSchema is the schema of one receipt version, compiled on first use
 // (nothing is done at start: termctl's start-up does not pay for it).
-func compiledSchema(version string) (*compiledRoot, error) {
+func compiledSchema(version string) (*schemacheck.Schema, error) {
 	cs, ok := compiledByVersion[version]
 	if !ok {
 		return nil, fmt.Errorf("receipt schema_version %v is not supported: this verifier reads %s", version, supportedVersions())
 	}
-	cs.once.Do(func() { cs.s, cs.err = compileSchema(Schemas[version]) })
+	cs.once.Do(func() {
+		cs.s, cs.err = schemacheck.Compile(Schemas[version])
+		if cs.err != nil {
+			cs.err = fmt.Errorf("receipt %w", cs.err)
+		}
+	})
 	return cs.s, cs.err
 }
 
@@ -86,7 +93,8 @@ func validateInstance(inst any) error {
 	if err != nil {
 		return err
 	}
-	if err := sch.top.validate(inst, ""); err != nil {
+	if errs := sch.Validate(inst); len(errs) > 0 {
+		err := errs[0]
 		return fmt.Errorf("receipt does not match schema %s: %w", version, err)
 	}
 	return nil

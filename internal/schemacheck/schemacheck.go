@@ -1,4 +1,12 @@
-package receipt
+// Package schemacheck checks JSON documents against the JSON Schema files
+// termd ships (receipts, recipes) with a small interpreter of exactly the
+// keywords they use, compiled from the schema file on first use. A general
+// validator (santhosh-tekuri/jsonschema, now only in the tests, which check
+// this one against it) did 21,000 allocations in its package
+// initialisation: a third of termctl's start-up. A schema that uses a
+// keyword this interpreter does not know fails to compile, so the schema
+// files cannot outgrow it silently.
+package schemacheck
 
 import (
 	"encoding/json"
@@ -10,14 +18,6 @@ import (
 	"time"
 	"unicode/utf8"
 )
-
-// The receipt schemas are checked by a small interpreter of exactly the
-// JSON Schema keywords they use, compiled from the embedded schema files on
-// first use. A general validator (santhosh-tekuri/jsonschema, now only in
-// the tests, which check this one against it) did 21,000 allocations in its
-// package initialisation: a third of termctl's start-up. A schema that uses
-// a keyword this interpreter does not know fails to compile, so the schema
-// files cannot outgrow it silently.
 
 // node is one compiled schema.
 type node struct {
@@ -34,6 +34,11 @@ type node struct {
 	ifN, thenN *node
 	not        *node
 	minimum    *big.Rat
+	maximum    *big.Rat
+	minItems   int // -1 = none
+	maxItems   int // -1 = none
+	unique     bool
+	prefix     []*node
 	minLength  int // -1 = none
 	maxLength  int // -1 = none
 	pattern    *regexp.Regexp
@@ -47,13 +52,47 @@ type compiledRoot struct {
 	defs map[string]*node
 }
 
-// compileSchema compiles a schema document (the receipt schema files).
+// Schema is a compiled schema.
+type Schema struct{ root *compiledRoot }
+
+// Compile compiles a schema document.
+func Compile(doc []byte) (*Schema, error) {
+	r, err := compileSchema(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{root: r}, nil
+}
+
+// Validate checks inst (as Decode returns it) and returns every problem,
+// each with its place (a JSON pointer); none when it matches.
+func (s *Schema) Validate(inst any) []*Error {
+	var out []*Error
+	s.root.top.check(inst, "", &out)
+	return out
+}
+
+// Decode parses a JSON document into the values Validate reads: objects
+// as map[string]any, arrays as []any, numbers as json.Number.
+func Decode(data []byte) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("data after the JSON value")
+	}
+	return v, nil
+}
+
 func compileSchema(doc []byte) (*compiledRoot, error) {
 	dec := json.NewDecoder(strings.NewReader(string(doc)))
 	dec.UseNumber()
 	var v map[string]any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("receipt schema: %w", err)
+		return nil, fmt.Errorf("schema: %w", err)
 	}
 	root := &compiledRoot{defs: map[string]*node{}}
 	if defs, ok := v["$defs"].(map[string]any); ok {
@@ -83,14 +122,14 @@ func (r *compiledRoot) checkRefs(n *node) error {
 		return nil
 	}
 	if n.ref != "" && r.defs[n.ref] == nil {
-		return fmt.Errorf("receipt schema: $ref %q does not name a $defs entry", n.ref)
+		return fmt.Errorf("schema: $ref %q does not name a $defs entry", n.ref)
 	}
 	for _, c := range n.props {
 		if err := r.checkRefs(c); err != nil {
 			return err
 		}
 	}
-	for _, list := range [][]*node{n.anyOf, n.allOf, {n.items, n.ifN, n.thenN, n.not}} {
+	for _, list := range [][]*node{n.anyOf, n.allOf, n.prefix, {n.items, n.ifN, n.thenN, n.not}} {
 		for _, c := range list {
 			if err := r.checkRefs(c); err != nil {
 				return err
@@ -103,14 +142,14 @@ func (r *compiledRoot) checkRefs(n *node) error {
 func (r *compiledRoot) compile(v any, at string) (*node, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("receipt schema %s: a schema must be an object", at)
+		return nil, fmt.Errorf("schema %s: a schema must be an object", at)
 	}
-	n := &node{minLength: -1, maxLength: -1, root: r}
+	n := &node{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1, root: r}
 	sub := func(key string) (*node, error) { return r.compile(m[key], at+"/"+key) }
 	list := func(key string) ([]*node, error) {
 		arr, ok := m[key].([]any)
 		if !ok {
-			return nil, fmt.Errorf("receipt schema %s/%s: want an array", at, key)
+			return nil, fmt.Errorf("schema %s/%s: want an array", at, key)
 		}
 		out := make([]*node, len(arr))
 		for i, e := range arr {
@@ -125,7 +164,7 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 	length := func(key string) (int, error) {
 		num, ok := m[key].(json.Number)
 		if !ok {
-			return 0, fmt.Errorf("receipt schema %s/%s: want a number", at, key)
+			return 0, fmt.Errorf("schema %s/%s: want a number", at, key)
 		}
 		i, err := num.Int64()
 		return int(i), err
@@ -142,7 +181,7 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 		case "$schema", "$id", "title", "description", "$defs":
 			// Annotations; $defs are compiled by compileSchema (at the root only).
 			if k == "$defs" && at != "#" {
-				return nil, fmt.Errorf("receipt schema %s: $defs only at the root", at)
+				return nil, fmt.Errorf("schema %s: $defs only at the root", at)
 			}
 		case "type":
 			switch t := val.(type) {
@@ -152,18 +191,18 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 				for _, e := range t {
 					s, ok := e.(string)
 					if !ok {
-						return nil, fmt.Errorf("receipt schema %s/type: want strings", at)
+						return nil, fmt.Errorf("schema %s/type: want strings", at)
 					}
 					n.types = append(n.types, s)
 				}
 			default:
-				return nil, fmt.Errorf("receipt schema %s/type: want a string or an array", at)
+				return nil, fmt.Errorf("schema %s/type: want a string or an array", at)
 			}
 			for _, t := range n.types {
 				switch t {
 				case "object", "array", "string", "integer", "number", "boolean", "null":
 				default:
-					return nil, fmt.Errorf("receipt schema %s/type: unknown type %q", at, t)
+					return nil, fmt.Errorf("schema %s/type: unknown type %q", at, t)
 				}
 			}
 		case "const":
@@ -171,25 +210,25 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 		case "enum":
 			arr, ok := val.([]any)
 			if !ok {
-				return nil, fmt.Errorf("receipt schema %s/enum: want an array", at)
+				return nil, fmt.Errorf("schema %s/enum: want an array", at)
 			}
 			n.enum = arr
 		case "required":
 			arr, ok := val.([]any)
 			if !ok {
-				return nil, fmt.Errorf("receipt schema %s/required: want an array", at)
+				return nil, fmt.Errorf("schema %s/required: want an array", at)
 			}
 			for _, e := range arr {
 				s, ok := e.(string)
 				if !ok {
-					return nil, fmt.Errorf("receipt schema %s/required: want strings", at)
+					return nil, fmt.Errorf("schema %s/required: want strings", at)
 				}
 				n.required = append(n.required, s)
 			}
 		case "properties":
 			pm, ok := val.(map[string]any)
 			if !ok {
-				return nil, fmt.Errorf("receipt schema %s/properties: want an object", at)
+				return nil, fmt.Errorf("schema %s/properties: want an object", at)
 			}
 			n.props = map[string]*node{}
 			for name, ps := range pm {
@@ -199,7 +238,7 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 			}
 		case "additionalProperties":
 			if b, ok := val.(bool); !ok || b {
-				return nil, fmt.Errorf("receipt schema %s/additionalProperties: only false is supported", at)
+				return nil, fmt.Errorf("schema %s/additionalProperties: only false is supported", at)
 			}
 			n.closed = true
 		case "items":
@@ -229,11 +268,38 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 		case "minimum":
 			num, ok := val.(json.Number)
 			if !ok {
-				return nil, fmt.Errorf("receipt schema %s/minimum: want a number", at)
+				return nil, fmt.Errorf("schema %s/minimum: want a number", at)
 			}
 			n.minimum, ok = new(big.Rat).SetString(string(num))
 			if !ok {
-				return nil, fmt.Errorf("receipt schema %s/minimum: bad number %s", at, num)
+				return nil, fmt.Errorf("schema %s/minimum: bad number %s", at, num)
+			}
+		case "maximum":
+			num, ok := val.(json.Number)
+			if !ok {
+				return nil, fmt.Errorf("schema %s/maximum: want a number", at)
+			}
+			n.maximum, ok = new(big.Rat).SetString(string(num))
+			if !ok {
+				return nil, fmt.Errorf("schema %s/maximum: bad number %s", at, num)
+			}
+		case "minItems":
+			if n.minItems, err = length(k); err != nil {
+				return nil, err
+			}
+		case "maxItems":
+			if n.maxItems, err = length(k); err != nil {
+				return nil, err
+			}
+		case "uniqueItems":
+			b, ok := val.(bool)
+			if !ok {
+				return nil, fmt.Errorf("schema %s/uniqueItems: want a boolean", at)
+			}
+			n.unique = b
+		case "prefixItems":
+			if n.prefix, err = list(k); err != nil {
+				return nil, err
 			}
 		case "minLength":
 			if n.minLength, err = length(k); err != nil {
@@ -246,39 +312,39 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 		case "pattern":
 			s, ok := val.(string)
 			if !ok {
-				return nil, fmt.Errorf("receipt schema %s/pattern: want a string", at)
+				return nil, fmt.Errorf("schema %s/pattern: want a string", at)
 			}
 			if n.pattern, err = regexp.Compile(s); err != nil {
-				return nil, fmt.Errorf("receipt schema %s/pattern: %w", at, err)
+				return nil, fmt.Errorf("schema %s/pattern: %w", at, err)
 			}
 		case "format":
 			if val != "date-time" {
-				return nil, fmt.Errorf("receipt schema %s/format: only date-time is supported, not %v", at, val)
+				return nil, fmt.Errorf("schema %s/format: only date-time is supported, not %v", at, val)
 			}
 			n.dateTime = true
 		case "$ref":
 			s, ok := val.(string)
 			if !ok || !strings.HasPrefix(s, "#/$defs/") {
-				return nil, fmt.Errorf("receipt schema %s/$ref: only local #/$defs/ references are supported", at)
+				return nil, fmt.Errorf("schema %s/$ref: only local #/$defs/ references are supported", at)
 			}
 			n.ref = s
 		default:
-			return nil, fmt.Errorf("receipt schema %s: keyword %q is not supported by termd's receipt validator (receipt/schemacheck.go)", at, k)
+			return nil, fmt.Errorf("schema %s: keyword %q is not supported by termd's receipt validator (receipt/schemacheck.go)", at, k)
 		}
 	}
 	if n.thenN != nil && n.ifN == nil {
-		return nil, fmt.Errorf("receipt schema %s: then without if", at)
+		return nil, fmt.Errorf("schema %s: then without if", at)
 	}
 	return n, nil
 }
 
-// validate checks inst (objects as map[string]any, arrays as []any, numbers
-// as json.Number) and returns the first problem found, with its location.
-func (n *node) validate(inst any, at string) error {
+// check appends to out every problem of inst at the place at.
+func (n *node) check(inst any, at string, out *[]*Error) {
+	add := func(format string, args ...any) {
+		*out = append(*out, &Error{At: at, Problem: fmt.Sprintf(format, args...)})
+	}
 	if n.ref != "" {
-		if err := n.root.defs[n.ref].validate(inst, at); err != nil {
-			return err
-		}
+		n.root.defs[n.ref].check(inst, at, out)
 	}
 	if len(n.types) > 0 {
 		ok := false
@@ -289,11 +355,12 @@ func (n *node) validate(inst any, at string) error {
 			}
 		}
 		if !ok {
-			return schemaErr(at, "got %s, want %s", kindOf(inst), strings.Join(n.types, " or "))
+			add("got %s, want %s", kindOf(inst), strings.Join(n.types, " or "))
+			return
 		}
 	}
 	if n.hasConst && !jsonEqual(inst, n.constVal) {
-		return schemaErr(at, "value must be %s", show(n.constVal))
+		add("value must be %s", show(n.constVal))
 	}
 	if n.enum != nil {
 		ok := false
@@ -308,14 +375,14 @@ func (n *node) validate(inst any, at string) error {
 			for i, e := range n.enum {
 				words[i] = show(e)
 			}
-			return schemaErr(at, "value must be one of %s", strings.Join(words, ", "))
+			add("value must be one of %s", strings.Join(words, ", "))
 		}
 	}
 	switch v := inst.(type) {
 	case map[string]any:
 		for _, k := range n.required {
 			if _, ok := v[k]; !ok {
-				return schemaErr(at, "missing property %q", k)
+				add("missing property %q", k)
 			}
 		}
 		keys := make([]string, 0, len(v))
@@ -327,76 +394,97 @@ func (n *node) validate(inst any, at string) error {
 			p, ok := n.props[k]
 			if !ok {
 				if n.closed {
-					return schemaErr(at, "additional property %q is not allowed", k)
+					add("additional property %q is not allowed", k)
 				}
 				continue
 			}
-			if err := p.validate(v[k], at+"/"+k); err != nil {
-				return err
-			}
+			p.check(v[k], at+"/"+k, out)
 		}
 	case []any:
-		if n.items != nil {
-			for i, e := range v {
-				if err := n.items.validate(e, fmt.Sprintf("%s/%d", at, i)); err != nil {
-					return err
+		if n.minItems >= 0 && len(v) < n.minItems {
+			add("at least %d items, but got %d", n.minItems, len(v))
+		}
+		if n.maxItems >= 0 && len(v) > n.maxItems {
+			add("at most %d items, but got %d", n.maxItems, len(v))
+		}
+		if n.unique {
+		dup:
+			for i := range v {
+				for j := i + 1; j < len(v); j++ {
+					if jsonEqual(v[i], v[j]) {
+						add("items %d and %d are equal", i, j)
+						break dup
+					}
 				}
+			}
+		}
+		for i, e := range v {
+			switch {
+			case i < len(n.prefix):
+				n.prefix[i].check(e, fmt.Sprintf("%s/%d", at, i), out)
+			case n.items != nil:
+				n.items.check(e, fmt.Sprintf("%s/%d", at, i), out)
 			}
 		}
 	case string:
 		if n.minLength >= 0 || n.maxLength >= 0 {
 			l := utf8.RuneCountInString(v)
 			if n.minLength >= 0 && l < n.minLength {
-				return schemaErr(at, "length must be >= %d, but got %d", n.minLength, l)
+				add("length must be >= %d, but got %d", n.minLength, l)
 			}
 			if n.maxLength >= 0 && l > n.maxLength {
-				return schemaErr(at, "length must be <= %d, but got %d", n.maxLength, l)
+				add("length must be <= %d, but got %d", n.maxLength, l)
 			}
 		}
 		if n.pattern != nil && !n.pattern.MatchString(v) {
-			return schemaErr(at, "%q does not match pattern %q", v, n.pattern.String())
+			add("%q does not match pattern %q", v, n.pattern.String())
 		}
 		if n.dateTime && !isDateTime(v) {
-			return schemaErr(at, "%q is not a valid date-time (RFC 3339)", v)
+			add("%q is not a valid date-time (RFC 3339)", v)
 		}
 	case json.Number:
-		if n.minimum != nil {
-			if r, ok := new(big.Rat).SetString(string(v)); ok && r.Cmp(n.minimum) < 0 {
-				return schemaErr(at, "must be >= %s, but got %s", n.minimum.RatString(), v)
+		if r, ok := new(big.Rat).SetString(string(v)); ok {
+			if n.minimum != nil && r.Cmp(n.minimum) < 0 {
+				add("must be >= %s, but got %s", n.minimum.RatString(), v)
+			}
+			if n.maximum != nil && r.Cmp(n.maximum) > 0 {
+				add("must be <= %s, but got %s", n.maximum.RatString(), v)
 			}
 		}
 	}
 	for _, a := range n.allOf {
-		if err := a.validate(inst, at); err != nil {
-			return err
-		}
+		a.check(inst, at, out)
 	}
 	if n.anyOf != nil {
-		var first error
+		var first []*Error
 		ok := false
 		for _, a := range n.anyOf {
-			err := a.validate(inst, at)
-			if err == nil {
+			var errs []*Error
+			a.check(inst, at, &errs)
+			if len(errs) == 0 {
 				ok = true
 				break
 			}
 			if first == nil {
-				first = err
+				first = errs
 			}
 		}
 		if !ok {
-			return schemaErr(at, "matches none of the allowed forms (first: %v)", first)
+			add("matches none of the allowed forms (first: %v)", first[0])
 		}
 	}
-	if n.ifN != nil && n.ifN.validate(inst, at) == nil && n.thenN != nil {
-		if err := n.thenN.validate(inst, at); err != nil {
-			return err
-		}
+	if n.ifN != nil && n.ifN.matches(inst, at) && n.thenN != nil {
+		n.thenN.check(inst, at, out)
 	}
-	if n.not != nil && n.not.validate(inst, at) == nil {
-		return schemaErr(at, "must not be %s", describeNot(n.not))
+	if n.not != nil && n.not.matches(inst, at) {
+		add("must not be %s", describeNot(n.not))
 	}
-	return nil
+}
+
+func (n *node) matches(inst any, at string) bool {
+	var errs []*Error
+	n.check(inst, at, &errs)
+	return len(errs) == 0
 }
 
 func describeNot(n *node) string {
@@ -406,22 +494,18 @@ func describeNot(n *node) string {
 	return "of the excluded form"
 }
 
-// SchemaError is a receipt that does not match its schema: where (a JSON
-// pointer) and what.
-type SchemaError struct {
+// Error is one place where a document does not match its schema: where
+// (a JSON pointer, "" for the whole document) and what.
+type Error struct {
 	At, Problem string
 }
 
-func (e *SchemaError) Error() string {
+func (e *Error) Error() string {
 	at := e.At
 	if at == "" {
 		at = "/"
 	}
 	return fmt.Sprintf("at %q: %s", at, e.Problem)
-}
-
-func schemaErr(at, format string, args ...any) error {
-	return &SchemaError{At: at, Problem: fmt.Sprintf(format, args...)}
 }
 
 func hasType(v any, t string) bool {
@@ -459,12 +543,19 @@ func kindOf(v any) string {
 	case map[string]any:
 		return "object"
 	case json.Number:
-		if hasType(v, "integer") {
-			return "integer"
-		}
 		return "number"
 	}
-	return jsonKind(v)
+	switch v.(type) {
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	}
+	return "number"
 }
 
 // jsonEqual is JSON Schema equality: numbers by value, objects and arrays
