@@ -43,7 +43,10 @@ type execRec struct {
 	// (session closed or expired, daemon shutting down).
 	stopReason        string
 	closeSessionAfter bool
-	cancelledBy       *termdv1.Principal
+	// storageTail says why only a tail of the output is stored (over a
+	// storage budget with storage.over_budget: tail); "" = the usual cap.
+	storageTail string
+	cancelledBy *termdv1.Principal
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
 	out [3]*liveStream
@@ -249,7 +252,8 @@ func eventOf(ev *termdv1.Event, execID, planID string) bool {
 // start checks everything, records the intent durably, and spawns.
 func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*execRec, error) {
 	begun := time.Now()
-	if err := b.storageAllows(caller); err != nil {
+	tail, err := b.storageAllows(caller)
+	if err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
@@ -300,10 +304,11 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	now := b.Now()
 	e := &execRec{
-		id:    uuid.NewString(),
-		plan:  p,
-		done:  make(chan struct{}),
-		begun: begun,
+		id:          uuid.NewString(),
+		plan:        p,
+		done:        make(chan struct{}),
+		begun:       begun,
+		storageTail: tail,
 		e: &termdv1.Execution{
 			PlanId:    p.p.Id,
 			SessionId: s.id,
@@ -560,15 +565,20 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		ls.red = b.Redactor.NewStream(eventWriter{ls}, 0)
 		e.out[s] = ls
 	}
+	outputCap := lim.OutputBytes
+	if e.storageTail != "" {
+		outputCap = min(outputCap, b.Config().Storage.TailBytes)
+	}
 	return runner.Spec{
 		ID:           e.id,
+		KeepTail:     e.storageTail != "",
 		Path:         d.ResolvedPath,
 		Argv:         argv,
 		Dir:          d.Cwd,
 		Env:          envList,
 		Timeout:      timeout,
 		Grace:        lim.Grace,
-		OutputCap:    lim.OutputBytes,
+		OutputCap:    outputCap,
 		OutputBudget: lim.OutputBudget,
 		MemoryMax:    lim.MemoryBytes,
 		PidsMax:      lim.Pids,
@@ -670,6 +680,9 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		case e.cancelledBy != nil:
 			detail = "cancelled by " + e.cancelledBy.Name
 		}
+	}
+	if e.storageTail != "" {
+		detail = strings.TrimPrefix(detail+"; "+e.storageTail, "; ")
 	}
 	r := b.finalReceipt(p, e, res, detail)
 	b.unlock()

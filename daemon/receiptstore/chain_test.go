@@ -121,6 +121,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(killHelper(dir))
 	}
+	if dir := os.Getenv(pruneHelperEnv); dir != "" {
+		os.Exit(pruneHelper(dir))
+	}
 	os.Exit(m.Run())
 }
 

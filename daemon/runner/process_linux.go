@@ -63,6 +63,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	ob := &budget{max: spec.OutputBudget, over: func() { p.beginStop(StatusOutputLimit) }}
 	p.out[0] = newCapture(Stdout, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 	p.out[1] = newCapture(Stderr, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
+	p.out[0].tail, p.out[1].tail = spec.KeepTail, spec.KeepTail
 	p.startedAt = time.Now()
 	// Registered before spawning: while pid is 0 the execution claims every
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take

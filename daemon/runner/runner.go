@@ -86,6 +86,9 @@ type Spec struct {
 	Grace   time.Duration // SIGTERM to SIGKILL; 0 = DefaultGrace
 
 	OutputCap int64 // bytes kept per stream; 0 = DefaultOutputCap, < 0 = keep none
+	// KeepTail keeps the last OutputCap bytes of each stream instead of the
+	// first (storage over budget: a small tail; counted and hashed in full).
+	KeepTail bool
 	// OutputBudget is the total output (both streams) the command may write;
 	// past it the execution is ended like a cancel, with StatusOutputLimit.
 	// 0 = unlimited.
@@ -121,7 +124,7 @@ type Spec struct {
 
 // StreamResult summarises one output stream.
 type StreamResult struct {
-	Kept      []byte // first OutputCap bytes
+	Kept      []byte // first (or, with KeepTail, last) OutputCap bytes
 	Total     int64  // every byte the command wrote
 	Digest    string // hex of NewHash over every byte
 	Truncated bool   // Total > len(Kept)

@@ -92,6 +92,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	ob := &budget{max: spec.OutputBudget, over: func() { p.stop(StatusOutputLimit) }}
 	for _, s := range []Stream{Stdout, Stderr} {
 		p.out[s] = newCapture(s, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
+		p.out[s].tail = spec.KeepTail
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Argv, Dir: spec.Dir, Env: append([]string{}, spec.Env...)}
 	if l := spec.Launch; l != nil {

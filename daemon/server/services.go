@@ -219,6 +219,10 @@ func (s receiptSvc) VerifyAuditChain(ctx context.Context, r *termdv1.VerifyAudit
 	return s.b.VerifyAuditChain(ctx, r), nil
 }
 
+func (s receiptSvc) PruneReceipts(ctx context.Context, r *termdv1.PruneReceiptsRequest) (*termdv1.PruneReceiptsResponse, error) {
+	return s.b.PruneReceipts(ctx, who(ctx), r)
+}
+
 type policySvc struct {
 	termdv1.UnimplementedPolicyServiceServer
 	b *broker.Broker
