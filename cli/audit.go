@@ -29,6 +29,10 @@ a shorter chain that is still valid, so keep the head somewhere else (a log,
 a ticket) and pass it back later: --expect SEQ:HASH fails unless the chain
 still holds exactly that receipt at that seq.
 
+After ` + "`termctl receipts prune`" + ` the chain starts at a signed checkpoint of
+the pruned head: verify checks its signature and that the first kept receipt
+links to it, and fails on a chain that starts without one.
+
 Exit status: 0 when the chain is intact, 1 otherwise, with the first bad seq
 and what is wrong with it.`,
 		Example: `  termctl audit verify
@@ -62,6 +66,10 @@ and what is wrong with it.`,
 			}
 			if !r.Ok {
 				return exitWith(ExitError, fmt.Errorf("audit chain broken at seq %d: %s (%d receipts checked before it)", r.BadSeq, r.Problem, r.Checked))
+			}
+			if r.PrunedThrough > 0 {
+				_, err = fmt.Fprintf(a.stdout, "audit chain ok: %d receipts checked from a signed checkpoint of seq 1–%d (pruned)\nhead: %d:%s\n", r.Checked, r.PrunedThrough, r.HeadSeq, r.HeadHash)
+				return err
 			}
 			_, err = fmt.Fprintf(a.stdout, "audit chain ok: %d receipts checked\nhead: %d:%s\n", r.Checked, r.HeadSeq, r.HeadHash)
 			return err

@@ -31,7 +31,7 @@ Verify one offline, anywhere, with the public key:
   termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsVerify(a), newReceiptsPublicKey(a))
+	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsVerify(a), newReceiptsPublicKey(a), newReceiptsPrune(a))
 	return cmd
 }
 

@@ -224,7 +224,7 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg := d.config()
 	if addr := os.Getenv("TERMD_DEBUG_PPROF"); addr != "" {
-		startPprof(addr, d.log)
+		startPprof(addr, d.log, d.broker.StageReport)
 	}
 	d.log.Info("termd listening", "socket", cfg.Socket, "state_dir", cfg.StateDir, "workspaces", cfg.Workspaces, "pid", os.Getpid())
 	errc := make(chan error, 1)
@@ -269,6 +269,7 @@ func (d *Daemon) Reload() {
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
+	config.FlushUsers() // accounts and groups may have changed too
 	_ = d.level.UnmarshalText([]byte(cfg.LogLevel))
 	d.srv.SetConfig(cfg)
 	d.log.Info("config reloaded", "source", cfg.Source)

@@ -9,8 +9,9 @@ import (
 )
 
 // startPprof serves Go's profiler on a loopback address (TERMD_DEBUG_PPROF),
-// for performance work only.
-func startPprof(addr string, log *slog.Logger) {
+// for performance work only, and /debug/stages: p50/p90 of each stage of the
+// last executions (stages reports them).
+func startPprof(addr string, log *slog.Logger, stages func() string) {
 	if loop, _ := loopback.Listen(addr); !loop {
 		log.Warn("TERMD_DEBUG_PPROF ignored: not a loopback host:port", "addr", addr)
 		return
@@ -19,6 +20,10 @@ func startPprof(addr string, log *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/heap", pprof.Index)
+	mux.HandleFunc("/debug/stages", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(stages()))
+	})
 	go func() { _ = http.ListenAndServe(addr, mux) }()
 	log.Warn("profiling endpoint enabled", "addr", addr)
 }

@@ -3,11 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"regexp"
 	"sort"
-	"sync"
-	"net/http"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"

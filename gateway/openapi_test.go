@@ -21,7 +21,7 @@ import (
 func TestOpenAPIDocument(t *testing.T) {
 	doc := openAPIDocument()
 	var d struct {
-		Info struct{ Title, Version string }
+		Info                struct{ Title, Version string }
 		SecurityDefinitions map[string]map[string]any `json:"securityDefinitions"`
 		Security            []map[string][]string
 		Paths               map[string]map[string]map[string]any

@@ -2,7 +2,10 @@ package mcpbridge_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termd/termd/internal/harness"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -143,6 +147,67 @@ func TestBenchBridge(t *testing.T) {
 		cs.Close()
 	}
 	report(t, "stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
+	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
+
+	benchPairsScript(t, d, hb)
+}
+
+// benchPairsScript drives the bridge with the plain-Python MCP client that
+// measured the seed implementation (MCP_PAIRS, default
+// /work/shared/bench/mcp_pairs.py), in the stateless 2026-07-28 form and the
+// stateful 2025-11-25 form, against the durable floor measured in the same
+// run, and reports the server CPU (termd + bridge, from /proc) per pair.
+func benchPairsScript(t *testing.T, d *harness.Daemon, hb *httpBridge) {
+	script := os.Getenv("MCP_PAIRS")
+	if script == "" {
+		script = "/work/shared/bench/mcp_pairs.py"
+	}
+	if _, err := os.Stat(script); err != nil {
+		harness.Bench(t, "mcp: pairs over HTTP not measured: "+err.Error()+" (set MCP_PAIRS to mcp_pairs.py)")
+		return
+	}
+	u, err := url.Parse(hb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, warmup = 200, 10
+	floor := harness.Floor(t, d.StateDir, n/2)
+	for _, era := range []string{"modern", "legacy"} {
+		cmd := exec.Command("python3", script, "pairs", "--port", u.Port(), "--era", era, "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
+		cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+u.Path, "MCP_BENCH_TOKEN="+hb.Token)
+		d0, b0 := harness.CPUTime(d.Pid()), harness.CPUTime(hb.cmd.Process.Pid)
+		out, err := cmd.Output()
+		dCPU, bCPU := harness.CPUTime(d.Pid())-d0, harness.CPUTime(hb.cmd.Process.Pid)-b0
+		if err != nil {
+			t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
+		}
+		var res struct {
+			Pairs struct {
+				First float64 `json:"first_pair_ms"`
+				Pair  struct {
+					Median float64 `json:"median_ms"`
+					P90    float64 `json:"p90_ms"`
+				} `json:"pair"`
+				Statuses map[string]int `json:"receipt_statuses"`
+			} `json:"pairs"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
+		}
+		if res.Pairs.Statuses["succeeded"] != n {
+			t.Fatalf("mcp_pairs.py %s: statuses %v", era, res.Pairs.Statuses)
+		}
+		floor = append(floor, harness.Floor(t, d.StateDir, n/4)...)
+		fm := harness.Pct(floor, 50)
+		ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+		name := map[string]string{"modern": "stateless 2026-07-28", "legacy": "stateful 2025-11-25"}[era]
+		harness.Bench(t, fmt.Sprintf("mcp: HTTP terminal_plan pwd + terminal_execute, %s (mcp_pairs.py): median %v (p90 %v, first %v) vs floor median %v: ratio %.2fx (target <= 1.6x)",
+			name, ms(res.Pairs.Pair.Median), ms(res.Pairs.Pair.P90), ms(res.Pairs.First), fm.Round(10*time.Microsecond), float64(ms(res.Pairs.Pair.Median))/float64(fm)))
+		pairs := time.Duration(n + warmup)
+		perPair := (dCPU + bCPU) / pairs
+		harness.Bench(t, fmt.Sprintf("mcp:   server CPU per pair %v (termd %v + bridge %v) = %.0f%% of the pair's median wall time",
+			perPair.Round(10*time.Microsecond), (dCPU/pairs).Round(10*time.Microsecond), (bCPU/pairs).Round(10*time.Microsecond), 100*float64(perPair)/float64(ms(res.Pairs.Pair.Median))))
+	}
 }
 
 func pct(ds []time.Duration, p int) time.Duration {

@@ -42,6 +42,7 @@ type Options struct {
 type Bridge struct {
 	c        *client.Client
 	log      *slog.Logger
+	sdkLog   *slog.Logger // for the MCP SDK: its per-request Info is Debug here
 	server   *mcp.Server
 	sessions *sessionPool
 
@@ -63,8 +64,9 @@ func New(o Options) *Bridge {
 		o.MaxSessions = 8
 	}
 	b := &Bridge{
-		c:   o.Client,
-		log: o.Logger,
+		c:      o.Client,
+		log:    o.Logger,
+		sdkLog: slog.New(quieter{o.Logger.Handler()}),
 	}
 	b.sessions = newSessionPool(o.Client, o.MaxSessions)
 	b.server = mcp.NewServer(&mcp.Implementation{
@@ -73,7 +75,7 @@ func New(o Options) *Bridge {
 		Version: o.Version,
 	}, &mcp.ServerOptions{
 		Instructions: Instructions,
-		Logger:       o.Logger,
+		Logger:       b.sdkLog,
 		// Logging over MCP is deprecated (2026-07-28); the bridge logs to stderr.
 		Capabilities: &mcp.ServerCapabilities{},
 		PageSize:     100,
@@ -136,4 +138,28 @@ func (b *Bridge) consoleURLFor(ctx context.Context, planID string) string {
 		u = u[:len(u)-1]
 	}
 	return u + "/plans/" + planID
+}
+
+// quieter passes the MCP SDK's records on with Info (it logs every HTTP
+// request and session at Info) lowered to Debug: seen with --verbose, not
+// written (or even formatted) per request otherwise.
+type quieter struct{ h slog.Handler }
+
+func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.h.Enabled(ctx, lowered(l))
+}
+
+func (q quieter) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = lowered(r.Level)
+	return q.h.Handle(ctx, r)
+}
+
+func (q quieter) WithAttrs(as []slog.Attr) slog.Handler { return quieter{q.h.WithAttrs(as)} }
+func (q quieter) WithGroup(n string) slog.Handler       { return quieter{q.h.WithGroup(n)} }
+
+func lowered(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
 }

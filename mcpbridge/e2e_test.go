@@ -627,6 +627,11 @@ func TestRunningCountsAndMissingExitCodes(t *testing.T) {
 	if v, present := ex["exit_code"]; !present || v != nil {
 		t.Errorf("a running execution's exit_code should be null, got %v (present %v)", v, present)
 	}
+	// The text a model reads quotes the output once (the JSON after the
+	// summary leaves it out; structuredContent has it).
+	if n := strings.Count(text(res), "hello"); n != 1 {
+		t.Errorf("the result's text should quote the output once, not %d times:\n%s", n, text(res))
+	}
 	if str(ex, "stdout") != "hello\n" || ex["stdout_bytes"] != float64(6) {
 		t.Errorf("stdout_bytes should count the output already returned: stdout %q, stdout_bytes %v", str(ex, "stdout"), ex["stdout_bytes"])
 	}

@@ -79,13 +79,13 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: MaxBodyBytes,
-		Logger:              b.log,
+		Logger:              b.sdkLog,
 		EventStore:          mcp.NewMemoryEventStore(nil),
 	})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: MaxBodyBytes,
-		Logger:              b.log,
+		Logger:              b.sdkLog,
 		// A 2026-07-28 client cancels a call by closing its POST: the
 		// handler sees it, and terminal_execute cancels the command.
 		PropagateRequestCancellation: true,
@@ -103,13 +103,24 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 			http.Error(w, "Forbidden: cross-site request", http.StatusForbidden)
 			return
 		}
+		if r.URL.Path == protectedResourcePath {
+			serveResourceMetadata(w, r)
+			return
+		}
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="termd-mcp"`)
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="termd-mcp", resource_metadata="%s"`, selfURL(r)+protectedResourcePath))
 			http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 			return
 		}
 		toStateful, err := useStateful(w, r)
+		if err == nil && !toStateful && r.Method == http.MethodPost && r.Header.Get("Mcp-Protocol-Version") < "2026-07-28" {
+			// Only 2026-07-28 requests (which always say so in the header)
+			// are served without a session; an older client's call without
+			// Mcp-Session-Id is refused, not served as if it had initialized.
+			http.Error(w, "Bad Request: no Mcp-Session-Id; send initialize first (or use protocol 2026-07-28, with its Mcp-Protocol-Version header)", http.StatusBadRequest)
+			return
+		}
 		switch {
 		case err != nil:
 			var mbe *http.MaxBytesError
@@ -126,21 +137,50 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 	}), nil
 }
 
+// protectedResourcePath is where a client that got 401 finds out how to
+// authenticate (OAuth 2.0 Protected Resource Metadata, RFC 9728, as MCP's
+// authorization spec points clients to it).
+const protectedResourcePath = "/.well-known/oauth-protected-resource"
+
+// serveResourceMetadata says: a bearer token in the Authorization header,
+// and no authorization server — the token is termd-mcp's --token-file,
+// handed to the client by its user, not obtained through OAuth.
+func serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"resource":                 selfURL(r) + "/",
+		"resource_name":            "termd-mcp (termd's MCP bridge)",
+		"bearer_methods_supported": []string{"header"},
+		"authorization_servers":    []string{},
+		"termd_token":              "a static bearer token: the contents of termd-mcp's --token-file, given to the client by its user (e.g. an Authorization header in the client's MCP server config); there is no OAuth flow",
+	})
+}
+
+// selfURL is this listener's scheme://host as the client addressed it.
+func selfURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
 // sameLoopbackOrigin: a page served by this very listener (Origin equal to
 // the request's own scheme://Host) may call it, but only when Host is a
 // loopback literal — a DNS-rebinding page has the same origin as its Host,
 // which is then the attacker's name, not 127.0.0.1.
 func sameLoopbackOrigin(r *http.Request, origin string) bool {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	return origin == scheme+"://"+r.Host && loopback.Host(host)
+	return origin == selfURL(r) && loopback.Host(host)
 }
 
 // useStateful routes a request: anything on an MCP session, and a POST that

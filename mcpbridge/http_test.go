@@ -2,9 +2,11 @@ package mcpbridge_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,12 +60,15 @@ func TestHTTPRefusesWhatItShould(t *testing.T) {
 		{"a page of this very listener (same loopback origin)", map[string]string{"Authorization": auth, "Origin": strings.TrimSuffix(hb.URL, "/")}, initBody, http.StatusOK},
 		{"a rebinding page (same origin as its Host, not loopback)", map[string]string{"Authorization": auth, "Host": "evil.example:80", "Origin": "http://evil.example:80"}, initBody, http.StatusForbidden},
 		{"another loopback port", map[string]string{"Authorization": auth, "Origin": "http://127.0.0.1:1"}, initBody, http.StatusForbidden},
+		{"an old-protocol call without a session", map[string]string{"Authorization": auth}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, http.StatusBadRequest},
+		{"a 2026-07-28 call needs no session", map[string]string{"Authorization": auth, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, http.StatusOK},
 		{"an oversized body", map[string]string{"Authorization": auth}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`, http.StatusRequestEntityTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := post(t, hb.URL, c.hdr, c.body).StatusCode; got != c.want {
-				t.Errorf("status %d, want %d", got, c.want)
+			res := post(t, hb.URL, c.hdr, c.body)
+			if res.StatusCode != c.want {
+				t.Errorf("status %d, want %d", res.StatusCode, c.want)
 			}
 		})
 	}
@@ -184,5 +189,63 @@ func TestStatefulStreamsArePrimed(t *testing.T) {
 	}
 	if !strings.Contains(body, "terminal_plan") {
 		t.Fatalf("the tools/list result should follow the priming event: %q", body)
+	}
+}
+
+// A 401 points at the protected-resource metadata (as MCP's authorization
+// spec has clients look for it), which says: a bearer token in the header,
+// no OAuth authorization server.
+func TestUnauthorizedPointsAtResourceMetadata(t *testing.T) {
+	d := startDaemon(t)
+	hb := startHTTPBridge(t, d)
+	res := post(t, hb.URL, nil, initBody)
+	h := res.Header.Get("WWW-Authenticate")
+	m := regexp.MustCompile(`resource_metadata="([^"]+)"`).FindStringSubmatch(h)
+	if res.StatusCode != http.StatusUnauthorized || m == nil {
+		t.Fatalf("401 without a resource_metadata pointer: %d %q", res.StatusCode, h)
+	}
+	meta, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Body.Close()
+	var doc struct {
+		Resource    string   `json:"resource"`
+		Methods     []string `json:"bearer_methods_supported"`
+		AuthServers []string `json:"authorization_servers"`
+		TokenHowTo  string   `json:"termd_token"`
+	}
+	if err := json.NewDecoder(meta.Body).Decode(&doc); err != nil || meta.StatusCode != 200 {
+		t.Fatalf("GET %s without a token: %d %v", m[1], meta.StatusCode, err)
+	}
+	if !strings.HasPrefix(doc.Resource, "http://127.0.0.1:") || len(doc.Methods) != 1 || doc.Methods[0] != "header" || len(doc.AuthServers) != 0 || !strings.Contains(doc.TokenHowTo, "--token-file") {
+		t.Errorf("metadata: %+v", doc)
+	}
+}
+
+// The bridge writes nothing per request at its default level: the MCP SDK
+// logs every HTTP request and session at Info, which the bridge lowers to
+// Debug (seen with --verbose).
+func TestHTTPLogsNothingPerRequest(t *testing.T) {
+	d := startDaemon(t)
+	hb := startHTTPBridge(t, d)
+	before := hb.log.String()
+	c := mcp.NewClient(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for range 3 {
+		p, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"pwd"}}, false)
+		if res.IsError {
+			t.Fatalf("plan: %s", text(res))
+		}
+		if ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false); res.IsError || ex["receipt"] == nil {
+			t.Fatalf("execute: %s", text(res))
+		}
+	}
+	if extra := strings.TrimPrefix(hb.log.String(), before); strings.TrimSpace(extra) != "" {
+		t.Fatalf("the bridge logged per request at its default level:\n%s", extra)
 	}
 }

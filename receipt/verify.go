@@ -16,7 +16,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/termd/termd/internal/schemacheck"
 )
 
 // SchemaJSON is the current receipt JSON Schema (1.2, draft 2020-12). The
@@ -42,33 +42,24 @@ var Schemas = map[string][]byte{"1.0": schema10, "1.1": schema11, SchemaVersion:
 
 type compiled struct {
 	once sync.Once
-	s    *jsonschema.Schema
+	s    *schemacheck.Schema
 	err  error
 }
 
 var compiledByVersion = map[string]*compiled{"1.0": {}, "1.1": {}, SchemaVersion: {}}
 
-// compiledSchema is the schema of one receipt version.
-func compiledSchema(version string) (*jsonschema.Schema, error) {
+// compiledSchema is the schema of one receipt version, compiled on first use
+// (nothing is done at start: termctl's start-up does not pay for it).
+func compiledSchema(version string) (*schemacheck.Schema, error) {
 	cs, ok := compiledByVersion[version]
 	if !ok {
 		return nil, fmt.Errorf("receipt schema_version %v is not supported: this verifier reads %s", version, supportedVersions())
 	}
 	cs.once.Do(func() {
-		raw := Schemas[version]
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			cs.err = fmt.Errorf("receipt schema: %w", err)
-			return
+		cs.s, cs.err = schemacheck.Compile(Schemas[version])
+		if cs.err != nil {
+			cs.err = fmt.Errorf("receipt %w", cs.err)
 		}
-		url := "https://termd.dev/schema/receipt-" + version + ".json"
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
-		if err := c.AddResource(url, doc); err != nil {
-			cs.err = fmt.Errorf("receipt schema: %w", err)
-			return
-		}
-		cs.s, cs.err = c.Compile(url)
 	})
 	return cs.s, cs.err
 }
@@ -78,11 +69,21 @@ func supportedVersions() string { return "1.0, 1.1 and " + SchemaVersion }
 // ValidateSchema checks a receipt document against the schema of its
 // schema_version.
 func ValidateSchema(data []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	inst, err := decodeInstance(data)
 	if err != nil {
-		return fmt.Errorf("receipt: not JSON: %w", err)
+		return err
 	}
 	return validateInstance(inst)
+}
+
+// decodeInstance parses a document into the values the schema check reads
+// (objects as maps, numbers as json.Number).
+func decodeInstance(data []byte) (any, error) {
+	tree, err := parseTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("receipt: not JSON: %w", err)
+	}
+	return schemaInstance(tree)
 }
 
 // validateInstance checks a decoded document against the schema its
@@ -96,7 +97,8 @@ func validateInstance(inst any) error {
 	if err != nil {
 		return err
 	}
-	if err := sch.Validate(inst); err != nil {
+	if errs := sch.Validate(inst); len(errs) > 0 {
+		err := errs[0]
 		return fmt.Errorf("receipt does not match schema %s: %w", version, err)
 	}
 	return nil
@@ -105,9 +107,9 @@ func validateInstance(inst any) error {
 // CheckIsReceipt says, in one line, when a document is not a termd receipt
 // at all (not JSON, a plan, a list), before any key is needed.
 func CheckIsReceipt(data []byte) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	inst, err := decodeInstance(data)
 	if err != nil {
-		return fmt.Errorf("receipt: not JSON: %w", err)
+		return err
 	}
 	return looksLikeReceipt(inst)
 }
@@ -262,28 +264,34 @@ func verifyRaw(data []byte, pub map[string]ed25519.PublicKey, hmacKey []byte, sc
 }
 
 func verifySignatures(data []byte, r *Receipt, pub map[string]ed25519.PublicKey, hmacKey []byte) error {
+	return verifySigned(data, r.KeyID, r.Signature, r.SignatureEd25519, r.Seq, pub, hmacKey)
+}
+
+// verifySigned checks a signed document's Ed25519 (and, with hmacKey, HMAC)
+// signature over its canonical form without the signature members.
+func verifySigned(data []byte, keyID, signature, sigEd25519 string, seq int64, pub map[string]ed25519.PublicKey, hmacKey []byte) error {
 	msg, err := canonicalize(data, signatureFields)
 	if err != nil {
-		return &VerifyError{Seq: r.Seq, Reason: err.Error()}
+		return &VerifyError{Seq: seq, Reason: err.Error()}
 	}
-	pk, ok := pub[r.KeyID]
+	pk, ok := pub[keyID]
 	if !ok {
-		return &VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("signed by unknown key id %q: pass the public key file that holds it", r.KeyID)}
+		return &VerifyError{Seq: seq, Reason: fmt.Sprintf("signed by unknown key id %q: pass the public key file that holds it", keyID)}
 	}
-	if KeyIDFor(pk) != r.KeyID {
-		return &VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("public key given for key id %q does not have that id", r.KeyID)}
+	if KeyIDFor(pk) != keyID {
+		return &VerifyError{Seq: seq, Reason: fmt.Sprintf("public key given for key id %q does not have that id", keyID)}
 	}
-	sig, err := hex.DecodeString(r.SignatureEd25519)
-	if err != nil || len(sig) != ed25519.SignatureSize || strings.ToLower(r.SignatureEd25519) != r.SignatureEd25519 {
-		return &VerifyError{Seq: r.Seq, Reason: "malformed signature_ed25519"}
+	sig, err := hex.DecodeString(sigEd25519)
+	if err != nil || len(sig) != ed25519.SignatureSize || strings.ToLower(sigEd25519) != sigEd25519 {
+		return &VerifyError{Seq: seq, Reason: "malformed signature_ed25519"}
 	}
 	if !ed25519.Verify(pk, msg, sig) {
-		return &VerifyError{Seq: r.Seq, Reason: "Ed25519 signature does not match: the receipt was altered or signed by another key"}
+		return &VerifyError{Seq: seq, Reason: "Ed25519 signature does not match: the receipt was altered or signed by another key"}
 	}
 	if hmacKey != nil {
 		want := hmacHex(hmacKey, msg)
-		if !hmac.Equal([]byte(want), []byte(r.Signature)) {
-			return &VerifyError{Seq: r.Seq, Reason: "HMAC signature does not match"}
+		if !hmac.Equal([]byte(want), []byte(signature)) {
+			return &VerifyError{Seq: seq, Reason: "HMAC signature does not match"}
 		}
 	}
 	return nil

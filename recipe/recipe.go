@@ -15,11 +15,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
+	"github.com/termd/termd/internal/schemacheck"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -40,23 +38,18 @@ const MaxTextBytes = 64 << 10
 
 var (
 	compileOnce sync.Once
-	compiled    *jsonschema.Schema
+	compiled    *schemacheck.Schema
 	compileErr  error
 )
 
-func schema() (*jsonschema.Schema, error) {
+// schema is the recipe schema, compiled on first use (termctl's start-up
+// does not pay for it).
+func schema() (*schemacheck.Schema, error) {
 	compileOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-		if err != nil {
-			compileErr = fmt.Errorf("recipe schema: %w", err)
-			return
+		compiled, compileErr = schemacheck.Compile(SchemaJSON)
+		if compileErr != nil {
+			compileErr = fmt.Errorf("recipe %w", compileErr)
 		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(SchemaURL, doc); err != nil {
-			compileErr = fmt.Errorf("recipe schema: %w", err)
-			return
-		}
-		compiled, compileErr = c.Compile(SchemaURL)
 	})
 	return compiled, compileErr
 }
@@ -108,7 +101,7 @@ func Parse(text []byte) (*termdv1.Recipe, error) {
 	if err != nil {
 		return nil, Problems{"not a recipe: " + err.Error()}
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	inst, err := schemacheck.Decode(raw)
 	if err != nil {
 		return nil, Problems{"not a recipe: " + err.Error()}
 	}
@@ -119,12 +112,8 @@ func Parse(text []byte) (*termdv1.Recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return nil, schemaProblems(ve)
-		}
-		return nil, Problems{err.Error()}
+	if errs := sch.Validate(inst); len(errs) > 0 {
+		return nil, schemaProblems(errs)
 	}
 	var f file
 	if err := json.Unmarshal(raw, &f); err != nil {
@@ -201,31 +190,21 @@ func OK(s *termdv1.RecipeStep, exitCode int32) bool {
 	return false
 }
 
-var printer = message.NewPrinter(language.English)
-
-// schemaProblems flattens a schema error into one line per failing place.
-func schemaProblems(ve *jsonschema.ValidationError) Problems {
+// schemaProblems turns schema errors into one line per failing place.
+func schemaProblems(errs []*schemacheck.Error) Problems {
 	var out Problems
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			where := strings.Join(e.InstanceLocation, "/")
-			if where == "" {
-				where = "(top level)"
-			}
-			msg := where + ": " + e.ErrorKind.LocalizedString(printer)
-			if strings.Contains(where, "argv") && (strings.Contains(msg, "got number") || strings.Contains(msg, "got boolean")) {
-				// YAML reads -1, 15 or yes as numbers and booleans.
-				msg += ` (quote it in YAML: "15", not 15)`
-			}
-			out = append(out, msg)
-			return
+	for _, e := range errs {
+		where := strings.TrimPrefix(e.At, "/")
+		if where == "" {
+			where = "(top level)"
 		}
-		for _, c := range e.Causes {
-			walk(c)
+		msg := where + ": " + e.Problem
+		if strings.Contains(where, "argv") && (strings.Contains(msg, "got number") || strings.Contains(msg, "got boolean")) {
+			// YAML reads -1, 15 or yes as numbers and booleans.
+			msg += ` (quote it in YAML: "15", not 15)`
 		}
+		out = append(out, msg)
 	}
-	walk(ve)
 	sort.Strings(out)
 	return out
 }

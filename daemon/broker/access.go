@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/config"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -25,12 +25,10 @@ import (
 func callerIDs(p *termdv1.Principal) (uid uint32, gids map[uint32]bool) {
 	uid = p.GetUid()
 	gids = map[uint32]bool{p.GetGid(): true}
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
-		if ids, err := u.GroupIds(); err == nil {
-			for _, g := range ids {
-				if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-					gids[uint32(n)] = true
-				}
+	if a, err := config.LookupUID(uid); err == nil {
+		for _, g := range a.Groups {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				gids[uint32(n)] = true
 			}
 		}
 	}

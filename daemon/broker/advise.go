@@ -47,7 +47,7 @@ func (b *Broker) Advise(ctx context.Context, caller *termdv1.Principal, r *termd
 				p.p.Id, stateWord(p.p.State), d.Argv, d.ResolvedPath, d.Cwd, strings.ToLower(strings.TrimPrefix(d.Verdict.String(), "VERDICT_")),
 				strings.ToLower(strings.TrimPrefix(d.Risk.String(), "RISK_")), strings.Join(d.Reasons, "; "), strings.Join(d.Rules, ", "), p.p.Preview.GetSummary())
 		}
-		b.mu.Unlock()
+		b.unlock()
 		if err != nil {
 			return err
 		}

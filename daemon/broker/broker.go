@@ -74,6 +74,7 @@ type Broker struct {
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
+	stages    stageLog
 
 	stop chan struct{}
 	done chan struct{}
@@ -150,7 +151,7 @@ func (b *Broker) sweep() {
 func (b *Broker) Shutdown(grace time.Duration) {
 	b.mu.Lock()
 	b.closing = true
-	b.mu.Unlock()
+	b.unlock()
 	finished := make(chan struct{})
 	go func() { b.running.Wait(); close(finished) }()
 	select {
@@ -163,7 +164,7 @@ func (b *Broker) Shutdown(grace time.Duration) {
 				_ = e.proc.Cancel()
 			}
 		}
-		b.mu.Unlock()
+		b.unlock()
 		<-finished
 	}
 	close(b.stop)
@@ -171,13 +172,13 @@ func (b *Broker) Shutdown(grace time.Duration) {
 	b.mu.Lock()
 	b.closeJournal()
 	b.journal = nil
-	b.mu.Unlock()
+	b.unlock()
 }
 
 // ActiveExecutions counts executions still running.
 func (b *Broker) ActiveExecutions() int {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	n := 0
 	for _, e := range b.execs {
 		if !e.finished {
@@ -204,7 +205,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 			st.ActiveExecutions++
 		}
 	}
-	b.mu.Unlock()
+	b.unlock()
 	if n, err := b.Store.Count(); err == nil {
 		st.Receipts = n
 	}

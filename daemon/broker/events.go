@@ -13,7 +13,7 @@ import (
 func (b *Broker) acquireStream(caller *termdv1.Principal) (release func(), err error) {
 	key := principalKey(caller)
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if max := b.Config().Sessions.MaxStreams; b.streams[key] >= max {
 		return nil, errdefs.Exhausted("you have %d event streams open (sessions.max_streams); close some (e.g. other `termctl watch` or console tabs)", b.streams[key])
 	}
@@ -23,7 +23,7 @@ func (b *Broker) acquireStream(caller *termdv1.Principal) (release func(), err e
 		if b.streams[key]--; b.streams[key] <= 0 {
 			delete(b.streams, key)
 		}
-		b.mu.Unlock()
+		b.unlock()
 	}, nil
 }
 
@@ -56,7 +56,7 @@ func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, se
 		}
 		sub = b.Bus.SubscribeAll(since, func(id string) bool {
 			b.mu.Lock()
-			defer b.mu.Unlock()
+			defer b.unlock()
 			s, ok := b.sessions[id]
 			return ok && visible(caller, s.owner)
 		})

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
@@ -42,7 +43,10 @@ type execRec struct {
 	// (session closed or expired, daemon shutting down).
 	stopReason        string
 	closeSessionAfter bool
-	cancelledBy       *termdv1.Principal
+	// storageTail says why only a tail of the output is stored (over a
+	// storage budget with storage.over_budget: tail); "" = the usual cap.
+	storageTail string
+	cancelledBy *termdv1.Principal
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
 	out [3]*liveStream
@@ -52,14 +56,21 @@ type execRec struct {
 	launch  *launcher.Launch
 	sandbox *sandbox.Record
 	tmp     string
+
+	// begun is when Execute was called; stage holds the stage durations
+	// known so far (see stages.go), completed by finish.
+	begun   time.Time
+	spawned time.Time
+	stage   stageTimes
 }
 
 // liveStream redacts one output stream as it arrives and publishes it as
-// events, coalesced: at most one output event per stream every liveInterval
-// (plus a last one at the end), so a flood costs every viewer a bounded number
-// of events per second. When a full event is waiting for its slot, the
-// command's reader waits too: the pipe fills and the command slows down, as
-// it would on a slow terminal (its output budget still ends a flood).
+// events, coalesced: output that trickles in goes out at most once per
+// stream every liveInterval (plus a last one at the end), so chatty output
+// costs every viewer a bounded number of events per second; a full event
+// (liveEventMax) goes out at once, so a flood costs a bounded number of
+// events per byte and never waits for a slot (a viewer that cannot keep up
+// falls behind the ring and is told so; the command is never slowed for it).
 type liveStream struct {
 	mu        sync.Mutex
 	red       *receiptstore.StreamRedactor
@@ -80,8 +91,8 @@ type liveStream struct {
 const idleFlush = 200 * time.Millisecond
 
 // liveInterval and liveEventMax bound live output: at most 1/liveInterval
-// output events per second per stream, each of about liveEventMax bytes at
-// most (10 MiB/s per stream).
+// partial output events per second per stream, and full events of about
+// liveEventMax bytes.
 const (
 	liveInterval = 50 * time.Millisecond
 	liveEventMax = 512 << 10
@@ -91,17 +102,10 @@ const (
 func (ls *liveStream) write(chunk []byte) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	for len(ls.pending) >= liveEventMax && !ls.closed {
-		wait := time.Until(ls.lastFlush.Add(liveInterval))
-		if wait <= 0 {
-			ls.flushLocked()
-			break
-		}
-		ls.mu.Unlock()
-		time.Sleep(wait)
-		ls.mu.Lock()
-	}
 	_, _ = ls.red.Write(chunk)
+	if len(ls.pending) >= liveEventMax && !ls.closed {
+		ls.flushLocked()
+	}
 	ls.armLocked()
 	if ls.idle == nil {
 		ls.idle = time.AfterFunc(idleFlush, func() {
@@ -171,7 +175,7 @@ func (b *Broker) Execute(_ context.Context, caller *termdv1.Principal, planID, s
 		return nil, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	return proto.Clone(e.e).(*termdv1.Execution), nil
 }
 
@@ -191,7 +195,7 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 	if err == nil {
 		since = b.Bus.LastSeq(p.session.id)
 	}
-	b.mu.Unlock()
+	b.unlock()
 	if err != nil {
 		return err
 	}
@@ -247,60 +251,64 @@ func eventOf(ev *termdv1.Event, execID, planID string) bool {
 
 // start checks everything, records the intent durably, and spawns.
 func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*execRec, error) {
-	if err := b.storageAllows(caller); err != nil {
+	begun := time.Now()
+	tail, err := b.storageAllows(caller)
+	if err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
 	if b.closing {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, errdefs.Unavailable("termd is shutting down; nothing new starts")
 	}
 	p, err := b.planLocked(caller, planID)
 	if err != nil {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, err
 	}
 	s := p.session
 	if sessionID != "" && sessionID != s.id {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, errdefs.Precondition("plan %s belongs to session %s, not %s; a plan runs only in its own session", planID, s.id, sessionID)
 	}
 	if !ownerOrOperator(caller, s.owner) {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, errdefs.Permission("plan %s belongs to %s; only its owner or an operator may execute it", planID, s.owner.Name)
 	}
 	// A command runs as its requester: only the requester (or an operator)
 	// may start it, or an agent could run an operator's plan with the
 	// operator's uid (an operator may plan or replan in an agent's session).
 	if !isOperator(caller) && principalKey(caller) != principalKey(p.p.Requester) {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, errdefs.Permission("plan %s was requested by %s and runs as that principal; only its requester or an operator may execute it", planID, p.p.Requester.GetName())
 	}
 	if s.closed {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, errdefs.Precondition("session %s is closed; replan in an open session (`termctl replan %s`)", s.id, planID)
 	}
 	switch p.p.State {
 	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
 	default:
 		st, hint := p.p.State, hintFor(p.p) // read under the lock: the plan may be finishing
-		b.mu.Unlock()
+		b.unlock()
 		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hint)
 	}
 	if n, max := b.runningOfLocked(p.p.Requester), b.Config().Sessions.MaxRunning; n >= max {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, errdefs.Exhausted("%s already has %d commands running (the per-principal cap, sessions.max_running); wait for one to finish, or cancel one (`termctl sessions list` shows them)", p.p.Requester.GetName(), n)
 	}
 	// Reserve the plan so it cannot start twice while we re-check outside the lock.
 	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING); err != nil {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, err
 	}
 	now := b.Now()
 	e := &execRec{
-		id:   uuid.NewString(),
-		plan: p,
-		done: make(chan struct{}),
+		id:          uuid.NewString(),
+		plan:        p,
+		done:        make(chan struct{}),
+		begun:       begun,
+		storageTail: tail,
 		e: &termdv1.Execution{
 			PlanId:    p.p.Id,
 			SessionId: s.id,
@@ -318,7 +326,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	b.running.Add(1)
 	req, approved := p.req, p.dec
 	requester := p.p.Requester
-	b.mu.Unlock()
+	b.unlock()
 
 	// Re-check what may have changed since the plan was decided and approved.
 	fresh := b.decide(requester, req)
@@ -345,11 +353,45 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	if b.Runner.Capabilities().CgroupV2 != "" {
 		cgroupPath = b.Runner.CgroupPathFor(e.id)
 	}
-	if err := b.Store.AppendIntent(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}); err != nil {
-		b.refuse(e, "could not record the execution intent: "+err.Error())
-		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", err)
+	// The intent is made durable while the launcher starts: the runner
+	// spawns it, it waits on its configuration pipe, and only once the
+	// intent is committed (BeforeRelease) does it receive the command. A
+	// crash before that leaves a launcher that never got its command (it
+	// dies with termd) and, at most, an intent that becomes outcome_unknown.
+	intent := make(chan error, 1)
+	checked := time.Now()
+	e.stage[stageCheck] = checked.Sub(begun)
+	go func() {
+		err := b.Store.AppendIntent(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft})
+		e.stage[stageIntent] = time.Since(checked) // read after <-intent
+		intent <- err
+	}()
+	var intentErr error
+	waited := false
+	waitIntent := func() error {
+		if !waited {
+			intentErr, waited = <-intent, true
+		}
+		return intentErr
+	}
+	spec.BeforeRelease = func() error {
+		testStall("spawn")
+		if err := waitIntent(); err != nil {
+			return fmt.Errorf("the execution intent could not be recorded: %w", err)
+		}
+		testStall("release")
+		return nil
 	}
 	proc, err := b.Runner.Start(spec)
+	e.spawned = time.Now()
+	e.stage[stageSpawn] = e.spawned.Sub(checked)
+	if ierr := waitIntent(); ierr != nil {
+		if proc != nil {
+			proc.Wait() // nothing ran: the runner refused to release it
+		}
+		b.refuse(e, "could not record the execution intent: "+ierr.Error())
+		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", ierr)
+	}
 	if err != nil {
 		// A spawn failure is a failed execution with its cause, and it has a receipt.
 		b.finish(e, runner.Result{Status: runner.StatusFailed, ExitCode: -1, StartedAt: now, FinishedAt: b.Now(), Err: err})
@@ -366,7 +408,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	e.e.Cgroup = proc.CgroupPath() != ""
 	stop := e.stopReason != ""
 	snap := proto.Clone(e.e).(*termdv1.Execution)
-	b.mu.Unlock()
+	b.unlock()
 	if stop {
 		_ = proc.Cancel()
 	}
@@ -379,12 +421,12 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 func (b *Broker) abandon(e *execRec, why string) {
 	b.mu.Lock()
 	if e.finished || e.stopReason != "" {
-		b.mu.Unlock()
+		b.unlock()
 		return
 	}
 	e.stopReason = why
 	proc := e.proc
-	b.mu.Unlock()
+	b.unlock()
 	if proc != nil {
 		_ = proc.Cancel()
 	}
@@ -431,7 +473,7 @@ func stale(was, now policy.Decision) string {
 func (b *Broker) refuse(e *execRec, why string) {
 	e.releaseSandbox()
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	p := e.plan
 	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
 		b.Log.Error("refusing a start", "plan", p.p.Id, "error", err)
@@ -505,8 +547,8 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		"TERMD_EXECUTION":  e.id,
 		"TMPDIR":           tmp,
 	}
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		fixed["USER"], fixed["LOGNAME"] = u.Username, u.Username
+	if a, err := config.LookupUID(uint32(uid)); err == nil {
+		fixed["USER"], fixed["LOGNAME"] = a.User.Username, a.User.Username
 	}
 	for k, v := range fixed {
 		env[k] = v
@@ -529,15 +571,20 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		ls.red = b.Redactor.NewStream(eventWriter{ls}, 0)
 		e.out[s] = ls
 	}
+	outputCap := lim.OutputBytes
+	if e.storageTail != "" {
+		outputCap = min(outputCap, b.Config().Storage.TailBytes)
+	}
 	return runner.Spec{
 		ID:           e.id,
+		KeepTail:     e.storageTail != "",
 		Path:         d.ResolvedPath,
 		Argv:         argv,
 		Dir:          d.Cwd,
 		Env:          envList,
 		Timeout:      timeout,
 		Grace:        lim.Grace,
-		OutputCap:    lim.OutputBytes,
+		OutputCap:    outputCap,
 		OutputBudget: lim.OutputBudget,
 		MemoryMax:    lim.MemoryBytes,
 		PidsMax:      lim.Pids,
@@ -640,10 +687,21 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 			detail = "cancelled by " + e.cancelledBy.Name
 		}
 	}
+	if e.storageTail != "" {
+		detail = strings.TrimPrefix(detail+"; "+e.storageTail, "; ")
+	}
 	r := b.finalReceipt(p, e, res, detail)
-	b.mu.Unlock()
+	b.unlock()
 
+	ended := time.Now()
 	stored, err := b.Store.Append(r)
+	if !e.spawned.IsZero() && res.Err == nil && err == nil {
+		t := e.stage
+		t[stageRun] = ended.Sub(e.spawned)
+		t[stageReceipt] = time.Since(ended)
+		t[stageTotal] = time.Since(e.begun)
+		b.stages.add(t)
+	}
 
 	b.mu.Lock()
 	fs, ok := finalStates[res.Status]
@@ -691,7 +749,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		b.publishSessionClosed(s)
 	}
 	close(e.done)
-	b.mu.Unlock()
+	b.unlock()
 	b.running.Done()
 }
 
@@ -710,7 +768,7 @@ func (b *Broker) execLocked(caller *termdv1.Principal, id string) (*execRec, err
 // GetExecution returns an execution's status.
 func (b *Broker) GetExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	e, err := b.execLocked(caller, id)
 	if err != nil {
 		return nil, err
@@ -736,11 +794,11 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 		err = errdefs.Precondition("execution %s is %s; only a running execution can be %s", id, execWord(e.e.State), done)
 	}
 	if err != nil {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, err
 	}
 	proc, p := e.proc, e.plan
-	b.mu.Unlock()
+	b.unlock()
 	var kind termdv1.EventKind
 	switch verb {
 	case "pause":
@@ -756,17 +814,17 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 	case "cancel":
 		b.mu.Lock()
 		e.cancelledBy = caller
-		b.mu.Unlock()
+		b.unlock()
 		if err := proc.Cancel(); err != nil && !errors.Is(err, runner.ErrFinished) && !errors.Is(err, runner.ErrStopping) {
 			return nil, errdefs.Precondition("cancelling execution %s: %v", id, err)
 		}
 		<-e.done
 		b.mu.Lock()
-		defer b.mu.Unlock()
+		defer b.unlock()
 		return proto.Clone(e.e).(*termdv1.Execution), nil
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if !e.finished {
 		if verb == "pause" {
 			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_PAUSED
@@ -823,11 +881,11 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 	b.mu.Lock()
 	e, err := b.execLocked(caller, r.ExecutionId)
 	if err != nil {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, err
 	}
 	proc, receiptID, ee := e.proc, e.e.ReceiptId, proto.Clone(e.e).(*termdv1.Execution)
-	b.mu.Unlock()
+	b.unlock()
 
 	var kept []byte
 	var total int64
@@ -871,4 +929,21 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 	resp.NextOffset = r.Offset + int64(len(resp.Data))
 	resp.Eof = done && resp.NextOffset >= int64(len(kept))
 	return resp, nil
+}
+
+// stallAt names the point where a test wants the daemon to stop forever, so
+// that it can kill -9 termd there: TERMD_TEST_STALL=POINT:FILE stalls once at
+// POINT while FILE exists (it is removed, so a restarted daemon runs on).
+// POINT "spawn": the launcher is spawned and the intent may not be durable
+// yet; "release": the intent is durable and the launcher not yet released.
+// Never set outside tests.
+var stallAt = os.Getenv("TERMD_TEST_STALL")
+
+func testStall(point string) {
+	at, file, ok := strings.Cut(stallAt, ":")
+	if !ok || at != point || os.Remove(file) != nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "termd: TERMD_TEST_STALL=%s: holding the launcher here until killed\n", point)
+	select {}
 }

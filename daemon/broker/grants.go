@@ -259,7 +259,7 @@ func (b *Broker) approveByGrantLocked(p *termdv1.Plan, r *grantRec, now time.Tim
 // grant still covers its fresh decision (it may have been revoked).
 func (b *Broker) grantStillCovers(p *planRec, fresh policy.Decision) string {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	r, ok := b.grants[p.p.GrantId]
 	if !ok {
 		return "grant " + p.p.GrantId + " no longer exists"
@@ -270,7 +270,7 @@ func (b *Broker) grantStillCovers(p *planRec, fresh policy.Decision) string {
 // ListGrants lists grants; operators and viewers see all, agents their own.
 func (b *Broker) ListGrants(_ context.Context, caller *termdv1.Principal, all bool, sessionID string) ([]*termdv1.Grant, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	var out []*termdv1.Grant
 	for _, r := range b.grants {
 		if !visible(caller, r.g.Principal) || (sessionID != "" && r.g.SessionId != sessionID) {
@@ -293,12 +293,16 @@ func (b *Broker) ListGrants(_ context.Context, caller *termdv1.Principal, all bo
 }
 
 // RevokeGrant ends a grant at once (operators only).
-func (b *Broker) RevokeGrant(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Grant, error) {
+func (b *Broker) RevokeGrant(_ context.Context, caller *termdv1.Principal, id string) (out *termdv1.Grant, err error) {
 	if !isOperator(caller) {
 		return nil, errdefs.Permission("only operators revoke grants")
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer func() {
+		if serr := b.unlockDurable(); serr != nil && err == nil {
+			out, err = nil, errdefs.Internal("the revocation could not be recorded durably (%v); revoke it again", serr)
+		}
+	}()
 	if id == "" {
 		return nil, errdefs.Invalid("grant_id is empty; see `termctl grants list`")
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -22,11 +24,62 @@ import (
 )
 
 // The journal makes sessions, plans and approvals survive a crash: every
-// change is appended (fsync'd) before the caller is answered, and replayed at
-// start. The latest record of each id wins; the file is compacted at start.
+// change is appended before the caller is answered, and replayed at start.
+// The latest record of each id wins; the file is compacted at start.
+//
+// Records are written under the broker's mutex (so their order is the order
+// of the changes) but never fsync'd there: a change that must be durable
+// raises want, and the broker's unlock fsyncs up to it after releasing the
+// mutex (one fsync serves every caller waiting at that moment). Records of an
+// allowed plan, and of starts and ends, are lazy: the intent and the receipt
+// in the receipt store are their durable word.
 type journal struct {
-	path string
-	f    *os.File
+	path    string
+	f       *os.File
+	written atomic.Int64 // bytes appended
+	want    atomic.Int64 // bytes that must be durable before the callers who wrote them are answered
+
+	syncMu sync.Mutex
+	synced atomic.Int64 // bytes known durable
+}
+
+// syncTo makes the first n bytes durable, unless an fsync already did.
+func (j *journal) syncTo(n int64) error {
+	if j.synced.Load() >= n {
+		return nil
+	}
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if j.synced.Load() >= n {
+		return nil // another caller's fsync covered ours
+	}
+	w := j.written.Load()
+	if err := j.f.Sync(); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return nil // closeJournal synced before closing
+		}
+		return fmt.Errorf("syncing the plan journal: %w", err)
+	}
+	j.synced.Store(w)
+	return nil
+}
+
+// unlock releases the broker's mutex, then makes the journal records that
+// must be durable so (see journal). Every b.mu.Lock pairs with it.
+func (b *Broker) unlock() {
+	if err := b.unlockDurable(); err != nil {
+		b.Log.Error("plan journal sync failed; recent changes would not survive a crash", "error", err)
+	}
+}
+
+// unlockDurable is unlock for callers that report a failed sync.
+func (b *Broker) unlockDurable() error {
+	j := b.journal
+	b.mu.Unlock()
+	if j == nil {
+		return nil
+	}
+	return j.syncTo(j.want.Load())
 }
 
 type journalRecord struct {
@@ -181,6 +234,7 @@ func (b *Broker) openJournal(path string) error {
 		return fmt.Errorf("compacting the plan journal: %w", err)
 	}
 	b.journal = &journal{path: path, f: f}
+	defer func() { b.journal.synced.Store(b.journal.written.Load()) }() // the Sync below
 	for _, id := range sessOrder {
 		if s, ok := b.sessions[id]; ok {
 			if err := b.journalSessionLocked(s); err != nil {
@@ -215,6 +269,7 @@ func (b *Broker) journalWrite(r journalRecord) error { return b.journalAppend(r,
 
 // journalAppend appends a record; sync=false leaves it to the next synced
 // write (used where another durable record already covers a crash).
+// Durable records are fsync'd by the caller's unlock, after the mutex.
 func (b *Broker) journalAppend(r journalRecord, sync bool) error {
 	if b.journal == nil {
 		return nil
@@ -227,11 +282,9 @@ func (b *Broker) journalAppend(r journalRecord, sync bool) error {
 	if _, err := b.journal.f.Write(data); err != nil {
 		return fmt.Errorf("writing the plan journal: %w", err)
 	}
-	if !sync {
-		return nil
-	}
-	if err := b.journal.f.Sync(); err != nil {
-		return fmt.Errorf("syncing the plan journal: %w", err)
+	n := b.journal.written.Add(int64(len(data)))
+	if sync {
+		b.journal.want.Store(n)
 	}
 	return nil
 }
@@ -273,6 +326,7 @@ func (b *Broker) journalSessionLocked(s *session) error {
 
 func (b *Broker) closeJournal() {
 	if b.journal != nil {
+		_ = b.journal.f.Sync()
 		_ = b.journal.f.Close()
 	}
 }

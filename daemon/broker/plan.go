@@ -3,11 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -200,8 +199,8 @@ func requestBytes(r *termdv1.CommandRequest) int {
 func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths(), Sandbox: b.sandboxEnforced()}
 	if caller != nil {
-		if u, err := user.LookupId(strconv.FormatUint(uint64(caller.Uid), 10)); err == nil {
-			ctx.Home = u.HomeDir
+		if a, err := config.LookupUID(caller.Uid); err == nil {
+			ctx.Home = a.User.HomeDir
 		}
 	}
 	return ctx
@@ -235,7 +234,7 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 	}
 	dec := b.decide(caller, req)
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	s, err := b.planSessionLocked(caller, sessionID)
 	if err != nil {
 		return nil, err
@@ -335,7 +334,11 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	b.plans[p.Id] = rec
 	s.plans = append(s.plans, p.Id)
 	s.touch(now)
-	_ = b.journalPlanLocked(rec)
+	// An allowed plan's record need not be durable now: executing it writes
+	// the intent (fsync'd), which is its durable record from then on, and a
+	// plan lost before that was never run and can be planned again. Plans
+	// awaiting approval and blocked ones are durable before the answer.
+	_ = b.journalPlan(rec, dec.Verdict != policy.Allow)
 	b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_PLAN_CREATED)
 	switch p.State {
 	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
@@ -368,7 +371,7 @@ func (b *Broker) planLocked(caller *termdv1.Principal, id string) (*planRec, err
 // GetPlan returns a plan the caller may see.
 func (b *Broker) GetPlan(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Plan, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	p, err := b.planLocked(caller, id)
 	if err != nil {
 		return nil, err
@@ -379,7 +382,7 @@ func (b *Broker) GetPlan(_ context.Context, caller *termdv1.Principal, id string
 // ListPlans lists plans the caller may see, newest first.
 func (b *Broker) ListPlans(_ context.Context, caller *termdv1.Principal, r *termdv1.ListPlansRequest) ([]*termdv1.Plan, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if r.SessionId != "" {
 		if _, err := b.sessionLocked(caller, r.SessionId); err != nil {
 			return nil, err
@@ -437,9 +440,13 @@ func (b *Broker) ApprovePlan(ctx context.Context, caller *termdv1.Principal, id,
 
 // ApprovePlanGrant approves a plan and, when spec asks for it, remembers the
 // approval as a grant (grants.go).
-func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, id, requestHash string, spec *termdv1.GrantSpec) (*termdv1.Plan, *termdv1.Grant, error) {
+func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, id, requestHash string, spec *termdv1.GrantSpec) (out *termdv1.Plan, made *termdv1.Grant, err error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer func() {
+		if serr := b.unlockDurable(); serr != nil && err == nil {
+			out, made, err = nil, nil, errdefs.Internal("the approval could not be recorded durably (%v); try again", serr)
+		}
+	}()
 	p, err := b.decidableLocked(caller, id)
 	if err != nil {
 		return nil, nil, err
@@ -471,7 +478,6 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 	}
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_APPROVED)
 	b.Log.Info("plan approved", "plan", id, "approver", caller.Name, "request_hash", requestHash)
-	var made *termdv1.Grant
 	if grant != nil {
 		if made, err = b.storeGrantLocked(grant); err != nil {
 			return proto.Clone(p.p).(*termdv1.Plan), nil, err
@@ -483,7 +489,7 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 // DenyPlan refuses a plan awaiting approval; the denial gets a receipt.
 func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reason string) (*termdv1.Plan, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	p, err := b.decidableLocked(caller, id)
 	if err != nil {
 		return nil, err
@@ -512,11 +518,11 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 		err = errdefs.Permission("plan %s belongs to %s; replan your own plans", id, old.session.owner.Name)
 	}
 	if err != nil {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, err
 	}
 	req, s, r := old.req, old.session, old.p.Request
-	b.mu.Unlock()
+	b.unlock()
 	// The new plan is the caller's: it gets no mode the caller could not ask
 	// for (an agent replanning an operator's trusted plan is decided in the
 	// policy's default mode).
@@ -527,7 +533,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 	}
 	dec := b.decide(caller, req)
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if s.closed {
 		var err error
 		if s, err = b.planSessionLocked(caller, ""); err != nil {
@@ -556,7 +562,7 @@ func (b *Broker) expirePlanLocked(p *planRec) {
 // allowed plan now needs approval. Scrutiny is never lowered.
 func (b *Broker) FlagPlan(caller *termdv1.Principal, id, adviceDigest string, flagged bool) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	p, err := b.planLocked(caller, id)
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func (b *Broker) loadProjectPolicies() {
 	}
 	b.mu.Lock()
 	b.projects = out
-	b.mu.Unlock()
+	b.unlock()
 }
 
 // projectFor returns the project policy that applies to cwd, if any.
@@ -59,7 +59,7 @@ func (b *Broker) projectFor(cwd string) *projectPolicy {
 		real = filepath.Clean(cwd)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	for i := range b.projects {
 		p := &b.projects[i]
 		if real == p.root || strings.HasPrefix(real, p.root+string(filepath.Separator)) {

@@ -202,7 +202,7 @@ func (b *Broker) GetReceipt(_ context.Context, caller *termdv1.Principal, id, se
 	case sessionID != "":
 		b.mu.Lock()
 		_, serr := b.sessionLocked(caller, sessionID)
-		b.mu.Unlock()
+		b.unlock()
 		if serr != nil {
 			return nil, serr
 		}
@@ -356,21 +356,59 @@ func (b *Broker) VerifyAuditChain(_ context.Context, r *termdv1.VerifyAuditChain
 		out.Problem = fmt.Sprint(err)
 		return out
 	}
-	if n > 0 {
-		out.HeadSeq, out.HeadHash = b.chainHash(int64(n))
+	out.HeadSeq, out.HeadHash, _ = b.Store.Head()
+	cp, _, _ := b.Store.LastCheckpoint()
+	if cp != nil {
+		out.PrunedThrough = cp.HeadSeq
 	}
 	if r.GetExpectSeq() > 0 {
 		seq, hash := b.chainHash(r.ExpectSeq)
 		switch {
+		case cp != nil && r.ExpectSeq == cp.HeadSeq:
+			// The checkpoint names the pruned head's hash.
+			seq, hash = cp.HeadSeq, cp.HeadHash
+		case cp != nil && r.ExpectSeq < cp.HeadSeq:
+			// Pruned: the signed checkpoint vouches for continuity past it;
+			// its own hash can no longer be compared.
+			return out
+		}
+		switch {
 		case seq == 0:
 			out.Ok, out.BadSeq = false, r.ExpectSeq
-			out.Problem = fmt.Sprintf("the chain ends at seq %d but seq %d was recorded earlier: receipts were removed from the end", n, r.ExpectSeq)
+			out.Problem = fmt.Sprintf("the chain ends at seq %d but seq %d was recorded earlier: receipts were removed from the end", out.HeadSeq, r.ExpectSeq)
 		case r.ExpectHash != "" && hash != r.ExpectHash:
 			out.Ok, out.BadSeq = false, r.ExpectSeq
 			out.Problem = fmt.Sprintf("seq %d has hash %s, not the %s recorded earlier: the chain was rewritten", r.ExpectSeq, hash, r.ExpectHash)
 		}
 	}
 	return out
+}
+
+// PruneReceipts removes the receipts that started before r.Before from the
+// start of the chain and leaves a signed checkpoint (receiptstore.Prune).
+func (b *Broker) PruneReceipts(_ context.Context, caller *termdv1.Principal, r *termdv1.PruneReceiptsRequest) (*termdv1.PruneReceiptsResponse, error) {
+	if r.GetBefore() == nil {
+		return nil, errdefs.Invalid("before is required: receipts that started before it are pruned (termctl receipts prune --before 2026-01-01)")
+	}
+	before := r.Before.AsTime()
+	if before.After(b.Now()) {
+		return nil, errdefs.Invalid("before %s is in the future: prune only receipts that are already old", before.Format(time.RFC3339))
+	}
+	c, err := b.Store.Prune(before, principalKey(caller))
+	out := &termdv1.PruneReceiptsResponse{}
+	switch {
+	case errors.Is(err, receiptstore.ErrNothingToPrune):
+		out.NothingPruned = true
+	case err != nil:
+		return nil, errdefs.Precondition("%v", err)
+	default:
+		_, body, _ := b.Store.LastCheckpoint()
+		out.Pruned, out.FirstSeq, out.HeadSeq, out.HeadHash = c.Count, c.FirstSeq, c.HeadSeq, c.HeadHash
+		out.From, out.Until, out.CheckpointJson = timestamppb.New(c.From), timestamppb.New(c.Until), string(body)
+		b.Log.Info("pruned receipts", "by", principalKey(caller), "before", before, "pruned", c.Count, "first_seq", c.FirstSeq, "head_seq", c.HeadSeq)
+	}
+	out.ReceiptsLeft, _ = b.Store.Count()
+	return out, nil
 }
 
 // chainHash returns seq and the hash the next receipt links to (0, "" when absent).

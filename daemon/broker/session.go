@@ -80,7 +80,7 @@ func (s *session) touch(now time.Time) { s.lastActive = now }
 // CreateSession opens a session owned by the caller, within the caps.
 func (b *Broker) CreateSession(_ context.Context, caller *termdv1.Principal, label string) (*termdv1.Session, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	s, err := b.newSessionLocked(caller, label)
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (b *Broker) checkSession(caller *termdv1.Principal, id string) error {
 		return nil
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	_, err := b.sessionLocked(caller, id)
 	return err
 }
@@ -212,7 +212,7 @@ func (b *Broker) sessionLocked(caller *termdv1.Principal, id string) (*session, 
 // GetSession returns a session the caller may see.
 func (b *Broker) GetSession(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Session, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	s, err := b.sessionLocked(caller, id)
 	if err != nil {
 		return nil, err
@@ -223,7 +223,7 @@ func (b *Broker) GetSession(_ context.Context, caller *termdv1.Principal, id str
 // ListSessions lists the sessions the caller may see, newest first.
 func (b *Broker) ListSessions(_ context.Context, caller *termdv1.Principal, includeClosed bool) []*termdv1.Session {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	var out []*session
 	for _, s := range b.sessions {
 		if (includeClosed || !s.closed) && visible(caller, s.owner) {
@@ -247,12 +247,12 @@ func (b *Broker) CloseSession(_ context.Context, caller *termdv1.Principal, id s
 		err = errdefs.Permission("session %s belongs to %s; only its owner or an operator may close it", id, s.owner.Name)
 	}
 	if err != nil {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, err
 	}
 	wait := b.closeSessionLocked(s, "session closed by "+caller.Name)
 	out := s.proto(b)
-	b.mu.Unlock()
+	b.unlock()
 	if wait != nil {
 		<-wait
 	}
@@ -303,7 +303,7 @@ func (b *Broker) expire() {
 	now := b.Now()
 	idle := b.Config().Sessions.IdleTimeout.D()
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	for _, s := range b.sessions {
 		if s.closed {
 			continue

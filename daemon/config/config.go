@@ -82,9 +82,11 @@ type Connections struct {
 
 // Storage bounds what executions may store in the state directory.
 type Storage struct {
-	PerPrincipalDay int64 `yaml:"per_principal_day" doc:"bytes of receipts (output included) one principal's executions may add in a rolling 24 hours; past it its executions are refused until older ones age out" default:"2147483648"`
-	GlobalDay       int64 `yaml:"global_day" doc:"bytes of receipts all executions together may add in a rolling 24 hours" default:"17179869184"`
-	MinFreeBytes    int64 `yaml:"min_free_bytes" doc:"free space the state directory's filesystem must keep; below it new executions are refused, so receipts are never cut off by a full disk" default:"536870912"`
+	PerPrincipalDay int64  `yaml:"per_principal_day" doc:"bytes of receipts (output included) one principal's executions may add in a rolling 24 hours; past it its executions are refused until older ones age out" default:"2147483648"`
+	GlobalDay       int64  `yaml:"global_day" doc:"bytes of receipts all executions together may add in a rolling 24 hours" default:"17179869184"`
+	MinFreeBytes    int64  `yaml:"min_free_bytes" doc:"free space the state directory's filesystem must keep; below it new executions are refused, so receipts are never cut off by a full disk" default:"536870912"`
+	OverBudget      string `yaml:"over_budget" doc:"past per_principal_day or global_day: refuse new executions, or tail: run them but keep only the last tail_bytes of each output stream in the receipt (still counted and hashed in full); the free-space floor always refuses" default:"refuse"`
+	TailBytes       int64  `yaml:"tail_bytes" doc:"with over_budget: tail, the bytes of each stream's end kept in the receipt" default:"4096"`
 }
 
 // Approvals bounds approvals.
@@ -159,7 +161,7 @@ func Default() *Config {
 			MaxMessageBytes:   4 << 20,
 			CallsPerPrincipal: 32,
 		},
-		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20},
+		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
 		RunAsRequester: &t,
@@ -365,6 +367,12 @@ func (c *Config) Validate() error {
 	}
 	if st := c.Storage; st.PerPrincipalDay < 1<<20 || st.GlobalDay < st.PerPrincipalDay || st.MinFreeBytes < 0 {
 		return fmt.Errorf("storage: per_principal_day (%d) must be at least 1048576, global_day (%d) at least per_principal_day, min_free_bytes (%d) not negative", st.PerPrincipalDay, st.GlobalDay, st.MinFreeBytes)
+	}
+	if st := c.Storage; st.OverBudget != "refuse" && st.OverBudget != "tail" {
+		return fmt.Errorf("storage.over_budget %q: choose refuse or tail", st.OverBudget)
+	}
+	if st := c.Storage; st.TailBytes < 1 || st.TailBytes > 1<<20 {
+		return fmt.Errorf("storage.tail_bytes %d: choose 1 to 1048576", st.TailBytes)
 	}
 	if err := c.Connections.validate(); err != nil {
 		return err

@@ -59,7 +59,7 @@ func (p Principals) has(uid uint32, groups []string) bool {
 		return true
 	}
 	if len(p.Users) > 0 {
-		if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil && slices.Contains(p.Users, u.Username) {
+		if a, err := LookupUID(uid); err == nil && slices.Contains(p.Users, a.User.Username) {
 			return true
 		}
 	}
@@ -81,18 +81,16 @@ func (p Principals) has(uid uint32, groups []string) bool {
 
 func callerGroups(uid, gid uint32) []string {
 	groups := []string{strconv.FormatUint(uint64(gid), 10)}
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
-		if ids, err := u.GroupIds(); err == nil {
-			groups = append(groups, ids...)
-		}
+	if a, err := LookupUID(uid); err == nil {
+		groups = append(groups, a.Groups...)
 	}
 	return groups
 }
 
 // UserName returns the user name of uid, or "uid:N" when unknown.
 func UserName(uid uint32) string {
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
-		return u.Username
+	if a, err := LookupUID(uid); err == nil {
+		return a.User.Username
 	}
 	return "uid:" + strconv.FormatUint(uint64(uid), 10)
 }

@@ -23,7 +23,7 @@ func budgetPolicy(t *testing.T, budget string) string {
 }
 
 // `yes` ends at the output budget in its own final state with a receipt,
-// and its live output costs a bounded number of events per second.
+// and its live output costs a bounded number of events per second and per byte.
 func TestYesEndsAtOutputBudget(t *testing.T) {
 	const budget = 8 << 20
 	d := harness.Start(t, harness.Options{Policy: budgetPolicy(t, "8388608")})
@@ -71,9 +71,10 @@ func TestYesEndsAtOutputBudget(t *testing.T) {
 	if liveBytes > budget {
 		t.Fatalf("live output should stop at the budget (%d bytes), viewers got %d", budget, liveBytes)
 	}
-	// One stream, at most one event per 50 ms slot plus the last one.
-	if limit := int(took/(50*time.Millisecond)) + 2; outputEvents > limit {
-		t.Fatalf("%d output events in %s; coalescing allows at most %d", outputEvents, took, limit)
+	// One stream: at most one partial event per 50 ms slot plus the last
+	// one, and full events (512 KiB) that go out at once.
+	if limit := int(took/(50*time.Millisecond)) + 2 + liveBytes/(512<<10); outputEvents > limit {
+		t.Fatalf("%d output events in %s for %d bytes; coalescing allows at most %d", outputEvents, took, liveBytes, limit)
 	}
 	t.Logf("yes: %d bytes written, %d live in %d events over %s", final.GetStdoutBytes(), liveBytes, outputEvents, took.Round(time.Millisecond))
 }

@@ -121,6 +121,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(killHelper(dir))
 	}
+	if dir := os.Getenv(pruneHelperEnv); dir != "" {
+		os.Exit(pruneHelper(dir))
+	}
 	os.Exit(m.Run())
 }
 
@@ -304,5 +307,46 @@ func TestAppendRefusesSchemaInvalid(t *testing.T) {
 	}
 	if _, bad, err := s.VerifyChain(); err != nil || bad != 0 {
 		t.Fatalf("VerifyChain: %d %v", bad, err)
+	}
+}
+
+// The chain head lives in memory between appends; a transaction that fails
+// after the head was advanced (here: a batch whose second receipt repeats an
+// id) must not leave a head that the next append would chain to.
+func TestChainHeadAfterAFailedAppend(t *testing.T) {
+	s, k, path := newStore(t)
+	first, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := sampleReceipt(k, receipt.StatusFailed, "s1")
+	dup.ID = first.ID
+	if err := s.appendBatch([]*receipt.Receipt{sampleReceipt(k, receipt.StatusKilled, "s1"), dup}); err == nil {
+		t.Fatal("a duplicate receipt id was appended")
+	}
+	dup.ID = ""
+	if _, err := s.Append(dup); err != nil {
+		t.Fatal(err)
+	}
+	first.Seq++ // dup is seq 2
+	next, err := s.Append(sampleReceipt(k, receipt.StatusFailed, "s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Seq != first.Seq+1 {
+		t.Fatalf("after a failed append the next seq is %d, want %d", next.Seq, first.Seq+1)
+	}
+	s.Close()
+	s2, err := Open(path, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if checked, bad, err := s2.VerifyChain(); err != nil || bad != 0 || checked != 3 {
+		t.Fatalf("chain: checked %d bad %d %v", checked, bad, err)
+	}
+	third, err := s2.Append(sampleReceipt(k, receipt.StatusCancelled, "s1"))
+	if err != nil || third.Seq != 4 {
+		t.Fatalf("a reopened store continues the chain: %v %v", third, err)
 	}
 }

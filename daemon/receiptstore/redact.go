@@ -28,34 +28,66 @@ type rule struct {
 	need []string
 	// needAll, when set, must also be present.
 	needAll string
+	// exact: the rule is case-sensitive and need holds literals of which
+	// the match itself contains one exactly, so they are looked for in the
+	// text as it is (a much rarer hit than a lower-cased two-letter "gh").
+	exact bool
 }
 
 // Common secret shapes. Rules that name a key (KEY=value, "password": "...",
 // Authorization:) replace only the credential and keep the name, so the
 // output still says what was there.
 var rules = []rule{
-	{"authorization", regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*("[^"\r\n]*"|'[^'\r\n]*'|[^\r\n"']+)`), 1, []string{"authorization"}, ""},
-	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1, []string{"passw", "secret", "token", "key", "credential"}, `"`},
-	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1, []string{"_key", "token", "secret", "passw", "_pwd", "apikey"}, "="},
-	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1, []string{"passw"}, ":"},
-	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0, []string{"akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"}, ""},
-	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0, []string{"gh", "github_pat_"}, "_"},
-	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}, ""},
-	{"sk_key", regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), 0, []string{"sk-"}, ""},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0, []string{"eyj"}, ""},
+	{"authorization", regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*("[^"\r\n]*"|'[^'\r\n]*'|[^\r\n"']+)`), 1, []string{"authorization"}, "", false},
+	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1, []string{"passw", "secret", "token", "key", "credential"}, `"`, false},
+	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1, []string{"_key", "token", "secret", "passw", "_pwd", "apikey"}, "=", false},
+	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1, []string{"passw"}, ":", false},
+	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0, []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"}, "", true},
+	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, "", true},
+	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}, "", true},
+	{"sk_key", regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), 0, []string{"sk-"}, "", true},
+	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0, []string{"eyJ"}, "", true},
 }
 
-// mayMatch is the cheap filter: false means the rule cannot match s.
-func (ru rule) mayMatch(lower string) bool {
-	if ru.needAll != "" && !strings.Contains(lower, ru.needAll) {
+// mayMatch is the cheap filter: false means the rule cannot match s (lower
+// is s lower-cased, for the case-insensitive rules).
+func (ru rule) mayMatch(s, lower string) bool {
+	t := lower
+	if ru.exact {
+		t = s
+	}
+	if ru.needAll != "" && !strings.Contains(t, ru.needAll) {
 		return false
 	}
 	for _, n := range ru.need {
-		if strings.Contains(lower, n) {
+		if strings.Contains(t, n) {
 			return true
 		}
 	}
 	return len(ru.need) == 0
+}
+
+// lowerForFilter lower-cases s for the literal filters of the
+// case-insensitive rules, in one pass: ASCII letters byte for byte (the
+// filters' literals are ASCII), and the two non-ASCII letters that those
+// rules' case-insensitive matching folds onto ASCII ones (the Kelvin sign
+// onto k, the long s onto s) become k and s. Offsets need not line up with
+// s: the result is only searched for literals.
+func lowerForFilter(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x84 && s[i+2] == 0xaa: // U+212A
+			c, i = 'k', i+2
+		case c == 0xc5 && i+1 < len(s) && s[i+1] == 0xbf: // U+017F
+			c, i = 's', i+1
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 var (
@@ -124,9 +156,9 @@ func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 		out = append(out, span{start, end})
 		off = end
 	}
-	lower := strings.ToLower(s)
+	lower := lowerForFilter(s)
 	for _, ru := range rules {
-		if !ru.mayMatch(lower) {
+		if !ru.mayMatch(s, lower) {
 			continue
 		}
 		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {

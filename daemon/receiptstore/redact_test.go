@@ -220,3 +220,25 @@ func TestStreamRedactorIsBounded(t *testing.T) {
 		t.Fatalf("long secret: %q", out.String())
 	}
 }
+
+// The key-named rules match case-insensitively, which folds the Kelvin sign
+// onto k and the long s onto s; the cheap literal filter in front of them
+// must let such text through to the rule (and random bytes, where those
+// letters' encodings turn up by chance, must not make it slow or lose text).
+func TestRedactUnicodeFoldedKeys(t *testing.T) {
+	r := NewRedactor()
+	for _, in := range []string{
+		"pa\u017fsword=hunter2hunter2",
+		"API_\u212aEY=hunter2hunter2",
+		"\"to\u212aen\": \"hunter2hunter2\"",
+		"\xff\xc5\xbf\xe2\x84 pa\u017f\u017fword: hunter2hunter2 \xc5",
+	} {
+		if got := r.Redact(in); strings.Contains(got, "hunter2") {
+			t.Errorf("%q: secret kept: %q", in, got)
+		}
+	}
+	// Lookalikes of case-sensitive shapes stay (their rules do not fold).
+	if in := "ghp-notatoken and GHP_ABCDEFGHIJKLMNOPQRSTUV"; r.Redact(in) != in {
+		t.Errorf("%q changed: %q", in, r.Redact(in))
+	}
+}

@@ -8,6 +8,7 @@ package receiptstore
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ import (
 var ErrNotFound = errors.New("receipt not found")
 
 const storeSchema = `
+BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS receipts (
 	seq          INTEGER PRIMARY KEY,
 	id           TEXT    NOT NULL UNIQUE,
@@ -49,8 +51,6 @@ CREATE INDEX IF NOT EXISTS receipts_requester ON receipts(requester);
 CREATE INDEX IF NOT EXISTS receipts_approver  ON receipts(approver);
 CREATE TRIGGER IF NOT EXISTS receipts_no_update BEFORE UPDATE ON receipts
 	BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
-CREATE TRIGGER IF NOT EXISTS receipts_no_delete BEFORE DELETE ON receipts
-	BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
 
 CREATE TABLE IF NOT EXISTS intents (
 	execution_id TEXT    PRIMARY KEY,
@@ -62,8 +62,6 @@ CREATE TABLE IF NOT EXISTS intents (
 CREATE INDEX IF NOT EXISTS intents_plan ON intents(plan_id);
 CREATE TRIGGER IF NOT EXISTS intents_no_update BEFORE UPDATE ON intents
 	BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
-CREATE TRIGGER IF NOT EXISTS intents_no_delete BEFORE DELETE ON intents
-	BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
 
 CREATE TABLE IF NOT EXISTS intent_spawns (
 	execution_id TEXT    NOT NULL REFERENCES intents(execution_id),
@@ -73,6 +71,31 @@ CREATE TABLE IF NOT EXISTS intent_spawns (
 	at_ns        INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS intent_spawns_exec ON intent_spawns(execution_id);
+
+CREATE TABLE IF NOT EXISTS checkpoints (
+	head_seq INTEGER PRIMARY KEY,
+	hash     TEXT    NOT NULL,
+	body     BLOB    NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS checkpoints_no_update BEFORE UPDATE ON checkpoints
+	BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS checkpoints_no_delete BEFORE DELETE ON checkpoints
+	BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
+
+-- Receipts and intents may be deleted only when a signed checkpoint covers
+-- them (Prune). Stores made before pruning existed had unconditional
+-- triggers; they are replaced in the same transaction.
+DROP TRIGGER IF EXISTS receipts_no_delete;
+CREATE TRIGGER receipts_no_delete BEFORE DELETE ON receipts
+	WHEN OLD.seq > (SELECT COALESCE(MAX(head_seq), 0) FROM checkpoints)
+	BEGIN SELECT RAISE(ABORT, 'receipts are append-only: only receipts a signed checkpoint covers may be pruned'); END;
+DROP TRIGGER IF EXISTS intents_no_delete;
+CREATE TRIGGER intents_no_delete BEFORE DELETE ON intents
+	WHEN NOT EXISTS (SELECT 1 FROM receipts r
+		WHERE r.seq <= (SELECT COALESCE(MAX(head_seq), 0) FROM checkpoints)
+		  AND (r.execution_id = OLD.execution_id OR (r.execution_id = '' AND OLD.plan_id != '' AND r.plan_id = OLD.plan_id)))
+	BEGIN SELECT RAISE(ABORT, 'intents are append-only: only intents closed by pruned receipts may be removed'); END;
+COMMIT;
 `
 
 // Store is the append-only, hash-chained receipt store (SQLite in WAL mode
@@ -81,6 +104,14 @@ type Store struct {
 	db   *sql.DB
 	keys *Keys
 	mu   sync.Mutex // serialises appends so seq/prev_hash are assigned in order
+	// head is the chain's last (seq, hash), kept in memory by the single
+	// writer instead of read back on every append; ok=false (at start and
+	// after any failed append) reads it from the database again.
+	head struct {
+		seq  int64
+		hash string
+		ok   bool
+	}
 }
 
 // Open opens (creating if needed) the store at path, a file in the state
@@ -232,6 +263,8 @@ func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	committed := false
+	defer s.keepHead(&committed)
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("receipt store: %w", err)
@@ -244,15 +277,31 @@ func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("receipt store: commit: %w", err)
 	}
+	committed = true
 	return out, nil
 }
 
+// keepHead forgets the in-memory chain head unless the append committed
+// (insert advances it before the commit). Called with s.mu held.
+func (s *Store) keepHead(committed *bool) {
+	if !*committed {
+		s.head.ok = false
+	}
+}
+
 func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Receipt, error) {
-	var last int64
-	prev := receipt.GenesisHash
-	err := tx.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("receipt store: read chain head: %w", err)
+	last, prev := s.head.seq, s.head.hash
+	if !s.head.ok {
+		// The head is the newest receipt or, when a prune removed every
+		// receipt, the newest checkpoint's pruned head.
+		last, prev = 0, receipt.GenesisHash
+		err := tx.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRow(`SELECT head_seq, json_extract(body, '$.head_hash') FROM checkpoints ORDER BY head_seq DESC LIMIT 1`).Scan(&last, &prev)
+		}
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("receipt store: read chain head: %w", err)
+		}
 	}
 	c.Seq = last + 1
 	c.PrevHash = prev
@@ -263,13 +312,16 @@ func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Re
 		}
 		return nil, err
 	}
+	hash := receipt.ChainHash(body)
 	_, err = tx.Exec(`INSERT INTO receipts(seq, id, session_id, plan_id, execution_id, status, requester, approver, started_ns, hash, body)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 		c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
-		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), receipt.ChainHash(body), body)
+		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), hash, body)
 	if err != nil {
+		s.head.ok = false
 		return nil, fmt.Errorf("receipt store: append %s: %w", c.ID, err)
 	}
+	s.head.seq, s.head.hash, s.head.ok = c.Seq, hash, true
 	return c, nil
 }
 
@@ -278,6 +330,8 @@ func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Re
 func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	committed := false
+	defer s.keepHead(&committed)
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return err
@@ -292,7 +346,11 @@ func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	committed = true
+	return nil
 }
 
 func decodeStored(body []byte) (*receipt.Receipt, error) {
@@ -474,23 +532,37 @@ func (s *Store) Count() (int64, error) {
 	return n, err
 }
 
-// VerifyChain checks the whole chain in seq order: seq numbers are
-// contiguous from 1, each stored body decodes strictly, both signatures
-// verify, the body's seq is its row's, its prev_hash is the hash of the
-// previous body, and the stored hash is its own. It returns how many
-// receipts passed and, on failure, the first bad seq (for a deleted receipt,
-// the missing seq) with the reason. Schema validation is left to Verify and
+// VerifyChain checks the whole chain in seq order: first the signed
+// checkpoints that pruning left (each signed, linked to the one before, its
+// seqs following on), then the receipts from the last checkpoint's head on:
+// seq numbers are contiguous, each stored body decodes strictly, both
+// signatures verify, the body's seq is its row's, its prev_hash is the hash
+// of the previous body (for the first kept receipt, the checkpoint's
+// head_hash), and the stored hash is its own. It returns how many receipts
+// passed and, on failure, the first bad seq (for a deleted receipt, the
+// missing seq) with the reason. Schema validation is left to Verify and
 // Append (it would triple the cost of a full-chain check).
 func (s *Store) VerifyChain() (checked int, badSeq int64, err error) {
+	pubs := s.keys.PublicKeys()
+	hk := s.keys.HMACKey()
+	cp, err := s.verifyCheckpoints(pubs, hk)
+	if err != nil {
+		var ve *receipt.VerifyError
+		if errors.As(err, &ve) {
+			return 0, ve.Seq, err
+		}
+		return 0, 1, err
+	}
+	expected := int64(1)
+	prev := receipt.GenesisHash
+	if cp != nil {
+		expected, prev = cp.HeadSeq+1, cp.HeadHash
+	}
 	rows, err := s.db.Query(`SELECT seq, hash, body FROM receipts ORDER BY seq`)
 	if err != nil {
 		return 0, 0, fmt.Errorf("receipt store: %w", err)
 	}
 	defer rows.Close()
-	pubs := s.keys.PublicKeys()
-	hk := s.keys.HMACKey()
-	expected := int64(1)
-	prev := receipt.GenesisHash
 	for rows.Next() {
 		var seq int64
 		var hash string
@@ -499,8 +571,15 @@ func (s *Store) VerifyChain() (checked int, badSeq int64, err error) {
 			return checked, expected, err
 		}
 		if seq != expected {
-			if seq < expected {
+			switch {
+			case seq < expected && cp != nil && seq <= cp.HeadSeq:
+				return checked, seq, &receipt.VerifyError{Seq: seq, Reason: fmt.Sprintf("present although the checkpoint says seq %d–%d were pruned", cp.FirstSeq, cp.HeadSeq)}
+			case seq < expected:
 				return checked, seq, &receipt.VerifyError{Seq: seq, Reason: "out of order"}
+			case checked == 0 && cp == nil:
+				return checked, expected, &receipt.VerifyError{Seq: expected, Reason: fmt.Sprintf("missing: the chain starts at seq %d and no signed checkpoint covers seq 1–%d (receipts were removed, not pruned)", seq, seq-1)}
+			case checked == 0:
+				return checked, expected, &receipt.VerifyError{Seq: expected, Reason: fmt.Sprintf("missing: the checkpoint covers seq %d–%d but the chain goes on at seq %d", cp.FirstSeq, cp.HeadSeq, seq)}
 			}
 			return checked, expected, &receipt.VerifyError{Seq: expected, Reason: fmt.Sprintf("missing: the chain jumps from %d to %d", expected-1, seq)}
 		}
@@ -517,6 +596,9 @@ func (s *Store) VerifyChain() (checked int, badSeq int64, err error) {
 			return checked, seq, &receipt.VerifyError{Seq: seq, Reason: fmt.Sprintf("stored at seq %d but signed as seq %d: receipts were reordered", seq, r.Seq)}
 		}
 		if r.PrevHash != prev {
+			if checked == 0 && cp != nil {
+				return checked, seq, &receipt.VerifyError{Seq: seq, Reason: fmt.Sprintf("prev_hash does not link to the checkpoint of seq %d–%d: the first kept receipt or the checkpoint was altered", cp.FirstSeq, cp.HeadSeq)}
+			}
 			return checked, seq, &receipt.VerifyError{Seq: seq, Reason: "prev_hash does not match the previous receipt: a receipt before it was altered, removed or reordered"}
 		}
 		h := receipt.ChainHash(body)
@@ -533,6 +615,78 @@ func (s *Store) VerifyChain() (checked int, badSeq int64, err error) {
 	return checked, 0, nil
 }
 
+// verifyCheckpoints checks every checkpoint in order and returns the last
+// (nil when nothing was ever pruned).
+func (s *Store) verifyCheckpoints(pubs map[string]ed25519.PublicKey, hk []byte) (*receipt.Checkpoint, error) {
+	rows, err := s.db.Query(`SELECT head_seq, hash, body FROM checkpoints ORDER BY head_seq`)
+	if err != nil {
+		return nil, fmt.Errorf("receipt store: %w", err)
+	}
+	defer rows.Close()
+	var last *receipt.Checkpoint
+	lastHash := ""
+	for rows.Next() {
+		var head int64
+		var hash string
+		var body []byte
+		if err := rows.Scan(&head, &hash, &body); err != nil {
+			return nil, err
+		}
+		c, err := receipt.VerifyCheckpoint(body, pubs, hk)
+		if err != nil {
+			return nil, &receipt.VerifyError{Seq: head, Reason: err.Error()}
+		}
+		from := int64(1)
+		if last != nil {
+			from = last.HeadSeq + 1
+		}
+		switch {
+		case c.HeadSeq != head || receipt.ChainHash(body) != hash:
+			return nil, &receipt.VerifyError{Seq: head, Reason: "the stored checkpoint row does not match its signed body"}
+		case c.PrevCheckpoint != lastHash:
+			return nil, &receipt.VerifyError{Seq: head, Reason: fmt.Sprintf("the checkpoint of seq %d–%d does not link to the checkpoint before it: a checkpoint was removed or replaced", c.FirstSeq, c.HeadSeq)}
+		case c.FirstSeq != from:
+			return nil, &receipt.VerifyError{Seq: from, Reason: fmt.Sprintf("the checkpoint of seq %d–%d does not follow on from seq %d", c.FirstSeq, c.HeadSeq, from-1)}
+		}
+		last, lastHash = c, hash
+	}
+	return last, rows.Err()
+}
+
+// Head is the chain's head: the newest receipt's seq and chain hash, or the
+// newest checkpoint's pruned head when no receipt is left (0, "" for an
+// empty store).
+func (s *Store) Head() (int64, string, error) {
+	var seq int64
+	var hash string
+	err := s.db.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = s.db.QueryRow(`SELECT head_seq, json_extract(body, '$.head_hash') FROM checkpoints ORDER BY head_seq DESC LIMIT 1`).Scan(&seq, &hash)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", nil
+	}
+	return seq, hash, err
+}
+
+// LastCheckpoint is the newest checkpoint, with its signed bytes (nil when
+// nothing was pruned).
+func (s *Store) LastCheckpoint() (*receipt.Checkpoint, []byte, error) {
+	var body []byte
+	err := s.db.QueryRow(`SELECT body FROM checkpoints ORDER BY head_seq DESC LIMIT 1`).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var c receipt.Checkpoint
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, nil, fmt.Errorf("receipt store: corrupt checkpoint: %w", err)
+	}
+	return &c, body, nil
+}
+
 // VerifyReceipt checks r against this store: signatures with both keys, the
 // schema, and its place in the chain. A receipt that is not a share export
 // must be byte-for-byte the stored one; a share export must name a stored
@@ -543,8 +697,15 @@ func (s *Store) VerifyReceipt(r *receipt.Receipt) error {
 	}
 	var hash string
 	var body []byte
-	err := s.db.QueryRow(`SELECT hash, body FROM receipts WHERE seq = ?`, r.Seq).Scan(&hash, &body)
+	cp, _, err := s.LastCheckpoint()
+	if err != nil {
+		return err
+	}
+	err = s.db.QueryRow(`SELECT hash, body FROM receipts WHERE seq = ?`, r.Seq).Scan(&hash, &body)
 	if errors.Is(err, sql.ErrNoRows) {
+		if cp != nil && r.Seq <= cp.HeadSeq {
+			return &receipt.VerifyError{Seq: r.Seq, Reason: fmt.Sprintf("pruned: the store keeps a signed checkpoint for seq 1–%d instead of the receipts", cp.HeadSeq)}
+		}
 		return &receipt.VerifyError{Seq: r.Seq, Reason: "no receipt with this seq in the store"}
 	}
 	if err != nil {
@@ -568,7 +729,12 @@ func (s *Store) VerifyReceipt(r *receipt.Receipt) error {
 	}
 	if r.Seq > 1 {
 		var prevHash string
-		if err := s.db.QueryRow(`SELECT hash FROM receipts WHERE seq = ?`, r.Seq-1).Scan(&prevHash); err != nil {
+		err := s.db.QueryRow(`SELECT hash FROM receipts WHERE seq = ?`, r.Seq-1).Scan(&prevHash)
+		switch {
+		case errors.Is(err, sql.ErrNoRows) && cp != nil && cp.HeadSeq == r.Seq-1:
+			// The first receipt after a prune links to the checkpoint's head.
+			prevHash = cp.HeadHash
+		case err != nil:
 			return &receipt.VerifyError{Seq: r.Seq, Reason: "previous receipt is missing"}
 		}
 		if prevHash != r.PrevHash {

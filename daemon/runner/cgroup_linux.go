@@ -25,6 +25,9 @@ type execCgroup struct {
 	freeze  bool              // cgroup.freeze exists
 	applied []string          // limits actually written, e.g. "pids.max=64"
 	pidsMax int64             // v1 pids.max to settle once the spawning thread left
+	// stuck: the spawning thread could not leave the v1 cgroups; it stays in
+	// them (counted in pids.max) until the execution ends.
+	stuck bool
 }
 
 // createCgroup makes the cgroups for one execution and writes its limits.
@@ -130,8 +133,10 @@ func freshDir(dir string) error {
 
 // enterV1 moves the calling (locked) OS thread into the v1 cgroups, so that the
 // child it forks next is born there: no window in which user code runs outside
-// its limits. It returns a function that moves the thread back.
-func (cg *execCgroup) enterV1(orig map[string]string) (leave func() error, err error) {
+// its limits. It returns a function that moves the thread back: to orig, or,
+// when that is gone, to the hierarchy's root (roots), so that the thread is
+// still fit for reuse.
+func (cg *execCgroup) enterV1(orig, roots map[string]string) (leave func() error, err error) {
 	if len(cg.v1) == 0 {
 		return func() error { return nil }, nil
 	}
@@ -140,7 +145,13 @@ func (cg *execCgroup) enterV1(orig map[string]string) (leave func() error, err e
 	back := func() error {
 		var first error
 		for _, ctl := range moved {
-			if e := writeFile(filepath.Join(orig[ctl], "tasks"), tid); e != nil && first == nil {
+			e := writeFile(filepath.Join(orig[ctl], "tasks"), tid)
+			if e != nil && roots[ctl] != "" {
+				if writeFile(filepath.Join(roots[ctl], "tasks"), tid) == nil {
+					e = nil
+				}
+			}
+			if e != nil && first == nil {
 				first = e
 			}
 		}
@@ -164,7 +175,7 @@ func (cg *execCgroup) enterV1(orig map[string]string) (leave func() error, err e
 
 // settle applies the final v1 pids.max once the spawning thread has left.
 func (cg *execCgroup) settle() {
-	if d := cg.v1["pids"]; d != "" && cg.pidsMax > 0 {
+	if d := cg.v1["pids"]; d != "" && cg.pidsMax > 0 && !cg.stuck {
 		_ = writeFile(filepath.Join(d, "pids.max"), strconv.FormatInt(cg.pidsMax, 10))
 	}
 }
@@ -200,9 +211,13 @@ func (cg *execCgroup) populated() bool {
 	if err == nil {
 		if bytes.Contains(data, []byte("populated 0")) {
 			// v1 groups hold the same processes; check them too for safety.
+			// (Not ourselves: a stuck spawning thread keeps the daemon listed.)
+			self := os.Getpid()
 			for _, d := range cg.v1 {
-				if len(readPids(filepath.Join(d, "cgroup.procs"))) > 0 {
-					return true
+				for _, pid := range readPids(filepath.Join(d, "cgroup.procs")) {
+					if pid != self {
+						return true
+					}
 				}
 			}
 			return false
@@ -311,16 +326,21 @@ func writeFile(path, v string) error {
 	return nil
 }
 
-// lockedThread runs f on a fresh goroutine locked to its OS thread. If f
-// reports that the thread is tainted (could not leave an execution's v1
-// cgroup), the goroutine exits still locked, and the Go runtime then destroys
-// the thread instead of reusing it.
-func lockedThread(f func() (tainted bool)) {
+// lockedThread runs f on a fresh goroutine locked to its OS thread and
+// returns when f has. If f returns a non-nil hold channel, the thread is
+// tainted (it could not leave an execution's v1 cgroup): the goroutine stays
+// locked until hold is closed and then exits still locked, so the Go runtime
+// destroys the thread instead of reusing it. The wait matters: a child's
+// Pdeathsig fires when the thread that forked it ends, so a tainted thread
+// must outlive the child it started (hold = the execution's end).
+func lockedThread(f func() (hold <-chan struct{})) {
 	done := make(chan struct{})
 	go func() {
-		defer close(done)
 		runtime.LockOSThread()
-		if f() {
+		hold := f()
+		close(done)
+		if hold != nil {
+			<-hold
 			return
 		}
 		runtime.UnlockOSThread()

@@ -41,6 +41,8 @@ type capture struct {
 	h      hash.Hash
 	onOut  func(Stream, int64, []byte)
 	budget *budget // shared by the execution's streams; nil = unlimited
+	// tail keeps the last limit bytes instead of the first (Spec.KeepTail).
+	tail bool
 
 	mu    sync.Mutex
 	kept  []byte
@@ -78,7 +80,9 @@ func (c *capture) add(p []byte) {
 	c.h.Write(p)
 	c.mu.Lock()
 	off := c.total
-	if room := c.limit - int64(len(c.kept)); room > 0 {
+	if c.tail {
+		c.keepTail(p)
+	} else if room := c.limit - int64(len(c.kept)); room > 0 {
 		take := p
 		if int64(len(take)) > room {
 			take = take[:room]
@@ -103,6 +107,36 @@ func (c *capture) add(p []byte) {
 	}
 }
 
+// keepTail keeps the last limit bytes seen (at least; view trims), in a
+// buffer of twice the limit so the front is dropped by one copy per limit
+// bytes written.
+func (c *capture) keepTail(p []byte) {
+	if c.limit <= 0 {
+		return
+	}
+	if int64(len(p)) >= c.limit {
+		c.kept = append(c.kept[:0], p[int64(len(p))-c.limit:]...)
+		return
+	}
+	if c.kept == nil {
+		c.kept = make([]byte, 0, 2*c.limit)
+	}
+	if len(c.kept)+len(p) > cap(c.kept) {
+		keep := c.limit - int64(len(p))
+		n := copy(c.kept, c.kept[int64(len(c.kept))-keep:])
+		c.kept = c.kept[:n]
+	}
+	c.kept = append(c.kept, p...)
+}
+
+// view is what is kept: all of kept, or with tail its last limit bytes.
+func (c *capture) view() []byte {
+	if c.tail && int64(len(c.kept)) > c.limit {
+		return c.kept[int64(len(c.kept))-c.limit:]
+	}
+	return c.kept
+}
+
 func (c *capture) read(offset int64, limit int) ([]byte, int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,12 +144,13 @@ func (c *capture) read(offset int64, limit int) ([]byte, int64, bool) {
 		offset = 0
 	}
 	var data []byte
-	if offset < int64(len(c.kept)) {
-		end := int64(len(c.kept))
+	kept := c.view()
+	if offset < int64(len(kept)) {
+		end := int64(len(kept))
 		if limit >= 0 && offset+int64(limit) < end {
 			end = offset + int64(limit)
 		}
-		data = append([]byte(nil), c.kept[offset:end]...)
+		data = append([]byte(nil), kept[offset:end]...)
 	}
 	return data, c.total, c.done
 }
@@ -123,11 +158,12 @@ func (c *capture) read(offset int64, limit int) ([]byte, int64, bool) {
 func (c *capture) result() StreamResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	kept := c.view()
 	return StreamResult{
-		Kept:      append([]byte(nil), c.kept...),
+		Kept:      append([]byte(nil), kept...),
 		Total:     c.total,
 		Digest:    c.sum,
-		Truncated: c.total > int64(len(c.kept)),
+		Truncated: c.total > int64(len(kept)),
 	}
 }
 

@@ -63,6 +63,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	ob := &budget{max: spec.OutputBudget, over: func() { p.beginStop(StatusOutputLimit) }}
 	p.out[0] = newCapture(Stdout, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 	p.out[1] = newCapture(Stderr, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
+	p.out[0].tail, p.out[1].tail = spec.KeepTail, spec.KeepTail
 	p.startedAt = time.Now()
 	// Registered before spawning: while pid is 0 the execution claims every
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
@@ -157,6 +158,12 @@ func (p *Process) spawn() (err error) {
 	}
 	path, argv := spec.Path, spec.Argv
 	var ln *launchPipes
+	if spec.Launch == nil && spec.BeforeRelease != nil {
+		// Nothing to hold the command with: it must wait before the spawn.
+		if err := spec.BeforeRelease(); err != nil {
+			return p.spawnFailed(err)
+		}
+	}
 	if spec.Launch != nil {
 		if ln, err = newLaunchPipes(spec.Launch); err != nil {
 			return p.spawnFailed(err)
@@ -174,20 +181,29 @@ func (p *Process) spawn() (err error) {
 	var proc *os.Process
 	startOnce := func() error {
 		var serr error
-		lockedThread(func() bool {
+		lockedThread(func() <-chan struct{} {
 			leave := func() error { return nil }
 			if p.cg != nil {
-				l, err := p.cg.enterV1(r.ownV1)
+				l, err := p.cg.enterV1(r.ownV1, r.v1Roots)
 				if err != nil {
 					serr = err
-					return false
+					return nil
 				}
 				leave = l
 			}
 			proc, serr = os.StartProcess(path, argv, attr)
-			// If the thread cannot leave the execution's v1 cgroups, it must not
-			// be reused: exit it (lockedThread) rather than fork other things there.
-			return leave() != nil
+			if leave() == nil {
+				return nil
+			}
+			// The thread cannot leave the execution's v1 cgroups, so it must
+			// not be reused to fork anything else; it ends (lockedThread),
+			// but only after the execution: Pdeathsig would SIGKILL the
+			// child the moment its forking thread exits.
+			p.cg.stuck = true
+			if serr != nil {
+				return ended // nothing started: end the thread now
+			}
+			return p.done
 		})
 		return serr
 	}
@@ -204,6 +220,15 @@ func (p *Process) spawn() (err error) {
 		return p.spawnFailed(err)
 	}
 	if ln != nil {
+		// The launcher waits on its configuration pipe: nothing has run yet.
+		if spec.BeforeRelease != nil {
+			if err := spec.BeforeRelease(); err != nil {
+				ln.abandon()
+				_ = proc.Kill()
+				_, _ = proc.Wait()
+				return p.spawnFailed(err)
+			}
+		}
 		if err := ln.release(spec, env); err != nil {
 			_ = proc.Kill()
 			_, _ = proc.Wait()
@@ -224,6 +249,9 @@ func (p *Process) spawn() (err error) {
 	p.mu.Unlock()
 	return nil
 }
+
+// ended is a closed channel: "hold nothing, end the thread now".
+var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (p *Process) spawnFailed(err error) error {
 	if p.cg != nil {

@@ -86,6 +86,9 @@ type Spec struct {
 	Grace   time.Duration // SIGTERM to SIGKILL; 0 = DefaultGrace
 
 	OutputCap int64 // bytes kept per stream; 0 = DefaultOutputCap, < 0 = keep none
+	// KeepTail keeps the last OutputCap bytes of each stream instead of the
+	// first (storage over budget: a small tail; counted and hashed in full).
+	KeepTail bool
 	// OutputBudget is the total output (both streams) the command may write;
 	// past it the execution is ended like a cancel, with StatusOutputLimit.
 	// 0 = unlimited.
@@ -104,8 +107,15 @@ type Spec struct {
 	// the descriptors and namespaces Launch names, receives the command and
 	// Credential on a pipe, confines itself and execs the command. A
 	// launcher that cannot confine reports why and is a spawn failure.
-	Launch  *launcher.Launch
-	NewHash func() hash.Hash // nil = sha256
+	Launch *launcher.Launch
+	// BeforeRelease, when set, is called once before the command can run:
+	// with a launcher, after the launcher has been spawned and waits for its
+	// configuration (so the launcher's start overlaps with whatever
+	// BeforeRelease waits for, e.g. a durable intent); without one, before
+	// the spawn. An error is a spawn failure with that error, and nothing of
+	// the command runs. It is not called when the spawn fails first.
+	BeforeRelease func() error
+	NewHash       func() hash.Hash // nil = sha256
 	// OnOutput receives output as it arrives, in order per stream, from the
 	// stream's reader goroutine. chunk is only valid during the call (like
 	// io.Writer); the callback must not block for long (it stalls the command).
@@ -114,7 +124,7 @@ type Spec struct {
 
 // StreamResult summarises one output stream.
 type StreamResult struct {
-	Kept      []byte // first OutputCap bytes
+	Kept      []byte // first (or, with KeepTail, last) OutputCap bytes
 	Total     int64  // every byte the command wrote
 	Digest    string // hex of NewHash over every byte
 	Truncated bool   // Total > len(Kept)

@@ -20,6 +20,7 @@ type Runner struct {
 	v1Parents map[string]string // controller -> abs parent dir
 	v1Rel     map[string]string // controller -> parent relative to its mount
 	ownV1     map[string]string // controller -> our own abs v1 cgroup dir
+	v1Roots   map[string]string // controller -> its hierarchy's root (where a spawning thread goes when ownV1 is gone)
 	created   []string          // parent dirs we made (removed by Close)
 	self      int
 	selfSid   int
@@ -58,6 +59,7 @@ func NewWithOptions(o Options) (*Runner, error) {
 		v1Parents: map[string]string{},
 		v1Rel:     map[string]string{},
 		ownV1:     map[string]string{},
+		v1Roots:   map[string]string{},
 		self:      os.Getpid(),
 		live:      map[*Process]struct{}{},
 	}
@@ -104,6 +106,7 @@ func NewWithOptions(o Options) (*Runner, error) {
 				continue // v1 limits are optional
 			}
 			r.ownV1[ctl] = ownDir
+			r.v1Roots[ctl] = m
 			r.v1Parents[ctl] = d
 			r.v1Rel[ctl] = filepath.Join(own.v1[ctl], filepath.Base(parent))
 		}

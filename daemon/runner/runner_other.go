@@ -92,6 +92,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	ob := &budget{max: spec.OutputBudget, over: func() { p.stop(StatusOutputLimit) }}
 	for _, s := range []Stream{Stdout, Stderr} {
 		p.out[s] = newCapture(s, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
+		p.out[s].tail = spec.KeepTail
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Argv, Dir: spec.Dir, Env: append([]string{}, spec.Env...)}
 	if l := spec.Launch; l != nil {
@@ -102,6 +103,11 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 		l.Close()
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential}
+	if spec.BeforeRelease != nil {
+		if err := spec.BeforeRelease(); err != nil {
+			return p.failed(err), nil
+		}
+	}
 	stdout, err1 := cmd.StdoutPipe()
 	stderr, err2 := cmd.StderrPipe()
 	if err := errors.Join(err1, err2); err != nil {

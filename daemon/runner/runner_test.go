@@ -377,6 +377,12 @@ func TestReadOutputWhileRunning(t *testing.T) {
 	if string(data) != "ll" || total != 6 || done {
 		t.Fatalf("ReadOutput(2,2) = %q %d %v", data, total, done)
 	}
+	// sh writes stderr after stdout: cancelling before it did would race.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if e, _, _ := p.ReadOutput(Stderr, 0, -1); len(e) > 0 {
+			break
+		}
+	}
 	_ = p.Cancel()
 	res := p.Wait()
 	if _, _, done := p.ReadOutput(Stderr, 0, -1); !done || string(res.Stderr.Kept) != "oops\n" {
@@ -648,4 +654,52 @@ func TestSharedParentRemovedByAnotherRunner(t *testing.T) {
 		t.Fatalf("after the shared parent was removed: status %v err %v stdout %q", res.Status, res.Err, res.Stdout.Kept)
 	}
 	t.Logf("limits %v", res.Limits)
+}
+
+// A spawning thread whose own v1 cgroup is gone returns to the hierarchy's
+// root instead of ending; one that cannot leave at all ends only after the
+// execution: the child's Pdeathsig fires when the thread that forked it ends,
+// so ending the thread at once SIGKILLed the command.
+func TestStuckSpawnThreadDoesNotKillChild(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for cgroups")
+	}
+	run := func(t *testing.T, r *Runner) {
+		for i := 0; i < 3; i++ {
+			s := sh(`sleep 0.2; echo alive`)
+			s.PidsMax = 16
+			res := start(t, r, s).Wait()
+			if res.Status != StatusSucceeded || strings.TrimSpace(string(res.Stdout.Kept)) != "alive" {
+				t.Fatalf("run %d: status %s signal %q err %v stdout %q: the child died with its spawning thread", i, res.Status, res.Signal, res.Err, res.Stdout.Kept)
+			}
+		}
+	}
+	t.Run("own cgroup gone", func(t *testing.T) {
+		r := newRunner(t, Options{})
+		if r.v1Parents["pids"] == "" {
+			t.Skip("no v1 pids hierarchy (not a hybrid host)")
+		}
+		// Writing the thread back fails (a plain directory has no tasks file).
+		r.ownV1["pids"] = t.TempDir()
+		run(t, r)
+	})
+	t.Run("no way out", func(t *testing.T) {
+		c := Probe()
+		if c.CgroupV2 == "" {
+			t.Skip("no cgroups")
+		}
+		r, err := NewWithOptions(Options{CgroupParent: filepath.Join(c.CgroupV2, fmt.Sprintf("termd-test-%d-%d", os.Getpid(), parentSeq.Add(1)))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A thread that ran on the main thread is parked there for good (Go
+		// never ends the main thread), keeping its cgroup busy: clean up
+		// what can be.
+		defer func() { _ = r.Close() }()
+		if r.v1Parents["pids"] == "" {
+			t.Skip("no v1 pids hierarchy (not a hybrid host)")
+		}
+		r.ownV1["pids"], r.v1Roots["pids"] = t.TempDir(), t.TempDir()
+		run(t, r)
+	})
 }

@@ -100,7 +100,15 @@ func (s execSvc) Execute(ctx context.Context, r *termdv1.ExecuteRequest) (*termd
 func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.ServerStreamingServer[termdv1.ExecuteAndWaitResponse]) error {
 	ctx := st.Context()
 	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, r.Detach, func(e *termdv1.Event) error {
-		return st.Send(&termdv1.ExecuteAndWaitResponse{Event: e})
+		m := &termdv1.ExecuteAndWaitResponse{Event: e}
+		if r.ShareReceipt && e.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
+			// The share form rides on the final message: no ExportReceipt
+			// round trip after every execution (the MCP bridge's case).
+			if rc, err := s.b.ExportReceipt(ctx, who(ctx), e.GetReceipt().GetId(), true); err == nil {
+				m.ShareReceiptJson, _ = receiptJSON(rc)
+			}
+		}
+		return st.Send(m)
 	})
 }
 
@@ -210,6 +218,10 @@ func (s receiptSvc) GetPublicKey(ctx context.Context, _ *termdv1.GetPublicKeyReq
 
 func (s receiptSvc) VerifyAuditChain(ctx context.Context, r *termdv1.VerifyAuditChainRequest) (*termdv1.VerifyAuditChainResponse, error) {
 	return s.b.VerifyAuditChain(ctx, r), nil
+}
+
+func (s receiptSvc) PruneReceipts(ctx context.Context, r *termdv1.PruneReceiptsRequest) (*termdv1.PruneReceiptsResponse, error) {
+	return s.b.PruneReceipts(ctx, who(ctx), r)
 }
 
 type policySvc struct {

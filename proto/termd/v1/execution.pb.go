@@ -127,7 +127,11 @@ type ExecuteAndWaitRequest struct {
 	// client went away). By default the streaming client owns a foreground
 	// execution: when its stream ends before the receipt (broken pipe, closed
 	// terminal, killed client), termd cancels the execution, with a receipt.
-	Detach        bool `protobuf:"varint,3,opt,name=detach,proto3" json:"detach,omitempty"`
+	Detach bool `protobuf:"varint,3,opt,name=detach,proto3" json:"detach,omitempty"`
+	// share_receipt asks for the receipt's share form (as ExportReceipt with
+	// share) on the message that carries the receipt_signed event, saving a
+	// round trip.
+	ShareReceipt  bool `protobuf:"varint,4,opt,name=share_receipt,json=shareReceipt,proto3" json:"share_receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -183,11 +187,21 @@ func (x *ExecuteAndWaitRequest) GetDetach() bool {
 	return false
 }
 
+func (x *ExecuteAndWaitRequest) GetShareReceipt() bool {
+	if x != nil {
+		return x.ShareReceipt
+	}
+	return false
+}
+
 type ExecuteAndWaitResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Event         *Event                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Event *Event                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// The receipt's signed share-form JSON, on the receipt_signed message when
+	// the request set share_receipt (empty if it could not be exported).
+	ShareReceiptJson string `protobuf:"bytes,2,opt,name=share_receipt_json,json=shareReceiptJson,proto3" json:"share_receipt_json,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ExecuteAndWaitResponse) Reset() {
@@ -225,6 +239,13 @@ func (x *ExecuteAndWaitResponse) GetEvent() *Event {
 		return x.Event
 	}
 	return nil
+}
+
+func (x *ExecuteAndWaitResponse) GetShareReceiptJson() string {
+	if x != nil {
+		return x.ShareReceiptJson
+	}
+	return ""
 }
 
 type GetExecutionRequest struct {
@@ -753,14 +774,16 @@ const file_termd_v1_execution_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\"D\n" +
 	"\x0fExecuteResponse\x121\n" +
-	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\"g\n" +
+	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\"\x8c\x01\n" +
 	"\x15ExecuteAndWaitRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x16\n" +
-	"\x06detach\x18\x03 \x01(\bR\x06detach\"?\n" +
+	"\x06detach\x18\x03 \x01(\bR\x06detach\x12#\n" +
+	"\rshare_receipt\x18\x04 \x01(\bR\fshareReceipt\"m\n" +
 	"\x16ExecuteAndWaitResponse\x12%\n" +
-	"\x05event\x18\x01 \x01(\v2\x0f.termd.v1.EventR\x05event\"8\n" +
+	"\x05event\x18\x01 \x01(\v2\x0f.termd.v1.EventR\x05event\x12,\n" +
+	"\x12share_receipt_json\x18\x02 \x01(\tR\x10shareReceiptJson\"8\n" +
 	"\x13GetExecutionRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\"I\n" +
 	"\x14GetExecutionResponse\x121\n" +

@@ -834,8 +834,11 @@ type VerifyAuditChainResponse struct {
 	BadSeq  int64  `protobuf:"varint,3,opt,name=bad_seq,json=badSeq,proto3" json:"bad_seq,omitempty"`
 	Problem string `protobuf:"bytes,4,opt,name=problem,proto3" json:"problem,omitempty"`
 	// The chain's head now: record it elsewhere and pass it back as expect_*.
-	HeadSeq       int64  `protobuf:"varint,5,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
-	HeadHash      string `protobuf:"bytes,6,opt,name=head_hash,json=headHash,proto3" json:"head_hash,omitempty"`
+	HeadSeq  int64  `protobuf:"varint,5,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	HeadHash string `protobuf:"bytes,6,opt,name=head_hash,json=headHash,proto3" json:"head_hash,omitempty"`
+	// Receipts 1..pruned_through were pruned; signed checkpoints stand for
+	// them (0 when nothing was pruned).
+	PrunedThrough int64 `protobuf:"varint,7,opt,name=pruned_through,json=prunedThrough,proto3" json:"pruned_through,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -912,6 +915,169 @@ func (x *VerifyAuditChainResponse) GetHeadHash() string {
 	return ""
 }
 
+func (x *VerifyAuditChainResponse) GetPrunedThrough() int64 {
+	if x != nil {
+		return x.PrunedThrough
+	}
+	return 0
+}
+
+type PruneReceiptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Receipts that started before this time are pruned, from the start of
+	// the chain up to the first one that is not older.
+	Before        *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=before,proto3" json:"before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PruneReceiptsRequest) Reset() {
+	*x = PruneReceiptsRequest{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PruneReceiptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PruneReceiptsRequest) ProtoMessage() {}
+
+func (x *PruneReceiptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PruneReceiptsRequest.ProtoReflect.Descriptor instead.
+func (*PruneReceiptsRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PruneReceiptsRequest) GetBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+type PruneReceiptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Nothing was older than before at the start of the chain.
+	NothingPruned bool                   `protobuf:"varint,1,opt,name=nothing_pruned,json=nothingPruned,proto3" json:"nothing_pruned,omitempty"`
+	Pruned        int64                  `protobuf:"varint,2,opt,name=pruned,proto3" json:"pruned,omitempty"`
+	FirstSeq      int64                  `protobuf:"varint,3,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	HeadSeq       int64                  `protobuf:"varint,4,opt,name=head_seq,json=headSeq,proto3" json:"head_seq,omitempty"`
+	HeadHash      string                 `protobuf:"bytes,5,opt,name=head_hash,json=headHash,proto3" json:"head_hash,omitempty"`
+	From          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=from,proto3" json:"from,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=until,proto3" json:"until,omitempty"`
+	// The signed checkpoint document, as stored.
+	CheckpointJson string `protobuf:"bytes,8,opt,name=checkpoint_json,json=checkpointJson,proto3" json:"checkpoint_json,omitempty"`
+	ReceiptsLeft   int64  `protobuf:"varint,9,opt,name=receipts_left,json=receiptsLeft,proto3" json:"receipts_left,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PruneReceiptsResponse) Reset() {
+	*x = PruneReceiptsResponse{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PruneReceiptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PruneReceiptsResponse) ProtoMessage() {}
+
+func (x *PruneReceiptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PruneReceiptsResponse.ProtoReflect.Descriptor instead.
+func (*PruneReceiptsResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PruneReceiptsResponse) GetNothingPruned() bool {
+	if x != nil {
+		return x.NothingPruned
+	}
+	return false
+}
+
+func (x *PruneReceiptsResponse) GetPruned() int64 {
+	if x != nil {
+		return x.Pruned
+	}
+	return 0
+}
+
+func (x *PruneReceiptsResponse) GetFirstSeq() int64 {
+	if x != nil {
+		return x.FirstSeq
+	}
+	return 0
+}
+
+func (x *PruneReceiptsResponse) GetHeadSeq() int64 {
+	if x != nil {
+		return x.HeadSeq
+	}
+	return 0
+}
+
+func (x *PruneReceiptsResponse) GetHeadHash() string {
+	if x != nil {
+		return x.HeadHash
+	}
+	return ""
+}
+
+func (x *PruneReceiptsResponse) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *PruneReceiptsResponse) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *PruneReceiptsResponse) GetCheckpointJson() string {
+	if x != nil {
+		return x.CheckpointJson
+	}
+	return ""
+}
+
+func (x *PruneReceiptsResponse) GetReceiptsLeft() int64 {
+	if x != nil {
+		return x.ReceiptsLeft
+	}
+	return 0
+}
+
 var File_termd_v1_receipt_proto protoreflect.FileDescriptor
 
 const file_termd_v1_receipt_proto_rawDesc = "" +
@@ -974,14 +1140,27 @@ const file_termd_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"expect_seq\x18\x01 \x01(\x03R\texpectSeq\x12\x1f\n" +
 	"\vexpect_hash\x18\x02 \x01(\tR\n" +
-	"expectHash\"\xaf\x01\n" +
+	"expectHash\"\xd6\x01\n" +
 	"\x18VerifyAuditChainResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x18\n" +
 	"\achecked\x18\x02 \x01(\x03R\achecked\x12\x17\n" +
 	"\abad_seq\x18\x03 \x01(\x03R\x06badSeq\x12\x18\n" +
 	"\aproblem\x18\x04 \x01(\tR\aproblem\x12\x19\n" +
 	"\bhead_seq\x18\x05 \x01(\x03R\aheadSeq\x12\x1b\n" +
-	"\thead_hash\x18\x06 \x01(\tR\bheadHash2\x8d\x06\n" +
+	"\thead_hash\x18\x06 \x01(\tR\bheadHash\x12%\n" +
+	"\x0epruned_through\x18\a \x01(\x03R\rprunedThrough\"J\n" +
+	"\x14PruneReceiptsRequest\x122\n" +
+	"\x06before\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x06before\"\xdb\x02\n" +
+	"\x15PruneReceiptsResponse\x12%\n" +
+	"\x0enothing_pruned\x18\x01 \x01(\bR\rnothingPruned\x12\x16\n" +
+	"\x06pruned\x18\x02 \x01(\x03R\x06pruned\x12\x1b\n" +
+	"\tfirst_seq\x18\x03 \x01(\x03R\bfirstSeq\x12\x19\n" +
+	"\bhead_seq\x18\x04 \x01(\x03R\aheadSeq\x12\x1b\n" +
+	"\thead_hash\x18\x05 \x01(\tR\bheadHash\x12.\n" +
+	"\x04from\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x120\n" +
+	"\x05until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12'\n" +
+	"\x0fcheckpoint_json\x18\b \x01(\tR\x0echeckpointJson\x12#\n" +
+	"\rreceipts_left\x18\t \x01(\x03R\freceiptsLeft2\xfe\x06\n" +
 	"\x0eReceiptService\x12j\n" +
 	"\n" +
 	"GetReceipt\x12\x1b.termd.v1.GetReceiptRequest\x1a\x1c.termd.v1.GetReceiptResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/v1/receipts/{receipt_id}\x12c\n" +
@@ -990,7 +1169,8 @@ const file_termd_v1_receipt_proto_rawDesc = "" +
 	"\x0eExportReceipts\x12\x1f.termd.v1.ExportReceiptsRequest\x1a .termd.v1.ExportReceiptsResponse0\x01\x12p\n" +
 	"\rVerifyReceipt\x12\x1e.termd.v1.VerifyReceiptRequest\x1a\x1f.termd.v1.VerifyReceiptResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/v1/receipts:verify\x12m\n" +
 	"\fGetPublicKey\x12\x1d.termd.v1.GetPublicKeyRequest\x1a\x1e.termd.v1.GetPublicKeyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/receipts:publicKey\x12v\n" +
-	"\x10VerifyAuditChain\x12!.termd.v1.VerifyAuditChainRequest\x1a\".termd.v1.VerifyAuditChainResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/audit:verifyB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\x10VerifyAuditChain\x12!.termd.v1.VerifyAuditChainRequest\x1a\".termd.v1.VerifyAuditChainResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/audit:verify\x12o\n" +
+	"\rPruneReceipts\x12\x1e.termd.v1.PruneReceiptsRequest\x1a\x1f.termd.v1.PruneReceiptsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/receipts:pruneB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_receipt_proto_rawDescOnce sync.Once
@@ -1004,7 +1184,7 @@ func file_termd_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_termd_v1_receipt_proto_rawDescData
 }
 
-var file_termd_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_termd_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_termd_v1_receipt_proto_goTypes = []any{
 	(*GetReceiptRequest)(nil),        // 0: termd.v1.GetReceiptRequest
 	(*GetReceiptResponse)(nil),       // 1: termd.v1.GetReceiptResponse
@@ -1021,36 +1201,43 @@ var file_termd_v1_receipt_proto_goTypes = []any{
 	(*GetPublicKeyResponse)(nil),     // 12: termd.v1.GetPublicKeyResponse
 	(*VerifyAuditChainRequest)(nil),  // 13: termd.v1.VerifyAuditChainRequest
 	(*VerifyAuditChainResponse)(nil), // 14: termd.v1.VerifyAuditChainResponse
-	(*ReceiptSummary)(nil),           // 15: termd.v1.ReceiptSummary
-	(*timestamppb.Timestamp)(nil),    // 16: google.protobuf.Timestamp
+	(*PruneReceiptsRequest)(nil),     // 15: termd.v1.PruneReceiptsRequest
+	(*PruneReceiptsResponse)(nil),    // 16: termd.v1.PruneReceiptsResponse
+	(*ReceiptSummary)(nil),           // 17: termd.v1.ReceiptSummary
+	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
 }
 var file_termd_v1_receipt_proto_depIdxs = []int32{
-	15, // 0: termd.v1.GetReceiptResponse.summary:type_name -> termd.v1.ReceiptSummary
-	16, // 1: termd.v1.ListReceiptsRequest.since:type_name -> google.protobuf.Timestamp
-	16, // 2: termd.v1.ListReceiptsRequest.until:type_name -> google.protobuf.Timestamp
-	15, // 3: termd.v1.ListReceiptsResponse.receipts:type_name -> termd.v1.ReceiptSummary
-	16, // 4: termd.v1.ExportReceiptsRequest.since:type_name -> google.protobuf.Timestamp
-	16, // 5: termd.v1.ExportReceiptsRequest.until:type_name -> google.protobuf.Timestamp
+	17, // 0: termd.v1.GetReceiptResponse.summary:type_name -> termd.v1.ReceiptSummary
+	18, // 1: termd.v1.ListReceiptsRequest.since:type_name -> google.protobuf.Timestamp
+	18, // 2: termd.v1.ListReceiptsRequest.until:type_name -> google.protobuf.Timestamp
+	17, // 3: termd.v1.ListReceiptsResponse.receipts:type_name -> termd.v1.ReceiptSummary
+	18, // 4: termd.v1.ExportReceiptsRequest.since:type_name -> google.protobuf.Timestamp
+	18, // 5: termd.v1.ExportReceiptsRequest.until:type_name -> google.protobuf.Timestamp
 	11, // 6: termd.v1.GetPublicKeyResponse.keys:type_name -> termd.v1.PublicKey
-	0,  // 7: termd.v1.ReceiptService.GetReceipt:input_type -> termd.v1.GetReceiptRequest
-	2,  // 8: termd.v1.ReceiptService.ListReceipts:input_type -> termd.v1.ListReceiptsRequest
-	4,  // 9: termd.v1.ReceiptService.ExportReceipt:input_type -> termd.v1.ExportReceiptRequest
-	6,  // 10: termd.v1.ReceiptService.ExportReceipts:input_type -> termd.v1.ExportReceiptsRequest
-	8,  // 11: termd.v1.ReceiptService.VerifyReceipt:input_type -> termd.v1.VerifyReceiptRequest
-	10, // 12: termd.v1.ReceiptService.GetPublicKey:input_type -> termd.v1.GetPublicKeyRequest
-	13, // 13: termd.v1.ReceiptService.VerifyAuditChain:input_type -> termd.v1.VerifyAuditChainRequest
-	1,  // 14: termd.v1.ReceiptService.GetReceipt:output_type -> termd.v1.GetReceiptResponse
-	3,  // 15: termd.v1.ReceiptService.ListReceipts:output_type -> termd.v1.ListReceiptsResponse
-	5,  // 16: termd.v1.ReceiptService.ExportReceipt:output_type -> termd.v1.ExportReceiptResponse
-	7,  // 17: termd.v1.ReceiptService.ExportReceipts:output_type -> termd.v1.ExportReceiptsResponse
-	9,  // 18: termd.v1.ReceiptService.VerifyReceipt:output_type -> termd.v1.VerifyReceiptResponse
-	12, // 19: termd.v1.ReceiptService.GetPublicKey:output_type -> termd.v1.GetPublicKeyResponse
-	14, // 20: termd.v1.ReceiptService.VerifyAuditChain:output_type -> termd.v1.VerifyAuditChainResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	18, // 7: termd.v1.PruneReceiptsRequest.before:type_name -> google.protobuf.Timestamp
+	18, // 8: termd.v1.PruneReceiptsResponse.from:type_name -> google.protobuf.Timestamp
+	18, // 9: termd.v1.PruneReceiptsResponse.until:type_name -> google.protobuf.Timestamp
+	0,  // 10: termd.v1.ReceiptService.GetReceipt:input_type -> termd.v1.GetReceiptRequest
+	2,  // 11: termd.v1.ReceiptService.ListReceipts:input_type -> termd.v1.ListReceiptsRequest
+	4,  // 12: termd.v1.ReceiptService.ExportReceipt:input_type -> termd.v1.ExportReceiptRequest
+	6,  // 13: termd.v1.ReceiptService.ExportReceipts:input_type -> termd.v1.ExportReceiptsRequest
+	8,  // 14: termd.v1.ReceiptService.VerifyReceipt:input_type -> termd.v1.VerifyReceiptRequest
+	10, // 15: termd.v1.ReceiptService.GetPublicKey:input_type -> termd.v1.GetPublicKeyRequest
+	13, // 16: termd.v1.ReceiptService.VerifyAuditChain:input_type -> termd.v1.VerifyAuditChainRequest
+	15, // 17: termd.v1.ReceiptService.PruneReceipts:input_type -> termd.v1.PruneReceiptsRequest
+	1,  // 18: termd.v1.ReceiptService.GetReceipt:output_type -> termd.v1.GetReceiptResponse
+	3,  // 19: termd.v1.ReceiptService.ListReceipts:output_type -> termd.v1.ListReceiptsResponse
+	5,  // 20: termd.v1.ReceiptService.ExportReceipt:output_type -> termd.v1.ExportReceiptResponse
+	7,  // 21: termd.v1.ReceiptService.ExportReceipts:output_type -> termd.v1.ExportReceiptsResponse
+	9,  // 22: termd.v1.ReceiptService.VerifyReceipt:output_type -> termd.v1.VerifyReceiptResponse
+	12, // 23: termd.v1.ReceiptService.GetPublicKey:output_type -> termd.v1.GetPublicKeyResponse
+	14, // 24: termd.v1.ReceiptService.VerifyAuditChain:output_type -> termd.v1.VerifyAuditChainResponse
+	16, // 25: termd.v1.ReceiptService.PruneReceipts:output_type -> termd.v1.PruneReceiptsResponse
+	18, // [18:26] is the sub-list for method output_type
+	10, // [10:18] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_receipt_proto_init() }
@@ -1065,7 +1252,7 @@ func file_termd_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_receipt_proto_rawDesc), len(file_termd_v1_receipt_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

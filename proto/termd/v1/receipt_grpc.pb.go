@@ -26,6 +26,7 @@ const (
 	ReceiptService_VerifyReceipt_FullMethodName    = "/termd.v1.ReceiptService/VerifyReceipt"
 	ReceiptService_GetPublicKey_FullMethodName     = "/termd.v1.ReceiptService/GetPublicKey"
 	ReceiptService_VerifyAuditChain_FullMethodName = "/termd.v1.ReceiptService/VerifyAuditChain"
+	ReceiptService_PruneReceipts_FullMethodName    = "/termd.v1.ReceiptService/PruneReceipts"
 )
 
 // ReceiptServiceClient is the client API for ReceiptService service.
@@ -48,6 +49,10 @@ type ReceiptServiceClient interface {
 	GetPublicKey(ctx context.Context, in *GetPublicKeyRequest, opts ...grpc.CallOption) (*GetPublicKeyResponse, error)
 	// VerifyAuditChain checks the whole receipt chain and names the first bad seq.
 	VerifyAuditChain(ctx context.Context, in *VerifyAuditChainRequest, opts ...grpc.CallOption) (*VerifyAuditChainResponse, error)
+	// PruneReceipts removes the oldest receipts (those that started before a
+	// date) and leaves a signed checkpoint of the pruned head, so the chain
+	// still verifies from there on. Operators only.
+	PruneReceipts(ctx context.Context, in *PruneReceiptsRequest, opts ...grpc.CallOption) (*PruneReceiptsResponse, error)
 }
 
 type receiptServiceClient struct {
@@ -137,6 +142,16 @@ func (c *receiptServiceClient) VerifyAuditChain(ctx context.Context, in *VerifyA
 	return out, nil
 }
 
+func (c *receiptServiceClient) PruneReceipts(ctx context.Context, in *PruneReceiptsRequest, opts ...grpc.CallOption) (*PruneReceiptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PruneReceiptsResponse)
+	err := c.cc.Invoke(ctx, ReceiptService_PruneReceipts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReceiptServiceServer is the server API for ReceiptService service.
 // All implementations must embed UnimplementedReceiptServiceServer
 // for forward compatibility.
@@ -157,6 +172,10 @@ type ReceiptServiceServer interface {
 	GetPublicKey(context.Context, *GetPublicKeyRequest) (*GetPublicKeyResponse, error)
 	// VerifyAuditChain checks the whole receipt chain and names the first bad seq.
 	VerifyAuditChain(context.Context, *VerifyAuditChainRequest) (*VerifyAuditChainResponse, error)
+	// PruneReceipts removes the oldest receipts (those that started before a
+	// date) and leaves a signed checkpoint of the pruned head, so the chain
+	// still verifies from there on. Operators only.
+	PruneReceipts(context.Context, *PruneReceiptsRequest) (*PruneReceiptsResponse, error)
 	mustEmbedUnimplementedReceiptServiceServer()
 }
 
@@ -187,6 +206,9 @@ func (UnimplementedReceiptServiceServer) GetPublicKey(context.Context, *GetPubli
 }
 func (UnimplementedReceiptServiceServer) VerifyAuditChain(context.Context, *VerifyAuditChainRequest) (*VerifyAuditChainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyAuditChain not implemented")
+}
+func (UnimplementedReceiptServiceServer) PruneReceipts(context.Context, *PruneReceiptsRequest) (*PruneReceiptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PruneReceipts not implemented")
 }
 func (UnimplementedReceiptServiceServer) mustEmbedUnimplementedReceiptServiceServer() {}
 func (UnimplementedReceiptServiceServer) testEmbeddedByValue()                        {}
@@ -328,6 +350,24 @@ func _ReceiptService_VerifyAuditChain_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ReceiptService_PruneReceipts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PruneReceiptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptServiceServer).PruneReceipts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptService_PruneReceipts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptServiceServer).PruneReceipts(ctx, req.(*PruneReceiptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReceiptService_ServiceDesc is the grpc.ServiceDesc for ReceiptService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -358,6 +398,10 @@ var ReceiptService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VerifyAuditChain",
 			Handler:    _ReceiptService_VerifyAuditChain_Handler,
+		},
+		{
+			MethodName: "PruneReceipts",
+			Handler:    _ReceiptService_PruneReceipts_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

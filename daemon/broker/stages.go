@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Stages of one execution, timed always (a few clock reads per execution)
+// and reported as p50/p90 over the last stageWindow executions
+// (Broker.StageReport, served at /debug/stages on the TERMD_DEBUG_PPROF
+// listener), so where the time goes can be seen without patching code.
+const (
+	stageCheck   = iota // reserve the plan, re-decide, build the spec (sandbox included)
+	stageIntent         // commit the durable intent (overlaps the launcher's start)
+	stageSpawn          // cgroup, namespaces, launcher, release until exec
+	stageRun            // the command itself, until it and its output are done
+	stageReceipt        // sign and commit the final receipt
+	stageTotal          // from Execute to the receipt
+	nStages
+)
+
+var stageNames = [nStages]string{"check", "intent", "spawn", "run", "receipt", "total"}
+
+const stageWindow = 512
+
+type stageTimes [nStages]time.Duration
+
+type stageLog struct {
+	mu   sync.Mutex
+	ring []stageTimes
+	next int
+}
+
+func (l *stageLog) add(t stageTimes) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ring) < stageWindow {
+		l.ring = append(l.ring, t)
+		return
+	}
+	l.ring[l.next] = t
+	l.next = (l.next + 1) % stageWindow
+}
+
+// StageReport is a table of each stage's p50 and p90 over the last
+// executions that ran (spawn failures and refusals are not counted).
+func (b *Broker) StageReport() string {
+	b.stages.mu.Lock()
+	samples := slices.Clone(b.stages.ring)
+	b.stages.mu.Unlock()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "termd execution stages over the last %d executions (window %d)\n", len(samples), stageWindow)
+	fmt.Fprintf(&sb, "%-8s %12s %12s\n", "stage", "p50", "p90")
+	if len(samples) == 0 {
+		return sb.String()
+	}
+	col := make([]time.Duration, len(samples))
+	for s := range nStages {
+		for i, t := range samples {
+			col[i] = t[s]
+		}
+		slices.Sort(col)
+		p := func(q int) time.Duration { return col[(len(col)-1)*q/100] }
+		fmt.Fprintf(&sb, "%-8s %12v %12v\n", stageNames[s], p(50).Round(time.Microsecond), p(90).Round(time.Microsecond))
+	}
+	return sb.String()
+}

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/termd/termd/internal/harness"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// TestBenchSpeed prints issue 17's figures for the daemon, each against a
+// baseline measured in the same run: plan+execute of /bin/true over gRPC
+// against the durable floor (fork/exec + two fdatasyncs of a 4 KiB append in
+// the state directory), and plan+execute of `cat` on 50 MiB of secret-shaped
+// text, random bytes and a plain log against raw `cat` to a pipe and
+// `cat | sha256sum`, with the daemon's CPU and peak RSS.
+func TestBenchSpeed(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") == "" {
+		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
+	}
+	addr := freeLoopback(t)
+	d := harness.Start(t, harness.Options{Env: []string{"TERMD_DEBUG_PPROF=" + addr}})
+	s, err := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := s.Session.Id
+
+	// Alternate rounds so that load from elsewhere hits both alike.
+	const rounds, per = 4, 50
+	var floor, pairs []time.Duration
+	for range 10 { // warm up
+		runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
+	}
+	for range rounds {
+		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
+		for range per {
+			start := time.Now()
+			runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
+			pairs = append(pairs, time.Since(start))
+		}
+	}
+	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true", pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
+	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
+		harness.Bench(t, "speed:   "+l)
+	}
+
+	// 50 MiB cat.
+	const size = 50 << 20
+	kinds := []struct{ name, file string }{
+		{"secret-shaped text", "secretish.txt"},
+		{"random bytes", "random.bin"},
+		{"plain log", "plain.log"},
+	}
+	writeBig(t, filepath.Join(d.Workspace, kinds[0].file), size, secretShaped)
+	writeBig(t, filepath.Join(d.Workspace, kinds[1].file), size, randomBytes)
+	writeBig(t, filepath.Join(d.Workspace, kinds[2].file), size, plainLog)
+	const runs = 3
+	for _, k := range kinds {
+		path := filepath.Join(d.Workspace, k.file)
+		var raw, hashed, via []time.Duration
+		var cpu time.Duration
+		for range runs {
+			raw = append(raw, rawCat(t, path, false))
+			hashed = append(hashed, rawCat(t, path, true))
+			c0 := harness.CPUTime(d.Pid())
+			start := time.Now()
+			n := catThrough(t, d, sid, path)
+			via = append(via, time.Since(start))
+			cpu += harness.CPUTime(d.Pid()) - c0
+			if n != size {
+				t.Fatalf("%s: the command wrote %d bytes of %d", k.name, n, size)
+			}
+		}
+		harness.BenchLine(t, "speed: plan+execute cat 50 MiB "+k.name, via, "cat | sha256sum", hashed, 1.5)
+		harness.Bench(t, fmt.Sprintf("speed:   raw cat to a pipe median %v (termd %.1fx); daemon CPU %.2f s per run; daemon peak RSS %d MiB",
+			harness.Pct(raw, 50).Round(time.Millisecond), float64(harness.Pct(via, 50))/float64(harness.Pct(raw, 50)),
+			cpu.Seconds()/runs, harness.StatusKB(d.Pid(), "VmHWM")>>10))
+	}
+}
+
+// catThrough plans and runs `cat path`, drains every output event (a reader
+// that falls behind the ring may get a lag notice instead of some) and
+// returns how many bytes the execution wrote.
+func catThrough(t *testing.T, d *harness.Daemon, sid, path string) int64 {
+	t.Helper()
+	p := plan(t, d.Client, sid, "cat", path)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	st, err := d.Client.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: p.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			return n
+		}
+		if m.Event.Kind == termdv1.EventKind_EVENT_KIND_FINISHED {
+			n = m.Event.GetExecution().GetStdoutBytes()
+		}
+		if m.Event.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
+			return n
+		}
+	}
+}
+
+// rawCat runs /bin/cat path into a pipe this process drains, or (hash) into
+// sha256sum.
+func rawCat(t *testing.T, path string, hash bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	cat := exec.Command("/bin/cat", path)
+	if !hash {
+		out, _ := cat.StdoutPipe()
+		if err := cat.Start(); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, out)
+		if err := cat.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	sum := exec.Command("sha256sum")
+	pipe, _ := cat.StdoutPipe()
+	sum.Stdin = pipe
+	if err := cat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sum.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// The three contents: 127-character lines of [0-9a-zA-Z-_.:/+=] (what
+// build logs, lockfiles and hashes look like to a redactor), random bytes,
+// and a plain log of words.
+func secretShaped(i int) []byte {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_.:/+="
+	line := make([]byte, 128)
+	for j := range 127 {
+		line[j] = alphabet[(i*7+j*13)%len(alphabet)]
+	}
+	line[127] = '\n'
+	return line
+}
+
+func randomBytes(int) []byte {
+	b := make([]byte, 64<<10)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func plainLog(i int) []byte {
+	return fmt.Appendf(nil, "2026-12-01 22:%02d:%02d.%03d INFO worker %d finished job %d for user alice in %d ms (queue depth %d, retries 0)\n",
+		i/60%60, i%60, i%1000, i%8, i, i%977, i%31)
+}
+
+func writeBig(t *testing.T, path string, size int, chunk func(int) []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	for i := 0; b.Len() < size; i++ {
+		b.Write(chunk(i))
+	}
+	if err := os.WriteFile(path, b.Bytes()[:size], 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBenchConcurrent: 64 sessions at once, each planning and executing
+// /bin/true in a loop: plans/s and executions/s with p50/p99 latency,
+// against the same work done by one session alone in the same run (the
+// global mutex must not serialise durable writes).
+func TestBenchConcurrent(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") == "" {
+		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
+	}
+	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n  max_running: 100\n  max_streams: 200\n"})
+	const workers, per = 64, 8
+	round := func(n int) (plans, execs []time.Duration, wall time.Duration) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := d.Client.Sessions.CreateSession(context.Background(), &termdv1.CreateSessionRequest{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for range per {
+					t0 := time.Now()
+					p, err := d.Client.Plans.CreatePlan(context.Background(), &termdv1.CreatePlanRequest{SessionId: s.Session.Id, Request: &termdv1.CommandRequest{Argv: []string{"true"}}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					t1 := time.Now()
+					st, err := d.Client.Executions.ExecuteAndWait(context.Background(), &termdv1.ExecuteAndWaitRequest{PlanId: p.Plan.Id})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for {
+						m, err := st.Recv()
+						if err != nil || m.Event.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
+							break
+						}
+					}
+					t2 := time.Now()
+					mu.Lock()
+					plans, execs = append(plans, t1.Sub(t0)), append(execs, t2.Sub(t1))
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return plans, execs, time.Since(start)
+	}
+	_, oneExec, oneWall := round(1)
+	plans, execs, wall := round(workers)
+	if t.Failed() {
+		return
+	}
+	harness.Bench(t, fmt.Sprintf("concurrent: %d sessions: %.0f plans/s and %.0f executions/s (one session alone: %.0f/s); plan p50 %v p99 %v; execute p50 %v p99 %v (one session alone: p50 %v)",
+		workers, float64(len(plans))/wall.Seconds(), float64(len(execs))/wall.Seconds(), float64(len(oneExec))/oneWall.Seconds(),
+		harness.Pct(plans, 50).Round(10*time.Microsecond), harness.Pct(plans, 99).Round(10*time.Microsecond),
+		harness.Pct(execs, 50).Round(10*time.Microsecond), harness.Pct(execs, 99).Round(10*time.Microsecond), harness.Pct(oneExec, 50).Round(10*time.Microsecond)))
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package receiptstore
+
+const raceDetector = false

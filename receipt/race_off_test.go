@@ -1,0 +1,5 @@
+//go:build !race
+
+package receipt
+
+const raceDetector = false
