@@ -530,3 +530,22 @@ func TestListingASystemDirectoryIsAMediumRead(t *testing.T) {
 		}
 	}
 }
+
+// Output sent to /dev/null is not a write outside the workspace; any other
+// path outside it still is.
+func TestWriteToDevNull(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "f"), []byte("b\na\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := Default()
+	ctx := Context{Workspaces: []string{ws}}
+	d := p.Decide(Request{Argv: []string{"sort", "-o", "/dev/null", "f"}, Cwd: ws, Mode: ModeTrusted}, ctx)
+	if d.Verdict != Allow {
+		t.Fatalf("sort -o /dev/null: %s %v", d.Verdict, d.Reasons)
+	}
+	d = p.Decide(Request{Argv: []string{"sort", "-o", "/tmp/elsewhere", "f"}, Cwd: ws, Mode: ModeTrusted}, ctx)
+	if d.Verdict != Deny {
+		t.Fatalf("sort -o /tmp/elsewhere should stay denied: %s %v", d.Verdict, d.Reasons)
+	}
+}
