@@ -462,3 +462,32 @@ func TestSandboxClosesGrammarGaps(t *testing.T) {
 		})
 	}
 }
+
+// A program that is a #!/usr/bin/env script (npm: #!/usr/bin/env node) runs
+// in the read-only sandbox: what env runs is allowed to execute too
+// (it failed with "/usr/bin/env: 'node': Permission denied").
+func TestSandboxRunsEnvScripts(t *testing.T) {
+	requireSandbox(t)
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatalf("this test runs npm (a #!/usr/bin/env node script; scripts/ci-deps.sh installs it): %v", err)
+	}
+	d := sandboxDaemon(t, "required")
+	resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{npm, "ls"}, Cwd: d.Workspace, Sandbox: "read-only"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Plan
+	if p.State != termdv1.PlanState_PLAN_STATE_PLANNED && p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Fatalf("npm ls: %v %v", p.State, p.Decision.Reasons)
+	}
+	if p.State == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, _, stdout, stderr := runToEndWithin(t, d.Client, p, 2*time.Minute)
+	if ex.ExitCode != 0 || !strings.Contains(stdout, "(empty)") || strings.Contains(stderr, "Permission denied") {
+		t.Fatalf("npm ls in the read-only sandbox: exit %d\n%s%s", ex.ExitCode, stdout, stderr)
+	}
+}

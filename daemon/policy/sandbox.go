@@ -43,7 +43,7 @@ func (p *Policy) sandboxFor(d *Decision, base string, reads []string, ctx *decid
 		sb.Profile = SandboxReadOnly
 	}
 	if d.ResolvedPath != "" {
-		sb.Exec = program.Exec(d.ResolvedPath)
+		sb.Exec = program.Exec(d.ResolvedPath, p.spec.TrustedPath...)
 	}
 	ps := p.spec.Programs[base]
 	for _, x := range ps.SandboxExec {

@@ -12,31 +12,62 @@ import (
 
 // Exec lists what executing path needs the right to execute: the
 // program itself, its ELF interpreter (the dynamic loader the kernel opens
-// for execution) or its #! interpreter (and that one's loader). Unreadable or
-// unusual files give just the program: the kernel then refuses what else
-// they try, which is the point.
-func Exec(path string) []string {
+// for execution) or its #! interpreter (and that one's loader). A script
+// run through env (#!/usr/bin/env node) also needs what env runs: the
+// first match of that name in searchPath (the PATH the program gets).
+// Unreadable or unusual files give just the program: the kernel then
+// refuses what else they try, which is the point.
+func Exec(path string, searchPath ...string) []string {
 	out := []string{path}
 	seen := map[string]bool{path: true}
-	for i := 0; i < 3 && path != ""; i++ {
-		next := interpreterOf(path)
-		if next == "" || seen[next] {
-			break
-		}
+	add := func(next string) bool {
 		if real, err := filepath.EvalSymlinks(next); err == nil {
 			next = real
 		}
+		if seen[next] {
+			return false
+		}
 		seen[next] = true
 		out = append(out, next)
-		path = next
+		return true
+	}
+	queue := []string{path}
+	for i := 0; i < 6 && len(queue) > 0; i++ {
+		cur := queue[0]
+		queue = queue[1:]
+		interp, viaEnv := interpreterOf(cur)
+		if interp != "" && add(interp) {
+			queue = append(queue, out[len(out)-1])
+		}
+		if viaEnv != "" {
+			if found := lookPath(viaEnv, searchPath); found != "" && add(found) {
+				queue = append(queue, out[len(out)-1])
+			}
+		}
 	}
 	return out
 }
 
-func interpreterOf(path string) string {
+// lookPath finds name in dirs as execve through env would.
+func lookPath(name string, dirs []string) string {
+	if strings.Contains(name, "/") {
+		return ""
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// interpreterOf is a file's #! or ELF interpreter and, for #!/usr/bin/env
+// NAME, the NAME env will run.
+func interpreterOf(path string) (interp, viaEnv string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	defer f.Close()
 	head := make([]byte, 256)
@@ -45,23 +76,31 @@ func interpreterOf(path string) string {
 	if bytes.HasPrefix(head, []byte("#!")) {
 		line, _, _ := bufio.NewReader(bytes.NewReader(head[2:])).ReadLine()
 		fields := strings.Fields(string(line))
-		if len(fields) > 0 && filepath.IsAbs(fields[0]) {
-			return fields[0]
+		if len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+			return "", ""
 		}
-		return ""
+		if filepath.Base(fields[0]) == "env" {
+			for _, w := range fields[1:] {
+				if strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
+					continue // env's options (-S) and NAME=VALUE assignments
+				}
+				return fields[0], w
+			}
+		}
+		return fields[0], ""
 	}
 	ef, err := elf.NewFile(f)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	defer ef.Close()
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_INTERP {
 			b := make([]byte, p.Filesz)
 			if _, err := p.ReadAt(b, 0); err == nil {
-				return string(bytes.TrimRight(b, "\x00"))
+				return string(bytes.TrimRight(b, "\x00")), ""
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
