@@ -238,6 +238,18 @@ func TestBenchConcurrent(t *testing.T) {
 		return plans, execs, time.Since(start)
 	}
 	_, oneExec, oneWall := round(1)
+	profiled := make(chan []byte, 1)
+	if os.Getenv("TERMD_BENCH_PROFILES") != "" {
+		go func() { // the daemon's CPU profile of the 64-session round
+			resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=8")
+			var body []byte
+			if err == nil {
+				body, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			profiled <- body
+		}()
+	}
 	plans, execs, wall := round(workers)
 	if t.Failed() {
 		return
@@ -249,9 +261,13 @@ func TestBenchConcurrent(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
 		harness.Bench(t, "concurrent:   "+l)
 	}
-	// TERMD_BENCH_PROFILES=DIR keeps the daemon's mutex and block profiles
-	// of the run (go tool pprof DIR/mutex.pb.gz).
+	// TERMD_BENCH_PROFILES=DIR keeps the daemon's CPU profile of the
+	// 64-session round and its mutex and block profiles of the run
+	// (go tool pprof DIR/cpu.pb.gz).
 	if dir := os.Getenv("TERMD_BENCH_PROFILES"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "cpu.pb.gz"), <-profiled, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		for _, name := range []string{"mutex", "block"} {
 			resp, err := http.Get("http://" + addr + "/debug/pprof/" + name)
 			if err != nil {
