@@ -162,4 +162,37 @@ func TestBenchDurableWrites(t *testing.T) {
 	if _, bad, err := s.VerifyChain(); err != nil || bad != 0 {
 		t.Fatalf("chain: %d %v", bad, err)
 	}
+
+	// The storage budget's question before every execution, with 10,000
+	// receipts in the last day: from memory against the database scan.
+	s3, k3, _ := newStore(t)
+	for done := 0; done < 10000; done += 2000 {
+		rs := make([]*receipt.Receipt, 2000)
+		for i := range rs {
+			rs[i] = sampleReceipt(k3, receipt.StatusSucceeded, "day")
+			rs[i].StartedAt = time.Now().Add(-time.Duration(i) * time.Second)
+			rs[i].FinishedAt = rs[i].StartedAt
+		}
+		if err := s3.appendBatch(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := time.Now().Add(-24 * time.Hour)
+	var mem, scan []time.Duration
+	for range 5 {
+		start := time.Now()
+		a, _ := s3.StoredSince("uid:1000", day)
+		mem = append(mem, time.Since(start))
+		start = time.Now()
+		var b int64
+		if err := s3.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts WHERE started_ns >= ? AND (? = '' OR requester = ?)`, day.UnixNano(), "uid:1000", "uid:1000").Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		scan = append(scan, time.Since(start))
+		if a != b {
+			t.Fatalf("StoredSince %d, the database %d", a, b)
+		}
+	}
+	fmt.Printf("%-52s %10.0f µs %8s\n", "budget check over 10,000 receipts: database scan", us(med(scan)), "1.00x")
+	fmt.Printf("%-52s %10.0f µs %7.4fx\n", "budget check over 10,000 receipts: in memory", us(med(mem)), float64(med(mem))/float64(med(scan)))
 }

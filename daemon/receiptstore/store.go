@@ -120,6 +120,10 @@ type Store struct {
 	wake       chan struct{}
 	writerDone chan struct{}
 	commits    atomic.Int64 // transactions committed by the writer
+	// usage is the recent receipts' sizes (usage.go); txUsage what the
+	// open transaction added, kept once it commits (s.mu).
+	usage   usage
+	txUsage []usageEntry
 }
 
 // Open opens (creating if needed) the store at path, a file in the state
@@ -149,6 +153,10 @@ func Open(path string, keys *Keys) (*Store, error) {
 		return nil, fmt.Errorf("receipt store %s: cannot enable WAL (journal_mode=%q, %v)", path, mode, err)
 	}
 	s := &Store{db: db, keys: keys}
+	if err := s.loadUsage(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s.startWriter()
 	return s, nil
 }
@@ -295,10 +303,14 @@ func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 
 // keepHead forgets the in-memory chain head unless the append committed
 // (insert advances it before the commit). Called with s.mu held.
+// The receipts it added count towards the storage budgets once committed.
 func (s *Store) keepHead(committed *bool) {
 	if !*committed {
 		s.head.ok = false
+	} else if len(s.txUsage) > 0 {
+		s.addUsage(s.txUsage)
 	}
+	s.txUsage = s.txUsage[:0]
 }
 
 func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Receipt, error) {
@@ -334,6 +346,7 @@ func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Re
 		return nil, fmt.Errorf("receipt store: append %s: %w", c.ID, err)
 	}
 	s.head.seq, s.head.hash, s.head.ok = c.Seq, hash, true
+	s.txUsage = append(s.txUsage, usageEntry{started: c.StartedAt.UnixNano(), requester: c.Requester.ID, size: int64(len(body))})
 	return c, nil
 }
 
@@ -532,6 +545,9 @@ func (s *Store) scan(f Filter, fn func([]byte) error) error {
 // StoredSince is how many bytes of receipts were appended since t, by one
 // requester (its principal key) or, with requester "", by everyone.
 func (s *Store) StoredSince(requester string, t time.Time) (int64, error) {
+	if n, ok := s.storedSince(requester, t); ok {
+		return n, nil
+	}
 	var n int64
 	err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts WHERE started_ns >= ? AND (? = '' OR requester = ?)`,
 		t.UnixNano(), requester, requester).Scan(&n)
