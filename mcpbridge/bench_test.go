@@ -125,10 +125,15 @@ func TestBenchBridge(t *testing.T) {
 	}
 	// The floor: the SDK, gRPC and the generated API initialised and an MCP
 	// server with one hand-written tool answering (internal/benchfloor/mcpfloor).
-	floorBin := filepath.Join(dir, "mcpfloor")
+	floorDir, err := os.MkdirTemp("", "mcpfloor-") // the floor runs as the bridge does (nobody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(floorDir) })
+	_ = os.Chmod(floorDir, 0o755)
+	floorBin := filepath.Join(floorDir, "mcpfloor")
 	fb := exec.Command("go", "build", "-o", floorBin, "./internal/benchfloor/mcpfloor")
 	fb.Dir = ".."
-	_ = os.Chmod(dir, 0o755) // the floor runs as the bridge does (nobody)
 	if out, err := fb.CombinedOutput(); err != nil {
 		t.Fatalf("building the floor binary: %v\n%s", err, out)
 	}
