@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -100,6 +101,49 @@ func TestToolSchemasFile(t *testing.T) {
 		}
 		if got := listed[name]; !reflect.DeepEqual(norm(got), norm(want)) {
 			t.Errorf("tool %s: toolschemas.json differs from its Go types (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
+		}
+	}
+}
+
+// Arguments are still checked against the tool's schema before the handler
+// runs (now at a tool's first call): an unknown property, a wrong type and
+// a wrong type inside an array are refused with the property named, and
+// nothing reaches the daemon (this bridge has none).
+func TestToolArgumentsAreValidated(t *testing.T) {
+	b := New(Options{})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := b.server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"argv": []string{"pwd"}, "shell": true}, "shell"},
+		{map[string]any{"argv": "pwd"}, "argv"},
+		{map[string]any{"argv": []any{"ls", 3}}, "argv"},
+		{map[string]any{"command": "pwd", "env": map[string]any{"A": 1}}, "env"},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "terminal_plan", Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		text := ""
+		for _, ct := range res.Content {
+			if tc, ok := ct.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if !res.IsError || !strings.Contains(text, `validating "arguments"`) || !strings.Contains(text, c.want) {
+			t.Errorf("%v: isError %v, %q; want a validation error naming %s", c.args, res.IsError, text, c.want)
 		}
 	}
 }
