@@ -166,6 +166,11 @@ type Options struct {
 	NoCgroups bool
 	// NoV1 skips v1 pids/memory cgroups on hybrid hosts.
 	NoV1 bool
+	// NoPool turns off the spawn pools (Linux: network namespaces and
+	// cgroups made ahead in the background); every execution then creates
+	// its own at spawn, as when a pool is empty. termd sets it from
+	// TERMD_SPAWN_POOL=0.
+	NoPool bool
 }
 
 func cgroupName(id string) string {
