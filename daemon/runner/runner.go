@@ -76,7 +76,7 @@ const DefaultGrace = 2 * time.Second
 
 // Spec is one execution, already decided by policy.
 type Spec struct {
-	ID   string   // execution id; names the cgroup (see Runner.CgroupPathFor)
+	ID   string   // execution id; names the cgroup (see Runner.ReserveCgroup)
 	Path string   // resolved absolute path of the binary
 	Argv []string // full argv including argv[0]; empty means {Path}
 	Dir  string   // working directory ("" = the daemon's)
