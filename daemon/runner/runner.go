@@ -18,6 +18,10 @@
 //     the daemon being a child subreaper (EnableSubreaper) so that orphans of an
 //     execution are re-parented to us and can still be found.
 //
+// Spawn pools (Linux): network namespaces and cgroups are made ahead in the
+// background and each given to one execution (see pool_linux.go); an empty
+// pool means the spawn makes its own.
+//
 // Spawn failures (exec errors, cgroup creation errors, bad credentials) do not
 // make Start return an error: Start returns a Process whose Wait reports
 // StatusFailed with Result.Err set, so every attempt has a final state for its
