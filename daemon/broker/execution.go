@@ -375,6 +375,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return intentErr
 	}
 	spec.BeforeRelease = func() error {
+		e.stage[stageLaunch] = time.Since(checked)
 		testStall("spawn")
 		if err := waitIntent(); err != nil {
 			return fmt.Errorf("the execution intent could not be recorded: %w", err)
