@@ -20,8 +20,7 @@ import (
 // descriptor is closed once the child is in it, a cgroup is removed after
 // its execution, as without a pool), and made inline when a pool is empty.
 
-// poolSize is how many of each a pool keeps ready (the filler holds one
-// more while it waits for room).
+// poolSize is how many of each a pool keeps ready.
 const poolSize = 4
 
 // poolNice lowers the filler threads' priority: refilling must not compete
@@ -31,8 +30,9 @@ const poolNice = 10
 // netnsPool keeps fresh network namespaces, as descriptors, made by one
 // dedicated thread.
 type netnsPool struct {
-	own   int      // the daemon's own network namespace
-	ready chan int // namespaces no process has entered yet
+	own   int           // the daemon's own network namespace
+	ready chan int      // namespaces no process has entered yet
+	kick  chan struct{} // a spawn ended: refill
 	stop  chan struct{}
 	done  chan struct{}
 	err   atomic.Pointer[error] // why the filler stopped early
@@ -44,7 +44,7 @@ func newNetnsPool() (*netnsPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the daemon's network namespace: %w", err)
 	}
-	np := &netnsPool{own: own, ready: make(chan int, poolSize), stop: make(chan struct{}), done: make(chan struct{})}
+	np := &netnsPool{own: own, ready: make(chan int, poolSize), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go np.fill()
 	return np, nil
 }
@@ -52,22 +52,41 @@ func newNetnsPool() (*netnsPool, error) {
 // fill runs on a thread of its own for its whole life: the thread moves
 // between namespaces, so it stays locked and ends with the goroutine instead
 // of going back to the runtime. It never starts a process, so its end cannot
-// take a child with it (Pdeathsig).
+// take a child with it (Pdeathsig). It fills the pool at start and after
+// each spawn (refill), not when a namespace is taken: then it would compete
+// with the spawn and the intent's commit for the CPU.
 func (np *netnsPool) fill() {
 	defer close(np.done)
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), poolNice)
 	for {
-		fd, err := np.make()
-		if err != nil {
-			np.err.Store(&err)
-			return // executions make their namespaces at clone, as without a pool
+		for len(np.ready) < cap(np.ready) { // only fill sends: never blocks
+			select {
+			case <-np.stop:
+				return
+			default:
+			}
+			fd, err := np.make()
+			if err != nil {
+				np.err.Store(&err)
+				return // executions make their namespaces at clone, as without a pool
+			}
+			np.ready <- fd
 		}
 		select {
-		case np.ready <- fd:
+		case <-np.kick:
 		case <-np.stop:
-			unix.Close(fd)
 			return
+		}
+	}
+}
+
+// refill asks the filler to top the pool up.
+func (np *netnsPool) refill() {
+	if np != nil {
+		select {
+		case np.kick <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -142,6 +161,7 @@ type cgroupPool struct {
 	seq    atomic.Uint64
 	ready  chan *execCgroup
 	last   atomic.Pointer[Spec] // limits written ahead (PidsMax, MemoryMax)
+	kick   chan struct{}        // a spawn ended: refill
 	stop   chan struct{}
 	done   chan struct{}
 
@@ -161,6 +181,7 @@ func newCgroupPool(r *Runner) *cgroupPool {
 		r:        r,
 		prefix:   fmt.Sprintf("%s%d-%d-", poolPrefix, r.self, start),
 		ready:    make(chan *execCgroup, poolSize),
+		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		reserved: map[string]*execCgroup{},
@@ -169,24 +190,36 @@ func newCgroupPool(r *Runner) *cgroupPool {
 	return cp
 }
 
+// fill fills the pool at start and after each spawn (see netnsPool.fill).
 func (cp *cgroupPool) fill() {
 	defer close(cp.done)
 	for {
-		cg, err := cp.make()
-		if err != nil {
-			// Spawns make their cgroups inline meanwhile; try again later.
+		for len(cp.ready) < cap(cp.ready) { // only fill sends: never blocks
 			select {
-			case <-time.After(time.Second):
-				continue
 			case <-cp.stop:
 				return
+			default:
 			}
+			cg, err := cp.make()
+			if err != nil {
+				break // spawns make their cgroups inline meanwhile; try again later
+			}
+			cp.ready <- cg
 		}
 		select {
-		case cp.ready <- cg:
+		case <-cp.kick:
+		case <-time.After(time.Second):
 		case <-cp.stop:
-			cg.remove()
 			return
+		}
+	}
+}
+
+func (cp *cgroupPool) refill() {
+	if cp != nil {
+		select {
+		case cp.kick <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -330,6 +363,13 @@ func (r *Runner) startPools() {
 	if r.parent != "" {
 		r.cgPool = newCgroupPool(r)
 	}
+}
+
+// refillPools is called when a spawn has ended (the command runs or the
+// spawn failed): the pools top up while the command runs.
+func (r *Runner) refillPools() {
+	r.netns.refill()
+	r.cgPool.refill()
 }
 
 func (r *Runner) closePools() {

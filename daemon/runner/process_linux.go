@@ -72,7 +72,9 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
 	// its freshly forked child for a leftover.
 	r.register(p)
-	if err := p.spawn(); err != nil {
+	err := p.spawn()
+	r.refillPools()
+	if err != nil {
 		r.unregister(p)
 		p.finishSpawnFailure(err)
 		return p, nil
