@@ -377,8 +377,8 @@ func (r *Runner) closePools() {
 	r.cgPool.close()
 }
 
-// PoolStatus says what the spawn pools hold, for the daemon's log and tests.
-func (r *Runner) PoolStatus() string {
+// poolStatus says what the spawn pools hold (tests print it).
+func (r *Runner) poolStatus() string {
 	var parts []string
 	switch {
 	case r.netns == nil:

@@ -32,7 +32,7 @@ func waitPool(t *testing.T, r *Runner, netns, cgroups int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("spawn pools did not fill (want %d namespaces, %d cgroups): %s", netns, cgroups, r.PoolStatus())
+			t.Fatalf("spawn pools did not fill (want %d namespaces, %d cgroups): %s", netns, cgroups, r.poolStatus())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
