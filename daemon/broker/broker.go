@@ -75,7 +75,6 @@ type Broker struct {
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
 	stages    stageLog
-	decisions []decisionRec // decision receipts to append after the mutex (receipts.go)
 
 	stop chan struct{}
 	done chan struct{}

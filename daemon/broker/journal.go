@@ -72,17 +72,10 @@ func (b *Broker) unlock() {
 	}
 }
 
-// unlockDurable is unlock for callers that report a failed sync. Decision
-// receipts made under the mutex are committed first, so the journal
-// records naming them become durable after them.
+// unlockDurable is unlock for callers that report a failed sync.
 func (b *Broker) unlockDurable() error {
 	j := b.journal
-	ds := b.decisions
-	b.decisions = nil
 	b.mu.Unlock()
-	if len(ds) > 0 {
-		b.storeDecisions(ds)
-	}
 	if j == nil {
 		return nil
 	}

@@ -84,13 +84,9 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 }
 
 // decisionReceiptLocked records a final state in which nothing ran
-// (blocked, denied, expired). The receipt is built here, under the
-// broker's mutex, and appended once the mutex is released (unlock calls
-// storeDecisions), so no session waits behind its commit; the caller is
-// still answered after it. Its id is fixed now so the plan names it at once.
+// (blocked, denied, expired).
 func (b *Broker) decisionReceiptLocked(p *planRec, status string, by *termdv1.Principal, detail string) {
 	r := b.draftReceipt(p, b.Now())
-	r.ID = uuid.NewString()
 	r.Status = receipt.Status(status)
 	r.Detail = detail
 	if by != nil && status == "denied" {
@@ -99,38 +95,16 @@ func (b *Broker) decisionReceiptLocked(p *planRec, status string, by *termdv1.Pr
 		r.Approved = false
 	}
 	b.Redactor.RedactReceipt(r)
-	p.p.ReceiptId = r.ID
+	stored, err := b.Store.Append(r)
+	if err != nil {
+		b.Log.Error("could not store a decision receipt", "plan", p.p.Id, "status", status, "error", err)
+		return
+	}
+	p.p.ReceiptId = stored.ID
 	p.p.NextStep = nextStep(p.p)
 	_ = b.journalPlanLocked(p)
-	b.decisions = append(b.decisions, decisionRec{plan: p, receipt: r})
-}
-
-// decisionRec is a decision receipt waiting for the mutex to be released.
-type decisionRec struct {
-	plan    *planRec
-	receipt *receipt.Receipt
-}
-
-// storeDecisions appends decision receipts queued under the mutex (called
-// without it). One that cannot be stored is logged and its plan no longer
-// names it.
-func (b *Broker) storeDecisions(ds []decisionRec) {
-	for _, d := range ds {
-		stored, err := b.Store.Append(d.receipt)
-		if err != nil {
-			b.Log.Error("could not store a decision receipt", "plan", d.plan.p.Id, "status", d.receipt.Status, "error", err)
-			b.mu.Lock()
-			if d.plan.p.ReceiptId == d.receipt.ID {
-				d.plan.p.ReceiptId = ""
-				d.plan.p.NextStep = nextStep(d.plan.p)
-				_ = b.journalPlanLocked(d.plan)
-			}
-			b.unlock()
-			continue
-		}
-		sum := summaryOf(stored)
-		b.Bus.Publish(d.plan.session.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
-	}
+	sum := summaryOf(stored)
+	b.Bus.Publish(p.session.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
 }
 
 // finalReceipt builds the receipt of an execution that ended.
