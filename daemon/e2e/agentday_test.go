@@ -65,6 +65,10 @@ type agentDayRun struct {
 	name    string
 	sandbox string // required or off
 	grants  string // "", "each" (one per kind) or "two"
+	// askWrites: the policy setting sandboxed_workspace_writes is ask (the
+	// default allow runs plain workspace writes without approval under the
+	// sandbox).
+	askWrites bool
 
 	plans, asked, byGrant, denied, auto, failed int
 	askedLines, deniedLines                     []string
@@ -95,7 +99,7 @@ func setUpAgentDay(t *testing.T, ws string) {
 // when the run's grant rule says so) and every plan runs.
 func runAgentDay(t *testing.T, steps []agentStep, r *agentDayRun) {
 	t.Helper()
-	r.d = harness.Start(t, harness.Options{Config: "sandbox: " + r.sandbox + "\n"})
+	r.d = harness.Start(t, harness.Options{Config: "sandbox: " + r.sandbox + "\n", AskWrites: r.askWrites})
 	d := r.d
 	setUpAgentDay(t, d.Workspace)
 	s, err := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{Label: "agent day: " + r.name})
@@ -245,6 +249,7 @@ func TestBenchAgentDay(t *testing.T) {
 		{name: "sandbox on, no grants", sandbox: "required"},
 		{name: "sandbox on, one grant per kind", sandbox: "required", grants: "each"},
 		{name: "sandbox on, two grants", sandbox: "required", grants: "two"},
+		{name: "sandbox on, two grants, writes ask", sandbox: "required", grants: "two", askWrites: true},
 	}
 	report := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
@@ -253,13 +258,16 @@ func TestBenchAgentDay(t *testing.T) {
 	}
 	for _, r := range runs {
 		runAgentDay(t, steps, r)
-		report("%-34s plans %d  asked %2d  approved by a grant %2d  denied %d  auto-allowed %2d  (commands that failed: %d)", r.name+":", r.plans, r.asked, r.byGrant, r.denied, r.auto, r.failed)
+		report("%-42s plans %d  asked %2d  approved by a grant %2d  denied %d  auto-allowed %2d  (commands that failed: %d)", r.name+":", r.plans, r.asked, r.byGrant, r.denied, r.auto, r.failed)
 	}
 	for _, r := range runs {
 		if r.grants == "" && r.sandbox == "required" {
 			report("asked with the sandbox on and no grants: %s", strings.Join(r.askedLines, " | "))
 		}
-		if r.grants == "two" {
+		if r.grants == "two" && r.askWrites {
+			report("asked with the sandbox on, two grants and sandboxed_workspace_writes: ask: %s", strings.Join(r.askedLines, " | "))
+		}
+		if r.grants == "two" && !r.askWrites {
 			report("asked with the sandbox on and two grants: %s", strings.Join(r.askedLines, " | "))
 			verdict := "met"
 			if r.asked > 5 {
