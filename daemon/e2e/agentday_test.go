@@ -177,12 +177,17 @@ type hostileCase struct {
 	Env  map[string]string `yaml:"env"`
 	Mode string            `yaml:"mode"`
 	Cwd  string            `yaml:"cwd"`
+	// Grantable: an ordinary command that asks for a person's decision; a
+	// grant for its pattern may cover it.
+	Grantable bool `yaml:"grantable"`
 }
 
 // newlyAllowed plans every hostile corpus case in the session that holds the
 // run's grants and in a fresh session of the same principal, and names the
-// cases the grants made runnable without asking.
-func newlyAllowed(t *testing.T, r *agentDayRun) (cases int, newly []string) {
+// cases the grants made runnable without asking: attacks (newly) and
+// ordinary commands marked grantable, which a grant for their pattern is
+// meant to cover (granted).
+func newlyAllowed(t *testing.T, r *agentDayRun) (cases int, newly, granted []string) {
 	t.Helper()
 	data, err := os.ReadFile("../policy/testdata/corpus.yaml")
 	if err != nil {
@@ -227,10 +232,14 @@ func newlyAllowed(t *testing.T, r *agentDayRun) (cases int, newly []string) {
 	for _, c := range cs {
 		cases++
 		if runnable(r.session, c) && !runnable(fresh.Session.Id, c) {
-			newly = append(newly, c.Name)
+			if c.Grantable {
+				granted = append(granted, c.Name)
+			} else {
+				newly = append(newly, c.Name)
+			}
 		}
 	}
-	return cases, newly
+	return cases, newly, granted
 }
 
 // TestBenchAgentDay measures how often an operator is asked during a
@@ -283,8 +292,8 @@ func TestBenchAgentDay(t *testing.T) {
 		if r.grants == "" {
 			continue
 		}
-		n, newly := newlyAllowed(t, r)
-		report("%s: hostile corpus cases newly allowed by its grants: %d of %d", r.name, len(newly), n)
+		n, newly, granted := newlyAllowed(t, r)
+		report("%s: hostile corpus cases newly allowed by its grants: %d of %d (and %d ordinary commands marked grantable that its grants cover, as meant: %s)", r.name, len(newly), n, len(granted), strings.Join(granted, " "))
 		if len(newly) > 0 {
 			t.Errorf("%s: grants made hostile corpus cases runnable without asking: %v", r.name, newly)
 		}

@@ -192,7 +192,7 @@ func TestAgentIsolationAndSingleExecution(t *testing.T) {
 // for, so the write needs approval again (it did not: red-team finding).
 func TestAgentReplanDoesNotInheritAnOperatorsTrustedMode(t *testing.T) {
 	requireRoot(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig})
+	d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true}) // touch: a write that asks in confirm mode
 	agent := agentClient(t, d, harness.Nobody)
 	mine, err := agent.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"ls"}}})
 	if err != nil {

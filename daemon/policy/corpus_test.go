@@ -30,6 +30,9 @@ type corpusCase struct {
 	// SandboxReason: the reason expected under the enforced sandbox when it
 	// differs from Reason.
 	SandboxReason string `yaml:"sandbox_reason"`
+	// Grantable: an ordinary command that asks for a person's decision, not
+	// an attack; an operator's grant may cover it (bench/agentday).
+	Grantable bool `yaml:"grantable"`
 }
 
 // corpusContexts: every case is decided with the sandbox unavailable and
