@@ -36,11 +36,22 @@ func TestBenchSpeed(t *testing.T) {
 	}
 	sid := s.Session.Id
 
-	// Alternate rounds so that load from elsewhere hits both alike.
+	// The same daemon without spawn pools (TERMD_SPAWN_POOL=0): every
+	// execution makes its network namespace and cgroup at spawn.
+	offAddr := freeLoopback(t)
+	off := harness.Start(t, harness.Options{Env: []string{"TERMD_DEBUG_PPROF=" + offAddr, "TERMD_SPAWN_POOL=0"}})
+	offS, err := off.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offSid := offS.Session.Id
+
+	// Alternate rounds so that load from elsewhere hits all alike.
 	const rounds, per = 4, 50
-	var floor, pairs []time.Duration
+	var floor, pairs, offPairs []time.Duration
 	for range 10 { // warm up
 		runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
+		runToEnd(t, off.Client, plan(t, off.Client, offSid, "true"))
 	}
 	for range rounds {
 		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
@@ -49,10 +60,19 @@ func TestBenchSpeed(t *testing.T) {
 			runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
 			pairs = append(pairs, time.Since(start))
 		}
+		for range per {
+			start := time.Now()
+			runToEnd(t, off.Client, plan(t, off.Client, offSid, "true"))
+			offPairs = append(offPairs, time.Since(start))
+		}
 	}
 	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true", pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
 	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
 		harness.Bench(t, "speed:   "+l)
+	}
+	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, spawn pools", pairs, "without (TERMD_SPAWN_POOL=0)", offPairs, 0)
+	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, offAddr)), "\n") {
+		harness.Bench(t, "speed:   TERMD_SPAWN_POOL=0 "+l)
 	}
 
 	// 50 MiB cat.
