@@ -20,9 +20,12 @@ import (
 // agentConfig makes uid 65534 (harness.Nobody) an agent that may connect.
 const agentConfig = "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534]\n"
 
+// start starts termd. Its policy asks for plain workspace writes
+// (sandboxed_workspace_writes: ask): the tests use touch as their example of
+// a command that needs approval.
 func start(t *testing.T) *harness.Daemon {
 	t.Helper()
-	return harness.Start(t, harness.Options{})
+	return harness.Start(t, harness.Options{AskWrites: true})
 }
 
 // startWithAgent starts termd with an agent principal (nobody) besides the
@@ -32,7 +35,7 @@ func startWithAgent(t *testing.T) *harness.Daemon {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run termctl as a second user")
 	}
-	d := harness.Start(t, harness.Options{Config: agentConfig})
+	d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true})
 	// The agent's commands run as the agent: let it write in the workspace.
 	if err := os.Chmod(d.Workspace, 0o777); err != nil {
 		t.Fatal(err)

@@ -247,6 +247,7 @@ func newPolicyShow(a *app) *cobra.Command {
 				"trusted PATH", strings.Join(p.TrustedPath, ":"),
 				"environment", strings.Join(p.EnvAllowlist, " "),
 				"limits", strings.Join(lim, ", "),
+				"sandboxed writes", sandboxedWritesWords(p.SandboxedWorkspaceWrites),
 			); err != nil {
 				return err
 			}
@@ -309,4 +310,15 @@ func newPolicyReload(a *app) *cobra.Command {
 			return err
 		},
 	}
+}
+
+// sandboxedWritesWords explains the policy setting sandboxed_workspace_writes.
+func sandboxedWritesWords(v string) string {
+	switch v {
+	case "allow":
+		return "allow (sandboxed_workspace_writes: plain writes inside the workspace, like sed -i or git commit, run without approval in confirm mode under a fully enforced sandbox)"
+	case "ask":
+		return "ask (sandboxed_workspace_writes: every write asks in confirm mode, sandbox or not)"
+	}
+	return v
 }

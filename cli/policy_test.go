@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/termd/termd/daemon/policy"
+	"github.com/termd/termd/internal/harness"
 )
 
 // checkResult is the documented JSON of `termctl policy check -o json`.
@@ -59,12 +60,20 @@ func TestPolicyShowReloadLint(t *testing.T) {
 	if !strings.Contains(out, "version:") || !strings.Contains(out, "source:") {
 		t.Fatalf("policy show should say which policy is active:\n%s", out)
 	}
+	// start's policy asks for sandboxed writes; the embedded default allows them.
+	if !strings.Contains(out, "sandboxed writes:") || !strings.Contains(out, "ask (sandboxed_workspace_writes: every write asks") {
+		t.Errorf("policy show should state sandboxed_workspace_writes:\n%s", out)
+	}
 	show := decode[struct {
-		Version string `json:"version"`
-		Text    string `json:"text"`
+		Version                  string `json:"version"`
+		Text                     string `json:"text"`
+		SandboxedWorkspaceWrites string `json:"sandboxed_workspace_writes"`
 	}](t, ok(t, d, "policy", "show", "-o", "json"))
-	if show.Version == "" || show.Text == "" {
+	if show.Version == "" || show.Text == "" || show.SandboxedWorkspaceWrites != "ask" {
 		t.Fatalf("policy show -o json: %+v", show)
+	}
+	if def := ok(t, harness.Start(t, harness.Options{}), "policy", "show"); !strings.Contains(def, "allow (sandboxed_workspace_writes: plain writes inside the workspace") {
+		t.Errorf("policy show of the embedded default should say sandboxed writes are allowed:\n%s", def)
 	}
 	if out := ok(t, d, "policy", "reload"); !strings.Contains(out, "policy") {
 		t.Fatalf("policy reload: %q", out)

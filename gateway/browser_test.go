@@ -31,7 +31,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		harness.Missing(t, "node is not installed: install Node.js 18 or later")
 	}
-	d := harness.Start(t, harness.Options{})
+	d := harness.Start(t, harness.Options{AskWrites: true}) // touch is the page's command that needs approval
 	// A recipe that prints, waits and prints again: the page is reloaded while it runs.
 	if err := os.WriteFile(filepath.Join(d.Workspace, "Makefile"), []byte("slow:\n\t@echo before\n\t@sleep 3\n\t@echo after\n"), 0o644); err != nil {
 		t.Fatal(err)

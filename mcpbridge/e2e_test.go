@@ -38,7 +38,8 @@ func needRoot(t testing.TB) {
 
 func startDaemon(t testing.TB) *harness.Daemon {
 	needRoot(t)
-	return harness.Start(t, harness.Options{Config: agentConfig, Args: []string{"--console-url", consoleURL}})
+	// touch is the tests' command that needs approval (sandboxed_workspace_writes: ask).
+	return harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Args: []string{"--console-url", consoleURL}})
 }
 
 // bridgeCmd is termd-mcp run as the agent principal.

@@ -197,7 +197,7 @@ func requestBytes(r *termdv1.CommandRequest) int {
 
 // policyContext is what the daemon (not the caller) knows for a decision.
 func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
-	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths(), Sandbox: b.sandboxEnforced()}
+	ctx := policy.Context{Workspaces: b.Config().Workspaces, Protected: b.protectedPaths(), Sandbox: b.sandboxEnforced(), SandboxBy: b.sandboxEnforcer()}
 	if caller != nil {
 		if a, err := config.LookupUID(caller.Uid); err == nil {
 			ctx.Home = a.User.HomeDir

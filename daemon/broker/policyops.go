@@ -33,13 +33,14 @@ func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse {
 	p := b.Policy.Current()
 	lim := p.Limits()
 	return &termdv1.GetPolicyResponse{
-		Version:        p.Version(),
-		Source:         p.Name(),
-		Text:           string(p.Canonical()),
-		DefaultMode:    modeProto(p.DefaultMode()),
-		NetworkAllowed: p.NetworkAllowed(),
-		TrustedPath:    p.TrustedPath(),
-		EnvAllowlist:   p.EnvAllowlist(),
+		Version:                  p.Version(),
+		Source:                   p.Name(),
+		Text:                     string(p.Canonical()),
+		DefaultMode:              modeProto(p.DefaultMode()),
+		NetworkAllowed:           p.NetworkAllowed(),
+		TrustedPath:              p.TrustedPath(),
+		EnvAllowlist:             p.EnvAllowlist(),
+		SandboxedWorkspaceWrites: p.SandboxedWorkspaceWrites(),
 		Limits: &termdv1.Limits{
 			TimeoutSeconds: uint32(lim.DefaultTimeout / time.Second),
 			OutputBytes:    lim.OutputBytes,

@@ -31,6 +31,17 @@ func (b *Broker) SandboxLevel() sandbox.Level { return b.Sandbox.Level(b.Sandbox
 // confined project code run without approval.
 func (b *Broker) sandboxEnforced() bool { return b.SandboxLevel() == sandbox.LevelFull }
 
+// sandboxEnforcer names what confines executions, for the policy's reasons.
+func (b *Broker) sandboxEnforcer() string {
+	switch b.Sandbox.Platform {
+	case "linux-landlock":
+		return "Landlock"
+	case "macos-seatbelt":
+		return "Seatbelt"
+	}
+	return ""
+}
+
 // sandboxFor prepares the sandbox of one execution. It creates the execution's
 // private temporary directory (returned, to be removed when it ends) and the
 // build caches under HOME.

@@ -215,7 +215,7 @@ func fileChecks(c *config.Config) []Check {
 func policyCheck(c *config.Config) Check {
 	if c.Policy == "" {
 		p := policy.Default()
-		return Check{Area: "policy", Status: OK, Message: "embedded default policy (version " + p.Version() + ")"}
+		return Check{Area: "policy", Status: OK, Message: "embedded default policy (version " + p.Version() + "; " + sandboxedWrites(p) + ")"}
 	}
 	p, err := policy.LoadFile(c.Policy)
 	if err != nil {
@@ -224,7 +224,15 @@ func policyCheck(c *config.Config) Check {
 	if st, err := os.Stat(c.Policy); err == nil && st.Mode().Perm()&0o022 != 0 {
 		return Check{Area: "policy", Status: Fail, Message: fmt.Sprintf("policy %s has mode %04o: others may change what commands are allowed", c.Policy, st.Mode().Perm()), Fix: "chmod 644 " + c.Policy + " (owned by root)"}
 	}
-	return Check{Area: "policy", Status: OK, Message: "policy " + c.Policy + " is valid (version " + p.Version() + ")"}
+	return Check{Area: "policy", Status: OK, Message: "policy " + c.Policy + " is valid (version " + p.Version() + "; " + sandboxedWrites(p) + ")"}
+}
+
+// sandboxedWrites states the policy setting sandboxed_workspace_writes.
+func sandboxedWrites(p *policy.Policy) string {
+	if p.SandboxedWorkspaceWrites() == policy.SandboxedWritesAsk {
+		return "sandboxed_workspace_writes: ask, every write asks in confirm mode"
+	}
+	return "sandboxed_workspace_writes: allow, plain workspace writes run without approval under a fully enforced sandbox"
 }
 
 // roleChecks says plainly when agents and operators share a uid.

@@ -50,7 +50,7 @@ func TestDoctorOnThisMachine(t *testing.T) {
 	wantLine(t, out, `^OK +socket +socket .*termd.sock has mode 0660`)
 	wantLine(t, out, `^OK +state +state directory .* has mode 0700`)
 	wantLine(t, out, `^OK +keys +key files .* 0600`)
-	wantLine(t, out, `^OK +policy +embedded default policy`)
+	wantLine(t, out, `^OK +policy +embedded default policy .*sandboxed_workspace_writes: allow, plain workspace writes run without approval`)
 	wantLine(t, out, `^OK +daemon +termd .* answers at `)
 	wantLine(t, out, `^OK +storage +state directory holds .* free on its filesystem \(floor storage.min_free_bytes 512.0 MiB\)`)
 	if strings.Contains(out, "FAIL ") {

@@ -16,8 +16,9 @@ func startWithAdviser(t *testing.T) (*harness.Daemon, *fakeapi.Server) {
 	api := fakeapi.New(t)
 	t.Cleanup(api.Close)
 	d := harness.Start(t, harness.Options{
-		Config: "adviser:\n  base_url: " + api.URL + "\n  api_key_env: TERMD_TEST_ADVISER_KEY\n  idle_timeout: 2s\n  max_attempts: 2\n",
-		Env:    []string{"TERMD_TEST_ADVISER_KEY=" + fakeKey},
+		AskWrites: true, // touch stands for a command that needs approval
+		Config:    "adviser:\n  base_url: " + api.URL + "\n  api_key_env: TERMD_TEST_ADVISER_KEY\n  idle_timeout: 2s\n  max_attempts: 2\n",
+		Env:       []string{"TERMD_TEST_ADVISER_KEY=" + fakeKey},
 	})
 	return d, api
 }

@@ -65,6 +65,10 @@ type agentDayRun struct {
 	name    string
 	sandbox string // required or off
 	grants  string // "", "each" (one per kind) or "two"
+	// askWrites: the policy setting sandboxed_workspace_writes is ask (the
+	// default allow runs plain workspace writes without approval under the
+	// sandbox).
+	askWrites bool
 
 	plans, asked, byGrant, denied, auto, failed int
 	askedLines, deniedLines                     []string
@@ -95,7 +99,7 @@ func setUpAgentDay(t *testing.T, ws string) {
 // when the run's grant rule says so) and every plan runs.
 func runAgentDay(t *testing.T, steps []agentStep, r *agentDayRun) {
 	t.Helper()
-	r.d = harness.Start(t, harness.Options{Config: "sandbox: " + r.sandbox + "\n"})
+	r.d = harness.Start(t, harness.Options{Config: "sandbox: " + r.sandbox + "\n", AskWrites: r.askWrites})
 	d := r.d
 	setUpAgentDay(t, d.Workspace)
 	s, err := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{Label: "agent day: " + r.name})
@@ -173,12 +177,17 @@ type hostileCase struct {
 	Env  map[string]string `yaml:"env"`
 	Mode string            `yaml:"mode"`
 	Cwd  string            `yaml:"cwd"`
+	// Grantable: an ordinary command that asks for a person's decision; a
+	// grant for its pattern may cover it.
+	Grantable bool `yaml:"grantable"`
 }
 
 // newlyAllowed plans every hostile corpus case in the session that holds the
 // run's grants and in a fresh session of the same principal, and names the
-// cases the grants made runnable without asking.
-func newlyAllowed(t *testing.T, r *agentDayRun) (cases int, newly []string) {
+// cases the grants made runnable without asking: attacks (newly) and
+// ordinary commands marked grantable, which a grant for their pattern is
+// meant to cover (granted).
+func newlyAllowed(t *testing.T, r *agentDayRun) (cases int, newly, granted []string) {
 	t.Helper()
 	data, err := os.ReadFile("../policy/testdata/corpus.yaml")
 	if err != nil {
@@ -223,10 +232,14 @@ func newlyAllowed(t *testing.T, r *agentDayRun) (cases int, newly []string) {
 	for _, c := range cs {
 		cases++
 		if runnable(r.session, c) && !runnable(fresh.Session.Id, c) {
-			newly = append(newly, c.Name)
+			if c.Grantable {
+				granted = append(granted, c.Name)
+			} else {
+				newly = append(newly, c.Name)
+			}
 		}
 	}
-	return cases, newly
+	return cases, newly, granted
 }
 
 // TestBenchAgentDay measures how often an operator is asked during a
@@ -245,6 +258,7 @@ func TestBenchAgentDay(t *testing.T) {
 		{name: "sandbox on, no grants", sandbox: "required"},
 		{name: "sandbox on, one grant per kind", sandbox: "required", grants: "each"},
 		{name: "sandbox on, two grants", sandbox: "required", grants: "two"},
+		{name: "sandbox on, two grants, writes ask", sandbox: "required", grants: "two", askWrites: true},
 	}
 	report := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
@@ -253,13 +267,16 @@ func TestBenchAgentDay(t *testing.T) {
 	}
 	for _, r := range runs {
 		runAgentDay(t, steps, r)
-		report("%-34s plans %d  asked %2d  approved by a grant %2d  denied %d  auto-allowed %2d  (commands that failed: %d)", r.name+":", r.plans, r.asked, r.byGrant, r.denied, r.auto, r.failed)
+		report("%-42s plans %d  asked %2d  approved by a grant %2d  denied %d  auto-allowed %2d  (commands that failed: %d)", r.name+":", r.plans, r.asked, r.byGrant, r.denied, r.auto, r.failed)
 	}
 	for _, r := range runs {
 		if r.grants == "" && r.sandbox == "required" {
 			report("asked with the sandbox on and no grants: %s", strings.Join(r.askedLines, " | "))
 		}
-		if r.grants == "two" {
+		if r.grants == "two" && r.askWrites {
+			report("asked with the sandbox on, two grants and sandboxed_workspace_writes: ask: %s", strings.Join(r.askedLines, " | "))
+		}
+		if r.grants == "two" && !r.askWrites {
 			report("asked with the sandbox on and two grants: %s", strings.Join(r.askedLines, " | "))
 			verdict := "met"
 			if r.asked > 5 {
@@ -275,8 +292,8 @@ func TestBenchAgentDay(t *testing.T) {
 		if r.grants == "" {
 			continue
 		}
-		n, newly := newlyAllowed(t, r)
-		report("%s: hostile corpus cases newly allowed by its grants: %d of %d", r.name, len(newly), n)
+		n, newly, granted := newlyAllowed(t, r)
+		report("%s: hostile corpus cases newly allowed by its grants: %d of %d (and %d ordinary commands marked grantable that its grants cover, as meant: %s)", r.name, len(newly), n, len(granted), strings.Join(granted, " "))
 		if len(newly) > 0 {
 			t.Errorf("%s: grants made hostile corpus cases runnable without asking: %v", r.name, newly)
 		}

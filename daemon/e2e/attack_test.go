@@ -85,7 +85,7 @@ func TestAgentCannotExecuteAPlanRequestedByAnother(t *testing.T) {
 // for a weaker mode, and a plan runs once however many Execute calls race.
 func TestAgentIsolationAndSingleExecution(t *testing.T) {
 	requireRoot(t)
-	d := harness.Start(t, harness.Options{Config: "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534, 65533]\n"})
+	d := harness.Start(t, harness.Options{AskWrites: true, Config: "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534, 65533]\n"})
 	a := agentClient(t, d, harness.Nobody)
 	other := agentClient(t, d, &syscall.Credential{Uid: 65533, Gid: 65534})
 
@@ -192,7 +192,7 @@ func TestAgentIsolationAndSingleExecution(t *testing.T) {
 // for, so the write needs approval again (it did not: red-team finding).
 func TestAgentReplanDoesNotInheritAnOperatorsTrustedMode(t *testing.T) {
 	requireRoot(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig})
+	d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true}) // touch: a write that asks in confirm mode
 	agent := agentClient(t, d, harness.Nobody)
 	mine, err := agent.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"ls"}}})
 	if err != nil {

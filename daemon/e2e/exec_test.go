@@ -29,7 +29,7 @@ func TestReadOnlyCommandRunsWithReceipt(t *testing.T) {
 }
 
 func TestWriteNeedsApprovalInConfirmMode(t *testing.T) {
-	d := harness.Start(t, harness.Options{})
+	d := harness.Start(t, harness.Options{AskWrites: true})
 	p := plan(t, d.Client, "", "touch", "new.txt")
 	if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
 		t.Fatalf("touch should need approval; got %v %v", p.State, p.Decision.Reasons)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/internal/harness"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -64,7 +63,9 @@ func runOK(t *testing.T, d *harness.Daemon, p *termdv1.Plan) map[string]any {
 // a restart.
 func TestGrantsRememberApprovals(t *testing.T) {
 	requireRoot(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig, Policy: string(policy.DefaultYAML())})
+	// Grants remember approvals of writes that ask: with the default
+	// (sandboxed_workspace_writes: allow) the sandbox lets git commit run.
+	d := harness.Start(t, harness.Options{Config: agentConfig, Policy: harness.AskWritesPolicy(t)})
 	gitRepo(t, d.Workspace)
 
 	stage(t, d.Workspace, 0)
@@ -155,7 +156,7 @@ func TestGrantsRememberApprovals(t *testing.T) {
 	if p := plan(t, d.Client, "", "git", "commit", "-m", "workspace grant"); p.GrantId != ws.Id {
 		t.Fatalf("the workspace grant does not cover: %v %q", p.State, p.GrantId)
 	}
-	text := strings.Replace(string(policy.DefaultYAML()), "name: termd-default", "name: termd-default-edited", 1)
+	text := strings.Replace(harness.AskWritesPolicy(t), "name: termd-default", "name: termd-default-edited", 1)
 	if err := os.WriteFile(d.PolicyPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func journalIDs(t *testing.T, path string) (lines int, ids map[string]int, raw [
 // a week ago go with their plans. What a user had (a plan awaiting
 // approval, an approved plan, finished plans) is still there.
 func TestJournalIsCompactedAtStart(t *testing.T) {
-	d := harness.Start(t, harness.Options{})
+	d := harness.Start(t, harness.Options{AskWrites: true})
 	waiting := plan(t, d.Client, "", "touch", "waiting.txt")
 	approved := plan(t, d.Client, waiting.SessionId, "touch", "approved.txt")
 	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: approved.Id, RequestHash: approved.Decision.RequestHash}); err != nil {

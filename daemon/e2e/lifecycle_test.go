@@ -391,7 +391,7 @@ func TestKill9DuringRunGivesOutcomeUnknown(t *testing.T) {
 }
 
 func TestPlansAndApprovalsSurviveACrash(t *testing.T) {
-	d := harness.Start(t, harness.Options{})
+	d := harness.Start(t, harness.Options{AskWrites: true})
 	waiting := plan(t, d.Client, "", "touch", "a.txt")
 	approved := plan(t, d.Client, waiting.SessionId, "touch", "b.txt")
 	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: approved.Id, RequestHash: approved.Decision.RequestHash}); err != nil {
@@ -420,7 +420,7 @@ func TestPlansAndApprovalsSurviveACrash(t *testing.T) {
 // journal that nonetheless holds an oversized record (damage) does not stop
 // termd from starting: the plans around it survive.
 func TestHugeRequestsCannotBreakTheJournal(t *testing.T) {
-	d := harness.Start(t, harness.Options{})
+	d := harness.Start(t, harness.Options{AskWrites: true})
 	kept := plan(t, d.Client, "", "touch", "kept.txt")
 	huge := []string{"ls"}
 	for range 60 {

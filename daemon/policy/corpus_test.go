@@ -22,6 +22,25 @@ type corpusCase struct {
 	Spell   *bool             `yaml:"spell"`
 	Twin    []string          `yaml:"twin"`
 	TwinEnv map[string]string `yaml:"twin_env"`
+	// Sandboxed: under a fully enforced sandbox the case runs without
+	// approval by design (confined project code, a plain workspace write),
+	// with a reason containing this; its other spellings still must not
+	// be allowed.
+	Sandboxed string `yaml:"sandboxed"`
+	// SandboxReason: the reason expected under the enforced sandbox when it
+	// differs from Reason.
+	SandboxReason string `yaml:"sandbox_reason"`
+	// Grantable: an ordinary command that asks for a person's decision, not
+	// an attack; an operator's grant may cover it (bench/agentday).
+	Grantable bool `yaml:"grantable"`
+}
+
+// corpusContexts: every case is decided with the sandbox unavailable and
+// with it fully enforced.
+func corpusContexts(f *fixture) map[string]Context {
+	enforced := f.ctx
+	enforced.Sandbox, enforced.SandboxBy = true, "Landlock"
+	return map[string]Context{"sandbox-unavailable": f.ctx, "sandbox-enforced": enforced}
 }
 
 func loadCorpus(t *testing.T) []corpusCase {
@@ -106,15 +125,30 @@ func TestAdversarialCorpus(t *testing.T) {
 				vs = append(vs, variant{sp, r})
 			}
 		}
-		for _, v := range vs {
-			runs++
-			d := f.pol.Decide(v.req, f.ctx)
-			if d.Verdict == Allow {
-				t.Errorf("hostile %s/%s %q: allowed; reasons %q", c.Name, v.name, v.req.Argv, d.Reasons)
-				continue
-			}
-			if !hasReason(d, c.Reason) {
-				t.Errorf("hostile %s/%s %q: %s without reason containing %q; reasons %q", c.Name, v.name, v.req.Argv, d.Verdict, c.Reason, d.Reasons)
+		for cname, ctx := range corpusContexts(f) {
+			enforced := ctx.Sandbox
+			for _, v := range vs {
+				runs++
+				d := f.pol.Decide(v.req, ctx)
+				reason := c.Reason
+				if enforced && c.SandboxReason != "" {
+					reason = c.SandboxReason
+				}
+				switch {
+				case enforced && c.Sandboxed != "" && d.Verdict == Allow:
+					if !hasReason(d, c.Sandboxed) {
+						t.Errorf("%s %s/%s %q: allowed without a reason containing %q; reasons %q", cname, c.Name, v.name, v.req.Argv, c.Sandboxed, d.Reasons)
+					}
+				case enforced && c.Sandboxed != "" && v.name == "bare":
+					t.Errorf("%s %s %q: %s, want allow (marked sandboxed); reasons %q", cname, c.Name, v.req.Argv, d.Verdict, d.Reasons)
+				case enforced && c.Sandboxed != "":
+					// another spelling of a case the sandbox lets run: not
+					// allowed is all that is asked of it
+				case d.Verdict == Allow:
+					t.Errorf("%s hostile %s/%s %q: allowed; reasons %q", cname, c.Name, v.name, v.req.Argv, d.Reasons)
+				case !hasReason(d, reason):
+					t.Errorf("%s hostile %s/%s %q: %s without reason containing %q; reasons %q", cname, c.Name, v.name, v.req.Argv, d.Verdict, reason, d.Reasons)
+				}
 			}
 		}
 		if len(c.Twin) > 0 {
@@ -134,14 +168,16 @@ func TestAdversarialCorpus(t *testing.T) {
 			if _, err := ParseMode(c.Mode); err != nil {
 				mode = ""
 			}
-			for _, a := range [][]string{twin, append([]string{f.bin + "/" + twin[0]}, twin[1:]...)} {
-				if strings.HasPrefix(twin[0], "/") && len(a) > 0 && a[0] != twin[0] {
-					continue
-				}
-				runs++
-				d := f.pol.Decide(Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode}, f.ctx)
-				if d.Verdict == Deny {
-					t.Errorf("benign twin of %s %q: denied; reasons %q", c.Name, a, d.Reasons)
+			for cname, ctx := range corpusContexts(f) {
+				for _, a := range [][]string{twin, append([]string{f.bin + "/" + twin[0]}, twin[1:]...)} {
+					if strings.HasPrefix(twin[0], "/") && len(a) > 0 && a[0] != twin[0] {
+						continue
+					}
+					runs++
+					d := f.pol.Decide(Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode}, ctx)
+					if d.Verdict == Deny {
+						t.Errorf("%s benign twin of %s %q: denied; reasons %q", cname, c.Name, a, d.Reasons)
+					}
 				}
 			}
 		}

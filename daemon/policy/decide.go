@@ -39,8 +39,13 @@ type Context struct {
 	// Sandbox: executions are confined by a fully enforced sandbox profile
 	// (termd's sandbox is required or best effort and the kernel has every
 	// feature). Project code that stays in the workspace and off the
-	// network then runs without approval in confirm mode.
+	// network then runs without approval in confirm mode, and so does a
+	// plain write inside the workspace unless the policy's
+	// sandboxed_workspace_writes says ask.
 	Sandbox bool
+	// SandboxBy names what enforces it ("Landlock", "Seatbelt"), for the
+	// reasons a decision gives.
+	SandboxBy string
 }
 
 // Step is one stage of a decision, for explain.
@@ -94,6 +99,7 @@ type decideCtx struct {
 	protected  []string
 	home       string
 	sandbox    bool
+	sandboxBy  string
 }
 
 type state struct {
@@ -124,7 +130,7 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 			d = Decision{Verdict: Deny, Risk: RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox}
+	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox, sandboxBy: ctx.SandboxBy}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
 			dc.workspaces = append(dc.workspaces, resolveAbs(w, 0))
@@ -575,6 +581,11 @@ type command struct {
 	sys, proj      []*rule  // matched rules per layer
 
 	askedWrite, write, unknownRO, confined bool
+	// plainFree: a plain write the sandbox confines to the workspace runs
+	// without approval (sandboxed_workspace_writes: allow); plainWhy is
+	// the step's detail either way.
+	plainFree bool
+	plainWhy  string
 }
 
 // decideArgv decides the command itself in stages, each named after the
@@ -938,6 +949,59 @@ func (c *command) sandbox() bool {
 	return true
 }
 
+// sandboxedWrite decides whether a write is a plain write inside the
+// workspace that the enforced sandbox confines completely (see the policy
+// setting sandboxed_workspace_writes): it reports the step outcome (allow,
+// ask, or "" when the question does not arise) and its detail.
+func (c *command) sandboxedWrite() (string, string) {
+	d, pc, ctx := c.d, c.pc, c.ctx
+	if d.Mode != ModeConfirm || !c.write || pc.code || pc.unparsed || d.Verdict != Allow {
+		return "", "" // not a write, or project code, or already asking or denied for its own reasons
+	}
+	if !ctx.sandbox {
+		return "ask", "no fully enforced sandbox (sandbox off, unavailable or partial): writes ask"
+	}
+	ws := ""
+	for _, w := range ctx.workspaces {
+		if within(w, c.cwd) {
+			ws = w
+			break
+		}
+	}
+	var why []string
+	switch {
+	case pc.net:
+		why = append(why, "it uses the network")
+	case d.Sandbox.Profile != SandboxWorkspaceWrite || len(d.Sandbox.Write) > 0 || len(d.Sandbox.Read) > 0 || ws == "":
+		why = append(why, "its sandbox is not the plain workspace-write profile")
+	case d.RunAs != "":
+		why = append(why, "it runs as "+d.RunAs)
+	case riskRank(d.Risk) > riskRank(RiskMedium):
+		why = append(why, "its risk is "+string(d.Risk))
+	case pc.spec == nil || !pc.spec.plainWrite:
+		why = append(why, pc.cmdName()+" is not a plain edit (it may remove, discard or write files the policy did not check)")
+	case pc.recursive:
+		why = append(why, "it writes recursively (files the policy did not check)")
+	}
+	why = append(why, pc.notPlain...)
+	for _, w := range c.writes {
+		if entryFileName(w) {
+			why = append(why, w+" is an entry file that later commands run or build from")
+		}
+	}
+	if len(why) > 0 {
+		return "ask", "not a plain workspace write: " + strings.Join(why, "; ")
+	}
+	by := ctx.sandboxBy
+	if by == "" {
+		by = "the kernel sandbox"
+	}
+	if c.p.SandboxedWorkspaceWrites() == SandboxedWritesAsk {
+		return "ask", "writes confined to " + ws + " by " + by + ", but the policy setting sandboxed_workspace_writes is ask"
+	}
+	return "allow", "writes confined to " + ws + " by " + by
+}
+
 // mode-adjust: what the mode makes of the verdict.
 func (c *command) modeAdjust() bool {
 	s, d, pc := c.s, c.d, c.pc
@@ -949,7 +1013,12 @@ func (c *command) modeAdjust() bool {
 	case ModeConfirm:
 		var why []string
 		free := c.confined || c.unknownRO // the kernel holds it; see the sandbox stage
-		if c.write && !free {
+		if outcome, detail := c.sandboxedWrite(); outcome != "" {
+			s.step("sandboxed-workspace-write", outcome, detail)
+			c.plainFree = outcome == "allow"
+			c.plainWhy = detail
+		}
+		if c.write && !free && !c.plainFree {
 			why = append(why, "writes")
 		}
 		if pc.code && !free {
@@ -964,9 +1033,15 @@ func (c *command) modeAdjust() bool {
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
 		case c.confined:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
+		case c.plainFree:
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: sandboxed-workspace-write: allowed without approval, "+c.plainWhy+" (policy setting sandboxed_workspace_writes: allow)")
 		}
 		if len(why) > 0 && d.Verdict == Allow {
-			s.raise(Ask, d.Risk, "confirm mode: approval needed because the command "+strings.Join(why, ", "))
+			reason := "confirm mode: approval needed because the command " + strings.Join(why, ", ")
+			if c.plainWhy != "" && contains(why, "writes") {
+				reason += " (" + c.plainWhy + ")"
+			}
+			s.raise(Ask, d.Risk, reason)
 		}
 	case ModeTrusted:
 		if d.Verdict == Ask {

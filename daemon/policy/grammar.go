@@ -50,6 +50,10 @@ type opt struct {
 	// workDir: the value is a directory the tool works in (-C, --git-dir),
 	// which a command that writes or builds writes in.
 	workDir bool
+	// notPlain: presence makes a plain write (cmdSpec.plainWrite) more
+	// than an edit a sandbox makes safe, with this reason (git commit
+	// --amend rewrites history).
+	notPlain string
 }
 
 // cmdSpec is the grammar of a tool or subcommand.
@@ -85,6 +89,12 @@ type cmdSpec struct {
 	custom func(p *parsed, args []string) error
 	// effects
 	write, net, code bool
+	// plainWrite: the command's writes are edits of the files its operands
+	// name (git: of the repository's index and objects), nothing that
+	// discards work or lands where the policy did not look, so a fully
+	// enforced workspace-write sandbox confines them completely (the
+	// policy setting sandboxed_workspace_writes).
+	plainWrite bool
 	// post-parse hook: classify operands, add findings, set effects.
 	post func(*parsed)
 
@@ -136,6 +146,9 @@ type parsed struct {
 	backupSuffix string
 	// inner is a wrapped command (env/timeout/sudo/sh -c), for explanation.
 	inner [][]string
+	// notPlain: why the options used make a plain write more than an edit
+	// (opt.notPlain).
+	notPlain []string
 }
 
 func (p *parsed) has(names ...string) bool {
@@ -200,10 +213,11 @@ func o(spec string, kind ...Kind) *opt {
 	return op
 }
 
-func (op *opt) denyWith(reason string) *opt { op.deny = reason; return op }
-func (op *opt) writes() *opt                { op.write = true; return op }
-func (op *opt) runsCode() *opt              { op.code = true; return op }
-func (op *opt) movesDir() *opt              { op.workDir = true; return op }
+func (op *opt) denyWith(reason string) *opt   { op.deny = reason; return op }
+func (op *opt) writes() *opt                  { op.write = true; return op }
+func (op *opt) runsCode() *opt                { op.code = true; return op }
+func (op *opt) movesDir() *opt                { op.workDir = true; return op }
+func (op *opt) notPlainWrite(why string) *opt { op.notPlain = why; return op }
 
 // flags builds many no-argument options from a space separated list; each
 // word may be "a|b" aliases.
@@ -328,6 +342,9 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 		}
 		if op.code {
 			p.code = true
+		}
+		if op.notPlain != "" {
+			p.notPlain = append(p.notPlain, name+" "+op.notPlain)
 		}
 		if has && (op.kind == KPathRead || op.kind == KPathWrite || op.kind == KURL) {
 			p.paths = append(p.paths, operand{value: val, kind: op.kind, dirOpt: op.workDir, from: op})

@@ -151,17 +151,20 @@ const DefaultOutputBudget = 64 << 20
 // ---- file schema -------------------------------------------------------
 
 type fileSpec struct {
-	Version     int                    `yaml:"version" json:"version"`
-	Kind        string                 `yaml:"kind,omitempty" json:"kind,omitempty"`
-	Name        string                 `yaml:"name" json:"name"`
-	DefaultMode string                 `yaml:"default_mode" json:"default_mode"`
-	Network     bool                   `yaml:"network" json:"network"`
-	TrustedPath []string               `yaml:"trusted_path" json:"trusted_path"`
-	Limits      limitsSpec             `yaml:"limits" json:"limits"`
-	Env         envSpec                `yaml:"env" json:"env"`
-	Paths       pathsSpec              `yaml:"paths" json:"paths"`
-	Programs    map[string]programSpec `yaml:"programs" json:"programs"`
-	Rules       []ruleSpec             `yaml:"rules" json:"rules"`
+	Version     int    `yaml:"version" json:"version"`
+	Kind        string `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Name        string `yaml:"name" json:"name"`
+	DefaultMode string `yaml:"default_mode" json:"default_mode"`
+	Network     bool   `yaml:"network" json:"network"`
+	// SandboxedWorkspaceWrites: allow (the default) or ask. See
+	// SandboxedWorkspaceWrites().
+	SandboxedWorkspaceWrites string                 `yaml:"sandboxed_workspace_writes,omitempty" json:"sandboxed_workspace_writes,omitempty"`
+	TrustedPath              []string               `yaml:"trusted_path" json:"trusted_path"`
+	Limits                   limitsSpec             `yaml:"limits" json:"limits"`
+	Env                      envSpec                `yaml:"env" json:"env"`
+	Paths                    pathsSpec              `yaml:"paths" json:"paths"`
+	Programs                 map[string]programSpec `yaml:"programs" json:"programs"`
+	Rules                    []ruleSpec             `yaml:"rules" json:"rules"`
 }
 
 type limitsSpec struct {
@@ -422,6 +425,11 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 		isProject = true
 	default:
 		return nil, errAt(lines.key("kind"), "kind must be system or project, got %q", fs.Kind)
+	}
+	switch fs.SandboxedWorkspaceWrites {
+	case "", SandboxedWritesAllow, SandboxedWritesAsk:
+	default:
+		return nil, errAt(lines.key("sandboxed_workspace_writes"), "sandboxed_workspace_writes must be %s or %s, got %q", SandboxedWritesAllow, SandboxedWritesAsk, fs.SandboxedWorkspaceWrites)
 	}
 	if len(fs.TrustedPath) == 0 && !isProject {
 		return nil, errAt(lines.key("trusted_path"), "trusted_path must list at least one directory")
@@ -688,6 +696,23 @@ func (p *Policy) NetworkAllowed() bool {
 	return p.spec.Network && (p.project == nil || p.project.Network)
 }
 
+// The values of the policy setting sandboxed_workspace_writes.
+const (
+	SandboxedWritesAllow = "allow"
+	SandboxedWritesAsk   = "ask"
+)
+
+// SandboxedWorkspaceWrites is what confirm mode does with a plain write
+// inside the workspace (sed -i, mkdir, mv, git commit) that will run under a
+// fully enforced sandbox: allow (the default) runs it without approval, ask
+// asks as for any write. A project policy can only turn it to ask.
+func (p *Policy) SandboxedWorkspaceWrites() string {
+	if p.spec.SandboxedWorkspaceWrites == SandboxedWritesAsk || (p.project != nil && p.project.SandboxedWorkspaceWrites == SandboxedWritesAsk) {
+		return SandboxedWritesAsk
+	}
+	return SandboxedWritesAllow
+}
+
 // DefaultMode is the mode used when a request names none.
 func (p *Policy) DefaultMode() Mode { return p.mode }
 
@@ -738,6 +763,9 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 	}
 	if ps.Network && !p.spec.Network {
 		return fail("network: true widens a system policy without network")
+	}
+	if ps.SandboxedWorkspaceWrites == SandboxedWritesAllow && p.SandboxedWorkspaceWrites() == SandboxedWritesAsk {
+		return fail("sandboxed_workspace_writes: allow widens a system policy that asks")
 	}
 	for _, d := range ps.TrustedPath {
 		if !contains(p.spec.TrustedPath, d) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // A tool's project entry files (toolSpec.entry) are the files it reads as
@@ -13,6 +14,24 @@ import (
 // said when it was given: a Makefile changed after approval makes the plan
 // stale. Other files they pull in (included makefiles, scripts, sources) are
 // not covered.
+
+// entryFileName reports whether a file's base name is an entry file of some
+// tool (Makefile, package.json, go.mod, ...), compared without case like the
+// protected names.
+func entryFileName(path string) bool {
+	base := filepath.Base(path)
+	for _, t := range tools() {
+		if t.entry == nil {
+			continue
+		}
+		for _, n := range t.entry.names {
+			if strings.EqualFold(n, base) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // maxProjectFile bounds how much of one entry file is hashed.
 const maxProjectFile = 16 << 20

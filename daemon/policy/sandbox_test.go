@@ -67,9 +67,10 @@ func TestSandboxProfiles(t *testing.T) {
 		t.Errorf("touch: %s %+v, want ask in workspace-write", w.Verdict, w.Sandbox)
 	}
 	f.ctx.Sandbox = true
-	if w := f.decide([]string{"touch", "x"}, ModeConfirm); w.Verdict != Ask {
-		t.Errorf("touch with the sandbox: %s, want ask (plain writes still ask)", w.Verdict)
+	if w := f.decide([]string{"touch", "x"}, ModeConfirm); w.Verdict != Allow || w.Sandbox.Profile != SandboxWorkspaceWrite {
+		t.Errorf("touch with the sandbox: %s %+v, want allow in workspace-write (sandboxed_workspace_writes: allow)", w.Verdict, w.Sandbox)
 	}
+	f.ctx.Sandbox = false
 	n := f.decide([]string{"curl", "https://example.com"}, ModeConfirm)
 	if !n.Sandbox.Network {
 		t.Errorf("curl: %+v, want network", n.Sandbox)
@@ -83,5 +84,139 @@ func TestSandboxProfiles(t *testing.T) {
 	bad := f.pol.Decide(Request{Argv: []string{"cat", "README"}, Cwd: f.ws, Sandbox: "everything"}, f.ctx)
 	if bad.Verdict != Deny || !strings.Contains(strings.Join(bad.Reasons, " "), "not a profile") {
 		t.Errorf("an unknown profile: %s %v, want a clear denial", bad.Verdict, bad.Reasons)
+	}
+}
+
+// policyWithWrites is the fixture's policy with sandboxed_workspace_writes set.
+func policyWithWrites(t *testing.T, f *fixture, value string) *Policy {
+	t.Helper()
+	src := strings.Replace(string(defaultYAML), "trusted_path: [/usr/local/bin, /usr/bin, /bin, /usr/local/go/bin]", "trusted_path: ["+f.bin+"]", 1)
+	src = strings.Replace(src, "sandboxed_workspace_writes: allow", "sandboxed_workspace_writes: "+value, 1)
+	p, err := Parse("writes.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func stepNamed(d Decision, name string) (Step, bool) {
+	for _, s := range d.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
+
+// A plain write inside the workspace runs without approval in confirm mode
+// when the sandbox is fully enforced and the setting allows it; the decision
+// says why. The setting on ask, no sandbox, or anything beyond a plain edit
+// asks as before.
+func TestSandboxedWorkspaceWrites(t *testing.T) {
+	f := newFixture(t)
+	plain := [][]string{
+		{"sed", "-i", "s/a/b/", "src/main.go"}, {"mkdir", "-p", "docs"}, {"mv", "README.md", "dir/README.md"},
+		{"cp", "data.txt", "copy.txt"}, {"touch", "new.txt"}, {"git", "add", "-A"}, {"git", "commit", "-m", "fix"},
+	}
+	f.ctx.Sandbox, f.ctx.SandboxBy = true, "Landlock"
+	for _, argv := range plain {
+		d := f.decide(argv, ModeConfirm)
+		st, ok := stepNamed(d, "sandboxed-workspace-write")
+		if d.Verdict != Allow || !ok || st.Outcome != "allow" || st.Detail != "writes confined to "+f.ws+" by Landlock" {
+			t.Errorf("%q with the sandbox: %s, step %+v, want allow with the step saying where and by what (%v)", argv, d.Verdict, st, d.Reasons)
+		}
+		if !hasReason(d, "sandboxed-workspace-write: allowed without approval, writes confined to "+f.ws+" by Landlock") {
+			t.Errorf("%q: the reasons do not say why it runs without approval: %v", argv, d.Reasons)
+		}
+		if d.ReadOnly || d.Sandbox.Profile != SandboxWorkspaceWrite || d.Sandbox.Network {
+			t.Errorf("%q: %+v, want a write in workspace-write without network", argv, d.Sandbox)
+		}
+		if d := f.decide(argv, ModeInspect); d.Verdict != Deny {
+			t.Errorf("%q in inspect mode: %s, want deny (inspect never writes)", argv, d.Verdict)
+		}
+		if d := f.decide(argv, ModeTrusted); d.Verdict != Allow {
+			t.Errorf("%q in trusted mode: %s", argv, d.Verdict)
+		}
+	}
+	// The setting on ask: the same writes ask, and the step says so.
+	f.pol = policyWithWrites(t, f, "ask")
+	for _, argv := range plain {
+		d := f.decide(argv, ModeConfirm)
+		st, _ := stepNamed(d, "sandboxed-workspace-write")
+		if d.Verdict != Ask || st.Outcome != "ask" || !strings.Contains(st.Detail, "sandboxed_workspace_writes is ask") {
+			t.Errorf("%q with sandboxed_workspace_writes: ask: %s, step %+v, want ask naming the setting", argv, d.Verdict, st)
+		}
+	}
+	// Without a fully enforced sandbox they ask as before.
+	f.pol = policyWithWrites(t, f, "allow")
+	f.ctx.Sandbox = false
+	for _, argv := range plain {
+		if d := f.decide(argv, ModeConfirm); d.Verdict != Ask || !hasReason(d, "no fully enforced sandbox") {
+			t.Errorf("%q without the sandbox: %s %v, want ask saying there is no enforced sandbox", argv, d.Verdict, d.Reasons)
+		}
+	}
+	// More than a plain edit asks (or is denied) whatever the sandbox.
+	f.ctx.Sandbox = true
+	mustWrite(t, f.ws+"/package.json", "{}")
+	for _, c := range []struct {
+		argv    []string
+		verdict Verdict
+		why     string
+	}{
+		{[]string{"sed", "-i", "s/a/b/", "package.json"}, Ask, "entry file"},
+		{[]string{"mv", "data.txt", "Makefile"}, Ask, "entry file"},
+		{[]string{"git", "commit", "--amend", "-m", "x"}, Ask, "--amend rewrites the last commit"},
+		{[]string{"rm", "data.txt"}, Ask, "rm is not a plain edit"},
+		{[]string{"rm", "-r", "dir"}, Ask, "its risk is high"},
+		{[]string{"git", "checkout", "--", "data.txt"}, Ask, "git checkout is not a plain edit"},
+		{[]string{"cp", "-r", "src", "dir"}, Ask, "writes recursively"},
+		{[]string{"curl", "-o", "page.html", "https://example.com"}, Ask, "network"},
+		{[]string{"sed", "-i", "s/a/b/", ".git/hooks/pre-commit"}, Deny, ".git/hooks"},
+		{[]string{"touch", f.out + "/x"}, Deny, "outside the workspace"},
+		{[]string{"git", "push", "origin", "main"}, Ask, "publishes"},
+	} {
+		d := f.decide(c.argv, ModeConfirm)
+		if d.Verdict != c.verdict || !hasReason(d, c.why) {
+			t.Errorf("%q with the sandbox: %s %v, want %s with a reason containing %q", c.argv, d.Verdict, d.Reasons, c.verdict, c.why)
+		}
+	}
+	// The verdict is part of the request: a plan approved without the
+	// sandbox is stale when the sandbox makes it free, and the reverse.
+	f.ctx.Sandbox = false
+	asked := f.decide(plain[0], ModeConfirm)
+	f.ctx.Sandbox = true
+	if free := f.decide(plain[0], ModeConfirm); free.RequestHash == asked.RequestHash {
+		t.Error("the allowed and the asked decision of one write share a request hash")
+	}
+}
+
+func TestSandboxedWorkspaceWritesSetting(t *testing.T) {
+	f := newFixture(t)
+	if got := f.pol.SandboxedWorkspaceWrites(); got != "allow" {
+		t.Errorf("default policy: sandboxed_workspace_writes %q, want allow", got)
+	}
+	src := strings.Replace(string(defaultYAML), "sandboxed_workspace_writes: allow", "sandboxed_workspace_writes: sometimes", 1)
+	if _, err := Parse("bad.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "sandboxed_workspace_writes must be allow or ask") {
+		t.Errorf("an unknown value: %v, want an error naming the key and its values", err)
+	}
+	// A project policy may turn it to ask, never back to allow.
+	proj, err := Parse("proj.yaml", []byte(projectHeader+"network: true\nsandboxed_workspace_writes: ask\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.pol.Narrow(proj)
+	if err != nil || n.SandboxedWorkspaceWrites() != "ask" {
+		t.Fatalf("a project policy narrowing to ask: %v, %v", err, n)
+	}
+	f.pol, f.ctx.Sandbox = n, true
+	if d := f.decide([]string{"touch", "x"}, ModeConfirm); d.Verdict != Ask {
+		t.Errorf("touch under a project policy that asks: %s", d.Verdict)
+	}
+	widen, err := Parse("proj.yaml", []byte(projectHeader+"sandboxed_workspace_writes: allow\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := policyWithWrites(t, f, "ask").Narrow(widen); err == nil || !strings.Contains(err.Error(), "sandboxed_workspace_writes: allow widens") {
+		t.Errorf("a project policy widening to allow: %v, want refused", err)
 	}
 }

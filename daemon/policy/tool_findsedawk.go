@@ -9,7 +9,7 @@ import (
 // refused where they run commands or write files.
 func registerSedAwk() {
 	R := KPathRead
-	reg("sed", &cmdSpec{operand: R, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
+	reg("sed", &cmdSpec{operand: R, plainWrite: true, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
 		list(o("-e|--expression="), o("-f|--file=").denyWith(whyUnchecked+" (sed script file)"), o("-i|--in-place?").writes(), o("-l|--line-length=")))})
 	reg("awk|mawk|gawk|nawk|original-awk", &cmdSpec{operand: R, posix: true, post: postAwk, opts: list(o("-F="), o("-v="), o("-f=").denyWith(whyUnchecked+" (awk program file)"), o("-W=").denyWith("mawk -W options are not checked"), o("--version"))})
 }

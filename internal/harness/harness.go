@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/client"
+	"github.com/termd/termd/daemon/policy"
 )
 
 var (
@@ -75,6 +76,11 @@ type Options struct {
 	Config string
 	// Policy is YAML for a policy file; empty uses the embedded default.
 	Policy string
+	// AskWrites runs the embedded default policy with
+	// sandboxed_workspace_writes: ask, for tests that use a plain write
+	// (touch x) as their example of a command that needs approval: with the
+	// default (allow) a fully enforced sandbox lets it run at once.
+	AskWrites bool
 	// Args are extra termd flags.
 	Args []string
 	// Env are extra environment variables for termd.
@@ -133,6 +139,12 @@ func Start(t testing.TB, o Options) *Daemon {
 		}
 		args = append(args, "--config", d.ConfigPath)
 	}
+	if o.AskWrites {
+		if o.Policy != "" {
+			t.Fatal("harness: AskWrites is the embedded default policy; set sandboxed_workspace_writes in Policy instead")
+		}
+		o.Policy = AskWritesPolicy(t)
+	}
 	if o.Policy != "" {
 		d.PolicyPath = filepath.Join(dir, "policy.yaml")
 		if err := os.WriteFile(d.PolicyPath, []byte(o.Policy), 0o644); err != nil {
@@ -184,6 +196,18 @@ func (d *Daemon) start() {
 	case <-d.done:
 		t.Fatalf("termd exited at start: %v\n%s", cmd.ProcessState, d.Log())
 	}
+}
+
+// AskWritesPolicy is the embedded default policy with
+// sandboxed_workspace_writes: ask.
+func AskWritesPolicy(t testing.TB) string {
+	t.Helper()
+	const line = "sandboxed_workspace_writes: allow"
+	def := string(policy.DefaultYAML())
+	if !strings.Contains(def, line) {
+		t.Fatalf("harness: the default policy no longer says %q; update AskWritesPolicy", line)
+	}
+	return strings.Replace(def, line, "sandboxed_workspace_writes: ask", 1)
 }
 
 // baseEnv is a small environment for child binaries.

@@ -166,8 +166,12 @@ type GetPolicyResponse struct {
 	TrustedPath    []string `protobuf:"bytes,6,rep,name=trusted_path,json=trustedPath,proto3" json:"trusted_path,omitempty"`
 	EnvAllowlist   []string `protobuf:"bytes,7,rep,name=env_allowlist,json=envAllowlist,proto3" json:"env_allowlist,omitempty"`
 	Limits         *Limits  `protobuf:"bytes,8,opt,name=limits,proto3" json:"limits,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What confirm mode does with a plain write inside the workspace (sed -i,
+	// mkdir, mv, git commit) under a fully enforced sandbox: "allow" (the
+	// default: it runs without approval) or "ask".
+	SandboxedWorkspaceWrites string `protobuf:"bytes,9,opt,name=sandboxed_workspace_writes,json=sandboxedWorkspaceWrites,proto3" json:"sandboxed_workspace_writes,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *GetPolicyResponse) Reset() {
@@ -254,6 +258,13 @@ func (x *GetPolicyResponse) GetLimits() *Limits {
 		return x.Limits
 	}
 	return nil
+}
+
+func (x *GetPolicyResponse) GetSandboxedWorkspaceWrites() string {
+	if x != nil {
+		return x.SandboxedWorkspaceWrites
+	}
+	return ""
 }
 
 type ReloadPolicyRequest struct {
@@ -362,7 +373,7 @@ const file_termd_v1_policy_proto_rawDesc = "" +
 	"\x13CheckPolicyResponse\x12.\n" +
 	"\bdecision\x18\x01 \x01(\v2\x12.termd.v1.DecisionR\bdecision\x12+\n" +
 	"\x11canonical_request\x18\x02 \x01(\tR\x10canonicalRequest\"\x12\n" +
-	"\x10GetPolicyRequest\"\xa7\x02\n" +
+	"\x10GetPolicyRequest\"\xe5\x02\n" +
 	"\x11GetPolicyResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x12\n" +
@@ -371,7 +382,8 @@ const file_termd_v1_policy_proto_rawDesc = "" +
 	"\x0fnetwork_allowed\x18\x05 \x01(\bR\x0enetworkAllowed\x12!\n" +
 	"\ftrusted_path\x18\x06 \x03(\tR\vtrustedPath\x12#\n" +
 	"\renv_allowlist\x18\a \x03(\tR\fenvAllowlist\x12(\n" +
-	"\x06limits\x18\b \x01(\v2\x10.termd.v1.LimitsR\x06limits\"\x15\n" +
+	"\x06limits\x18\b \x01(\v2\x10.termd.v1.LimitsR\x06limits\x12<\n" +
+	"\x1asandboxed_workspace_writes\x18\t \x01(\tR\x18sandboxedWorkspaceWrites\"\x15\n" +
 	"\x13ReloadPolicyRequest\"u\n" +
 	"\x14ReloadPolicyResponse\x12\x18\n" +
 	"\achanged\x18\x01 \x01(\bR\achanged\x12\x18\n" +
