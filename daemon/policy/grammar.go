@@ -128,8 +128,8 @@ type parsed struct {
 	findings []finding
 	// ttyOnly: denials of interactive options (onTerminal) that hold only
 	// when the command has no terminal.
-	ttyOnly []finding
-	write   bool
+	ttyOnly  []finding
+	write    bool
 	net      bool
 	code     bool
 	unparsed bool // tool without grammar
@@ -214,9 +214,9 @@ func (op *opt) denyWith(reason string) *opt { op.deny = reason; return op }
 // onTerminal makes a denyWith option interactive: denied without a
 // terminal, allowed on one (git add -p).
 func (op *opt) onTerminal() *opt { op.tty = true; return op }
-func (op *opt) writes() *opt                { op.write = true; return op }
-func (op *opt) runsCode() *opt              { op.code = true; return op }
-func (op *opt) movesDir() *opt              { op.workDir = true; return op }
+func (op *opt) writes() *opt     { op.write = true; return op }
+func (op *opt) runsCode() *opt   { op.code = true; return op }
+func (op *opt) movesDir() *opt   { op.workDir = true; return op }
 
 // flags builds many no-argument options from a space separated list; each
 // word may be "a|b" aliases.
