@@ -270,6 +270,11 @@ func (r *Receipt) Clone() *Receipt {
 	c.Policy.Reasons = append([]string(nil), r.Policy.Reasons...)
 	c.Policy.Argv = append([]string(nil), r.Policy.Argv...)
 	c.Policy.RuleIDs = append([]string(nil), r.Policy.RuleIDs...)
+	if r.Terminal != nil {
+		t := *r.Terminal
+		t.Inputs = append([]TerminalInput(nil), r.Terminal.Inputs...)
+		c.Terminal = &t
+	}
 	return &c
 }
 
