@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ type ptyProgram struct {
 
 func startOnPty(t *testing.T, rows, cols int, name string, args ...string) *ptyProgram {
 	t.Helper()
+	if name == "python3" {
+		name = python3()
+	}
 	path, err := exec.LookPath(name)
 	if err != nil {
 		t.Fatalf("this test needs %s on PATH: %v", name, err)
@@ -194,3 +198,13 @@ sys.stdout.write("\ndone\n")`
 		t.Fatalf("screen %q", got)
 	}
 }
+
+// python3 on PATH may be a version manager's shim (a shell script costing
+// seconds under load); run the interpreter it resolves to.
+var python3 = sync.OnceValue(func() string {
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if p := strings.TrimSpace(string(out)); err == nil && p != "" {
+		return p
+	}
+	return "python3"
+})
