@@ -390,3 +390,21 @@ func TestTerminalGitAddPatch(t *testing.T) {
 		t.Fatalf("index after y/n:\nstaged:\n%s\nunstaged:\n%s", staged, unstaged)
 	}
 }
+
+// termctl run --tty: plan (asks: project code), approve with --yes, attach;
+// what termctl reads on stdin is typed into the program, its screen output
+// comes out, and termctl exits with the program's exit code.
+func TestTermctlRunTTY(t *testing.T) {
+	requireRoot(t)
+	d := startTerminalDaemon(t)
+	writeFile(t, filepath.Join(d.Workspace, "ask.py"), "import os, sys\na = input('Proceed? [Y/n] ')\nprint('answer=' + a, 'tty=' + str(os.isatty(0)))\nsys.exit(3)\n")
+	cmd := exec.Command(harness.Bin(t, "termctl"), "--socket", d.Socket, "run", "--tty", "--yes", "--cwd", d.Workspace, "--", "python3", "ask.py")
+	cmd.Stdin = strings.NewReader("n\r")
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if code != 3 || !strings.Contains(out.String(), "answer=n tty=True") || !strings.Contains(errOut.String(), "detach with Ctrl-] then d") {
+		t.Fatalf("termctl run --tty: %v (exit %d)\nstdout:\n%s\nstderr:\n%s", err, code, out.String(), errOut.String())
+	}
+}
