@@ -74,10 +74,15 @@ func (t *Terminal) combine(r rune) {
 		col--
 	}
 	c := &line[col]
-	if c.r == 0 || len(c.comb)+len(string(r)) > maxComb {
+	if c.r == 0 {
 		return
 	}
-	c.comb += string(r)
+	for i := range c.comb {
+		if c.comb[i] == 0 {
+			c.comb[i] = r
+			return
+		}
+	}
 }
 
 // clearCell blanks the cell at col, and the other half of a wide character

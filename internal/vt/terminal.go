@@ -15,6 +15,7 @@ package vt
 import (
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Limits on the screen size: larger requests are reduced to these.
@@ -68,15 +69,16 @@ func (s Snapshot) Text() string {
 
 // cell is one character cell. A wide character takes its cell (wide set)
 // and the next one, which holds wideTail.
+// cells hold no pointers, so a screen costs the garbage collector nothing.
 type cell struct {
 	r    rune // 0: blank
+	comb [maxComb]rune
 	wide bool
-	comb string // combining marks drawn on r
 }
 
 const wideTail rune = -1
 
-const maxComb = 16 // bytes of combining marks kept per cell
+const maxComb = 2 // combining marks kept per cell; more are dropped
 
 type cursor struct {
 	row, col    int
@@ -288,18 +290,28 @@ func (t *Terminal) ScrollbackDropped() int {
 
 // lineText is a line as a string without trailing spaces.
 func lineText(line []cell) string {
-	var b strings.Builder
-	for _, c := range line {
+	end := len(line)
+	for end > 0 && (line[end-1].r == 0 || line[end-1].r == ' ' && line[end-1].comb[0] == 0) {
+		end--
+	}
+	b := make([]byte, 0, end)
+	for _, c := range line[:end] {
 		switch {
 		case c.r == wideTail:
 		case c.r == 0:
-			b.WriteByte(' ')
+			b = append(b, ' ')
+		case c.r < utf8.RuneSelf && c.comb[0] == 0:
+			b = append(b, byte(c.r))
 		default:
-			b.WriteRune(c.r)
-			b.WriteString(c.comb)
+			b = utf8.AppendRune(b, c.r)
+			for _, m := range c.comb {
+				if m != 0 {
+					b = utf8.AppendRune(b, m)
+				}
+			}
 		}
 	}
-	return strings.TrimRight(b.String(), " ")
+	return string(b)
 }
 
 func (t *Terminal) screen() [][]cell {
