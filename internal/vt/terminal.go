@@ -18,10 +18,12 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on the screen size: larger requests are reduced to these.
+// Limits on the screen size: larger requests are reduced to these. A cell
+// takes 16 bytes and a terminal keeps two screens, so the largest terminal
+// holds 8 MB.
 const (
-	MaxRows = 1000
-	MaxCols = 1000
+	MaxRows = 500
+	MaxCols = 500
 )
 
 // Scrollback defaults, used when Options leaves them 0.
