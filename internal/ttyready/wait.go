@@ -56,6 +56,10 @@ type Source interface {
 // it (SettleNoOutput when no output arrived since the wait began); Quiet > 0 and there has been no output for Quiet (counted from the
 // start of the wait or the last output); Timeout passed. A cancelled ctx
 // returns its error. Reading and Text are called from Wait's goroutine only.
+//
+// Exited is reported when Done closes; the program's last output may still
+// be on its way from the pty, so read the final screen after its output
+// stream has ended.
 func Wait(ctx context.Context, src Source, spec Spec) (Reason, error) {
 	timeout := spec.Timeout
 	if timeout <= 0 {
