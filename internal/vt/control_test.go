@@ -370,3 +370,31 @@ func TestSnapshotText(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Readers, Resize and Write from several goroutines (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	term := New(10, 40, Options{ScrollbackLines: 50})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			term.Write([]byte("\x1b[32mline " + strconv.Itoa(i) + "\x1b[0m\r\n"))
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		s := term.Snapshot()
+		if len(s.Lines) != s.Rows {
+			t.Fatalf("%d lines for %d rows", len(s.Lines), s.Rows)
+		}
+		term.Scrollback(0, 10)
+		term.Resize(10+len(s.Lines)%3, 40)
+	}
+	if got := term.Snapshot().Text(); !strings.HasSuffix(got, "line 1999") {
+		t.Fatalf("screen ends %q", got)
+	}
+}
