@@ -540,6 +540,10 @@ func (t *Terminal) csiDispatch(private byte, params []int, inter []byte, final b
 func (t *Terminal) decModes(params []int, on bool) {
 	for _, m := range params {
 		switch m {
+		case 1: // DECCKM
+			t.appCursor = on
+		case 2004:
+			t.paste = on
 		case 6: // DECOM
 			t.origin = on
 			t.moveTo(0, 0)
@@ -581,6 +585,7 @@ func (t *Terminal) decModes(params []int, on bool) {
 
 func (t *Terminal) softReset() {
 	t.visible = true
+	t.appCursor = false
 	t.top, t.bot = 0, t.rows-1
 	t.origin = false
 	t.autowrap = true

@@ -258,6 +258,14 @@ func TestModesTitleAndStrings(t *testing.T) {
 	if term.Snapshot().CursorVisible {
 		t.Fatal("DECTCEM l left the cursor visible")
 	}
+	term.Write([]byte("\x1b[?1h\x1b[?2004h"))
+	if s := term.Snapshot(); !s.AppCursorKeys || !s.BracketedPaste {
+		t.Fatalf("DECCKM %v, bracketed paste %v", s.AppCursorKeys, s.BracketedPaste)
+	}
+	term.Write([]byte("\x1b[?2004l\x1b[!p"))
+	if s := term.Snapshot(); s.AppCursorKeys || s.BracketedPaste {
+		t.Fatalf("after ?2004l and DECSTR: DECCKM %v, bracketed paste %v", s.AppCursorKeys, s.BracketedPaste)
+	}
 	term.Write([]byte("\x1b[?25h\x1b]0;first\x07\x1b]2;sec"))
 	term.Write([]byte("ond\x1b\\\x1b]1;icon only\x07"))
 	s := term.Snapshot()

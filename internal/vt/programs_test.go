@@ -137,6 +137,9 @@ func TestLess(t *testing.T) {
 	if last := s.Lines[23]; last != ":" && !strings.Contains(last, "long.txt") {
 		t.Fatalf("prompt line %q, want ':' or the file name", last)
 	}
+	if !s.AppCursorKeys {
+		t.Fatal("less turned on application cursor keys, the snapshot does not say so")
+	}
 	p.send(" ") // next page
 	s = p.waitFor("the second page", func(s Snapshot) bool { return strings.HasPrefix(s.Lines[22], "line 046") })
 	if s.Lines[0] != "line 024 of the long file" || s.Lines[23] != ":" {
@@ -145,8 +148,8 @@ func TestLess(t *testing.T) {
 	p.send("q")
 	p.waitExit()
 	s = p.term.Snapshot()
-	if s.AltScreen || s.Text() != "before less\nafter less" {
-		t.Fatalf("after q: alt %v, screen %q", s.AltScreen, s.Text())
+	if s.AltScreen || s.AppCursorKeys || s.Text() != "before less\nafter less" {
+		t.Fatalf("after q: alt %v, application cursor keys %v, screen %q", s.AltScreen, s.AppCursorKeys, s.Text())
 	}
 	if lines, _ := p.term.Scrollback(0, 0); len(lines) != 0 {
 		t.Fatalf("less's pages went to the scrollback: %q", lines)

@@ -57,6 +57,12 @@ type Snapshot struct {
 	CursorVisible        bool
 	AltScreen            bool
 	Title                string
+	// AppCursorKeys is DECCKM: the program asked for arrow keys as ESC O A
+	// (not ESC [ A), as readline, less and vim do.
+	AppCursorKeys bool
+	// BracketedPaste: the program wants pasted text between ESC [200~ and
+	// ESC [201~ so it does not run it line by line.
+	BracketedPaste bool
 }
 
 // Text is the screen as one string: the lines joined by "\n", without the
@@ -116,6 +122,8 @@ type Terminal struct {
 	origin     bool
 	insert     bool
 	newline    bool    // LNM: LF also returns the carriage
+	appCursor  bool    // DECCKM
+	paste      bool    // bracketed paste (?2004)
 	charsets   [2]bool // G0, G1: true when DEC special graphics
 	gl         int     // which of G0/G1 is in use (SI/SO)
 	last       rune    // last character printed, for REP
@@ -154,6 +162,8 @@ func (t *Terminal) reset() {
 	t.origin = false
 	t.insert = false
 	t.newline = false
+	t.appCursor = false
+	t.paste = false
 	t.charsets = [2]bool{}
 	t.gl = 0
 	t.last = 0
@@ -257,14 +267,16 @@ func (t *Terminal) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := Snapshot{
-		Rows:          t.rows,
-		Cols:          t.cols,
-		Lines:         make([]string, t.rows),
-		CursorRow:     t.cur.row,
-		CursorCol:     t.cur.col,
-		CursorVisible: t.visible,
-		AltScreen:     t.altActive,
-		Title:         t.title,
+		Rows:           t.rows,
+		Cols:           t.cols,
+		Lines:          make([]string, t.rows),
+		CursorRow:      t.cur.row,
+		CursorCol:      t.cur.col,
+		CursorVisible:  t.visible,
+		AltScreen:      t.altActive,
+		Title:          t.title,
+		AppCursorKeys:  t.appCursor,
+		BracketedPaste: t.paste,
 	}
 	for i, line := range t.screen() {
 		s.Lines[i] = lineText(line)
