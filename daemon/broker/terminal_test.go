@@ -132,6 +132,11 @@ func TestTerminalOutlivesItsStream(t *testing.T) {
 	if err != nil || !strings.Contains(strings.Join(got.Screen.Lines, "\n"), "'still here'\n>>>") {
 		t.Fatalf("after the stream ended: %v %v", got.GetScreen().GetLines(), err)
 	}
+	// Up recalls the line (readline asked for application cursor keys).
+	up, err := r.SendInput(context.Background(), operator, &termdv1.SendInputRequest{ExecutionId: id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Key{Key: termdv1.TerminalKey_TERMINAL_KEY_UP}}}, Wait: &termdv1.WaitSpec{Wait: true}})
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(strings.Join(up.Screen.Lines, "\n")), ">>> 'still here'") {
+		t.Fatalf("up arrow: %q %v", up.GetScreen().GetLines(), err)
+	}
 	if _, err := r.CancelExecution(context.Background(), operator, id); err != nil {
 		t.Fatal(err)
 	}
