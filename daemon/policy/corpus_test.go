@@ -33,6 +33,8 @@ type corpusCase struct {
 	// Grantable: an ordinary command that asks for a person's decision, not
 	// an attack; an operator's grant may cover it (bench/agentday).
 	Grantable bool `yaml:"grantable"`
+	// TTY: the case and its twin ask for a terminal.
+	TTY bool `yaml:"tty"`
 }
 
 // corpusContexts: every case is decided with the sandbox unavailable and
@@ -109,7 +111,11 @@ func TestAdversarialCorpus(t *testing.T) {
 			req  Request
 		}
 		var vs []variant
-		base := Request{Cwd: cwd, Env: env, Mode: Mode(c.Mode), Timeout: timeout}
+		var tty *Terminal
+		if c.TTY {
+			tty = &Terminal{Rows: 24, Cols: 80}
+		}
+		base := Request{Cwd: cwd, Env: env, Mode: Mode(c.Mode), Timeout: timeout, TTY: tty}
 		if c.Cmd != "" {
 			r := base
 			r.Command = c.Cmd
@@ -174,7 +180,7 @@ func TestAdversarialCorpus(t *testing.T) {
 						continue
 					}
 					runs++
-					d := f.pol.Decide(Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode}, ctx)
+					d := f.pol.Decide(Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode, TTY: tty}, ctx)
 					if d.Verdict == Deny {
 						t.Errorf("%s benign twin of %s %q: denied; reasons %q", cname, c.Name, a, d.Reasons)
 					}
