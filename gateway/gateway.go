@@ -179,6 +179,7 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 		termdv1.RegisterWorkspaceServiceHandler,
 		termdv1.RegisterGrantServiceHandler,
 		termdv1.RegisterRecipeServiceHandler,
+		termdv1.RegisterTerminalServiceHandler,
 	}
 	for _, reg := range regs {
 		if err := reg(ctx, mux, conn); err != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -25,7 +26,8 @@ type Process struct {
 	cg    *execCgroup
 	netns bool
 	out   [2]*capture
-	pipes [2]*os.File // read ends
+	pipes [2]*os.File // read ends (a PTY execution: the master, and no stderr)
+	tty   *terminal   // nil unless Spec.TTY
 
 	startedAt time.Time
 
@@ -76,11 +78,19 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	}
 	var readers sync.WaitGroup
 	for i := range p.pipes {
+		if p.pipes[i] == nil {
+			p.out[i].finishEmpty() // a terminal's one stream is stdout
+			continue
+		}
+		var src io.Reader = p.pipes[i]
+		if p.tty != nil {
+			src = activityReader{p.pipes[i], p.tty}
+		}
 		readers.Add(1)
-		go func(c *capture, f *os.File) {
+		go func(c *capture, r io.Reader) {
 			defer readers.Done()
-			c.pump(f)
-		}(p.out[i], p.pipes[i])
+			c.pump(r)
+		}(p.out[i], src)
 	}
 	go p.supervise(&readers)
 	return p, nil
@@ -93,7 +103,14 @@ func (p *Process) spawn() (err error) {
 		return err
 	}
 	defer devnull.Close()
+	sys0 := &syscall.SysProcAttr{
+		Setpgid:    true,
+		Credential: spec.Credential,
+		Pdeathsig:  syscall.SIGKILL,
+		PidFD:      &p.pidfd,
+	}
 	var writers [2]*os.File
+	stdin := devnull
 	defer func() {
 		for _, w := range writers {
 			if w != nil {
@@ -108,7 +125,17 @@ func (p *Process) spawn() (err error) {
 			}
 		}
 	}()
+	if spec.TTY != nil {
+		slave, err := p.openTerminal(sys0)
+		if err != nil {
+			return fmt.Errorf("open a pseudo-terminal: %w", err)
+		}
+		stdin, writers[0], writers[1] = slave, slave, nil
+	}
 	for i := range writers {
+		if spec.TTY != nil {
+			break
+		}
 		rd, w, err := os.Pipe()
 		if err != nil {
 			return err
@@ -118,12 +145,7 @@ func (p *Process) spawn() (err error) {
 		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 	}
 
-	sys := &syscall.SysProcAttr{
-		Setpgid:    true,
-		Credential: spec.Credential,
-		Pdeathsig:  syscall.SIGKILL,
-		PidFD:      &p.pidfd,
-	}
+	sys := sys0
 	if r.parent != "" {
 		cg, err := r.createCgroup(p.name, spec)
 		if err != nil {
@@ -153,8 +175,11 @@ func (p *Process) spawn() (err error) {
 	attr := &os.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   env,
-		Files: []*os.File{devnull, writers[0], writers[1]},
+		Files: []*os.File{stdin, writers[0], writers[1]},
 		Sys:   sys,
+	}
+	if spec.TTY != nil {
+		attr.Files[2] = writers[0] // the terminal's slave: stderr too
 	}
 	path, argv := spec.Path, spec.Argv
 	var ln *launchPipes
@@ -434,6 +459,12 @@ func (p *Process) supervise(readers *sync.WaitGroup) {
 	}
 	timeout := time.NewTimer(p.spec.Timeout)
 	defer timeout.Stop()
+	var idle <-chan struct{}
+	if p.spec.TTY != nil {
+		idleStop := make(chan struct{})
+		defer close(idleStop)
+		idle = p.tty.idleWatch(p.spec.TTY.Idle, idleStop)
+	}
 	var grace <-chan time.Time
 	stopping := p.stopping
 loop:
@@ -450,6 +481,11 @@ loop:
 			default:
 			}
 			p.beginStop(StatusTimedOut)
+		case <-idle:
+			idle = nil
+			if p.beginStop(StatusTimedOut) {
+				p.tty.idle.Store(true)
+			}
 		case <-stopping:
 			stopping = nil
 			gt := time.NewTimer(p.spec.Grace)
@@ -513,6 +549,7 @@ loop:
 		NetNSApplied: p.netns,
 		Limits:       limits,
 		Leftovers:    leftovers,
+		IdleTimedOut: p.tty != nil && p.tty.idle.Load(),
 	}
 	p.mu.Lock()
 	reason := p.reason

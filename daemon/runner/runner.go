@@ -116,6 +116,11 @@ type Spec struct {
 	// the command runs. It is not called when the spawn fails first.
 	BeforeRelease func() error
 	NewHash       func() hash.Hash // nil = sha256
+	// TTY, when set, runs the command on a pseudo-terminal (pty_linux.go):
+	// stdin, stdout and stderr are its slave, the command leads its own
+	// session with the terminal as its controlling tty, and everything it
+	// writes is one stream (Stdout). Nil: stdin from /dev/null, two pipes.
+	TTY *TTY
 	// OnOutput receives output as it arrives, in order per stream, from the
 	// stream's reader goroutine. chunk is only valid during the call (like
 	// io.Writer); the callback must not block for long (it stalls the command).
@@ -146,6 +151,9 @@ type Result struct {
 	CgroupPath   string   // v2 cgroup of the execution ("" when none)
 	NetNSApplied bool     // ran in its own network namespace
 	Limits       []string // limits actually enforced, e.g. "v1:pids.max=64"
+	// IdleTimedOut: a PTY execution ended by TTY.Idle (Status is
+	// StatusTimedOut).
+	IdleTimedOut bool
 	// Leftovers counts processes other than the main one that were still
 	// alive when the execution ended and had to be killed.
 	Leftovers int
@@ -183,6 +191,14 @@ func cgroupName(id string) string {
 		}
 	}
 	return b.String()
+}
+
+// TTY asks for a pseudo-terminal.
+type TTY struct {
+	Rows, Cols uint16
+	// Idle ends the execution (StatusTimedOut, Result.IdleTimedOut) after
+	// this long with no output and no input; 0 = no idle limit.
+	Idle time.Duration
 }
 
 // ErrFinished is returned by Pause and Resume once the execution has ended.

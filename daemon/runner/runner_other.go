@@ -9,6 +9,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -93,6 +94,9 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	for _, s := range []Stream{Stdout, Stderr} {
 		p.out[s] = newCapture(s, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 		p.out[s].tail = spec.KeepTail
+	}
+	if spec.TTY != nil {
+		return p.failed(errors.New("pseudo-terminal executions need Linux")), nil
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Argv, Dir: spec.Dir, Env: append([]string{}, spec.Env...)}
 	if l := spec.Launch; l != nil {
@@ -289,3 +293,12 @@ func KillLeftovers(pid int, _ string) error {
 func KillLeftoversStrict(pid int, _ uint64, cgroupPath string) error {
 	return KillLeftovers(pid, cgroupPath)
 }
+
+// WriteTerminal: terminals need Linux here.
+func (p *Process) WriteTerminal([]byte) error { return ErrNoTerminal }
+
+// ResizeTerminal: terminals need Linux here.
+func (p *Process) ResizeTerminal(rows, cols uint16) error { return ErrNoTerminal }
+
+// Terminal: terminals need Linux here.
+func (p *Process) Terminal() *os.File { return nil }

@@ -69,6 +69,13 @@ var minRole = map[string]config.Role{
 	"/termd.v1.RecipeService/ValidateRecipe": config.RoleViewer,
 	"/termd.v1.RecipeService/RunRecipe":      config.RoleAgent,
 
+	// Who may type or take over is decided per terminal by the broker.
+	"/termd.v1.TerminalService/AttachTerminal": config.RoleViewer,
+	"/termd.v1.TerminalService/SendInput":      config.RoleAgent,
+	"/termd.v1.TerminalService/GetScreen":      config.RoleViewer,
+	"/termd.v1.TerminalService/ResizeTerminal": config.RoleAgent,
+	"/termd.v1.TerminalService/TakeInput":      config.RoleAgent,
+
 	"/termd.v1.WorkspaceService/ListWorkspaceFiles": config.RoleAgent,
 	"/termd.v1.WorkspaceService/ReadWorkspaceFile":  config.RoleAgent,
 }

@@ -24,6 +24,7 @@ func (s *Server) RegisterBroker(b *broker.Broker) {
 	termdv1.RegisterAdviserServiceServer(g, adviserSvc{b: b})
 	termdv1.RegisterWorkspaceServiceServer(g, workspaceSvc{b: b})
 	termdv1.RegisterGrantServiceServer(g, grantSvc{b: b})
+	termdv1.RegisterTerminalServiceServer(g, terminalSvc{b: b})
 }
 
 var who = PrincipalFrom

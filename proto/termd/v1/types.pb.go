@@ -475,6 +475,8 @@ const (
 	EventKind_EVENT_KIND_RECEIPT_SIGNED    EventKind = 12
 	EventKind_EVENT_KIND_SESSION_CLOSED    EventKind = 13
 	EventKind_EVENT_KIND_LAGGED            EventKind = 14
+	// Something happened on a PTY execution's terminal (input, resize, input taken, attach).
+	EventKind_EVENT_KIND_TERMINAL EventKind = 15
 )
 
 // Enum value maps for EventKind.
@@ -495,6 +497,7 @@ var (
 		12: "EVENT_KIND_RECEIPT_SIGNED",
 		13: "EVENT_KIND_SESSION_CLOSED",
 		14: "EVENT_KIND_LAGGED",
+		15: "EVENT_KIND_TERMINAL",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":       0,
@@ -512,6 +515,7 @@ var (
 		"EVENT_KIND_RECEIPT_SIGNED":    12,
 		"EVENT_KIND_SESSION_CLOSED":    13,
 		"EVENT_KIND_LAGGED":            14,
+		"EVENT_KIND_TERMINAL":          15,
 	}
 )
 
@@ -648,7 +652,10 @@ type CommandRequest struct {
 	// has no grammar for runs "read-only"); "workspace-write" lets such a
 	// program write in the workspace (it then counts as project code);
 	// "read-only" narrows any plan. Anything else is refused.
-	Sandbox       string `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Sandbox string `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// Set: run the program on a pseudo-terminal (docs/TERMINALS.md). Part of
+	// the canonical request.
+	Tty           *TerminalOptions `protobuf:"bytes,8,opt,name=tty,proto3" json:"tty,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -732,6 +739,78 @@ func (x *CommandRequest) GetSandbox() string {
 	return ""
 }
 
+func (x *CommandRequest) GetTty() *TerminalOptions {
+	if x != nil {
+		return x.Tty
+	}
+	return nil
+}
+
+// TerminalOptions asks for a pseudo-terminal of this size.
+type TerminalOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0: 24 rows.
+	Rows uint32 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	// 0: 80 columns.
+	Cols uint32 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	// No output and no input for this long ends the execution. 0: the
+	// daemon's default (600 s).
+	IdleTimeoutSeconds uint32 `protobuf:"varint,3,opt,name=idle_timeout_seconds,json=idleTimeoutSeconds,proto3" json:"idle_timeout_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *TerminalOptions) Reset() {
+	*x = TerminalOptions{}
+	mi := &file_termd_v1_types_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalOptions) ProtoMessage() {}
+
+func (x *TerminalOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalOptions.ProtoReflect.Descriptor instead.
+func (*TerminalOptions) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TerminalOptions) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *TerminalOptions) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+func (x *TerminalOptions) GetIdleTimeoutSeconds() uint32 {
+	if x != nil {
+		return x.IdleTimeoutSeconds
+	}
+	return 0
+}
+
 // PolicyStep is one step the policy took while deciding.
 type PolicyStep struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -744,7 +823,7 @@ type PolicyStep struct {
 
 func (x *PolicyStep) Reset() {
 	*x = PolicyStep{}
-	mi := &file_termd_v1_types_proto_msgTypes[2]
+	mi := &file_termd_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +835,7 @@ func (x *PolicyStep) String() string {
 func (*PolicyStep) ProtoMessage() {}
 
 func (x *PolicyStep) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[2]
+	mi := &file_termd_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +848,7 @@ func (x *PolicyStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyStep.ProtoReflect.Descriptor instead.
 func (*PolicyStep) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PolicyStep) GetName() string {
@@ -820,14 +899,16 @@ type Decision struct {
 	// The argv actually executed (tool-mandated arguments included).
 	ExecArgv []string `protobuf:"bytes,20,rep,name=exec_argv,json=execArgv,proto3" json:"exec_argv,omitempty"`
 	// How the kernel confines the execution; part of the canonical request.
-	Sandbox       *SandboxProfile `protobuf:"bytes,21,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Sandbox *SandboxProfile `protobuf:"bytes,21,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// The pseudo-terminal the execution runs on (sizes defaulted), when asked for.
+	Tty           *TerminalOptions `protobuf:"bytes,22,opt,name=tty,proto3" json:"tty,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_termd_v1_types_proto_msgTypes[3]
+	mi := &file_termd_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +920,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[3]
+	mi := &file_termd_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +933,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Decision) GetVerdict() Verdict {
@@ -1002,6 +1083,13 @@ func (x *Decision) GetSandbox() *SandboxProfile {
 	return nil
 }
 
+func (x *Decision) GetTty() *TerminalOptions {
+	if x != nil {
+		return x.Tty
+	}
+	return nil
+}
+
 // SandboxProfile is how the kernel confines an execution (docs/SANDBOX.md).
 type SandboxProfile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1027,7 +1115,7 @@ type SandboxProfile struct {
 
 func (x *SandboxProfile) Reset() {
 	*x = SandboxProfile{}
-	mi := &file_termd_v1_types_proto_msgTypes[4]
+	mi := &file_termd_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1127,7 @@ func (x *SandboxProfile) String() string {
 func (*SandboxProfile) ProtoMessage() {}
 
 func (x *SandboxProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[4]
+	mi := &file_termd_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1140,7 @@ func (x *SandboxProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxProfile.ProtoReflect.Descriptor instead.
 func (*SandboxProfile) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SandboxProfile) GetProfile() string {
@@ -1121,7 +1209,7 @@ type Preview struct {
 
 func (x *Preview) Reset() {
 	*x = Preview{}
-	mi := &file_termd_v1_types_proto_msgTypes[5]
+	mi := &file_termd_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1221,7 @@ func (x *Preview) String() string {
 func (*Preview) ProtoMessage() {}
 
 func (x *Preview) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[5]
+	mi := &file_termd_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1234,7 @@ func (x *Preview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preview.ProtoReflect.Descriptor instead.
 func (*Preview) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Preview) GetProgram() string {
@@ -1212,7 +1300,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_termd_v1_types_proto_msgTypes[6]
+	mi := &file_termd_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1312,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[6]
+	mi := &file_termd_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1325,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Limits) GetTimeoutSeconds() uint32 {
@@ -1288,7 +1376,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_termd_v1_types_proto_msgTypes[7]
+	mi := &file_termd_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1388,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[7]
+	mi := &file_termd_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1401,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Approval) GetApprover() *Principal {
@@ -1356,7 +1444,7 @@ type Denial struct {
 
 func (x *Denial) Reset() {
 	*x = Denial{}
-	mi := &file_termd_v1_types_proto_msgTypes[8]
+	mi := &file_termd_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1456,7 @@ func (x *Denial) String() string {
 func (*Denial) ProtoMessage() {}
 
 func (x *Denial) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[8]
+	mi := &file_termd_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1469,7 @@ func (x *Denial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Denial.ProtoReflect.Descriptor instead.
 func (*Denial) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Denial) GetDeniedBy() *Principal {
@@ -1438,7 +1526,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_termd_v1_types_proto_msgTypes[9]
+	mi := &file_termd_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1538,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[9]
+	mi := &file_termd_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1551,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Plan) GetId() string {
@@ -1627,13 +1715,19 @@ type Execution struct {
 	Error           string `protobuf:"bytes,15,opt,name=error,proto3" json:"error,omitempty"`
 	Cgroup          bool   `protobuf:"varint,16,opt,name=cgroup,proto3" json:"cgroup,omitempty"`
 	NetworkIsolated bool   `protobuf:"varint,17,opt,name=network_isolated,json=networkIsolated,proto3" json:"network_isolated,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set for a PTY execution: its terminal's current size.
+	Tty *TerminalOptions `protobuf:"bytes,18,opt,name=tty,proto3" json:"tty,omitempty"`
+	// Who holds the terminal's input (a principal name).
+	InputHolder string `protobuf:"bytes,19,opt,name=input_holder,json=inputHolder,proto3" json:"input_holder,omitempty"`
+	// Clients attached to the terminal now.
+	Attached      int32 `protobuf:"varint,20,opt,name=attached,proto3" json:"attached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Execution) Reset() {
 	*x = Execution{}
-	mi := &file_termd_v1_types_proto_msgTypes[10]
+	mi := &file_termd_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1739,7 @@ func (x *Execution) String() string {
 func (*Execution) ProtoMessage() {}
 
 func (x *Execution) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[10]
+	mi := &file_termd_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1752,7 @@ func (x *Execution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execution.ProtoReflect.Descriptor instead.
 func (*Execution) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Execution) GetId() string {
@@ -1780,6 +1874,27 @@ func (x *Execution) GetNetworkIsolated() bool {
 	return false
 }
 
+func (x *Execution) GetTty() *TerminalOptions {
+	if x != nil {
+		return x.Tty
+	}
+	return nil
+}
+
+func (x *Execution) GetInputHolder() string {
+	if x != nil {
+		return x.InputHolder
+	}
+	return ""
+}
+
+func (x *Execution) GetAttached() int32 {
+	if x != nil {
+		return x.Attached
+	}
+	return 0
+}
+
 // Session groups one principal's plans, executions, receipts and subscribers.
 type Session struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -1799,7 +1914,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_termd_v1_types_proto_msgTypes[11]
+	mi := &file_termd_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1926,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[11]
+	mi := &file_termd_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1939,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Session) GetId() string {
@@ -1910,7 +2025,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_termd_v1_types_proto_msgTypes[12]
+	mi := &file_termd_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2037,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[12]
+	mi := &file_termd_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2050,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OutputChunk) GetExecutionId() string {
@@ -1977,7 +2092,7 @@ type Lagged struct {
 
 func (x *Lagged) Reset() {
 	*x = Lagged{}
-	mi := &file_termd_v1_types_proto_msgTypes[13]
+	mi := &file_termd_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2104,7 @@ func (x *Lagged) String() string {
 func (*Lagged) ProtoMessage() {}
 
 func (x *Lagged) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[13]
+	mi := &file_termd_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2117,7 @@ func (x *Lagged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lagged.ProtoReflect.Descriptor instead.
 func (*Lagged) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Lagged) GetResumeFromSeq() uint64 {
@@ -2041,7 +2156,7 @@ type ReceiptSummary struct {
 
 func (x *ReceiptSummary) Reset() {
 	*x = ReceiptSummary{}
-	mi := &file_termd_v1_types_proto_msgTypes[14]
+	mi := &file_termd_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2168,7 @@ func (x *ReceiptSummary) String() string {
 func (*ReceiptSummary) ProtoMessage() {}
 
 func (x *ReceiptSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[14]
+	mi := &file_termd_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2181,7 @@ func (x *ReceiptSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptSummary.ProtoReflect.Descriptor instead.
 func (*ReceiptSummary) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReceiptSummary) GetId() string {
@@ -2178,6 +2293,7 @@ type Event struct {
 	//	*Event_Lagged
 	//	*Event_Session
 	//	*Event_Receipt
+	//	*Event_Terminal
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2185,7 +2301,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_termd_v1_types_proto_msgTypes[15]
+	mi := &file_termd_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2313,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[15]
+	mi := &file_termd_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2326,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2309,6 +2425,15 @@ func (x *Event) GetReceipt() *ReceiptSummary {
 	return nil
 }
 
+func (x *Event) GetTerminal() *TerminalEvent {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_Terminal); ok {
+			return x.Terminal
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -2337,6 +2462,10 @@ type Event_Receipt struct {
 	Receipt *ReceiptSummary `protobuf:"bytes,15,opt,name=receipt,proto3,oneof"`
 }
 
+type Event_Terminal struct {
+	Terminal *TerminalEvent `protobuf:"bytes,16,opt,name=terminal,proto3,oneof"`
+}
+
 func (*Event_Plan) isEvent_Payload() {}
 
 func (*Event_Execution) isEvent_Payload() {}
@@ -2349,6 +2478,98 @@ func (*Event_Session) isEvent_Payload() {}
 
 func (*Event_Receipt) isEvent_Payload() {}
 
+func (*Event_Terminal) isEvent_Payload() {}
+
+// TerminalEvent is one thing that happened on a PTY execution's terminal.
+type TerminalEvent struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	// "input", "resize", "input_taken", "attached" or "detached".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The principal name that did it.
+	By string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	// For input: what was typed, redacted (keys as <NAME>).
+	Text string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	// For input: sha256 (hex) of the raw bytes written to the terminal.
+	Sha256 string `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// For resize: the new size.
+	Size          *TerminalOptions `protobuf:"bytes,6,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalEvent) Reset() {
+	*x = TerminalEvent{}
+	mi := &file_termd_v1_types_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalEvent) ProtoMessage() {}
+
+func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalEvent.ProtoReflect.Descriptor instead.
+func (*TerminalEvent) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *TerminalEvent) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+func (x *TerminalEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TerminalEvent) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *TerminalEvent) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *TerminalEvent) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *TerminalEvent) GetSize() *TerminalOptions {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
 var File_termd_v1_types_proto protoreflect.FileDescriptor
 
 const file_termd_v1_types_proto_rawDesc = "" +
@@ -2360,7 +2581,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\xa4\x02\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\xd1\x02\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
@@ -2368,15 +2589,20 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03env\x18\x04 \x03(\v2!.termd.v1.CommandRequest.EnvEntryR\x03env\x12\"\n" +
 	"\x04mode\x18\x05 \x01(\x0e2\x0e.termd.v1.ModeR\x04mode\x12'\n" +
 	"\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x12\x18\n" +
-	"\asandbox\x18\a \x01(\tR\asandbox\x1a6\n" +
+	"\asandbox\x18\a \x01(\tR\asandbox\x12+\n" +
+	"\x03tty\x18\b \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x0fTerminalOptions\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\x120\n" +
+	"\x14idle_timeout_seconds\x18\x03 \x01(\rR\x12idleTimeoutSeconds\"R\n" +
 	"\n" +
 	"PolicyStep\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x88\x06\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xb5\x06\n" +
 	"\bDecision\x12+\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x11.termd.v1.VerdictR\averdict\x12\"\n" +
 	"\x04risk\x18\x02 \x01(\x0e2\x0e.termd.v1.RiskR\x04risk\x12\x18\n" +
@@ -2399,7 +2625,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x06run_as\x18\x12 \x01(\tR\x05runAs\x12*\n" +
 	"\x05steps\x18\x13 \x03(\v2\x14.termd.v1.PolicyStepR\x05steps\x12\x1b\n" +
 	"\texec_argv\x18\x14 \x03(\tR\bexecArgv\x122\n" +
-	"\asandbox\x18\x15 \x01(\v2\x18.termd.v1.SandboxProfileR\asandbox\x1a6\n" +
+	"\asandbox\x18\x15 \x01(\v2\x18.termd.v1.SandboxProfileR\asandbox\x12+\n" +
+	"\x03tty\x18\x16 \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
@@ -2462,7 +2689,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x12flagged_by_adviser\x18\x11 \x01(\bR\x10flaggedByAdviser\x12#\n" +
 	"\radvice_digest\x18\x12 \x01(\tR\fadviceDigest\x12\x1b\n" +
 	"\tnext_step\x18\x13 \x01(\tR\bnextStep\x12\x19\n" +
-	"\bgrant_id\x18\x14 \x01(\tR\agrantId\"\xcc\x04\n" +
+	"\bgrant_id\x18\x14 \x01(\tR\agrantId\"\xb8\x05\n" +
 	"\tExecution\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12\x1d\n" +
@@ -2486,7 +2713,10 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"receipt_id\x18\x0e \x01(\tR\treceiptId\x12\x14\n" +
 	"\x05error\x18\x0f \x01(\tR\x05error\x12\x16\n" +
 	"\x06cgroup\x18\x10 \x01(\bR\x06cgroup\x12)\n" +
-	"\x10network_isolated\x18\x11 \x01(\bR\x0fnetworkIsolated\"\x94\x03\n" +
+	"\x10network_isolated\x18\x11 \x01(\bR\x0fnetworkIsolated\x12+\n" +
+	"\x03tty\x18\x12 \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x12!\n" +
+	"\finput_holder\x18\x13 \x01(\tR\vinputHolder\x12\x1a\n" +
+	"\battached\x18\x14 \x01(\x05R\battached\"\x94\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12)\n" +
 	"\x05owner\x18\x02 \x01(\v2\x13.termd.v1.PrincipalR\x05owner\x129\n" +
@@ -2527,7 +2757,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	" \x01(\tR\trequester\x12\x1a\n" +
 	"\bapprover\x18\v \x01(\tR\bapprover\x12!\n" +
 	"\frequest_hash\x18\f \x01(\tR\vrequestHash\x12\x1a\n" +
-	"\bdecision\x18\r \x01(\tR\bdecision\"\xd8\x03\n" +
+	"\bdecision\x18\r \x01(\tR\bdecision\"\x8f\x04\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -2542,8 +2772,16 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x06output\x18\f \x01(\v2\x15.termd.v1.OutputChunkH\x00R\x06output\x12*\n" +
 	"\x06lagged\x18\r \x01(\v2\x10.termd.v1.LaggedH\x00R\x06lagged\x12-\n" +
 	"\asession\x18\x0e \x01(\v2\x11.termd.v1.SessionH\x00R\asession\x124\n" +
-	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceiptB\t\n" +
-	"\apayload*P\n" +
+	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceipt\x125\n" +
+	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminalB\t\n" +
+	"\apayload\"\xb1\x01\n" +
+	"\rTerminalEvent\x12!\n" +
+	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
+	"\x06sha256\x18\x05 \x01(\tR\x06sha256\x12-\n" +
+	"\x04size\x18\x06 \x01(\v2\x19.termd.v1.TerminalOptionsR\x04size*P\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_VIEWER\x10\x01\x12\x0e\n" +
@@ -2598,7 +2836,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\fOutputStream\x12\x1d\n" +
 	"\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n" +
-	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xa9\x03\n" +
+	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xc2\x03\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aEVENT_KIND_SESSION_CREATED\x10\x01\x12\x1b\n" +
@@ -2615,7 +2853,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x13EVENT_KIND_FINISHED\x10\v\x12\x1d\n" +
 	"\x19EVENT_KIND_RECEIPT_SIGNED\x10\f\x12\x1d\n" +
 	"\x19EVENT_KIND_SESSION_CLOSED\x10\r\x12\x15\n" +
-	"\x11EVENT_KIND_LAGGED\x10\x0eB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\x11EVENT_KIND_LAGGED\x10\x0e\x12\x17\n" +
+	"\x13EVENT_KIND_TERMINAL\x10\x0fB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_types_proto_rawDescOnce sync.Once
@@ -2630,7 +2869,7 @@ func file_termd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_termd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: termd.v1.Role
 	(Mode)(0),                     // 1: termd.v1.Mode
@@ -2642,74 +2881,81 @@ var file_termd_v1_types_proto_goTypes = []any{
 	(EventKind)(0),                // 7: termd.v1.EventKind
 	(*Principal)(nil),             // 8: termd.v1.Principal
 	(*CommandRequest)(nil),        // 9: termd.v1.CommandRequest
-	(*PolicyStep)(nil),            // 10: termd.v1.PolicyStep
-	(*Decision)(nil),              // 11: termd.v1.Decision
-	(*SandboxProfile)(nil),        // 12: termd.v1.SandboxProfile
-	(*Preview)(nil),               // 13: termd.v1.Preview
-	(*Limits)(nil),                // 14: termd.v1.Limits
-	(*Approval)(nil),              // 15: termd.v1.Approval
-	(*Denial)(nil),                // 16: termd.v1.Denial
-	(*Plan)(nil),                  // 17: termd.v1.Plan
-	(*Execution)(nil),             // 18: termd.v1.Execution
-	(*Session)(nil),               // 19: termd.v1.Session
-	(*OutputChunk)(nil),           // 20: termd.v1.OutputChunk
-	(*Lagged)(nil),                // 21: termd.v1.Lagged
-	(*ReceiptSummary)(nil),        // 22: termd.v1.ReceiptSummary
-	(*Event)(nil),                 // 23: termd.v1.Event
-	nil,                           // 24: termd.v1.CommandRequest.EnvEntry
-	nil,                           // 25: termd.v1.Decision.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*TerminalOptions)(nil),       // 10: termd.v1.TerminalOptions
+	(*PolicyStep)(nil),            // 11: termd.v1.PolicyStep
+	(*Decision)(nil),              // 12: termd.v1.Decision
+	(*SandboxProfile)(nil),        // 13: termd.v1.SandboxProfile
+	(*Preview)(nil),               // 14: termd.v1.Preview
+	(*Limits)(nil),                // 15: termd.v1.Limits
+	(*Approval)(nil),              // 16: termd.v1.Approval
+	(*Denial)(nil),                // 17: termd.v1.Denial
+	(*Plan)(nil),                  // 18: termd.v1.Plan
+	(*Execution)(nil),             // 19: termd.v1.Execution
+	(*Session)(nil),               // 20: termd.v1.Session
+	(*OutputChunk)(nil),           // 21: termd.v1.OutputChunk
+	(*Lagged)(nil),                // 22: termd.v1.Lagged
+	(*ReceiptSummary)(nil),        // 23: termd.v1.ReceiptSummary
+	(*Event)(nil),                 // 24: termd.v1.Event
+	(*TerminalEvent)(nil),         // 25: termd.v1.TerminalEvent
+	nil,                           // 26: termd.v1.CommandRequest.EnvEntry
+	nil,                           // 27: termd.v1.Decision.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
 }
 var file_termd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.Principal.role:type_name -> termd.v1.Role
-	24, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
+	26, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
 	1,  // 2: termd.v1.CommandRequest.mode:type_name -> termd.v1.Mode
-	2,  // 3: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
-	3,  // 4: termd.v1.Decision.risk:type_name -> termd.v1.Risk
-	25, // 5: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
-	1,  // 6: termd.v1.Decision.mode:type_name -> termd.v1.Mode
-	10, // 7: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
-	12, // 8: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
-	12, // 9: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
-	8,  // 10: termd.v1.Approval.approver:type_name -> termd.v1.Principal
-	26, // 11: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
-	26, // 12: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 13: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
-	26, // 14: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
-	4,  // 15: termd.v1.Plan.state:type_name -> termd.v1.PlanState
-	9,  // 16: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
-	11, // 17: termd.v1.Plan.decision:type_name -> termd.v1.Decision
-	13, // 18: termd.v1.Plan.preview:type_name -> termd.v1.Preview
-	14, // 19: termd.v1.Plan.limits:type_name -> termd.v1.Limits
-	8,  // 20: termd.v1.Plan.requester:type_name -> termd.v1.Principal
-	15, // 21: termd.v1.Plan.approval:type_name -> termd.v1.Approval
-	16, // 22: termd.v1.Plan.denial:type_name -> termd.v1.Denial
-	26, // 23: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	26, // 24: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
-	26, // 25: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 26: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
-	26, // 27: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	26, // 28: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
-	8,  // 29: termd.v1.Session.owner:type_name -> termd.v1.Principal
-	26, // 30: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	26, // 31: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	26, // 32: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 33: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
-	26, // 34: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
-	26, // 35: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
-	7,  // 36: termd.v1.Event.kind:type_name -> termd.v1.EventKind
-	26, // 37: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	17, // 38: termd.v1.Event.plan:type_name -> termd.v1.Plan
-	18, // 39: termd.v1.Event.execution:type_name -> termd.v1.Execution
-	20, // 40: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
-	21, // 41: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
-	19, // 42: termd.v1.Event.session:type_name -> termd.v1.Session
-	22, // 43: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	10, // 3: termd.v1.CommandRequest.tty:type_name -> termd.v1.TerminalOptions
+	2,  // 4: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
+	3,  // 5: termd.v1.Decision.risk:type_name -> termd.v1.Risk
+	27, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
+	1,  // 7: termd.v1.Decision.mode:type_name -> termd.v1.Mode
+	11, // 8: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
+	13, // 9: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
+	10, // 10: termd.v1.Decision.tty:type_name -> termd.v1.TerminalOptions
+	13, // 11: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
+	8,  // 12: termd.v1.Approval.approver:type_name -> termd.v1.Principal
+	28, // 13: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
+	28, // 14: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 15: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
+	28, // 16: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
+	4,  // 17: termd.v1.Plan.state:type_name -> termd.v1.PlanState
+	9,  // 18: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
+	12, // 19: termd.v1.Plan.decision:type_name -> termd.v1.Decision
+	14, // 20: termd.v1.Plan.preview:type_name -> termd.v1.Preview
+	15, // 21: termd.v1.Plan.limits:type_name -> termd.v1.Limits
+	8,  // 22: termd.v1.Plan.requester:type_name -> termd.v1.Principal
+	16, // 23: termd.v1.Plan.approval:type_name -> termd.v1.Approval
+	17, // 24: termd.v1.Plan.denial:type_name -> termd.v1.Denial
+	28, // 25: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	28, // 26: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	28, // 27: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 28: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
+	28, // 29: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	28, // 30: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	10, // 31: termd.v1.Execution.tty:type_name -> termd.v1.TerminalOptions
+	8,  // 32: termd.v1.Session.owner:type_name -> termd.v1.Principal
+	28, // 33: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	28, // 34: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	28, // 35: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 36: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
+	28, // 37: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
+	28, // 38: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
+	7,  // 39: termd.v1.Event.kind:type_name -> termd.v1.EventKind
+	28, // 40: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	18, // 41: termd.v1.Event.plan:type_name -> termd.v1.Plan
+	19, // 42: termd.v1.Event.execution:type_name -> termd.v1.Execution
+	21, // 43: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
+	22, // 44: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
+	20, // 45: termd.v1.Event.session:type_name -> termd.v1.Session
+	23, // 46: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
+	25, // 47: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
+	10, // 48: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_types_proto_init() }
@@ -2717,13 +2963,14 @@ func file_termd_v1_types_proto_init() {
 	if File_termd_v1_types_proto != nil {
 		return
 	}
-	file_termd_v1_types_proto_msgTypes[15].OneofWrappers = []any{
+	file_termd_v1_types_proto_msgTypes[16].OneofWrappers = []any{
 		(*Event_Plan)(nil),
 		(*Event_Execution)(nil),
 		(*Event_Output)(nil),
 		(*Event_Lagged)(nil),
 		(*Event_Session)(nil),
 		(*Event_Receipt)(nil),
+		(*Event_Terminal)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2731,7 +2978,7 @@ func file_termd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_types_proto_rawDesc), len(file_termd_v1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
