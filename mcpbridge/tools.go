@@ -50,6 +50,7 @@ type PlanInput struct {
 type ExecuteInput struct {
 	PlanID      string `json:"plan_id" jsonschema:"the plan to run, from terminal_plan"`
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the command to end before returning it as running (default 45, max 600)"`
+	Background  bool   `json:"background,omitempty" jsonschema:"start it and return at once with its execution_id (no waiting, no output yet); read its output with terminal_output, list what runs with terminal_list, and subscribe to the result's resource_uri to be notified when it ends"`
 }
 
 // ExecutionInput names an execution, by its id or by the plan it runs.
@@ -133,7 +134,7 @@ func (b *Bridge) addTools() {
 		addTool(s, &mcp.Tool{
 			Name:        "terminal_execute",
 			Title:       "Run a plan",
-			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status.",
+			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status. With background: true it returns at once with the execution_id: come back with terminal_output (from an offset) and terminal_list, or subscribe to the returned resource_uri (execution://ID) for a notification when it ends.",
 			Annotations: &mcp.ToolAnnotations{Title: "Run a plan", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 		}, b.execute)
 	})
@@ -152,6 +153,14 @@ func (b *Bridge) addTools() {
 			Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
 			Annotations: &mcp.ToolAnnotations{Title: "Read output", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, b.output)
+	})
+	go_(func() {
+		addTool(s, &mcp.Tool{
+			Name:        "terminal_list",
+			Title:       "List executions",
+			Description: "List this client's running (and paused) executions, e.g. those started with background: true; all: true adds those that have ended. Each has its output byte counts, so terminal_output from your last offset reads what is new.",
+			Annotations: &mcp.ToolAnnotations{Title: "List executions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.list)
 	})
 	go_(func() {
 		addTool(s, &mcp.Tool{
@@ -444,10 +453,23 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if in.WaitSeconds < 0 {
 		return nil, nil, errors.New("wait_seconds must not be negative")
 	}
+	if in.Background && in.WaitSeconds > 0 {
+		return nil, nil, errors.New("background returns at once, so wait_seconds does not apply. Next: give one of them")
+	}
 	if in.WaitSeconds > 0 {
 		wait = min(time.Duration(in.WaitSeconds)*time.Second, MaxWait)
 	}
-	w, err := b.run(ctx, req, in.PlanID, wait)
+	var w *watched
+	var err error
+	if in.Background {
+		var res *mcp.CallToolResult
+		var v *ExecutionView
+		if res, v, err = b.startBackground(ctx, in.PlanID); err == nil {
+			return res, v, nil
+		}
+	} else {
+		w, err = b.run(ctx, req, in.PlanID, wait)
+	}
 	if err != nil {
 		next := ""
 		if client.Code(err) == codes.FailedPrecondition && strings.Contains(strings.ToLower(err.Error()), "approv") {
@@ -469,6 +491,8 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	}
 	if !v.Done {
 		summary += fmt.Sprintf(" (still running after %s)", wait)
+		v.ResourceURI = executionURI(v.ExecutionID)
+		v.NextStep += fmt.Sprintf("; subscribe to %s to be notified when it ends", v.ResourceURI)
 	}
 	summary += ". Next: " + v.NextStep
 	if v.Stdout != "" {
@@ -662,6 +686,7 @@ func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in Execut
 		return nil, nil, failure(err, "")
 	}
 	v := executionView(g.GetExecution())
+	v.ResourceURI = executionURI(v.ExecutionID)
 	if v.Done && v.ReceiptID != "" {
 		v.Receipt = b.sharedReceipt(ctx, v.ReceiptID)
 	}

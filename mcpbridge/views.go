@@ -75,6 +75,7 @@ type ExecutionView struct {
 	Error           string `json:"error,omitempty"`
 	ReceiptID       string `json:"receipt_id,omitempty"`
 	Receipt         any    `json:"receipt,omitempty" jsonschema:"the signed receipt once the command has ended, in its share form (no stdout/stderr; it verifies the same; terminal_receipt with include_output gives the full one)"`
+	ResourceURI     string `json:"resource_uri,omitempty" jsonschema:"the execution as a resource: subscribe to it (resources/subscribe) to be notified when it ends"`
 	NextStep        string `json:"next_step"`
 }
 
