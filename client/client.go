@@ -53,6 +53,7 @@ type Client struct {
 	Workspace  termdv1.WorkspaceServiceClient
 	Grants     termdv1.GrantServiceClient
 	Recipes    termdv1.RecipeServiceClient
+	Terminals  termdv1.TerminalServiceClient
 }
 
 // Dial connects to the daemon's unix socket. It does not wait for the daemon;
@@ -111,6 +112,7 @@ func FromConn(conn *grpc.ClientConn, socket string) *Client {
 		Workspace:  termdv1.NewWorkspaceServiceClient(conn),
 		Grants:     termdv1.NewGrantServiceClient(conn),
 		Recipes:    termdv1.NewRecipeServiceClient(conn),
+		Terminals:  termdv1.NewTerminalServiceClient(conn),
 	}
 }
 

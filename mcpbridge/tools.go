@@ -44,6 +44,7 @@ type PlanInput struct {
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
 	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"sandbox profile: read-only or workspace-write (default: the policy's choice; a program the policy has no grammar for runs read-only, so if it fails with permission denied because it must write in the workspace, plan it again with workspace-write)"`
+	TTY            *TTYInput         `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
 }
 
 // ExecuteInput runs a plan.
@@ -219,6 +220,7 @@ func (b *Bridge) addTools() {
 		}, b.advise)
 	})
 	b.addRecipeTools(go_)
+	b.addTerminalTools(go_)
 }
 
 // addTool adds a tool whose input schema is inferred from In, with Go
@@ -228,6 +230,13 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 	schema, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: plainContainers})
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err)) // a programming error, caught by every test
+	}
+	for _, p := range schema.Properties {
+		// An optional object (a pointer field, e.g. tty) is inferred as
+		// ["null","object"]: say "object", for the same reason.
+		if len(p.Types) == 2 && p.Types[0] == "null" {
+			p.Type, p.Types = p.Types[1], nil
+		}
 	}
 	t.InputSchema = schema
 	mcp.AddTool(s, t, h)
@@ -366,7 +375,11 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 	default:
 		return nil, nil, fmt.Errorf("sandbox %q is not a profile. Next: use read-only or workspace-write, or omit it", in.Sandbox)
 	}
-	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox}
+	tty, err := ttyOptions(in.TTY)
+	if err != nil {
+		return nil, nil, err
+	}
+	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty}
 	sid, pooled, err := b.session(ctx, req, in.SessionID)
 	if err != nil {
 		return nil, nil, failure(err, "")
@@ -469,6 +482,9 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		}
 	} else {
 		w, err = b.run(ctx, req, in.PlanID, wait)
+		if err == nil && w.exec.GetTty() != nil && !execDone(w.exec) {
+			return b.startTerminal(ctx, w.exec, in.WaitSeconds)
+		}
 	}
 	if err != nil {
 		next := ""
@@ -556,7 +572,9 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	receiptID, shared := "", ""
 	events := 0
 	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID, Detach: true, ShareReceipt: true})
-	for err == nil {
+	// A PTY execution is followed only until it starts: the program waits
+	// for input, which terminal_send types (the stream ending detaches).
+	for err == nil && w.exec.GetTty() == nil {
 		var m *termdv1.ExecuteAndWaitResponse
 		if m, err = stream.Recv(); err != nil {
 			break
