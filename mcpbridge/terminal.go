@@ -222,16 +222,33 @@ func (b *Bridge) startTerminal(ctx context.Context, e *termdv1.Execution, wait i
 	if wait > 0 {
 		timeout = uint32(min(wait, 300) * 1000)
 	}
+	var t *TerminalView
 	resp, err := b.c.Terminals.SendInput(ctx, &termdv1.SendInputRequest{ExecutionId: e.GetId(), Wait: &termdv1.WaitSpec{Wait: true, TimeoutMs: timeout}})
-	if err != nil {
+	switch {
+	case err == nil:
+		t = terminalView(resp.GetExecution(), resp.GetScreen())
+		t.Ready = enumWord(resp.GetReady().String(), "READY_REASON_")
+		t.Output, t.OutputOffset = resp.GetOutputText(), resp.GetOutputOffset()
+	case client.Code(err) == codes.InvalidArgument:
+		// A daemon that takes no wait without input: show the screen as it
+		// is (the program may still be starting; what is typed meanwhile is
+		// kept by the terminal until the program reads it).
+		g, gerr := b.c.Terminals.GetScreen(ctx, &termdv1.GetScreenRequest{ExecutionId: e.GetId()})
+		if gerr != nil {
+			return nil, nil, failure(gerr, "")
+		}
+		t = terminalView(g.GetExecution(), g.GetScreen())
+		t.NextStep = fmt.Sprintf("the program has started (its first screen may still be coming): type with terminal_send (execution_id %q), which waits until it is ready, or look with terminal_screen", e.GetId())
+	default:
 		return nil, nil, failure(err, fmt.Sprintf("read its screen with terminal_screen (execution_id %q)", e.GetId()))
 	}
-	t := terminalView(resp.GetExecution(), resp.GetScreen())
-	t.Ready = enumWord(resp.GetReady().String(), "READY_REASON_")
-	t.Output, t.OutputOffset = resp.GetOutputText(), resp.GetOutputOffset()
 	v := executionView(resp.GetExecution())
 	v.Terminal, v.NextStep = t, t.NextStep
 	v.ResourceURI = executionURI(v.ExecutionID)
-	summary := fmt.Sprintf("execution %s: %s on a terminal, ready: %s. Next: %s\n--- screen ---\n%s", v.ExecutionID, v.State, t.Ready, v.NextStep, t.Screen)
+	summary := fmt.Sprintf("execution %s: %s on a terminal", v.ExecutionID, v.State)
+	if t.Ready != "" {
+		summary += ", ready: " + t.Ready
+	}
+	summary += fmt.Sprintf(". Next: %s\n--- screen ---\n%s", v.NextStep, t.Screen)
 	return reply(v, false, summary)
 }
