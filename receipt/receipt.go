@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.2"
+const SchemaVersion = "1.3"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -111,8 +111,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.2 receipt. Field names are part of the published
-// schema (schema/receipt-1.2.json); do not rename them.
+// Receipt is a schema 1.3 receipt. Field names are part of the published
+// schema (schema/receipt-1.3.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -165,6 +165,10 @@ type Receipt struct {
 	// when nothing ran).
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
+	// Terminal is the pseudo-terminal of a PTY execution and what was
+	// typed into it (schema 1.3; absent for ordinary executions).
+	Terminal *Terminal `json:"terminal,omitempty"`
+
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
 
@@ -191,6 +195,29 @@ type Sandbox struct {
 	Missing             []string `json:"missing,omitempty"`
 }
 
+// Terminal is a PTY execution's terminal and its inputs (docs/TERMINALS.md).
+type Terminal struct {
+	Rows          int             `json:"rows"`
+	Cols          int             `json:"cols"`
+	IdleTimeoutMs int64           `json:"idle_timeout_ms,omitempty"`
+	Inputs        []TerminalInput `json:"inputs"`
+	// InputsDropped counts inputs past the receipt's bound (not listed).
+	InputsDropped int64 `json:"inputs_dropped,omitempty"`
+}
+
+// TerminalInput is one input (or resize, or input take-over) on a terminal.
+type TerminalInput struct {
+	Seq  int64     `json:"seq"`
+	At   time.Time `json:"at"`
+	By   string    `json:"by"`
+	Kind string    `json:"kind"` // input, resize or input_taken
+	// Text is what was typed, redacted; keys as <NAME>.
+	Text string `json:"text"`
+	// SHA256 is the hex digest of the raw bytes written ("" for resize
+	// and input_taken).
+	SHA256 string `json:"sha256"`
+}
+
 // signatureFields are the members excluded from the signed canonical form.
 var signatureFields = []string{"signature", "signature_ed25519"}
 
@@ -210,6 +237,14 @@ func (r *Receipt) Normalize() {
 	}
 	if r.Policy.RuleIDs == nil {
 		r.Policy.RuleIDs = []string{}
+	}
+	if t := r.Terminal; t != nil {
+		if t.Inputs == nil {
+			t.Inputs = []TerminalInput{}
+		}
+		for i := range t.Inputs {
+			t.Inputs[i].At = t.Inputs[i].At.UTC().Round(0)
+		}
 	}
 }
 
@@ -235,6 +270,11 @@ func (r *Receipt) Clone() *Receipt {
 	c.Policy.Reasons = append([]string(nil), r.Policy.Reasons...)
 	c.Policy.Argv = append([]string(nil), r.Policy.Argv...)
 	c.Policy.RuleIDs = append([]string(nil), r.Policy.RuleIDs...)
+	if r.Terminal != nil {
+		t := *r.Terminal
+		t.Inputs = append([]TerminalInput(nil), r.Terminal.Inputs...)
+		c.Terminal = &t
+	}
 	return &c
 }
 

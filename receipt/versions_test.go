@@ -21,7 +21,8 @@ func testReceipt() *Receipt {
 	}
 }
 
-// Receipts are written as 1.2 (the sandbox record of 1.1, and grant_id);
+// Receipts are written as 1.3 (the sandbox record of 1.1, grant_id of 1.2,
+// the terminal of 1.3); receipts written as 1.2 before terminals,
 // receipts written as 1.0 before the sandbox and as 1.1 before grants keep
 // verifying against their own schema, and an older receipt cannot carry a
 // newer member.
@@ -44,8 +45,28 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	cur := testReceipt()
 	cur.Sandbox = &Sandbox{Profile: "workspace-write", Level: "full", Mode: "required", Platform: "linux-landlock", LandlockABI: 7, Seccomp: true, MountNamespace: true, NetworkNamespace: true, CapabilitiesDropped: true}
 	cur.GrantID = "g-1234"
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.2" {
-		t.Fatalf("a 1.2 receipt with its sandbox and grant: %v (schema %s)", err, cur.SchemaVersion)
+	cur.Terminal = &Terminal{Rows: 24, Cols: 80, IdleTimeoutMs: 600000, Inputs: []TerminalInput{
+		{Seq: 1, At: time.Now(), By: "agent", Kind: "input", Text: "1+1<ENTER>", SHA256: strings.Repeat("f", 64)},
+		{Seq: 2, At: time.Now(), By: "root", Kind: "input_taken"},
+	}}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.3" {
+		t.Fatalf("a 1.3 receipt with its sandbox, grant and terminal inputs: %v (schema %s)", err, cur.SchemaVersion)
+	}
+
+	v12 := testReceipt()
+	v12.SchemaVersion = "1.2"
+	v12.GrantID = "g-1234"
+	if _, err := VerifyJSON(sign(v12), keys); err != nil {
+		t.Fatalf("a 1.2 receipt no longer verifies: %v", err)
+	}
+	v12.Terminal = cur.Terminal
+	if _, err := VerifyJSON(sign(v12), keys); err == nil || !strings.Contains(err.Error(), "1.2") {
+		t.Fatalf("a 1.2 receipt with a terminal member must not match schema 1.2: %v", err)
+	}
+	badIn := testReceipt()
+	badIn.Terminal = &Terminal{Rows: 24, Cols: 80, Inputs: []TerminalInput{{Seq: 1, At: time.Now(), By: "a", Kind: "input", Text: "x", SHA256: "nothex"}}}
+	if _, err := VerifyJSON(sign(badIn), keys); err == nil {
+		t.Fatal("an input digest that is not hex passed the schema")
 	}
 
 	v11 := testReceipt()

@@ -63,6 +63,7 @@ func decisionProto(d policy.Decision) *termdv1.Decision {
 		RunAs:           d.RunAs,
 		ExecArgv:        slices.Clone(d.ExecArgv),
 		Sandbox:         sandboxProto(d.Sandbox),
+		Tty:             terminalProto(d.TTY),
 	}
 	for _, s := range d.Steps {
 		out.Steps = append(out.Steps, &termdv1.PolicyStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})

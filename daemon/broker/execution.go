@@ -50,6 +50,9 @@ type execRec struct {
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
 	out [3]*liveStream
+	// hub is a PTY execution's terminal (terminal.go); nil otherwise. Set
+	// before the spawn and never changed.
+	hub *termHub
 
 	// launch confines the command (nil: no sandbox); sandbox is what the
 	// receipt records of it; tmp is its private TMPDIR, removed at the end.
@@ -402,6 +405,9 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		// Without a known cgroup, leftovers are found by process group.
 		_ = b.Store.RecordSpawn(e.id, pid, pid, proc.CgroupPath())
 	}
+	if e.hub != nil {
+		e.hub.proc.Store(proc)
+	}
 	b.mu.Lock()
 	e.proc = proc
 	e.e.Pid = int32(pid)
@@ -538,7 +544,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		"PATH":             joinPath(pol.TrustedPath()),
 		"HOME":             home,
 		"LANG":             "C.UTF-8",
-		"TERM":             "dumb",
+		"TERM":             termName(d.TTY),
 		"NO_COLOR":         "1",
 		"PAGER":            "cat",
 		"GIT_PAGER":        "cat",
@@ -575,6 +581,13 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	if e.storageTail != "" {
 		outputCap = min(outputCap, b.Config().Storage.TailBytes)
 	}
+	var tty *runner.TTY
+	if d.TTY != nil {
+		tty = &runner.TTY{Rows: d.TTY.Rows, Cols: d.TTY.Cols, Idle: d.TTY.Idle}
+		e.hub = newTermHub(b, e, d.TTY, requester)
+		e.e.Tty = terminalProto(d.TTY)
+		e.e.InputHolder = requester.GetName()
+	}
 	return runner.Spec{
 		ID:           e.id,
 		KeepTail:     e.storageTail != "",
@@ -592,7 +605,11 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		Credential:   cred,
 		Launch:       e.launch,
 		NewHash:      b.Keys.NewDigest,
-		OnOutput: func(s runner.Stream, _ int64, chunk []byte) {
+		TTY:          tty,
+		OnOutput: func(s runner.Stream, off int64, chunk []byte) {
+			if e.hub != nil {
+				e.hub.feed(off, chunk)
+			}
 			e.out[s].write(chunk)
 		},
 	}, nil
@@ -671,12 +688,18 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 			ls.close()
 		}
 	}
+	if e.hub != nil {
+		e.hub.proc.Store(nil)
+		e.hub.end()
+	}
 	e.releaseSandbox()
 	b.mu.Lock()
 	p := e.plan
 	detail := ""
 	if res.Err != nil {
 		detail = "the command could not be started: " + res.Err.Error()
+	} else if res.IdleTimedOut {
+		detail = fmt.Sprintf("the terminal was idle (no output and no input) for %s and the execution was ended", e.hub.idle)
 	} else if res.Status == runner.StatusOutputLimit {
 		detail = fmt.Sprintf("the command wrote more than the output budget of %d bytes (policy limits.output_budget) and was ended; its first %d bytes per stream are kept", b.Policy.Current().Limits().OutputBudget, b.Policy.Current().Limits().OutputBytes)
 	} else if res.Status == runner.StatusCancelled {

@@ -80,9 +80,11 @@ func (b *Broker) ListExecutions(_ context.Context, caller *termdv1.Principal, r 
 }
 
 // execSnapshotLocked is a copy of an execution's status; while it runs,
-// with the byte counts so far, as the output already read shows.
+// with the byte counts so far, as the output already read shows, and its
+// terminal's state (size, input holder, watchers) for a PTY execution.
 func (b *Broker) execSnapshotLocked(e *execRec) *termdv1.Execution {
 	out := proto.Clone(e.e).(*termdv1.Execution)
+	e.hub.fill(out)
 	if e.proc != nil && !e.finished {
 		_, out.StdoutBytes, _ = e.proc.ReadOutput(runner.Stdout, 0, 0)
 		_, out.StderrBytes, _ = e.proc.ReadOutput(runner.Stderr, 0, 0)

@@ -178,6 +178,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		Mode:    mode,
 		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
 		Sandbox: r.Sandbox,
+		TTY:     terminalRequest(r.Tty),
 	}, nil
 }
 

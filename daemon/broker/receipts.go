@@ -133,6 +133,9 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
 	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
+	if e.hub != nil {
+		r.Terminal = e.hub.receiptTerminal()
+	}
 	b.Redactor.RedactReceipt(r)
 	return r
 }

@@ -69,6 +69,7 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		Hidden:         b.hiddenPaths(),
 		ProtectedNames: pol.ProtectedNames(),
 		ProtectedDirs:  pol.ProtectedDirs(),
+		Terminal:       d.TTY != nil,
 	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
 	if err != nil {

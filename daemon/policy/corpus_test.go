@@ -22,6 +22,8 @@ type corpusCase struct {
 	Spell   *bool             `yaml:"spell"`
 	Twin    []string          `yaml:"twin"`
 	TwinEnv map[string]string `yaml:"twin_env"`
+	// TTY: the case and its twin ask for a terminal.
+	TTY bool `yaml:"tty"`
 }
 
 func loadCorpus(t *testing.T) []corpusCase {
@@ -90,7 +92,11 @@ func TestAdversarialCorpus(t *testing.T) {
 			req  Request
 		}
 		var vs []variant
-		base := Request{Cwd: cwd, Env: env, Mode: Mode(c.Mode), Timeout: timeout}
+		var tty *Terminal
+		if c.TTY {
+			tty = &Terminal{Rows: 24, Cols: 80}
+		}
+		base := Request{Cwd: cwd, Env: env, Mode: Mode(c.Mode), Timeout: timeout, TTY: tty}
 		if c.Cmd != "" {
 			r := base
 			r.Command = c.Cmd
@@ -139,7 +145,7 @@ func TestAdversarialCorpus(t *testing.T) {
 					continue
 				}
 				runs++
-				d := f.pol.Decide(Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode}, f.ctx)
+				d := f.pol.Decide(Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode, TTY: tty}, f.ctx)
 				if d.Verdict == Deny {
 					t.Errorf("benign twin of %s %q: denied; reasons %q", c.Name, a, d.Reasons)
 				}

@@ -29,6 +29,8 @@ type Request struct {
 	// Sandbox is the profile the caller asks for: "" (the policy's
 	// choice), SandboxReadOnly or SandboxWorkspaceWrite.
 	Sandbox string
+	// TTY asks for a pseudo-terminal (terminal.go); nil: none.
+	TTY *Terminal
 }
 
 // Context is what the daemon knows, not the caller.
@@ -77,7 +79,9 @@ type Decision struct {
 	RunAs        string            `json:"run_as,omitempty"`
 	// Sandbox is how the kernel confines the execution.
 	Sandbox SandboxProfile `json:"sandbox"`
-	Steps   []Step         `json:"steps"`
+	// TTY is the terminal the command runs on (sizes defaulted), or nil.
+	TTY   *Terminal `json:"tty,omitempty"`
+	Steps []Step    `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -162,6 +166,7 @@ type canonRequest struct {
 	Risk          Risk              `json:"risk"`
 	ProjectFiles  map[string]string `json:"project_files,omitempty"`
 	Sandbox       SandboxProfile    `json:"sandbox"`
+	TTY           *Terminal         `json:"tty,omitempty"`
 }
 
 type canonLimits struct {
@@ -179,7 +184,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
-		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox,
+		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, TTY: d.TTY,
 	}
 	if c.Argv == nil {
 		c.Argv = []string{}
@@ -237,6 +242,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 		s.deny(RiskLow, fmt.Sprintf("timeout %s exceeds the policy maximum %s", req.Timeout, p.limits.MaxTimeout))
 	}
 	s.step("mode", string(mode), "timeout "+d.Timeout.String())
+	d.TTY = p.terminalFor(req.TTY, d.Timeout, s)
 
 	// --- input form and size
 	argv := req.Argv
@@ -575,6 +581,8 @@ type command struct {
 	sys, proj      []*rule  // matched rules per layer
 
 	askedWrite, write, unknownRO, confined bool
+	// repl: an interpreter started without a script on a terminal.
+	repl bool
 }
 
 // decideArgv decides the command itself in stages, each named after the
@@ -592,6 +600,7 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 		c.effects() && // "effects"
 		c.projectFiles() && // "project-files"
 		c.sandbox() && // "sandbox"
+		c.terminal() && // "terminal"
 		c.modeAdjust() && // "mode-adjust"
 		c.execPlan() // "exec"
 }
@@ -643,6 +652,11 @@ func (c *command) program() bool {
 // escape: shells, interpreters, wrappers and privilege tools.
 func (c *command) escape() bool {
 	c.class = escapeClass(c.base)
+	if c.req.TTY != nil && c.class == "interpreter" && c.exact == nil && c.project == nil && replArgs(c.argv[1:]) {
+		c.repl = true
+		c.s.step("escape", "repl", c.base+" without a script on a terminal: what is typed is code")
+		return true
+	}
 	if c.class != "" && c.exact == nil && c.project == nil {
 		if inner, isEsc, why := escapeInner(c.base, c.argv); isEsc {
 			c.s.deny(RiskCritical, why)
@@ -721,6 +735,9 @@ func (c *command) grammar() bool {
 	case c.exact != nil:
 		c.pc = &parsed{tool: base, unparsed: true}
 		s.step("grammar", "exact", "rule "+c.exact.ID+" names this argv exactly")
+	case c.repl:
+		c.pc = &parsed{tool: base, unparsed: true, code: true}
+		s.step("grammar", "repl", "a REPL's input is not analysed")
 	default:
 		pc, known, err := parseCommand(append([]string{base}, c.argv[1:]...))
 		if err != nil {
@@ -745,6 +762,12 @@ func (c *command) grammar() bool {
 		}
 		for _, f := range pc.findings {
 			s.raise(f.verdict, f.risk, f.reason)
+		}
+		if c.req.TTY == nil {
+			// Interactive options (git add -p) need the terminal they ask for.
+			for _, f := range pc.ttyOnly {
+				s.raise(f.verdict, f.risk, f.reason)
+			}
 		}
 		for _, in := range pc.inner {
 			c.p.inner(in, c.cwd, c.req, c.ctx, c.depth, s)
@@ -831,6 +854,9 @@ func (c *command) rules() bool {
 	// code (high risk), which the mode step below turns into an approval in
 	// confirm mode, or lets run inside a fully enforced sandbox.
 	switch {
+	case c.repl:
+		s.raise(Allow, RiskHigh, "")
+		s.step("rules", "repl", c.base)
 	case project != nil:
 		s.raise(Allow, RiskHigh, project.why)
 		s.step("rules", "project code", project.file)
@@ -1187,7 +1213,8 @@ func (r *rule) matches(argv []string) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	for _, f := range p.findings {
+	// Examples are commands without a terminal.
+	for _, f := range append(p.findings, p.ttyOnly...) {
 		if f.verdict == Deny {
 			return false, f.reason
 		}

@@ -50,6 +50,8 @@ type opt struct {
 	// workDir: the value is a directory the tool works in (-C, --git-dir),
 	// which a command that writes or builds writes in.
 	workDir bool
+	// tty: the denial holds only without a terminal (onTerminal).
+	tty bool
 }
 
 // cmdSpec is the grammar of a tool or subcommand.
@@ -87,6 +89,10 @@ type cmdSpec struct {
 	write, net, code bool
 	// post-parse hook: classify operands, add findings, set effects.
 	post func(*parsed)
+	// interactive: the command is safe to drive on a terminal (a pager, a
+	// process viewer, git add -p): what is typed into it cannot run
+	// programs. Other programs ask when they get a terminal.
+	interactive bool
 
 	optIndex map[string]*opt
 }
@@ -120,6 +126,9 @@ type parsed struct {
 	operands []operand
 	paths    []operand // option values that are paths
 	findings []finding
+	// ttyOnly: denials of interactive options (onTerminal) that hold only
+	// when the command has no terminal.
+	ttyOnly  []finding
 	write    bool
 	net      bool
 	code     bool
@@ -201,9 +210,13 @@ func o(spec string, kind ...Kind) *opt {
 }
 
 func (op *opt) denyWith(reason string) *opt { op.deny = reason; return op }
-func (op *opt) writes() *opt                { op.write = true; return op }
-func (op *opt) runsCode() *opt              { op.code = true; return op }
-func (op *opt) movesDir() *opt              { op.workDir = true; return op }
+
+// onTerminal makes a denyWith option interactive: denied without a
+// terminal, allowed on one (git add -p).
+func (op *opt) onTerminal() *opt { op.tty = true; return op }
+func (op *opt) writes() *opt     { op.write = true; return op }
+func (op *opt) runsCode() *opt   { op.code = true; return op }
+func (op *opt) movesDir() *opt   { op.workDir = true; return op }
 
 // flags builds many no-argument options from a space separated list; each
 // word may be "a|b" aliases.
@@ -321,7 +334,11 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 			if long := op.names[len(op.names)-1]; long != name {
 				shown += " (" + long + ")"
 			}
-			p.deny(RiskCritical, "%s %s: %s", p.cmdName(), shown, op.deny)
+			if op.tty {
+				p.ttyOnly = append(p.ttyOnly, finding{Deny, RiskCritical, fmt.Sprintf("%s %s: %s (it needs a terminal: plan it with tty)", p.cmdName(), shown, op.deny)})
+			} else {
+				p.deny(RiskCritical, "%s %s: %s", p.cmdName(), shown, op.deny)
+			}
 		}
 		if op.write {
 			p.write = true

@@ -10,8 +10,8 @@ import (
 const SharingMarker = "[REDACTED FOR SHARING]"
 
 // ShareExport returns a copy of r fit to share outside the organisation:
-// command, cwd, argv, stdout, stderr, the policy reasons and the detail are
-// replaced with SharingMarker,
+// command, cwd, argv, stdout, stderr, the policy reasons, the detail and the
+// text of terminal inputs are replaced with SharingMarker,
 // sharing_redacted is set, and the copy is signed again with the current
 // key. Only a receipt whose signatures verify can be exported. The copy keeps
 // seq and prev_hash, so it still names its place in the chain, but it is not
@@ -36,6 +36,14 @@ func ShareExport(r *receipt.Receipt, k *Keys) (*receipt.Receipt, error) {
 	}
 	if c.Detail != "" {
 		c.Detail = SharingMarker
+	}
+	// What was typed into a terminal goes; its digests stay.
+	if c.Terminal != nil {
+		for i := range c.Terminal.Inputs {
+			if c.Terminal.Inputs[i].Kind == "input" {
+				c.Terminal.Inputs[i].Text = SharingMarker
+			}
+		}
 	}
 	c.SharingRedacted = true
 	if err := k.Sign(c); err != nil {

@@ -212,6 +212,9 @@ func buildRules(p Profile, ps Paths) []rule {
 	}
 	devWrite := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE)
 	add(devWrite, "/dev/null", "/dev/zero", "/dev/full")
+	if ps.Terminal {
+		add(devWrite|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, "/dev/tty")
+	}
 	add(accessRead, ps.SystemRead...)
 	add(accessRead|accessWrite, ps.Tmp)
 	switch p.Name {

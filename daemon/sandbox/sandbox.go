@@ -218,6 +218,10 @@ type Paths struct {
 	// (found in the workspace roots and along the working directory).
 	ProtectedNames []string
 	ProtectedDirs  []string
+	// Terminal: the execution runs on a pseudo-terminal, so /dev/tty (its
+	// controlling terminal, which pagers open) may be read, written and
+	// controlled.
+	Terminal bool
 }
 
 func uniqSorted(v []string) []string {

@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// screenWait waits (on the hub's change signal, not a sleep) until the
+// screen text contains want.
+func screenWait(t *testing.T, h *termHub, want string) string {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		h.mu.Lock()
+		text := h.screen.Snapshot().Text()
+		ch := h.changed
+		h.mu.Unlock()
+		if strings.Contains(text, want) {
+			return text
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no %q on the screen:\n%s", want, text)
+		}
+	}
+}
+
+func TestTerminalREPLInProcess(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	s := r.session(t, agent)
+	p, err := r.CreatePlan(ctx, agent, s, &termdv1.CommandRequest{Argv: []string{"python3", "-q"}, Cwd: r.ws, Tty: &termdv1.TerminalOptions{Rows: 20, Cols: 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || !strings.Contains(strings.Join(p.Decision.Reasons, ";"), "typed input is code") {
+		t.Fatalf("a REPL plan: %s %q", p.State, p.Decision.Reasons)
+	}
+	if p.Decision.Tty.GetRows() != 20 || p.Request.Tty.GetCols() != 60 {
+		t.Fatalf("terminal not echoed: %v %v", p.Decision.Tty, p.Request.Tty)
+	}
+	if _, err := r.ApprovePlan(ctx, operator, p.Id, p.Decision.RequestHash); err != nil {
+		t.Fatal(err)
+	}
+	e, err := r.Execute(ctx, agent, p.Id, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := r.hubFor(agent, e.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	screenWait(t, h, ">>>")
+	t.Logf("prompt after %s", time.Since(t0))
+	if _, err := r.SendInput(ctx, agent, &termdv1.SendInputRequest{ExecutionId: e.Id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Line{Line: "6*7"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	screenWait(t, h, "42\n>>>") // the prompt: python reads again (a Ctrl-D before that may be lost)
+	// Another agent cannot type, nor take the input.
+	other := &termdv1.Principal{Uid: 1234, Gid: 1234, Name: "other", Role: termdv1.Role_ROLE_AGENT}
+	if _, err := r.TakeInput(ctx, other, e.Id); err == nil {
+		t.Fatal("another principal took the input")
+	}
+	// The operator takes over; the agent may then neither type nor take it back.
+	if _, err := r.TakeInput(ctx, operator, e.Id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.SendInput(ctx, agent, &termdv1.SendInputRequest{ExecutionId: e.Id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Text{Text: "x"}}}})
+	wantErr(t, err, anyKind, "held by root")
+	_, err = r.TakeInput(ctx, agent, e.Id)
+	wantErr(t, err, anyKind, "cannot take it from an operator")
+	if _, err := r.SendInput(ctx, operator, &termdv1.SendInputRequest{ExecutionId: e.Id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Key{Key: termdv1.TerminalKey_TERMINAL_KEY_CTRL_D}}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	done := r.execs[e.Id].done
+	r.unlock()
+	t1 := time.Now()
+	<-done
+	t.Logf("ended %s after ctrl-d", time.Since(t1))
+	got, err := r.GetExecution(ctx, agent, e.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := r.store.Get(got.ReceiptId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Terminal == nil || len(rc.Terminal.Inputs) != 3 || rc.Terminal.Inputs[0].Text != "6*7<ENTER>" || rc.Terminal.Inputs[1].Kind != "input_taken" || rc.Terminal.Inputs[2].Text != "<CTRL_D>" {
+		t.Fatalf("receipt terminal: %+v", rc.Terminal)
+	}
+}
