@@ -223,10 +223,12 @@ func (b *Bridge) startTerminal(ctx context.Context, e *termdv1.Execution, wait i
 		timeout = uint32(min(wait, 300) * 1000)
 	}
 	var t *TerminalView
+	var ex *termdv1.Execution
 	resp, err := b.c.Terminals.SendInput(ctx, &termdv1.SendInputRequest{ExecutionId: e.GetId(), Wait: &termdv1.WaitSpec{Wait: true, TimeoutMs: timeout}})
 	switch {
 	case err == nil:
-		t = terminalView(resp.GetExecution(), resp.GetScreen())
+		ex = resp.GetExecution()
+		t = terminalView(ex, resp.GetScreen())
 		t.Ready = enumWord(resp.GetReady().String(), "READY_REASON_")
 		t.Output, t.OutputOffset = resp.GetOutputText(), resp.GetOutputOffset()
 	case client.Code(err) == codes.InvalidArgument:
@@ -237,12 +239,13 @@ func (b *Bridge) startTerminal(ctx context.Context, e *termdv1.Execution, wait i
 		if gerr != nil {
 			return nil, nil, failure(gerr, "")
 		}
-		t = terminalView(g.GetExecution(), g.GetScreen())
+		ex = g.GetExecution()
+		t = terminalView(ex, g.GetScreen())
 		t.NextStep = fmt.Sprintf("the program has started (its first screen may still be coming): type with terminal_send (execution_id %q), which waits until it is ready, or look with terminal_screen", e.GetId())
 	default:
 		return nil, nil, failure(err, fmt.Sprintf("read its screen with terminal_screen (execution_id %q)", e.GetId()))
 	}
-	v := executionView(resp.GetExecution())
+	v := executionView(ex)
 	v.Terminal, v.NextStep = t, t.NextStep
 	v.ResourceURI = executionURI(v.ExecutionID)
 	summary := fmt.Sprintf("execution %s: %s on a terminal", v.ExecutionID, v.State)
