@@ -25,6 +25,8 @@ type requestFlags struct {
 	env     []string
 	timeout time.Duration
 	sandbox string
+	// tty asks for a pseudo-terminal (run --tty); nil: none.
+	tty *termdv1.TerminalOptions
 }
 
 func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout bool) {
@@ -129,6 +131,7 @@ func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {
 		}
 		req.TimeoutSeconds = uint32(secs)
 	}
+	req.Tty = f.tty
 	return req, nil
 }
 

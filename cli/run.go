@@ -20,9 +20,10 @@ func newRun(a *app) *cobra.Command {
 		rf     requestFlags
 		yes    bool
 		detach bool
+		tty    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run [--yes] [--detach] [flags] -- ARGV...",
+		Use:   "run [--yes] [--detach] [--tty] [flags] -- ARGV...",
 		Short: "Plan, approve (when you may) and execute a command, streaming its output",
 		Long: `run is plan + approve + execute --follow in one step. The decision is shown on
 stderr; the command's stdout and stderr stream to yours, and termctl exits
@@ -46,18 +47,36 @@ When the plan needs approval:
   - --yes approves without asking, but only if you may approve it;
   - otherwise (a script, or an agent) run stops with exit 125 and prints the
     plan id and the command an operator runs to approve it.
-A blocked plan prints the policy's reasons and exits 125.`,
+A blocked plan prints the policy's reasons and exits 125.
+
+With --tty the command runs on a pseudo-terminal of your terminal's size
+(docs/TERMINALS.md) and termctl attaches to it (as ` + "`termctl attach`" + `): what you
+type goes to the program, Ctrl-] then d detaches and leaves it running. A
+REPL (python3, node, psql, ...) asks for approval, since what is typed into
+it is code; programs the policy does not mark interactive-safe ask too.
+With --detach it starts and prints its execution id: drive it with
+` + "`termctl send`" + ` and read it with ` + "`termctl screen`" + `.`,
 		Example: `  termctl run -- ls -la
   termctl run --timeout 10m -- make test
   termctl run --detach -- make build       # start it and return; it keeps running
   termctl run --yes -- touch notes.txt      # operators: approve without asking
-  termctl run -o json -- go test ./... | jq .exit_code`,
+  termctl run -o json -- go test ./... | jq .exit_code
+  termctl run --tty -- python3              # a REPL (asks for approval)
+  termctl run --tty --detach -- less notes.txt`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tty {
+				if a.output != "table" && !detach {
+					return exitWith(ExitRefused, fmt.Errorf("--tty attaches your terminal; -o %s works only with --detach", a.output))
+				}
+				rows, cols := a.localSize()
+				rf.tty = &termdv1.TerminalOptions{Rows: rows, Cols: cols}
+			}
 			res := &runResult{}
 			return a.reportRun(res, a.run(cmd, &rf, args, yes, detach, res))
 		},
 	}
 	rf.register(cmd, true, true)
+	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "run on a pseudo-terminal of your terminal's size and attach to it")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve without asking when you may approve (operators)")
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "start the command and return at once; it keeps running after termctl exits")
 	// run's own usage errors exit 125 too: 2 is the command's.
@@ -94,6 +113,14 @@ func (a *app) run(cmd *cobra.Command, rf *requestFlags, args []string, yes, deta
 		err := a.detached(cmd.Context(), c, p.Id)
 		res.printed = err == nil // detached printed the execution itself
 		return err
+	}
+	if rf.tty != nil {
+		resp, err := c.Executions.Execute(cmd.Context(), &termdv1.ExecuteRequest{PlanId: p.Id})
+		if err != nil {
+			return refusal(p.Id, err)
+		}
+		res.printed = true // the terminal showed it
+		return a.attach(cmd.Context(), c, resp.GetExecution().GetId(), false)
 	}
 	return a.follow(cmd.Context(), c, p.Id, res)
 }

@@ -244,7 +244,7 @@ var byteNames = func() map[byte]string {
 // text shown for them (unredacted).
 func encodeInputs(in []*termdv1.TerminalInput) ([]byte, string, error) {
 	if len(in) == 0 {
-		return nil, "", errdefs.Invalid("no input: send text, a line, a key or data")
+		return nil, "", errdefs.Invalid("no input: send text, a line, a key or data (or only wait, with wait set)")
 	}
 	var raw []byte
 	var shown strings.Builder
@@ -364,10 +364,14 @@ func (h *termHub) fill(out *termdv1.Execution) {
 // SendInput writes input to a terminal the caller holds the input of and,
 // with wait, returns when the program is ready for more.
 func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *termdv1.SendInputRequest) (*termdv1.SendInputResponse, error) {
-	raw, shown, err := encodeInputs(r.GetInputs())
-	if err != nil {
-		return nil, err
-	}
+	var raw []byte
+	var shown string
+	if len(r.GetInputs()) > 0 || !r.GetWait().GetWait() {
+		var err error
+		if raw, shown, err = encodeInputs(r.GetInputs()); err != nil {
+			return nil, err
+		}
+	} // no input with a wait: just wait (for the first prompt)
 	spec, err := waitSpec(r.GetWait())
 	if err != nil {
 		return nil, err
@@ -384,11 +388,13 @@ func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *te
 	}
 	startOff := h.offset
 	h.mu.Unlock()
-	if err := proc.WriteTerminal(raw); err != nil {
-		return nil, errdefs.Precondition("execution %s: writing to its terminal failed (%v); it has probably ended", e.id, err)
+	if len(raw) > 0 {
+		if err := proc.WriteTerminal(raw); err != nil {
+			return nil, errdefs.Precondition("execution %s: writing to its terminal failed (%v); it has probably ended", e.id, err)
+		}
+		sum := sha256.Sum256(raw)
+		h.record(caller, "input", clipText(b.Redactor.Redact(shown), maxInputText), hex.EncodeToString(sum[:]), nil)
 	}
-	sum := sha256.Sum256(raw)
-	h.record(caller, "input", clipText(b.Redactor.Redact(shown), maxInputText), hex.EncodeToString(sum[:]), nil)
 	out := &termdv1.SendInputResponse{}
 	if r.GetWait().GetWait() {
 		reason, err := h.wait(ctx, proc, spec)

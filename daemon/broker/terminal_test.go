@@ -58,10 +58,13 @@ func TestTerminalREPLInProcess(t *testing.T) {
 	t0 := time.Now()
 	screenWait(t, h, ">>>")
 	t.Logf("prompt after %s", time.Since(t0))
-	if _, err := r.SendInput(ctx, agent, &termdv1.SendInputRequest{ExecutionId: e.Id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Line{Line: "6*7"}}}}); err != nil {
+	sent, err := r.SendInput(ctx, agent, &termdv1.SendInputRequest{ExecutionId: e.Id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Line{Line: "6*7"}}}, Wait: &termdv1.WaitSpec{Wait: true}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	screenWait(t, h, "42\n>>>") // the prompt: python reads again (a Ctrl-D before that may be lost)
+	if sent.Ready != termdv1.ReadyReason_READY_REASON_WAITING_FOR_INPUT || !strings.Contains(strings.Join(sent.Screen.Lines, "\n"), "42\n>>>") || !strings.Contains(sent.OutputText, "42") {
+		t.Fatalf("send and wait: %s, screen %q, output %q", sent.Ready, sent.Screen.Lines, sent.OutputText)
+	}
 	// Another agent cannot type, nor take the input.
 	other := &termdv1.Principal{Uid: 1234, Gid: 1234, Name: "other", Role: termdv1.Role_ROLE_AGENT}
 	if _, err := r.TakeInput(ctx, other, e.Id); err == nil {

@@ -38,7 +38,8 @@ type TerminalServiceClient interface {
 	// execution's receipt. The client going away only detaches.
 	AttachTerminal(ctx context.Context, in *AttachTerminalRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AttachTerminalResponse], error)
 	// SendInput writes input to the terminal (the caller must hold the input)
-	// and, with wait, returns when the program is ready for more.
+	// and, with wait, returns when the program is ready for more. No inputs
+	// with wait set only waits (for the first prompt).
 	SendInput(ctx context.Context, in *SendInputRequest, opts ...grpc.CallOption) (*SendInputResponse, error)
 	// GetScreen returns the rendered screen and, on request, scrollback lines.
 	GetScreen(ctx context.Context, in *GetScreenRequest, opts ...grpc.CallOption) (*GetScreenResponse, error)
@@ -128,7 +129,8 @@ type TerminalServiceServer interface {
 	// execution's receipt. The client going away only detaches.
 	AttachTerminal(*AttachTerminalRequest, grpc.ServerStreamingServer[AttachTerminalResponse]) error
 	// SendInput writes input to the terminal (the caller must hold the input)
-	// and, with wait, returns when the program is ready for more.
+	// and, with wait, returns when the program is ready for more. No inputs
+	// with wait set only waits (for the first prompt).
 	SendInput(context.Context, *SendInputRequest) (*SendInputResponse, error)
 	// GetScreen returns the rendered screen and, on request, scrollback lines.
 	GetScreen(context.Context, *GetScreenRequest) (*GetScreenResponse, error)
