@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
@@ -52,7 +51,7 @@ type TerminalView struct {
 	Done            bool     `json:"done"`
 	ExitCode        *int32   `json:"exit_code" jsonschema:"null while it runs"`
 	Ready           string   `json:"ready,omitempty" jsonschema:"why the wait returned: waiting_for_input (the program reads the terminal: type the next input), quiet, pattern, exited or timeout (still busy: read the screen again later)"`
-	Screen          string   `json:"screen" jsonschema:"the rendered screen, one line per row, trailing blanks trimmed"`
+	Screen          string   `json:"screen" jsonschema:"the rendered screen, one line per row, trailing blanks trimmed, blank rows at the bottom left out"`
 	CursorRow       int      `json:"cursor_row" jsonschema:"0-based"`
 	CursorCol       int      `json:"cursor_col"`
 	Rows            int      `json:"rows"`
@@ -64,17 +63,6 @@ type TerminalView struct {
 	InputHolder     string   `json:"input_holder,omitempty" jsonschema:"who may type now (the requester, or an operator who took over)"`
 	ReceiptID       string   `json:"receipt_id,omitempty"`
 	NextStep        string   `json:"next_step"`
-}
-
-var keyNames = map[string]termdv1.TerminalKey{
-	"enter": termdv1.TerminalKey_TERMINAL_KEY_ENTER, "tab": termdv1.TerminalKey_TERMINAL_KEY_TAB,
-	"backspace": termdv1.TerminalKey_TERMINAL_KEY_BACKSPACE, "escape": termdv1.TerminalKey_TERMINAL_KEY_ESCAPE,
-	"up": termdv1.TerminalKey_TERMINAL_KEY_UP, "down": termdv1.TerminalKey_TERMINAL_KEY_DOWN,
-	"left": termdv1.TerminalKey_TERMINAL_KEY_LEFT, "right": termdv1.TerminalKey_TERMINAL_KEY_RIGHT,
-	"home": termdv1.TerminalKey_TERMINAL_KEY_HOME, "end": termdv1.TerminalKey_TERMINAL_KEY_END,
-	"page_up": termdv1.TerminalKey_TERMINAL_KEY_PAGE_UP, "page_down": termdv1.TerminalKey_TERMINAL_KEY_PAGE_DOWN,
-	"ctrl_c": termdv1.TerminalKey_TERMINAL_KEY_CTRL_C, "ctrl_d": termdv1.TerminalKey_TERMINAL_KEY_CTRL_D,
-	"ctrl_z": termdv1.TerminalKey_TERMINAL_KEY_CTRL_Z,
 }
 
 func (b *Bridge) addTerminalTools(go_ func(func())) {
@@ -122,9 +110,9 @@ func (b *Bridge) send(ctx context.Context, req *mcp.CallToolRequest, in SendInpu
 		inputs = append(inputs, &termdv1.TerminalInput{Input: &termdv1.TerminalInput_Line{Line: in.Line}})
 	}
 	for _, k := range in.Keys {
-		key, ok := keyNames[strings.ToLower(k)]
-		if !ok {
-			return nil, nil, fmt.Errorf("unknown key %q. Next: use enter, tab, backspace, escape, up, down, left, right, home, end, page_up, page_down, ctrl_c, ctrl_d or ctrl_z (type text with text or line)", k)
+		key, err := client.ParseKey(k)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%v. Next: type text with text or line", err)
 		}
 		inputs = append(inputs, &termdv1.TerminalInput{Input: &termdv1.TerminalInput_Key{Key: key}})
 	}
@@ -138,7 +126,7 @@ func (b *Bridge) send(ctx context.Context, req *mcp.CallToolRequest, in SendInpu
 	if !in.NoWait {
 		r.Wait = &termdv1.WaitSpec{Wait: true, TimeoutMs: uint32(in.TimeoutMs), QuietMs: uint32(in.QuietMs), Pattern: in.Pattern}
 	}
-	resp, err := b.c.Terminals.SendInput(ctx, r)
+	resp, err := b.c.SendInput(ctx, r)
 	if err != nil {
 		next := ""
 		if client.Code(err) == codes.PermissionDenied {
@@ -185,7 +173,7 @@ func terminalView(e *termdv1.Execution, sc *termdv1.Screen) *TerminalView {
 		State:       ev.State,
 		Done:        ev.Done,
 		ExitCode:    ev.ExitCode,
-		Screen:      strings.Join(sc.GetLines(), "\n"),
+		Screen:      client.ScreenText(sc),
 		CursorRow:   int(sc.GetCursorRow()),
 		CursorCol:   int(sc.GetCursorCol()),
 		Rows:        int(sc.GetRows()),
@@ -222,29 +210,14 @@ func (b *Bridge) startTerminal(ctx context.Context, e *termdv1.Execution, wait i
 	if wait > 0 {
 		timeout = uint32(min(wait, 300) * 1000)
 	}
-	var t *TerminalView
-	var ex *termdv1.Execution
-	resp, err := b.c.Terminals.SendInput(ctx, &termdv1.SendInputRequest{ExecutionId: e.GetId(), Wait: &termdv1.WaitSpec{Wait: true, TimeoutMs: timeout}})
-	switch {
-	case err == nil:
-		ex = resp.GetExecution()
-		t = terminalView(ex, resp.GetScreen())
-		t.Ready = enumWord(resp.GetReady().String(), "READY_REASON_")
-		t.Output, t.OutputOffset = resp.GetOutputText(), resp.GetOutputOffset()
-	case client.Code(err) == codes.InvalidArgument:
-		// A daemon that takes no wait without input: show the screen as it
-		// is (the program may still be starting; what is typed meanwhile is
-		// kept by the terminal until the program reads it).
-		g, gerr := b.c.Terminals.GetScreen(ctx, &termdv1.GetScreenRequest{ExecutionId: e.GetId()})
-		if gerr != nil {
-			return nil, nil, failure(gerr, "")
-		}
-		ex = g.GetExecution()
-		t = terminalView(ex, g.GetScreen())
-		t.NextStep = fmt.Sprintf("the program has started (its first screen may still be coming): type with terminal_send (execution_id %q), which waits until it is ready, or look with terminal_screen", e.GetId())
-	default:
+	resp, err := b.c.SendInput(ctx, &termdv1.SendInputRequest{ExecutionId: e.GetId(), Wait: &termdv1.WaitSpec{Wait: true, TimeoutMs: timeout}})
+	if err != nil {
 		return nil, nil, failure(err, fmt.Sprintf("read its screen with terminal_screen (execution_id %q)", e.GetId()))
 	}
+	ex := resp.GetExecution()
+	t := terminalView(ex, resp.GetScreen())
+	t.Ready = enumWord(resp.GetReady().String(), "READY_REASON_")
+	t.Output, t.OutputOffset = resp.GetOutputText(), resp.GetOutputOffset()
 	v := executionView(ex)
 	v.Terminal, v.NextStep = t, t.NextStep
 	v.ResourceURI = executionURI(v.ExecutionID)

@@ -123,8 +123,8 @@ func TestTypeScriptClient(t *testing.T) {
 			if s := steps["second_client"]; str(s, "first") == "" || (str(s, "first") == str(s, "second")) != (tr.http && tr.version >= "2026-07-28") {
 				t.Errorf("two clients at once should have their own daemon sessions (but stateless HTTP requests share one): %v", s)
 			}
-			if term, _ := res("execute_repl")["terminal"].(map[string]any); term == nil || str(res("execute_repl"), "state") != "running" {
-				t.Errorf("terminal_execute of python3 should answer with its terminal: %v", steps["execute_repl"])
+			if term, _ := res("execute_repl")["terminal"].(map[string]any); str(term, "ready") != "waiting_for_input" || !strings.Contains(str(term, "screen"), ">>>") {
+				t.Errorf("terminal_execute of python3 should answer with its prompt, waiting for input: %v", steps["execute_repl"])
 			}
 			if s := res("repl"); str(s, "ready") != "waiting_for_input" || !slices.Contains(strings.Split(str(s, "screen"), "\n"), "2") || !strings.Contains(str(s, "screen"), ">>>") {
 				t.Errorf("terminal_send 1+1 should show 2 on the screen: %v", steps["repl"])
