@@ -132,7 +132,11 @@ func (a *app) approveForRun(ctx context.Context, c *client.Client, p *termdv1.Pl
 		fmt.Fprintln(w, "  -", r)
 	}
 	stopHere := func(why string) error {
-		return exitWith(ExitRefused, fmt.Errorf("plan %s needs approval%s: an operator runs `termctl approve %s`, then `termctl execute %s --follow`", p.Id, why, p.Id, p.Id))
+		then := fmt.Sprintf("`termctl execute %s --follow`", p.Id)
+		if p.GetRequest().GetTty() != nil {
+			then = fmt.Sprintf("`termctl execute %s` and `termctl attach EXECUTION_ID`", p.Id)
+		}
+		return exitWith(ExitRefused, fmt.Errorf("plan %s needs approval%s: an operator runs `termctl approve %s`, then %s", p.Id, why, p.Id, then))
 	}
 	interactive := isTerminal(a.stdin) && isTerminal(a.stderr)
 	if !yes && !interactive {

@@ -229,6 +229,13 @@ func eventDetail(ev *termdv1.Event) string {
 		return "session " + p.Session.Id
 	case *termdv1.Event_Receipt:
 		return fmt.Sprintf("receipt %s %s", p.Receipt.Id, p.Receipt.Status)
+	case *termdv1.Event_Terminal:
+		te := p.Terminal
+		s := fmt.Sprintf("terminal %s %s by %s", te.ExecutionId, te.Kind, te.By)
+		if te.Text != "" {
+			s += ": " + te.Text
+		}
+		return s
 	}
 	return ""
 }

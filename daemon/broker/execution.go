@@ -211,7 +211,7 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 	if err != nil {
 		return err
 	}
-	if !detach {
+	if !detach && e.hub == nil { // a PTY execution outlives its clients (ARCHITECTURE §2.11)
 		defer func() {
 			if err != nil {
 				b.abandon(e, "the client running it in the foreground went away before it finished ("+err.Error()+"); run it detached (`termctl run --detach`) to keep it running")

@@ -240,9 +240,20 @@ var byteNames = func() map[byte]string {
 	return m
 }()
 
+// appCursorKeys are the keys that send ESC O x instead of ESC [ x when the
+// program asked for application cursor keys (DECCKM: readline, less, vim).
+var appCursorKeys = map[termdv1.TerminalKey]string{
+	termdv1.TerminalKey_TERMINAL_KEY_UP:    "\x1bOA",
+	termdv1.TerminalKey_TERMINAL_KEY_DOWN:  "\x1bOB",
+	termdv1.TerminalKey_TERMINAL_KEY_RIGHT: "\x1bOC",
+	termdv1.TerminalKey_TERMINAL_KEY_LEFT:  "\x1bOD",
+	termdv1.TerminalKey_TERMINAL_KEY_HOME:  "\x1bOH",
+	termdv1.TerminalKey_TERMINAL_KEY_END:   "\x1bOF",
+}
+
 // encodeInputs turns inputs into the bytes written to the terminal and the
-// text shown for them (unredacted).
-func encodeInputs(in []*termdv1.TerminalInput) ([]byte, string, error) {
+// text shown for them (unredacted); appCursor is the screen's DECCKM.
+func encodeInputs(in []*termdv1.TerminalInput, appCursor bool) ([]byte, string, error) {
 	if len(in) == 0 {
 		return nil, "", errdefs.Invalid("no input: send text, a line, a key or data (or only wait, with wait set)")
 	}
@@ -258,6 +269,9 @@ func encodeInputs(in []*termdv1.TerminalInput) ([]byte, string, error) {
 			shown.WriteString(v.Line + keyName(termdv1.TerminalKey_TERMINAL_KEY_ENTER))
 		case *termdv1.TerminalInput_Key:
 			b, ok := keyBytes[v.Key]
+			if alt, has := appCursorKeys[v.Key]; has && appCursor {
+				b = alt
+			}
 			if !ok {
 				return nil, "", errdefs.Invalid("input %d: key %v is not a key termd knows; use one of ENTER, TAB, BACKSPACE, ESCAPE, UP, DOWN, LEFT, RIGHT, HOME, END, PAGE_UP, PAGE_DOWN, CTRL_C, CTRL_D, CTRL_Z", i+1, v.Key)
 			}
@@ -364,14 +378,6 @@ func (h *termHub) fill(out *termdv1.Execution) {
 // SendInput writes input to a terminal the caller holds the input of and,
 // with wait, returns when the program is ready for more.
 func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *termdv1.SendInputRequest) (*termdv1.SendInputResponse, error) {
-	var raw []byte
-	var shown string
-	if len(r.GetInputs()) > 0 || !r.GetWait().GetWait() {
-		var err error
-		if raw, shown, err = encodeInputs(r.GetInputs()); err != nil {
-			return nil, err
-		}
-	} // no input with a wait: just wait (for the first prompt)
 	spec, err := waitSpec(r.GetWait())
 	if err != nil {
 		return nil, err
@@ -380,6 +386,16 @@ func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *te
 	if err != nil {
 		return nil, err
 	}
+	var raw []byte
+	var shown string
+	if len(r.GetInputs()) > 0 || !r.GetWait().GetWait() {
+		h.mu.Lock()
+		appCursor := h.screen.Snapshot().AppCursorKeys
+		h.mu.Unlock()
+		if raw, shown, err = encodeInputs(r.GetInputs(), appCursor); err != nil {
+			return nil, err
+		}
+	} // no input with a wait: just wait (for the first prompt)
 	h.mu.Lock()
 	if principalKey(h.holder) != principalKey(caller) {
 		holder := h.holder.GetName()

@@ -99,3 +99,45 @@ func TestTerminalREPLInProcess(t *testing.T) {
 		t.Fatalf("receipt terminal: %+v", rc.Terminal)
 	}
 }
+
+// A PTY execution outlives the stream that started it: ExecuteAndWait's
+// client going away does not cancel it, as it would a foreground command.
+func TestTerminalOutlivesItsStream(t *testing.T) {
+	r := newRig(t)
+	s := r.session(t, operator)
+	p, err := r.CreatePlan(context.Background(), operator, s, &termdv1.CommandRequest{Argv: []string{"python3", "-q"}, Cwd: r.ws, Mode: termdv1.Mode_MODE_TRUSTED, Tty: &termdv1.TerminalOptions{}})
+	if err != nil || p.State != termdv1.PlanState_PLAN_STATE_PLANNED {
+		t.Fatalf("plan: %v %v", p.GetState(), err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.ExecuteAndWait(ctx, operator, p.Id, s, false, func(ev *termdv1.Event) error {
+			if ev.Kind == termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED {
+				started <- ev.GetExecution().Id
+			}
+			return nil
+		})
+	}()
+	id := <-started
+	cancel()
+	<-done
+	h, _, err := r.hubFor(operator, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenWait(t, h, ">>>")
+	got, err := r.SendInput(context.Background(), operator, &termdv1.SendInputRequest{ExecutionId: id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Line{Line: "'still here'"}}}, Wait: &termdv1.WaitSpec{Wait: true}})
+	if err != nil || !strings.Contains(strings.Join(got.Screen.Lines, "\n"), "'still here'\n>>>") {
+		t.Fatalf("after the stream ended: %v %v", got.GetScreen().GetLines(), err)
+	}
+	// Up recalls the line (readline asked for application cursor keys).
+	up, err := r.SendInput(context.Background(), operator, &termdv1.SendInputRequest{ExecutionId: id, Inputs: []*termdv1.TerminalInput{{Input: &termdv1.TerminalInput_Key{Key: termdv1.TerminalKey_TERMINAL_KEY_UP}}}, Wait: &termdv1.WaitSpec{Wait: true}})
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(strings.Join(up.Screen.Lines, "\n")), ">>> 'still here'") {
+		t.Fatalf("up arrow: %q %v", up.GetScreen().GetLines(), err)
+	}
+	if _, err := r.CancelExecution(context.Background(), operator, id); err != nil {
+		t.Fatal(err)
+	}
+}

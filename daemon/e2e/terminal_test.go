@@ -288,6 +288,17 @@ func TestTerminalLess(t *testing.T) {
 	if strings.Contains(screenOf(first), "line 30\n") || !first.Screen.Alternate {
 		t.Fatalf("less should show one screen on the alternate screen:\n%s", screenOf(first))
 	}
+	// termctl attach shows the screen; Ctrl-] d detaches and less runs on.
+	cmd := exec.Command(harness.Bin(t, "termctl"), "--socket", d.Socket, "attach", e.Id)
+	cmd.Stdin = strings.NewReader("\x1dd")
+	var aout, aerr strings.Builder
+	cmd.Stdout, cmd.Stderr = &aout, &aerr
+	if err := cmd.Run(); err != nil || !strings.Contains(aout.String(), "line 1\nline 2") || !strings.Contains(aerr.String(), "detached from "+e.Id) {
+		t.Fatalf("termctl attach, then Ctrl-] d: %v\nstdout:\n%s\nstderr:\n%s", err, aout.String(), aerr.String())
+	}
+	if g, err := d.Client.Executions.GetExecution(ctxT(t), &termdv1.GetExecutionRequest{ExecutionId: e.Id}); err != nil || g.Execution.State != termdv1.ExecutionState_EXECUTION_STATE_RUNNING {
+		t.Fatalf("after detaching: %v %v", g.GetExecution().GetState(), err)
+	}
 	next := send(t, d.Client, e.Id, nil, key(termdv1.TerminalKey_TERMINAL_KEY_PAGE_DOWN))
 	wantReady(t, next, termdv1.ReadyReason_READY_REASON_WAITING_FOR_INPUT, "line 24")
 	wantReady(t, send(t, d.Client, e.Id, nil, &termdv1.TerminalInput{Input: &termdv1.TerminalInput_Text{Text: "q"}}), termdv1.ReadyReason_READY_REASON_EXITED, "")
@@ -388,5 +399,23 @@ func TestTerminalGitAddPatch(t *testing.T) {
 	unstaged, _ := exec.Command("git", "-C", d.Workspace, "diff").CombinedOutput()
 	if !strings.Contains(string(staged), "+row two") || strings.Contains(string(staged), "thirty-eight") || !strings.Contains(string(unstaged), "+row thirty-eight") {
 		t.Fatalf("index after y/n:\nstaged:\n%s\nunstaged:\n%s", staged, unstaged)
+	}
+}
+
+// termctl run --tty: plan (asks: project code), approve with --yes, attach;
+// what termctl reads on stdin is typed into the program, its screen output
+// comes out, and termctl exits with the program's exit code.
+func TestTermctlRunTTY(t *testing.T) {
+	requireRoot(t)
+	d := startTerminalDaemon(t)
+	writeFile(t, filepath.Join(d.Workspace, "ask.py"), "import os, sys\na = input('Proceed? [Y/n] ')\nprint('answer=' + a, 'tty=' + str(os.isatty(0)))\nsys.exit(3)\n")
+	cmd := exec.Command(harness.Bin(t, "termctl"), "--socket", d.Socket, "run", "--tty", "--yes", "--cwd", d.Workspace, "--", "python3", "ask.py")
+	cmd.Stdin = strings.NewReader("n\r")
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if code != 3 || !strings.Contains(out.String(), "answer=n tty=True") || !strings.Contains(errOut.String(), "detach with Ctrl-] then d") {
+		t.Fatalf("termctl run --tty: %v (exit %d)\nstdout:\n%s\nstderr:\n%s", err, code, out.String(), errOut.String())
 	}
 }

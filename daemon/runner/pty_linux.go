@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // openTerminal makes the pseudo-terminal of a PTY execution: the slave is
@@ -16,7 +17,7 @@ func (p *Process) openTerminal(sys *syscall.SysProcAttr) (slave *os.File, err er
 	if err != nil {
 		return nil, err
 	}
-	if err := pty.Setsize(master, &pty.Winsize{Rows: p.spec.TTY.Rows, Cols: p.spec.TTY.Cols}); err != nil {
+	if err := setSize(master, p.spec.TTY.Rows, p.spec.TTY.Cols); err != nil {
 		master.Close()
 		slave.Close()
 		return nil, err
@@ -48,7 +49,24 @@ func (p *Process) ResizeTerminal(rows, cols uint16) error {
 	if p.tty == nil {
 		return ErrNoTerminal
 	}
-	return pty.Setsize(p.tty.master, &pty.Winsize{Rows: rows, Cols: cols})
+	return setSize(p.tty.master, rows, cols)
+}
+
+// setSize sets a terminal's window size (TIOCSWINSZ) through the file's
+// poller-safe descriptor access: File.Fd would switch the master to
+// blocking mode and race with its Close.
+func setSize(f *os.File, rows, cols uint16) error {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioErr error
+	if err := raw.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	}); err != nil {
+		return err
+	}
+	return ioErr
 }
 
 // Terminal is the master side of a PTY execution (nil without one), for

@@ -18,7 +18,9 @@
 //   - Input just written to the master is handed to the program by a kernel
 //     work item: for a moment the program may still show as blocked reading.
 //     Wait therefore wants the reading state to hold, with no new output, for
-//     a settle time (30 ms) before it says "waiting_for_input".
+//     a settle time before it says "waiting_for_input": 30 ms once the
+//     program reacted with output, 150 ms while it has not (a work item
+//     delayed longer than that on an overloaded machine still fools it).
 //   - A task blocked in epoll on a descriptor set that holds the terminal but
 //     waiting for something else (a socket) is reported as reading.
 //   - A program reading the terminal in a process group that is not the

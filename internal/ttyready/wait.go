@@ -17,14 +17,21 @@ const (
 	Timeout         Reason = "timeout"           // Spec.Timeout passed first
 )
 
-// Defaults for a zero Spec, and the settle time: how long the program must
-// have shown as reading, with no new output, before Wait believes it. It
-// lets the prompt's own output arrive, and covers the moment after input is
-// written when the program has not yet been woken to read it.
+// Defaults for a zero Spec, and the settle times: how long the program must
+// have shown as reading, with no new output, before Wait believes it.
+//
+// Settle applies once output arrived during the wait: the program reacted
+// (echoed, answered, drew its prompt), so it has taken the input, and 30 ms
+// lets the rest of its prompt arrive. SettleNoOutput applies while nothing
+// arrived: input written to the master reaches the program through a kernel
+// work item, and until that runs the program still shows as blocked reading;
+// on a busy machine that can take tens of milliseconds, so a wait that has
+// seen no reaction holds on longer before it says "waiting_for_input".
 const (
 	DefaultTimeout    = 10 * time.Second
 	DefaultProbeEvery = 15 * time.Millisecond
 	Settle            = 30 * time.Millisecond
+	SettleNoOutput    = 150 * time.Millisecond
 )
 
 // Spec is what a wait waits for.
@@ -46,9 +53,13 @@ type Source interface {
 // Wait returns as soon as one of these holds, checked in this order: the
 // program exited; Pattern matches Text (already at the start, too); the
 // program has been reading its terminal for Settle with no output during
-// it; Quiet > 0 and there has been no output for Quiet (counted from the
+// it (SettleNoOutput when no output arrived since the wait began); Quiet > 0 and there has been no output for Quiet (counted from the
 // start of the wait or the last output); Timeout passed. A cancelled ctx
 // returns its error. Reading and Text are called from Wait's goroutine only.
+//
+// Exited is reported when Done closes; the program's last output may still
+// be on its way from the pty, so read the final screen after its output
+// stream has ended.
 func Wait(ctx context.Context, src Source, spec Spec) (Reason, error) {
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -67,6 +78,7 @@ func Wait(ctx context.Context, src Source, spec Spec) (Reason, error) {
 	lastSeq := src.OutputSeq()
 	lastOut := start
 	var readingSince time.Time
+	settle := SettleNoOutput
 	checkPattern := spec.Pattern != nil
 	for {
 		select {
@@ -77,6 +89,7 @@ func Wait(ctx context.Context, src Source, spec Spec) (Reason, error) {
 		now := time.Now()
 		if seq := src.OutputSeq(); seq != lastSeq {
 			lastSeq, lastOut = seq, now
+			settle = Settle
 			checkPattern = spec.Pattern != nil
 		}
 		if checkPattern {
@@ -89,7 +102,7 @@ func Wait(ctx context.Context, src Source, spec Spec) (Reason, error) {
 			if readingSince.IsZero() {
 				readingSince = now
 			}
-			if now.Sub(readingSince) >= Settle && now.Sub(lastOut) >= Settle {
+			if now.Sub(readingSince) >= settle && now.Sub(lastOut) >= settle {
 				return WaitingForInput, nil
 			}
 		} else {

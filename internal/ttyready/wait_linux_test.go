@@ -2,6 +2,10 @@ package ttyready
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -80,5 +84,56 @@ func TestWaitYesNoQuestion(t *testing.T) {
 	p.send("y\r")
 	if r := waitOn(t, p, Spec{Quiet: 300 * time.Millisecond}); r != Quiet || p.Text() != "Proceed? [Y/n] y\nanswer=y" {
 		t.Fatalf("after the answer: %q, screen %q", r, p.Text())
+	}
+}
+
+// git add -p asks about each hunk; every wait ends at its question.
+func TestWaitGitAddPatch(t *testing.T) {
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + repo, "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	var lines []string
+	for i := 1; i <= 30; i++ {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	write := func() {
+		if err := os.WriteFile(filepath.Join(repo, "f.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write()
+	git("init", "-q")
+	git("add", "f.txt")
+	git("commit", "-qm", "first")
+	lines[1], lines[27] = "line 2 changed", "line 28 changed"
+	write()
+
+	p := start(t, "sh", "-c", "cd "+repo+" && HOME="+repo+" GIT_CONFIG_NOSYSTEM=1 exec git add -p")
+	if r := waitOn(t, p, Spec{}); r != WaitingForInput || !strings.Contains(p.Text(), "+line 2 changed") ||
+		!strings.Contains(p.Text(), "(1/2) Stage this hunk") {
+		t.Fatalf("first hunk: %q, screen:\n%s", r, p.Text())
+	}
+	p.send("y\r")
+	if r := waitOn(t, p, Spec{}); r != WaitingForInput || !strings.Contains(p.Text(), "+line 28 changed") ||
+		!strings.Contains(p.Text(), "(2/2) Stage this hunk") {
+		t.Fatalf("second hunk: %q, screen:\n%s", r, p.Text())
+	}
+	p.send("n\r")
+	if r := waitOn(t, p, Spec{}); r != Exited {
+		t.Fatalf("after the last hunk: %q, screen:\n%s", r, p.Text())
+	}
+	staged := git("diff", "--cached")
+	if !strings.Contains(staged, "+line 2 changed") || strings.Contains(staged, "line 28 changed") {
+		t.Fatalf("index after y, n:\n%s", staged)
 	}
 }

@@ -103,6 +103,18 @@ func TestWaitWaitingForInput(t *testing.T) {
 	f := newFake()
 	f.reading = func(int) bool { return true }
 	r, took := wait(t, f, Spec{})
+	if r != WaitingForInput || took < SettleNoOutput {
+		t.Fatalf("reason %q after %v, want waiting_for_input after at least %v", r, took, SettleNoOutput)
+	}
+	// Once the program has answered, the shorter settle applies.
+	f = newFake()
+	f.reading = func(n int) bool {
+		if n == 1 {
+			f.seq++
+		}
+		return true
+	}
+	r, took = wait(t, f, Spec{})
 	if r != WaitingForInput || took < Settle {
 		t.Fatalf("reason %q after %v, want waiting_for_input after at least %v", r, took, Settle)
 	}

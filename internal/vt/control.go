@@ -74,10 +74,15 @@ func (t *Terminal) combine(r rune) {
 		col--
 	}
 	c := &line[col]
-	if c.r == 0 || len(c.comb)+len(string(r)) > maxComb {
+	if c.r == 0 {
 		return
 	}
-	c.comb += string(r)
+	for i := range c.comb {
+		if c.comb[i] == 0 {
+			c.comb[i] = r
+			return
+		}
+	}
 }
 
 // clearCell blanks the cell at col, and the other half of a wide character
@@ -535,6 +540,10 @@ func (t *Terminal) csiDispatch(private byte, params []int, inter []byte, final b
 func (t *Terminal) decModes(params []int, on bool) {
 	for _, m := range params {
 		switch m {
+		case 1: // DECCKM
+			t.appCursor = on
+		case 2004:
+			t.paste = on
 		case 6: // DECOM
 			t.origin = on
 			t.moveTo(0, 0)
@@ -576,6 +585,7 @@ func (t *Terminal) decModes(params []int, on bool) {
 
 func (t *Terminal) softReset() {
 	t.visible = true
+	t.appCursor = false
 	t.top, t.bot = 0, t.rows-1
 	t.origin = false
 	t.autowrap = true

@@ -258,6 +258,14 @@ func TestModesTitleAndStrings(t *testing.T) {
 	if term.Snapshot().CursorVisible {
 		t.Fatal("DECTCEM l left the cursor visible")
 	}
+	term.Write([]byte("\x1b[?1h\x1b[?2004h"))
+	if s := term.Snapshot(); !s.AppCursorKeys || !s.BracketedPaste {
+		t.Fatalf("DECCKM %v, bracketed paste %v", s.AppCursorKeys, s.BracketedPaste)
+	}
+	term.Write([]byte("\x1b[?2004l\x1b[!p"))
+	if s := term.Snapshot(); s.AppCursorKeys || s.BracketedPaste {
+		t.Fatalf("after ?2004l and DECSTR: DECCKM %v, bracketed paste %v", s.AppCursorKeys, s.BracketedPaste)
+	}
 	term.Write([]byte("\x1b[?25h\x1b]0;first\x07\x1b]2;sec"))
 	term.Write([]byte("ond\x1b\\\x1b]1;icon only\x07"))
 	s := term.Snapshot()
@@ -370,3 +378,31 @@ func TestSnapshotText(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Readers, Resize and Write from several goroutines (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	term := New(10, 40, Options{ScrollbackLines: 50})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			term.Write([]byte("\x1b[32mline " + strconv.Itoa(i) + "\x1b[0m\r\n"))
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		s := term.Snapshot()
+		if len(s.Lines) != s.Rows {
+			t.Fatalf("%d lines for %d rows", len(s.Lines), s.Rows)
+		}
+		term.Scrollback(0, 10)
+		term.Resize(10+len(s.Lines)%3, 40)
+	}
+	if got := term.Snapshot().Text(); !strings.HasSuffix(got, "line 1999") {
+		t.Fatalf("screen ends %q", got)
+	}
+}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package vt
 
 import (
@@ -135,6 +137,9 @@ func TestLess(t *testing.T) {
 	if last := s.Lines[23]; last != ":" && !strings.Contains(last, "long.txt") {
 		t.Fatalf("prompt line %q, want ':' or the file name", last)
 	}
+	if !s.AppCursorKeys {
+		t.Fatal("less turned on application cursor keys, the snapshot does not say so")
+	}
 	p.send(" ") // next page
 	s = p.waitFor("the second page", func(s Snapshot) bool { return strings.HasPrefix(s.Lines[22], "line 046") })
 	if s.Lines[0] != "line 024 of the long file" || s.Lines[23] != ":" {
@@ -143,8 +148,8 @@ func TestLess(t *testing.T) {
 	p.send("q")
 	p.waitExit()
 	s = p.term.Snapshot()
-	if s.AltScreen || s.Text() != "before less\nafter less" {
-		t.Fatalf("after q: alt %v, screen %q", s.AltScreen, s.Text())
+	if s.AltScreen || s.AppCursorKeys || s.Text() != "before less\nafter less" {
+		t.Fatalf("after q: alt %v, application cursor keys %v, screen %q", s.AltScreen, s.AppCursorKeys, s.Text())
 	}
 	if lines, _ := p.term.Scrollback(0, 0); len(lines) != 0 {
 		t.Fatalf("less's pages went to the scrollback: %q", lines)
@@ -208,3 +213,42 @@ var python3 = sync.OnceValue(func() string {
 	}
 	return "python3"
 })
+
+func TestVim(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "notes.txt")
+	var b strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&b, "vim line %d\n", i)
+	}
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startOnPty(t, 24, 80, "sh", "-c", "echo before vim; vim -u NONE -i NONE -N -n "+file+"; echo after vim")
+	s := p.waitFor("the file in vim", func(s Snapshot) bool {
+		return s.AltScreen && s.Lines[22] == "vim line 23" && strings.Contains(s.Lines[23], "notes.txt")
+	})
+	if s.Lines[0] != "vim line 1" || s.CursorRow != 0 || s.CursorCol != 0 {
+		t.Fatalf("top %q, cursor %d,%d", s.Lines[0], s.CursorRow, s.CursorCol)
+	}
+	// Jump to the end (vim scrolls), open a line below and type.
+	p.send("Go")
+	p.waitFor("insert mode at the end", func(s Snapshot) bool {
+		return s.Lines[21] == "vim line 100" && strings.Contains(s.Lines[23], "INSERT")
+	})
+	p.send("hello from the test\x1b")
+	s = p.waitFor("the typed line", func(s Snapshot) bool {
+		return s.Lines[22] == "hello from the test" && !strings.Contains(s.Lines[23], "INSERT")
+	})
+	if s.Lines[0] != "vim line 79" || s.CursorRow != 22 || s.CursorCol != 18 {
+		t.Fatalf("top %q, cursor %d,%d", s.Lines[0], s.CursorRow, s.CursorCol)
+	}
+	// Back to the top: vim redraws the whole screen.
+	p.send("gg")
+	p.waitFor("the top again", func(s Snapshot) bool { return s.Lines[0] == "vim line 1" && s.Lines[22] == "vim line 23" })
+	p.send(":q!\r")
+	p.waitExit()
+	if s := p.term.Snapshot(); s.AltScreen || s.Text() != "before vim\nafter vim" {
+		t.Fatalf("after :q! alt %v, screen %q", s.AltScreen, s.Text())
+	}
+}

@@ -15,12 +15,15 @@ package vt
 import (
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
-// Limits on the screen size: larger requests are reduced to these.
+// Limits on the screen size: larger requests are reduced to these. A cell
+// takes 16 bytes and a terminal keeps two screens, so the largest terminal
+// holds 8 MB.
 const (
-	MaxRows = 1000
-	MaxCols = 1000
+	MaxRows = 500
+	MaxCols = 500
 )
 
 // Scrollback defaults, used when Options leaves them 0.
@@ -54,6 +57,12 @@ type Snapshot struct {
 	CursorVisible        bool
 	AltScreen            bool
 	Title                string
+	// AppCursorKeys is DECCKM: the program asked for arrow keys as ESC O A
+	// (not ESC [ A), as readline, less and vim do.
+	AppCursorKeys bool
+	// BracketedPaste: the program wants pasted text between ESC [200~ and
+	// ESC [201~ so it does not run it line by line.
+	BracketedPaste bool
 }
 
 // Text is the screen as one string: the lines joined by "\n", without the
@@ -68,15 +77,16 @@ func (s Snapshot) Text() string {
 
 // cell is one character cell. A wide character takes its cell (wide set)
 // and the next one, which holds wideTail.
+// cells hold no pointers, so a screen costs the garbage collector nothing.
 type cell struct {
 	r    rune // 0: blank
+	comb [maxComb]rune
 	wide bool
-	comb string // combining marks drawn on r
 }
 
 const wideTail rune = -1
 
-const maxComb = 16 // bytes of combining marks kept per cell
+const maxComb = 2 // combining marks kept per cell; more are dropped
 
 type cursor struct {
 	row, col    int
@@ -112,6 +122,8 @@ type Terminal struct {
 	origin     bool
 	insert     bool
 	newline    bool    // LNM: LF also returns the carriage
+	appCursor  bool    // DECCKM
+	paste      bool    // bracketed paste (?2004)
 	charsets   [2]bool // G0, G1: true when DEC special graphics
 	gl         int     // which of G0/G1 is in use (SI/SO)
 	last       rune    // last character printed, for REP
@@ -150,6 +162,8 @@ func (t *Terminal) reset() {
 	t.origin = false
 	t.insert = false
 	t.newline = false
+	t.appCursor = false
+	t.paste = false
 	t.charsets = [2]bool{}
 	t.gl = 0
 	t.last = 0
@@ -253,14 +267,16 @@ func (t *Terminal) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := Snapshot{
-		Rows:          t.rows,
-		Cols:          t.cols,
-		Lines:         make([]string, t.rows),
-		CursorRow:     t.cur.row,
-		CursorCol:     t.cur.col,
-		CursorVisible: t.visible,
-		AltScreen:     t.altActive,
-		Title:         t.title,
+		Rows:           t.rows,
+		Cols:           t.cols,
+		Lines:          make([]string, t.rows),
+		CursorRow:      t.cur.row,
+		CursorCol:      t.cur.col,
+		CursorVisible:  t.visible,
+		AltScreen:      t.altActive,
+		Title:          t.title,
+		AppCursorKeys:  t.appCursor,
+		BracketedPaste: t.paste,
 	}
 	for i, line := range t.screen() {
 		s.Lines[i] = lineText(line)
@@ -288,18 +304,28 @@ func (t *Terminal) ScrollbackDropped() int {
 
 // lineText is a line as a string without trailing spaces.
 func lineText(line []cell) string {
-	var b strings.Builder
-	for _, c := range line {
+	end := len(line)
+	for end > 0 && (line[end-1].r == 0 || line[end-1].r == ' ' && line[end-1].comb[0] == 0) {
+		end--
+	}
+	b := make([]byte, 0, end)
+	for _, c := range line[:end] {
 		switch {
 		case c.r == wideTail:
 		case c.r == 0:
-			b.WriteByte(' ')
+			b = append(b, ' ')
+		case c.r < utf8.RuneSelf && c.comb[0] == 0:
+			b = append(b, byte(c.r))
 		default:
-			b.WriteRune(c.r)
-			b.WriteString(c.comb)
+			b = utf8.AppendRune(b, c.r)
+			for _, m := range c.comb {
+				if m != 0 {
+					b = utf8.AppendRune(b, m)
+				}
+			}
 		}
 	}
-	return strings.TrimRight(b.String(), " ")
+	return string(b)
 }
 
 func (t *Terminal) screen() [][]cell {
