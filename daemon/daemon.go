@@ -115,7 +115,15 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if err := runner.EnableSubreaper(); err != nil {
 		d.log.Warn("no child subreaper: double-forked children are found through cgroups only", "error", err)
 	}
-	if d.runner, err = runner.New(""); err != nil {
+	var ropts runner.Options
+	switch v := os.Getenv("TERMD_SPAWN_POOL"); v {
+	case "", "1":
+	case "0":
+		ropts.NoPool = true
+	default:
+		return fmt.Errorf("TERMD_SPAWN_POOL=%q: set it to 0 to make every execution's network namespace and cgroup at spawn (no spawn pools), or leave it unset", v)
+	}
+	if d.runner, err = runner.NewWithOptions(ropts); err != nil {
 		return fmt.Errorf("execution runtime: %w", err)
 	}
 	if d.runner.LeafMove != "" {

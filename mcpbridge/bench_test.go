@@ -123,17 +123,22 @@ func TestBenchBridge(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the trivial binary: %v\n%s", err, out)
 	}
-	const starts = 30
-	var trivial, cold []time.Duration
-	for range starts {
-		start := time.Now()
-		if err := exec.Command(filepath.Join(dir, "trivial")).Run(); err != nil {
-			t.Fatal(err)
-		}
-		trivial = append(trivial, time.Since(start))
+	// The floor: the SDK, gRPC and the generated API initialised and an MCP
+	// server with one hand-written tool answering (internal/benchfloor/mcpfloor).
+	floorDir, err := os.MkdirTemp("", "mcpfloor-") // the floor runs as the bridge does (nobody)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for range starts {
-		cmd := bridgeCmd(t, d, nil)
+	t.Cleanup(func() { os.RemoveAll(floorDir) })
+	_ = os.Chmod(floorDir, 0o755)
+	floorBin := filepath.Join(floorDir, "mcpfloor")
+	fb := exec.Command("go", "build", "-o", floorBin, "./internal/benchfloor/mcpfloor")
+	fb.Dir = ".."
+	if out, err := fb.CombinedOutput(); err != nil {
+		t.Fatalf("building the floor binary: %v\n%s", err, out)
+	}
+	const starts = 30
+	coldStart := func(cmd *exec.Cmd) time.Duration {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		start := time.Now()
 		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -143,11 +148,27 @@ func TestBenchBridge(t *testing.T) {
 		if _, err := cs.ListTools(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		cold = append(cold, time.Since(start))
+		took := time.Since(start)
 		cs.Close()
+		return took
+	}
+	// Alternate, so that load from elsewhere hits all three alike.
+	var trivial, floor, cold []time.Duration
+	for range starts {
+		start := time.Now()
+		if err := exec.Command(filepath.Join(dir, "trivial")).Run(); err != nil {
+			t.Fatal(err)
+		}
+		trivial = append(trivial, time.Since(start))
+		fc := bridgeCmd(t, d, nil)
+		fc.Path, fc.Args = floorBin, []string{floorBin}
+		floor = append(floor, coldStart(fc))
+		cold = append(cold, coldStart(bridgeCmd(t, d, nil)))
 	}
 	report(t, "stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
 	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
+	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "the floor (go-sdk + gRPC init, one hand-written tool)", floor, 0)
+	harness.BenchLine(t, "mcp: the floor's cold start", floor, "start of a trivial Go binary", trivial, 0)
 
 	benchPairsScript(t, d, hb)
 }

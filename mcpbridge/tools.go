@@ -226,10 +226,40 @@ func (b *Bridge) addTools() {
 // addTool adds a tool whose input schema is inferred from In, with Go
 // slices and maps as plain "array" / "object" (inference alone types them
 // ["null","array"], and the Inspector then refuses to send an array).
+//
+// The schemas come from toolschemas.json (schemas.go) as JSON text: the
+// SDK lists them as they are, and they are parsed and resolved for
+// validation at a tool's first call, not at start-up. Inferring them by
+// reflection, resolving them and marshalling them for tools/list was most
+// of the bridge's own cold start. A tool missing from the file (its test
+// fails) falls back to the SDK's inference.
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	sc, ok := toolSchemas()[t.Name]
+	if !ok || !useSchemaFile {
+		in := inputSchema[In](t.Name)
+		t.InputSchema = in
+		if recordSchemas != nil {
+			recordSchemas(t.Name, in, outputSchema[Out](t.Name))
+		}
+		mcp.AddTool(s, t, h)
+		return
+	}
+	t.InputSchema, t.OutputSchema = sc.Input, sc.Output
+	resolved := sync.OnceValues(func() (*typedTool[In, Out], error) { return resolveTool[In, Out](t.Name, sc) })
+	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tt, err := resolved()
+		if err != nil {
+			return nil, err
+		}
+		return tt.call(ctx, req, h)
+	})
+}
+
+// inputSchema infers a tool's input schema from its Go type.
+func inputSchema[In any](tool string) *jsonschema.Schema {
 	schema, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: plainContainers})
 	if err != nil {
-		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err)) // a programming error, caught by every test
+		panic(fmt.Sprintf("tool %s: input schema: %v", tool, err)) // a programming error, caught by every test
 	}
 	for _, p := range schema.Properties {
 		// An optional object (a pointer field, e.g. tty) is inferred as
@@ -238,8 +268,7 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 			p.Type, p.Types = p.Types[1], nil
 		}
 	}
-	t.InputSchema = schema
-	mcp.AddTool(s, t, h)
+	return schema
 }
 
 var plainContainers = map[reflect.Type]*jsonschema.Schema{

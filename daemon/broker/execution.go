@@ -354,7 +354,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	// leaves enough to find and kill what the command started.
 	cgroupPath := ""
 	if b.Runner.Capabilities().CgroupV2 != "" {
-		cgroupPath = b.Runner.CgroupPathFor(e.id)
+		cgroupPath = b.Runner.ReserveCgroup(e.id)
 	}
 	// The intent is made durable while the launcher starts: the runner
 	// spawns it, it waits on its configuration pipe, and only once the
@@ -378,6 +378,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return intentErr
 	}
 	spec.BeforeRelease = func() error {
+		e.stage[stageLaunch] = time.Since(checked)
 		testStall("spawn")
 		if err := waitIntent(); err != nil {
 			return fmt.Errorf("the execution intent could not be recorded: %w", err)

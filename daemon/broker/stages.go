@@ -15,6 +15,7 @@ import (
 const (
 	stageCheck   = iota // reserve the plan, re-decide, build the spec (sandbox included)
 	stageIntent         // commit the durable intent (overlaps the launcher's start)
+	stageLaunch         // part of spawn: cgroup, namespaces, clone, until the launcher waits for its release (~0 without a launcher)
 	stageSpawn          // cgroup, namespaces, launcher, release until exec
 	stageRun            // the command itself, until it and its output are done
 	stageReceipt        // sign and commit the final receipt
@@ -22,7 +23,7 @@ const (
 	nStages
 )
 
-var stageNames = [nStages]string{"check", "intent", "spawn", "run", "receipt", "total"}
+var stageNames = [nStages]string{"check", "intent", "launch", "spawn", "run", "receipt", "total"}
 
 const stageWindow = 512
 

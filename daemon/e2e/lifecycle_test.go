@@ -345,9 +345,31 @@ func TestKill9DuringRunGivesOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return alive(int(ex.Execution.Pid)) }, "sleep to start")
+	// The spawn pool's cgroups sit beside the execution's: the crashed
+	// daemon's are removed when it starts again.
+	parent := execCgroupParent(t, int(ex.Execution.Pid))
+	pooled := func(pid int) int {
+		entries, _ := os.ReadDir(parent)
+		n := 0
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), fmt.Sprintf("p-%d-", pid)) {
+				n++
+			}
+		}
+		return n
+	}
+	old := d.Pid()
+	if parent != "" {
+		waitFor(t, func() bool { return pooled(old) > 0 }, "the spawn pool to hold cgroups")
+	}
 	d.Kill9()
 	d.Restart()
 	waitFor(t, func() bool { return !alive(int(ex.Execution.Pid)) }, "the orphaned command to be gone")
+	if parent != "" {
+		if n := pooled(old); n != 0 {
+			t.Errorf("%d pooled cgroups of the crashed termd are left in %s", n, parent)
+		}
+	}
 	rs, err := d.Client.Receipts.ListReceipts(ctxT(t), &termdv1.ListReceiptsRequest{Status: "outcome_unknown"})
 	if err != nil {
 		t.Fatal(err)
@@ -476,4 +498,27 @@ func TestShortOutputArrivesWhileTheCommandRuns(t *testing.T) {
 	if string(out.GetData()) != "first\nsecond\n" {
 		t.Fatalf("output %q: the first line was not delivered while the command waited for it", out.GetData())
 	}
+}
+
+// execCgroupParent is the directory holding the v2 cgroup process pid runs
+// in, when it is a termd execution's ("" otherwise).
+func execCgroupParent(t *testing.T, pid int) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mount := ""
+	for _, m := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(filepath.Join(m, "cgroup.controllers")); err == nil {
+			mount = m
+			break
+		}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rel, ok := strings.CutPrefix(line, "0::"); ok && mount != "" && strings.Contains(rel, "/termd/") {
+			return filepath.Join(mount, filepath.Dir(rel))
+		}
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,11 +37,22 @@ func TestBenchSpeed(t *testing.T) {
 	}
 	sid := s.Session.Id
 
-	// Alternate rounds so that load from elsewhere hits both alike.
+	// The same daemon without spawn pools (TERMD_SPAWN_POOL=0): every
+	// execution makes its network namespace and cgroup at spawn.
+	offAddr := freeLoopback(t)
+	off := harness.Start(t, harness.Options{Env: []string{"TERMD_DEBUG_PPROF=" + offAddr, "TERMD_SPAWN_POOL=0"}})
+	offS, err := off.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offSid := offS.Session.Id
+
+	// Alternate rounds so that load from elsewhere hits all alike.
 	const rounds, per = 4, 50
-	var floor, pairs []time.Duration
+	var floor, pairs, offPairs []time.Duration
 	for range 10 { // warm up
 		runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
+		runToEnd(t, off.Client, plan(t, off.Client, offSid, "true"))
 	}
 	for range rounds {
 		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
@@ -49,10 +61,19 @@ func TestBenchSpeed(t *testing.T) {
 			runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
 			pairs = append(pairs, time.Since(start))
 		}
+		for range per {
+			start := time.Now()
+			runToEnd(t, off.Client, plan(t, off.Client, offSid, "true"))
+			offPairs = append(offPairs, time.Since(start))
+		}
 	}
 	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true", pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
 	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
 		harness.Bench(t, "speed:   "+l)
+	}
+	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, spawn pools", pairs, "without (TERMD_SPAWN_POOL=0)", offPairs, 0)
+	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, offAddr)), "\n") {
+		harness.Bench(t, "speed:   TERMD_SPAWN_POOL=0 "+l)
 	}
 
 	// 50 MiB cat.
@@ -191,7 +212,8 @@ func TestBenchConcurrent(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") == "" {
 		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
 	}
-	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n  max_running: 100\n  max_streams: 200\n"})
+	addr := freeLoopback(t)
+	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n  max_running: 100\n  max_streams: 200\n", Env: []string{"TERMD_DEBUG_PPROF=" + addr}})
 	const workers, per = 64, 8
 	round := func(n int) (plans, execs []time.Duration, wall time.Duration) {
 		var mu sync.Mutex
@@ -236,6 +258,18 @@ func TestBenchConcurrent(t *testing.T) {
 		return plans, execs, time.Since(start)
 	}
 	_, oneExec, oneWall := round(1)
+	profiled := make(chan []byte, 1)
+	if os.Getenv("TERMD_BENCH_PROFILES") != "" {
+		go func() { // the daemon's CPU profile of the 64-session round
+			resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=8")
+			var body []byte
+			if err == nil {
+				body, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			profiled <- body
+		}()
+	}
 	plans, execs, wall := round(workers)
 	if t.Failed() {
 		return
@@ -244,4 +278,26 @@ func TestBenchConcurrent(t *testing.T) {
 		workers, float64(len(plans))/wall.Seconds(), float64(len(execs))/wall.Seconds(), float64(len(oneExec))/oneWall.Seconds(),
 		harness.Pct(plans, 50).Round(10*time.Microsecond), harness.Pct(plans, 99).Round(10*time.Microsecond),
 		harness.Pct(execs, 50).Round(10*time.Microsecond), harness.Pct(execs, 99).Round(10*time.Microsecond), harness.Pct(oneExec, 50).Round(10*time.Microsecond)))
+	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
+		harness.Bench(t, "concurrent:   "+l)
+	}
+	// TERMD_BENCH_PROFILES=DIR keeps the daemon's CPU profile of the
+	// 64-session round and its mutex and block profiles of the run
+	// (go tool pprof DIR/cpu.pb.gz).
+	if dir := os.Getenv("TERMD_BENCH_PROFILES"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "cpu.pb.gz"), <-profiled, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"mutex", "block"} {
+			resp, err := http.Get("http://" + addr + "/debug/pprof/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err := os.WriteFile(filepath.Join(dir, name+".pb.gz"), body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

@@ -106,5 +106,10 @@ func (s *Store) Prune(before time.Time, by string) (*receipt.Checkpoint, error) 
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("receipt store: commit: %w", err)
 	}
+	if err := s.loadUsage(); err != nil {
+		s.usage.mu.Lock()
+		s.usage.loaded = false // StoredSince asks the database
+		s.usage.mu.Unlock()
+	}
 	return c, nil
 }

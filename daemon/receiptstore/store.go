@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,7 +104,7 @@ COMMIT;
 type Store struct {
 	db   *sql.DB
 	keys *Keys
-	mu   sync.Mutex // serialises appends so seq/prev_hash are assigned in order
+	mu   sync.Mutex // serialises writes (the writer's commits, Prune) so seq/prev_hash are assigned in order
 	// head is the chain's last (seq, hash), kept in memory by the single
 	// writer instead of read back on every append; ok=false (at start and
 	// after any failed append) reads it from the database again.
@@ -112,6 +113,17 @@ type Store struct {
 		hash string
 		ok   bool
 	}
+	// The group-commit queue (commit.go).
+	qmu        sync.Mutex
+	pending    []*write
+	closed     bool
+	wake       chan struct{}
+	writerDone chan struct{}
+	commits    atomic.Int64 // transactions committed by the writer
+	// usage is the recent receipts' sizes (usage.go); txUsage what the
+	// open transaction added, kept once it commits (s.mu).
+	usage   usage
+	txUsage []usageEntry
 }
 
 // Open opens (creating if needed) the store at path, a file in the state
@@ -140,11 +152,28 @@ func Open(path string, keys *Keys) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("receipt store %s: cannot enable WAL (journal_mode=%q, %v)", path, mode, err)
 	}
-	return &Store{db: db, keys: keys}, nil
+	s := &Store{db: db, keys: keys}
+	if err := s.loadUsage(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.startWriter()
+	return s, nil
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close commits what is queued, stops the writer and closes the store;
+// writes after Close fail.
+func (s *Store) Close() error {
+	s.qmu.Lock()
+	already := s.closed
+	s.closed = true
+	s.qmu.Unlock()
+	if !already {
+		close(s.wake)
+		<-s.writerDone
+	}
+	return s.db.Close()
+}
 
 // AppendIntent durably records that an execution is about to be spawned.
 // Call it before starting the process; the final receipt (Append with the
@@ -161,8 +190,11 @@ func (s *Store) AppendIntent(in Intent) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.Exec(`INSERT INTO intents(execution_id, plan_id, session_id, started_ns, body) VALUES (?,?,?,?,?)`,
-		in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
+	err = s.submit(func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO intents(execution_id, plan_id, session_id, started_ns, body) VALUES (?,?,?,?,?)`,
+			in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("receipt store: append intent %s: %w", in.ExecutionID, err)
 	}
@@ -172,8 +204,12 @@ func (s *Store) AppendIntent(in Intent) error {
 // RecordSpawn durably adds the process ids of a spawned intent so that
 // leftovers can be found and killed after a crash.
 func (s *Store) RecordSpawn(executionID string, pid, pgid int, cgroupPath string) error {
-	_, err := s.db.Exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns) VALUES (?,?,?,?,?)`,
-		executionID, pid, pgid, cgroupPath, time.Now().UnixNano())
+	at := time.Now().UnixNano()
+	err := s.submit(func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns) VALUES (?,?,?,?,?)`,
+			executionID, pid, pgid, cgroupPath, at)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("receipt store: record spawn of %s: %w", executionID, err)
 	}
@@ -251,42 +287,30 @@ func prepare(r *receipt.Receipt) (*receipt.Receipt, error) {
 }
 
 // Append assigns seq and prev_hash, signs, validates against the schema and
-// commits the receipt durably (fsynced) in one transaction. The receipt
-// closes the intent with the same execution_id (or, when it has none, the
-// same plan_id) atomically, since an intent is open exactly while no such
-// receipt exists. The argument is not modified; the stored receipt is
-// returned.
+// commits the receipt durably (fsynced) before it returns; receipts
+// appended concurrently share one transaction and one fsync (commit.go).
+// The receipt closes the intent with the same execution_id (or, when it has
+// none, the same plan_id) atomically, since an intent is open exactly while
+// no such receipt exists. The argument is not modified; the stored receipt
+// is returned.
 func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	c, err := prepare(r)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	committed := false
-	defer s.keepHead(&committed)
-	tx, err := s.db.BeginTx(context.Background(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("receipt store: %w", err)
-	}
-	defer tx.Rollback()
-	out, err := s.insert(tx, c, true)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("receipt store: commit: %w", err)
-	}
-	committed = true
-	return out, nil
+	return s.appendReceipt(c)
 }
 
 // keepHead forgets the in-memory chain head unless the append committed
 // (insert advances it before the commit). Called with s.mu held.
+// The receipts it added count towards the storage budgets once committed.
 func (s *Store) keepHead(committed *bool) {
 	if !*committed {
 		s.head.ok = false
+	} else if len(s.txUsage) > 0 {
+		s.addUsage(s.txUsage)
 	}
+	s.txUsage = s.txUsage[:0]
 }
 
 func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Receipt, error) {
@@ -322,6 +346,7 @@ func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Re
 		return nil, fmt.Errorf("receipt store: append %s: %w", c.ID, err)
 	}
 	s.head.seq, s.head.hash, s.head.ok = c.Seq, hash, true
+	s.txUsage = append(s.txUsage, usageEntry{started: c.StartedAt.UnixNano(), requester: c.Requester.ID, size: int64(len(body))})
 	return c, nil
 }
 
@@ -520,6 +545,9 @@ func (s *Store) scan(f Filter, fn func([]byte) error) error {
 // StoredSince is how many bytes of receipts were appended since t, by one
 // requester (its principal key) or, with requester "", by everyone.
 func (s *Store) StoredSince(requester string, t time.Time) (int64, error) {
+	if n, ok := s.storedSince(requester, t); ok {
+		return n, nil
+	}
 	var n int64
 	err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts WHERE started_ns >= ? AND (? = '' OR requester = ?)`,
 		t.UnixNano(), requester, requester).Scan(&n)

@@ -10,6 +10,7 @@ import (
 	"hash"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -198,4 +199,60 @@ func TestBenchmark(t *testing.T) {
 	fmt.Fprintf(&b, "%-44s %12s %8.2f\n", "runner, fallback", spFb.Round(time.Microsecond), spFb.Seconds()/spawnPlain.Seconds())
 	fmt.Fprintf(&b, "%-44s %12s %8.2f\n", "runner, cgroup + netns", spNet.Round(time.Microsecond), spNet.Seconds()/spawnPlain.Seconds())
 	t.Log(b.String())
+}
+
+// TestBenchSpawnPools prints what the spawn pools save: Runner.Start of
+// /bin/true without network and with pids/memory limits (the daemon's usual
+// execution), until the command has exec'd, with the pools and without them
+// (TERMD_SPAWN_POOL=0), in alternating rounds, next to os/exec's start of
+// the same binary. Spawns are 5 ms apart, as an agent's are at least (a
+// plan and an intent lie between two), so the pools refill in between.
+func TestBenchSpawnPools(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1")
+	}
+	on := newRunner(t, Options{})
+	off := newRunner(t, Options{NoPool: true})
+	spec := Spec{Path: "/bin/true", Timeout: 10 * time.Second, NoNetwork: true, PidsMax: 512, MemoryMax: 1 << 30}
+	startOnly := func(r *Runner) time.Duration {
+		t0 := time.Now()
+		p, err := r.Start(spec)
+		d := time.Since(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := p.Wait(); res.Status != StatusSucceeded || !res.NetNSApplied {
+			t.Fatalf("true: %+v", res)
+		}
+		return d
+	}
+	waitPool(t, on, poolSize, poolSize)
+	var with, without, plain []time.Duration
+	for range 6 {
+		for range 40 {
+			with = append(with, startOnly(on))
+			time.Sleep(5 * time.Millisecond)
+		}
+		for range 40 {
+			without = append(without, startOnly(off))
+			time.Sleep(5 * time.Millisecond)
+		}
+		for range 40 {
+			c := exec.Command("/bin/true")
+			t0 := time.Now()
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			plain = append(plain, time.Since(t0))
+			_ = c.Wait()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	pct := func(d []time.Duration, q int) time.Duration {
+		s := append([]time.Duration(nil), d...)
+		slices.Sort(s)
+		return s[(len(s)-1)*q/100].Round(time.Microsecond)
+	}
+	fmt.Printf("BENCH spawn: Runner.Start /bin/true, no network, pids+memory limits: with spawn pools median %v (p90 %v) vs without (TERMD_SPAWN_POOL=0) median %v (p90 %v): ratio %.2fx; os/exec start median %v\n",
+		pct(with, 50), pct(with, 90), pct(without, 50), pct(without, 90), float64(pct(with, 50))/float64(pct(without, 50)), pct(plain, 50))
 }

@@ -24,7 +24,11 @@ type execCgroup struct {
 	kill    bool              // cgroup.kill exists
 	freeze  bool              // cgroup.freeze exists
 	applied []string          // limits actually written, e.g. "pids.max=64"
-	pidsMax int64             // v1 pids.max to settle once the spawning thread left
+	// controllers are the v2 controllers of v2; written holds the values
+	// written to limit files (path -> value), so none is written twice.
+	controllers []string
+	written     map[string]string
+	pidsMax     int64 // v1 pids.max to settle once the spawning thread left
 	// stuck: the spawning thread could not leave the v1 cgroups; it stays in
 	// them (counted in pids.max) until the execution ends.
 	stuck bool
@@ -32,7 +36,22 @@ type execCgroup struct {
 
 // createCgroup makes the cgroups for one execution and writes its limits.
 func (r *Runner) createCgroup(name string, spec Spec) (*execCgroup, error) {
-	cg := &execCgroup{v1: map[string]string{}}
+	cg, err := r.makeCgroup(name, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.applyLimits(cg, spec); err != nil {
+		cg.remove()
+		return nil, err
+	}
+	return cg, nil
+}
+
+// makeCgroup makes the v2 directory of one execution (and, with allV1, a
+// directory in every v1 hierarchy the Runner uses, for a pooled cgroup whose
+// limits are not known yet). No limit is written.
+func (r *Runner) makeCgroup(name string, allV1 bool) (*execCgroup, error) {
+	cg := &execCgroup{v1: map[string]string{}, written: map[string]string{}}
 	dir := filepath.Join(r.parent, name)
 	if err := freshDir(dir); err != nil {
 		return nil, err
@@ -40,60 +59,126 @@ func (r *Runner) createCgroup(name string, spec Spec) (*execCgroup, error) {
 	cg.v2 = dir
 	cg.kill = exists(filepath.Join(dir, "cgroup.kill"))
 	cg.freeze = exists(filepath.Join(dir, "cgroup.freeze"))
-	ctl := readControllers(filepath.Join(dir, "cgroup.controllers"))
+	cg.controllers = readControllers(filepath.Join(dir, "cgroup.controllers"))
+	if allV1 {
+		for ctl, p := range r.v1Parents {
+			d := filepath.Join(p, name)
+			if err := freshDir(d); err != nil {
+				cg.remove()
+				return nil, err
+			}
+			cg.v1[ctl] = d
+		}
+	}
+	return cg, nil
+}
+
+// applyLimits writes spec's pids and memory limits into cg (v2 where it has
+// the controller, else v1, making the v1 directory when it is missing and
+// removing v1 directories spec does not need) and records them in
+// cg.applied. A value cg already holds is not written again, so a pooled
+// cgroup whose limits were written ahead costs nothing here.
+func (r *Runner) applyLimits(cg *execCgroup, spec Spec) error {
+	name := filepath.Base(cg.v2)
+	dir := cg.v2
 	has := func(c string) bool {
-		for _, x := range ctl {
+		for _, x := range cg.controllers {
 			if x == c {
 				return true
 			}
 		}
 		return false
 	}
-	fail := func(err error) (*execCgroup, error) {
-		cg.remove()
-		return nil, err
-	}
-	if spec.PidsMax > 0 && has("pids") {
-		if err := writeFile(filepath.Join(dir, "pids.max"), strconv.FormatInt(spec.PidsMax, 10)); err != nil {
-			return fail(err)
+	cg.applied, cg.pidsMax = nil, 0
+	if has("pids") {
+		v := "max"
+		if spec.PidsMax > 0 {
+			v = strconv.FormatInt(spec.PidsMax, 10)
+			cg.applied = append(cg.applied, "v2:pids.max="+v)
 		}
-		cg.applied = append(cg.applied, "v2:pids.max="+strconv.FormatInt(spec.PidsMax, 10))
-	}
-	if spec.MemoryMax > 0 && has("memory") {
-		if err := writeFile(filepath.Join(dir, "memory.max"), strconv.FormatInt(spec.MemoryMax, 10)); err != nil {
-			return fail(err)
+		if err := cg.set(filepath.Join(dir, "pids.max"), v); err != nil {
+			return err
 		}
-		// Without this the limit could be dodged by swapping.
-		_ = writeFile(filepath.Join(dir, "memory.swap.max"), "0")
-		cg.applied = append(cg.applied, "v2:memory.max="+strconv.FormatInt(spec.MemoryMax, 10))
+	}
+	if has("memory") {
+		v, swap := "max", "max"
+		if spec.MemoryMax > 0 {
+			// Without swap.max 0 the limit could be dodged by swapping.
+			v, swap = strconv.FormatInt(spec.MemoryMax, 10), "0"
+			cg.applied = append(cg.applied, "v2:memory.max="+v)
+		}
+		if err := cg.set(filepath.Join(dir, "memory.max"), v); err != nil {
+			return err
+		}
+		_ = cg.set(filepath.Join(dir, "memory.swap.max"), swap)
 	}
 	// v1 limits only for what v2 could not do.
-	if p := r.v1Parents["pids"]; p != "" && spec.PidsMax > 0 && !has("pids") {
-		d := filepath.Join(p, name)
-		if err := freshDir(d); err != nil {
-			return fail(err)
+	v1 := func(ctl string, want bool) (string, error) {
+		d := cg.v1[ctl]
+		switch {
+		case !want && d != "":
+			delete(cg.v1, ctl)
+			_ = os.Remove(d)
+			return "", nil
+		case !want || r.v1Parents[ctl] == "":
+			return "", nil
+		case d == "":
+			d = filepath.Join(r.v1Parents[ctl], name)
+			if err := freshDir(d); err != nil {
+				return "", err
+			}
+			cg.v1[ctl] = d
 		}
-		cg.v1["pids"] = d
+		return d, nil
+	}
+	d, err := v1("pids", spec.PidsMax > 0 && !has("pids"))
+	if err != nil {
+		return err
+	}
+	if d != "" {
 		// +1: the spawning daemon thread sits in this cgroup while it forks.
-		if err := writeFile(filepath.Join(d, "pids.max"), strconv.FormatInt(spec.PidsMax+1, 10)); err != nil {
-			return fail(err)
+		if err := cg.set(filepath.Join(d, "pids.max"), strconv.FormatInt(spec.PidsMax+1, 10)); err != nil {
+			return err
 		}
 		cg.pidsMax = spec.PidsMax
 		cg.applied = append(cg.applied, "v1:pids.max="+strconv.FormatInt(spec.PidsMax, 10))
 	}
-	if p := r.v1Parents["memory"]; p != "" && spec.MemoryMax > 0 && !has("memory") {
-		d := filepath.Join(p, name)
-		if err := freshDir(d); err != nil {
-			return fail(err)
-		}
-		cg.v1["memory"] = d
-		if err := writeFile(filepath.Join(d, "memory.limit_in_bytes"), strconv.FormatInt(spec.MemoryMax, 10)); err != nil {
-			return fail(err)
-		}
-		_ = writeFile(filepath.Join(d, "memory.memsw.limit_in_bytes"), strconv.FormatInt(spec.MemoryMax, 10))
-		cg.applied = append(cg.applied, "v1:memory.limit_in_bytes="+strconv.FormatInt(spec.MemoryMax, 10))
+	if d, err = v1("memory", spec.MemoryMax > 0 && !has("memory")); err != nil {
+		return err
 	}
-	return cg, nil
+	if d != "" {
+		v := strconv.FormatInt(spec.MemoryMax, 10)
+		mem, memsw := filepath.Join(d, "memory.limit_in_bytes"), filepath.Join(d, "memory.memsw.limit_in_bytes")
+		// memsw may never be below the memory limit: raise it first when
+		// the limit written ahead was lower.
+		if old, ok := cg.written[mem]; ok && len(old) > 0 {
+			if n, _ := strconv.ParseInt(old, 10, 64); n < spec.MemoryMax {
+				_ = cg.set(memsw, v)
+			}
+		}
+		if err := cg.set(mem, v); err != nil {
+			return err
+		}
+		_ = cg.set(memsw, v)
+		cg.applied = append(cg.applied, "v1:memory.limit_in_bytes="+v)
+	}
+	return nil
+}
+
+// set writes v to a cgroup file unless cg already wrote that value there.
+func (cg *execCgroup) set(path, v string) error {
+	if w, ok := cg.written[path]; ok && w == v {
+		return nil
+	}
+	if _, ok := cg.written[path]; !ok && v == "max" {
+		return nil // a fresh cgroup has no limit
+	}
+	if err := writeFile(path, v); err != nil {
+		delete(cg.written, path)
+		return err
+	}
+	cg.written[path] = v
+	return nil
 }
 
 // freshDir creates dir; a leftover empty cgroup of the same name is replaced, a

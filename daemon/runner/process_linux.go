@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -18,7 +19,8 @@ import (
 type Process struct {
 	r     *Runner
 	spec  Spec
-	name  string
+	id    string // Spec.ID, or a made-up one
+	name  string // the cgroup's directory name
 	proc  *os.Process
 	pid   int
 	pidfd int
@@ -56,6 +58,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	p := &Process{
 		r:        r,
 		spec:     spec,
+		id:       id,
 		name:     cgroupName(id),
 		pidfd:    -1,
 		stopping: make(chan struct{}),
@@ -71,7 +74,9 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
 	// its freshly forked child for a leftover.
 	r.register(p)
-	if err := p.spawn(); err != nil {
+	err := p.spawn()
+	r.refillPools()
+	if err != nil {
 		r.unregister(p)
 		p.finishSpawnFailure(err)
 		return p, nil
@@ -147,8 +152,14 @@ func (p *Process) spawn() (err error) {
 
 	sys := sys0
 	if r.parent != "" {
-		cg, err := r.createCgroup(p.name, spec)
-		if err != nil {
+		cg, pooled := r.cgPool.claim(p.id, spec)
+		if pooled {
+			if err := r.applyLimits(cg, spec); err != nil {
+				cg.remove()
+				return err
+			}
+			p.name = filepath.Base(cg.v2)
+		} else if cg, err = r.createCgroup(p.name, spec); err != nil {
 			return err
 		}
 		p.cg = cg
@@ -162,9 +173,20 @@ func (p *Process) spawn() (err error) {
 		sys.UseCgroupFD = true
 		sys.CgroupFD = fd
 	}
+	// A pooled network namespace is entered by the spawning thread just
+	// before it forks (the child is born in it); without one the clone makes
+	// a new namespace.
+	nsfd := -1
+	defer func() {
+		if nsfd >= 0 {
+			unix.Close(nsfd) // the child holds the namespace now; nothing else may
+		}
+	}()
 	if spec.NoNetwork {
 		if r.caps.NetNS {
-			sys.Cloneflags |= syscall.CLONE_NEWNET
+			if nsfd = r.netns.take(); nsfd < 0 {
+				sys.Cloneflags |= syscall.CLONE_NEWNET
+			}
 			p.netns = true
 		} else if spec.RequireNoNetwork {
 			return p.spawnFailed(errors.New("network namespaces are not available and the spec requires no network"))
@@ -216,15 +238,30 @@ func (p *Process) spawn() (err error) {
 				}
 				leave = l
 			}
+			leaveNS := func() error { return nil }
+			if nsfd >= 0 {
+				if err := r.netns.enter(nsfd); err != nil {
+					// Not entered: make a namespace at clone instead.
+					unix.Close(nsfd)
+					nsfd = -1
+					sys.Cloneflags |= syscall.CLONE_NEWNET
+				} else {
+					leaveNS = r.netns.leave
+				}
+			}
 			proc, serr = os.StartProcess(path, argv, attr)
-			if leave() == nil {
+			errNS, errV1 := leaveNS(), leave()
+			if errNS == nil && errV1 == nil {
 				return nil
 			}
-			// The thread cannot leave the execution's v1 cgroups, so it must
-			// not be reused to fork anything else; it ends (lockedThread),
-			// but only after the execution: Pdeathsig would SIGKILL the
-			// child the moment its forking thread exits.
-			p.cg.stuck = true
+			// The thread cannot leave the execution's v1 cgroups or its
+			// network namespace, so it must not be reused to fork anything
+			// else; it ends (lockedThread), but only after the execution:
+			// Pdeathsig would SIGKILL the child the moment its forking
+			// thread exits.
+			if errV1 != nil {
+				p.cg.stuck = true
+			}
 			if serr != nil {
 				return ended // nothing started: end the thread now
 			}
@@ -236,6 +273,10 @@ func (p *Process) spawn() (err error) {
 	if err != nil && p.netns && !spec.RequireNoNetwork && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
 		sys.Cloneflags &^= syscall.CLONE_NEWNET
 		p.netns = false
+		if nsfd >= 0 {
+			unix.Close(nsfd)
+			nsfd = -1
+		}
 		err = startOnce()
 	}
 	if err != nil {

@@ -18,6 +18,10 @@
 //     the daemon being a child subreaper (EnableSubreaper) so that orphans of an
 //     execution are re-parented to us and can still be found.
 //
+// Spawn pools (Linux): network namespaces and cgroups are made ahead in the
+// background and each given to one execution (see pool_linux.go); an empty
+// pool means the spawn makes its own.
+//
 // Spawn failures (exec errors, cgroup creation errors, bad credentials) do not
 // make Start return an error: Start returns a Process whose Wait reports
 // StatusFailed with Result.Err set, so every attempt has a final state for its
@@ -76,7 +80,7 @@ const DefaultGrace = 2 * time.Second
 
 // Spec is one execution, already decided by policy.
 type Spec struct {
-	ID   string   // execution id; names the cgroup (see Runner.CgroupPathFor)
+	ID   string   // execution id; names the cgroup (see Runner.ReserveCgroup)
 	Path string   // resolved absolute path of the binary
 	Argv []string // full argv including argv[0]; empty means {Path}
 	Dir  string   // working directory ("" = the daemon's)
@@ -174,6 +178,11 @@ type Options struct {
 	NoCgroups bool
 	// NoV1 skips v1 pids/memory cgroups on hybrid hosts.
 	NoV1 bool
+	// NoPool turns off the spawn pools (Linux: network namespaces and
+	// cgroups made ahead in the background); every execution then creates
+	// its own at spawn, as when a pool is empty. termd sets it from
+	// TERMD_SPAWN_POOL=0.
+	NoPool bool
 }
 
 func cgroupName(id string) string {

@@ -32,6 +32,9 @@ type Runner struct {
 
 	cleanup sync.WaitGroup // cgroup directories being removed
 
+	netns  *netnsPool  // nil: no pool (Options.NoPool, or no network namespaces)
+	cgPool *cgroupPool // nil: no pool (Options.NoPool, or no cgroups)
+
 	// LeafMove says whether termd moved itself into a leaf cgroup at start
 	// (pure v2 with a delegated cgroup), for the daemon's log.
 	LeafMove string
@@ -52,8 +55,24 @@ func New(cgroupParent string) (*Runner, error) {
 }
 
 // NewWithOptions makes a Runner. It creates the cgroup parent directories it
-// needs and enables the pids and memory controllers for them where v2 has them.
+// needs and enables the pids and memory controllers for them where v2 has them,
+// removes the pooled cgroups a crashed termd left there, and (unless
+// o.NoPool) starts filling its spawn pools.
 func NewWithOptions(o Options) (*Runner, error) {
+	r, err := newWithoutPools(o)
+	if err != nil {
+		return nil, err
+	}
+	if r.parent != "" {
+		r.removeStalePools()
+	}
+	if !o.NoPool {
+		r.startPools()
+	}
+	return r, nil
+}
+
+func newWithoutPools(o Options) (*Runner, error) {
 	r := &Runner{
 		caps:      Probe(),
 		v1Parents: map[string]string{},
@@ -182,8 +201,10 @@ func (r *Runner) mkdirTracked(d string) error {
 	return err
 }
 
-// Close removes the cgroup parent directories this Runner created, when empty.
+// Close empties the spawn pools and removes the cgroup parent directories
+// this Runner created, when empty.
 func (r *Runner) Close() error {
+	r.closePools()
 	r.cleanup.Wait()
 	var first error
 	for i := len(r.created) - 1; i >= 0; i-- {
@@ -201,12 +222,19 @@ func (r *Runner) Capabilities() Capabilities { return r.caps }
 // CgroupParent is the v2 directory holding per-execution cgroups ("" = none).
 func (r *Runner) CgroupParent() string { return r.parent }
 
-// CgroupPathFor is the v2 cgroup an execution with this id will use, so the
+// ReserveCgroup is the v2 cgroup an execution with this id will use, so the
 // daemon can record it in the intent before the process starts ("" without
-// cgroups or for an empty id).
-func (r *Runner) CgroupPathFor(id string) string {
+// cgroups or for an empty id). With a cgroup pool it hands the id a pooled
+// cgroup, which Start with that Spec.ID then uses; otherwise (or when the
+// pool is empty) Start makes <parent>/x-<id>.
+func (r *Runner) ReserveCgroup(id string) string {
 	if r.parent == "" || id == "" {
 		return ""
+	}
+	if r.cgPool != nil {
+		if cg := r.cgPool.reserve(id); cg != nil {
+			return cg.v2
+		}
 	}
 	return filepath.Join(r.parent, cgroupName(id))
 }

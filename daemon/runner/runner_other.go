@@ -63,8 +63,8 @@ func (r *Runner) Capabilities() Capabilities { return Capabilities{} }
 // CgroupParent is always "" here.
 func (r *Runner) CgroupParent() string { return "" }
 
-// CgroupPathFor is always "" here.
-func (r *Runner) CgroupPathFor(string) string { return "" }
+// ReserveCgroup is always "" here.
+func (r *Runner) ReserveCgroup(string) string { return "" }
 
 // Process is one running execution.
 type Process struct {

@@ -454,7 +454,7 @@ func TestLimits(t *testing.T) {
 		for _, line := range strings.Split(string(res.Stdout.Kept), "\n") {
 			i := strings.Index(line, ":")
 			if i >= 0 && (strings.HasPrefix(line, want) || strings.HasPrefix(line[i+1:], want)) {
-				found = strings.Contains(line, filepath.Base(r.CgroupParent())+"/x-")
+				found = strings.Contains(line, filepath.Base(r.CgroupParent())+"/"+filepath.Base(res.CgroupPath))
 			}
 		}
 		if !found {
@@ -520,38 +520,9 @@ func TestIsExecutionProcess(t *testing.T) {
 func TestKillLeftovers(t *testing.T) {
 	// Simulate a daemon crash: processes started in an execution cgroup (or
 	// just a process group) by someone else, with nobody waiting for them.
-	t.Run("cgroup", func(t *testing.T) {
-		r := newRunner(t, Options{NoV1: true})
-		if r.CgroupParent() == "" {
-			t.Skip("no cgroups")
-		}
-		dir := r.CgroupPathFor("crashed")
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("/bin/sh", "-c", `setsid sleep 300 & echo $!; sleep 300`)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		syscall.Close(fd)
-		buf := make([]byte, 32)
-		n, _ := out.Read(buf)
-		gc := atoi(t, string(buf[:n]))
-		if err := KillLeftovers(cmd.Process.Pid, dir); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-		waitGone(t, gc)
-		if exists(dir) {
-			t.Errorf("cgroup %s not removed", dir)
-		}
-	})
+	for _, pooled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cgroup pooled=%v", pooled), func(t *testing.T) { killCgroupLeftovers(t, pooled) })
+	}
 	t.Run("pgid", func(t *testing.T) {
 		cmd := exec.Command("/bin/sh", "-c", `setsid sleep 300 & echo $!; sleep 300`)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -635,7 +606,8 @@ func TestSharedParentRemovedByAnotherRunner(t *testing.T) {
 	if first.CgroupParent() == "" {
 		t.Skip("no cgroups")
 	}
-	second, err := NewWithOptions(Options{CgroupParent: first.CgroupParent()})
+	// Without a pool: pooled cgroups would keep the shared parent busy.
+	second, err := NewWithOptions(Options{CgroupParent: first.CgroupParent(), NoPool: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,4 +674,48 @@ func TestStuckSpawnThreadDoesNotKillChild(t *testing.T) {
 		r.ownV1["pids"], r.v1Roots["pids"] = t.TempDir(), t.TempDir()
 		run(t, r)
 	})
+}
+
+// killCgroupLeftovers: an execution's cgroup, made at spawn (x-<id>) or taken
+// from the pool (p-…), as the intent names it.
+func killCgroupLeftovers(t *testing.T, pooled bool) {
+	r := newRunner(t, Options{NoV1: true, NoPool: !pooled})
+	if r.CgroupParent() == "" {
+		t.Skip("no cgroups")
+	}
+	var dir string
+	if pooled {
+		waitPool(t, r, 0, 1)
+		dir = r.ReserveCgroup("crashed")
+		if !strings.HasPrefix(filepath.Base(dir), poolPrefix) || !exists(dir) {
+			t.Fatalf("reserved %s: want an existing pooled cgroup", dir)
+		}
+	} else {
+		dir = r.ReserveCgroup("crashed")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", `setsid sleep 300 & echo $!; sleep 300`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	gc := atoi(t, string(buf[:n]))
+	if err := KillLeftovers(cmd.Process.Pid, dir); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitGone(t, gc)
+	if exists(dir) {
+		t.Errorf("cgroup %s not removed", dir)
+	}
 }

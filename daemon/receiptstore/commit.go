@@ -1,0 +1,147 @@
+package receiptstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/termd/termd/receipt"
+)
+
+// Group commit. Every write to the store (receipts, intents, spawn records)
+// goes through one writer goroutine: callers queue a write and wait; the
+// writer takes everything queued at that moment, applies it in one
+// transaction, commits (one fsync, synchronous=FULL) and only then answers
+// each caller. While one commit is in its fsync the next batch collects, so
+// concurrent executions share fsyncs instead of queueing for one each. The
+// writer is the chain's single writer: seq and prev_hash are assigned in
+// queue order, with the head kept in memory.
+
+// errClosed answers writes queued after Close.
+var errClosed = errors.New("receipt store: closed")
+
+// write is one queued change; apply runs inside the batch's transaction.
+type write struct {
+	apply func(tx *sql.Tx) error
+	err   error
+	done  chan struct{}
+}
+
+// startWriter starts the writer goroutine (Open calls it).
+func (s *Store) startWriter() {
+	s.wake = make(chan struct{}, 1)
+	s.writerDone = make(chan struct{})
+	go s.writer()
+}
+
+// submit queues fn and waits until the transaction holding it committed
+// (nil) or failed (its error).
+func (s *Store) submit(fn func(tx *sql.Tx) error) error {
+	w := &write{apply: fn, done: make(chan struct{})}
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
+		return errClosed
+	}
+	s.pending = append(s.pending, w)
+	s.qmu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // the writer is already awake and will see it
+	}
+	<-w.done
+	return w.err
+}
+
+func (s *Store) writer() {
+	defer close(s.writerDone)
+	for range s.wake {
+		for {
+			s.qmu.Lock()
+			batch, closed := s.pending, s.closed
+			s.pending = nil
+			s.qmu.Unlock()
+			if len(batch) == 0 {
+				if closed {
+					return
+				}
+				break
+			}
+			s.commit(batch)
+		}
+	}
+}
+
+// commit applies a batch in one transaction and answers every caller in
+// it. Each write runs inside its own savepoint, so one that fails (say, a
+// receipt the schema refuses) is rolled back alone and fails only its own
+// caller; the others still commit together.
+func (s *Store) commit(batch []*write) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.commitTx(batch)
+	for _, w := range batch {
+		if w.err == nil {
+			w.err = err
+		}
+		close(w.done)
+	}
+}
+
+// commitTx runs one transaction, leaving each write's own failure in its
+// err and returning what failed the whole transaction. Called with s.mu
+// held. A failed insert forgets the in-memory chain head, so the next one
+// reads it inside the transaction (which sees the batch's earlier
+// inserts); a failed commit forgets it too.
+func (s *Store) commitTx(batch []*write) error {
+	committed := false
+	defer s.keepHead(&committed)
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return fmt.Errorf("receipt store: %w", err)
+	}
+	defer tx.Rollback()
+	alone := len(batch) == 1
+	for _, w := range batch {
+		if alone {
+			if w.err = w.apply(tx); w.err != nil {
+				return w.err
+			}
+			break
+		}
+		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+			return fmt.Errorf("receipt store: %w", err)
+		}
+		if w.err = w.apply(tx); w.err != nil {
+			s.head.ok = false
+			if _, err := tx.Exec(`ROLLBACK TO w`); err != nil {
+				return fmt.Errorf("receipt store: %w", err)
+			}
+		}
+		if _, err := tx.Exec(`RELEASE w`); err != nil {
+			return fmt.Errorf("receipt store: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("receipt store: commit: %w", err)
+	}
+	committed = true
+	s.commits.Add(1)
+	return nil
+}
+
+// appendReceipt is Append's write: the chain position, signature and
+// schema check happen in the writer, in queue order.
+func (s *Store) appendReceipt(c *receipt.Receipt) (*receipt.Receipt, error) {
+	var out *receipt.Receipt
+	err := s.submit(func(tx *sql.Tx) error {
+		r, err := s.insert(tx, c, true)
+		out = r
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

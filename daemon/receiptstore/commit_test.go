@@ -1,0 +1,126 @@
+package receiptstore
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/termd/termd/receipt"
+)
+
+// Receipts and intents arriving together share one transaction (one fsync);
+// each caller is answered only after that commit; the chain stays strict
+// (seq 1..n without gaps, every link verifies); a receipt the schema refuses
+// and a duplicate intent in the same batch fail alone.
+func TestGroupCommit(t *testing.T) {
+	s, k, path := newStore(t)
+	const n = 24
+	// Hold the writer's lock so the writes queue up behind one commit, as
+	// they do behind an fsync under load.
+	s.mu.Lock()
+	var queued atomic.Int64
+	var wg sync.WaitGroup
+	stored := make([]*receipt.Receipt, n)
+	errs := make([]error, n)
+	intentErrs := make([]error, n)
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			r := sampleReceipt(k, receipt.StatusSucceeded, fmt.Sprintf("s%d", i))
+			if i == 5 {
+				r.BinarySHA256 = "not-a-hash"
+			}
+			queued.Add(1)
+			stored[i], errs[i] = s.Append(r)
+		}()
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("intent-%d", i)
+			if i == 7 {
+				id = "intent-6" // a duplicate: one of the two fails
+			}
+			queued.Add(1)
+			intentErrs[i] = s.AppendIntent(Intent{ExecutionID: id, PlanID: "p", SessionID: "s"})
+		}()
+	}
+	for queued.Load() < 2*n {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // let the last ones reach the queue
+	before := s.commits.Load()
+	s.mu.Unlock()
+	wg.Wait()
+
+	if errs[5] == nil || !strings.Contains(errs[5].Error(), "schema") {
+		t.Fatalf("the schema-invalid receipt in a batch: %v", errs[5])
+	}
+	seqs := map[int64]bool{}
+	for i, err := range errs {
+		if i == 5 {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("receipt %d: %v", i, err)
+		}
+		seqs[stored[i].Seq] = true
+	}
+	for seq := int64(1); seq < n; seq++ {
+		if !seqs[seq] {
+			t.Fatalf("seq %d missing: chain positions %v", seq, seqs)
+		}
+	}
+	if failed := btoi(intentErrs[6] != nil) + btoi(intentErrs[7] != nil); failed != 1 {
+		t.Fatalf("duplicate intents: %v / %v", intentErrs[6], intentErrs[7])
+	}
+	commits := s.commits.Load() - before
+	if commits > 3 {
+		t.Fatalf("%d writes took %d commits; queued writes should share a commit", 2*n, commits)
+	}
+	t.Logf("%d writes in %d commits", 2*n, commits)
+
+	// Everything acknowledged is there after reopening, and verifies.
+	s.Close()
+	s2, err := Open(path, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if checked, bad, err := s2.VerifyChain(); err != nil || bad != 0 || checked != n-1 {
+		t.Fatalf("chain after reopen: checked %d bad %d %v", checked, bad, err)
+	}
+	open, err := s2.RecoverIntents()
+	if err != nil || len(open) != n-1 {
+		t.Fatalf("intents after reopen: %d %v", len(open), err)
+	}
+	next, err := s2.Append(sampleReceipt(k, receipt.StatusFailed, "s"))
+	if err != nil || next.Seq != n {
+		t.Fatalf("the chain continues at %d: %v %v", n, next, err)
+	}
+}
+
+// Writes after Close fail instead of hanging.
+func TestAppendAfterClose(t *testing.T) {
+	s, k, _ := newStore(t)
+	s.Close()
+	done := make(chan error, 1)
+	go func() { _, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "s")); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("Append after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Append after Close hangs")
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

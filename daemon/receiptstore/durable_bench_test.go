@@ -1,0 +1,198 @@
+package receiptstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/receipt"
+)
+
+// TestBenchDurableWrites prints issue 17 item 3's figures, each against a
+// baseline measured in the same run (TERMD_BENCH=1; asserts nothing about
+// time):
+//   - the intent as written today (a SQLite insert committed with
+//     synchronous=FULL) against a preallocated intent log: a file of fixed
+//     size, zeroed and synced once, each record (length, CRC, body) written
+//     in place and made durable with fdatasync, so the file's size never
+//     changes and no metadata is flushed; and against a plain append+fdatasync;
+//   - receipts appended by 64 goroutines at once (group commit) against the
+//     same number appended one after another.
+func TestBenchDurableWrites(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1 to run the receipt benchmarks")
+	}
+	const n = 300
+	s, k, _ := newStore(t)
+	draft := sampleReceipt(k, receipt.StatusSucceeded, "bench")
+	body, err := receipt.CanonicalBytes(draft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+
+	appendSync := func() time.Duration {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("append-%d", time.Now().UnixNano())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		start := time.Now()
+		for range n {
+			if _, err := f.Write(body); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start) / n
+	}
+	prealloc := func() time.Duration {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("ring-%d", time.Now().UnixNano())), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		size := int64(n+1) * int64(len(body)+8)
+		if _, err := f.WriteAt(make([]byte, size), 0); err != nil { // zeroed, so no unwritten extents
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		rec := make([]byte, 8+len(body))
+		binary.LittleEndian.PutUint32(rec, uint32(len(body)))
+		binary.LittleEndian.PutUint32(rec[4:], crc32.ChecksumIEEE(body))
+		copy(rec[8:], body)
+		start := time.Now()
+		var off int64
+		for range n {
+			if _, err := f.WriteAt(rec, off); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				t.Fatal(err)
+			}
+			off += int64(len(rec))
+		}
+		return time.Since(start) / n
+	}
+	sqliteIntent := func() time.Duration {
+		start := time.Now()
+		for i := range n {
+			in := Intent{ExecutionID: fmt.Sprintf("e-%d-%d", time.Now().UnixNano(), i), PlanID: "p", SessionID: "s", Receipt: draft}
+			if err := s.AppendIntent(in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start) / n
+	}
+	// Alternate rounds so that load from elsewhere hits all alike.
+	var app, ring, lite []time.Duration
+	for range 3 {
+		app = append(app, appendSync())
+		ring = append(ring, prealloc())
+		lite = append(lite, sqliteIntent())
+	}
+	med := func(ds []time.Duration) time.Duration {
+		c := append([]time.Duration(nil), ds...)
+		for i := range c {
+			for j := i + 1; j < len(c); j++ {
+				if c[j] < c[i] {
+					c[i], c[j] = c[j], c[i]
+				}
+			}
+		}
+		return c[len(c)/2]
+	}
+	a, r, l := med(app), med(ring), med(lite)
+	fmt.Printf("\ndurable writes (%d-byte record, median of 3 alternating rounds of %d)\n", len(body), n)
+	fmt.Printf("%-52s %10.0f µs %8s\n", "append + fdatasync (file grows)", us(a), "1.00x")
+	fmt.Printf("%-52s %10.0f µs %7.2fx\n", "preallocated log: write in place + fdatasync", us(r), float64(r)/float64(a))
+	fmt.Printf("%-52s %10.0f µs %7.2fx\n", "intent today: SQLite insert, synchronous=FULL", us(l), float64(l)/float64(a))
+
+	// Group commit: 64 writers at once against one writer.
+	const writers, per = 64, 8
+	seq := func() time.Duration {
+		start := time.Now()
+		for range writers * per {
+			if _, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "seq")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	par := func() (time.Duration, int64) {
+		c0 := s.commits.Load()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range per {
+					if _, err := s.Append(sampleReceipt(k, receipt.StatusSucceeded, "par")); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start), s.commits.Load() - c0
+	}
+	var sq, pr []time.Duration
+	var commits int64
+	for range 2 {
+		sq = append(sq, seq())
+		d, c := par()
+		pr, commits = append(pr, d), c
+	}
+	total := float64(writers * per)
+	fmt.Printf("%-52s %10.0f /s %8s\n", "receipts appended one after another", total/med(sq).Seconds(), "1.00x")
+	fmt.Printf("%-52s %10.0f /s %7.2fx (%d commits for %d receipts)\n", fmt.Sprintf("receipts appended by %d writers at once", writers), total/med(pr).Seconds(), med(sq).Seconds()/med(pr).Seconds(), commits, writers*per)
+	if _, bad, err := s.VerifyChain(); err != nil || bad != 0 {
+		t.Fatalf("chain: %d %v", bad, err)
+	}
+
+	// The storage budget's question before every execution, with 10,000
+	// receipts in the last day: from memory against the database scan.
+	s3, k3, _ := newStore(t)
+	for done := 0; done < 10000; done += 2000 {
+		rs := make([]*receipt.Receipt, 2000)
+		for i := range rs {
+			rs[i] = sampleReceipt(k3, receipt.StatusSucceeded, "day")
+			rs[i].StartedAt = time.Now().Add(-time.Duration(i) * time.Second)
+			rs[i].FinishedAt = rs[i].StartedAt
+		}
+		if err := s3.appendBatch(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := time.Now().Add(-24 * time.Hour)
+	var mem, scan []time.Duration
+	for range 5 {
+		start := time.Now()
+		a, _ := s3.StoredSince("uid:1000", day)
+		mem = append(mem, time.Since(start))
+		start = time.Now()
+		var b int64
+		if err := s3.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts WHERE started_ns >= ? AND (? = '' OR requester = ?)`, day.UnixNano(), "uid:1000", "uid:1000").Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		scan = append(scan, time.Since(start))
+		if a != b {
+			t.Fatalf("StoredSince %d, the database %d", a, b)
+		}
+	}
+	fmt.Printf("%-52s %10.0f µs %8s\n", "budget check over 10,000 receipts: database scan", us(med(scan)), "1.00x")
+	fmt.Printf("%-52s %10.0f µs %7.4fx\n", "budget check over 10,000 receipts: in memory", us(med(mem)), float64(med(mem))/float64(med(scan)))
+}

@@ -1,0 +1,397 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spawn pools. Making a network namespace and a cgroup directory is most of
+// what a spawn costs beyond fork and exec, so both are made ahead, in the
+// background, and handed out one per execution: never reused (a namespace's
+// descriptor is closed once the child is in it, a cgroup is removed after
+// its execution, as without a pool), and made inline when a pool is empty.
+
+// poolSize is how many of each a pool keeps ready.
+const poolSize = 4
+
+// poolNice lowers the filler threads' priority: refilling must not compete
+// with the spawn it refills for.
+const poolNice = 10
+
+// netnsPool keeps fresh network namespaces, as descriptors, made by one
+// dedicated thread.
+type netnsPool struct {
+	own   int           // the daemon's own network namespace
+	ready chan int      // namespaces no process has entered yet
+	kick  chan struct{} // a spawn ended: refill
+	stop  chan struct{}
+	done  chan struct{}
+	err   atomic.Pointer[error] // why the filler stopped early
+	once  sync.Once
+}
+
+func newNetnsPool() (*netnsPool, error) {
+	own, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the daemon's network namespace: %w", err)
+	}
+	np := &netnsPool{own: own, ready: make(chan int, poolSize), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go np.fill()
+	return np, nil
+}
+
+// fill runs on a thread of its own for its whole life: the thread moves
+// between namespaces, so it stays locked and ends with the goroutine instead
+// of going back to the runtime. It never starts a process, so its end cannot
+// take a child with it (Pdeathsig). It fills the pool at start and after
+// each spawn (refill), not when a namespace is taken: then it would compete
+// with the spawn and the intent's commit for the CPU.
+func (np *netnsPool) fill() {
+	defer close(np.done)
+	runtime.LockOSThread()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), poolNice)
+	for {
+		for len(np.ready) < cap(np.ready) { // only fill sends: never blocks
+			select {
+			case <-np.stop:
+				return
+			default:
+			}
+			fd, err := np.make()
+			if err != nil {
+				np.err.Store(&err)
+				return // executions make their namespaces at clone, as without a pool
+			}
+			np.ready <- fd
+		}
+		select {
+		case <-np.kick:
+		case <-np.stop:
+			return
+		}
+	}
+}
+
+// refill asks the filler to top the pool up.
+func (np *netnsPool) refill() {
+	if np != nil {
+		select {
+		case np.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// make creates a namespace on the calling thread, keeps a descriptor to it
+// and returns the thread to the daemon's namespace. Like a namespace made at
+// clone time, it has only a loopback device, which is down.
+func (np *netnsPool) make() (int, error) {
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		return -1, fmt.Errorf("unshare network namespace: %w", err)
+	}
+	fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if serr := unix.Setns(np.own, unix.CLONE_NEWNET); serr != nil {
+		if err == nil {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("return to the daemon's network namespace: %w", serr)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open the new network namespace: %w", err)
+	}
+	return fd, nil
+}
+
+// take returns a fresh namespace's descriptor (the caller closes it), or -1
+// when none is ready.
+func (np *netnsPool) take() int {
+	if np == nil {
+		return -1
+	}
+	select {
+	case fd := <-np.ready:
+		return fd
+	default:
+		return -1
+	}
+}
+
+// enter moves the calling locked thread into the namespace fd, so that the
+// child it forks next is born there; leave moves it back.
+func (np *netnsPool) enter(fd int) error { return unix.Setns(fd, unix.CLONE_NEWNET) }
+func (np *netnsPool) leave() error       { return unix.Setns(np.own, unix.CLONE_NEWNET) }
+
+func (np *netnsPool) close() {
+	if np == nil {
+		return
+	}
+	np.once.Do(func() {
+		close(np.stop)
+		<-np.done
+		for {
+			select {
+			case fd := <-np.ready:
+				unix.Close(fd)
+			default:
+				unix.Close(np.own)
+				return
+			}
+		}
+	})
+}
+
+// cgroupPool keeps per-execution cgroups made ahead: the v2 directory and,
+// on hybrid hosts, the v1 pids and memory directories, with the limits of the
+// latest execution written (an execution with other limits rewrites them
+// when it takes one). Their names, p-<daemon pid>-<its start ticks>-<n>, say
+// which daemon made them, so a daemon that starts after a crash can remove
+// its predecessor's (removeStalePools).
+type cgroupPool struct {
+	r      *Runner
+	prefix string
+	seq    atomic.Uint64
+	ready  chan *execCgroup
+	last   atomic.Pointer[Spec] // limits written ahead (PidsMax, MemoryMax)
+	kick   chan struct{}        // a spawn ended: refill
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu       sync.Mutex
+	reserved map[string]*execCgroup // execution id -> its cgroup (nil: made at spawn)
+	closed   bool
+}
+
+const poolPrefix = "p-"
+
+func newCgroupPool(r *Runner) *cgroupPool {
+	start := uint64(0)
+	if pi, ok := readProc(r.self); ok {
+		start = pi.start
+	}
+	cp := &cgroupPool{
+		r:        r,
+		prefix:   fmt.Sprintf("%s%d-%d-", poolPrefix, r.self, start),
+		ready:    make(chan *execCgroup, poolSize),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		reserved: map[string]*execCgroup{},
+	}
+	go cp.fill()
+	return cp
+}
+
+// fill fills the pool at start and after each spawn (see netnsPool.fill).
+func (cp *cgroupPool) fill() {
+	defer close(cp.done)
+	for {
+		for len(cp.ready) < cap(cp.ready) { // only fill sends: never blocks
+			select {
+			case <-cp.stop:
+				return
+			default:
+			}
+			cg, err := cp.make()
+			if err != nil {
+				break // spawns make their cgroups inline meanwhile; try again later
+			}
+			cp.ready <- cg
+		}
+		select {
+		case <-cp.kick:
+		case <-time.After(time.Second):
+		case <-cp.stop:
+			return
+		}
+	}
+}
+
+func (cp *cgroupPool) refill() {
+	if cp != nil {
+		select {
+		case cp.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (cp *cgroupPool) make() (*execCgroup, error) {
+	cg, err := cp.r.makeCgroup(cp.prefix+strconv.FormatUint(cp.seq.Add(1), 10), true)
+	if err != nil {
+		return nil, err
+	}
+	if last := cp.last.Load(); last != nil {
+		if err := cp.r.applyLimits(cg, *last); err != nil {
+			cg.remove()
+			return nil, err
+		}
+	}
+	return cg, nil
+}
+
+func (cp *cgroupPool) take() *execCgroup {
+	select {
+	case cg := <-cp.ready:
+		return cg
+	default:
+		return nil
+	}
+}
+
+// reserve hands the execution id a cgroup now, so its path can go into the
+// durable intent before the spawn; nil when the pool is empty (the spawn then
+// makes x-<id> as without a pool).
+func (cp *cgroupPool) reserve(id string) *execCgroup {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cg, ok := cp.reserved[id]; ok || cp.closed {
+		return cg
+	}
+	cg := cp.take()
+	cp.reserved[id] = cg
+	return cg
+}
+
+// claim is the cgroup for an execution starting now: its reservation, or
+// one from the pool; ok is false when there is none (make it inline).
+func (cp *cgroupPool) claim(id string, spec Spec) (cg *execCgroup, ok bool) {
+	if cp == nil {
+		return nil, false
+	}
+	cp.mu.Lock()
+	cg, reserved := cp.reserved[id]
+	delete(cp.reserved, id)
+	cp.mu.Unlock()
+	if !reserved {
+		cg = cp.take()
+	}
+	if cg == nil {
+		return nil, false
+	}
+	lim := Spec{PidsMax: spec.PidsMax, MemoryMax: spec.MemoryMax}
+	if last := cp.last.Load(); last == nil || last.PidsMax != lim.PidsMax || last.MemoryMax != lim.MemoryMax {
+		cp.last.Store(&lim)
+	}
+	return cg, true
+}
+
+func (cp *cgroupPool) close() {
+	if cp == nil {
+		return
+	}
+	cp.mu.Lock()
+	if cp.closed {
+		cp.mu.Unlock()
+		return
+	}
+	cp.closed = true
+	cp.mu.Unlock()
+	close(cp.stop)
+	<-cp.done
+	cp.mu.Lock()
+	for id, cg := range cp.reserved {
+		if cg != nil {
+			cg.remove()
+		}
+		delete(cp.reserved, id)
+	}
+	cp.mu.Unlock()
+	for {
+		select {
+		case cg := <-cp.ready:
+			cg.remove()
+		default:
+			return
+		}
+	}
+}
+
+// removeStalePools kills what is left in the pooled cgroups of a termd that
+// is no longer running (it crashed: an execution that was running has its
+// intent, and becomes outcome_unknown) and removes them.
+func (r *Runner) removeStalePools() {
+	dirs := []string{r.parent}
+	for _, d := range r.v1Parents {
+		dirs = append(dirs, d)
+	}
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && stalePool(e.Name()) {
+				_ = killCgroupPath(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+}
+
+// stalePool: name is a pooled cgroup's whose daemon (pid and start time) is
+// gone.
+func stalePool(name string) bool {
+	rest, ok := strings.CutPrefix(name, poolPrefix)
+	f := strings.Split(rest, "-")
+	if !ok || len(f) != 3 {
+		return false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	start, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	pi, alive := readProc(pid)
+	return !alive || pi.start != start
+}
+
+// startPools starts the spawn pools this Runner can use.
+func (r *Runner) startPools() {
+	if r.caps.NetNS {
+		if np, err := newNetnsPool(); err == nil {
+			r.netns = np
+		}
+	}
+	if r.parent != "" {
+		r.cgPool = newCgroupPool(r)
+	}
+}
+
+// refillPools is called when a spawn has ended (the command runs or the
+// spawn failed): the pools top up while the command runs.
+func (r *Runner) refillPools() {
+	r.netns.refill()
+	r.cgPool.refill()
+}
+
+func (r *Runner) closePools() {
+	r.netns.close()
+	r.cgPool.close()
+}
+
+// poolStatus says what the spawn pools hold (tests print it).
+func (r *Runner) poolStatus() string {
+	var parts []string
+	switch {
+	case r.netns == nil:
+		parts = append(parts, "network namespaces: made at spawn")
+	case r.netns.err.Load() != nil:
+		parts = append(parts, "network namespaces: made at spawn ("+(*r.netns.err.Load()).Error()+")")
+	default:
+		parts = append(parts, fmt.Sprintf("network namespaces: %d ready", len(r.netns.ready)))
+	}
+	if r.cgPool == nil {
+		parts = append(parts, "cgroups: made at spawn")
+	} else {
+		parts = append(parts, fmt.Sprintf("cgroups: %d ready", len(r.cgPool.ready)))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,149 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var updateSchemas = flag.Bool("update", false, "rewrite toolschemas.json from the tools' Go types")
+
+// listSchemas lists a new bridge's tools over an in-memory MCP connection
+// and returns each tool's input and output schema as JSON values.
+func listSchemas(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	b := New(Options{})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := b.server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, tool := range res.Tools {
+		out[tool.Name] = map[string]any{"input": tool.InputSchema, "output": tool.OutputSchema}
+	}
+	return out
+}
+
+// The schemas a client lists are exactly the ones the SDK infers from the
+// tools' Go types: toolschemas.json is current and has every tool. After a
+// tool's types change: go test ./mcpbridge -run TestToolSchemasFile -update.
+func TestToolSchemasFile(t *testing.T) {
+	useSchemaFile = false
+	var mu sync.Mutex
+	file := map[string]toolSchema{}
+	recordSchemas = func(tool string, in, out *jsonschema.Schema) {
+		mu.Lock()
+		defer mu.Unlock()
+		var sc toolSchema
+		var err error
+		if sc.Input, err = json.Marshal(in); err != nil {
+			t.Error(err)
+		}
+		if out != nil {
+			if sc.Output, err = json.Marshal(out); err != nil {
+				t.Error(err)
+			}
+		}
+		file[tool] = sc
+	}
+	inferred := listSchemas(t)
+	useSchemaFile, recordSchemas = true, nil
+	if *updateSchemas {
+		// Properties keep the order of the Go fields, as inferred.
+		data, err := json.MarshalIndent(file, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("toolschemas.json", append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Skip("rewrote toolschemas.json; build again and run without -update")
+	}
+	listed := listSchemas(t)
+	norm := func(v any) any {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out any
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if len(listed) != len(inferred) {
+		t.Fatalf("%d tools listed, %d inferred", len(listed), len(inferred))
+	}
+	for name, want := range inferred {
+		if _, ok := toolSchemas()[name]; !ok {
+			t.Errorf("tool %s is not in toolschemas.json (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
+			continue
+		}
+		if got := listed[name]; !reflect.DeepEqual(norm(got), norm(want)) {
+			t.Errorf("tool %s: toolschemas.json differs from its Go types (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
+		}
+	}
+}
+
+// Arguments are still checked against the tool's schema before the handler
+// runs (now at a tool's first call): an unknown property, a wrong type and
+// a wrong type inside an array are refused with the property named, and
+// nothing reaches the daemon (this bridge has none).
+func TestToolArgumentsAreValidated(t *testing.T) {
+	b := New(Options{})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := b.server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"argv": []string{"pwd"}, "shell": true}, "shell"},
+		{map[string]any{"argv": "pwd"}, "argv"},
+		{map[string]any{"argv": []any{"ls", 3}}, "argv"},
+		{map[string]any{"command": "pwd", "env": map[string]any{"A": 1}}, "env"},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "terminal_plan", Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		text := ""
+		for _, ct := range res.Content {
+			if tc, ok := ct.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if !res.IsError || !strings.Contains(text, `validating "arguments"`) || !strings.Contains(text, c.want) {
+			t.Errorf("%v: isError %v, %q; want a validation error naming %s", c.args, res.IsError, text, c.want)
+		}
+	}
+}
