@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/termd/termd/client"
+	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -67,6 +68,13 @@ func (a *app) completeIDs(kind idKind) cobra.CompletionFunc {
 				add(p.GetId(), planStateWord(p.GetState())+": "+strings.Join(p.GetDecision().GetArgv(), " "))
 			}
 		case runningIDs, openSessions:
+			if kind == runningIDs {
+				if resp, err := c.Executions.ListExecutions(ctx, &termdv1.ListExecutionsRequest{States: activeStates}); err == nil {
+					for _, le := range resp.GetExecutions() {
+						add(le.GetExecution().GetId(), execStateWord(le.GetExecution().GetState())+": "+cmdline.Quote(le.GetArgv()))
+					}
+				}
+			}
 			resp, err := c.Sessions.ListSessions(ctx, &termdv1.ListSessionsRequest{})
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
@@ -75,9 +83,6 @@ func (a *app) completeIDs(kind idKind) cobra.CompletionFunc {
 				label := s.GetLabel()
 				if label == "" {
 					label = "session"
-				}
-				if kind == runningIDs && s.GetActiveExecutionId() != "" {
-					add(s.GetActiveExecutionId(), "running in "+label+" "+s.GetId())
 				}
 				if kind == openSessions || s.GetActiveExecutionId() != "" {
 					add(s.GetId(), fmt.Sprintf("%s, %d plans", label, s.GetPlanCount()))

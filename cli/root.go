@@ -213,7 +213,7 @@ var verbs = []struct {
 	group string
 	new   func(*app) *cobra.Command
 }{
-	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newWatch},
+	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newPs}, {"run", newWatch},
 	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions}, {"run", newRecipe},
 	{"run", newAttach}, {"run", newSend}, {"run", newScreen},
 	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny}, {"approve", newGrants},

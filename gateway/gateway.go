@@ -292,7 +292,8 @@ func quoteHost(h string) string {
 
 func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s := g.lookup(bearer(r))
-	isEvents := r.URL.Path == "/v1/events"
+	termID := terminalStreamID(r.URL.Path)
+	isEvents := r.URL.Path == "/v1/events" || termID != ""
 	if s == nil && isEvents && r.Method == http.MethodGet {
 		if t := r.URL.Query().Get("ticket"); t != "" {
 			s = g.scopeNamed(g.tickets.redeem(t))
@@ -317,6 +318,10 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !limitBody(w, r, g.opts.BodyLimit) {
+		return
+	}
+	if termID != "" {
+		g.serveTerminal(w, r, s, termID)
 		return
 	}
 	switch r.URL.Path {

@@ -79,6 +79,40 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 		first = m.GetEvent()
 	}
 
+	next := func() (string, error) {
+		var ev *termdv1.Event
+		if first != nil {
+			ev, first = first, nil
+		} else {
+			m, err := stream.Recv()
+			if err != nil {
+				return "", err
+			}
+			ev = m.GetEvent()
+		}
+		if ev == nil {
+			return "", nil
+		}
+		id := ev.GetSeq()
+		if sessionID == "" {
+			id = ev.GetGlobalSeq()
+		}
+		b, err := jsonpb.Marshal(ev)
+		if err != nil {
+			return "", nil
+		}
+		return sseRaw(ev.GetKind().String(), strconv.FormatUint(id, 10), string(b)), nil
+	}
+	g.pumpSSE(ctx, w, rc, next)
+}
+
+// pumpSSE answers with the event-stream headers at once, then writes each
+// chunk next returns ("" writes nothing), a heartbeat comment every
+// heartbeat, and the end: "event: end" when next reports io.EOF, a
+// stream-error event for any other error. next runs on its own goroutine,
+// counted in g.streams until it has returned an error (only then is the
+// daemon stream finished: cancelled when the client went away, as ctx is).
+func (g *Gateway) pumpSSE(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, next func() (string, error)) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -93,29 +127,17 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 	}
 
 	type recv struct {
-		ev  *termdv1.Event
-		err error
+		chunk string
+		err   error
 	}
-	events := make(chan recv)
+	chunks := make(chan recv)
 	g.streams.Add(1)
 	go func() {
-		// Counted until Recv has returned an error: only then is the daemon
-		// stream finished (cancelled when the client went away).
 		defer g.streams.Add(-1)
-		if first != nil {
-			select {
-			case events <- recv{first, nil}:
-			case <-ctx.Done():
-			}
-		}
 		for {
-			m, err := stream.Recv()
-			var ev *termdv1.Event
-			if m != nil {
-				ev = m.GetEvent()
-			}
+			c, err := next()
 			select {
-			case events <- recv{ev, err}:
+			case chunks <- recv{c, err}:
 			case <-ctx.Done():
 				// Keep receiving: the cancelled stream returns an error promptly.
 			}
@@ -134,7 +156,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 			return
 		case <-tick.C:
 			chunk = ": heartbeat\n\n"
-		case rv := <-events:
+		case rv := <-chunks:
 			if rv.err != nil {
 				if rv.err == io.EOF {
 					_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
@@ -146,18 +168,10 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 				_ = rc.Flush()
 				return
 			}
-			if rv.ev == nil {
+			if rv.chunk == "" {
 				continue
 			}
-			id := rv.ev.GetSeq()
-			if sessionID == "" {
-				id = rv.ev.GetGlobalSeq()
-			}
-			b, err := jsonpb.Marshal(rv.ev)
-			if err != nil {
-				continue
-			}
-			chunk = sseRaw(rv.ev.GetKind().String(), strconv.FormatUint(id, 10), string(b))
+			chunk = rv.chunk
 		}
 		if _, err := io.WriteString(w, chunk); err != nil {
 			return

@@ -20,6 +20,8 @@ import (
 // Instructions tell an agent the flow, in the server info every client sees.
 const Instructions = "termd runs shell commands for you under policy: call terminal_plan with the argv first, then terminal_execute with the returned plan_id (nothing runs without a plan; a plan that needs approval waits until a person runs `termctl approve <plan_id>` or approves it in the console). " +
 	"A command that outlasts wait_seconds comes back as `running` with an execution_id: poll terminal_status and terminal_output, and read the signed receipt with terminal_receipt. " +
+	"For long work, terminal_execute with background: true returns at once; terminal_list shows what still runs, terminal_output reads new output from an offset, and subscribing to the execution's resource_uri notifies you when it ends. " +
+	"Interactive programs (a REPL, a [Y/n] prompt, less, git add -p) need a terminal: terminal_plan with tty, then terminal_send types into it and returns the rendered screen once the program waits for input again; terminal_screen reads it. " +
 	"There is no shell: pipes, redirections (`>`), `&&` and variables do not exist, so send one program and its arguments; to create or rewrite a file, use your own file-editing tools (or `sed -i` / `cp` on existing files) rather than `echo > file`. " +
 	"cwd may be relative to the workspace root. " +
 	"To get oriented in a project, terminal_recipes lists ready-made read-only recipes (repository state, test discovery, log triage) and terminal_recipe_run runs one in a directory."
@@ -45,6 +47,7 @@ type Bridge struct {
 	sdkLog   *slog.Logger // for the MCP SDK: its per-request Info is Debug here
 	server   *mcp.Server
 	sessions *sessionPool
+	ends     endWatch // executions whose end a client subscribed to
 
 	mu         sync.Mutex
 	consoleURL string
@@ -80,6 +83,9 @@ func New(o Options) *Bridge {
 		Capabilities: &mcp.ServerCapabilities{},
 		PageSize:     100,
 		SchemaCache:  mcp.NewSchemaCache(),
+		// execution://ID resources: a subscriber is notified when it ends.
+		SubscribeHandler:   b.subscribe,
+		UnsubscribeHandler: b.unsubscribe,
 		// A stateful client's daemon session is released when its MCP
 		// session ends (DELETE, idle timeout, closed stream).
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {

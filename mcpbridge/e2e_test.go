@@ -285,7 +285,7 @@ func TestBridgeOverTransports(t *testing.T) {
 					t.Errorf("an agent is offered %q", tool.Name)
 				}
 			}
-			for _, want := range []string{"terminal_plan", "terminal_execute", "terminal_status", "terminal_output", "terminal_pause", "terminal_resume", "terminal_cancel", "terminal_retry", "terminal_receipt", "terminal_policy_check", "terminal_advise"} {
+			for _, want := range []string{"terminal_plan", "terminal_execute", "terminal_status", "terminal_output", "terminal_list", "terminal_pause", "terminal_resume", "terminal_cancel", "terminal_retry", "terminal_receipt", "terminal_policy_check", "terminal_advise"} {
 				if names[want] == nil {
 					t.Errorf("tool %s missing", want)
 				} else if names[want].OutputSchema == nil {

@@ -92,6 +92,13 @@ func (b *Bridge) addResources() {
 		MIMEType:    "application/json",
 	}, b.readReceipt)
 	b.server.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: executionPrefix + "{id}",
+		Name:        "execution",
+		Title:       "Execution",
+		Description: "An execution's state (JSON, as terminal_status gives it). Subscribe to it to be notified (notifications/resources/updated) when it ends.",
+		MIMEType:    "application/json",
+	}, b.readExecution)
+	b.server.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: workspacePrefix + "/{+path}",
 		Name:        "workspace file",
 		Title:       "Workspace file",

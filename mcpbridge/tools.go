@@ -44,12 +44,14 @@ type PlanInput struct {
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
 	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"sandbox profile: read-only or workspace-write (default: the policy's choice; a program the policy has no grammar for runs read-only, so if it fails with permission denied because it must write in the workspace, plan it again with workspace-write)"`
+	TTY            *TTYInput         `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
 }
 
 // ExecuteInput runs a plan.
 type ExecuteInput struct {
 	PlanID      string `json:"plan_id" jsonschema:"the plan to run, from terminal_plan"`
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the command to end before returning it as running (default 45, max 600)"`
+	Background  bool   `json:"background,omitempty" jsonschema:"start it and return at once with its execution_id (no waiting, no output yet); read its output with terminal_output, list what runs with terminal_list, and subscribe to the result's resource_uri to be notified when it ends"`
 }
 
 // ExecutionInput names an execution, by its id or by the plan it runs.
@@ -133,7 +135,7 @@ func (b *Bridge) addTools() {
 		addTool(s, &mcp.Tool{
 			Name:        "terminal_execute",
 			Title:       "Run a plan",
-			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status.",
+			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status. With background: true it returns at once with the execution_id: come back with terminal_output (from an offset) and terminal_list, or subscribe to the returned resource_uri (execution://ID) for a notification when it ends.",
 			Annotations: &mcp.ToolAnnotations{Title: "Run a plan", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 		}, b.execute)
 	})
@@ -152,6 +154,14 @@ func (b *Bridge) addTools() {
 			Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
 			Annotations: &mcp.ToolAnnotations{Title: "Read output", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, b.output)
+	})
+	go_(func() {
+		addTool(s, &mcp.Tool{
+			Name:        "terminal_list",
+			Title:       "List executions",
+			Description: "List this client's running (and paused) executions, e.g. those started with background: true; all: true adds those that have ended. Each has its output byte counts, so terminal_output from your last offset reads what is new.",
+			Annotations: &mcp.ToolAnnotations{Title: "List executions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, b.list)
 	})
 	go_(func() {
 		addTool(s, &mcp.Tool{
@@ -210,6 +220,7 @@ func (b *Bridge) addTools() {
 		}, b.advise)
 	})
 	b.addRecipeTools(go_)
+	b.addTerminalTools(go_)
 }
 
 // addTool adds a tool whose input schema is inferred from In, with Go
@@ -249,6 +260,13 @@ func inputSchema[In any](tool string) *jsonschema.Schema {
 	schema, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: plainContainers})
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", tool, err)) // a programming error, caught by every test
+	}
+	for _, p := range schema.Properties {
+		// An optional object (a pointer field, e.g. tty) is inferred as
+		// ["null","object"]: say "object", for the same reason.
+		if len(p.Types) == 2 && p.Types[0] == "null" {
+			p.Type, p.Types = p.Types[1], nil
+		}
 	}
 	return schema
 }
@@ -386,7 +404,11 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 	default:
 		return nil, nil, fmt.Errorf("sandbox %q is not a profile. Next: use read-only or workspace-write, or omit it", in.Sandbox)
 	}
-	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox}
+	tty, err := ttyOptions(in.TTY)
+	if err != nil {
+		return nil, nil, err
+	}
+	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty}
 	sid, pooled, err := b.session(ctx, req, in.SessionID)
 	if err != nil {
 		return nil, nil, failure(err, "")
@@ -473,10 +495,26 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if in.WaitSeconds < 0 {
 		return nil, nil, errors.New("wait_seconds must not be negative")
 	}
+	if in.Background && in.WaitSeconds > 0 {
+		return nil, nil, errors.New("background returns at once, so wait_seconds does not apply. Next: give one of them")
+	}
 	if in.WaitSeconds > 0 {
 		wait = min(time.Duration(in.WaitSeconds)*time.Second, MaxWait)
 	}
-	w, err := b.run(ctx, req, in.PlanID, wait)
+	var w *watched
+	var err error
+	if in.Background {
+		var res *mcp.CallToolResult
+		var v *ExecutionView
+		if res, v, err = b.startBackground(ctx, in.PlanID); err == nil {
+			return res, v, nil
+		}
+	} else {
+		w, err = b.run(ctx, req, in.PlanID, wait)
+		if err == nil && w.exec.GetTty() != nil && !execDone(w.exec) {
+			return b.startTerminal(ctx, w.exec, in.WaitSeconds)
+		}
+	}
 	if err != nil {
 		next := ""
 		if client.Code(err) == codes.FailedPrecondition && strings.Contains(strings.ToLower(err.Error()), "approv") {
@@ -498,6 +536,8 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	}
 	if !v.Done {
 		summary += fmt.Sprintf(" (still running after %s)", wait)
+		v.ResourceURI = executionURI(v.ExecutionID)
+		v.NextStep += fmt.Sprintf("; subscribe to %s to be notified when it ends", v.ResourceURI)
 	}
 	summary += ". Next: " + v.NextStep
 	if v.Stdout != "" {
@@ -561,7 +601,9 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	receiptID, shared := "", ""
 	events := 0
 	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID, Detach: true, ShareReceipt: true})
-	for err == nil {
+	// A PTY execution is followed only until it starts: the program waits
+	// for input, which terminal_send types (the stream ending detaches).
+	for err == nil && w.exec.GetTty() == nil {
 		var m *termdv1.ExecuteAndWaitResponse
 		if m, err = stream.Recv(); err != nil {
 			break
@@ -691,6 +733,7 @@ func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in Execut
 		return nil, nil, failure(err, "")
 	}
 	v := executionView(g.GetExecution())
+	v.ResourceURI = executionURI(v.ExecutionID)
 	if v.Done && v.ReceiptID != "" {
 		v.Receipt = b.sharedReceipt(ctx, v.ReceiptID)
 	}

@@ -72,11 +72,11 @@ func TestTypeScriptClient(t *testing.T) {
 				if e := str(m, "error"); e != "" {
 					t.Fatalf("%s: %s", step, e)
 				}
-				if step == "approve" {
+				if step == "approve" || step == "approve_repl" {
 					p, _ := m["sc"].(map[string]any)
 					id := str(p, "plan_id")
 					if str(p, "state") != "awaiting_approval" || !strings.Contains(str(m, "text"), "termctl --socket "+d.Socket+" approve "+id) {
-						t.Errorf("touch plan: %v", m)
+						t.Errorf("%s plan: %v", step, m)
 					}
 					if out, errOut, code := d.Run("termctl", "approve", id); code != 0 {
 						t.Fatalf("termctl approve %s: %d %s %s", id, code, out, errOut)
@@ -122,6 +122,15 @@ func TestTypeScriptClient(t *testing.T) {
 			// they share the bridge's one stateless session (README).
 			if s := steps["second_client"]; str(s, "first") == "" || (str(s, "first") == str(s, "second")) != (tr.http && tr.version >= "2026-07-28") {
 				t.Errorf("two clients at once should have their own daemon sessions (but stateless HTTP requests share one): %v", s)
+			}
+			if term, _ := res("execute_repl")["terminal"].(map[string]any); str(term, "ready") != "waiting_for_input" || !strings.Contains(str(term, "screen"), ">>>") {
+				t.Errorf("terminal_execute of python3 should answer with its prompt, waiting for input: %v", steps["execute_repl"])
+			}
+			if s := res("repl"); str(s, "ready") != "waiting_for_input" || !slices.Contains(strings.Split(str(s, "screen"), "\n"), "2") || !strings.Contains(str(s, "screen"), ">>>") {
+				t.Errorf("terminal_send 1+1 should show 2 on the screen: %v", steps["repl"])
+			}
+			if str(res("repl_end"), "ready") != "exited" {
+				t.Errorf("Ctrl-D should end the REPL: %v", steps["repl_end"])
 			}
 			uris, _ := steps["resources"]["uris"].([]any)
 			if !slices.Contains(uris, any("policy://current")) {

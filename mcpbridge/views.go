@@ -75,7 +75,10 @@ type ExecutionView struct {
 	Error           string `json:"error,omitempty"`
 	ReceiptID       string `json:"receipt_id,omitempty"`
 	Receipt         any    `json:"receipt,omitempty" jsonschema:"the signed receipt once the command has ended, in its share form (no stdout/stderr; it verifies the same; terminal_receipt with include_output gives the full one)"`
-	NextStep        string `json:"next_step"`
+	ResourceURI     string `json:"resource_uri,omitempty" jsonschema:"the execution as a resource: subscribe to it (resources/subscribe) to be notified when it ends"`
+	// Terminal is set for a PTY execution (a plan made with tty).
+	Terminal *TerminalView `json:"terminal,omitempty" jsonschema:"for a plan made with tty: the program's screen once it was ready for input; type with terminal_send"`
+	NextStep string        `json:"next_step"`
 }
 
 // OutputView is one page of an execution's output.

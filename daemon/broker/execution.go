@@ -797,14 +797,7 @@ func (b *Broker) GetExecution(_ context.Context, caller *termdv1.Principal, id s
 	if err != nil {
 		return nil, err
 	}
-	out := proto.Clone(e.e).(*termdv1.Execution)
-	e.hub.fill(out)
-	if e.proc != nil && !e.finished {
-		// Running: the counts so far, as the output already read shows.
-		_, out.StdoutBytes, _ = e.proc.ReadOutput(runner.Stdout, 0, 0)
-		_, out.StderrBytes, _ = e.proc.ReadOutput(runner.Stderr, 0, 0)
-	}
-	return out, nil
+	return b.execSnapshotLocked(e), nil
 }
 
 // control runs pause, resume or cancel on a running execution.

@@ -42,6 +42,7 @@ var minRole = map[string]config.Role{
 	"/termd.v1.ExecutionService/ResumeExecution": config.RoleAgent,
 	"/termd.v1.ExecutionService/CancelExecution": config.RoleAgent,
 	"/termd.v1.ExecutionService/ReadOutput":      config.RoleViewer,
+	"/termd.v1.ExecutionService/ListExecutions":  config.RoleViewer,
 
 	"/termd.v1.EventService/StreamEvents": config.RoleViewer,
 

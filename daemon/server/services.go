@@ -137,6 +137,11 @@ func (s execSvc) ReadOutput(ctx context.Context, r *termdv1.ReadOutputRequest) (
 	return s.b.ReadOutput(ctx, who(ctx), r)
 }
 
+func (s execSvc) ListExecutions(ctx context.Context, r *termdv1.ListExecutionsRequest) (*termdv1.ListExecutionsResponse, error) {
+	es, err := s.b.ListExecutions(ctx, who(ctx), r)
+	return &termdv1.ListExecutionsResponse{Executions: es}, err
+}
+
 type eventSvc struct {
 	termdv1.UnimplementedEventServiceServer
 	b *broker.Broker

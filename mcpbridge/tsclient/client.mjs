@@ -100,6 +100,19 @@ const second = (await callOn(other, 'terminal_plan', { argv: ['true'] })).sc.ses
 await other.close();
 out({ step: 'second_client', first, second });
 
+// A python3 REPL on a terminal: the plan waits for the operator (typed
+// input is code), then terminal_send types 1+1 and the screen shows 2.
+r = await call('terminal_plan', { argv: ['python3'], tty: { rows: 24, cols: 80 } });
+out({ step: 'approve_repl', ...r });
+await lines.next();
+r = await call('terminal_execute', { plan_id: r.sc.plan_id });
+out({ step: 'execute_repl', ...r });
+const repl = r.sc.execution_id;
+r = await call('terminal_send', { execution_id: repl, line: '1+1' });
+out({ step: 'repl', ...r });
+r = await call('terminal_send', { execution_id: repl, keys: ['ctrl_d'] });
+out({ step: 'repl_end', ...r });
+
 const res = await client.listResources();
 out({ step: 'resources', uris: res.resources.map((x) => x.uri) });
 const prompts = await client.listPrompts();

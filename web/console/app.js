@@ -37,6 +37,8 @@ const ctx = {
   },
   on(fn) { return events.on(fn); },
   get role() { return status ? short(status.caller?.role, 'ROLE_') : ''; },
+  // The principal name the daemon knows this token by (e.g. token:alice).
+  get me() { return status?.caller?.name || ''; },
   get canApprove() { return this.role === 'OPERATOR'; },
   get canRun() { return this.role === 'OPERATOR' || this.role === 'AGENT'; },
   // The adviser is optional: without it the console says so instead of

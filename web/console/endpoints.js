@@ -44,6 +44,15 @@ export const executions = {
   cancel: (eid) => api('POST', '/v1/executions/' + id(eid) + ':cancel', {}),
 };
 
+// A PTY execution's terminal: type (whoever holds the input), read the
+// rendered screen, take the input over (operators), watch it live (SSE).
+export const terminals = {
+  send: (eid, inputs, wait) => api('POST', '/v1/executions/' + id(eid) + ':send', wait ? { inputs, wait } : { inputs }),
+  screen: (eid) => api('GET', '/v1/executions/' + id(eid) + '/screen'),
+  takeInput: (eid) => api('POST', '/v1/executions/' + id(eid) + ':take-input', {}),
+  streamURL: (eid, ticket, since) => '/v1/executions/' + id(eid) + '/terminal/stream' + query({ ticket, since_offset: since >= 0 ? since : undefined }),
+};
+
 export const receipts = {
   list: (q) => api('GET', '/v1/receipts' + query(q)),
   get: (rid) => api('GET', '/v1/receipts/' + id(rid)),

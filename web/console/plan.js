@@ -2,6 +2,7 @@
 // (/plans/ID): decision, approval, execution controls, live output, receipt.
 import * as rest from './endpoints.js';
 import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText, sandboxText } from './dom.js';
+import { terminalPanel } from './terminal.js';
 
 const FORM_KEY = 'termd.planDraft';
 
@@ -21,6 +22,7 @@ export function planFormView(main, ctx) {
     h('option', { value: 'MODE_TRUSTED' }, 'trusted — no approvals, denials hold'));
   const timeout = h('input', { type: 'number', id: 'timeout', name: 'timeout', min: 0, step: 1, placeholder: 'policy default' });
   const autorun = h('input', { type: 'checkbox', id: 'autorun', checked: true });
+  const tty = h('input', { type: 'checkbox', id: 'tty' });
   const argvBox = h('div', {}, h('label', { for: 'argv' }, 'Arguments ', h('span', { class: 'hint' }, 'one per line, taken literally')), argv);
   const cmdBox = h('div', { hidden: true }, h('label', { for: 'command' }, 'Command ', h('span', { class: 'hint' }, 'split like a shell, no expansion; pipes and redirections are refused')), command);
   const syncMode = () => { argvBox.hidden = !argvMode.checked; cmdBox.hidden = argvMode.checked; };
@@ -50,6 +52,7 @@ export function planFormView(main, ctx) {
     h('div', { class: 'grid' },
       h('div', {}, h('label', { for: 'mode' }, 'Mode'), mode),
       h('div', {}, h('label', { for: 'timeout' }, 'Timeout (seconds)'), timeout)),
+    h('label', { class: 'check', for: 'tty' }, tty, 'On a terminal (an interactive program: a REPL, a prompt, less; 24×80)'),
     h('label', { class: 'check', for: 'autorun' }, autorun, 'Run at once when the policy allows it'),
     err,
     h('div', { class: 'row' }, submit));
@@ -73,6 +76,7 @@ export function planFormView(main, ctx) {
     }
     if (mode.value) req.mode = mode.value;
     if (timeout.value) req.timeout_seconds = Number(timeout.value);
+    if (tty.checked) req.tty = { rows: 24, cols: 80 };
     submit.disabled = true;
     try {
       const { plan } = await rest.plans.create(req);
@@ -162,7 +166,9 @@ export function planView(main, ctx, id) {
   const err = h('div');
   // What happens now comes first; the decision and canonical request follow
   // (render moves the approval card up while a person must act on it).
-  main.append(title, err, summary, approval, execution, output, receipt, decision);
+  const termSlot = h('div');
+  main.append(title, err, summary, approval, execution, termSlot, output, receipt, decision);
+  let term = null;
   const pending = sessionStorage.getItem('termd.flash');
   if (pending) { sessionStorage.removeItem('termd.flash'); ctx.flash(pending); }
 
@@ -217,7 +223,11 @@ export function planView(main, ctx, id) {
       if (plan.execution_id) {
         const first = !exec;
         exec = (await rest.executions.get(plan.execution_id)).execution;
-        if (first) { output.hidden = false; fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
+        if (exec.tty) {
+          // A terminal shows its rendered screen, not raw output with escape codes.
+          if (!term) { term = terminalPanel(ctx, exec.id); clear(termSlot, term.el); }
+          term.update(exec);
+        } else if (first) { output.hidden = false; fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
       }
       if (gone) return;
       clear(err);
@@ -330,7 +340,7 @@ export function planView(main, ctx, id) {
           es === 'RUNNING' || es === 'PAUSED' ? act('Cancel', () => rest.executions.cancel(exec.id), 'danger') : null) : null);
       const live = es === 'RUNNING' || es === 'PAUSED';
       if (live) stdout.dataset.empty = 'waiting for output…';
-      if (!live) { fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
+      if (!live && !exec.tty) { fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
     }
   }
 
@@ -355,7 +365,7 @@ export function planView(main, ctx, id) {
     if (ev.plan && ev.plan.id === id) refresh();
     if (ev.execution && ev.execution.plan_id === id) refresh();
     if (ev.receipt && ev.receipt.plan_id === id) refresh();
-    if (ev.output && exec && ev.output.execution_id === exec.id) {
+    if (ev.output && exec && !exec.tty && ev.output.execution_id === exec.id) {
       const s = out[ev.output.stream];
       if (!s) return;
       const off0 = Number(ev.output.offset);
@@ -370,7 +380,7 @@ export function planView(main, ctx, id) {
     if (es === 'RUNNING' || es === 'PAUSED' || (exec && !receiptShown)) load();
   }, 3000);
   load();
-  return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); };
+  return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); if (term) term.stop(); };
 }
 
 // consoleStep says a plan's next step in the console's words: the daemon

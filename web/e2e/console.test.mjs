@@ -276,6 +276,58 @@ await test('recipe gallery: check, run, receipts of the last run', async () => {
   await shot('recipe-step-receipt');
 });
 
+await test('terminal: type into a PTY program and see the echo', async () => {
+  await planForm({ argv: ['cat'], mode: 'MODE_TRUSTED' });
+  await page.check('#tty');
+  await submitPlan();
+  const term = page.locator('#terminal');
+  await term.waitFor();
+  await page.locator('#terminal-holder', { hasText: 'You hold the input' }).waitFor();
+  await term.click();
+  await page.keyboard.type('hello terminal');
+  // The terminal echoes what is typed before cat reads it.
+  await page.locator('#terminal', { hasText: 'hello terminal' }).waitFor();
+  await page.keyboard.press('Enter');
+  // cat prints the line back: it is on the screen twice.
+  await page.waitForFunction(() => (document.getElementById('terminal').textContent.match(/hello terminal/g) || []).length >= 2);
+  const rows = (await term.textContent()).split('\n');
+  must(rows.length === 24 && rows.every((r) => r.length === 80), 'the screen is not a 24x80 grid: ' + rows.length + ' rows');
+  must(await page.locator('#terminal .cursor').count() === 1, 'no cursor on the screen');
+  must(await page.locator('#stdout').isHidden(), 'a terminal shows the raw output box too');
+  await shot('terminal-echo');
+  await page.keyboard.press('Control+D');
+  await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
+  await page.locator('#terminal-holder', { hasText: 'ended' }).waitFor();
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  await shot('terminal-ended');
+});
+
+await test('terminal: a watcher reads only, an operator takes the input over', async () => {
+  must(process.env.TERMCTL && process.env.TERMD_SOCKET && process.env.TERMD_WORKSPACE, 'TERMCTL, TERMD_SOCKET and TERMD_WORKSPACE are needed to start a terminal as another principal');
+  // root (the test) starts cat on a terminal and holds its input.
+  const r = spawnSync(process.env.TERMCTL, ['run', '--tty', '--detach', '--mode', 'trusted', '--', 'cat'], { encoding: 'utf8', cwd: process.env.TERMD_WORKSPACE, env: { ...process.env, NO_COLOR: '1' } });
+  must(r.status === 0, 'termctl run --tty --detach: ' + r.status + ' ' + r.stderr);
+  const planID = (r.stderr.match(/plan ([0-9a-f-]{36})/) || [])[1];
+  must(planID, 'no plan id in: ' + r.stderr);
+  await page.goto(url + '/plans/' + planID);
+  const term = page.locator('#terminal');
+  await term.waitFor();
+  await page.locator('#terminal-holder', { hasText: 'Read-only' }).waitFor();
+  await term.click();
+  await page.keyboard.type('ignored');
+  await shot('terminal-read-only');
+  await page.getByRole('button', { name: 'Take input' }).click();
+  await page.locator('#terminal-holder', { hasText: 'You hold the input' }).waitFor();
+  await term.click();
+  await page.keyboard.type('taken over');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => (document.getElementById('terminal').textContent.match(/taken over/g) || []).length >= 2);
+  must(!(await term.textContent()).includes('ignored'), 'a watcher\'s keystrokes reached the terminal');
+  await shot('terminal-taken-over');
+  await page.keyboard.press('Control+D');
+  await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
+});
+
 await test('no script errors', async () => {
   const relevant = consoleErrors.filter((e) => !/status of 40[13]/.test(e));
   must(relevant.length === 0, 'console errors: ' + [...new Set(relevant)].join(' | '));

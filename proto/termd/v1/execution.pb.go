@@ -764,6 +764,192 @@ func (x *ReadOutputResponse) GetEof() bool {
 	return false
 }
 
+type ListExecutionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this session's executions (it must be one the caller may see).
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Only executions in these states (e.g. RUNNING and PAUSED for what is
+	// still going); empty: every state.
+	States []ExecutionState `protobuf:"varint,2,rep,packed,name=states,proto3,enum=termd.v1.ExecutionState" json:"states,omitempty"`
+	// 0: 100. At most 1000.
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListExecutionsRequest) Reset() {
+	*x = ListExecutionsRequest{}
+	mi := &file_termd_v1_execution_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListExecutionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListExecutionsRequest) ProtoMessage() {}
+
+func (x *ListExecutionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_execution_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListExecutionsRequest.ProtoReflect.Descriptor instead.
+func (*ListExecutionsRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_execution_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListExecutionsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListExecutionsRequest) GetStates() []ExecutionState {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *ListExecutionsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListExecutionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Executions    []*ListedExecution     `protobuf:"bytes,1,rep,name=executions,proto3" json:"executions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListExecutionsResponse) Reset() {
+	*x = ListExecutionsResponse{}
+	mi := &file_termd_v1_execution_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListExecutionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListExecutionsResponse) ProtoMessage() {}
+
+func (x *ListExecutionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_execution_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListExecutionsResponse.ProtoReflect.Descriptor instead.
+func (*ListExecutionsResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_execution_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListExecutionsResponse) GetExecutions() []*ListedExecution {
+	if x != nil {
+		return x.Executions
+	}
+	return nil
+}
+
+// ListedExecution is an execution with what a listing shows of its plan.
+type ListedExecution struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Execution *Execution             `protobuf:"bytes,1,opt,name=execution,proto3" json:"execution,omitempty"`
+	// The command as planned (the decision's argv) and its working directory.
+	Argv          []string   `protobuf:"bytes,2,rep,name=argv,proto3" json:"argv,omitempty"`
+	Cwd           string     `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Requester     *Principal `protobuf:"bytes,4,opt,name=requester,proto3" json:"requester,omitempty"`
+	SessionLabel  string     `protobuf:"bytes,5,opt,name=session_label,json=sessionLabel,proto3" json:"session_label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListedExecution) Reset() {
+	*x = ListedExecution{}
+	mi := &file_termd_v1_execution_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListedExecution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListedExecution) ProtoMessage() {}
+
+func (x *ListedExecution) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_execution_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListedExecution.ProtoReflect.Descriptor instead.
+func (*ListedExecution) Descriptor() ([]byte, []int) {
+	return file_termd_v1_execution_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListedExecution) GetExecution() *Execution {
+	if x != nil {
+		return x.Execution
+	}
+	return nil
+}
+
+func (x *ListedExecution) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *ListedExecution) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ListedExecution) GetRequester() *Principal {
+	if x != nil {
+		return x.Requester
+	}
+	return nil
+}
+
+func (x *ListedExecution) GetSessionLabel() string {
+	if x != nil {
+		return x.SessionLabel
+	}
+	return ""
+}
+
 var File_termd_v1_execution_proto protoreflect.FileDescriptor
 
 const file_termd_v1_execution_proto_rawDesc = "" +
@@ -815,7 +1001,22 @@ const file_termd_v1_execution_proto_rawDesc = "" +
 	"\vtotal_bytes\x18\x05 \x01(\x03R\n" +
 	"totalBytes\x12\x1c\n" +
 	"\ttruncated\x18\x06 \x01(\bR\ttruncated\x12\x10\n" +
-	"\x03eof\x18\a \x01(\bR\x03eof2\xd8\x06\n" +
+	"\x03eof\x18\a \x01(\bR\x03eof\"~\n" +
+	"\x15ListExecutionsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x120\n" +
+	"\x06states\x18\x02 \x03(\x0e2\x18.termd.v1.ExecutionStateR\x06states\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"S\n" +
+	"\x16ListExecutionsResponse\x129\n" +
+	"\n" +
+	"executions\x18\x01 \x03(\v2\x19.termd.v1.ListedExecutionR\n" +
+	"executions\"\xc2\x01\n" +
+	"\x0fListedExecution\x121\n" +
+	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\x12\x12\n" +
+	"\x04argv\x18\x02 \x03(\tR\x04argv\x12\x10\n" +
+	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x121\n" +
+	"\trequester\x18\x04 \x01(\v2\x13.termd.v1.PrincipalR\trequester\x12#\n" +
+	"\rsession_label\x18\x05 \x01(\tR\fsessionLabel2\xc5\a\n" +
 	"\x10ExecutionService\x12f\n" +
 	"\aExecute\x12\x18.termd.v1.ExecuteRequest\x1a\x19.termd.v1.ExecuteResponse\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/v1/plans/{plan_id}:execute\x12U\n" +
 	"\x0eExecuteAndWait\x12\x1f.termd.v1.ExecuteAndWaitRequest\x1a .termd.v1.ExecuteAndWaitResponse0\x01\x12t\n" +
@@ -824,7 +1025,8 @@ const file_termd_v1_execution_proto_rawDesc = "" +
 	"\x0fResumeExecution\x12 .termd.v1.ResumeExecutionRequest\x1a!.termd.v1.ResumeExecutionResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/v1/executions/{execution_id}:resume\x12\x87\x01\n" +
 	"\x0fCancelExecution\x12 .termd.v1.CancelExecutionRequest\x1a!.termd.v1.CancelExecutionResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/v1/executions/{execution_id}:cancel\x12u\n" +
 	"\n" +
-	"ReadOutput\x12\x1b.termd.v1.ReadOutputRequest\x1a\x1c.termd.v1.ReadOutputResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/executions/{execution_id}/outputB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"ReadOutput\x12\x1b.termd.v1.ReadOutputRequest\x1a\x1c.termd.v1.ReadOutputResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/executions/{execution_id}/output\x12k\n" +
+	"\x0eListExecutions\x12\x1f.termd.v1.ListExecutionsRequest\x1a .termd.v1.ListExecutionsResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/executionsB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_execution_proto_rawDescOnce sync.Once
@@ -838,7 +1040,7 @@ func file_termd_v1_execution_proto_rawDescGZIP() []byte {
 	return file_termd_v1_execution_proto_rawDescData
 }
 
-var file_termd_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_termd_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_termd_v1_execution_proto_goTypes = []any{
 	(*ExecuteRequest)(nil),          // 0: termd.v1.ExecuteRequest
 	(*ExecuteResponse)(nil),         // 1: termd.v1.ExecuteResponse
@@ -854,37 +1056,48 @@ var file_termd_v1_execution_proto_goTypes = []any{
 	(*CancelExecutionResponse)(nil), // 11: termd.v1.CancelExecutionResponse
 	(*ReadOutputRequest)(nil),       // 12: termd.v1.ReadOutputRequest
 	(*ReadOutputResponse)(nil),      // 13: termd.v1.ReadOutputResponse
-	(*Execution)(nil),               // 14: termd.v1.Execution
-	(*Event)(nil),                   // 15: termd.v1.Event
-	(OutputStream)(0),               // 16: termd.v1.OutputStream
+	(*ListExecutionsRequest)(nil),   // 14: termd.v1.ListExecutionsRequest
+	(*ListExecutionsResponse)(nil),  // 15: termd.v1.ListExecutionsResponse
+	(*ListedExecution)(nil),         // 16: termd.v1.ListedExecution
+	(*Execution)(nil),               // 17: termd.v1.Execution
+	(*Event)(nil),                   // 18: termd.v1.Event
+	(OutputStream)(0),               // 19: termd.v1.OutputStream
+	(ExecutionState)(0),             // 20: termd.v1.ExecutionState
+	(*Principal)(nil),               // 21: termd.v1.Principal
 }
 var file_termd_v1_execution_proto_depIdxs = []int32{
-	14, // 0: termd.v1.ExecuteResponse.execution:type_name -> termd.v1.Execution
-	15, // 1: termd.v1.ExecuteAndWaitResponse.event:type_name -> termd.v1.Event
-	14, // 2: termd.v1.GetExecutionResponse.execution:type_name -> termd.v1.Execution
-	14, // 3: termd.v1.PauseExecutionResponse.execution:type_name -> termd.v1.Execution
-	14, // 4: termd.v1.ResumeExecutionResponse.execution:type_name -> termd.v1.Execution
-	14, // 5: termd.v1.CancelExecutionResponse.execution:type_name -> termd.v1.Execution
-	16, // 6: termd.v1.ReadOutputRequest.stream:type_name -> termd.v1.OutputStream
-	0,  // 7: termd.v1.ExecutionService.Execute:input_type -> termd.v1.ExecuteRequest
-	2,  // 8: termd.v1.ExecutionService.ExecuteAndWait:input_type -> termd.v1.ExecuteAndWaitRequest
-	4,  // 9: termd.v1.ExecutionService.GetExecution:input_type -> termd.v1.GetExecutionRequest
-	6,  // 10: termd.v1.ExecutionService.PauseExecution:input_type -> termd.v1.PauseExecutionRequest
-	8,  // 11: termd.v1.ExecutionService.ResumeExecution:input_type -> termd.v1.ResumeExecutionRequest
-	10, // 12: termd.v1.ExecutionService.CancelExecution:input_type -> termd.v1.CancelExecutionRequest
-	12, // 13: termd.v1.ExecutionService.ReadOutput:input_type -> termd.v1.ReadOutputRequest
-	1,  // 14: termd.v1.ExecutionService.Execute:output_type -> termd.v1.ExecuteResponse
-	3,  // 15: termd.v1.ExecutionService.ExecuteAndWait:output_type -> termd.v1.ExecuteAndWaitResponse
-	5,  // 16: termd.v1.ExecutionService.GetExecution:output_type -> termd.v1.GetExecutionResponse
-	7,  // 17: termd.v1.ExecutionService.PauseExecution:output_type -> termd.v1.PauseExecutionResponse
-	9,  // 18: termd.v1.ExecutionService.ResumeExecution:output_type -> termd.v1.ResumeExecutionResponse
-	11, // 19: termd.v1.ExecutionService.CancelExecution:output_type -> termd.v1.CancelExecutionResponse
-	13, // 20: termd.v1.ExecutionService.ReadOutput:output_type -> termd.v1.ReadOutputResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	17, // 0: termd.v1.ExecuteResponse.execution:type_name -> termd.v1.Execution
+	18, // 1: termd.v1.ExecuteAndWaitResponse.event:type_name -> termd.v1.Event
+	17, // 2: termd.v1.GetExecutionResponse.execution:type_name -> termd.v1.Execution
+	17, // 3: termd.v1.PauseExecutionResponse.execution:type_name -> termd.v1.Execution
+	17, // 4: termd.v1.ResumeExecutionResponse.execution:type_name -> termd.v1.Execution
+	17, // 5: termd.v1.CancelExecutionResponse.execution:type_name -> termd.v1.Execution
+	19, // 6: termd.v1.ReadOutputRequest.stream:type_name -> termd.v1.OutputStream
+	20, // 7: termd.v1.ListExecutionsRequest.states:type_name -> termd.v1.ExecutionState
+	16, // 8: termd.v1.ListExecutionsResponse.executions:type_name -> termd.v1.ListedExecution
+	17, // 9: termd.v1.ListedExecution.execution:type_name -> termd.v1.Execution
+	21, // 10: termd.v1.ListedExecution.requester:type_name -> termd.v1.Principal
+	0,  // 11: termd.v1.ExecutionService.Execute:input_type -> termd.v1.ExecuteRequest
+	2,  // 12: termd.v1.ExecutionService.ExecuteAndWait:input_type -> termd.v1.ExecuteAndWaitRequest
+	4,  // 13: termd.v1.ExecutionService.GetExecution:input_type -> termd.v1.GetExecutionRequest
+	6,  // 14: termd.v1.ExecutionService.PauseExecution:input_type -> termd.v1.PauseExecutionRequest
+	8,  // 15: termd.v1.ExecutionService.ResumeExecution:input_type -> termd.v1.ResumeExecutionRequest
+	10, // 16: termd.v1.ExecutionService.CancelExecution:input_type -> termd.v1.CancelExecutionRequest
+	12, // 17: termd.v1.ExecutionService.ReadOutput:input_type -> termd.v1.ReadOutputRequest
+	14, // 18: termd.v1.ExecutionService.ListExecutions:input_type -> termd.v1.ListExecutionsRequest
+	1,  // 19: termd.v1.ExecutionService.Execute:output_type -> termd.v1.ExecuteResponse
+	3,  // 20: termd.v1.ExecutionService.ExecuteAndWait:output_type -> termd.v1.ExecuteAndWaitResponse
+	5,  // 21: termd.v1.ExecutionService.GetExecution:output_type -> termd.v1.GetExecutionResponse
+	7,  // 22: termd.v1.ExecutionService.PauseExecution:output_type -> termd.v1.PauseExecutionResponse
+	9,  // 23: termd.v1.ExecutionService.ResumeExecution:output_type -> termd.v1.ResumeExecutionResponse
+	11, // 24: termd.v1.ExecutionService.CancelExecution:output_type -> termd.v1.CancelExecutionResponse
+	13, // 25: termd.v1.ExecutionService.ReadOutput:output_type -> termd.v1.ReadOutputResponse
+	15, // 26: termd.v1.ExecutionService.ListExecutions:output_type -> termd.v1.ListExecutionsResponse
+	19, // [19:27] is the sub-list for method output_type
+	11, // [11:19] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_execution_proto_init() }
@@ -899,7 +1112,7 @@ func file_termd_v1_execution_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_execution_proto_rawDesc), len(file_termd_v1_execution_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

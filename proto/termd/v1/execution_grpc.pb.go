@@ -26,6 +26,7 @@ const (
 	ExecutionService_ResumeExecution_FullMethodName = "/termd.v1.ExecutionService/ResumeExecution"
 	ExecutionService_CancelExecution_FullMethodName = "/termd.v1.ExecutionService/CancelExecution"
 	ExecutionService_ReadOutput_FullMethodName      = "/termd.v1.ExecutionService/ReadOutput"
+	ExecutionService_ListExecutions_FullMethodName  = "/termd.v1.ExecutionService/ListExecutions"
 )
 
 // ExecutionServiceClient is the client API for ExecutionService service.
@@ -48,6 +49,10 @@ type ExecutionServiceClient interface {
 	CancelExecution(ctx context.Context, in *CancelExecutionRequest, opts ...grpc.CallOption) (*CancelExecutionResponse, error)
 	// ReadOutput reads captured output by offset, while or after the command runs.
 	ReadOutput(ctx context.Context, in *ReadOutputRequest, opts ...grpc.CallOption) (*ReadOutputResponse, error)
+	// ListExecutions lists the executions the caller may see (its own
+	// sessions'; operators and viewers: every session's), newest first: what
+	// is running in the background, and what ended since termd started.
+	ListExecutions(ctx context.Context, in *ListExecutionsRequest, opts ...grpc.CallOption) (*ListExecutionsResponse, error)
 }
 
 type executionServiceClient struct {
@@ -137,6 +142,16 @@ func (c *executionServiceClient) ReadOutput(ctx context.Context, in *ReadOutputR
 	return out, nil
 }
 
+func (c *executionServiceClient) ListExecutions(ctx context.Context, in *ListExecutionsRequest, opts ...grpc.CallOption) (*ListExecutionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListExecutionsResponse)
+	err := c.cc.Invoke(ctx, ExecutionService_ListExecutions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ExecutionServiceServer is the server API for ExecutionService service.
 // All implementations must embed UnimplementedExecutionServiceServer
 // for forward compatibility.
@@ -157,6 +172,10 @@ type ExecutionServiceServer interface {
 	CancelExecution(context.Context, *CancelExecutionRequest) (*CancelExecutionResponse, error)
 	// ReadOutput reads captured output by offset, while or after the command runs.
 	ReadOutput(context.Context, *ReadOutputRequest) (*ReadOutputResponse, error)
+	// ListExecutions lists the executions the caller may see (its own
+	// sessions'; operators and viewers: every session's), newest first: what
+	// is running in the background, and what ended since termd started.
+	ListExecutions(context.Context, *ListExecutionsRequest) (*ListExecutionsResponse, error)
 	mustEmbedUnimplementedExecutionServiceServer()
 }
 
@@ -187,6 +206,9 @@ func (UnimplementedExecutionServiceServer) CancelExecution(context.Context, *Can
 }
 func (UnimplementedExecutionServiceServer) ReadOutput(context.Context, *ReadOutputRequest) (*ReadOutputResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadOutput not implemented")
+}
+func (UnimplementedExecutionServiceServer) ListExecutions(context.Context, *ListExecutionsRequest) (*ListExecutionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListExecutions not implemented")
 }
 func (UnimplementedExecutionServiceServer) mustEmbedUnimplementedExecutionServiceServer() {}
 func (UnimplementedExecutionServiceServer) testEmbeddedByValue()                          {}
@@ -328,6 +350,24 @@ func _ExecutionService_ReadOutput_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExecutionService_ListExecutions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListExecutionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExecutionServiceServer).ListExecutions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExecutionService_ListExecutions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExecutionServiceServer).ListExecutions(ctx, req.(*ListExecutionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ExecutionService_ServiceDesc is the grpc.ServiceDesc for ExecutionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -358,6 +398,10 @@ var ExecutionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadOutput",
 			Handler:    _ExecutionService_ReadOutput_Handler,
+		},
+		{
+			MethodName: "ListExecutions",
+			Handler:    _ExecutionService_ListExecutions_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
