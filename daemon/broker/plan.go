@@ -116,6 +116,9 @@ func nextStep(p *termdv1.Plan) string {
 	case termdv1.PlanState_PLAN_STATE_EXPIRED:
 		return fmt.Sprintf("expired: run `termctl replan %s` to decide it again", p.Id)
 	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+		if p.GetDecision().GetTty() != nil {
+			return fmt.Sprintf("running on a terminal as execution %s: attach to it with `termctl attach %s` (or type into it in the console), read its screen with `termctl screen %s`, or pause/cancel it", p.ExecutionId, p.ExecutionId, p.ExecutionId)
+		}
 		return fmt.Sprintf("running as execution %s: follow it with `termctl output %s` or pause/cancel it", p.ExecutionId, p.ExecutionId)
 	}
 	if isFinal(p.State) {

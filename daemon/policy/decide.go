@@ -172,7 +172,15 @@ type canonRequest struct {
 	Risk          Risk              `json:"risk"`
 	ProjectFiles  map[string]string `json:"project_files,omitempty"`
 	Sandbox       SandboxProfile    `json:"sandbox"`
-	TTY           *Terminal         `json:"tty,omitempty"`
+	TTY           *canonTerminal    `json:"tty,omitempty"`
+}
+
+// canonTerminal is a terminal in the canonical request, in the same units
+// as the rest of it (milliseconds).
+type canonTerminal struct {
+	Rows   uint16 `json:"rows"`
+	Cols   uint16 `json:"cols"`
+	IdleMS int64  `json:"idle_ms"`
 }
 
 type canonLimits struct {
@@ -190,7 +198,10 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
-		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, TTY: d.TTY,
+		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox,
+	}
+	if t := d.TTY; t != nil {
+		c.TTY = &canonTerminal{Rows: t.Rows, Cols: t.Cols, IdleMS: t.Idle.Milliseconds()}
 	}
 	if c.Argv == nil {
 		c.Argv = []string{}
