@@ -49,32 +49,106 @@ var rules = []rule{
 	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0, []string{"eyJ"}, "", true},
 }
 
-// mayMatch is the cheap filter: false means the rule cannot match s (lower
-// is s lower-cased, for the case-insensitive rules).
-func (ru rule) mayMatch(s, lower string) bool {
-	t := lower
-	if ru.exact {
-		t = s
-	}
-	if ru.needAll != "" && !strings.Contains(t, ru.needAll) {
+// foldedLits is one automaton over every literal of the case-insensitive
+// rules' filters (need and needAll): a single pass over the text, folding it
+// byte by byte as the filter always has, says which of them occur, instead
+// of lower-casing a copy of each chunk and searching it once per literal.
+var foldedLits = newFoldScanner(rules)
+
+// ruleMasks holds, per rule, the automaton's bits for need and needAll.
+type ruleMasks struct{ need, needAll uint64 }
+
+// mayMatchFolded is the cheap filter of a case-insensitive rule: false
+// means the rule cannot match a text in which only the literals in found
+// (bits of foldedLits) occur.
+func (m ruleMasks) mayMatchFolded(found uint64) bool {
+	if m.needAll != 0 && found&m.needAll == 0 {
 		return false
 	}
-	for _, n := range ru.need {
-		if strings.Contains(t, n) {
-			return true
-		}
-	}
-	return len(ru.need) == 0
+	return m.need == 0 || found&m.need != 0
 }
 
-// lowerForFilter lower-cases s for the literal filters of the
-// case-insensitive rules, in one pass: ASCII letters byte for byte (the
-// filters' literals are ASCII), and the two non-ASCII letters that those
-// rules' case-insensitive matching folds onto ASCII ones (the Kelvin sign
-// onto k, the long s onto s) become k and s. Offsets need not line up with
-// s: the result is only searched for literals.
-func lowerForFilter(s string) string {
-	b := make([]byte, 0, len(s))
+// foldScanner is an Aho–Corasick automaton (as a full transition table)
+// over lower-case ASCII literals.
+type foldScanner struct {
+	next  [][256]uint8
+	out   []uint64 // literals that end in each state
+	masks []ruleMasks
+}
+
+func newFoldScanner(rs []rule) *foldScanner {
+	f := &foldScanner{next: make([][256]uint8, 1), out: make([]uint64, 1), masks: make([]ruleMasks, len(rs))}
+	bits := map[string]uint64{}
+	add := func(lit string) uint64 {
+		if b, ok := bits[lit]; ok {
+			return b
+		}
+		if len(bits) == 64 {
+			panic("receiptstore: too many filter literals")
+		}
+		bit := uint64(1) << len(bits)
+		bits[lit] = bit
+		st := 0
+		for i := 0; i < len(lit); i++ {
+			c := lit[i]
+			if f.next[st][c] == 0 {
+				f.next = append(f.next, [256]uint8{})
+				f.out = append(f.out, 0)
+				if len(f.next) > 255 {
+					panic("receiptstore: filter literals too long")
+				}
+				f.next[st][c] = uint8(len(f.next) - 1)
+			}
+			st = int(f.next[st][c])
+		}
+		f.out[st] |= bit
+		return bit
+	}
+	for i, ru := range rs {
+		if ru.exact {
+			continue
+		}
+		for _, n := range ru.need {
+			f.masks[i].need |= add(n)
+		}
+		if ru.needAll != "" {
+			f.masks[i].needAll = add(ru.needAll)
+		}
+	}
+	// Breadth first: fail links, then every missing edge follows the fail
+	// link's edge, so the scan is one table lookup per byte.
+	fail := make([]int, len(f.next))
+	queue := []int{}
+	for c := 0; c < 256; c++ {
+		if t := int(f.next[0][c]); t != 0 {
+			queue = append(queue, t)
+		}
+	}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		f.out[st] |= f.out[fail[st]]
+		for c := 0; c < 256; c++ {
+			t := int(f.next[st][c])
+			if t == 0 {
+				f.next[st][c] = f.next[fail[st]][c]
+				continue
+			}
+			fail[t] = int(f.next[fail[st]][c])
+			queue = append(queue, t)
+		}
+	}
+	return f
+}
+
+// scan returns the bits of the literals that occur in s folded for the
+// filter: ASCII letters lower-cased byte for byte (the literals are ASCII),
+// and the two non-ASCII letters that the rules' case-insensitive matching
+// folds onto ASCII ones (the Kelvin sign onto k, the long s onto s) read as
+// k and s.
+func (f *foldScanner) scan(s string) uint64 {
+	var found uint64
+	st := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -85,9 +159,59 @@ func lowerForFilter(s string) string {
 		case c == 0xc5 && i+1 < len(s) && s[i+1] == 0xbf: // U+017F
 			c, i = 's', i+1
 		}
-		b = append(b, c)
+		st = int(f.next[st][c])
+		found |= f.out[st]
 	}
-	return string(b)
+	return found
+}
+
+// lineMatches appends to out the matches of an exact rule in s, running its
+// regexp only on the lines that hold one of its literals. Exact rules never
+// match across a newline (their character classes exclude it) and their
+// matches contain a literal; a newline, like the start and end of the text,
+// is a non-word character for \b, and no UTF-8 sequence runs through it, so
+// the matches are the same as over the whole of s.
+func (ru rule) lineMatches(s string, out [][]int) [][]int {
+	var lines []int // start offsets
+	for _, n := range ru.need {
+		for off := 0; ; {
+			i := strings.Index(s[off:], n)
+			if i < 0 {
+				break
+			}
+			start := strings.LastIndexByte(s[:off+i], '\n') + 1
+			lines = append(lines, start)
+			end := strings.IndexByte(s[off+i:], '\n')
+			if end < 0 {
+				break
+			}
+			off += i + end + 1
+		}
+	}
+	if len(lines) == 0 {
+		return out
+	}
+	sort.Ints(lines)
+	prev := -1
+	for _, start := range lines {
+		if start == prev {
+			continue
+		}
+		prev = start
+		end := len(s)
+		if e := strings.IndexByte(s[start:], '\n'); e >= 0 {
+			end = start + e
+		}
+		for _, m := range ru.re.FindAllStringSubmatchIndex(s[start:end], -1) {
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += start
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 var (
@@ -156,12 +280,17 @@ func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 		out = append(out, span{start, end})
 		off = end
 	}
-	lower := lowerForFilter(s)
-	for _, ru := range rules {
-		if !ru.mayMatch(s, lower) {
-			continue
+	found := foldedLits.scan(s)
+	var ms [][]int
+	for i, ru := range rules {
+		ms = ms[:0]
+		switch {
+		case ru.exact:
+			ms = ru.lineMatches(s, ms)
+		case foldedLits.masks[i].mayMatchFolded(found):
+			ms = ru.re.FindAllStringSubmatchIndex(s, -1)
 		}
-		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+		for _, m := range ms {
 			a, b := m[2*ru.group], m[2*ru.group+1]
 			if a >= 0 && b > a {
 				out = append(out, span{a, b})

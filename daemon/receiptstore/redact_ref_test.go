@@ -249,8 +249,6 @@ func (r *refRedactor) RedactReceipt(rc *receipt.Receipt) {
 	r.RedactAll(rc.Policy.Reasons)
 }
 
-
-
 // refStreamRedactor redacts a byte stream chunk by chunk for live output. It
 // holds back the last Hold bytes (more while a match runs through the tail)
 // so a secret split across Write calls is still caught; PEM private key
