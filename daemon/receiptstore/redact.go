@@ -3,6 +3,7 @@ package receiptstore
 import (
 	"bytes"
 	"io"
+	mathbits "math/bits"
 	"regexp"
 	"sort"
 	"strings"
@@ -141,13 +142,34 @@ func newFoldScanner(rs []rule) *foldScanner {
 	return f
 }
 
-// scan returns the bits of the literals that occur in s folded for the
-// filter: ASCII letters lower-cased byte for byte (the literals are ASCII),
-// and the two non-ASCII letters that the rules' case-insensitive matching
-// folds onto ASCII ones (the Kelvin sign onto k, the long s onto s) read as
-// k and s.
-func (f *foldScanner) scan(s string) uint64 {
-	var found uint64
+// litHits says which of a foldScanner's literals occur in a text, and where
+// the first occurrence of each ends.
+type litHits struct {
+	found    uint64
+	firstEnd [64]int
+}
+
+// from returns where to start looking for a match of a rule whose matches
+// contain one of the literals in need: the start of the line where the
+// first of them ends. Those rules' matches start on the line of the first
+// literal they contain (what comes before it in a match is never a
+// newline), so none starts before; and a newline, like the start of the
+// text, is a non-word character for \b and ends any UTF-8 sequence, so
+// matching s[from:] finds the same matches as matching s.
+func (h *litHits) from(s string, need uint64) int {
+	first := len(s)
+	for bits := need & h.found; bits != 0; bits &= bits - 1 {
+		first = min(first, h.firstEnd[mathbits.TrailingZeros64(bits)])
+	}
+	return strings.LastIndexByte(s[:first], '\n') + 1
+}
+
+// scan reports the literals that occur in s folded for the filter: ASCII
+// letters lower-cased byte for byte (the literals are ASCII), and the two
+// non-ASCII letters that the rules' case-insensitive matching folds onto
+// ASCII ones (the Kelvin sign onto k, the long s onto s) read as k and s.
+func (f *foldScanner) scan(s string, h *litHits) {
+	h.found = 0
 	st := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -160,9 +182,13 @@ func (f *foldScanner) scan(s string) uint64 {
 			c, i = 's', i+1
 		}
 		st = int(f.next[st][c])
-		found |= f.out[st]
+		if o := f.out[st]; o&^h.found != 0 {
+			for bits := o &^ h.found; bits != 0; bits &= bits - 1 {
+				h.firstEnd[mathbits.TrailingZeros64(bits)] = i + 1
+			}
+			h.found |= o
+		}
 	}
-	return found
 }
 
 // lineMatches appends to out the matches of an exact rule in s, running its
@@ -202,16 +228,22 @@ func (ru rule) lineMatches(s string, out [][]int) [][]int {
 		if e := strings.IndexByte(s[start:], '\n'); e >= 0 {
 			end = start + e
 		}
-		for _, m := range ru.re.FindAllStringSubmatchIndex(s[start:end], -1) {
-			for k := range m {
-				if m[k] >= 0 {
-					m[k] += start
-				}
-			}
-			out = append(out, m)
-		}
+		ms := ru.re.FindAllStringSubmatchIndex(s[start:end], -1)
+		out = append(out, shift(ms, start)...)
 	}
 	return out
+}
+
+// shift moves submatch indexes found in s[by:] onto s.
+func shift(ms [][]int, by int) [][]int {
+	for _, m := range ms {
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += by
+			}
+		}
+	}
+	return ms
 }
 
 var (
@@ -280,15 +312,18 @@ func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 		out = append(out, span{start, end})
 		off = end
 	}
-	found := foldedLits.scan(s)
+	var hits litHits
+	foldedLits.scan(s, &hits)
 	var ms [][]int
 	for i, ru := range rules {
 		ms = ms[:0]
-		switch {
+		switch masks := foldedLits.masks[i]; {
 		case ru.exact:
 			ms = ru.lineMatches(s, ms)
-		case foldedLits.masks[i].mayMatchFolded(found):
-			ms = ru.re.FindAllStringSubmatchIndex(s, -1)
+		case masks.mayMatchFolded(hits.found):
+			from := hits.from(s, masks.need)
+			ms = ru.re.FindAllStringSubmatchIndex(s[from:], -1)
+			shift(ms, from)
 		}
 		for _, m := range ms {
 			a, b := m[2*ru.group], m[2*ru.group+1]
