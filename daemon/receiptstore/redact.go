@@ -382,6 +382,18 @@ func apply(b *strings.Builder, s string, spans []span, limit int) {
 	}
 }
 
+// redactPrefix returns s[:limit] with every span (clipped to limit)
+// replaced, without a copy when none starts before limit.
+func redactPrefix(s string, spans []span, limit int) string {
+	if len(spans) == 0 || spans[0].start >= limit {
+		return s[:limit]
+	}
+	var b strings.Builder
+	b.Grow(limit + len(spans)*len(Redacted))
+	apply(&b, s, spans, limit)
+	return b.String()
+}
+
 // Redact returns s with every secret replaced by [REDACTED].
 func (r *Redactor) Redact(s string) string {
 	sp := r.spans(s)
@@ -530,11 +542,9 @@ func (s *StreamRedactor) drain(final bool) error {
 			continue
 		}
 		spans, guards := s.r.spansGuards(str)
-		var b strings.Builder
 		if final {
-			apply(&b, str, spans, len(str))
 			s.buf = s.buf[:0]
-			return s.emit(b.String())
+			return s.emit(redactPrefix(str, spans, len(str)))
 		}
 		cut := len(str) - s.hold
 		if cut <= 0 {
@@ -568,9 +578,8 @@ func (s *StreamRedactor) drain(final bool) error {
 				s.cont = true
 			}
 		}
-		apply(&b, str, spans, cut)
 		s.keep(next)
-		return s.emit(b.String())
+		return s.emit(redactPrefix(str, spans, cut))
 	}
 }
 
