@@ -139,6 +139,13 @@ func newFoldScanner(rs []rule) *foldScanner {
 			queue = append(queue, t)
 		}
 	}
+	// The literals are lower case: an upper-case letter moves as its
+	// lower-case one, so the scan folds ASCII without a branch.
+	for st := range f.next {
+		for c := 'A'; c <= 'Z'; c++ {
+			f.next[st][c] = f.next[st][c+'a'-'A']
+		}
+	}
 	return f
 }
 
@@ -173,13 +180,13 @@ func (f *foldScanner) scan(s string, h *litHits) {
 	st := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x84 && s[i+2] == 0xaa: // U+212A
-			c, i = 'k', i+2
-		case c == 0xc5 && i+1 < len(s) && s[i+1] == 0xbf: // U+017F
-			c, i = 's', i+1
+		if c == 0xe2 || c == 0xc5 {
+			switch {
+			case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x84 && s[i+2] == 0xaa: // U+212A
+				c, i = 'k', i+2
+			case c == 0xc5 && i+1 < len(s) && s[i+1] == 0xbf: // U+017F
+				c, i = 's', i+1
+			}
 		}
 		st = int(f.next[st][c])
 		if o := f.out[st]; o&^h.found != 0 {
