@@ -75,20 +75,26 @@ type foldScanner struct {
 	next  [][256]uint8
 	out   []uint64 // literals that end in each state
 	masks []ruleMasks
+	// exact marks the literals of exact rules, which the scan checks
+	// byte for byte at every hit; lits holds them as written and ruleOf
+	// their rule.
+	exact  uint64
+	lits   [64]string
+	ruleOf [64]int
 }
 
 func newFoldScanner(rs []rule) *foldScanner {
 	f := &foldScanner{next: make([][256]uint8, 1), out: make([]uint64, 1), masks: make([]ruleMasks, len(rs))}
 	bits := map[string]uint64{}
-	add := func(lit string) uint64 {
-		if b, ok := bits[lit]; ok {
+	add := func(key, lit string) uint64 {
+		if b, ok := bits[key]; ok {
 			return b
 		}
 		if len(bits) == 64 {
 			panic("receiptstore: too many filter literals")
 		}
 		bit := uint64(1) << len(bits)
-		bits[lit] = bit
+		bits[key] = bit
 		st := 0
 		for i := 0; i < len(lit); i++ {
 			c := lit[i]
@@ -107,13 +113,21 @@ func newFoldScanner(rs []rule) *foldScanner {
 	}
 	for i, ru := range rs {
 		if ru.exact {
+			// The trie is over lower-case text, so an exact literal is
+			// entered lower-cased and each hit compared as written.
+			for _, n := range ru.need {
+				bit := add("exact\x00"+n, strings.ToLower(n))
+				f.exact |= bit
+				f.lits[mathbits.TrailingZeros64(bit)] = n
+				f.ruleOf[mathbits.TrailingZeros64(bit)] = i
+			}
 			continue
 		}
 		for _, n := range ru.need {
-			f.masks[i].need |= add(n)
+			f.masks[i].need |= add(n, n)
 		}
 		if ru.needAll != "" {
-			f.masks[i].needAll = add(ru.needAll)
+			f.masks[i].needAll = add(ru.needAll, ru.needAll)
 		}
 	}
 	// Breadth first: fail links, then every missing edge follows the fail
@@ -154,7 +168,10 @@ func newFoldScanner(rs []rule) *foldScanner {
 type litHits struct {
 	found    uint64
 	firstEnd [64]int
+	exact    []litHit // every occurrence of an exact rule's literal, in order
 }
+
+type litHit struct{ rule, end int }
 
 // from returns where to start looking for a match of a rule whose matches
 // contain one of the literals in need: the start of the line where the
@@ -177,6 +194,7 @@ func (h *litHits) from(s string, need uint64) int {
 // ASCII ones (the Kelvin sign onto k, the long s onto s) read as k and s.
 func (f *foldScanner) scan(s string, h *litHits) {
 	h.found = 0
+	h.exact = h.exact[:0]
 	st := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -189,11 +207,20 @@ func (f *foldScanner) scan(s string, h *litHits) {
 			}
 		}
 		st = int(f.next[st][c])
-		if o := f.out[st]; o&^h.found != 0 {
+		if o := f.out[st]; o&(f.exact|^h.found) != 0 {
 			for bits := o &^ h.found; bits != 0; bits &= bits - 1 {
 				h.firstEnd[mathbits.TrailingZeros64(bits)] = i + 1
 			}
 			h.found |= o
+			// An exact literal's bytes are ASCII, which the folding
+			// never consumes as part of a longer sequence, so each of its
+			// occurrences is a hit ending here.
+			for bits := o & f.exact; bits != 0; bits &= bits - 1 {
+				b := mathbits.TrailingZeros64(bits)
+				if lit := f.lits[b]; i+1 >= len(lit) && s[i+1-len(lit):i+1] == lit {
+					h.exact = append(h.exact, litHit{f.ruleOf[b], i + 1})
+				}
+			}
 		}
 	}
 }
@@ -204,38 +231,18 @@ func (f *foldScanner) scan(s string, h *litHits) {
 // matches contain a literal; a newline, like the start and end of the text,
 // is a non-word character for \b, and no UTF-8 sequence runs through it, so
 // the matches are the same as over the whole of s.
-func (ru rule) lineMatches(s string, out [][]int) [][]int {
-	var lines []int // start offsets
-	for _, n := range ru.need {
-		for off := 0; ; {
-			i := strings.Index(s[off:], n)
-			if i < 0 {
-				break
-			}
-			start := strings.LastIndexByte(s[:off+i], '\n') + 1
-			lines = append(lines, start)
-			end := strings.IndexByte(s[off+i:], '\n')
-			if end < 0 {
-				break
-			}
-			off += i + end + 1
+func (ru rule) lineMatches(s string, rule int, hits []litHit, out [][]int) [][]int {
+	lineEnd := -1
+	for _, h := range hits {
+		if h.rule != rule || h.end <= lineEnd {
+			continue // another rule's, or on the line just matched
 		}
-	}
-	if len(lines) == 0 {
-		return out
-	}
-	sort.Ints(lines)
-	prev := -1
-	for _, start := range lines {
-		if start == prev {
-			continue
+		start := strings.LastIndexByte(s[:h.end], '\n') + 1
+		lineEnd = len(s)
+		if e := strings.IndexByte(s[h.end:], '\n'); e >= 0 {
+			lineEnd = h.end + e
 		}
-		prev = start
-		end := len(s)
-		if e := strings.IndexByte(s[start:], '\n'); e >= 0 {
-			end = start + e
-		}
-		ms := ru.re.FindAllStringSubmatchIndex(s[start:end], -1)
+		ms := ru.re.FindAllStringSubmatchIndex(s[start:lineEnd], -1)
 		out = append(out, shift(ms, start)...)
 	}
 	return out
@@ -326,7 +333,7 @@ func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 		ms = ms[:0]
 		switch masks := foldedLits.masks[i]; {
 		case ru.exact:
-			ms = ru.lineMatches(s, ms)
+			ms = ru.lineMatches(s, i, hits.exact, ms)
 		case masks.mayMatchFolded(hits.found):
 			from := hits.from(s, masks.need)
 			ms = ru.re.FindAllStringSubmatchIndex(s[from:], -1)
