@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchInputs are the three output shapes of issue 17's throughput figure:
@@ -76,5 +78,35 @@ func BenchmarkRedactStream(b *testing.B) {
 				streamThrough(NewRedactor().NewStream(io.Discard, 0), data)
 			}
 		})
+	}
+}
+
+// TestBenchRedact prints, for 50 MiB of each output shape streamed through
+// the live redactor in 64 KiB writes, the time against sha256 of the same
+// bytes and against the reference (pre-issue-17) redactor, in one run. Run
+// with TERMD_BENCH=1 (make bench). It asserts nothing about time.
+func TestBenchRedact(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1 to run the redaction benchmark")
+	}
+	const size = 50 << 20
+	inputs := benchInputs(size)
+	for _, kind := range []string{"shaped", "log", "random"} {
+		data := inputs[kind]
+		timed := func(f func()) time.Duration {
+			best := time.Duration(1 << 62)
+			for i := 0; i < 3; i++ {
+				start := time.Now()
+				f()
+				best = min(best, time.Since(start))
+			}
+			return best
+		}
+		base := timed(func() { sha256.Sum256(data) })
+		ref := timed(func() { streamThrough(newRefRedactor().NewStream(io.Discard, 0), data) })
+		now := timed(func() { streamThrough(NewRedactor().NewStream(io.Discard, 0), data) })
+		t.Logf("redact 50 MiB %-6s: sha256 %v; reference redactor %v (%.1fx sha256); redactor %v (%.1fx sha256, %.1fx faster than the reference)",
+			kind, base.Round(time.Millisecond), ref.Round(time.Millisecond), float64(ref)/float64(base),
+			now.Round(time.Millisecond), float64(now)/float64(base), float64(ref)/float64(now))
 	}
 }
