@@ -7,7 +7,7 @@ LDFLAGS   := -X github.com/termd/termd/internal/buildinfo.Version=$(VERSION)
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 FUZZTIME  ?= 30s
 # Fuzz targets run by `make test` (package:target).
-FUZZ      ?= ./internal/cmdline:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide ./internal/vt:FuzzWrite
+FUZZ      ?= ./internal/cmdline:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide ./internal/vt:FuzzWrite ./daemon/receiptstore:FuzzRedactMatchesReference
 
 .PHONY: all build test deps unit vet fuzz run generate check-generated lint bench install uninstall man docs clean
 

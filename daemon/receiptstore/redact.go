@@ -3,6 +3,7 @@ package receiptstore
 import (
 	"bytes"
 	"io"
+	mathbits "math/bits"
 	"regexp"
 	"sort"
 	"strings"
@@ -49,45 +50,214 @@ var rules = []rule{
 	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0, []string{"eyJ"}, "", true},
 }
 
-// mayMatch is the cheap filter: false means the rule cannot match s (lower
-// is s lower-cased, for the case-insensitive rules).
-func (ru rule) mayMatch(s, lower string) bool {
-	t := lower
-	if ru.exact {
-		t = s
-	}
-	if ru.needAll != "" && !strings.Contains(t, ru.needAll) {
+// foldedLits is one automaton over every literal of the case-insensitive
+// rules' filters (need and needAll): a single pass over the text, folding it
+// byte by byte as the filter always has, says which of them occur, instead
+// of lower-casing a copy of each chunk and searching it once per literal.
+var foldedLits = newFoldScanner(rules)
+
+// ruleMasks holds, per rule, the automaton's bits for need and needAll.
+type ruleMasks struct{ need, needAll uint64 }
+
+// mayMatchFolded is the cheap filter of a case-insensitive rule: false
+// means the rule cannot match a text in which only the literals in found
+// (bits of foldedLits) occur.
+func (m ruleMasks) mayMatchFolded(found uint64) bool {
+	if m.needAll != 0 && found&m.needAll == 0 {
 		return false
 	}
-	for _, n := range ru.need {
-		if strings.Contains(t, n) {
-			return true
-		}
-	}
-	return len(ru.need) == 0
+	return m.need == 0 || found&m.need != 0
 }
 
-// lowerForFilter lower-cases s for the literal filters of the
-// case-insensitive rules, in one pass: ASCII letters byte for byte (the
-// filters' literals are ASCII), and the two non-ASCII letters that those
-// rules' case-insensitive matching folds onto ASCII ones (the Kelvin sign
-// onto k, the long s onto s) become k and s. Offsets need not line up with
-// s: the result is only searched for literals.
-func lowerForFilter(s string) string {
-	b := make([]byte, 0, len(s))
+// foldScanner is an Aho–Corasick automaton (as a full transition table)
+// over lower-case ASCII literals.
+type foldScanner struct {
+	next  [][256]uint8
+	out   []uint64 // literals that end in each state
+	masks []ruleMasks
+	// exact marks the literals of exact rules, which the scan checks
+	// byte for byte at every hit; lits holds them as written and ruleOf
+	// their rule.
+	exact  uint64
+	lits   [64]string
+	ruleOf [64]int
+}
+
+func newFoldScanner(rs []rule) *foldScanner {
+	f := &foldScanner{next: make([][256]uint8, 1), out: make([]uint64, 1), masks: make([]ruleMasks, len(rs))}
+	bits := map[string]uint64{}
+	add := func(key, lit string) uint64 {
+		if b, ok := bits[key]; ok {
+			return b
+		}
+		if len(bits) == 64 {
+			panic("receiptstore: too many filter literals")
+		}
+		bit := uint64(1) << len(bits)
+		bits[key] = bit
+		st := 0
+		for i := 0; i < len(lit); i++ {
+			c := lit[i]
+			if f.next[st][c] == 0 {
+				f.next = append(f.next, [256]uint8{})
+				f.out = append(f.out, 0)
+				if len(f.next) > 255 {
+					panic("receiptstore: filter literals too long")
+				}
+				f.next[st][c] = uint8(len(f.next) - 1)
+			}
+			st = int(f.next[st][c])
+		}
+		f.out[st] |= bit
+		return bit
+	}
+	for i, ru := range rs {
+		if ru.exact {
+			// The trie is over lower-case text, so an exact literal is
+			// entered lower-cased and each hit compared as written.
+			for _, n := range ru.need {
+				bit := add("exact\x00"+n, strings.ToLower(n))
+				f.exact |= bit
+				f.lits[mathbits.TrailingZeros64(bit)] = n
+				f.ruleOf[mathbits.TrailingZeros64(bit)] = i
+			}
+			continue
+		}
+		for _, n := range ru.need {
+			f.masks[i].need |= add(n, n)
+		}
+		if ru.needAll != "" {
+			f.masks[i].needAll = add(ru.needAll, ru.needAll)
+		}
+	}
+	// Breadth first: fail links, then every missing edge follows the fail
+	// link's edge, so the scan is one table lookup per byte.
+	fail := make([]int, len(f.next))
+	queue := []int{}
+	for c := 0; c < 256; c++ {
+		if t := int(f.next[0][c]); t != 0 {
+			queue = append(queue, t)
+		}
+	}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		f.out[st] |= f.out[fail[st]]
+		for c := 0; c < 256; c++ {
+			t := int(f.next[st][c])
+			if t == 0 {
+				f.next[st][c] = f.next[fail[st]][c]
+				continue
+			}
+			fail[t] = int(f.next[fail[st]][c])
+			queue = append(queue, t)
+		}
+	}
+	// The literals are lower case: an upper-case letter moves as its
+	// lower-case one, so the scan folds ASCII without a branch.
+	for st := range f.next {
+		for c := 'A'; c <= 'Z'; c++ {
+			f.next[st][c] = f.next[st][c+'a'-'A']
+		}
+	}
+	return f
+}
+
+// litHits says which of a foldScanner's literals occur in a text, and where
+// the first occurrence of each ends.
+type litHits struct {
+	found    uint64
+	firstEnd [64]int
+	exact    []litHit // every occurrence of an exact rule's literal, in order
+}
+
+type litHit struct{ rule, end int }
+
+// from returns where to start looking for a match of a rule whose matches
+// contain one of the literals in need: the start of the line where the
+// first of them ends. Those rules' matches start on the line of the first
+// literal they contain (what comes before it in a match is never a
+// newline), so none starts before; and a newline, like the start of the
+// text, is a non-word character for \b and ends any UTF-8 sequence, so
+// matching s[from:] finds the same matches as matching s.
+func (h *litHits) from(s string, need uint64) int {
+	first := len(s)
+	for bits := need & h.found; bits != 0; bits &= bits - 1 {
+		first = min(first, h.firstEnd[mathbits.TrailingZeros64(bits)])
+	}
+	return strings.LastIndexByte(s[:first], '\n') + 1
+}
+
+// scan reports the literals that occur in s folded for the filter: ASCII
+// letters lower-cased byte for byte (the literals are ASCII), and the two
+// non-ASCII letters that the rules' case-insensitive matching folds onto
+// ASCII ones (the Kelvin sign onto k, the long s onto s) read as k and s.
+func (f *foldScanner) scan(s string, h *litHits) {
+	h.found = 0
+	h.exact = h.exact[:0]
+	st := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x84 && s[i+2] == 0xaa: // U+212A
-			c, i = 'k', i+2
-		case c == 0xc5 && i+1 < len(s) && s[i+1] == 0xbf: // U+017F
-			c, i = 's', i+1
+		if c == 0xe2 || c == 0xc5 {
+			switch {
+			case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x84 && s[i+2] == 0xaa: // U+212A
+				c, i = 'k', i+2
+			case c == 0xc5 && i+1 < len(s) && s[i+1] == 0xbf: // U+017F
+				c, i = 's', i+1
+			}
 		}
-		b = append(b, c)
+		st = int(f.next[st][c])
+		if o := f.out[st]; o&(f.exact|^h.found) != 0 {
+			for bits := o &^ h.found; bits != 0; bits &= bits - 1 {
+				h.firstEnd[mathbits.TrailingZeros64(bits)] = i + 1
+			}
+			h.found |= o
+			// An exact literal's bytes are ASCII, which the folding
+			// never consumes as part of a longer sequence, so each of its
+			// occurrences is a hit ending here.
+			for bits := o & f.exact; bits != 0; bits &= bits - 1 {
+				b := mathbits.TrailingZeros64(bits)
+				if lit := f.lits[b]; i+1 >= len(lit) && s[i+1-len(lit):i+1] == lit {
+					h.exact = append(h.exact, litHit{f.ruleOf[b], i + 1})
+				}
+			}
+		}
 	}
-	return string(b)
+}
+
+// lineMatches appends to out the matches of an exact rule in s, running its
+// regexp only on the lines that hold one of its literals. Exact rules never
+// match across a newline (their character classes exclude it) and their
+// matches contain a literal; a newline, like the start and end of the text,
+// is a non-word character for \b, and no UTF-8 sequence runs through it, so
+// the matches are the same as over the whole of s.
+func (ru rule) lineMatches(s string, rule int, hits []litHit, out [][]int) [][]int {
+	lineEnd := -1
+	for _, h := range hits {
+		if h.rule != rule || h.end <= lineEnd {
+			continue // another rule's, or on the line just matched
+		}
+		start := strings.LastIndexByte(s[:h.end], '\n') + 1
+		lineEnd = len(s)
+		if e := strings.IndexByte(s[h.end:], '\n'); e >= 0 {
+			lineEnd = h.end + e
+		}
+		ms := ru.re.FindAllStringSubmatchIndex(s[start:lineEnd], -1)
+		out = append(out, shift(ms, start)...)
+	}
+	return out
+}
+
+// shift moves submatch indexes found in s[by:] onto s.
+func shift(ms [][]int, by int) [][]int {
+	for _, m := range ms {
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += by
+			}
+		}
+	}
+	return ms
 }
 
 var (
@@ -156,12 +326,20 @@ func (r *Redactor) spansGuards(s string) (spans, guards []span) {
 		out = append(out, span{start, end})
 		off = end
 	}
-	lower := lowerForFilter(s)
-	for _, ru := range rules {
-		if !ru.mayMatch(s, lower) {
-			continue
+	var hits litHits
+	foldedLits.scan(s, &hits)
+	var ms [][]int
+	for i, ru := range rules {
+		ms = ms[:0]
+		switch masks := foldedLits.masks[i]; {
+		case ru.exact:
+			ms = ru.lineMatches(s, i, hits.exact, ms)
+		case masks.mayMatchFolded(hits.found):
+			from := hits.from(s, masks.need)
+			ms = ru.re.FindAllStringSubmatchIndex(s[from:], -1)
+			shift(ms, from)
 		}
-		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+		for _, m := range ms {
 			a, b := m[2*ru.group], m[2*ru.group+1]
 			if a >= 0 && b > a {
 				out = append(out, span{a, b})
@@ -216,6 +394,18 @@ func apply(b *strings.Builder, s string, spans []span, limit int) {
 	if pos < limit {
 		b.WriteString(s[pos:limit])
 	}
+}
+
+// redactPrefix returns s[:limit] with every span (clipped to limit)
+// replaced, without a copy when none starts before limit.
+func redactPrefix(s string, spans []span, limit int) string {
+	if len(spans) == 0 || spans[0].start >= limit {
+		return s[:limit]
+	}
+	var b strings.Builder
+	b.Grow(limit + len(spans)*len(Redacted))
+	apply(&b, s, spans, limit)
+	return b.String()
 }
 
 // Redact returns s with every secret replaced by [REDACTED].
@@ -366,11 +556,9 @@ func (s *StreamRedactor) drain(final bool) error {
 			continue
 		}
 		spans, guards := s.r.spansGuards(str)
-		var b strings.Builder
 		if final {
-			apply(&b, str, spans, len(str))
 			s.buf = s.buf[:0]
-			return s.emit(b.String())
+			return s.emit(redactPrefix(str, spans, len(str)))
 		}
 		cut := len(str) - s.hold
 		if cut <= 0 {
@@ -404,9 +592,8 @@ func (s *StreamRedactor) drain(final bool) error {
 				s.cont = true
 			}
 		}
-		apply(&b, str, spans, cut)
 		s.keep(next)
-		return s.emit(b.String())
+		return s.emit(redactPrefix(str, spans, cut))
 	}
 }
 
