@@ -57,8 +57,9 @@ Next, in another terminal:
   export TERMD_SOCKET=$sock
   bin/termctl status
   bin/termctl run -- ls -la                 # a read-only command runs at once
-  bin/termctl plan -- touch hello.txt       # a write needs approval in confirm mode
-  bin/termctl pending                       # then: bin/termctl approve PLAN_ID
+  bin/termctl run -- touch hello.txt        # a plain write in the workspace runs at once (sandboxed)
+  bin/termctl plan -- rm hello.txt          # removing files needs approval in confirm mode
+  bin/termctl pending                       # then: bin/termctl approve PLAN_ID; bin/termctl execute PLAN_ID --follow
   bin/termctl receipts list
   bin/termd doctor --socket $sock --state-dir $run/state   # what this host supports
 MSG
