@@ -18,7 +18,7 @@ export function planFormView(main, ctx) {
   const mode = h('select', { id: 'mode', name: 'mode' },
     h('option', { value: '' }, 'policy default'),
     h('option', { value: 'MODE_INSPECT' }, 'inspect — read-only only'),
-    h('option', { value: 'MODE_CONFIRM' }, 'confirm — risky writes, network and code need approval'),
+    h('option', { value: 'MODE_CONFIRM' }, 'confirm — asks before risky changes and network use'),
     h('option', { value: 'MODE_TRUSTED' }, 'trusted — no approvals, denials hold'));
   const timeout = h('input', { type: 'number', id: 'timeout', name: 'timeout', min: 0, step: 1, placeholder: 'policy default' });
   const autorun = h('input', { type: 'checkbox', id: 'autorun', checked: true });
