@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 )
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
+	mu    sync.Mutex // start
 	dir   string
 	keys  *receiptstore.Keys
 	store *receiptstore.Store
@@ -24,7 +26,7 @@ type fixture struct {
 	start time.Time
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	keys, err := receiptstore.LoadOrCreateKeys(filepath.Join(dir, "keys"))
@@ -51,7 +53,10 @@ func (f *fixture) open() {
 // add appends a receipt whose command and output are given.
 func (f *fixture) add(requester, command, stdout string) string {
 	f.t.Helper()
+	f.mu.Lock()
 	f.start = f.start.Add(time.Minute)
+	start := f.start
+	f.mu.Unlock()
 	exit := 0
 	r := &receipt.Receipt{
 		SchemaVersion: receipt.SchemaVersion,
@@ -64,7 +69,7 @@ func (f *fixture) add(requester, command, stdout string) string {
 		Policy:    receipt.Policy{Allowed: true, Risk: "low", Reasons: []string{"prints text"}, Argv: []string{"echo"}, Version: "v1"},
 		Limits:    receipt.Limits{TimeoutMs: 1000, MaxOutputBytes: 1 << 20},
 		Status:    receipt.StatusSucceeded,
-		StartedAt: f.start, FinishedAt: f.start, ExitCode: &exit,
+		StartedAt: start, FinishedAt: start, ExitCode: &exit,
 		Stdout: stdout, StdoutBytes: int64(len(stdout)),
 		StdoutDigest: f.keys.Digest([]byte(stdout)), StderrDigest: f.keys.Digest(nil),
 	}
