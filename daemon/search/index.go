@@ -60,7 +60,8 @@ type Index struct {
 	db *sql.DB    // nil when the file could not be opened
 
 	wake chan struct{}
-	stop chan struct{}
+	stop context.CancelFunc // ends the follower, between batches
+	ctx  context.Context
 	done chan struct{}
 }
 
@@ -68,8 +69,8 @@ type Index struct {
 // the background: it catches up at once and after every commit. A file
 // that cannot be read as an index is removed and built again.
 func Open(path string, store *receiptstore.Store, log *slog.Logger) *Index {
-	x := &Index{path: path, store: store, log: log,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	x := &Index{path: path, store: store, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	x.ctx, x.stop = context.WithCancel(context.Background())
 	x.mu.Lock()
 	if err := x.openLocked(); err != nil {
 		log.Warn("search index: cannot open it; rebuilding from the receipts", "path", path, "error", err)
@@ -165,19 +166,20 @@ func (x *Index) follow() {
 	defer close(x.done)
 	for {
 		select {
-		case <-x.stop:
+		case <-x.ctx.Done():
 			return
 		case <-x.wake:
 		}
-		if _, err := x.CatchUp(context.Background(), time.Time{}); err != nil {
+		if _, err := x.CatchUp(x.ctx, time.Time{}); err != nil {
 			x.log.Warn("search index: catching up failed", "error", err)
 		}
 	}
 }
 
-// Close stops following and closes the file.
+// Close stops following (a long catch-up stops after its current batch;
+// the rest is indexed at the next start) and closes the file.
 func (x *Index) Close() error {
-	close(x.stop)
+	x.stop()
 	<-x.done
 	x.mu.Lock()
 	defer x.mu.Unlock()
