@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/termd/termd/receipt"
 )
@@ -651,7 +652,8 @@ type StreamRedactor struct {
 }
 
 // NewStream returns a StreamRedactor writing redacted output to w. hold <= 0
-// means DefaultHold.
+// means DefaultHold. w must not keep the bytes or string it is given past
+// the call (they may be the redactor's own buffer).
 func (r *Redactor) NewStream(w io.Writer, hold int) *StreamRedactor {
 	if hold <= 0 {
 		hold = DefaultHold
@@ -729,7 +731,10 @@ func (s *StreamRedactor) drain(final bool) error {
 			}
 			return nil
 		}
-		str := string(s.buf)
+		// The held bytes are read in place: str is used only until the
+		// next change to s.buf (every emit comes before the keep after it)
+		// and the writer copies what it is given.
+		str := unsafe.String(unsafe.SliceData(s.buf), len(s.buf))
 		var loc []int
 		if strings.Contains(str, "-----BEGIN") { // cheap test before the block scan
 			loc = pemBegin.FindStringIndex(str)
@@ -782,8 +787,9 @@ func (s *StreamRedactor) drain(final bool) error {
 				s.cont = true
 			}
 		}
+		err := s.emit(redactPrefix(str, spans, cut))
 		s.keep(next)
-		return s.emit(redactPrefix(str, spans, cut))
+		return err
 	}
 }
 
