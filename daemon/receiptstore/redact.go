@@ -502,9 +502,18 @@ func (r *Redactor) spans(s string) []span {
 // rules). A stream must not cut through a guard: the key may be what makes
 // the value recognisable.
 func (r *Redactor) spansGuards(s string) (spans, guards []span) {
+	return r.spansGuardsPEM(s, hasPEMBegin(s))
+}
+
+// hasPEMBegin is the cheap test before the PEM block scan.
+func hasPEMBegin(s string) bool { return strings.Contains(s, "-----BEGIN") }
+
+// spansGuardsPEM is spansGuards for a caller that has already looked for
+// the start of a PEM block (pem: hasPEMBegin(s)).
+func (r *Redactor) spansGuardsPEM(s string, pem bool) (spans, guards []span) {
 	var out []span
 	// PEM private key blocks; an unterminated one runs to the end.
-	for off := 0; off < len(s) && strings.Contains(s, "-----BEGIN"); {
+	for off := 0; off < len(s) && pem; {
 		loc := pemBegin.FindStringIndex(s[off:])
 		if loc == nil {
 			break
@@ -736,7 +745,8 @@ func (s *StreamRedactor) drain(final bool) error {
 		// and the writer copies what it is given.
 		str := unsafe.String(unsafe.SliceData(s.buf), len(s.buf))
 		var loc []int
-		if strings.Contains(str, "-----BEGIN") { // cheap test before the block scan
+		pem := hasPEMBegin(str)
+		if pem {
 			loc = pemBegin.FindStringIndex(str)
 		}
 		if loc != nil && pemEnd.FindStringIndex(str[loc[1]:]) == nil {
@@ -750,7 +760,7 @@ func (s *StreamRedactor) drain(final bool) error {
 			s.inPEM = true
 			continue
 		}
-		spans, guards := s.r.spansGuards(str)
+		spans, guards := s.r.spansGuardsPEM(str, pem)
 		if final {
 			s.buf = s.buf[:0]
 			return s.emit(redactPrefix(str, spans, len(str)))
