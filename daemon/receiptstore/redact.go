@@ -34,21 +34,25 @@ type rule struct {
 	// the match itself contains one exactly, so they are looked for in the
 	// text as it is (a much rarer hit than a lower-cased two-letter "gh").
 	exact bool
+	// assign: the rule is the key=value one, whose regexp runs only on
+	// the window around each of its literals that a match can take
+	// (assignWindow), not from the first one to the end of the text.
+	assign bool
 }
 
 // Common secret shapes. Rules that name a key (KEY=value, "password": "...",
 // Authorization:) replace only the credential and keep the name, so the
 // output still says what was there.
 var rules = []rule{
-	{"authorization", regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*("[^"\r\n]*"|'[^'\r\n]*'|[^\r\n"']+)`), 1, []string{"authorization"}, "", false},
-	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1, []string{"passw", "secret", "token", "key", "credential"}, `"`, false},
-	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1, []string{"_key", "token", "secret", "passw", "_pwd", "apikey"}, "=", false},
-	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1, []string{"passw"}, ":", false},
-	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0, []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"}, "", true},
-	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, "", true},
-	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}, "", true},
-	{"sk_key", regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), 0, []string{"sk-"}, "", true},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0, []string{"eyJ"}, "", true},
+	{"authorization", regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*("[^"\r\n]*"|'[^'\r\n]*'|[^\r\n"']+)`), 1, []string{"authorization"}, "", false, false},
+	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1, []string{"passw", "secret", "token", "key", "credential"}, `"`, false, false},
+	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1, []string{"_key", "token", "secret", "passw", "_pwd", "apikey"}, "=", false, true},
+	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1, []string{"passw"}, ":", false, false},
+	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0, []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"}, "", true, false},
+	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, "", true, false},
+	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}, "", true, false},
+	{"sk_key", regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), 0, []string{"sk-"}, "", true, false},
+	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), 0, []string{"eyJ"}, "", true, false},
 }
 
 // foldedLits is one automaton over every literal of the case-insensitive
@@ -238,6 +242,148 @@ func (h *litHits) from(s string, need uint64) int {
 		first = min(first, h.firstEnd[mathbits.TrailingZeros64(bits)])
 	}
 	return strings.LastIndexByte(s[:first], '\n') + 1
+}
+
+// firstEndOf is where the first of the literals in need that occur ends.
+func (h *litHits) firstEndOf(need uint64) int {
+	first := -1
+	for bits := need & h.found; bits != 0; bits &= bits - 1 {
+		if e := h.firstEnd[mathbits.TrailingZeros64(bits)]; first < 0 || e < first {
+			first = e
+		}
+	}
+	return first
+}
+
+// isKeyByte reports whether c is an ASCII byte of the assignment rule's
+// key class, [a-z0-9_.\-] under (?i).
+func isKeyByte(c byte) bool {
+	return 'a' <= c|0x20 && c|0x20 <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
+}
+
+// keyRune returns the length of the key-class character at s[i:] (the
+// Kelvin sign and the long s are in the class under (?i): they fold onto k
+// and s), or 0.
+func keyRune(s string, i int) int {
+	switch {
+	case i >= len(s):
+		return 0
+	case isKeyByte(s[i]):
+		return 1
+	case strings.HasPrefix(s[i:], "\u212a"):
+		return 3
+	case strings.HasPrefix(s[i:], "\u017f"):
+		return 2
+	}
+	return 0
+}
+
+// keyRunStart returns where the run of key-class characters that ends at
+// i begins.
+func keyRunStart(s string, i int) int {
+	for i > 0 {
+		switch {
+		case isKeyByte(s[i-1]):
+			i--
+		case i >= 3 && s[i-3:i] == "\u212a":
+			i -= 3
+		case i >= 2 && s[i-2:i] == "\u017f":
+			i -= 2
+		default:
+			return i
+		}
+	}
+	return 0
+}
+
+// assignWindow returns the end of the only match the assignment rule can
+// have whose key ends at runEnd, the end of a run of key-class characters,
+// or runEnd when there is none. The rule is
+// \b[key class]*KEYWORD\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+): its
+// keyword is made of key-class characters and is followed by a byte that
+// is not one, so it ends where the run ends; the rest is fixed from there
+// (greedy spaces, "=", greedy spaces, a quoted value up to its closing
+// quote or an unquoted one up to the next space, quote, &, ; or comma).
+func assignWindow(s string, runEnd int) int {
+	const space = " \t\n\f\r" // \s in Go's regexp
+	j := runEnd
+	for j < len(s) && strings.IndexByte(space, s[j]) >= 0 {
+		j++
+	}
+	if j >= len(s) || s[j] != '=' {
+		return runEnd
+	}
+	j++
+	for j < len(s) && strings.IndexByte(space, s[j]) >= 0 {
+		j++
+	}
+	if j >= len(s) {
+		return runEnd
+	}
+	switch q := s[j]; q {
+	case '"', '\'':
+		k := strings.IndexByte(s[j+1:], q)
+		if k < 0 {
+			return runEnd // no closing quote, and no unquoted value starts with one
+		}
+		return j + 1 + k + 1
+	case '&', ';', ',':
+		return runEnd
+	}
+	if k := strings.IndexAny(s[j:], space+"\"'&;,"); k >= 0 {
+		return j + k
+	}
+	return len(s)
+}
+
+// assignMatches appends the assignment rule's matches in s, given where
+// the first of its literals ends (first). A match starts in the run of
+// key-class characters that holds its keyword, and so one of the rule's
+// literals (each is key-class characters and part of a keyword), and ends
+// at assignWindow of that run; the byte before the run is not a word
+// character and ends any UTF-8 sequence, like the start of a text, so the
+// regexp on [run start, window end) finds there what it finds in s. Runs
+// are visited in order, each from the next literal after the last match
+// (or after the last run, when it had none), found with the filter
+// automaton from that point; FindAll on s resumes at a match's end too.
+func (ru rule) assignMatches(s string, first int, need uint64, out [][]int) [][]int {
+	for end := first; end >= 0; {
+		// The literal ends at end and lies in a run: find its bounds.
+		start := keyRunStart(s, end)
+		runEnd := end
+		for n := keyRune(s, runEnd); n > 0; n = keyRune(s, runEnd) {
+			runEnd += n
+		}
+		next := runEnd
+		if w := assignWindow(s, runEnd); w > runEnd {
+			// The leftmost match in the window, if it starts in the run,
+			// is the run's match (ending at w); one starting after the
+			// run lies in the value and may reach past w, so it is left to
+			// its own run.
+			if m := ru.re.FindStringSubmatchIndex(s[start:w]); m != nil && start+m[0] < runEnd {
+				out = append(out, shift([][]int{m}, start)...)
+				next = w
+			}
+		}
+		end = foldedLits.nextEnd(s, next, need)
+	}
+	return out
+}
+
+// nextEnd returns where the first occurrence of a literal in mask that
+// lies in s[from:] ends, or -1.
+func (f *foldScanner) nextEnd(s string, from int, mask uint64) int {
+	var st uint
+	for i := uint(from); int(i) < len(s); i++ {
+		prev := st
+		st = uint(f.tbl[uint16(st+uint(s[i]))])
+		if st >= f.accept {
+			if i, st = f.slow(s, i, st, prev, nil); st >= f.accept && f.out[st>>8]&mask != 0 {
+				return int(i) + 1
+			}
+		}
+	}
+	return -1
 }
 
 // scanChains is how many pieces of a long text the scan walks at once:
@@ -534,6 +680,8 @@ func (r *Redactor) spansGuardsPEM(s string, pem bool) (spans, guards []span) {
 		switch masks := foldedLits.masks[i]; {
 		case ru.exact:
 			ms = ru.lineMatches(s, i, hits.exact, ms)
+		case ru.assign && masks.mayMatchFolded(s, hits.found):
+			ms = ru.assignMatches(s, hits.firstEndOf(masks.need), masks.need, ms)
 		case masks.mayMatchFolded(s, hits.found):
 			from := hits.from(s, masks.need)
 			ms = ru.re.FindAllStringSubmatchIndex(s[from:], -1)
