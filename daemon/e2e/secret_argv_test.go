@@ -33,9 +33,10 @@ func TestSecretInArgvRunsAsPlanned(t *testing.T) {
 			t.Errorf("%s shows the secret: %s", what, s)
 		}
 	}
+	cwd := d.Workspace
 	newPlan := func(argv ...string) *termdv1.Plan {
 		t.Helper()
-		resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: argv, Cwd: d.Workspace}})
+		resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: argv, Cwd: cwd}})
 		if err != nil {
 			t.Fatalf("plan %q: %v", argv, err)
 		}
@@ -93,6 +94,24 @@ func TestSecretInArgvRunsAsPlanned(t *testing.T) {
 	if ents, _ := os.ReadDir(d.Workspace); len(ents) != 1 {
 		t.Errorf("the workspace holds %d entries, want only the secret-named file", len(ents))
 	}
+
+	// The secret in the working directory's name: the plan shows it
+	// redacted and still runs there.
+	cwd = filepath.Join(d.Workspace, "dir-"+argvSecret)
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cwd, "marker"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = newPlan("ls")
+	if p.State != termdv1.PlanState_PLAN_STATE_PLANNED {
+		t.Fatalf("ls: %s %q, want planned", p.State, p.Decision.Reasons)
+	}
+	if out := run(p); strings.TrimSpace(out) != "marker" {
+		t.Errorf("ls in the secret-named directory printed %q, want marker", out)
+	}
+	cwd = d.Workspace
 
 	// Approved, then the daemon restarts: the plan comes back from the
 	// journal and still runs what was approved.
