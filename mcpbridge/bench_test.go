@@ -272,7 +272,7 @@ func profilePair(t *testing.T, era string, addrs ...string) func() {
 		got[i] = make(chan []byte, 1)
 		go func() {
 			var body []byte
-			if resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds="+profileSeconds()+""); err == nil {
+			if resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=" + profileSeconds()); err == nil {
 				body, _ = io.ReadAll(resp.Body)
 				resp.Body.Close()
 			}
