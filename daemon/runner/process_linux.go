@@ -843,6 +843,9 @@ func (p *Process) reapOrphans() {
 	if !hasZombieChild() {
 		return // the common case, without a /proc scan
 	}
+	if p.cg != nil && p.cg.noTasksCharged() {
+		return // the zombie is another execution's: none of ours is left
+	}
 	p.r.reapFor(p)
 }
 

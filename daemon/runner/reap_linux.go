@@ -1,6 +1,10 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -101,4 +105,21 @@ func (r *Runner) reapBatch(batch []*Process) {
 			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		}
 	}
+}
+
+// noTasksCharged reports whether the execution's pids controller (v1 on
+// hybrid hosts, else v2) charges no task any more. A zombie stays charged to
+// its cgroup until it is reaped, so once the main process is reaped, 0 means
+// no orphan of this execution is left to reap and no /proc scan is needed.
+// False when there is no pids controller to ask.
+func (cg *execCgroup) noTasksCharged() bool {
+	dir := cg.v1["pids"]
+	if dir == "" && slices.Contains(cg.controllers, "pids") {
+		dir = cg.v2
+	}
+	if dir == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	return err == nil && strings.TrimSpace(string(b)) == "0"
 }
