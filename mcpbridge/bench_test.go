@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,7 +30,14 @@ func TestBenchBridge(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the bridge benchmark")
 	}
-	d := startDaemon(t)
+	// TERMD_BENCH_PROFILES=DIR: CPU profiles of termd and the bridge
+	// during the mcp_pairs.py runs (profilePair).
+	var termdPprof, bridgePprof string
+	if os.Getenv("TERMD_BENCH_PROFILES") != "" {
+		termdPprof, bridgePprof = freeLoopback(t), freeLoopback(t)
+	}
+	needRoot(t)
+	d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Args: []string{"--console-url", consoleURL}, Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
 	ctx := context.Background()
 	const pairs = 200
 
@@ -79,7 +88,7 @@ func TestBenchBridge(t *testing.T) {
 	report(t, "daemon alone (gRPC plan+execute-and-wait+receipt)", directTimes, "fork/exec /bin/true", trueTimes, 2.5)
 
 	// plan + execute over streamable HTTP (protocol 2026-07-28, stateless).
-	hb := startHTTPBridge(t, d)
+	hb := startHTTPBridgeProfiled(t, d, bridgePprof)
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}, nil)
 	if err != nil {
@@ -170,7 +179,7 @@ func TestBenchBridge(t *testing.T) {
 	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "the floor (go-sdk + gRPC init, one hand-written tool)", floor, 0)
 	harness.BenchLine(t, "mcp: the floor's cold start", floor, "start of a trivial Go binary", trivial, 0)
 
-	benchPairsScript(t, d, hb)
+	benchPairsScript(t, d, hb, termdPprof)
 }
 
 // benchPairsScript drives the bridge with the plain-Python MCP client that
@@ -178,7 +187,7 @@ func TestBenchBridge(t *testing.T) {
 // /work/shared/bench/mcp_pairs.py), in the stateless 2026-07-28 form and the
 // stateful 2025-11-25 form, against the durable floor measured in the same
 // run, and reports the server CPU (termd + bridge, from /proc) per pair.
-func benchPairsScript(t *testing.T, d *harness.Daemon, hb *httpBridge) {
+func benchPairsScript(t *testing.T, d *harness.Daemon, hb *httpBridge, termdPprof string) {
 	script := os.Getenv("MCP_PAIRS")
 	if script == "" {
 		script = "/work/shared/bench/mcp_pairs.py"
@@ -197,7 +206,9 @@ func benchPairsScript(t *testing.T, d *harness.Daemon, hb *httpBridge) {
 		cmd := exec.Command("python3", script, "pairs", "--port", u.Port(), "--era", era, "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
 		cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+u.Path, "MCP_BENCH_TOKEN="+hb.Token)
 		d0, b0 := harness.CPUTime(d.Pid()), harness.CPUTime(hb.cmd.Process.Pid)
+		saveProfiles := profilePair(t, era, hb.pprof, termdPprof)
 		out, err := cmd.Output()
+		saveProfiles()
 		dCPU, bCPU := harness.CPUTime(d.Pid())-d0, harness.CPUTime(hb.cmd.Process.Pid)-b0
 		if err != nil {
 			t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
@@ -244,4 +255,52 @@ func report(t *testing.T, what string, got []time.Duration, base string, baselin
 		g, b := pct(got, p), pct(baseline, p)
 		t.Logf("%s p%d %v vs %s p%d %v: ratio %.2fx (target <= %.1fx)", what, p, g, base, p, b, float64(g)/float64(b), target)
 	}
+}
+
+// profilePair, with TERMD_BENCH_PROFILES=DIR, takes CPU profiles of the
+// bridge and of termd (each served on TERMD_DEBUG_PPROF) while one era's
+// pairs run, and the returned func writes them to DIR/bridge-ERA.pb.gz and
+// DIR/termd-ERA.pb.gz (go tool pprof FILE).
+func profilePair(t *testing.T, era string, addrs ...string) func() {
+	dir := os.Getenv("TERMD_BENCH_PROFILES")
+	if dir == "" {
+		return func() {}
+	}
+	names := []string{"bridge", "termd"}
+	got := make([]chan []byte, len(addrs))
+	for i, addr := range addrs {
+		got[i] = make(chan []byte, 1)
+		go func() {
+			var body []byte
+			if resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=" + profileSeconds()); err == nil {
+				body, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			got[i] <- body
+		}()
+	}
+	return func() {
+		for i := range addrs {
+			if err := os.WriteFile(filepath.Join(dir, names[i]+"-"+era+".pb.gz"), <-got[i], 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func profileSeconds() string {
+	if s := os.Getenv("TERMD_BENCH_PROFILE_SECONDS"); s != "" {
+		return s
+	}
+	return "5"
 }

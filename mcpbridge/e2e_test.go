@@ -79,6 +79,7 @@ type httpBridge struct {
 	Token string
 	cmd   *exec.Cmd
 	log   *syncBuf
+	pprof string // TERMD_DEBUG_PPROF of the bridge, when set
 }
 
 func writeToken(t testing.TB, token string) string {
@@ -100,9 +101,19 @@ const testToken = "c2VjcmV0LXRlc3QtdG9rZW4tb2YtdGhpcnR5LXR3by1yYW5kb20tYnl0ZXMtZ
 
 func startHTTPBridge(t testing.TB, d *harness.Daemon, extra ...string) *httpBridge {
 	t.Helper()
-	b := &httpBridge{Token: testToken, log: &syncBuf{}}
+	return startHTTPBridgeProfiled(t, d, "", extra...)
+}
+
+// startHTTPBridgeProfiled is startHTTPBridge with the bridge's profiler on
+// pprofAddr ("" = off).
+func startHTTPBridgeProfiled(t testing.TB, d *harness.Daemon, pprofAddr string, extra ...string) *httpBridge {
+	t.Helper()
+	b := &httpBridge{Token: testToken, log: &syncBuf{}, pprof: pprofAddr}
 	args := append([]string{"--http", "127.0.0.1:0", "--token-file", writeToken(t, b.Token)}, extra...)
 	b.cmd = bridgeCmd(t, d, b.log, args...)
+	if pprofAddr != "" {
+		b.cmd.Env = append(b.cmd.Env, "TERMD_DEBUG_PPROF="+pprofAddr)
+	}
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

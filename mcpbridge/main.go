@@ -67,6 +67,9 @@ func serve(f *flags, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if addr := os.Getenv("TERMD_DEBUG_PPROF"); addr != "" {
+		startPprof(addr, log)
+	}
 
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return entry.UsageError(errors.New("--tls-cert and --tls-key go together"))

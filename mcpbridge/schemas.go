@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -58,6 +59,10 @@ func outputSchema[Out any](tool string) *jsonschema.Schema {
 // typedTool is a tool's resolved schemas, made at its first call.
 type typedTool[In, Out any] struct {
 	in, out *jsonschema.Resolved
+	// inDefaults, outDefaults: the schema may fill in defaults (it names
+	// "default"); without any, the arguments decode straight into In and
+	// the output is encoded once, not again after a no-op ApplyDefaults.
+	inDefaults, outDefaults bool
 }
 
 func resolveTool[In, Out any](name string, sc toolSchema) (*typedTool[In, Out], error) {
@@ -79,7 +84,8 @@ func resolveTool[In, Out any](name string, sc toolSchema) (*typedTool[In, Out], 
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: output schema: %w", name, err)
 	}
-	return &typedTool[In, Out]{in: in, out: out}, nil
+	hasDefault := func(data json.RawMessage) bool { return bytes.Contains(data, []byte(`"default"`)) }
+	return &typedTool[In, Out]{in: in, out: out, inDefaults: hasDefault(sc.Input), outDefaults: hasDefault(sc.Output)}, nil
 }
 
 // call does what the SDK's typed tools do around a handler: the arguments
@@ -93,16 +99,23 @@ func (tt *typedTool[In, Out]) call(ctx context.Context, req *mcp.CallToolRequest
 			return toolError(fmt.Errorf("validating \"arguments\": unmarshaling arguments: %w", err)), nil
 		}
 	}
-	if err := tt.in.ApplyDefaults(&args); err != nil {
-		return toolError(fmt.Errorf("validating \"arguments\": applying schema defaults:\n%w", err)), nil
+	if tt.inDefaults {
+		if err := tt.in.ApplyDefaults(&args); err != nil {
+			return toolError(fmt.Errorf("validating \"arguments\": applying schema defaults:\n%w", err)), nil
+		}
 	}
 	if err := tt.in.Validate(args); err != nil {
 		return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
 	}
 	var in In
-	if data, err := json.Marshal(args); err != nil {
-		return toolError(err), nil
-	} else if err := json.Unmarshal(data, &in); err != nil {
+	argData := []byte(req.Params.Arguments)
+	if tt.inDefaults || len(argData) == 0 {
+		var err error
+		if argData, err = json.Marshal(args); err != nil {
+			return toolError(err), nil
+		}
+	}
+	if err := json.Unmarshal(argData, &in); err != nil {
 		return toolError(err), nil
 	}
 	res, out, err := h(ctx, req, in)
@@ -130,7 +143,7 @@ func (tt *typedTool[In, Out]) call(ctx context.Context, req *mcp.CallToolRequest
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("validating tool output: %w", err)
 	}
-	if m, ok := v.(map[string]any); ok {
+	if m, ok := v.(map[string]any); ok && tt.outDefaults {
 		if err := tt.out.ApplyDefaults(&m); err != nil {
 			return nil, fmt.Errorf("validating tool output: applying schema defaults:\n%w", err)
 		}

@@ -284,17 +284,27 @@ var plainContainers = map[reflect.Type]*jsonschema.Schema{
 // that JSON, so a model reading the text does not read them twice;
 // structuredContent has everything.
 func reply[T any](out T, isError bool, summary string, inSummary ...string) (*mcp.CallToolResult, T, error) {
-	content := []mcp.Content{&mcp.TextContent{Text: summary}}
-	data, err := json.Marshal(out)
-	if err == nil && len(inSummary) > 0 {
+	if len(inSummary) == 0 {
+		return replyShowing(out, out, isError, summary)
+	}
+	var shown any = out
+	if data, err := json.Marshal(out); err == nil {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(data, &m) == nil {
 			for _, k := range inSummary {
 				delete(m, k)
 			}
-			data, err = json.Marshal(m)
+			shown = m
 		}
 	}
+	return replyShowing(out, shown, isError, summary)
+}
+
+// replyShowing is reply whose JSON text shows shown (out without what the
+// summary already holds, such as stdout) instead of out.
+func replyShowing[T any](out T, shown any, isError bool, summary string) (*mcp.CallToolResult, T, error) {
+	content := []mcp.Content{&mcp.TextContent{Text: summary}}
+	data, err := json.Marshal(shown)
 	if err == nil {
 		content = append(content, &mcp.TextContent{Text: string(data)})
 	}
@@ -547,7 +557,9 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if v.Stderr != "" {
 		summary += "\n--- stderr ---\n" + v.Stderr
 	}
-	return reply(v, false, summary, "stdout", "stderr")
+	shown := *v // stdout and stderr are in the summary already
+	shown.Stdout, shown.Stderr = "", ""
+	return replyShowing(v, &shown, false, summary)
 }
 
 // capped collects output up to outputCap bytes.

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 )
 
 // KeyIDFor is the key id of a public key: the first 16 hex digits of the
@@ -41,46 +43,6 @@ func (s Signer) Sign(r *Receipt) error {
 func (s Signer) sign(r *Receipt, msg []byte) {
 	r.Signature = hmacHex(s.HMAC, msg)
 	r.SignatureEd25519 = hex.EncodeToString(ed25519.Sign(s.Ed25519, msg))
-}
-
-// SignCanonical is Sign followed by CanonicalBytes, with one encoding and
-// one parse instead of two: it signs r and returns its canonical signed
-// bytes. With validate, the parsed tree they were written from is checked
-// against the schema (without parsing the bytes again).
-func (s Signer) SignCanonical(r *Receipt, validate bool) (body []byte, err error) {
-	r.Normalize()
-	r.KeyID = s.KeyID
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	v, err := parseTree(raw)
-	if err != nil {
-		return nil, err
-	}
-	obj, ok := v.(jsonObject)
-	if !ok {
-		return nil, errors.New("receipt: not a JSON object")
-	}
-	msg, err := writeTree(obj, signatureFields, len(raw))
-	if err != nil {
-		return nil, err
-	}
-	s.sign(r, msg)
-	// The tree now gets exactly the members json.Marshal would give the
-	// signed receipt: the two signatures (always present, no omitempty).
-	setMember(&obj, "signature", r.Signature)
-	setMember(&obj, "signature_ed25519", r.SignatureEd25519)
-	body, err = writeTree(obj, nil, len(raw)+len(r.Signature)+len(r.SignatureEd25519))
-	if err != nil {
-		return nil, err
-	}
-	if validate {
-		if err := validateTree(obj); err != nil {
-			return nil, err
-		}
-	}
-	return body, nil
 }
 
 func setMember(obj *jsonObject, key string, val any) {
@@ -125,4 +87,71 @@ func CanonicalBytes(r *Receipt) ([]byte, error) {
 func ChainHash(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
+}
+
+// Prepared is a receipt encoded, and schema-checked, before its place in the
+// chain is known; Seal gives it seq and prev_hash and signs it. The chain's
+// single writer only seals: encoding and checking run in each appending
+// caller's goroutine, side by side.
+type Prepared struct {
+	s    Signer
+	r    *Receipt
+	obj  jsonObject
+	size int
+}
+
+// Placeholders of the shape Seal writes, so that the schema check of a
+// prepared receipt is the check of the sealed one (no rule of the schema
+// looks at these values beyond their shape).
+var (
+	placeholderHMAC    = strings.Repeat("0", 64)
+	placeholderEd25519 = strings.Repeat("0", 128)
+)
+
+// Prepare encodes r (normalized, with the signer's key id) and, with
+// validate, checks it against the schema. r belongs to the Prepared until
+// Seal returns.
+func (s Signer) Prepare(r *Receipt, validate bool) (*Prepared, error) {
+	r.Normalize()
+	r.KeyID = s.KeyID
+	r.Seq, r.PrevHash = 1, GenesisHash
+	r.Signature, r.SignatureEd25519 = placeholderHMAC, placeholderEd25519
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	v, err := parseTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(jsonObject)
+	if !ok {
+		return nil, errors.New("receipt: not a JSON object")
+	}
+	if validate {
+		if err := validateTree(obj); err != nil {
+			return nil, err
+		}
+	}
+	return &Prepared{s: s, r: r, obj: obj, size: len(raw)}, nil
+}
+
+// Receipt is the receipt being prepared (signed once Seal returned).
+func (p *Prepared) Receipt() *Receipt { return p.r }
+
+// Seal places the receipt at seq after prevHash, signs it and returns its
+// canonical signed bytes (what SignCanonical returns).
+func (p *Prepared) Seal(seq int64, prevHash string) ([]byte, error) {
+	r := p.r
+	r.Seq, r.PrevHash = seq, prevHash
+	setMember(&p.obj, "seq", number(strconv.FormatInt(seq, 10)))
+	setMember(&p.obj, "prev_hash", prevHash)
+	msg, err := writeTree(p.obj, signatureFields, p.size)
+	if err != nil {
+		return nil, err
+	}
+	p.s.sign(r, msg)
+	setMember(&p.obj, "signature", r.Signature)
+	setMember(&p.obj, "signature_ed25519", r.SignatureEd25519)
+	return writeTree(p.obj, nil, p.size)
 }

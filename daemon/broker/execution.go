@@ -769,7 +769,9 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		p.p.ReceiptId = stored.ID
 	}
 	p.p.NextStep = nextStep(p.p)
-	b.journalPlanLazy(p) // the receipt is the durable record of the end
+	// The receipt is the durable record of the end; the journal's record of
+	// it is written after the mutex is released (journalPlanAfter).
+	record := b.journalPlanAfter(p)
 	e.finished = true
 	if b.Metrics != nil {
 		b.Metrics.ExecutionFinished(string(res.Status), res.Duration, res.Stdout.Total+res.Stderr.Total)
@@ -789,6 +791,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	}
 	close(e.done)
 	b.unlock()
+	record()
 	b.running.Done()
 }
 

@@ -297,16 +297,33 @@ func (b *Broker) journalPlanLocked(p *planRec) error { return b.journalPlan(p, t
 func (b *Broker) journalPlanLazy(p *planRec) { _ = b.journalPlan(p, false) }
 
 func (b *Broker) journalPlan(p *planRec, sync bool) error {
-	data, err := pjm.Marshal(p.p)
+	return b.journalPlanState(p.p, p.req, p.dec, sync)
+}
+
+func (b *Broker) journalPlanState(p *termdv1.Plan, req policy.Request, dec policy.Decision, sync bool) error {
+	data, err := pjm.Marshal(p)
 	if err != nil {
 		return err
 	}
-	req, dec := p.req, p.dec
 	err = b.journalAppend(journalRecord{Kind: "plan", Plan: data, Request: &req, Decision: &dec}, sync)
 	if err != nil {
-		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", p.p.Id, "error", err)
+		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", p.Id, "error", err)
 	}
 	return err
+}
+
+// journalPlanAfter, called with the mutex held, takes a plan's final state
+// and returns the lazy write of its record, to be called after the mutex is
+// released: encoding it held every session up (one write of the journal
+// file is atomic, and a final state is a plan's last record, so no later
+// record of it can land before this one; replay settles a plan from its
+// receipt when this record is lost). Not for a record that must be durable.
+func (b *Broker) journalPlanAfter(p *planRec) func() {
+	if b.journal == nil {
+		return func() {}
+	}
+	snap, req, dec := proto.Clone(p.p).(*termdv1.Plan), p.req, p.dec
+	return func() { _ = b.journalPlanState(snap, req, dec, false) }
 }
 
 // journalSessionLocked durably records a session.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +115,61 @@ func TestJournalIsCompactedAtStart(t *testing.T) {
 		g, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: id})
 		if err != nil || g.Plan.State != want {
 			t.Fatalf("plan %s after compaction: %v %v, want %v", id, g.GetPlan().GetState(), err, want)
+		}
+	}
+}
+
+// Executions ending together write their final journal records after the
+// broker's mutex is released: after a kill -9, every line of the journal is
+// whole, each plan's last record is its final state naming its receipt or
+// (killed between the receipt and that write) its running state, never an
+// older one, and a restarted termd shows each plan final with its receipt.
+func TestFinalRecordsOfConcurrentExecutionsAreWholeAndLast(t *testing.T) {
+	d := harness.Start(t, harness.Options{Config: "sessions:\n  max_running: 16\n"})
+	const n = 12
+	plans := make([]*termdv1.Plan, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		plans[i] = plan(t, d.Client, "", "echo", "hi")
+	}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runToEnd(t, d.Client, plans[i])
+		}()
+	}
+	wg.Wait()
+	d.Kill9()
+	_, _, raw := journalIDs(t, filepath.Join(d.StateDir, "plans.jsonl")) // fails on a torn line
+	last := map[string]map[string]any{}
+	for _, l := range raw {
+		var rec struct {
+			Kind string         `json:"kind"`
+			Plan map[string]any `json:"plan"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == "plan" {
+			last[rec.Plan["id"].(string)] = rec.Plan
+		}
+	}
+	for _, p := range plans {
+		got := last[p.Id]
+		final := got["state"] == "PLAN_STATE_SUCCEEDED" && got["receipt_id"] != nil && got["receipt_id"] != ""
+		if !final && got["state"] != "PLAN_STATE_RUNNING" {
+			t.Errorf("plan %s: last journal record in state %v (receipt %v), want its final state and receipt, or running", p.Id, got["state"], got["receipt_id"])
+		}
+	}
+	d.Restart()
+	for _, p := range plans {
+		g, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: p.Id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Plan.State != termdv1.PlanState_PLAN_STATE_SUCCEEDED || g.Plan.ReceiptId == "" {
+			t.Errorf("plan %s after restart: %s receipt %q", p.Id, g.Plan.State, g.Plan.ReceiptId)
 		}
 	}
 }

@@ -335,14 +335,17 @@ func TestBenchConcurrent(t *testing.T) {
 			profiled <- body
 		}()
 	}
+	cpu0 := harness.CPUTime(d.Pid())
 	plans, execs, wall := round(workers)
+	cpu := harness.CPUTime(d.Pid()) - cpu0
 	if t.Failed() {
 		return
 	}
-	harness.Bench(t, fmt.Sprintf("concurrent: %d sessions: %.0f plans/s and %.0f executions/s (one session alone: %.0f/s); plan p50 %v p99 %v; execute p50 %v p99 %v (one session alone: p50 %v)",
+	harness.Bench(t, fmt.Sprintf("concurrent: %d sessions: %.0f plans/s and %.0f executions/s (one session alone: %.0f/s); plan p50 %v p99 %v; execute p50 %v p99 %v (one session alone: p50 %v); termd CPU per plan+execution %v",
 		workers, float64(len(plans))/wall.Seconds(), float64(len(execs))/wall.Seconds(), float64(len(oneExec))/oneWall.Seconds(),
 		harness.Pct(plans, 50).Round(10*time.Microsecond), harness.Pct(plans, 99).Round(10*time.Microsecond),
-		harness.Pct(execs, 50).Round(10*time.Microsecond), harness.Pct(execs, 99).Round(10*time.Microsecond), harness.Pct(oneExec, 50).Round(10*time.Microsecond)))
+		harness.Pct(execs, 50).Round(10*time.Microsecond), harness.Pct(execs, 99).Round(10*time.Microsecond), harness.Pct(oneExec, 50).Round(10*time.Microsecond),
+		(cpu/time.Duration(max(1, len(execs)))).Round(10*time.Microsecond)))
 	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
 		harness.Bench(t, "concurrent:   "+l)
 	}

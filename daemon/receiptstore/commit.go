@@ -131,12 +131,13 @@ func (s *Store) commitTx(batch []*write) error {
 	return nil
 }
 
-// appendReceipt is Append's write: the chain position, signature and
-// schema check happen in the writer, in queue order.
-func (s *Store) appendReceipt(c *receipt.Receipt) (*receipt.Receipt, error) {
+// appendReceipt is Append's write: the chain position and signature (they
+// cover seq and prev_hash) happen in the writer, in queue order; the
+// encoding and schema check were done by the caller (receipt.Prepare).
+func (s *Store) appendReceipt(p *receipt.Prepared) (*receipt.Receipt, error) {
 	var out *receipt.Receipt
 	err := s.submit(func(tx *sql.Tx) error {
-		r, err := s.insert(tx, c, true)
+		r, err := s.insert(tx, p)
 		out = r
 		return err
 	})

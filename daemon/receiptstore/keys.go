@@ -306,7 +306,7 @@ func (k *Keys) Digest(data []byte) string {
 func (k *Keys) NewDigest() hash.Hash { return hmac.New(sha256.New, k.digKey) }
 
 // Signer is the current signing key, for receipt.Signer's Sign and
-// SignCanonical. A later Rotate does not change a Signer already taken.
+// Prepare. A later Rotate does not change a Signer already taken.
 func (k *Keys) Signer() receipt.Signer {
 	k.mu.RLock()
 	defer k.mu.RUnlock()

@@ -300,7 +300,13 @@ func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.appendReceipt(c)
+	// Encoded and checked here, in the caller's goroutine; the writer
+	// only seals it at its place in the chain.
+	p, err := s.keys.Signer().Prepare(c, true)
+	if err != nil {
+		return nil, fmt.Errorf("receipt store: refusing receipt %s: %w", c.ID, err)
+	}
+	return s.appendReceipt(p)
 }
 
 // keepHead forgets the in-memory chain head unless the append committed
@@ -316,7 +322,8 @@ func (s *Store) keepHead(committed *bool) {
 	s.txUsage = s.txUsage[:0]
 }
 
-func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Receipt, error) {
+func (s *Store) insert(tx *sql.Tx, p *receipt.Prepared) (*receipt.Receipt, error) {
+	c := p.Receipt()
 	last, prev := s.head.seq, s.head.hash
 	if !s.head.ok {
 		// The head is the newest receipt or, when a prune removed every
@@ -330,13 +337,8 @@ func (s *Store) insert(tx *sql.Tx, c *receipt.Receipt, schema bool) (*receipt.Re
 			return nil, fmt.Errorf("receipt store: read chain head: %w", err)
 		}
 	}
-	c.Seq = last + 1
-	c.PrevHash = prev
-	body, err := s.keys.Signer().SignCanonical(c, schema)
+	body, err := p.Seal(last+1, prev)
 	if err != nil {
-		if schema {
-			return nil, fmt.Errorf("receipt store: refusing receipt %s: %w", c.ID, err)
-		}
 		return nil, err
 	}
 	hash := receipt.ChainHash(body)
@@ -370,7 +372,11 @@ func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.insert(tx, c, false); err != nil {
+		p, err := s.keys.Signer().Prepare(c, false)
+		if err != nil {
+			return err
+		}
+		if _, err := s.insert(tx, p); err != nil {
 			return err
 		}
 	}

@@ -837,34 +837,16 @@ func (r *Runner) unclaimedOrphan(pi procInfo) bool {
 }
 
 // reapOrphans reaps zombies re-parented to us that belonged to this execution,
-// one pid at a time, never "any child" (see EnableSubreaper).
+// one pid at a time, never "any child" (see EnableSubreaper); the /proc scan
+// it takes is shared with the executions ending at the same time (reapFor).
 func (p *Process) reapOrphans() {
-	self := p.r.self
 	if !hasZombieChild() {
 		return // the common case, without a /proc scan
 	}
-	snap := snapshot()
-	p.mu.Lock()
-	tracked := make(map[int]uint64, len(p.tracked))
-	for k, v := range p.tracked {
-		tracked[k] = v
+	if p.cg != nil && p.cg.noTasksCharged() {
+		return // the zombie is another execution's: none of ours is left
 	}
-	p.mu.Unlock()
-	for pid, pi := range snap {
-		if pi.ppid != self || pi.state != 'Z' || pid == p.pid || p.r.isMain(pid, pi.start) {
-			continue
-		}
-		ours := tracked[pid] == pi.start && pi.start != 0
-		if !ours && p.cg != nil {
-			if cgs, ok := cgroupOf(pid); ok && cgs.v2 == p.r.parentRel+"/"+p.name {
-				ours = true
-			}
-		}
-		if ours {
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-		}
-	}
+	p.r.reapFor(p)
 }
 
 func (r *Runner) isMain(pid int, start uint64) bool {

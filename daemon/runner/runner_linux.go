@@ -31,6 +31,7 @@ type Runner struct {
 	live map[*Process]struct{}
 
 	cleanup sync.WaitGroup // cgroup directories being removed
+	reaper  orphanReaper   // one /proc scan for the executions ending together
 
 	netns  *netnsPool  // nil: no pool (Options.NoPool, or no network namespaces)
 	cgPool *cgroupPool // nil: no pool (Options.NoPool, or no cgroups)

@@ -719,3 +719,32 @@ func killCgroupLeftovers(t *testing.T, pooled bool) {
 		t.Errorf("cgroup %s not removed", dir)
 	}
 }
+
+// Executions ending together share the /proc scan that reaps their orphans
+// (reapFor), and skip it when their pids controller charges no task: each
+// one's double-forked grandchild must still be gone, not a zombie, by the
+// time its own Wait returns.
+func TestOrphansReapedWhenManyEndTogether(t *testing.T) {
+	for _, m := range modes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			r := newRunner(t, m.opts)
+			const n = 12
+			var wg sync.WaitGroup
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := sh(`( sleep 300 & echo $! ); sleep 0.2`)
+					s.PidsMax = 64 // a pids controller: its count says whether a zombie is left (noTasksCharged)
+					p := start(t, r, s)
+					gc := atoi(t, firstLine(t, p))
+					if res := p.Wait(); res.Status != StatusSucceeded {
+						t.Errorf("status %s", res.Status)
+					}
+					assertGone(t, gc, "grandchild")
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}

@@ -42,10 +42,12 @@ func Bin(t testing.TB, name string) string {
 			binDir = d
 			return
 		}
+		sweepBinDirs()
 		binDir, buildErr = os.MkdirTemp("", "termd-bin-")
 		if buildErr != nil {
 			return
 		}
+		markOwner(binDir)
 		_ = os.Chmod(binDir, 0o755) // tests run clients as other uids
 		args := []string{"build", "-o", binDir + string(os.PathSeparator)}
 		if raceEnabled {

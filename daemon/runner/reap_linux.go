@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// orphanReaper shares one /proc scan among the executions ending at the same
+// time. Every ending execution must reap the zombies of its orphans (they are
+// re-parented to us as subreaper, see EnableSubreaper) before its result, and
+// finding them takes a scan of /proc; with many sessions at once the peek
+// before it (hasZombieChild) is nearly always positive, because some other
+// execution's main process is a zombie at that moment, and a scan per
+// execution was a quarter of the daemon's CPU. Like the receipt store's group
+// commit, executions queue for the next scan, one goroutine scans for all of
+// them, and each returns once a scan started after it queued has reaped what
+// was its own.
+type orphanReaper struct {
+	mu      sync.Mutex
+	waiting []*Process
+	next    chan struct{} // closed when the scan serving waiting is done
+	running bool
+}
+
+// reapFor returns after one /proc scan that began after p queued has reaped
+// p's orphan zombies.
+func (r *Runner) reapFor(p *Process) {
+	g := &r.reaper
+	g.mu.Lock()
+	if g.next == nil {
+		g.next = make(chan struct{})
+	}
+	g.waiting = append(g.waiting, p)
+	done := g.next
+	if !g.running {
+		g.running = true
+		go r.reapLoop()
+	}
+	g.mu.Unlock()
+	<-done
+}
+
+func (r *Runner) reapLoop() {
+	g := &r.reaper
+	for {
+		g.mu.Lock()
+		batch, done := g.waiting, g.next
+		if len(batch) == 0 {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		g.waiting, g.next = nil, make(chan struct{})
+		g.mu.Unlock()
+		r.reapBatch(batch)
+		close(done)
+	}
+}
+
+// reapBatch reaps, one pid at a time and never "any child", each zombie child
+// of ours that one of batch's executions left: a process it tracked (same pid
+// and start time) or one whose cgroup was its cgroup.
+func (r *Runner) reapBatch(batch []*Process) {
+	type owner struct {
+		tracked map[int]uint64
+		main    int
+	}
+	owners := make([]owner, 0, len(batch))
+	cgNames := map[string]bool{}
+	for _, p := range batch {
+		p.mu.Lock()
+		tracked := make(map[int]uint64, len(p.tracked))
+		for k, v := range p.tracked {
+			tracked[k] = v
+		}
+		owners = append(owners, owner{tracked: tracked, main: p.pid})
+		p.mu.Unlock()
+		if p.cg != nil {
+			cgNames[r.parentRel+"/"+p.name] = true
+		}
+	}
+	for pid, pi := range snapshot() {
+		if pi.ppid != r.self || pi.state != 'Z' || r.isMain(pid, pi.start) {
+			continue
+		}
+		ours := false
+		for _, o := range owners {
+			if pid != o.main && pi.start != 0 && o.tracked[pid] == pi.start {
+				ours = true
+				break
+			}
+		}
+		if !ours && len(cgNames) > 0 {
+			if cgs, ok := cgroupOf(pid); ok && cgNames[cgs.v2] {
+				ours = true
+			}
+		}
+		if ours {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+// noTasksCharged reports whether the execution's pids controller (v1 on
+// hybrid hosts, else v2) charges no task any more. A zombie stays charged to
+// its cgroup until it is reaped, so once the main process is reaped, 0 means
+// no orphan of this execution is left to reap and no /proc scan is needed.
+// False when there is no pids controller to ask.
+func (cg *execCgroup) noTasksCharged() bool {
+	dir := cg.v1["pids"]
+	if dir == "" && slices.Contains(cg.controllers, "pids") {
+		dir = cg.v2
+	}
+	if dir == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	return err == nil && strings.TrimSpace(string(b)) == "0"
+}
