@@ -134,6 +134,7 @@ func canonicalLines(w io.Writer, p *termdv1.Plan) error {
 		"  program sha256", d.GetBinarySha256(),
 		"  cwd", d.GetCwd(),
 		"  env", strings.Join(env, " "),
+		"  credentials", strings.Join(d.GetCredentials(), " "),
 		"  mode", modeWord(d.GetMode()),
 		"  timeout", timeout,
 		"  network", yesNo(d.GetNetwork()),

@@ -58,6 +58,8 @@ var minRole = map[string]config.Role{
 	"/termd.v1.PolicyService/CheckPolicy":  config.RoleViewer,
 	"/termd.v1.PolicyService/GetPolicy":    config.RoleViewer,
 	"/termd.v1.PolicyService/ReloadPolicy": config.RoleOperator,
+	// Agents see the credentials they may ask for; operators see all.
+	"/termd.v1.PolicyService/ListCredentials": config.RoleAgent,
 
 	"/termd.v1.AdviserService/Advise": config.RoleAgent,
 
