@@ -95,7 +95,7 @@ func TestCredentialByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokenFile := filepath.Join(secrets, "gh_token")
-	token := "ghp_" + strings.Repeat("Zq7", 12)
+	token := "plainvalue" + strings.Repeat("Zq7", 12) // no secret shape: only the credential redactor can catch it
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ credentials:
 
 	// Rotation: the next execution reads the new value (the server now
 	// wants it), and the new value is redacted too.
-	rotated := "ghp_" + strings.Repeat("Rt9", 12)
+	rotated := "plainvalue" + strings.Repeat("Rt9", 12)
 	if err := os.WriteFile(tokenFile, []byte(rotated+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
