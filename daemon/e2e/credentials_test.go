@@ -1,17 +1,20 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +71,60 @@ func gitServer(t *testing.T, tokenFile string) string {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + ln.Addr().String() + "/repo.git"
+}
+
+// restGateway starts termd-gateway (operator token) in front of d and
+// returns a function that GETs or POSTs a REST path and returns the body.
+func restGateway(t *testing.T, d *harness.Daemon) func(method, path, body string) string {
+	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "gateway.token")
+	cmd := exec.Command(harness.Bin(t, "termd-gateway"), "--socket", d.Socket, "--listen", "127.0.0.1:0", "--token-file", tokenFile)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, u, ok := strings.Cut(sc.Text(), "url=http://"); ok {
+				select {
+				case base <- "http://" + strings.Fields(u)[0]:
+				default:
+				}
+			}
+		}
+	}()
+	var root string
+	select {
+	case root = <-base:
+	case <-time.After(60 * time.Second):
+		t.Fatal("termd-gateway did not start")
+	}
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(method, path, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, root+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %s\n%s", method, path, resp.Status, b)
+		}
+		return string(b)
+	}
 }
 
 // credHelper is the run user's git credential helper: it answers git with
@@ -144,6 +201,14 @@ credentials:
 	var surfaces bytes.Buffer // everything a person or an agent could read
 	show := func(what string, s string) { fmt.Fprintf(&surfaces, "\n== %s\n%s", what, s) }
 	ctx := ctxT(t)
+	rest := restGateway(t, d)
+	show("REST credentials", rest("GET", "/v1/credentials", ""))
+	// REST takes the field too (an operator's plan through the gateway).
+	viaREST := rest("POST", "/v1/plans", `{"request":{"argv":["git","ls-remote",`+strconv.Quote(url)+`],"credentials":["GH_TOKEN"]}}`)
+	show("REST plan create", viaREST)
+	if !strings.Contains(viaREST, `"credentials":["GH_TOKEN"]`) || !strings.Contains(viaREST, "PLAN_STATE_AWAITING_APPROVAL") {
+		t.Fatalf("a plan through REST with a credential:\n%s", viaREST)
+	}
 
 	// termctl credentials: the agent sees GH_TOKEN, not the operator's.
 	out, errOut, code := agent("credentials")
@@ -173,6 +238,13 @@ credentials:
 		show("operator pending", pend+pendErr)
 		if !strings.Contains(pend, "credentials:") || !strings.Contains(pend, "GH_TOKEN") {
 			t.Fatalf("termctl pending must show the credential's name:\n%s", pend)
+		}
+		// The console's approval page reads these REST routes.
+		queue := rest("GET", "/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200", "")
+		show("REST approval queue", queue)
+		show("REST plan", rest("GET", "/v1/plans/"+p.Id, ""))
+		if !strings.Contains(queue, `"credentials":["GH_TOKEN"]`) {
+			t.Fatalf("the approval queue must show the credential's name:\n%s", queue)
 		}
 		if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
 			t.Fatal(err)
