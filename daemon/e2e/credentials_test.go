@@ -127,6 +127,9 @@ func restGateway(t *testing.T, d *harness.Daemon) func(method, path, body string
 	}
 }
 
+// fileProbe reads an inject: file credential with shell builtins only.
+const fileProbe = `echo "path $FILE_TOKEN"; IFS= read -r v < "$FILE_TOKEN"; echo "value $v"`
+
 // credHelper is the run user's git credential helper: it answers git with
 // the token from GH_TOKEN, and (to prove redaction) also prints the value
 // and its base64 on stderr, which git passes through.
@@ -183,6 +186,7 @@ func TestCredentialByReference(t *testing.T) {
 		}
 		pol = strings.Replace(pol, old, repl, 1)
 	}
+	pol += fmt.Sprintf("  - {id: test.credfile, program: sh, exact: [sh, -c, %q], decision: allow, risk: high, reason: \"test: reads an injected credential file\"}\n", fileProbe)
 	d := harness.Start(t, harness.Options{Policy: pol, Config: `socket_group: "65534"
 roles:
   agents:
@@ -194,6 +198,10 @@ credentials:
   - name: OPS_TOKEN
     file: ` + tokenFile + `
     principals: {uids: [0]}
+  - name: FILE_TOKEN
+    file: ` + tokenFile + `
+    programs: [sh]
+    inject: file
 `})
 	agent := func(args ...string) (string, string, int) {
 		return d.RunAs(harness.Nobody, "termctl", nil, args...)
@@ -217,7 +225,7 @@ credentials:
 		t.Fatalf("agent's credentials list (exit %d):\n%s%s", code, out, errOut)
 	}
 	ops, err := d.Client.Policy.ListCredentials(ctx, &termdv1.ListCredentialsRequest{})
-	if err != nil || len(ops.Credentials) != 2 || !ops.Credentials[0].Readable {
+	if err != nil || len(ops.Credentials) != 3 || !ops.Credentials[0].Readable {
 		t.Fatalf("operator's list: %v %v", ops, err)
 	}
 	show("operator credentials", protojson.Format(ops))
@@ -308,6 +316,26 @@ credentials:
 		t.Fatal(err)
 	}
 	_, receipt2 := runGit()
+
+	// inject: file: the variable names a file in the execution's private
+	// TMPDIR holding the value; the file is gone when the execution ends.
+	out, errOut, code = agent("plan", "-o", "json", "--mode", "confirm", "--credential", "FILE_TOKEN", "--", "sh", "-c", fileProbe)
+	var fp termdv1.Plan
+	if err := protojson.Unmarshal([]byte(out), &fp); err != nil || code != 0 {
+		t.Fatalf("file credential plan: %v\n%s%s", err, out, errOut)
+	}
+	if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: fp.Id, RequestHash: fp.Decision.RequestHash}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = agent("execute", fp.Id, "--follow")
+	show("file credential run", out+errOut)
+	path, _, _ := strings.Cut(strings.TrimPrefix(out, "path "), "\n")
+	if code != 0 || !strings.Contains(out, "value [REDACTED]") || !strings.Contains(path, "/.tmp/") || !strings.HasSuffix(path, "/termd-credential-FILE_TOKEN") {
+		t.Fatalf("inject: file: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the credential file %s outlived its execution: %v", path, err)
+	}
 
 	// A group-readable credential file is refused, naming file, mode, fix.
 	if err := os.Chmod(tokenFile, 0o640); err != nil {
