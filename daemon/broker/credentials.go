@@ -65,12 +65,13 @@ func (b *Broker) credentialScopes(caller *termdv1.Principal) map[string]policy.C
 }
 
 // ListCredentials lists credentials without values: every one for
-// operators, the ones the caller may ask for otherwise.
+// operators, the ones an agent may ask for, none for viewers (they cannot
+// plan).
 func (b *Broker) ListCredentials(_ context.Context, caller *termdv1.Principal) ([]*termdv1.CredentialInfo, error) {
 	cfg := b.Config()
 	var out []*termdv1.CredentialInfo
 	for _, cr := range cfg.Credentials {
-		if !isOperator(caller) && !mayAsk(caller, cr) {
+		if !isOperator(caller) && (caller.GetRole() != termdv1.Role_ROLE_AGENT || !mayAsk(caller, cr)) {
 			continue
 		}
 		info := &termdv1.CredentialInfo{

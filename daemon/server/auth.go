@@ -60,8 +60,9 @@ var minRole = map[string]config.Role{
 	"/termd.v1.PolicyService/CheckPolicy":  config.RoleViewer,
 	"/termd.v1.PolicyService/GetPolicy":    config.RoleViewer,
 	"/termd.v1.PolicyService/ReloadPolicy": config.RoleOperator,
-	// Agents see the credentials they may ask for; operators see all.
-	"/termd.v1.PolicyService/ListCredentials": config.RoleAgent,
+	// Operators see every credential, agents the ones they may ask for,
+	// viewers (who cannot plan) none.
+	"/termd.v1.PolicyService/ListCredentials": config.RoleViewer,
 
 	"/termd.v1.AdviserService/Advise": config.RoleAgent,
 
