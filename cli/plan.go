@@ -82,6 +82,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"command", command,
 		"program", d.GetResolvedPath(),
 		"cwd", d.GetCwd(),
+		"credentials", strings.Join(credentialNames(p), " "),
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
@@ -110,6 +111,15 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 	return nil
 }
 
+// credentialNames are the credentials a plan receives (the request's when
+// the policy refused it before deciding them).
+func credentialNames(p *termdv1.Plan) []string {
+	if c := p.GetDecision().GetCredentials(); len(c) > 0 {
+		return c
+	}
+	return p.GetRequest().GetCredentials()
+}
+
 // canonicalLines writes the canonical request a plan stands for: what an
 // approver approves, field by field, ending with its hash.
 func canonicalLines(w io.Writer, p *termdv1.Plan) error {
@@ -134,6 +144,7 @@ func canonicalLines(w io.Writer, p *termdv1.Plan) error {
 		"  program sha256", d.GetBinarySha256(),
 		"  cwd", d.GetCwd(),
 		"  env", strings.Join(env, " "),
+		"  credentials", strings.Join(d.GetCredentials(), " "),
 		"  mode", modeWord(d.GetMode()),
 		"  timeout", timeout,
 		"  network", yesNo(d.GetNetwork()),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -25,6 +26,8 @@ type requestFlags struct {
 	env     []string
 	timeout time.Duration
 	sandbox string
+	// credentials are names of credentials the command receives.
+	credentials []string
 	// tty asks for a pseudo-terminal (run --tty); nil: none.
 	tty *termdv1.TerminalOptions
 }
@@ -37,6 +40,7 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	fs.StringVar(&f.cwd, "cwd", "", "working directory; must be inside a workspace (default: the current directory)")
 	fs.StringVar(&f.command, "command", "", "the command as one string, split like a shell would but never run by one (instead of ARGV)")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable `K=V` for the command (repeatable; only names the policy allows)")
+	fs.StringArrayVar(&f.credentials, "credential", nil, "credential `NAME` the command receives in its environment (repeatable; `termctl credentials` lists yours); termd reads the value when it runs, you never see it")
 	fs.StringVar(&f.mode, "mode", "", "policy mode: inspect, confirm or trusted (default: the policy's)")
 	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox profile: read-only or workspace-write (default: the policy's; a program without a grammar runs read-only unless given workspace-write, which makes it project code)")
 	if withTimeout {
@@ -131,9 +135,18 @@ func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {
 		}
 		req.TimeoutSeconds = uint32(secs)
 	}
+	for _, n := range f.credentials {
+		if !credentialName.MatchString(n) {
+			return nil, usageErr(fmt.Errorf("--credential %q: give a credential's name such as GH_TOKEN (`termctl credentials` lists yours), never its value", n))
+		}
+	}
+	req.Credentials = f.credentials
 	req.Tty = f.tty
 	return req, nil
 }
+
+// credentialName is the shape of a credential's name.
+var credentialName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
 func usageErr(err error) error { return exitWith(ExitUsage, err) }
 

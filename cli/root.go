@@ -218,7 +218,7 @@ var verbs = []struct {
 	{"run", newAttach}, {"run", newSend}, {"run", newScreen},
 	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny}, {"approve", newGrants},
 	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
-	{"more", newAsk}, {"more", newStatus}, {"more", newVersion},
+	{"more", newAsk}, {"more", newStatus}, {"more", newVersion}, {"more", newCredentials},
 }
 
 // Main runs termctl with the process's arguments and returns the exit code.

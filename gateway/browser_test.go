@@ -31,7 +31,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		harness.Missing(t, "node is not installed: install Node.js 18 or later")
 	}
-	d := harness.Start(t, harness.Options{AskWrites: true}) // touch is the page's command that needs approval
+	// A credential the console's plan form asks for by name; its value must
+	// appear nowhere on the pages.
+	credDir, err := os.MkdirTemp("", "termd-console-cred-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(credDir) })
+	credValue := "consoleCredentialValue0123456789"
+	if err := os.WriteFile(filepath.Join(credDir, "token"), []byte(credValue), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := harness.Start(t, harness.Options{AskWrites: true, // touch is the page's command that needs approval
+		Config: "credentials:\n  - {name: CONSOLE_TOKEN, file: " + filepath.Join(credDir, "token") + ", programs: [git]}\n"})
 	// A recipe that prints, waits and prints again: the page is reloaded while it runs.
 	if err := os.WriteFile(filepath.Join(d.Workspace, "Makefile"), []byte("slow:\n\t@echo before\n\t@sleep 3\n\t@echo after\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -45,7 +57,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	g := startGateway(t, d)
 	cmd := exec.Command(node, "console.test.mjs")
 	cmd.Dir = e2e
-	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace)
+	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace, "TERMD_TEST_CREDENTIAL_VALUE="+credValue)
 	out, err := cmd.CombinedOutput()
 	t.Logf("console.test.mjs:\n%s", out)
 	if err != nil {

@@ -44,6 +44,7 @@ type PlanInput struct {
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
 	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"sandbox profile: read-only or workspace-write (default: the policy's choice; a program the policy has no grammar for runs read-only, so if it fails with permission denied because it must write in the workspace, plan it again with workspace-write)"`
+	Credentials    []string          `json:"credentials,omitempty" jsonschema:"names of credentials (secrets an operator defined, e.g. GH_TOKEN) the command receives in its environment; you name them, termd supplies the values and you never see them. A plan receiving a credential needs a person's approval unless a grant covers it"`
 	TTY            *TTYInput         `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
 }
 
@@ -419,7 +420,7 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 	if err != nil {
 		return nil, nil, err
 	}
-	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty}
+	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty, Credentials: in.Credentials}
 	sid, pooled, err := b.session(ctx, req, in.SessionID)
 	if err != nil {
 		return nil, nil, failure(err, "")

@@ -30,6 +30,7 @@ type DecisionView struct {
 	PolicyVersion string            `json:"policy_version,omitempty"`
 	RequestHash   string            `json:"request_hash,omitempty"`
 	Sandbox       string            `json:"sandbox,omitempty" jsonschema:"how the kernel confines the command: read-only or workspace-write, network or not, and how fully this host enforces it"`
+	Credentials   []string          `json:"credentials,omitempty" jsonschema:"names of the credentials the command receives (never values)"`
 }
 
 // PreviewView says what a plan would do.
@@ -161,6 +162,7 @@ func decisionView(d *termdv1.Decision) *DecisionView {
 		TimeoutSecs:   d.GetTimeoutSeconds(),
 		PolicyVersion: d.GetPolicyVersion(),
 		RequestHash:   d.GetRequestHash(),
+		Credentials:   d.GetCredentials(),
 	}
 }
 

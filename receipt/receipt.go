@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.3"
+const SchemaVersion = "1.4"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -111,8 +111,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.3 receipt. Field names are part of the published
-// schema (schema/receipt-1.3.json); do not rename them.
+// Receipt is a schema 1.4 receipt. Field names are part of the published
+// schema (schema/receipt-1.4.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -168,6 +168,10 @@ type Receipt struct {
 	// Terminal is the pseudo-terminal of a PTY execution and what was
 	// typed into it (schema 1.3; absent for ordinary executions).
 	Terminal *Terminal `json:"terminal,omitempty"`
+
+	// Credentials are the names of the credentials the execution received
+	// (schema 1.4; absent when none). Never a value.
+	Credentials []string `json:"credentials,omitempty"`
 
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`

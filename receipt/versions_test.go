@@ -21,8 +21,9 @@ func testReceipt() *Receipt {
 	}
 }
 
-// Receipts are written as 1.3 (the sandbox record of 1.1, grant_id of 1.2,
-// the terminal of 1.3); receipts written as 1.2 before terminals,
+// Receipts are written as 1.4 (the sandbox record of 1.1, grant_id of 1.2,
+// the terminal of 1.3, credentials of 1.4); receipts written as 1.3 before
+// credentials, as 1.2 before terminals,
 // receipts written as 1.0 before the sandbox and as 1.1 before grants keep
 // verifying against their own schema, and an older receipt cannot carry a
 // newer member.
@@ -49,8 +50,25 @@ func TestSchemaVersionsVerify(t *testing.T) {
 		{Seq: 1, At: time.Now(), By: "agent", Kind: "input", Text: "1+1<ENTER>", SHA256: strings.Repeat("f", 64)},
 		{Seq: 2, At: time.Now(), By: "root", Kind: "input_taken"},
 	}}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.3" {
-		t.Fatalf("a 1.3 receipt with its sandbox, grant and terminal inputs: %v (schema %s)", err, cur.SchemaVersion)
+	cur.Credentials = []string{"GH_TOKEN", "NPM_TOKEN"}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.4" {
+		t.Fatalf("a 1.4 receipt with its sandbox, grant, terminal inputs and credentials: %v (schema %s)", err, cur.SchemaVersion)
+	}
+	badCred := testReceipt()
+	badCred.Credentials = []string{"gh token"}
+	if _, err := VerifyJSON(sign(badCred), keys); err == nil {
+		t.Fatal("a credential that is not a name passed the schema")
+	}
+
+	v13 := testReceipt()
+	v13.SchemaVersion = "1.3"
+	v13.Terminal = cur.Terminal
+	if _, err := VerifyJSON(sign(v13), keys); err != nil {
+		t.Fatalf("a 1.3 receipt no longer verifies: %v", err)
+	}
+	v13.Credentials = cur.Credentials
+	if _, err := VerifyJSON(sign(v13), keys); err == nil || !strings.Contains(err.Error(), "1.3") {
+		t.Fatalf("a 1.3 receipt with credentials must not match schema 1.3: %v", err)
 	}
 
 	v12 := testReceipt()

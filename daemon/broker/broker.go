@@ -123,6 +123,10 @@ func (b *Broker) recover() error {
 				b.Log.Warn("killing leftovers of an interrupted execution", "execution", in.ExecutionID, "error", err)
 			}
 		}
+		// Its private TMPDIR may hold a credential file (inject: file).
+		if in.ExecutionID != "" && filepath.IsLocal(in.ExecutionID) {
+			_ = os.RemoveAll(filepath.Join(b.homeBase(), ".tmp", in.ExecutionID))
+		}
 		r := in.OutcomeUnknown(b.Now(), "termd stopped while this command was running; its outcome is unknown")
 		stored, err := b.Store.Append(r)
 		if err != nil {

@@ -64,6 +64,7 @@ func decisionProto(d policy.Decision) *termdv1.Decision {
 		ExecArgv:        slices.Clone(d.ExecArgv),
 		Sandbox:         sandboxProto(d.Sandbox),
 		Tty:             terminalProto(d.TTY),
+		Credentials:     slices.Clone(d.Credentials),
 	}
 	for _, s := range d.Steps {
 		out.Steps = append(out.Steps, &termdv1.PolicyStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})

@@ -54,6 +54,13 @@ type execRec struct {
 	// before the spawn and never changed.
 	hub *termHub
 
+	// redactor redacts everything this execution produces: termd's
+	// redactor plus the values (and encoded forms) of the credentials it
+	// received. Set before the spawn and never changed after.
+	redactor *receiptstore.Redactor
+	// credentials are the names of the credentials it received.
+	credentials []string
+
 	// launch confines the command (nil: no sandbox); sandbox is what the
 	// receipt records of it; tmp is its private TMPDIR, removed at the end.
 	launch  *launcher.Launch
@@ -322,6 +329,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		done:        make(chan struct{}),
 		begun:       begun,
 		storageTail: tail,
+		redactor:    b.Redactor,
 		e: &termdv1.Execution{
 			PlanId:    p.p.Id,
 			SessionId: s.id,
@@ -364,6 +372,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return nil, err
 	}
 	draft := b.draftReceipt(p, now)
+	draft.Credentials = e.credentials
 	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Network && b.Runner.Capabilities().NetNS)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.
@@ -575,6 +584,17 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	for k, v := range fixed {
 		env[k] = v
 	}
+	if len(d.Credentials) > 0 {
+		values, err := b.injectCredentials(d, env, tmp, uid, gid)
+		if err != nil {
+			return runner.Spec{}, err
+		}
+		var forms []string
+		for _, v := range values {
+			forms = append(forms, redactionForms(v)...)
+		}
+		e.redactor, e.credentials = b.Redactor.With(forms...), slices.Clone(d.Credentials)
+	}
 	envList := make([]string, 0, len(env))
 	for k, v := range env {
 		envList = append(envList, k+"="+v)
@@ -590,7 +610,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	}
 	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
 		ls := &liveStream{publish: func(at int64, data []byte) { b.publishOutput(e, s, at, data) }}
-		ls.red = b.Redactor.NewStream(eventWriter{ls}, 0)
+		ls.red = e.redactor.NewStream(eventWriter{ls}, 0)
 		e.out[s] = ls
 	}
 	outputCap := lim.OutputBytes
@@ -920,7 +940,7 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 		b.unlock()
 		return nil, err
 	}
-	proc, receiptID, ee := e.proc, e.e.ReceiptId, proto.Clone(e.e).(*termdv1.Execution)
+	proc, receiptID, ee, red := e.proc, e.e.ReceiptId, proto.Clone(e.e).(*termdv1.Execution), e.redactor
 	b.unlock()
 
 	var kept []byte
@@ -935,7 +955,7 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 		} else {
 			raw = raw[:max(0, len(raw)-receiptstore.DefaultHold)]
 		}
-		kept, total, done = []byte(b.Redactor.Redact(string(raw))), t, d
+		kept, total, done = []byte(red.Redact(string(raw))), t, d
 		done = false // the receipt, not the live buffer, is the final word
 	} else if receiptID != "" {
 		rc, err := b.Store.Get(receiptID)

@@ -182,6 +182,8 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
 		Sandbox: r.Sandbox,
 		TTY:     terminalRequest(r.Tty),
+		// Names only: values are read when an execution starts.
+		Credentials: slices.Clone(r.Credentials),
 	}, nil
 }
 
@@ -196,6 +198,9 @@ func requestBytes(r *termdv1.CommandRequest) int {
 	for k, v := range r.Env {
 		n += len(k) + len(v)
 	}
+	for _, c := range r.Credentials {
+		n += len(c)
+	}
 	return n
 }
 
@@ -207,6 +212,7 @@ func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 			ctx.Home = a.User.HomeDir
 		}
 	}
+	ctx.Credentials = b.credentialScopes(caller)
 	return ctx
 }
 

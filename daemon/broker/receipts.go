@@ -136,7 +136,8 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	if e.hub != nil {
 		r.Terminal = e.hub.receiptTerminal()
 	}
-	b.Redactor.RedactReceipt(r)
+	r.Credentials = e.credentials
+	e.redactor.RedactReceipt(r)
 	return r
 }
 

@@ -100,7 +100,7 @@ func (h *termHub) feed(off int64, chunk []byte) {
 	if len(h.watchers) == 0 {
 		return
 	}
-	c := &termdv1.OutputChunk{ExecutionId: h.e.id, Stream: termdv1.OutputStream_OUTPUT_STREAM_STDOUT, Offset: off, Data: []byte(h.b.Redactor.Redact(string(chunk)))}
+	c := &termdv1.OutputChunk{ExecutionId: h.e.id, Stream: termdv1.OutputStream_OUTPUT_STREAM_STDOUT, Offset: off, Data: []byte(h.e.redactor.Redact(string(chunk)))}
 	for w := range h.watchers {
 		select {
 		case w.ch <- c:
@@ -147,11 +147,11 @@ func (h *termHub) screenProto() *termdv1.Screen {
 	h.mu.Unlock()
 	return &termdv1.Screen{
 		Rows: uint32(snap.Rows), Cols: uint32(snap.Cols),
-		Lines:         h.b.Redactor.RedactAll(snap.Lines),
+		Lines:         h.e.redactor.RedactAll(snap.Lines),
 		CursorRow:     uint32(snap.CursorRow),
 		CursorCol:     uint32(snap.CursorCol),
 		Alternate:     snap.AltScreen,
-		Title:         h.b.Redactor.Redact(snap.Title),
+		Title:         h.e.redactor.Redact(snap.Title),
 		OutputOffset:  off,
 		CursorVisible: snap.CursorVisible,
 	}
@@ -409,7 +409,7 @@ func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *te
 			return nil, errdefs.Precondition("execution %s: writing to its terminal failed (%v); it has probably ended", e.id, err)
 		}
 		sum := sha256.Sum256(raw)
-		h.record(caller, "input", clipText(b.Redactor.Redact(shown), maxInputText), hex.EncodeToString(sum[:]), nil)
+		h.record(caller, "input", clipText(e.redactor.Redact(shown), maxInputText), hex.EncodeToString(sum[:]), nil)
 	}
 	out := &termdv1.SendInputResponse{}
 	if r.GetWait().GetWait() {
@@ -427,7 +427,7 @@ func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *te
 	if len(text) > maxOutputText {
 		text = "…" + text[len(text)-maxOutputText:]
 	}
-	out.OutputText = b.Redactor.Redact(text)
+	out.OutputText = e.redactor.Redact(text)
 	out.Screen = h.screenProto()
 	out.Execution = b.executionSnapshot(e)
 	return out, nil
@@ -520,7 +520,7 @@ func (b *Broker) GetScreen(_ context.Context, caller *termdv1.Principal, r *term
 	out.ScrollbackTotal = uint32(total)
 	if n := int(r.GetScrollbackLines()); n > 0 {
 		lines, _ := h.screen.Scrollback(max(total-n, 0), n)
-		out.Scrollback = b.Redactor.RedactAll(lines)
+		out.Scrollback = e.redactor.RedactAll(lines)
 	}
 	return out, nil
 }
@@ -583,14 +583,14 @@ func (b *Broker) AttachTerminal(ctx context.Context, caller *termdv1.Principal, 
 			h.publish(&termdv1.TerminalEvent{Kind: "detached", By: caller.GetName()})
 		}()
 	}
-	sp := &termdv1.Screen{Rows: uint32(screen.Rows), Cols: uint32(screen.Cols), Lines: b.Redactor.RedactAll(screen.Lines),
+	sp := &termdv1.Screen{Rows: uint32(screen.Rows), Cols: uint32(screen.Cols), Lines: e.redactor.RedactAll(screen.Lines),
 		CursorRow: uint32(screen.CursorRow), CursorCol: uint32(screen.CursorCol), Alternate: screen.AltScreen,
-		Title: b.Redactor.Redact(screen.Title), OutputOffset: screenOff, CursorVisible: screen.CursorVisible}
+		Title: e.redactor.Redact(screen.Title), OutputOffset: screenOff, CursorVisible: screen.CursorVisible}
 	if err := send(&termdv1.AttachTerminalResponse{Payload: &termdv1.AttachTerminalResponse_Screen{Screen: sp}}); err != nil {
 		return err
 	}
 	if len(replay) > 0 {
-		c := &termdv1.OutputChunk{ExecutionId: e.id, Stream: termdv1.OutputStream_OUTPUT_STREAM_STDOUT, Offset: replayAt, Data: []byte(b.Redactor.Redact(string(replay)))}
+		c := &termdv1.OutputChunk{ExecutionId: e.id, Stream: termdv1.OutputStream_OUTPUT_STREAM_STDOUT, Offset: replayAt, Data: []byte(e.redactor.Redact(string(replay)))}
 		if err := send(&termdv1.AttachTerminalResponse{Payload: &termdv1.AttachTerminalResponse_Output{Output: c}}); err != nil {
 			return err
 		}

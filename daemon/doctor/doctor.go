@@ -24,6 +24,7 @@ import (
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/credentials"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/internal/loopback"
@@ -80,6 +81,7 @@ func Run(o Options) []Check {
 	cs = append(cs, policyCheck(c))
 	cs = append(cs, roleChecks(c)...)
 	cs = append(cs, adviserChecks(c)...)
+	cs = append(cs, credentialChecks(c)...)
 	cs = append(cs, storageCheck(c))
 	if c.MetricsListen != "" {
 		add("metrics", OK, "Prometheus metrics on http://"+c.MetricsListen+"/metrics (loopback only)", "")
@@ -421,6 +423,30 @@ func storageCheck(c *config.Config) Check {
 		return Check{Area: "storage", Status: Warn, Message: msg + ": close to the floor", Fix: "free space on that filesystem before executions are refused"}
 	}
 	return Check{Area: "storage", Status: OK, Message: msg}
+}
+
+// credentialChecks says, per credential, whether its source can be read
+// now: names, sources and problems only, never a value.
+func credentialChecks(c *config.Config) []Check {
+	var cs []Check
+	for _, cr := range c.Credentials {
+		where := cr.SourceKind()
+		switch where {
+		case "file":
+			where += " " + cr.File
+		case "store":
+			where += " " + c.CredentialsFile
+		}
+		if ok, why := credentials.Readable(cr, c.CredentialsFile); !ok {
+			cs = append(cs, Check{Area: "credentials", Status: Warn, Message: "credential " + cr.Name + " (" + where + ") cannot be read now: " + why, Fix: "plans receiving it are refused when they start until this is fixed (docs/CREDENTIALS.md)"})
+			continue
+		}
+		cs = append(cs, Check{Area: "credentials", Status: OK, Message: "credential " + cr.Name + " (" + where + ") is readable"})
+		if len(cr.Programs) == 0 {
+			cs = append(cs, Check{Area: "credentials", Status: Warn, Message: "credential " + cr.Name + " may be given to any program", Fix: "scope it with programs: [...] (docs/CREDENTIALS.md, residual risk)"})
+		}
+	}
+	return cs
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

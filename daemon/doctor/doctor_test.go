@@ -109,3 +109,22 @@ func TestDoctorRolesAndBadConfig(t *testing.T) {
 	}
 	wantLine(t, out, `^FAIL +config +config is invalid: .*"soon" is not a duration`)
 }
+
+// Doctor names each credential and whether its source is readable, never
+// its value.
+func TestDoctorCredentials(t *testing.T) {
+	dir := t.TempDir()
+	const value = "doctor-must-not-print-this-value"
+	good, loose := filepath.Join(dir, "good"), filepath.Join(dir, "loose")
+	os.WriteFile(good, []byte(value), 0o600)
+	os.WriteFile(loose, []byte(value), 0o644)
+	cfg := filepath.Join(dir, "termd.yaml")
+	os.WriteFile(cfg, []byte("credentials:\n  - {name: GOOD_TOKEN, file: "+good+", programs: [git]}\n  - {name: LOOSE_TOKEN, file: "+loose+", programs: [git]}\n  - {name: ANY_TOKEN, file: "+good+"}\n"), 0o644)
+	out, _ := doctor(t, "--config", cfg, "--socket", filepath.Join(dir, "none.sock"), "--state-dir", filepath.Join(dir, "state"))
+	wantLine(t, out, `^OK +credentials +credential GOOD_TOKEN \(file .*/good\) is readable`)
+	wantLine(t, out, `^WARN +credentials +credential LOOSE_TOKEN .*has mode 0644.*chmod 600`)
+	wantLine(t, out, `^WARN +credentials +credential ANY_TOKEN may be given to any program`)
+	if strings.Contains(out, value) {
+		t.Fatalf("doctor printed a credential's value:\n%s", out)
+	}
+}

@@ -31,6 +31,9 @@ type Request struct {
 	Sandbox string
 	// TTY asks for a pseudo-terminal (terminal.go); nil: none.
 	TTY *Terminal
+	// Credentials names the credentials the command receives
+	// (credentials.go); their values never reach the policy.
+	Credentials []string
 }
 
 // Context is what the daemon knows, not the caller.
@@ -48,6 +51,9 @@ type Context struct {
 	// SandboxBy names what enforces it ("Landlock", "Seatbelt"), for the
 	// reasons a decision gives.
 	SandboxBy string
+	// Credentials are the credentials this caller may ask for, by name
+	// (others are "not defined for you", whether they exist or not).
+	Credentials map[string]CredentialScope
 }
 
 // Step is one stage of a decision, for explain.
@@ -85,8 +91,11 @@ type Decision struct {
 	// Sandbox is how the kernel confines the execution.
 	Sandbox SandboxProfile `json:"sandbox"`
 	// TTY is the terminal the command runs on (sizes defaulted), or nil.
-	TTY   *Terminal `json:"tty,omitempty"`
-	Steps []Step    `json:"steps"`
+	TTY *Terminal `json:"tty,omitempty"`
+	// Credentials are the names of the credentials the command receives,
+	// sorted.
+	Credentials []string `json:"credentials,omitempty"`
+	Steps       []Step   `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -104,6 +113,8 @@ type decideCtx struct {
 	home       string
 	sandbox    bool
 	sandboxBy  string
+	// credentials the caller may ask for (Context.Credentials).
+	credentials map[string]CredentialScope
 }
 
 type state struct {
@@ -134,7 +145,7 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 			d = Decision{Verdict: Deny, Risk: RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox, sandboxBy: ctx.SandboxBy}
+	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox, sandboxBy: ctx.SandboxBy, credentials: ctx.Credentials}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
 			dc.workspaces = append(dc.workspaces, resolveAbs(w, 0))
@@ -173,6 +184,9 @@ type canonRequest struct {
 	ProjectFiles  map[string]string `json:"project_files,omitempty"`
 	Sandbox       SandboxProfile    `json:"sandbox"`
 	TTY           *canonTerminal    `json:"tty,omitempty"`
+	// Credentials by name only; absent when none (so the hash of a request
+	// without credentials is what it was before they existed).
+	Credentials []string `json:"credentials,omitempty"`
 }
 
 // canonTerminal is a terminal in the canonical request, in the same units
@@ -198,7 +212,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
-		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox,
+		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, Credentials: d.Credentials,
 	}
 	if t := d.TTY; t != nil {
 		c.TTY = &canonTerminal{Rows: t.Rows, Cols: t.Cols, IdleMS: t.Idle.Milliseconds()}
@@ -338,6 +352,9 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 	}
 
 	p.decideArgv(argv, cwd, req, ctx, depth, s)
+	if depth == 0 {
+		p.checkCredentials(req, ctx, s)
+	}
 	return finish(s)
 }
 

@@ -138,6 +138,9 @@ type GrantBinding struct {
 	Risk          Risk              `json:"risk"`
 	Mode          Mode              `json:"mode"`
 	Env           map[string]string `json:"env,omitempty"`
+	// Credentials the grant covers (names): a plan receiving any other
+	// set is not covered.
+	Credentials []string `json:"credentials,omitempty"`
 }
 
 // BindingOf is the binding of an approved decision.
@@ -152,6 +155,7 @@ func BindingOf(d Decision) GrantBinding {
 		Risk:          d.Risk,
 		Mode:          d.Mode,
 		Env:           maps.Clone(d.Env),
+		Credentials:   slices.Clone(d.Credentials),
 	}
 }
 
@@ -178,6 +182,8 @@ func (g GrantBinding) Uncovered(d Decision) string {
 		return "it runs in another mode"
 	case !maps.Equal(d.Env, g.Env):
 		return "its environment differs"
+	case !slices.Equal(d.Credentials, g.Credentials):
+		return "it receives other credentials than the grant names (" + strings.Join(d.Credentials, ", ") + ")"
 	}
 	return ""
 }

@@ -619,6 +619,18 @@ func NewRedactor(secrets ...string) *Redactor {
 	return r
 }
 
+// With returns a new Redactor that removes r's secrets and the given values
+// too (an execution's credentials); r itself is unchanged.
+func (r *Redactor) With(secrets ...string) *Redactor {
+	r.mu.RLock()
+	n := &Redactor{secrets: append([]string(nil), r.secrets...)}
+	r.mu.RUnlock()
+	for _, s := range secrets {
+		n.AddSecret(s)
+	}
+	return n
+}
+
 // AddSecret adds a value to redact wherever it appears. Values shorter than
 // MinSecretLen are ignored.
 func (r *Redactor) AddSecret(s string) {

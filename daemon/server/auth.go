@@ -60,6 +60,9 @@ var minRole = map[string]config.Role{
 	"/termd.v1.PolicyService/CheckPolicy":  config.RoleViewer,
 	"/termd.v1.PolicyService/GetPolicy":    config.RoleViewer,
 	"/termd.v1.PolicyService/ReloadPolicy": config.RoleOperator,
+	// Operators see every credential, agents the ones they may ask for,
+	// viewers (who cannot plan) none.
+	"/termd.v1.PolicyService/ListCredentials": config.RoleViewer,
 
 	"/termd.v1.AdviserService/Advise": config.RoleAgent,
 

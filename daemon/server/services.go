@@ -252,6 +252,11 @@ func (s policySvc) GetPolicy(ctx context.Context, _ *termdv1.GetPolicyRequest) (
 	return s.b.GetPolicy(), nil
 }
 
+func (s policySvc) ListCredentials(ctx context.Context, _ *termdv1.ListCredentialsRequest) (*termdv1.ListCredentialsResponse, error) {
+	cs, err := s.b.ListCredentials(ctx, who(ctx))
+	return &termdv1.ListCredentialsResponse{Credentials: cs}, err
+}
+
 func (s policySvc) ReloadPolicy(ctx context.Context, _ *termdv1.ReloadPolicyRequest) (*termdv1.ReloadPolicyResponse, error) {
 	return s.b.ReloadPolicy()
 }

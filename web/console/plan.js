@@ -15,6 +15,7 @@ export function planFormView(main, ctx) {
   const command = h('input', { type: 'text', id: 'command', name: 'command', spellcheck: 'false', placeholder: 'e.g.  ls -la' });
   const cwd = h('input', { type: 'text', id: 'cwd', name: 'cwd', spellcheck: 'false', placeholder: 'first workspace root' });
   const env = h('textarea', { id: 'env', name: 'env', rows: 2, spellcheck: 'false', placeholder: 'NAME=value' });
+  const creds = h('input', { type: 'text', id: 'credentials', name: 'credentials', spellcheck: 'false', autocomplete: 'off', placeholder: 'e.g.  GH_TOKEN' });
   const mode = h('select', { id: 'mode', name: 'mode' },
     h('option', { value: '' }, 'policy default'),
     h('option', { value: 'MODE_INSPECT' }, 'inspect — read-only only'),
@@ -49,6 +50,7 @@ export function planFormView(main, ctx) {
     argvBox, cmdBox,
     h('label', { for: 'cwd' }, 'Working directory'), cwd,
     h('label', { for: 'env' }, 'Environment ', h('span', { class: 'hint' }, 'NAME=value per line; only allowlisted names')), env,
+    h('label', { for: 'credentials' }, 'Credentials ', h('span', { class: 'hint' }, 'names of secrets termd supplies (termctl credentials lists yours); never type a value here')), creds,
     h('div', { class: 'grid' },
       h('div', {}, h('label', { for: 'mode' }, 'Mode'), mode),
       h('div', {}, h('label', { for: 'timeout' }, 'Timeout (seconds)'), timeout)),
@@ -74,6 +76,10 @@ export function planFormView(main, ctx) {
       if (i <= 0) { clear(err, errorBox('Environment lines look like NAME=value: ' + line)); env.focus(); return; }
       req.env[line.slice(0, i).trim()] = line.slice(i + 1);
     }
+    const names = creds.value.split(/[\s,]+/).filter((s) => s !== '');
+    const bad = names.find((n) => !/^[A-Z_][A-Z0-9_]*$/.test(n));
+    if (bad !== undefined) { clear(err, errorBox('Credentials are names such as GH_TOKEN (capitals, digits, _), never values.')); creds.focus(); return; }
+    if (names.length) req.credentials = names;
     if (mode.value) req.mode = mode.value;
     if (timeout.value) req.timeout_seconds = Number(timeout.value);
     if (tty.checked) req.tty = { rows: 24, cols: 80 };
@@ -289,12 +295,13 @@ export function planView(main, ctx, id) {
         ['Writes', (p.writes || []).join(', ')],
         ['Network', p.network ? 'yes' : 'no'],
         ['Runs project code', p.runs_project_code ? 'yes' : 'no'],
+        ['Credentials', (d.credentials || []).length ? h('span', { id: 'plan-credentials' }, d.credentials.join(', ')) : ''],
         ['Sandbox', h('span', { id: 'sandbox' }, sandboxText(d.sandbox || p.sandbox))],
         ['Rules', (d.rules || []).join(', ')],
         ['Policy', d.policy_version]])]);
 
     // The canonical request: exactly what an approval is for.
-    const canon = { argv: d.argv, exec_argv: d.exec_argv, cwd: d.cwd, env: d.env, mode: d.mode, timeout_seconds: d.timeout_seconds,
+    const canon = { argv: d.argv, exec_argv: d.exec_argv, cwd: d.cwd, env: d.env, credentials: d.credentials, mode: d.mode, timeout_seconds: d.timeout_seconds,
       resolved_path: d.resolved_path, binary_sha256: d.binary_sha256, run_as: d.run_as };
     // Prefer the daemon's own canonical request (the bytes whose sha256 is the
     // hash); fall back to the decision's fields if the policy has changed since.

@@ -105,6 +105,23 @@ await test('sign in', async () => {
   await shot('signed-in');
 });
 
+await test('credential by name: the plan asks and shows the name, never the value', async () => {
+  await planForm({ argv: ['git', 'status'] });
+  await page.fill('#credentials', 'not a name');
+  await page.getByRole('button', { name: 'Plan', exact: true }).click();
+  await page.getByText('Credentials are names such as GH_TOKEN').waitFor();
+  await page.fill('#credentials', 'CONSOLE_TOKEN');
+  await submitPlan();
+  await page.locator('#plan-credentials', { hasText: 'CONSOLE_TOKEN' }).waitFor();
+  await page.locator('#approval-title', { hasText: 'Approval needed' }).waitFor();
+  must((await page.locator('#canonical').textContent()).includes('CONSOLE_TOKEN'), 'the canonical request does not name the credential');
+  must(!(await page.content()).includes(process.env.TERMD_TEST_CREDENTIAL_VALUE), 'the plan page holds the credential value');
+  await shot('credential-plan-awaiting-approval');
+  // Leave the approval queue empty for the tests that count it.
+  await page.getByRole('button', { name: 'Deny', exact: true }).click();
+  await page.waitForFunction(() => document.getElementById('approval-count').textContent === '');
+});
+
 await test('read-only command: live output and a verified receipt', async () => {
   await planForm({ argv: ['echo', 'hello from the console'] });
   await submitPlan();

@@ -363,6 +363,197 @@ func (x *ReloadPolicyResponse) GetPreviousVersion() string {
 	return ""
 }
 
+type ListCredentialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCredentialsRequest) Reset() {
+	*x = ListCredentialsRequest{}
+	mi := &file_termd_v1_policy_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCredentialsRequest) ProtoMessage() {}
+
+func (x *ListCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_policy_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*ListCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{6}
+}
+
+type ListCredentialsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Credentials   []*CredentialInfo      `protobuf:"bytes,1,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCredentialsResponse) Reset() {
+	*x = ListCredentialsResponse{}
+	mi := &file_termd_v1_policy_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCredentialsResponse) ProtoMessage() {}
+
+func (x *ListCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_policy_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*ListCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListCredentialsResponse) GetCredentials() []*CredentialInfo {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+// CredentialInfo describes a credential: its name, scopes and source, never
+// its value.
+type CredentialInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An environment variable name (GH_TOKEN).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Program names or absolute paths that may receive it; empty: any.
+	Programs []string `protobuf:"bytes,2,rep,name=programs,proto3" json:"programs,omitempty"`
+	// Who may ask for it ("user:alice", "group:dev", "role:agent",
+	// "token:ci", "uid:1001"); empty: anyone who may plan.
+	Principals []string `protobuf:"bytes,3,rep,name=principals,proto3" json:"principals,omitempty"`
+	// "file", "value" (in the config) or "store" (credentials_file).
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// The file read for "file" and "store"; empty for "value".
+	Path string `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`
+	// "env" (the variable holds the value) or "file" (it holds the path of a
+	// 0600 file in the execution's private TMPDIR).
+	Inject string `protobuf:"bytes,6,opt,name=inject,proto3" json:"inject,omitempty"`
+	// Whether the source can be read now, and if not, why.
+	Readable      bool   `protobuf:"varint,7,opt,name=readable,proto3" json:"readable,omitempty"`
+	Problem       string `protobuf:"bytes,8,opt,name=problem,proto3" json:"problem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CredentialInfo) Reset() {
+	*x = CredentialInfo{}
+	mi := &file_termd_v1_policy_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CredentialInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CredentialInfo) ProtoMessage() {}
+
+func (x *CredentialInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_policy_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CredentialInfo.ProtoReflect.Descriptor instead.
+func (*CredentialInfo) Descriptor() ([]byte, []int) {
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CredentialInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetPrograms() []string {
+	if x != nil {
+		return x.Programs
+	}
+	return nil
+}
+
+func (x *CredentialInfo) GetPrincipals() []string {
+	if x != nil {
+		return x.Principals
+	}
+	return nil
+}
+
+func (x *CredentialInfo) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetInject() string {
+	if x != nil {
+		return x.Inject
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetReadable() bool {
+	if x != nil {
+		return x.Readable
+	}
+	return false
+}
+
+func (x *CredentialInfo) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
+}
+
 var File_termd_v1_policy_proto protoreflect.FileDescriptor
 
 const file_termd_v1_policy_proto_rawDesc = "" +
@@ -388,11 +579,26 @@ const file_termd_v1_policy_proto_rawDesc = "" +
 	"\x14ReloadPolicyResponse\x12\x18\n" +
 	"\achanged\x18\x01 \x01(\bR\achanged\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12)\n" +
-	"\x10previous_version\x18\x03 \x01(\tR\x0fpreviousVersion2\xbf\x02\n" +
+	"\x10previous_version\x18\x03 \x01(\tR\x0fpreviousVersion\"\x18\n" +
+	"\x16ListCredentialsRequest\"U\n" +
+	"\x17ListCredentialsResponse\x12:\n" +
+	"\vcredentials\x18\x01 \x03(\v2\x18.termd.v1.CredentialInfoR\vcredentials\"\xda\x01\n" +
+	"\x0eCredentialInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bprograms\x18\x02 \x03(\tR\bprograms\x12\x1e\n" +
+	"\n" +
+	"principals\x18\x03 \x03(\tR\n" +
+	"principals\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x12\n" +
+	"\x04path\x18\x05 \x01(\tR\x04path\x12\x16\n" +
+	"\x06inject\x18\x06 \x01(\tR\x06inject\x12\x1a\n" +
+	"\breadable\x18\a \x01(\bR\breadable\x12\x18\n" +
+	"\aproblem\x18\b \x01(\tR\aproblem2\xb0\x03\n" +
 	"\rPolicyService\x12g\n" +
 	"\vCheckPolicy\x12\x1c.termd.v1.CheckPolicyRequest\x1a\x1d.termd.v1.CheckPolicyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/policy:check\x12X\n" +
 	"\tGetPolicy\x12\x1a.termd.v1.GetPolicyRequest\x1a\x1b.termd.v1.GetPolicyResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
-	"/v1/policy\x12k\n" +
+	"/v1/policy\x12o\n" +
+	"\x0fListCredentials\x12 .termd.v1.ListCredentialsRequest\x1a!.termd.v1.ListCredentialsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/credentials\x12k\n" +
 	"\fReloadPolicy\x12\x1d.termd.v1.ReloadPolicyRequest\x1a\x1e.termd.v1.ReloadPolicyResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/v1/policy:reloadB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
@@ -407,35 +613,41 @@ func file_termd_v1_policy_proto_rawDescGZIP() []byte {
 	return file_termd_v1_policy_proto_rawDescData
 }
 
-var file_termd_v1_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_termd_v1_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_termd_v1_policy_proto_goTypes = []any{
-	(*CheckPolicyRequest)(nil),   // 0: termd.v1.CheckPolicyRequest
-	(*CheckPolicyResponse)(nil),  // 1: termd.v1.CheckPolicyResponse
-	(*GetPolicyRequest)(nil),     // 2: termd.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),    // 3: termd.v1.GetPolicyResponse
-	(*ReloadPolicyRequest)(nil),  // 4: termd.v1.ReloadPolicyRequest
-	(*ReloadPolicyResponse)(nil), // 5: termd.v1.ReloadPolicyResponse
-	(*CommandRequest)(nil),       // 6: termd.v1.CommandRequest
-	(*Decision)(nil),             // 7: termd.v1.Decision
-	(Mode)(0),                    // 8: termd.v1.Mode
-	(*Limits)(nil),               // 9: termd.v1.Limits
+	(*CheckPolicyRequest)(nil),      // 0: termd.v1.CheckPolicyRequest
+	(*CheckPolicyResponse)(nil),     // 1: termd.v1.CheckPolicyResponse
+	(*GetPolicyRequest)(nil),        // 2: termd.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),       // 3: termd.v1.GetPolicyResponse
+	(*ReloadPolicyRequest)(nil),     // 4: termd.v1.ReloadPolicyRequest
+	(*ReloadPolicyResponse)(nil),    // 5: termd.v1.ReloadPolicyResponse
+	(*ListCredentialsRequest)(nil),  // 6: termd.v1.ListCredentialsRequest
+	(*ListCredentialsResponse)(nil), // 7: termd.v1.ListCredentialsResponse
+	(*CredentialInfo)(nil),          // 8: termd.v1.CredentialInfo
+	(*CommandRequest)(nil),          // 9: termd.v1.CommandRequest
+	(*Decision)(nil),                // 10: termd.v1.Decision
+	(Mode)(0),                       // 11: termd.v1.Mode
+	(*Limits)(nil),                  // 12: termd.v1.Limits
 }
 var file_termd_v1_policy_proto_depIdxs = []int32{
-	6, // 0: termd.v1.CheckPolicyRequest.request:type_name -> termd.v1.CommandRequest
-	7, // 1: termd.v1.CheckPolicyResponse.decision:type_name -> termd.v1.Decision
-	8, // 2: termd.v1.GetPolicyResponse.default_mode:type_name -> termd.v1.Mode
-	9, // 3: termd.v1.GetPolicyResponse.limits:type_name -> termd.v1.Limits
-	0, // 4: termd.v1.PolicyService.CheckPolicy:input_type -> termd.v1.CheckPolicyRequest
-	2, // 5: termd.v1.PolicyService.GetPolicy:input_type -> termd.v1.GetPolicyRequest
-	4, // 6: termd.v1.PolicyService.ReloadPolicy:input_type -> termd.v1.ReloadPolicyRequest
-	1, // 7: termd.v1.PolicyService.CheckPolicy:output_type -> termd.v1.CheckPolicyResponse
-	3, // 8: termd.v1.PolicyService.GetPolicy:output_type -> termd.v1.GetPolicyResponse
-	5, // 9: termd.v1.PolicyService.ReloadPolicy:output_type -> termd.v1.ReloadPolicyResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	9,  // 0: termd.v1.CheckPolicyRequest.request:type_name -> termd.v1.CommandRequest
+	10, // 1: termd.v1.CheckPolicyResponse.decision:type_name -> termd.v1.Decision
+	11, // 2: termd.v1.GetPolicyResponse.default_mode:type_name -> termd.v1.Mode
+	12, // 3: termd.v1.GetPolicyResponse.limits:type_name -> termd.v1.Limits
+	8,  // 4: termd.v1.ListCredentialsResponse.credentials:type_name -> termd.v1.CredentialInfo
+	0,  // 5: termd.v1.PolicyService.CheckPolicy:input_type -> termd.v1.CheckPolicyRequest
+	2,  // 6: termd.v1.PolicyService.GetPolicy:input_type -> termd.v1.GetPolicyRequest
+	6,  // 7: termd.v1.PolicyService.ListCredentials:input_type -> termd.v1.ListCredentialsRequest
+	4,  // 8: termd.v1.PolicyService.ReloadPolicy:input_type -> termd.v1.ReloadPolicyRequest
+	1,  // 9: termd.v1.PolicyService.CheckPolicy:output_type -> termd.v1.CheckPolicyResponse
+	3,  // 10: termd.v1.PolicyService.GetPolicy:output_type -> termd.v1.GetPolicyResponse
+	7,  // 11: termd.v1.PolicyService.ListCredentials:output_type -> termd.v1.ListCredentialsResponse
+	5,  // 12: termd.v1.PolicyService.ReloadPolicy:output_type -> termd.v1.ReloadPolicyResponse
+	9,  // [9:13] is the sub-list for method output_type
+	5,  // [5:9] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_policy_proto_init() }
@@ -450,7 +662,7 @@ func file_termd_v1_policy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_policy_proto_rawDesc), len(file_termd_v1_policy_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PolicyService_CheckPolicy_FullMethodName  = "/termd.v1.PolicyService/CheckPolicy"
-	PolicyService_GetPolicy_FullMethodName    = "/termd.v1.PolicyService/GetPolicy"
-	PolicyService_ReloadPolicy_FullMethodName = "/termd.v1.PolicyService/ReloadPolicy"
+	PolicyService_CheckPolicy_FullMethodName     = "/termd.v1.PolicyService/CheckPolicy"
+	PolicyService_GetPolicy_FullMethodName       = "/termd.v1.PolicyService/GetPolicy"
+	PolicyService_ListCredentials_FullMethodName = "/termd.v1.PolicyService/ListCredentials"
+	PolicyService_ReloadPolicy_FullMethodName    = "/termd.v1.PolicyService/ReloadPolicy"
 )
 
 // PolicyServiceClient is the client API for PolicyService service.
@@ -34,6 +35,10 @@ type PolicyServiceClient interface {
 	CheckPolicy(ctx context.Context, in *CheckPolicyRequest, opts ...grpc.CallOption) (*CheckPolicyResponse, error)
 	// GetPolicy returns the active policy in its canonical form.
 	GetPolicy(ctx context.Context, in *GetPolicyRequest, opts ...grpc.CallOption) (*GetPolicyResponse, error)
+	// ListCredentials lists the credentials a plan may ask for by name
+	// (docs/CREDENTIALS.md): operators see every one, others those they may
+	// ask for. Never a value.
+	ListCredentials(ctx context.Context, in *ListCredentialsRequest, opts ...grpc.CallOption) (*ListCredentialsResponse, error)
 	// ReloadPolicy reloads the policy file; a bad file keeps the last good policy.
 	ReloadPolicy(ctx context.Context, in *ReloadPolicyRequest, opts ...grpc.CallOption) (*ReloadPolicyResponse, error)
 }
@@ -66,6 +71,16 @@ func (c *policyServiceClient) GetPolicy(ctx context.Context, in *GetPolicyReques
 	return out, nil
 }
 
+func (c *policyServiceClient) ListCredentials(ctx context.Context, in *ListCredentialsRequest, opts ...grpc.CallOption) (*ListCredentialsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCredentialsResponse)
+	err := c.cc.Invoke(ctx, PolicyService_ListCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *policyServiceClient) ReloadPolicy(ctx context.Context, in *ReloadPolicyRequest, opts ...grpc.CallOption) (*ReloadPolicyResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReloadPolicyResponse)
@@ -86,6 +101,10 @@ type PolicyServiceServer interface {
 	CheckPolicy(context.Context, *CheckPolicyRequest) (*CheckPolicyResponse, error)
 	// GetPolicy returns the active policy in its canonical form.
 	GetPolicy(context.Context, *GetPolicyRequest) (*GetPolicyResponse, error)
+	// ListCredentials lists the credentials a plan may ask for by name
+	// (docs/CREDENTIALS.md): operators see every one, others those they may
+	// ask for. Never a value.
+	ListCredentials(context.Context, *ListCredentialsRequest) (*ListCredentialsResponse, error)
 	// ReloadPolicy reloads the policy file; a bad file keeps the last good policy.
 	ReloadPolicy(context.Context, *ReloadPolicyRequest) (*ReloadPolicyResponse, error)
 	mustEmbedUnimplementedPolicyServiceServer()
@@ -103,6 +122,9 @@ func (UnimplementedPolicyServiceServer) CheckPolicy(context.Context, *CheckPolic
 }
 func (UnimplementedPolicyServiceServer) GetPolicy(context.Context, *GetPolicyRequest) (*GetPolicyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPolicy not implemented")
+}
+func (UnimplementedPolicyServiceServer) ListCredentials(context.Context, *ListCredentialsRequest) (*ListCredentialsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCredentials not implemented")
 }
 func (UnimplementedPolicyServiceServer) ReloadPolicy(context.Context, *ReloadPolicyRequest) (*ReloadPolicyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReloadPolicy not implemented")
@@ -164,6 +186,24 @@ func _PolicyService_GetPolicy_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PolicyService_ListCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PolicyServiceServer).ListCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PolicyService_ListCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PolicyServiceServer).ListCredentials(ctx, req.(*ListCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _PolicyService_ReloadPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReloadPolicyRequest)
 	if err := dec(in); err != nil {
@@ -196,6 +236,10 @@ var PolicyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPolicy",
 			Handler:    _PolicyService_GetPolicy_Handler,
+		},
+		{
+			MethodName: "ListCredentials",
+			Handler:    _PolicyService_ListCredentials_Handler,
 		},
 		{
 			MethodName: "ReloadPolicy",

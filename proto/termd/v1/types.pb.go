@@ -655,7 +655,11 @@ type CommandRequest struct {
 	Sandbox string `protobuf:"bytes,7,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// Set: run the program on a pseudo-terminal (docs/TERMINALS.md). Part of
 	// the canonical request.
-	Tty           *TerminalOptions `protobuf:"bytes,8,opt,name=tty,proto3" json:"tty,omitempty"`
+	Tty *TerminalOptions `protobuf:"bytes,8,opt,name=tty,proto3" json:"tty,omitempty"`
+	// Credentials (names, docs/CREDENTIALS.md) the command receives in its
+	// environment; termd reads their values when it starts. Part of the
+	// canonical request by name only.
+	Credentials   []string `protobuf:"bytes,9,rep,name=credentials,proto3" json:"credentials,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -742,6 +746,13 @@ func (x *CommandRequest) GetSandbox() string {
 func (x *CommandRequest) GetTty() *TerminalOptions {
 	if x != nil {
 		return x.Tty
+	}
+	return nil
+}
+
+func (x *CommandRequest) GetCredentials() []string {
+	if x != nil {
+		return x.Credentials
 	}
 	return nil
 }
@@ -901,7 +912,9 @@ type Decision struct {
 	// How the kernel confines the execution; part of the canonical request.
 	Sandbox *SandboxProfile `protobuf:"bytes,21,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// The pseudo-terminal the execution runs on (sizes defaulted), when asked for.
-	Tty           *TerminalOptions `protobuf:"bytes,22,opt,name=tty,proto3" json:"tty,omitempty"`
+	Tty *TerminalOptions `protobuf:"bytes,22,opt,name=tty,proto3" json:"tty,omitempty"`
+	// The credentials (names, sorted) the execution receives.
+	Credentials   []string `protobuf:"bytes,23,rep,name=credentials,proto3" json:"credentials,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1086,6 +1099,13 @@ func (x *Decision) GetSandbox() *SandboxProfile {
 func (x *Decision) GetTty() *TerminalOptions {
 	if x != nil {
 		return x.Tty
+	}
+	return nil
+}
+
+func (x *Decision) GetCredentials() []string {
+	if x != nil {
+		return x.Credentials
 	}
 	return nil
 }
@@ -2581,7 +2601,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\xd1\x02\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\xf3\x02\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
@@ -2590,7 +2610,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x04mode\x18\x05 \x01(\x0e2\x0e.termd.v1.ModeR\x04mode\x12'\n" +
 	"\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x12\x18\n" +
 	"\asandbox\x18\a \x01(\tR\asandbox\x12+\n" +
-	"\x03tty\x18\b \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x1a6\n" +
+	"\x03tty\x18\b \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x12 \n" +
+	"\vcredentials\x18\t \x03(\tR\vcredentials\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
@@ -2602,7 +2623,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"PolicyStep\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xb5\x06\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xd7\x06\n" +
 	"\bDecision\x12+\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x11.termd.v1.VerdictR\averdict\x12\"\n" +
 	"\x04risk\x18\x02 \x01(\x0e2\x0e.termd.v1.RiskR\x04risk\x12\x18\n" +
@@ -2626,7 +2647,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x05steps\x18\x13 \x03(\v2\x14.termd.v1.PolicyStepR\x05steps\x12\x1b\n" +
 	"\texec_argv\x18\x14 \x03(\tR\bexecArgv\x122\n" +
 	"\asandbox\x18\x15 \x01(\v2\x18.termd.v1.SandboxProfileR\asandbox\x12+\n" +
-	"\x03tty\x18\x16 \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x1a6\n" +
+	"\x03tty\x18\x16 \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x12 \n" +
+	"\vcredentials\x18\x17 \x03(\tR\vcredentials\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +

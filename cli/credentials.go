@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+func newCredentials(a *app) *cobra.Command {
+	list := func(cmd *cobra.Command, _ []string) error {
+		ctx, c, err := a.dial(cmd)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Policy.ListCredentials(ctx, &termdv1.ListCredentialsRequest{})
+		if err != nil {
+			return fmt.Errorf("listing credentials: %w", err)
+		}
+		if ok, err := a.printData(resp); ok {
+			return err
+		}
+		if len(resp.Credentials) == 0 {
+			_, err := fmt.Fprintln(a.stdout, "no credentials you may ask for (an operator defines them under credentials: in termd's config; docs/CREDENTIALS.md)")
+			return err
+		}
+		rows := make([][]string, 0, len(resp.Credentials))
+		for _, cr := range resp.Credentials {
+			source := cr.Source
+			if cr.Path != "" {
+				source += " " + cr.Path
+			}
+			readable := "yes"
+			if !cr.Readable {
+				readable = "NO: " + cr.Problem
+			}
+			rows = append(rows, []string{cr.Name, orAny(cr.Programs), orAny(cr.Principals), source, cr.Inject, readable})
+		}
+		return table(a.stdout, []string{"NAME", "PROGRAMS", "PRINCIPALS", "SOURCE", "INJECT", "READABLE"}, rows)
+	}
+	cmd := &cobra.Command{
+		Use:   "credentials [list]",
+		Short: "List the credentials a plan may ask for by name (never values)",
+		Long: `A credential is a secret an operator defined in termd's config under a name
+(GH_TOKEN). A plan asks for it with ` + "`--credential NAME`" + `; termd reads the value when
+the command starts and puts it in the command's environment (or a private file),
+redacted from its output and receipt. Nobody reads a value through termd.
+
+credentials lists, for operators, every credential, and for others the ones
+they may ask for: name, the programs that may receive it, who may ask, where the
+value comes from, and whether termd can read it now (docs/CREDENTIALS.md).`,
+		Example: `  termctl credentials
+  termctl run --credential GH_TOKEN -- git ls-remote https://github.com/me/private.git`,
+		Args: cobra.NoArgs,
+		RunE: list,
+	}
+	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List credentials (the default)", Args: cobra.NoArgs, RunE: list})
+	return cmd
+}
+
+func orAny(ss []string) string {
+	if len(ss) == 0 {
+		return "any"
+	}
+	return strings.Join(ss, ",")
+}
