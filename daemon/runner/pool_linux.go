@@ -362,6 +362,9 @@ func (r *Runner) startPools() {
 	}
 	if r.parent != "" {
 		r.cgPool = newCgroupPool(r)
+		if r.caps.NetNS {
+			r.launchers = newLauncherPool(r)
+		}
 	}
 }
 
@@ -370,9 +373,11 @@ func (r *Runner) startPools() {
 func (r *Runner) refillPools() {
 	r.netns.refill()
 	r.cgPool.refill()
+	r.launchers.refill()
 }
 
 func (r *Runner) closePools() {
+	r.launchers.close()
 	r.netns.close()
 	r.cgPool.close()
 }
@@ -392,6 +397,14 @@ func (r *Runner) poolStatus() string {
 		parts = append(parts, "cgroups: made at spawn")
 	} else {
 		parts = append(parts, fmt.Sprintf("cgroups: %d ready", len(r.cgPool.ready)))
+	}
+	switch {
+	case r.launchers == nil:
+		parts = append(parts, "launchers: started at spawn")
+	case r.launchers.err.Load() != nil:
+		parts = append(parts, fmt.Sprintf("launchers: %d ready (last start failed: %v)", len(r.launchers.ready), *r.launchers.err.Load()))
+	default:
+		parts = append(parts, fmt.Sprintf("launchers: %d ready", len(r.launchers.ready)))
 	}
 	return strings.Join(parts, "; ")
 }

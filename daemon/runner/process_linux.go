@@ -27,9 +27,11 @@ type Process struct {
 	start uint64 // start ticks of the main process
 	cg    *execCgroup
 	netns bool
-	out   [2]*capture
-	pipes [2]*os.File // read ends (a PTY execution: the master, and no stderr)
-	tty   *terminal   // nil unless Spec.TTY
+	// prestarted: the main process is a pre-started launcher (launchpool_linux.go).
+	prestarted bool
+	out        [2]*capture
+	pipes      [2]*os.File // read ends (a PTY execution: the master, and no stderr)
+	tty        *terminal   // nil unless Spec.TTY
 
 	startedAt time.Time
 
@@ -103,6 +105,9 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 
 func (p *Process) spawn() (err error) {
 	r, spec := p.r, p.spec
+	if pl := r.launchers.claim(p.id, spec); pl != nil {
+		return p.spawnPooled(pl)
+	}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return err
