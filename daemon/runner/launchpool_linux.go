@@ -365,6 +365,7 @@ func (lp *launcherPool) close() {
 // meanwhile), and only after BeforeRelease the go-ahead to exec.
 func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	r, spec := p.r, p.spec
+	p.prestarted = true
 	p.cg, p.name, p.netns = pl.cg, filepath.Base(pl.cg.v2), true
 	p.pidfd = pl.pidfd
 	p.pipes = pl.out
@@ -407,7 +408,6 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	if pi, ok := readProc(pl.proc.Pid); ok {
 		st = pi.start
 	}
-	p.prestarted = true
 	p.mu.Lock()
 	p.proc = pl.proc
 	p.pid = pl.proc.Pid

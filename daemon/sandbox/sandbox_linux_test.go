@@ -402,3 +402,62 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 		t.Errorf("only %d of %d executions used a pre-started launcher (want at least %d)", pooledRuns, 3*len(cases), want)
 	}
 }
+
+// A pre-started launcher runs nothing before it is released: the command
+// has not run while BeforeRelease waits (the launcher has its configuration
+// and has confined itself by then), runs once it returns, and never runs
+// when it fails.
+func TestPooledLauncherWaitsForRelease(t *testing.T) {
+	f := newFixture(t)
+	defer f.run.Close()
+	if f.run.CgroupParent() == "" || !f.run.Capabilities().NetNS {
+		t.Skip("pre-started launchers need cgroups and network namespaces")
+	}
+	start := func(marker string, release func() error) (runner.Result, bool) {
+		t.Helper()
+		ro := workspaceWrite
+		ro.Exec = program.Exec(f.probe)
+		l, _, err := sandbox.Prepare(ro, f.paths, sandbox.Required, f.sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc, err := f.run.Start(runner.Spec{Path: f.probe, Argv: []string{f.probe, "write", marker}, Dir: f.ws, Timeout: 20 * time.Second,
+			NoNetwork: true, Launch: l, BeforeRelease: release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return proc.Wait(), proc.Prestarted()
+	}
+	start(filepath.Join(f.ws, "warm-up"), nil) // names the launcher: the pool fills
+	for i := 0; i < 3; i++ {
+		marker := filepath.Join(f.ws, fmt.Sprintf("ran-%d", i))
+		var early error
+		time.Sleep(50 * time.Millisecond)
+		res, pre := start(marker, func() error {
+			time.Sleep(300 * time.Millisecond)
+			if _, err := os.Stat(marker); err == nil {
+				early = fmt.Errorf("%s exists before the release", marker)
+			}
+			return nil
+		})
+		if early != nil {
+			t.Fatal(early)
+		}
+		if res.Err != nil || res.Status != runner.StatusSucceeded || !pre {
+			t.Fatalf("released run: %+v (pre-started %v)", res, pre)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("the command did not run after its release: %v", err)
+		}
+		refused := filepath.Join(f.ws, fmt.Sprintf("refused-%d", i))
+		time.Sleep(50 * time.Millisecond)
+		res, pre = start(refused, func() error { return fmt.Errorf("the intent could not be recorded") })
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "the intent could not be recorded") || !pre {
+			t.Fatalf("refused release: %v (pre-started %v)", res.Err, pre)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if _, err := os.Stat(refused); err == nil {
+			t.Fatal("the command ran although its release failed")
+		}
+	}
+}
