@@ -13,6 +13,10 @@
 // per execution on a slow-exec machine. The daemon does everything that needs
 // thought (the Landlock ruleset bound to the inodes it opened, the seccomp
 // program, the list of mounts); the launcher only applies them.
+//
+// A launcher may also be started ahead of its execution (Pooled): it then
+// gets its Config and descriptors on a socket, confines itself, and execs
+// only on the go-ahead.
 package launcher
 
 import (
@@ -23,7 +27,7 @@ import (
 
 // Descriptors the launcher receives besides stdin/stdout/stderr.
 const (
-	ConfigFD = 3 // the JSON Config, read to EOF before anything is done
+	ConfigFD = 3 // the Config (Encode), read to EOF before anything is done; a socket for a Pooled launcher
 	ReportFD = 4 // close-on-exec; a failure message is written here
 	FirstFD  = 5 // the first of the extra descriptors the Config refers to
 )
