@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -113,6 +114,7 @@ struct config {
 	int userns;
 	int new_mountns;
 	char *cwd;
+	int set_nice, nice;
 	int set_cred;
 	uid_t uid;
 	gid_t gid;
@@ -306,6 +308,9 @@ static void parse(char *buf, size_t len, struct config *c) {
 			c->new_mountns = 1;
 		} else if (!strcmp(key, "cwd")) {
 			c->cwd = val;
+		} else if (!strcmp(key, "nice")) {
+			c->set_nice = 1;
+			c->nice = number(key, val);
 		} else if (!strcmp(key, "drop_caps")) {
 			c->drop_caps = 1;
 		} else if (!strcmp(key, "no_new_privs")) {
@@ -419,12 +424,16 @@ static void enter_userns(void) {
 
 static void confine(struct config *c) {
 	// A pre-started launcher makes its private mount namespace itself (an
-	// inline one was cloned into it) and enters the command's directory
-	// (an inline one was started there), both before anything else.
+	// inline one was cloned into it), enters the command's directory (an
+	// inline one was started there) and takes the daemon's priority (an
+	// inline one inherited it), before anything else.
 	if (c->new_mountns && unshare(CLONE_NEWNS) < 0)
 		fail("sandbox: unshare(mount namespace): %s", strerror(errno));
 	if (c->cwd && chdir(c->cwd) < 0)
 		fail("chdir %s: %s", c->cwd, strerror(errno));
+	// It waited at a low priority; the command gets the daemon's.
+	if (c->set_nice && setpriority(PRIO_PROCESS, 0, c->nice) < 0)
+		fail("setpriority %d: %s", c->nice, strerror(errno));
 	if (c->userns)
 		enter_userns();
 	if (c->nmounts > 0) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -143,6 +144,11 @@ func newLauncherPool(r *Runner) *launcherPool {
 
 func (lp *launcherPool) fill() {
 	defer close(lp.done)
+	// The cgroups it makes are made at the pools' low priority too; the
+	// thread never forks (forkIn forks on one of its own), so it may end
+	// with the goroutine.
+	runtime.LockOSThread()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), poolNice)
 	for {
 		if path := lp.path.Load(); path != nil {
 			for len(lp.ready) < cap(lp.ready) { // only fill sends: never blocks
@@ -249,7 +255,10 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 		Files: []*os.File{devnull, child[0], child[1], sock, child[2]},
 		Sys:   sys,
 	}
-	proc, err := r.forkIn(cg, &nsfd, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil)
+	// It waits at the spawn pools' low priority, so that starting it does
+	// not compete with the executions running; it takes the daemon's own
+	// when it gets its execution (launchConfig).
+	proc, err := r.forkIn(cg, &nsfd, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil, poolNice)
 	if err != nil {
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}
@@ -391,6 +400,7 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	copy(env, spec.Env)
 	c := launchConfig(spec, env)
 	c.Cwd, c.MountNS = spec.Dir, spec.Launch.NewMountNS
+	c.SetNice, c.Nice = true, r.nice
 	err = pl.send(c.Encode(), spec.Launch.Files)
 	spec.Launch.Close() // the launcher holds its copies now
 	if err != nil {

@@ -362,7 +362,8 @@ func (r *Runner) startPools() {
 	}
 	if r.parent != "" {
 		r.cgPool = newCgroupPool(r)
-		if r.caps.NetNS {
+		if prio, err := unix.Getpriority(unix.PRIO_PROCESS, r.self); r.caps.NetNS && err == nil {
+			r.nice = 20 - prio // the raw call answers 20-nice
 			r.launchers = newLauncherPool(r)
 		}
 	}

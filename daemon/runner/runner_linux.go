@@ -37,6 +37,7 @@ type Runner struct {
 	// launchers: pre-started termd-launch processes (nil: Options.NoPool,
 	// or no cgroups or network namespaces).
 	launchers *launcherPool
+	nice      int // the daemon's nice value at start, which commands run with
 
 	// LeafMove says whether termd moved itself into a leaf cgroup at start
 	// (pure v2 with a delegated cgroup), for the daemon's log.

@@ -90,6 +90,10 @@ type Config struct {
 	// Cwd: the launcher enters this directory first (a pre-started
 	// launcher; an inline one is started in it). "" = stay.
 	Cwd string `json:"cwd,omitempty"`
+	// SetNice: the launcher sets its nice value to Nice first (a
+	// pre-started launcher waits at a low priority).
+	SetNice bool `json:"set_nice,omitempty"`
+	Nice    int  `json:"nice,omitempty"`
 
 	// Credentials to switch to (SetCred false: keep the launcher's).
 	SetCred bool     `json:"set_cred,omitempty"`
@@ -156,6 +160,9 @@ func (c Config) Encode() []byte {
 	}
 	if c.Cwd != "" {
 		kv("cwd", c.Cwd)
+	}
+	if c.SetNice {
+		kv("nice", strconv.Itoa(c.Nice))
 	}
 	if c.UserNS {
 		kv("userns", "1")

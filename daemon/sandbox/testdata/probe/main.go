@@ -63,7 +63,7 @@ func main() {
 		}
 	case "unshare-user":
 		err = syscall.Unshare(syscall.CLONE_NEWUSER)
-	case "whoami": // who and where it runs: uid, gid, groups, cwd, v2 cgroup
+	case "whoami": // who and where it runs: uid, gid, groups, cwd, nice, v2 cgroup
 		cwd, _ := os.Getwd()
 		groups, _ := os.Getgroups()
 		cg, _ := os.ReadFile("/proc/self/cgroup")
@@ -73,7 +73,8 @@ func main() {
 				v2 = rest
 			}
 		}
-		fmt.Printf("uid=%d gid=%d groups=%v cwd=%s cgroup=%s\n", os.Getuid(), os.Getgid(), groups, cwd, v2)
+		prio, _ := unix.Getpriority(unix.PRIO_PROCESS, 0)
+		fmt.Printf("uid=%d gid=%d groups=%v cwd=%s nice=%d cgroup=%s\n", os.Getuid(), os.Getgid(), groups, cwd, 20-prio, v2)
 		return
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown action "+os.Args[1])
