@@ -460,4 +460,34 @@ func TestPooledLauncherWaitsForRelease(t *testing.T) {
 			t.Fatal("the command ran although its release failed")
 		}
 	}
+	// Closing the runner (termd shutting down) ends the launchers it holds.
+	if n := pooledChildren(t); n == 0 {
+		t.Fatal("no pre-started launcher waits under this process")
+	}
+	f.run.Close()
+	if n := pooledChildren(t); n != 0 {
+		t.Fatalf("%d pre-started launchers still run after Close", n)
+	}
+}
+
+// pooledChildren counts the pre-started launchers this process started.
+func pooledChildren(t *testing.T) int {
+	t.Helper()
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || string(cmd) != "termd-launch\x00pooled\x00" {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(os.Getpid()) {
+			n++
+		}
+	}
+	return n
 }
