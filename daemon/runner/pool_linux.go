@@ -355,6 +355,10 @@ func stalePool(name string) bool {
 
 // startPools starts the spawn pools this Runner can use.
 func (r *Runner) startPools() {
+	// The calling thread's priority is the daemon's: the pools' filler
+	// threads lower theirs, and one of them may be the main thread, so the
+	// process's (main thread's) value is not reliable once a pool runs.
+	prio, prioErr := unix.Getpriority(unix.PRIO_PROCESS, 0)
 	if r.caps.NetNS {
 		if np, err := newNetnsPool(); err == nil {
 			r.netns = np
@@ -362,7 +366,7 @@ func (r *Runner) startPools() {
 	}
 	if r.parent != "" {
 		r.cgPool = newCgroupPool(r)
-		if prio, err := unix.Getpriority(unix.PRIO_PROCESS, r.self); r.caps.NetNS && err == nil {
+		if r.caps.NetNS && prioErr == nil {
 			r.nice = 20 - prio // the raw call answers 20-nice
 			r.launchers = newLauncherPool(r)
 		}
