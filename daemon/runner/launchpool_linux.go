@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -144,11 +143,6 @@ func newLauncherPool(r *Runner) *launcherPool {
 
 func (lp *launcherPool) fill() {
 	defer close(lp.done)
-	// The cgroups it makes are made at the pools' low priority too; the
-	// thread never forks (forkIn forks on one of its own), so it may end
-	// with the goroutine.
-	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), poolNice)
 	for {
 		if path := lp.path.Load(); path != nil {
 			for len(lp.ready) < cap(lp.ready) { // only fill sends: never blocks
@@ -255,10 +249,13 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 		Files: []*os.File{devnull, child[0], child[1], sock, child[2]},
 		Sys:   sys,
 	}
-	// It waits at the spawn pools' low priority, so that starting it does
-	// not compete with the executions running; it takes the daemon's own
-	// when it gets its execution (launchConfig).
-	proc, err := r.forkIn(cg, &nsfd, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil, poolNice)
+	// Not at a lowered priority, unlike the namespace filler: the fork
+	// holds one of the Go runtime's Ps until the launcher has exec'd, and a
+	// niced child on a busy machine holds it longer (three A/B runs at a
+	// load of 8-20 on 2 cores: the same pair time with or without nice 10,
+	// the receipt stage slower with it each time). The launcher still
+	// takes the daemon's priority when it gets its execution.
+	proc, err := r.forkIn(cg, &nsfd, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}

@@ -233,7 +233,7 @@ func (p *Process) spawn() (err error) {
 	var proc *os.Process
 	startOnce := func() error {
 		var serr error
-		proc, serr = r.forkIn(p.cg, &nsfd, path, argv, attr, p.done, 0)
+		proc, serr = r.forkIn(p.cg, &nsfd, path, argv, attr, p.done)
 		return serr
 	}
 	err = startOnce()
@@ -290,20 +290,12 @@ func (p *Process) spawn() (err error) {
 // namespace instead. A thread that cannot leave must not fork anything
 // else, so it ends, but only once hold is closed (the child's end: Pdeathsig
 // fires when the forking thread ends); with hold nil the child is killed
-// and the start fails instead. nice > 0 lowers the thread's priority for
-// the fork (the child inherits it) and restores it after.
-func (r *Runner) forkIn(cg *execCgroup, nsfd *int, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}, nice int) (*os.Process, error) {
+// and the start fails instead.
+func (r *Runner) forkIn(cg *execCgroup, nsfd *int, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
 	sys := attr.Sys
 	var proc *os.Process
 	var serr error
 	lockedThread(func() <-chan struct{} {
-		restore := func() error { return nil }
-		if nice > 0 {
-			tid := unix.Gettid()
-			if old, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && unix.Setpriority(unix.PRIO_PROCESS, tid, nice) == nil {
-				restore = func() error { return unix.Setpriority(unix.PRIO_PROCESS, tid, 20-old) } // the raw call answers 20-nice
-			}
-		}
 		leave := func() error { return nil }
 		if cg != nil {
 			l, err := cg.enterV1(r.ownV1, r.v1Roots)
@@ -326,9 +318,6 @@ func (r *Runner) forkIn(cg *execCgroup, nsfd *int, path string, argv []string, a
 		}
 		proc, serr = os.StartProcess(path, argv, attr)
 		errNS, errV1 := leaveNS(), leave()
-		if errNice := restore(); errNice != nil {
-			errNS = errors.Join(errNS, fmt.Errorf("restore the spawning thread's priority: %w", errNice))
-		}
 		if errNS == nil && errV1 == nil {
 			return nil
 		}
