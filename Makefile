@@ -67,6 +67,7 @@ bench: build
 	@echo "benchmarks print ratios against baselines measured in the same run"
 	TERMD_BENCH=1 $(GO) test -run '^TestBench' -count=1 -v -timeout 60m ./... 2>&1 | grep -vE '^\s+time=|^=== |^--- PASS|no tests to run|^PASS$$|bench_test.go:31: '
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./daemon/policy ./daemon/events 2>&1 | grep -E 'Benchmark|ratio|ok'
+	$(GO) test -run '^$$' -bench BenchmarkSearch -benchtime 5x ./daemon/search 2>&1 | grep -E 'Benchmark|ok'
 
 install: build man
 	./scripts/install.sh "$(PREFIX)" "$(BIN)"

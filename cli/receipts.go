@@ -19,7 +19,7 @@ import (
 func newReceipts(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "receipts",
-		Short: "List, show, export and verify signed receipts; print the public key",
+		Short: "List, search, show, export and verify signed receipts; print the public key",
 		Long: `Every plan that ends (ran, failed, timed out, was cancelled, denied or
 blocked) gets a receipt: what ran, where, as whom, under which policy and
 decision, who approved it, the outcome and its output, signed with termd's
@@ -31,7 +31,7 @@ Verify one offline, anywhere, with the public key:
   termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsVerify(a), newReceiptsPublicKey(a), newReceiptsPrune(a))
+	cmd.AddCommand(newReceiptsList(a), newReceiptsShow(a), newReceiptsExport(a), newReceiptsVerify(a), newReceiptsPublicKey(a), newReceiptsPrune(a), newReceiptsSearch(a), newReceiptsReindex(a))
 	return cmd
 }
 

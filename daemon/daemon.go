@@ -23,6 +23,7 @@ import (
 	"github.com/termd/termd/daemon/recipes"
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/daemon/search"
 	"github.com/termd/termd/daemon/server"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -41,6 +42,7 @@ type Daemon struct {
 	policy   *policy.Engine
 	runner   *runner.Runner
 	store    *receiptstore.Store
+	search   *search.Index
 	broker   *broker.Broker
 
 	activated bool // the socket came from the service manager (systemd socket activation)
@@ -112,6 +114,8 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if d.store, err = receiptstore.Open(filepath.Join(cfg.StateDir, "receipts.db"), keys); err != nil {
 		return err
 	}
+	// Before the broker starts: receipts it appends at start are indexed too.
+	d.search = search.Open(filepath.Join(cfg.StateDir, "search.db"), d.store, d.log)
 	if err := runner.EnableSubreaper(); err != nil {
 		d.log.Warn("no child subreaper: double-forked children are found through cgroups only", "error", err)
 	}
@@ -155,6 +159,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Store:    d.store,
 		Keys:     keys,
 		Redactor: red,
+		Search:   d.search,
 		Bus:      events.New(events.Options{SessionRingBytes: 1 << 20, GlobalRingBytes: 2 << 20}),
 		Adviser:  adv,
 		Log:      d.log,
@@ -211,6 +216,9 @@ func adviserFrom(cfg *config.Config, red *receiptstore.Redactor, log *slog.Logge
 }
 
 func (d *Daemon) close() {
+	if d.search != nil {
+		_ = d.search.Close()
+	}
 	if d.store != nil {
 		_ = d.store.Close()
 	}

@@ -24,7 +24,8 @@ const Instructions = "termd runs shell commands for you under policy: call termi
 	"Interactive programs (a REPL, a [Y/n] prompt, less, git add -p) need a terminal: terminal_plan with tty, then terminal_send types into it and returns the rendered screen once the program waits for input again; terminal_screen reads it. " +
 	"There is no shell: pipes, redirections (`>`), `&&` and variables do not exist, so send one program and its arguments; to create or rewrite a file, use your own file-editing tools (or `sed -i` / `cp` on existing files) rather than `echo > file`. " +
 	"cwd may be relative to the workspace root. " +
-	"To get oriented in a project, terminal_recipes lists ready-made read-only recipes (repository state, test discovery, log triage) and terminal_recipe_run runs one in a directory."
+	"To get oriented in a project, terminal_recipes lists ready-made read-only recipes (repository state, test discovery, log triage) and terminal_recipe_run runs one in a directory. " +
+	"terminal_history searches the receipts of what you ran before (commands, reasons, redacted output) for a literal phrase."
 
 // Options configure a Bridge.
 type Options struct {

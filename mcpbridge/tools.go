@@ -221,6 +221,7 @@ func (b *Bridge) addTools() {
 	})
 	b.addRecipeTools(go_)
 	b.addTerminalTools(go_)
+	b.addHistoryTool(go_)
 }
 
 // addTool adds a tool whose input schema is inferred from In, with Go

@@ -164,6 +164,16 @@ const hexDigits = "0123456789abcdef"
 func writeString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
 	for i := 0; i < len(s); i++ {
+		// A run of bytes that need no escape goes out at once (a receipt
+		// holds up to a MiB of output per stream).
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		buf.WriteString(s[i:j])
+		if i = j; i == len(s) {
+			break
+		}
 		c := s[i]
 		switch {
 		case c == '"':
@@ -180,12 +190,10 @@ func writeString(buf *bytes.Buffer, s string) {
 			buf.WriteString(`\r`)
 		case c == '\t':
 			buf.WriteString(`\t`)
-		case c < 0x20:
+		default: // c < 0x20
 			buf.WriteString(`\u00`)
 			buf.WriteByte(hexDigits[c>>4])
 			buf.WriteByte(hexDigits[c&0xf])
-		default:
-			buf.WriteByte(c)
 		}
 	}
 	buf.WriteByte('"')

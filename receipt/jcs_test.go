@@ -1,7 +1,10 @@
 package receipt
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"math/rand"
 	"strings"
 	"testing"
 )
@@ -104,4 +107,65 @@ func TestCanonicalizeRejects(t *testing.T) {
 			t.Errorf("Canonicalize(%q) = %s, want error", in, out)
 		}
 	}
+}
+
+// TestCanonicalizeStringRuns: strings made of runs of plain text, escapes
+// and control bytes (as a receipt's output is) come out escaped byte by
+// byte per RFC 8785, whatever the run lengths, whether the input spelled
+// them with escapes or \u forms.
+func TestCanonicalizeStringRuns(t *testing.T) {
+	pieces := []string{"a", "plain text ", "€", "\"", "\\", "\n", "\r\n", "\t", "\b", "\f", "\x00", "\x1f", "\x7f", "/"}
+	want := func(s string) string { // the escaping, one byte at a time
+		var b strings.Builder
+		b.WriteByte('"')
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; c {
+			case '"', '\\':
+				b.WriteString(`\` + string(c))
+			case '\b':
+				b.WriteString(`\b`)
+			case '\f':
+				b.WriteString(`\f`)
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			case '\t':
+				b.WriteString(`\t`)
+			default:
+				if c < 0x20 {
+					fmt.Fprintf(&b, `\u%04x`, c)
+				} else {
+					b.WriteByte(c)
+				}
+			}
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	rng := rand.New(rand.NewSource(5))
+	for range 2000 {
+		var s strings.Builder
+		for n := rng.Intn(12); n >= 0; n-- {
+			s.WriteString(strings.Repeat(pieces[rng.Intn(len(pieces))], 1+rng.Intn(3)))
+		}
+		for _, in := range []string{mustJSON(t, s.String()), strings.ReplaceAll(mustJSON(t, s.String()), `\n`, `\u000a`)} {
+			got, err := Canonicalize([]byte(in))
+			if err != nil {
+				t.Fatalf("Canonicalize(%s): %v", in, err)
+			}
+			if string(got) != want(s.String()) {
+				t.Fatalf("Canonicalize(%s) = %s, want %s", in, got, want(s.String()))
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, s string) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -175,8 +175,13 @@ func (p *parser) str() (string, error) {
 		case c < 0x20:
 			return "", p.errf("control character in string")
 		case c != '\\':
-			buf = append(buf, c)
-			p.pos++
+			// Copy the run up to the next quote, escape or control byte.
+			j := p.pos + 1
+			for j < len(p.data) && p.data[j] != '"' && p.data[j] != '\\' && p.data[j] >= 0x20 {
+				j++
+			}
+			buf = append(buf, p.data[p.pos:j]...)
+			p.pos = j
 			continue
 		}
 		if p.pos+1 >= len(p.data) {

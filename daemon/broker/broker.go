@@ -23,6 +23,7 @@ import (
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/daemon/search"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -43,9 +44,11 @@ type Deps struct {
 	Store    *receiptstore.Store
 	Keys     *receiptstore.Keys
 	Redactor *receiptstore.Redactor
-	Bus      *events.Bus
-	Adviser  Adviser // nil when turned off
-	Log      *slog.Logger
+	// Search is the full-text index over the receipts (nil = no search).
+	Search  *search.Index
+	Bus     *events.Bus
+	Adviser Adviser // nil when turned off
+	Log     *slog.Logger
 	// Protected are termd's own files (config, policy, keys, state): writes are denied.
 	Protected []string
 	// Now is the clock (tests may replace it).

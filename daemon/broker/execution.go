@@ -150,6 +150,16 @@ func (ls *liveStream) flushLocked() {
 	}
 	data := ls.pending
 	ls.pending = nil
+	switch {
+	case len(data) >= liveEventMax:
+		// A flood: the next event will be as large, so its buffer is made
+		// at that size at once instead of grown by copying (up to a read
+		// and the redactor's hold more than liveEventMax).
+		ls.pending = make([]byte, 0, len(data)+len(data)/4)
+	case cap(data) > 2*len(data)+4096:
+		// The last of a flood: the event keeps only what it holds.
+		data = append([]byte(nil), data...)
+	}
 	at := ls.offset
 	ls.offset += int64(len(data))
 	ls.publish(at, data)

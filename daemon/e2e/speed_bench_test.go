@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,13 +32,22 @@ func TestBenchSpeed(t *testing.T) {
 		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
 	}
 	addr := freeLoopback(t)
-	d := harness.Start(t, harness.Options{Env: []string{"TERMD_DEBUG_PPROF=" + addr}})
+	// The 50 MiB files are written beside the state directory; a shared
+	// machine's disk may run low, which is not what this measures.
+	d := harness.Start(t, harness.Options{Config: "storage:\n  min_free_bytes: 67108864\n", Env: []string{"TERMD_DEBUG_PPROF=" + addr}})
 	s, err := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := s.Session.Id
+	// TERMD_BENCH_ONLY=cat runs only the 50 MiB part.
+	if os.Getenv("TERMD_BENCH_ONLY") != "cat" {
+		benchPairs(t, d, sid, addr)
+	}
+	benchCat(t, d, sid, addr)
+}
 
+func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 	// The same daemon without spawn pools (TERMD_SPAWN_POOL=0): every
 	// execution makes its network namespace and cgroup at spawn.
 	offAddr := freeLoopback(t)
@@ -75,13 +86,19 @@ func TestBenchSpeed(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, offAddr)), "\n") {
 		harness.Bench(t, "speed:   TERMD_SPAWN_POOL=0 "+l)
 	}
+}
 
-	// 50 MiB cat.
+// benchCat times plan+execute of `cat` on 50 MiB of each content against
+// raw cat in the same run. With TERMD_BENCH_PROFILES=DIR it also keeps, per
+// content, a CPU profile of the daemon and one of this process (the client
+// reading the stream) over repeated runs: DIR/cat-<kind>-daemon.pb.gz and
+// DIR/cat-<kind>-client.pb.gz.
+func benchCat(t *testing.T, d *harness.Daemon, sid, addr string) {
 	const size = 50 << 20
-	kinds := []struct{ name, file string }{
-		{"secret-shaped text", "secretish.txt"},
-		{"random bytes", "random.bin"},
-		{"plain log", "plain.log"},
+	kinds := []struct{ name, file, short string }{
+		{"secret-shaped text", "secretish.txt", "secret"},
+		{"random bytes", "random.bin", "random"},
+		{"plain log", "plain.log", "log"},
 	}
 	writeBig(t, filepath.Join(d.Workspace, kinds[0].file), size, secretShaped)
 	writeBig(t, filepath.Join(d.Workspace, kinds[1].file), size, randomBytes)
@@ -90,24 +107,71 @@ func TestBenchSpeed(t *testing.T) {
 	for _, k := range kinds {
 		path := filepath.Join(d.Workspace, k.file)
 		var raw, hashed, via []time.Duration
-		var cpu time.Duration
+		var cpu, clientCPU time.Duration
 		for range runs {
 			raw = append(raw, rawCat(t, path, false))
 			hashed = append(hashed, rawCat(t, path, true))
-			c0 := harness.CPUTime(d.Pid())
+			c0, cc0 := harness.CPUTime(d.Pid()), selfCPU()
 			start := time.Now()
 			n := catThrough(t, d, sid, path)
 			via = append(via, time.Since(start))
 			cpu += harness.CPUTime(d.Pid()) - c0
+			clientCPU += selfCPU() - cc0
 			if n != size {
 				t.Fatalf("%s: the command wrote %d bytes of %d", k.name, n, size)
 			}
 		}
 		harness.BenchLine(t, "speed: plan+execute cat 50 MiB "+k.name, via, "cat | sha256sum", hashed, 1.5)
-		harness.Bench(t, fmt.Sprintf("speed:   raw cat to a pipe median %v (termd %.1fx); daemon CPU %.2f s per run; daemon peak RSS %d MiB",
+		harness.Bench(t, fmt.Sprintf("speed:   raw cat to a pipe median %v (termd %.1fx); daemon CPU %.2f s per run; client CPU %.2f s per run; daemon peak RSS %d MiB",
 			harness.Pct(raw, 50).Round(time.Millisecond), float64(harness.Pct(via, 50))/float64(harness.Pct(raw, 50)),
-			cpu.Seconds()/runs, harness.StatusKB(d.Pid(), "VmHWM")>>10))
+			cpu.Seconds()/runs, clientCPU.Seconds()/runs, harness.StatusKB(d.Pid(), "VmHWM")>>10))
+		if dir := os.Getenv("TERMD_BENCH_PROFILES"); dir != "" {
+			profileCat(t, d, sid, path, addr, filepath.Join(dir, "cat-"+k.short))
+		}
 	}
+}
+
+// profileCat runs `cat path` through termd over and over while the daemon's
+// CPU profile (6 s) is taken, with this process's own CPU profile beside it,
+// and writes them to prefix-daemon.pb.gz and prefix-client.pb.gz.
+func profileCat(t *testing.T, d *harness.Daemon, sid, path, addr, prefix string) {
+	t.Helper()
+	f, err := os.Create(prefix + "-client.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		var body []byte
+		if resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=6"); err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		got <- body
+	}()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	for body == nil {
+		catThrough(t, d, sid, path)
+		select {
+		case body = <-got:
+		default:
+		}
+	}
+	pprof.StopCPUProfile()
+	if err := os.WriteFile(prefix+"-daemon.pb.gz", body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// selfCPU is the CPU time this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // catThrough plans and runs `cat path`, drains every output event (a reader
@@ -126,6 +190,7 @@ func catThrough(t *testing.T, d *harness.Daemon, sid, path string) int64 {
 	for {
 		m, err := st.Recv()
 		if err != nil {
+			t.Logf("%s: the stream ended: %v", path, err)
 			return n
 		}
 		if m.Event.Kind == termdv1.EventKind_EVENT_KIND_FINISHED {

@@ -111,5 +111,6 @@ func (s *Store) Prune(before time.Time, by string) (*receipt.Checkpoint, error) 
 		s.usage.loaded = false // StoredSince asks the database
 		s.usage.mu.Unlock()
 	}
+	s.changed()
 	return c, nil
 }

@@ -110,3 +110,26 @@ func TestBenchRedact(t *testing.T) {
 			now.Round(time.Millisecond), float64(now)/float64(base), float64(ref)/float64(now))
 	}
 }
+
+// BenchmarkFoldScan measures the filter scan alone: one sequential walk
+// against the pieces walked side by side that scan uses.
+func BenchmarkFoldScan(b *testing.B) {
+	const size = 8 << 20
+	in := benchInputs(size)
+	for _, kind := range []string{"shaped", "log", "random"} {
+		s := string(in[kind])
+		var h litHits
+		b.Run(kind+"/walk", func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				foldedLits.walk(s, 0, 0, len(s), &h)
+			}
+		})
+		b.Run(kind+"/scan", func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				foldedLits.scan(s, &h)
+			}
+		})
+	}
+}

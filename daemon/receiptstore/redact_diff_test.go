@@ -2,6 +2,7 @@ package receiptstore
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -131,5 +132,60 @@ func FuzzRedactMatchesReference(f *testing.F) {
 		cuts := []int{int(cut1) % (len(s) + 1), int(cut2) % (len(s) + 1)}
 		sortInts(cuts)
 		checkSameAsReference(t, s, cuts, int(hold%64)+1, []bool{cut1&1 == 1, cut2&1 == 1})
+		checkScanPieces(t, s)
 	})
+}
+
+// checkScanPieces fails t when the filter scan of s cut into pieces walked
+// side by side (as texts of 4 KiB and more are) finds other literals, first
+// ends or exact hits than one sequential walk.
+func checkScanPieces(t *testing.T, s string) {
+	t.Helper()
+	var split, seq litHits
+	foldedLits.scanSplit(s, &split, 0)
+	foldedLits.walk(s, 0, 0, len(s), &seq)
+	if split.found != seq.found {
+		t.Fatalf("scan of %q in pieces found %b, sequentially %b", s, split.found, seq.found)
+	}
+	for b := range 64 {
+		if seq.found&(1<<b) != 0 && split.firstEnd[b] != seq.firstEnd[b] {
+			t.Fatalf("scan of %q in pieces: literal %d first ends at %d, sequentially at %d", s, b, split.firstEnd[b], seq.firstEnd[b])
+		}
+	}
+	if fmt.Sprint(split.exact) != fmt.Sprint(seq.exact) {
+		t.Fatalf("scan of %q in pieces: exact hits %v, sequentially %v", s, split.exact, seq.exact)
+	}
+}
+
+// TestScanPiecesMatchWalk: the filter scan in pieces is the sequential
+// walk, for generated texts (literals in varied case, the Kelvin sign and
+// the long s, broken UTF-8) of every length around the piece boundaries.
+func TestScanPiecesMatchWalk(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	n := 20000
+	if testing.Short() || raceDetector {
+		n = 3000
+	}
+	for range n {
+		checkScanPieces(t, diffInput(rng))
+	}
+	// Literals straddling each piece boundary of a text just long enough
+	// to be split by scan itself.
+	for _, lit := range []string{"api\u212aey", "pa\u017fsword", "\u212a", "ghp_", "github_pat_", "authorization", "AKIA"} {
+		for shift := -16; shift <= 16; shift++ {
+			b := []byte(strings.Repeat("x", scanSplitMin))
+			for j := 1; j < scanChains; j++ {
+				at := len(b)/scanChains*j + shift
+				copy(b[at:], lit)
+			}
+			checkScanPieces(t, string(b))
+			var h litHits
+			foldedLits.scan(string(b), &h)
+			var seq litHits
+			foldedLits.walk(string(b), 0, 0, len(b), &seq)
+			if h.found != seq.found || fmt.Sprint(h.exact) != fmt.Sprint(seq.exact) {
+				t.Fatalf("scan of a %d-byte text with %q at the piece boundaries %+d differs from the walk", len(b), lit, shift)
+			}
+		}
+	}
 }

@@ -124,6 +124,8 @@ type Store struct {
 	// open transaction added, kept once it commits (s.mu).
 	usage   usage
 	txUsage []usageEntry
+	// onChange is told of appended and pruned receipts (follow.go).
+	onChange atomic.Pointer[func()]
 }
 
 // Open opens (creating if needed) the store at path, a file in the state
@@ -309,6 +311,7 @@ func (s *Store) keepHead(committed *bool) {
 		s.head.ok = false
 	} else if len(s.txUsage) > 0 {
 		s.addUsage(s.txUsage)
+		s.changed()
 	}
 	s.txUsage = s.txUsage[:0]
 }

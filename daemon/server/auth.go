@@ -54,6 +54,8 @@ var minRole = map[string]config.Role{
 	"/termd.v1.ReceiptService/GetPublicKey":     config.RoleViewer,
 	"/termd.v1.ReceiptService/VerifyAuditChain": config.RoleViewer,
 	"/termd.v1.ReceiptService/PruneReceipts":    config.RoleOperator,
+	"/termd.v1.ReceiptService/SearchReceipts":   config.RoleViewer,
+	"/termd.v1.ReceiptService/ReindexReceipts":  config.RoleOperator,
 
 	"/termd.v1.PolicyService/CheckPolicy":  config.RoleViewer,
 	"/termd.v1.PolicyService/GetPolicy":    config.RoleViewer,

@@ -230,6 +230,14 @@ func (s receiptSvc) PruneReceipts(ctx context.Context, r *termdv1.PruneReceiptsR
 	return s.b.PruneReceipts(ctx, who(ctx), r)
 }
 
+func (s receiptSvc) SearchReceipts(ctx context.Context, r *termdv1.SearchReceiptsRequest) (*termdv1.SearchReceiptsResponse, error) {
+	return s.b.SearchReceipts(ctx, who(ctx), r)
+}
+
+func (s receiptSvc) ReindexReceipts(ctx context.Context, _ *termdv1.ReindexReceiptsRequest) (*termdv1.ReindexReceiptsResponse, error) {
+	return s.b.ReindexReceipts(ctx, who(ctx))
+}
+
 type policySvc struct {
 	termdv1.UnimplementedPolicyServiceServer
 	b *broker.Broker

@@ -55,6 +55,8 @@ export const terminals = {
 
 export const receipts = {
   list: (q) => api('GET', '/v1/receipts' + query(q)),
+  // q: {query, session_id, status, principal, limit, page_token}; the phrase is literal text.
+  search: (q) => api('GET', '/v1/receipts:search' + query(q)),
   get: (rid) => api('GET', '/v1/receipts/' + id(rid)),
   verify: (receipt_json) => api('POST', '/v1/receipts:verify', { receipt_json }),
   publicKey: () => api('GET', '/v1/receipts:publicKey'),

@@ -197,8 +197,19 @@ export function sessionView(main, ctx, id) {
 
 export function receiptsView(main, ctx) {
   const list = h('div', {}, empty('Loading…'));
-  main.append(h('h1', {}, 'Receipts'), h('p', { class: 'muted' }, 'Every plan that ended (ran, was blocked or denied, or expired) has a signed receipt.'), list);
+  const phrase = h('input', { type: 'search', id: 'receipt-search', name: 'q', placeholder: 'a phrase from a command, a reason or the output', autocomplete: 'off' });
+  // The phrase is literal text: quotes, OR, * and - are searched for as written.
+  const search = h('form', { class: 'row', role: 'search', 'aria-label': 'Search receipts' },
+    h('label', { for: 'receipt-search' }, 'Search receipts'), phrase, h('button', { type: 'submit' }, 'Search'));
+  let searching = '';
+  search.addEventListener('submit', (e) => {
+    e.preventDefault();
+    searching = phrase.value.trim() ? phrase.value : '';
+    load();
+  });
+  main.append(h('h1', {}, 'Receipts'), h('p', { class: 'muted' }, 'Every plan that ended (ran, was blocked or denied, or expired) has a signed receipt.'), search, list);
   async function load() {
+    if (searching) return showHits(list, searching);
     try {
       const r = await rest.receipts.list({ limit: 100 });
       const rs = r.receipts || [];
@@ -214,6 +225,33 @@ export function receiptsView(main, ctx) {
   }
   load();
   return live(ctx, (ev) => ev.kind === 'EVENT_KIND_RECEIPT_SIGNED', load);
+}
+
+// showHits lists the receipts a phrase occurs in, newest first, a page at
+// a time; each opens the receipt. Snippets are the receipts' redacted text.
+async function showHits(list, q) {
+  const rows = h('tbody', {});
+  const more = h('div', { class: 'row' });
+  const table = h('table', { id: 'search-hits' },
+    h('thead', {}, h('tr', {}, ['Seq', 'Command', 'Status', 'Found in', 'Snippet', 'Started'].map((t) => h('th', { scope: 'col' }, t)))), rows);
+  async function page(token) {
+    try {
+      const r = await rest.receipts.search({ query: q, limit: 50, page_token: token });
+      const hits = r.hits || [];
+      if (!token && !hits.length) { clear(list, empty('No receipts you may see contain “' + q + '”.')); return; }
+      if (!token) clear(list, h('div', { class: 'card' }, r.incomplete ? h('p', { class: 'hint' }, 'The search index is still catching up: newer receipts may be missing.') : null, table, more));
+      for (const x of hits) {
+        const rc = x.receipt || {};
+        rows.append(h('tr', { class: 'rc-' + rc.status },
+          h('td', {}, String(rc.seq)),
+          h('td', {}, h('a', { href: '/receipts/' + encodeURIComponent(rc.id) }, h('code', {}, rc.command || rc.id))),
+          h('td', {}, h('span', { class: 'badge st-' + String(rc.status || '').toUpperCase() }, rc.status)),
+          h('td', {}, x.field || ''), h('td', {}, h('code', { class: 'snippet' }, x.snippet || '')), h('td', {}, when(rc.started_at))));
+      }
+      clear(more, r.next_page_token ? h('button', { type: 'button', onclick: () => page(r.next_page_token) }, 'More results') : null);
+    } catch (e) { clear(list, errorBox(e)); }
+  }
+  await page('');
 }
 
 export function receiptView(main, ctx, id) {

@@ -252,6 +252,29 @@ await test('sessions and receipts lists', async () => {
   await shot('receipts');
 });
 
+await test('receipt search: a phrase from the output finds its receipt, search syntax is text', async () => {
+  await page.getByRole('link', { name: 'Receipts' }).click();
+  await page.locator('table tbody tr').first().waitFor();
+  await page.fill('#receipt-search', 'HELLO from the');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  const hits = page.locator('#search-hits tbody tr');
+  await hits.first().waitFor();
+  must(await hits.count() === 1, 'want exactly the echo receipt, got ' + await hits.count() + ' hits');
+  must((await hits.first().locator('.snippet').textContent()).includes('hello from the console'), 'the hit has no snippet of the output');
+  await shot('receipt-search');
+  // Search syntax is searched for as text: nothing holds this.
+  await page.fill('#receipt-search', 'hello OR console*');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await page.getByText('No receipts you may see contain').waitFor();
+  await page.fill('#receipt-search', 'hello from the console');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await hits.first().waitFor();
+  await hits.first().locator('a').click();
+  await page.waitForURL(/\/receipts\/[^/]+$/);
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  must((await page.locator('#receipt-json').textContent()).includes('hello from the console'), 'the opened receipt is not the hit');
+});
+
 await test('recipe gallery: check, run, receipts of the last run', async () => {
   await page.getByRole('link', { name: 'Recipes' }).click();
   const card = page.locator('#recipe-analyze-logs');

@@ -1078,6 +1078,317 @@ func (x *PruneReceiptsResponse) GetReceiptsLeft() int64 {
 	return 0
 }
 
+type SearchReceiptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The phrase to find (literal text, at most 1000 bytes; case is folded).
+	Query     string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Status    string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// Requester or approver name (e.g. "uid:1000", "token:console").
+	Principal string                 `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
+	Since     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`
+	Until     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	// Hits per page: 20 when 0, at most 100.
+	Limit int32 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	// next_page_token of the previous page; empty for the first.
+	PageToken     string `protobuf:"bytes,8,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchReceiptsRequest) Reset() {
+	*x = SearchReceiptsRequest{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchReceiptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchReceiptsRequest) ProtoMessage() {}
+
+func (x *SearchReceiptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchReceiptsRequest.ProtoReflect.Descriptor instead.
+func (*SearchReceiptsRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SearchReceiptsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchReceiptsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SearchReceiptsRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *SearchReceiptsRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *SearchReceiptsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *SearchReceiptsRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *SearchReceiptsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SearchReceiptsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// SearchHit is one receipt the phrase occurs in.
+type SearchHit struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Receipt *ReceiptSummary        `protobuf:"bytes,1,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	// Where the phrase was found: "command", "output" or "reasons".
+	Field string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	// A short excerpt of the receipt's (redacted) text around the phrase.
+	Snippet       string `protobuf:"bytes,3,opt,name=snippet,proto3" json:"snippet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchHit) Reset() {
+	*x = SearchHit{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchHit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchHit) ProtoMessage() {}
+
+func (x *SearchHit) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchHit.ProtoReflect.Descriptor instead.
+func (*SearchHit) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SearchHit) GetReceipt() *ReceiptSummary {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+func (x *SearchHit) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *SearchHit) GetSnippet() string {
+	if x != nil {
+		return x.Snippet
+	}
+	return ""
+}
+
+type SearchReceiptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Hits  []*SearchHit           `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	// Pass as page_token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// True while the index is still catching up with the receipts (after a
+	// rebuild or a start with many receipts): newer receipts may be missing.
+	Incomplete    bool `protobuf:"varint,3,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchReceiptsResponse) Reset() {
+	*x = SearchReceiptsResponse{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchReceiptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchReceiptsResponse) ProtoMessage() {}
+
+func (x *SearchReceiptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchReceiptsResponse.ProtoReflect.Descriptor instead.
+func (*SearchReceiptsResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SearchReceiptsResponse) GetHits() []*SearchHit {
+	if x != nil {
+		return x.Hits
+	}
+	return nil
+}
+
+func (x *SearchReceiptsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *SearchReceiptsResponse) GetIncomplete() bool {
+	if x != nil {
+		return x.Incomplete
+	}
+	return false
+}
+
+type ReindexReceiptsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReindexReceiptsRequest) Reset() {
+	*x = ReindexReceiptsRequest{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReindexReceiptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReindexReceiptsRequest) ProtoMessage() {}
+
+func (x *ReindexReceiptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReindexReceiptsRequest.ProtoReflect.Descriptor instead.
+func (*ReindexReceiptsRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{20}
+}
+
+type ReindexReceiptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many receipts the rebuilt index holds.
+	Indexed       int64 `protobuf:"varint,1,opt,name=indexed,proto3" json:"indexed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReindexReceiptsResponse) Reset() {
+	*x = ReindexReceiptsResponse{}
+	mi := &file_termd_v1_receipt_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReindexReceiptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReindexReceiptsResponse) ProtoMessage() {}
+
+func (x *ReindexReceiptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_receipt_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReindexReceiptsResponse.ProtoReflect.Descriptor instead.
+func (*ReindexReceiptsResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_receipt_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ReindexReceiptsResponse) GetIndexed() int64 {
+	if x != nil {
+		return x.Indexed
+	}
+	return 0
+}
+
 var File_termd_v1_receipt_proto protoreflect.FileDescriptor
 
 const file_termd_v1_receipt_proto_rawDesc = "" +
@@ -1160,7 +1471,31 @@ const file_termd_v1_receipt_proto_rawDesc = "" +
 	"\x04from\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x120\n" +
 	"\x05until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12'\n" +
 	"\x0fcheckpoint_json\x18\b \x01(\tR\x0echeckpointJson\x12#\n" +
-	"\rreceipts_left\x18\t \x01(\x03R\freceiptsLeft2\xfe\x06\n" +
+	"\rreceipts_left\x18\t \x01(\x03R\freceiptsLeft\"\x9b\x02\n" +
+	"\x15SearchReceiptsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x1c\n" +
+	"\tprincipal\x18\x04 \x01(\tR\tprincipal\x120\n" +
+	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x14\n" +
+	"\x05limit\x18\a \x01(\x05R\x05limit\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\b \x01(\tR\tpageToken\"o\n" +
+	"\tSearchHit\x122\n" +
+	"\areceipt\x18\x01 \x01(\v2\x18.termd.v1.ReceiptSummaryR\areceipt\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12\x18\n" +
+	"\asnippet\x18\x03 \x01(\tR\asnippet\"\x89\x01\n" +
+	"\x16SearchReceiptsResponse\x12'\n" +
+	"\x04hits\x18\x01 \x03(\v2\x13.termd.v1.SearchHitR\x04hits\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1e\n" +
+	"\n" +
+	"incomplete\x18\x03 \x01(\bR\n" +
+	"incomplete\"\x18\n" +
+	"\x16ReindexReceiptsRequest\"3\n" +
+	"\x17ReindexReceiptsResponse\x12\x18\n" +
+	"\aindexed\x18\x01 \x01(\x03R\aindexed2\xe9\b\n" +
 	"\x0eReceiptService\x12j\n" +
 	"\n" +
 	"GetReceipt\x12\x1b.termd.v1.GetReceiptRequest\x1a\x1c.termd.v1.GetReceiptResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/v1/receipts/{receipt_id}\x12c\n" +
@@ -1170,7 +1505,9 @@ const file_termd_v1_receipt_proto_rawDesc = "" +
 	"\rVerifyReceipt\x12\x1e.termd.v1.VerifyReceiptRequest\x1a\x1f.termd.v1.VerifyReceiptResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/v1/receipts:verify\x12m\n" +
 	"\fGetPublicKey\x12\x1d.termd.v1.GetPublicKeyRequest\x1a\x1e.termd.v1.GetPublicKeyResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/receipts:publicKey\x12v\n" +
 	"\x10VerifyAuditChain\x12!.termd.v1.VerifyAuditChainRequest\x1a\".termd.v1.VerifyAuditChainResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/audit:verify\x12o\n" +
-	"\rPruneReceipts\x12\x1e.termd.v1.PruneReceiptsRequest\x1a\x1f.termd.v1.PruneReceiptsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/receipts:pruneB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\rPruneReceipts\x12\x1e.termd.v1.PruneReceiptsRequest\x1a\x1f.termd.v1.PruneReceiptsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/receipts:prune\x12p\n" +
+	"\x0eSearchReceipts\x12\x1f.termd.v1.SearchReceiptsRequest\x1a .termd.v1.SearchReceiptsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/v1/receipts:search\x12w\n" +
+	"\x0fReindexReceipts\x12 .termd.v1.ReindexReceiptsRequest\x1a!.termd.v1.ReindexReceiptsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/receipts:reindexB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_receipt_proto_rawDescOnce sync.Once
@@ -1184,7 +1521,7 @@ func file_termd_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_termd_v1_receipt_proto_rawDescData
 }
 
-var file_termd_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_termd_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_termd_v1_receipt_proto_goTypes = []any{
 	(*GetReceiptRequest)(nil),        // 0: termd.v1.GetReceiptRequest
 	(*GetReceiptResponse)(nil),       // 1: termd.v1.GetReceiptResponse
@@ -1203,41 +1540,54 @@ var file_termd_v1_receipt_proto_goTypes = []any{
 	(*VerifyAuditChainResponse)(nil), // 14: termd.v1.VerifyAuditChainResponse
 	(*PruneReceiptsRequest)(nil),     // 15: termd.v1.PruneReceiptsRequest
 	(*PruneReceiptsResponse)(nil),    // 16: termd.v1.PruneReceiptsResponse
-	(*ReceiptSummary)(nil),           // 17: termd.v1.ReceiptSummary
-	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
+	(*SearchReceiptsRequest)(nil),    // 17: termd.v1.SearchReceiptsRequest
+	(*SearchHit)(nil),                // 18: termd.v1.SearchHit
+	(*SearchReceiptsResponse)(nil),   // 19: termd.v1.SearchReceiptsResponse
+	(*ReindexReceiptsRequest)(nil),   // 20: termd.v1.ReindexReceiptsRequest
+	(*ReindexReceiptsResponse)(nil),  // 21: termd.v1.ReindexReceiptsResponse
+	(*ReceiptSummary)(nil),           // 22: termd.v1.ReceiptSummary
+	(*timestamppb.Timestamp)(nil),    // 23: google.protobuf.Timestamp
 }
 var file_termd_v1_receipt_proto_depIdxs = []int32{
-	17, // 0: termd.v1.GetReceiptResponse.summary:type_name -> termd.v1.ReceiptSummary
-	18, // 1: termd.v1.ListReceiptsRequest.since:type_name -> google.protobuf.Timestamp
-	18, // 2: termd.v1.ListReceiptsRequest.until:type_name -> google.protobuf.Timestamp
-	17, // 3: termd.v1.ListReceiptsResponse.receipts:type_name -> termd.v1.ReceiptSummary
-	18, // 4: termd.v1.ExportReceiptsRequest.since:type_name -> google.protobuf.Timestamp
-	18, // 5: termd.v1.ExportReceiptsRequest.until:type_name -> google.protobuf.Timestamp
+	22, // 0: termd.v1.GetReceiptResponse.summary:type_name -> termd.v1.ReceiptSummary
+	23, // 1: termd.v1.ListReceiptsRequest.since:type_name -> google.protobuf.Timestamp
+	23, // 2: termd.v1.ListReceiptsRequest.until:type_name -> google.protobuf.Timestamp
+	22, // 3: termd.v1.ListReceiptsResponse.receipts:type_name -> termd.v1.ReceiptSummary
+	23, // 4: termd.v1.ExportReceiptsRequest.since:type_name -> google.protobuf.Timestamp
+	23, // 5: termd.v1.ExportReceiptsRequest.until:type_name -> google.protobuf.Timestamp
 	11, // 6: termd.v1.GetPublicKeyResponse.keys:type_name -> termd.v1.PublicKey
-	18, // 7: termd.v1.PruneReceiptsRequest.before:type_name -> google.protobuf.Timestamp
-	18, // 8: termd.v1.PruneReceiptsResponse.from:type_name -> google.protobuf.Timestamp
-	18, // 9: termd.v1.PruneReceiptsResponse.until:type_name -> google.protobuf.Timestamp
-	0,  // 10: termd.v1.ReceiptService.GetReceipt:input_type -> termd.v1.GetReceiptRequest
-	2,  // 11: termd.v1.ReceiptService.ListReceipts:input_type -> termd.v1.ListReceiptsRequest
-	4,  // 12: termd.v1.ReceiptService.ExportReceipt:input_type -> termd.v1.ExportReceiptRequest
-	6,  // 13: termd.v1.ReceiptService.ExportReceipts:input_type -> termd.v1.ExportReceiptsRequest
-	8,  // 14: termd.v1.ReceiptService.VerifyReceipt:input_type -> termd.v1.VerifyReceiptRequest
-	10, // 15: termd.v1.ReceiptService.GetPublicKey:input_type -> termd.v1.GetPublicKeyRequest
-	13, // 16: termd.v1.ReceiptService.VerifyAuditChain:input_type -> termd.v1.VerifyAuditChainRequest
-	15, // 17: termd.v1.ReceiptService.PruneReceipts:input_type -> termd.v1.PruneReceiptsRequest
-	1,  // 18: termd.v1.ReceiptService.GetReceipt:output_type -> termd.v1.GetReceiptResponse
-	3,  // 19: termd.v1.ReceiptService.ListReceipts:output_type -> termd.v1.ListReceiptsResponse
-	5,  // 20: termd.v1.ReceiptService.ExportReceipt:output_type -> termd.v1.ExportReceiptResponse
-	7,  // 21: termd.v1.ReceiptService.ExportReceipts:output_type -> termd.v1.ExportReceiptsResponse
-	9,  // 22: termd.v1.ReceiptService.VerifyReceipt:output_type -> termd.v1.VerifyReceiptResponse
-	12, // 23: termd.v1.ReceiptService.GetPublicKey:output_type -> termd.v1.GetPublicKeyResponse
-	14, // 24: termd.v1.ReceiptService.VerifyAuditChain:output_type -> termd.v1.VerifyAuditChainResponse
-	16, // 25: termd.v1.ReceiptService.PruneReceipts:output_type -> termd.v1.PruneReceiptsResponse
-	18, // [18:26] is the sub-list for method output_type
-	10, // [10:18] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	23, // 7: termd.v1.PruneReceiptsRequest.before:type_name -> google.protobuf.Timestamp
+	23, // 8: termd.v1.PruneReceiptsResponse.from:type_name -> google.protobuf.Timestamp
+	23, // 9: termd.v1.PruneReceiptsResponse.until:type_name -> google.protobuf.Timestamp
+	23, // 10: termd.v1.SearchReceiptsRequest.since:type_name -> google.protobuf.Timestamp
+	23, // 11: termd.v1.SearchReceiptsRequest.until:type_name -> google.protobuf.Timestamp
+	22, // 12: termd.v1.SearchHit.receipt:type_name -> termd.v1.ReceiptSummary
+	18, // 13: termd.v1.SearchReceiptsResponse.hits:type_name -> termd.v1.SearchHit
+	0,  // 14: termd.v1.ReceiptService.GetReceipt:input_type -> termd.v1.GetReceiptRequest
+	2,  // 15: termd.v1.ReceiptService.ListReceipts:input_type -> termd.v1.ListReceiptsRequest
+	4,  // 16: termd.v1.ReceiptService.ExportReceipt:input_type -> termd.v1.ExportReceiptRequest
+	6,  // 17: termd.v1.ReceiptService.ExportReceipts:input_type -> termd.v1.ExportReceiptsRequest
+	8,  // 18: termd.v1.ReceiptService.VerifyReceipt:input_type -> termd.v1.VerifyReceiptRequest
+	10, // 19: termd.v1.ReceiptService.GetPublicKey:input_type -> termd.v1.GetPublicKeyRequest
+	13, // 20: termd.v1.ReceiptService.VerifyAuditChain:input_type -> termd.v1.VerifyAuditChainRequest
+	15, // 21: termd.v1.ReceiptService.PruneReceipts:input_type -> termd.v1.PruneReceiptsRequest
+	17, // 22: termd.v1.ReceiptService.SearchReceipts:input_type -> termd.v1.SearchReceiptsRequest
+	20, // 23: termd.v1.ReceiptService.ReindexReceipts:input_type -> termd.v1.ReindexReceiptsRequest
+	1,  // 24: termd.v1.ReceiptService.GetReceipt:output_type -> termd.v1.GetReceiptResponse
+	3,  // 25: termd.v1.ReceiptService.ListReceipts:output_type -> termd.v1.ListReceiptsResponse
+	5,  // 26: termd.v1.ReceiptService.ExportReceipt:output_type -> termd.v1.ExportReceiptResponse
+	7,  // 27: termd.v1.ReceiptService.ExportReceipts:output_type -> termd.v1.ExportReceiptsResponse
+	9,  // 28: termd.v1.ReceiptService.VerifyReceipt:output_type -> termd.v1.VerifyReceiptResponse
+	12, // 29: termd.v1.ReceiptService.GetPublicKey:output_type -> termd.v1.GetPublicKeyResponse
+	14, // 30: termd.v1.ReceiptService.VerifyAuditChain:output_type -> termd.v1.VerifyAuditChainResponse
+	16, // 31: termd.v1.ReceiptService.PruneReceipts:output_type -> termd.v1.PruneReceiptsResponse
+	19, // 32: termd.v1.ReceiptService.SearchReceipts:output_type -> termd.v1.SearchReceiptsResponse
+	21, // 33: termd.v1.ReceiptService.ReindexReceipts:output_type -> termd.v1.ReindexReceiptsResponse
+	24, // [24:34] is the sub-list for method output_type
+	14, // [14:24] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_receipt_proto_init() }
@@ -1252,7 +1602,7 @@ func file_termd_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_receipt_proto_rawDesc), len(file_termd_v1_receipt_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,8 @@ const (
 	ReceiptService_GetPublicKey_FullMethodName     = "/termd.v1.ReceiptService/GetPublicKey"
 	ReceiptService_VerifyAuditChain_FullMethodName = "/termd.v1.ReceiptService/VerifyAuditChain"
 	ReceiptService_PruneReceipts_FullMethodName    = "/termd.v1.ReceiptService/PruneReceipts"
+	ReceiptService_SearchReceipts_FullMethodName   = "/termd.v1.ReceiptService/SearchReceipts"
+	ReceiptService_ReindexReceipts_FullMethodName  = "/termd.v1.ReceiptService/ReindexReceipts"
 )
 
 // ReceiptServiceClient is the client API for ReceiptService service.
@@ -53,6 +55,13 @@ type ReceiptServiceClient interface {
 	// date) and leaves a signed checkpoint of the pruned head, so the chain
 	// still verifies from there on. Operators only.
 	PruneReceipts(ctx context.Context, in *PruneReceiptsRequest, opts ...grpc.CallOption) (*PruneReceiptsResponse, error)
+	// SearchReceipts finds the receipts whose command, decision reasons or
+	// redacted output contain a phrase, newest first, among those the caller
+	// may see. The phrase is literal text: search syntax in it is searched for.
+	SearchReceipts(ctx context.Context, in *SearchReceiptsRequest, opts ...grpc.CallOption) (*SearchReceiptsResponse, error)
+	// ReindexReceipts throws the search index away and builds it again from
+	// the receipts. Operators only.
+	ReindexReceipts(ctx context.Context, in *ReindexReceiptsRequest, opts ...grpc.CallOption) (*ReindexReceiptsResponse, error)
 }
 
 type receiptServiceClient struct {
@@ -152,6 +161,26 @@ func (c *receiptServiceClient) PruneReceipts(ctx context.Context, in *PruneRecei
 	return out, nil
 }
 
+func (c *receiptServiceClient) SearchReceipts(ctx context.Context, in *SearchReceiptsRequest, opts ...grpc.CallOption) (*SearchReceiptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchReceiptsResponse)
+	err := c.cc.Invoke(ctx, ReceiptService_SearchReceipts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *receiptServiceClient) ReindexReceipts(ctx context.Context, in *ReindexReceiptsRequest, opts ...grpc.CallOption) (*ReindexReceiptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReindexReceiptsResponse)
+	err := c.cc.Invoke(ctx, ReceiptService_ReindexReceipts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReceiptServiceServer is the server API for ReceiptService service.
 // All implementations must embed UnimplementedReceiptServiceServer
 // for forward compatibility.
@@ -176,6 +205,13 @@ type ReceiptServiceServer interface {
 	// date) and leaves a signed checkpoint of the pruned head, so the chain
 	// still verifies from there on. Operators only.
 	PruneReceipts(context.Context, *PruneReceiptsRequest) (*PruneReceiptsResponse, error)
+	// SearchReceipts finds the receipts whose command, decision reasons or
+	// redacted output contain a phrase, newest first, among those the caller
+	// may see. The phrase is literal text: search syntax in it is searched for.
+	SearchReceipts(context.Context, *SearchReceiptsRequest) (*SearchReceiptsResponse, error)
+	// ReindexReceipts throws the search index away and builds it again from
+	// the receipts. Operators only.
+	ReindexReceipts(context.Context, *ReindexReceiptsRequest) (*ReindexReceiptsResponse, error)
 	mustEmbedUnimplementedReceiptServiceServer()
 }
 
@@ -209,6 +245,12 @@ func (UnimplementedReceiptServiceServer) VerifyAuditChain(context.Context, *Veri
 }
 func (UnimplementedReceiptServiceServer) PruneReceipts(context.Context, *PruneReceiptsRequest) (*PruneReceiptsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PruneReceipts not implemented")
+}
+func (UnimplementedReceiptServiceServer) SearchReceipts(context.Context, *SearchReceiptsRequest) (*SearchReceiptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchReceipts not implemented")
+}
+func (UnimplementedReceiptServiceServer) ReindexReceipts(context.Context, *ReindexReceiptsRequest) (*ReindexReceiptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReindexReceipts not implemented")
 }
 func (UnimplementedReceiptServiceServer) mustEmbedUnimplementedReceiptServiceServer() {}
 func (UnimplementedReceiptServiceServer) testEmbeddedByValue()                        {}
@@ -368,6 +410,42 @@ func _ReceiptService_PruneReceipts_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ReceiptService_SearchReceipts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchReceiptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptServiceServer).SearchReceipts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptService_SearchReceipts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptServiceServer).SearchReceipts(ctx, req.(*SearchReceiptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReceiptService_ReindexReceipts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReindexReceiptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReceiptServiceServer).ReindexReceipts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReceiptService_ReindexReceipts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReceiptServiceServer).ReindexReceipts(ctx, req.(*ReindexReceiptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReceiptService_ServiceDesc is the grpc.ServiceDesc for ReceiptService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -402,6 +480,14 @@ var ReceiptService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PruneReceipts",
 			Handler:    _ReceiptService_PruneReceipts_Handler,
+		},
+		{
+			MethodName: "SearchReceipts",
+			Handler:    _ReceiptService_SearchReceipts_Handler,
+		},
+		{
+			MethodName: "ReindexReceipts",
+			Handler:    _ReceiptService_ReindexReceipts_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

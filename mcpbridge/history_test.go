@@ -1,0 +1,52 @@
+package mcpbridge_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// terminal_history finds the agent's own receipts by a phrase from their
+// output, never the operator's, treats search syntax as text, and names the
+// fix for an empty phrase.
+func TestHistorySearchesOwnReceipts(t *testing.T) {
+	d := startDaemon(t)
+	if out, errOut, code := d.Run("termctl", "run", "--", "echo", "history-probe from the operator"); code != 0 {
+		t.Fatalf("operator run: %d %s %s", code, out, errOut)
+	}
+	cs := connect(t, d, transports[0], &clientRecorder{}, false)
+	plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"echo", "history-probe from the agent", "a OR b"}}, false)
+	if res.IsError {
+		t.Fatalf("plan: %s", text(res))
+	}
+	ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id")}, false)
+	if res.IsError || str(ex, "state") != "succeeded" {
+		t.Fatalf("execute: %s", text(res))
+	}
+
+	got, res := call(t, cs, "terminal_history", map[string]any{"query": "history-probe"}, false)
+	hits, _ := got["hits"].([]any)
+	if res.IsError || len(hits) != 1 {
+		t.Fatalf("terminal_history should find only the agent's own receipt: %s", text(res))
+	}
+	hit := hits[0].(map[string]any)
+	if str(hit, "receipt_id") != str(ex, "receipt_id") || !strings.Contains(str(hit, "snippet"), "history-probe from the agent") {
+		t.Fatalf("hit: %v, want receipt %s", hit, str(ex, "receipt_id"))
+	}
+	if !strings.Contains(text(res), "history-probe from the agent") || strings.Contains(text(res), "operator") {
+		t.Fatalf("the text summary: %s", text(res))
+	}
+	// The receipt id reads the receipt.
+	if rc, res := call(t, cs, "terminal_receipt", map[string]any{"receipt_id": str(hit, "receipt_id")}, false); res.IsError || str(rc, "receipt_id") != str(hit, "receipt_id") {
+		t.Fatalf("terminal_receipt of the hit: %s", text(res))
+	}
+	for q, want := range map[string]int{"a OR b": 1, "b OR a": 0, "*": 0, "from the operator": 0} {
+		got, res := call(t, cs, "terminal_history", map[string]any{"query": q}, false)
+		if hits, _ := got["hits"].([]any); res.IsError || len(hits) != want {
+			t.Errorf("terminal_history %q: want %d hits: %s", q, want, text(res))
+		}
+	}
+	_, res = call(t, cs, "terminal_history", map[string]any{"query": ""}, false)
+	if !res.IsError || !strings.Contains(text(res), "empty") {
+		t.Fatalf("an empty query should be an error naming the fix: %s", text(res))
+	}
+}
