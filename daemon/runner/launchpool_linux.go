@@ -397,6 +397,12 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	copy(env, spec.Env)
 	c := launchConfig(spec, env)
 	c.Cwd, c.MountNS = spec.Dir, spec.Launch.NewMountNS
+	if c.Cwd == "" { // Spec.Dir "" is the daemon's directory, as inline
+		if c.Cwd, err = os.Getwd(); err != nil {
+			spec.Launch.Close()
+			return fail(fmt.Errorf("the daemon's working directory: %w", err))
+		}
+	}
 	c.SetNice, c.Nice = true, r.nice
 	err = pl.send(c.Encode(), spec.Launch.Files)
 	spec.Launch.Close() // the launcher holds its copies now
