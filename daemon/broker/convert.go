@@ -131,12 +131,22 @@ func shortPaths(ps []string) []string {
 }
 
 // redactDecision removes secrets from what a decision shows (argv, env,
-// reasons); the hash was computed by the policy on the real request.
+// reasons, paths it writes, step details); the hash was computed by the policy on the real
+// request. It replaces d's slices and maps rather than writing into them:
+// they are shared with the request, which must keep the real values.
 func (b *Broker) redactDecision(d *policy.Decision) {
 	r := b.Redactor
 	d.Argv = r.RedactAll(d.Argv)
 	d.ExecArgv = r.RedactAll(d.ExecArgv)
 	d.Reasons = r.RedactAll(d.Reasons)
+	d.Writes = r.RedactAll(d.Writes)
+	if len(d.Steps) > 0 {
+		steps := slices.Clone(d.Steps)
+		for i := range steps {
+			steps[i].Detail = r.Redact(steps[i].Detail)
+		}
+		d.Steps = steps
+	}
 	d.Cwd = r.Redact(d.Cwd)
 	if len(d.Env) > 0 {
 		env := make(map[string]string, len(d.Env))

@@ -343,7 +343,12 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 
 	// Re-check what may have changed since the plan was decided and approved.
 	fresh := b.decide(requester, req)
-	msg := stale(approved, fresh)
+	// The plan holds its decision as shown (redacted): compare the fresh one
+	// in that form. The request hash, computed on the real request, still
+	// binds exactly what runs.
+	shown := fresh
+	b.redactDecision(&shown)
+	msg := stale(approved, shown)
 	if msg == "" && p.p.GrantId != "" {
 		if why := b.grantStillCovers(p, fresh); why != "" {
 			msg = "the grant that approved it no longer covers it: " + why

@@ -768,12 +768,18 @@ func (r *Redactor) Redact(s string) string {
 	return b.String()
 }
 
-// RedactAll redacts every element of ss in place and returns it.
+// RedactAll returns ss with every element redacted, as a new slice: ss is
+// often shared with what runs (a decision's argv is its request's), and
+// redacting it in place would change the command.
 func (r *Redactor) RedactAll(ss []string) []string {
-	for i := range ss {
-		ss[i] = r.Redact(ss[i])
+	if ss == nil {
+		return nil
 	}
-	return ss
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = r.Redact(s)
+	}
+	return out
 }
 
 // RedactReceipt redacts the free-text fields of a receipt in place: command,
@@ -785,8 +791,8 @@ func (r *Redactor) RedactReceipt(rc *receipt.Receipt) {
 	rc.Detail = r.Redact(rc.Detail)
 	rc.Stdout = r.Redact(rc.Stdout)
 	rc.Stderr = r.Redact(rc.Stderr)
-	r.RedactAll(rc.Policy.Argv)
-	r.RedactAll(rc.Policy.Reasons)
+	rc.Policy.Argv = r.RedactAll(rc.Policy.Argv)
+	rc.Policy.Reasons = r.RedactAll(rc.Policy.Reasons)
 }
 
 // DefaultHold is the tail a StreamRedactor keeps back by default. A secret
