@@ -28,6 +28,8 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -37,6 +39,8 @@
 #define EXIT_CONFIG 125
 #define EXIT_CONFINE 126
 #define MAX_CONFIG (8 << 20)
+#define FIRST_FD 5
+#define MAX_PASSED_FDS 16
 
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
@@ -108,6 +112,9 @@ struct config {
 	char **mount_kind, **mount_path;
 	int nmounts, nkinds;
 	int userns;
+	int new_mountns;
+	char *cwd;
+	int set_nice, nice;
 	int set_cred;
 	uid_t uid;
 	gid_t gid;
@@ -143,6 +150,98 @@ static char *read_all(int fd, size_t *len) {
 	}
 	*len = n;
 	return buf;
+}
+
+// read_full reads exactly n bytes; 0 at a clean end of file before the first
+// byte, else fails.
+static int read_full(int fd, char *buf, size_t n) {
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			fail("launcher: reading the configuration: %s", strerror(errno));
+		if (r == 0) {
+			if (got == 0)
+				return 0;
+			fail("launcher: the configuration is truncated");
+		}
+		got += r;
+	}
+	return 1;
+}
+
+// receive_pooled is how a pre-started launcher gets its execution: on the
+// socket at CONFIG_FD, a 4-byte little-endian length carrying the per-plan
+// descriptors (SCM_RIGHTS, moved to FIRST_FD on in order), then that many
+// bytes of configuration. The end of file instead means termd let this
+// launcher go (or died): exit without doing anything.
+static char *receive_pooled(size_t *len) {
+	unsigned char hdr[4];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
+	} ctl;
+	struct iovec iov = {.iov_base = hdr, .iov_len = sizeof hdr};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+	ssize_t r;
+	do
+		r = recvmsg(CONFIG_FD, &msg, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		_exit(EXIT_CONFIG);
+	if (r < 0)
+		fail("launcher: receiving the configuration: %s", strerror(errno));
+	if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC))
+		fail("launcher: more than %d descriptors were passed", MAX_PASSED_FDS);
+	int fds[MAX_PASSED_FDS], nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (int i = 0; i < n && nfds < MAX_PASSED_FDS; i++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	}
+	if ((size_t)r < sizeof hdr && read_full(CONFIG_FD, (char *)hdr + r, sizeof hdr - r) == 0)
+		fail("launcher: the configuration is truncated");
+	// Out of the way first (a received descriptor may sit where another
+	// must go), then into place: the configuration names them FIRST_FD + n.
+	for (int i = 0; i < nfds; i++) {
+		int high = fcntl(fds[i], F_DUPFD_CLOEXEC, FIRST_FD + MAX_PASSED_FDS);
+		if (high < 0)
+			fail("launcher: moving a passed descriptor: %s", strerror(errno));
+		close(fds[i]);
+		fds[i] = high;
+	}
+	for (int i = 0; i < nfds; i++) {
+		if (dup2(fds[i], FIRST_FD + i) < 0)
+			fail("launcher: placing a passed descriptor: %s", strerror(errno));
+		close(fds[i]);
+	}
+	size_t n = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
+	if (n == 0 || n > MAX_CONFIG)
+		fail("launcher: a configuration of %zu bytes", n);
+	char *buf = malloc(n);
+	if (!buf)
+		fail("launcher: out of memory");
+	if (read_full(CONFIG_FD, buf, n) == 0)
+		fail("launcher: the configuration is truncated");
+	*len = n;
+	return buf;
+}
+
+// await_go blocks until termd says the command may run: one byte "g" once
+// the execution's intent is durable. The end of file (termd could not record
+// the intent, or died) means nothing runs.
+static void await_go(void) {
+	char b = 0;
+	ssize_t r;
+	do
+		r = read(CONFIG_FD, &b, 1);
+	while (r < 0 && errno == EINTR);
+	if (r != 1 || b != 'g')
+		_exit(EXIT_CONFIG);
 }
 
 static void push(char ***v, int *n, char *s) {
@@ -205,6 +304,13 @@ static void parse(char *buf, size_t len, struct config *c) {
 			c->groups[c->ngroups++] = number(key, val);
 		} else if (!strcmp(key, "userns")) {
 			c->userns = 1;
+		} else if (!strcmp(key, "mountns")) {
+			c->new_mountns = 1;
+		} else if (!strcmp(key, "cwd")) {
+			c->cwd = val;
+		} else if (!strcmp(key, "nice")) {
+			c->set_nice = 1;
+			c->nice = number(key, val);
 		} else if (!strcmp(key, "drop_caps")) {
 			c->drop_caps = 1;
 		} else if (!strcmp(key, "no_new_privs")) {
@@ -317,6 +423,17 @@ static void enter_userns(void) {
 }
 
 static void confine(struct config *c) {
+	// A pre-started launcher makes its private mount namespace itself (an
+	// inline one was cloned into it), enters the command's directory (an
+	// inline one was started there) and takes the daemon's priority (an
+	// inline one inherited it), before anything else.
+	if (c->new_mountns && unshare(CLONE_NEWNS) < 0)
+		fail("sandbox: unshare(mount namespace): %s", strerror(errno));
+	if (c->cwd && chdir(c->cwd) < 0)
+		fail("chdir %s: %s", c->cwd, strerror(errno));
+	// It waited at a low priority; the command gets the daemon's.
+	if (c->set_nice && setpriority(PRIO_PROCESS, 0, c->nice) < 0)
+		fail("setpriority %d: %s", c->nice, strerror(errno));
 	if (c->userns)
 		enter_userns();
 	if (c->nmounts > 0) {
@@ -386,18 +503,29 @@ static void confine(struct config *c) {
 }
 
 __attribute__((constructor)) static void termd_launch(int argc, char **argv) {
-	if (argc != 1 || strcmp(argv[0], "termd-launch") != 0)
+	if (argc < 1 || argc > 2 || strcmp(argv[0], "termd-launch") != 0)
 		return; // not started by termd: the Go main explains
+	// "pooled": started ahead of its execution (see receive_pooled).
+	int pooled = argc == 2 && !strcmp(argv[1], "pooled");
+	if (argc == 2 && !pooled)
+		return;
 	size_t len;
-	char *buf = read_all(CONFIG_FD, &len);
-	close(CONFIG_FD);
-	if (len == 0) {
-		// The daemon went away before releasing us: nothing runs.
-		_exit(EXIT_CONFIG);
+	char *buf;
+	if (pooled) {
+		buf = receive_pooled(&len);
+	} else {
+		buf = read_all(CONFIG_FD, &len);
+		close(CONFIG_FD);
+		if (len == 0) {
+			// The daemon went away before releasing us: nothing runs.
+			_exit(EXIT_CONFIG);
+		}
 	}
 	struct config c;
 	parse(buf, len, &c);
 	confine(&c);
+	if (pooled)
+		await_go(); // confined already; CONFIG_FD closes at exec
 	execve(c.path, c.argv, c.env);
 	fail("exec %s: %s", c.path, strerror(errno));
 }

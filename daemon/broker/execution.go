@@ -378,7 +378,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	// leaves enough to find and kill what the command started.
 	cgroupPath := ""
 	if b.Runner.Capabilities().CgroupV2 != "" {
-		cgroupPath = b.Runner.ReserveCgroup(e.id)
+		cgroupPath = b.Runner.Reserve(spec)
 	}
 	// The intent is made durable while the launcher starts: the runner
 	// spawns it, it waits on its configuration pipe, and only once the

@@ -22,15 +22,24 @@ import (
 // command never runs, the launcher dies with termd, and the plan ends
 // outcome_unknown (the intent was durable) or not at all (it was not) —
 // never as if it had run, and it cannot run again.
+//
+// "pooled": the same with a pre-started launcher (an execution before fills
+// the pool), which has its configuration and has confined itself, and waits
+// for the go-ahead; every launcher, the idle pooled ones too, dies with termd.
 func TestKill9BeforeLauncherRelease(t *testing.T) {
 	requireSandbox(t)
-	for _, point := range []string{"spawn", "release"} {
+	for _, point := range []string{"spawn", "release", "spawn-pooled", "release-pooled"} {
 		t.Run(point, func(t *testing.T) {
+			point, pooled := strings.CutSuffix(point, "-pooled")
 			flag := filepath.Join(t.TempDir(), "stall")
+			d := harness.Start(t, harness.Options{Config: "sandbox: required\n", Env: []string{"TERMD_TEST_STALL=" + point + ":" + flag}})
+			if pooled {
+				runToEnd(t, d.Client, plan(t, d.Client, "", "true")) // names the launcher: the pool fills
+				waitFor(t, func() bool { return len(launchersOf(d.Pid(), "")) >= 2 }, "pre-started launchers")
+			}
 			if err := os.WriteFile(flag, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			d := harness.Start(t, harness.Options{Config: "sandbox: required\n", Env: []string{"TERMD_TEST_STALL=" + point + ":" + flag}})
 			marker := filepath.Join(d.Workspace, "ran.txt")
 			p := plan(t, d.Client, "", "touch", marker)
 			if p.State == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
@@ -42,12 +51,23 @@ func TestKill9BeforeLauncherRelease(t *testing.T) {
 			defer cancel()
 			go func() { _, _ = d.Client.Executions.Execute(ctx, &termdv1.ExecuteRequest{PlanId: p.Id}) }()
 			waitFor(t, func() bool { return strings.Contains(d.Log(), "TERMD_TEST_STALL="+point) }, "termd to stall at "+point)
-			launcher := childNamed(d.Pid(), "termd-launch")
-			if launcher == 0 {
-				t.Fatalf("no launcher waiting under termd at %s", point)
+			all := launchersOf(d.Pid(), "")
+			mine := launchersOf(d.Pid(), d.Workspace)
+			if len(mine) != 1 {
+				t.Fatalf("%d launchers waiting in the workspace under termd at %s (want 1; all: %v)", len(mine), point, all)
+			}
+			if mine[0].pooled != pooled {
+				t.Fatalf("the waiting launcher is pre-started: %v, want %v", mine[0].pooled, pooled)
 			}
 			d.Kill9()
-			waitFor(t, func() bool { return !alive(launcher) }, "the waiting launcher to die with termd")
+			waitFor(t, func() bool {
+				for _, l := range all {
+					if alive(l.pid) {
+						return false
+					}
+				}
+				return true
+			}, "every launcher to die with termd")
 			d.Restart()
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatalf("the command ran although termd died before releasing it")
@@ -127,8 +147,15 @@ func TestIntentWithoutPlanRecord(t *testing.T) {
 	}
 }
 
-// childNamed finds a child process of ppid by its command name.
-func childNamed(ppid int, comm string) int {
+type launcherProc struct {
+	pid    int
+	pooled bool // started ahead ("termd-launch pooled")
+}
+
+// launchersOf lists the termd-launch children of ppid; with cwd set, only
+// those whose working directory it is (a launcher that has its execution).
+func launchersOf(ppid int, cwd string) []launcherProc {
+	var out []launcherProc
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -141,15 +168,22 @@ func childNamed(ppid int, comm string) int {
 		}
 		s := string(data)
 		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < 0 || s[open+1:close] != comm {
+		if open < 0 || close < 0 || s[open+1:close] != "termd-launch" {
 			continue
 		}
 		f := strings.Fields(s[close+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(ppid) {
-			return pid
+		if len(f) < 2 || f[1] != strconv.Itoa(ppid) || f[0] == "Z" {
+			continue
 		}
+		if cwd != "" {
+			if wd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err != nil || wd != cwd {
+				continue
+			}
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out = append(out, launcherProc{pid: pid, pooled: string(cmd) == "termd-launch\x00pooled\x00"})
 	}
-	return 0
+	return out
 }
 
 // TERMD_DEBUG_PPROF's listener reports where executions spend their time:

@@ -59,11 +59,7 @@ func (lp *launchPipes) abandon() {
 // it (the report pipe closes) or refused (a message arrives).
 func (lp *launchPipes) release(spec Spec, env []string) error {
 	lp.closeChildEnds()
-	c := lp.l.Config
-	c.Path, c.Argv, c.Env = spec.Path, spec.Argv, env
-	if cr := spec.Credential; cr != nil {
-		c.SetCred, c.UID, c.GID, c.Groups = true, cr.Uid, cr.Gid, cr.Groups
-	}
+	c := launchConfig(spec, env)
 	_, err := lp.cfgW.Write(c.Encode())
 	lp.cfgW.Close()
 	msg, rerr := io.ReadAll(io.LimitReader(lp.repR, 64<<10))
@@ -77,4 +73,15 @@ func (lp *launchPipes) release(spec Spec, env []string) error {
 		return fmt.Errorf("reading the launcher's report: %w", rerr)
 	}
 	return nil
+}
+
+// launchConfig is the launcher's whole configuration for spec: the
+// confinement the daemon prepared, the command and its credentials.
+func launchConfig(spec Spec, env []string) launcher.Config {
+	c := spec.Launch.Config
+	c.Path, c.Argv, c.Env = spec.Path, spec.Argv, env
+	if cr := spec.Credential; cr != nil {
+		c.SetCred, c.UID, c.GID, c.Groups = true, cr.Uid, cr.Gid, cr.Groups
+	}
+	return c
 }

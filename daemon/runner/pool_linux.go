@@ -355,6 +355,10 @@ func stalePool(name string) bool {
 
 // startPools starts the spawn pools this Runner can use.
 func (r *Runner) startPools() {
+	// The calling thread's priority is the daemon's: the pools' filler
+	// threads lower theirs, and one of them may be the main thread, so the
+	// process's (main thread's) value is not reliable once a pool runs.
+	prio, prioErr := unix.Getpriority(unix.PRIO_PROCESS, 0)
 	if r.caps.NetNS {
 		if np, err := newNetnsPool(); err == nil {
 			r.netns = np
@@ -362,6 +366,10 @@ func (r *Runner) startPools() {
 	}
 	if r.parent != "" {
 		r.cgPool = newCgroupPool(r)
+		if r.caps.NetNS && prioErr == nil {
+			r.nice = 20 - prio // the raw call answers 20-nice
+			r.launchers = newLauncherPool(r)
+		}
 	}
 }
 
@@ -370,9 +378,11 @@ func (r *Runner) startPools() {
 func (r *Runner) refillPools() {
 	r.netns.refill()
 	r.cgPool.refill()
+	r.launchers.refill()
 }
 
 func (r *Runner) closePools() {
+	r.launchers.close()
 	r.netns.close()
 	r.cgPool.close()
 }
@@ -392,6 +402,14 @@ func (r *Runner) poolStatus() string {
 		parts = append(parts, "cgroups: made at spawn")
 	} else {
 		parts = append(parts, fmt.Sprintf("cgroups: %d ready", len(r.cgPool.ready)))
+	}
+	switch {
+	case r.launchers == nil:
+		parts = append(parts, "launchers: started at spawn")
+	case r.launchers.err.Load() != nil:
+		parts = append(parts, fmt.Sprintf("launchers: %d ready (last start failed: %v)", len(r.launchers.ready), *r.launchers.err.Load()))
+	default:
+		parts = append(parts, fmt.Sprintf("launchers: %d ready", len(r.launchers.ready)))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -27,9 +27,11 @@ type Process struct {
 	start uint64 // start ticks of the main process
 	cg    *execCgroup
 	netns bool
-	out   [2]*capture
-	pipes [2]*os.File // read ends (a PTY execution: the master, and no stderr)
-	tty   *terminal   // nil unless Spec.TTY
+	// prestarted: the main process is a pre-started launcher (launchpool_linux.go).
+	prestarted bool
+	out        [2]*capture
+	pipes      [2]*os.File // read ends (a PTY execution: the master, and no stderr)
+	tty        *terminal   // nil unless Spec.TTY
 
 	startedAt time.Time
 
@@ -103,6 +105,9 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 
 func (p *Process) spawn() (err error) {
 	r, spec := p.r, p.spec
+	if pl := r.launchers.claim(p.id, spec); pl != nil {
+		return p.spawnPooled(pl)
+	}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return err
@@ -228,45 +233,7 @@ func (p *Process) spawn() (err error) {
 	var proc *os.Process
 	startOnce := func() error {
 		var serr error
-		lockedThread(func() <-chan struct{} {
-			leave := func() error { return nil }
-			if p.cg != nil {
-				l, err := p.cg.enterV1(r.ownV1, r.v1Roots)
-				if err != nil {
-					serr = err
-					return nil
-				}
-				leave = l
-			}
-			leaveNS := func() error { return nil }
-			if nsfd >= 0 {
-				if err := r.netns.enter(nsfd); err != nil {
-					// Not entered: make a namespace at clone instead.
-					unix.Close(nsfd)
-					nsfd = -1
-					sys.Cloneflags |= syscall.CLONE_NEWNET
-				} else {
-					leaveNS = r.netns.leave
-				}
-			}
-			proc, serr = os.StartProcess(path, argv, attr)
-			errNS, errV1 := leaveNS(), leave()
-			if errNS == nil && errV1 == nil {
-				return nil
-			}
-			// The thread cannot leave the execution's v1 cgroups or its
-			// network namespace, so it must not be reused to fork anything
-			// else; it ends (lockedThread), but only after the execution:
-			// Pdeathsig would SIGKILL the child the moment its forking
-			// thread exits.
-			if errV1 != nil {
-				p.cg.stuck = true
-			}
-			if serr != nil {
-				return ended // nothing started: end the thread now
-			}
-			return p.done
-		})
+		proc, serr = r.forkIn(p.cg, &nsfd, path, argv, attr, p.done)
 		return serr
 	}
 	err = startOnce()
@@ -314,6 +281,66 @@ func (p *Process) spawn() (err error) {
 	p.start = st
 	p.mu.Unlock()
 	return nil
+}
+
+// forkIn starts path on a locked thread that enters cg's v1 cgroups (the v2
+// one is attr.Sys's CgroupFD) and the network namespace *nsfd just before
+// the fork, so the child is born in them, and leaves them right after. When
+// *nsfd cannot be entered it is closed, set to -1, and the clone makes a
+// namespace instead. A thread that cannot leave must not fork anything
+// else, so it ends, but only once hold is closed (the child's end: Pdeathsig
+// fires when the forking thread ends); with hold nil the child is killed
+// and the start fails instead.
+func (r *Runner) forkIn(cg *execCgroup, nsfd *int, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
+	sys := attr.Sys
+	var proc *os.Process
+	var serr error
+	lockedThread(func() <-chan struct{} {
+		leave := func() error { return nil }
+		if cg != nil {
+			l, err := cg.enterV1(r.ownV1, r.v1Roots)
+			if err != nil {
+				serr = err
+				return nil
+			}
+			leave = l
+		}
+		leaveNS := func() error { return nil }
+		if *nsfd >= 0 {
+			if err := r.netns.enter(*nsfd); err != nil {
+				// Not entered: make a namespace at clone instead.
+				unix.Close(*nsfd)
+				*nsfd = -1
+				sys.Cloneflags |= syscall.CLONE_NEWNET
+			} else {
+				leaveNS = r.netns.leave
+			}
+		}
+		proc, serr = os.StartProcess(path, argv, attr)
+		errNS, errV1 := leaveNS(), leave()
+		if errNS == nil && errV1 == nil {
+			return nil
+		}
+		// The thread cannot leave the execution's v1 cgroups or its
+		// network namespace, so it must not be reused to fork anything
+		// else; it ends (lockedThread), but only after the execution:
+		// Pdeathsig would SIGKILL the child the moment its forking
+		// thread exits.
+		if errV1 != nil {
+			cg.stuck = true
+		}
+		if serr != nil {
+			return ended // nothing started: end the thread now
+		}
+		if hold == nil {
+			_ = proc.Kill()
+			_, _ = proc.Wait()
+			proc, serr = nil, fmt.Errorf("the spawning thread could not leave the new process's cgroup or namespace: %w", errors.Join(errNS, errV1))
+			return ended
+		}
+		return hold
+	})
+	return proc, serr
 }
 
 // ended is a closed channel: "hold nothing, end the thread now".

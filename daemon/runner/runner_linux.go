@@ -35,6 +35,10 @@ type Runner struct {
 
 	netns  *netnsPool  // nil: no pool (Options.NoPool, or no network namespaces)
 	cgPool *cgroupPool // nil: no pool (Options.NoPool, or no cgroups)
+	// launchers: pre-started termd-launch processes (nil: Options.NoPool,
+	// or no cgroups or network namespaces).
+	launchers *launcherPool
+	nice      int // the daemon's nice value at start, which commands run with
 
 	// LeafMove says whether termd moved itself into a leaf cgroup at start
 	// (pure v2 with a delegated cgroup), for the daemon's log.
@@ -238,6 +242,19 @@ func (r *Runner) ReserveCgroup(id string) string {
 		}
 	}
 	return filepath.Join(r.parent, cgroupName(id))
+}
+
+// Reserve is ReserveCgroup for spec.ID, except that a spec a pre-started
+// launcher can serve is handed one now (Start with that Spec.ID then uses
+// it), and the cgroup returned is that launcher's.
+func (r *Runner) Reserve(spec Spec) string {
+	if r.parent == "" || spec.ID == "" {
+		return ""
+	}
+	if pl := r.launchers.reserve(spec.ID, spec); pl != nil {
+		return pl.cg.v2
+	}
+	return r.ReserveCgroup(spec.ID)
 }
 
 func (r *Runner) register(p *Process) {

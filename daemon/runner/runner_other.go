@@ -66,6 +66,9 @@ func (r *Runner) CgroupParent() string { return "" }
 // ReserveCgroup is always "" here.
 func (r *Runner) ReserveCgroup(string) string { return "" }
 
+// Reserve is always "" here.
+func (r *Runner) Reserve(Spec) string { return "" }
+
 // Process is one running execution.
 type Process struct {
 	r      *Runner

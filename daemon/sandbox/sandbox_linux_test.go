@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,4 +283,211 @@ func TestBestEffortWithoutSupportRunsUnconfined(t *testing.T) {
 	if _, _, err := sandbox.Prepare(sandbox.Profile{Name: sandbox.ReadOnly}, sandbox.Paths{}, sandbox.Required, sandbox.Support{}); err == nil {
 		t.Fatal("required without support must refuse")
 	}
+}
+
+// A command run by a pre-started launcher (the spawn pool) is confined
+// exactly like one whose launcher starts inline (TERMD_SPAWN_POOL=0): the
+// same answers to writes outside the workspace, the network, signals, the
+// same uid, gid, groups and directory, its own cgroup with the plan's
+// limits; and no two executions share a launcher, a cgroup or a network
+// namespace.
+func TestPooledLauncherConfinedLikeInline(t *testing.T) {
+	f := newFixture(t)
+	inline, err := runner.NewWithOptions(runner.Options{NoPool: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inline.Close()
+	defer f.run.Close()
+	if f.run.CgroupParent() == "" || !f.run.Capabilities().NetNS {
+		t.Skip("pre-started launchers need cgroups and network namespaces")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	uid, gid := os.Getuid(), os.Getgid()
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		uid, gid = 65534, 65534
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{65534}}
+		for _, d := range []string{f.ws, f.paths.Tmp, f.outside} {
+			if err := os.Chown(d, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// t.TempDir's directories are private to root.
+		for d := filepath.Dir(f.ws); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run := func(r *runner.Runner, args ...string) (string, runner.Result, bool) {
+		t.Helper()
+		ww := workspaceWrite
+		ww.Exec = program.Exec(f.probe)
+		l, rec, err := sandbox.Prepare(ww, f.paths, sandbox.Required, f.sup)
+		if err != nil || rec.Level != sandbox.LevelFull {
+			t.Fatalf("prepare: %v %v", err, rec.Missing)
+		}
+		spec := runner.Spec{Path: f.probe, Argv: append([]string{f.probe}, args...), Dir: f.ws, Timeout: 20 * time.Second,
+			NoNetwork: true, RequireNoNetwork: true, PidsMax: 37, MemoryMax: 96 << 20, Credential: cred, Launch: l}
+		proc, err := r.Start(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := proc.Wait()
+		if res.Err != nil {
+			return "spawn: " + res.Err.Error(), res, proc.Prestarted()
+		}
+		return strings.TrimSpace(string(res.Stdout.Kept) + string(res.Stderr.Kept)), res, proc.Prestarted()
+	}
+	// The first sandboxed spawn names the launcher binary; the pool fills then.
+	run(f.run, "read", filepath.Join(f.ws, "data.txt"))
+	pooledRuns := 0
+	cgroups := map[string]bool{}
+	outsider := exec.Command("sleep", "30")
+	if err := outsider.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer outsider.Process.Kill()
+	cases := [][]string{
+		{"write", filepath.Join(f.outside, "x")},
+		{"write", filepath.Join(f.ws, "new.txt")},
+		{"write", filepath.Join(f.ws, ".git", "hooks", "pre-commit")},
+		{"read", filepath.Join(f.ws, ".run", "receipts.key")},
+		{"connect", ln.Addr().String()},
+		{"kill", strconv.Itoa(outsider.Process.Pid)},
+		{"whoami"},
+	}
+	for round := 0; round < 3; round++ {
+		for _, c := range cases {
+			time.Sleep(20 * time.Millisecond) // let the pool refill
+			want, wantRes, pre := run(inline, c...)
+			if pre {
+				t.Fatal("a runner without pools used a pre-started launcher")
+			}
+			got, res, pre := run(f.run, c...)
+			if pre {
+				pooledRuns++
+			}
+			if round == 0 {
+				t.Logf("%v: pre-started %v: %q; inline: %q", c, pre, got, want)
+			}
+			if strings.HasPrefix(c[0], "whoami") {
+				// Equal but for the cgroup, which is each execution's own.
+				trim := func(s string) string { s, _, _ = strings.Cut(s, " cgroup="); return s }
+				if trim(got) != trim(want) || !strings.HasPrefix(want, fmt.Sprintf("uid=%d gid=%d ", uid, gid)) {
+					t.Errorf("whoami: pooled %q, inline %q (want uid %d gid %d)", got, want, uid, gid)
+				}
+				if _, cg, _ := strings.Cut(got, " cgroup="); !strings.HasSuffix(res.CgroupPath, cg) || cg == "" {
+					t.Errorf("the command ran in cgroup %q, its result names %q", cg, res.CgroupPath)
+				}
+			} else if got != want {
+				t.Errorf("%v: pre-started launcher (%v) answered %q, inline %q", c, pre, got, want)
+			}
+			if lim := strings.Join(res.Limits, ","); lim != strings.Join(wantRes.Limits, ",") || !strings.Contains(lim, "pids.max=37") || !res.NetNSApplied || !wantRes.NetNSApplied {
+				t.Errorf("%v: limits %v netns %v, inline %v netns %v", c, res.Limits, res.NetNSApplied, wantRes.Limits, wantRes.NetNSApplied)
+			}
+			if cgroups[res.CgroupPath] {
+				t.Errorf("cgroup %s served two executions", res.CgroupPath)
+			}
+			cgroups[res.CgroupPath] = true
+		}
+	}
+	t.Logf("%d of %d executions ran in a pre-started launcher", pooledRuns, 3*len(cases))
+	if want := 3 * len(cases) / 2; pooledRuns < want {
+		t.Errorf("only %d of %d executions used a pre-started launcher (want at least %d)", pooledRuns, 3*len(cases), want)
+	}
+}
+
+// A pre-started launcher runs nothing before it is released: the command
+// has not run while BeforeRelease waits (the launcher has its configuration
+// and has confined itself by then), runs once it returns, and never runs
+// when it fails.
+func TestPooledLauncherWaitsForRelease(t *testing.T) {
+	f := newFixture(t)
+	defer f.run.Close()
+	if f.run.CgroupParent() == "" || !f.run.Capabilities().NetNS {
+		t.Skip("pre-started launchers need cgroups and network namespaces")
+	}
+	start := func(marker string, release func() error) (runner.Result, bool) {
+		t.Helper()
+		ro := workspaceWrite
+		ro.Exec = program.Exec(f.probe)
+		l, _, err := sandbox.Prepare(ro, f.paths, sandbox.Required, f.sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc, err := f.run.Start(runner.Spec{Path: f.probe, Argv: []string{f.probe, "write", marker}, Dir: f.ws, Timeout: 20 * time.Second,
+			NoNetwork: true, Launch: l, BeforeRelease: release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return proc.Wait(), proc.Prestarted()
+	}
+	start(filepath.Join(f.ws, "warm-up"), nil) // names the launcher: the pool fills
+	for i := 0; i < 3; i++ {
+		marker := filepath.Join(f.ws, fmt.Sprintf("ran-%d", i))
+		var early error
+		time.Sleep(50 * time.Millisecond)
+		res, pre := start(marker, func() error {
+			time.Sleep(300 * time.Millisecond)
+			if _, err := os.Stat(marker); err == nil {
+				early = fmt.Errorf("%s exists before the release", marker)
+			}
+			return nil
+		})
+		if early != nil {
+			t.Fatal(early)
+		}
+		if res.Err != nil || res.Status != runner.StatusSucceeded || !pre {
+			t.Fatalf("released run: %+v (pre-started %v)", res, pre)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("the command did not run after its release: %v", err)
+		}
+		refused := filepath.Join(f.ws, fmt.Sprintf("refused-%d", i))
+		time.Sleep(50 * time.Millisecond)
+		res, pre = start(refused, func() error { return fmt.Errorf("the intent could not be recorded") })
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "the intent could not be recorded") || !pre {
+			t.Fatalf("refused release: %v (pre-started %v)", res.Err, pre)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if _, err := os.Stat(refused); err == nil {
+			t.Fatal("the command ran although its release failed")
+		}
+	}
+	// Closing the runner (termd shutting down) ends the launchers it holds.
+	if n := pooledChildren(t); n == 0 {
+		t.Fatal("no pre-started launcher waits under this process")
+	}
+	f.run.Close()
+	if n := pooledChildren(t); n != 0 {
+		t.Fatalf("%d pre-started launchers still run after Close", n)
+	}
+}
+
+// pooledChildren counts the pre-started launchers this process started.
+func pooledChildren(t *testing.T) int {
+	t.Helper()
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || string(cmd) != "termd-launch\x00pooled\x00" {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(os.Getpid()) {
+			n++
+		}
+	}
+	return n
 }

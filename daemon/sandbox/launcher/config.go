@@ -13,6 +13,10 @@
 // per execution on a slow-exec machine. The daemon does everything that needs
 // thought (the Landlock ruleset bound to the inodes it opened, the seccomp
 // program, the list of mounts); the launcher only applies them.
+//
+// A launcher may also be started ahead of its execution (Pooled): it then
+// gets its Config and descriptors on a socket, confines itself, and execs
+// only on the go-ahead.
 package launcher
 
 import (
@@ -23,7 +27,7 @@ import (
 
 // Descriptors the launcher receives besides stdin/stdout/stderr.
 const (
-	ConfigFD = 3 // the JSON Config, read to EOF before anything is done
+	ConfigFD = 3 // the Config (Encode), read to EOF before anything is done; a socket for a Pooled launcher
 	ReportFD = 4 // close-on-exec; a failure message is written here
 	FirstFD  = 5 // the first of the extra descriptors the Config refers to
 )
@@ -55,6 +59,22 @@ func (l *Launch) Close() {
 // ArgvZero is the launcher's argv[0] (it is how it shows in ps).
 const ArgvZero = "termd-launch"
 
+// Pooled is the one argument of a pre-started launcher: started ahead of
+// its execution in a pooled cgroup and network namespace, it waits on
+// ConfigFD, a unix socket, for its execution: a 4-byte little-endian length
+// carrying the per-plan descriptors (SCM_RIGHTS; they become FirstFD, FirstFD+1,
+// ...), that many bytes of Config (Encode), then, once the intent is
+// durable, the byte 'g'. It confines itself on receiving the Config and
+// execs the command only on 'g'; the end of file at any point before (termd
+// let it go, or died) ends it without running anything.
+const Pooled = "pooled"
+
+// Go is the byte that releases a pre-started launcher.
+const Go = 'g'
+
+// MaxPassedFDs is how many descriptors a pre-started launcher accepts.
+const MaxPassedFDs = 16
+
 // Config is everything the launcher does, in order.
 type Config struct {
 	// Mounts: when set the launcher was cloned into a new mount namespace; it
@@ -64,6 +84,16 @@ type Config struct {
 	// UserNS: termd is not root, so the launcher makes its private mount
 	// namespace inside a new user namespace that maps only its own uid/gid.
 	UserNS bool `json:"userns,omitempty"`
+	// MountNS: the launcher makes its private mount namespace itself (a
+	// pre-started launcher; an inline one is cloned into a new one).
+	MountNS bool `json:"mountns,omitempty"`
+	// Cwd: the launcher enters this directory first (a pre-started
+	// launcher; an inline one is started in it). "" = stay.
+	Cwd string `json:"cwd,omitempty"`
+	// SetNice: the launcher sets its nice value to Nice first (a
+	// pre-started launcher waits at a low priority).
+	SetNice bool `json:"set_nice,omitempty"`
+	Nice    int  `json:"nice,omitempty"`
 
 	// Credentials to switch to (SetCred false: keep the launcher's).
 	SetCred bool     `json:"set_cred,omitempty"`
@@ -124,6 +154,15 @@ func (c Config) Encode() []byte {
 		b = append(b, 0)
 		b = append(b, v...)
 		b = append(b, 0)
+	}
+	if c.MountNS {
+		kv("mountns", "1")
+	}
+	if c.Cwd != "" {
+		kv("cwd", c.Cwd)
+	}
+	if c.SetNice {
+		kv("nice", strconv.Itoa(c.Nice))
 	}
 	if c.UserNS {
 		kv("userns", "1")

@@ -10,7 +10,7 @@ import (
 // returns when termd started it, so reaching this means the binary was run
 // by hand, or was built without cgo and cannot confine anything.
 func Main() int {
-	if len(os.Args) == 1 && os.Args[0] == ArgvZero {
+	if os.Args[0] == ArgvZero && (len(os.Args) == 1 || len(os.Args) == 2 && os.Args[1] == Pooled) {
 		msg := "termd-launch was built without cgo, so it cannot confine commands: rebuild it with a C compiler (CGO_ENABLED=1), or set sandbox: off"
 		if f := os.NewFile(ReportFD, "report"); f != nil {
 			_, _ = f.WriteString(msg)
