@@ -45,6 +45,7 @@ func TestReceiptsPrune(t *testing.T) {
 		t.Fatalf("second prune:\n%s", out)
 	}
 
+	d.Stop()
 	d.Restart()
 	p = plan(t, d, nil, "echo", "after restart")
 	expect(t, d, 0, "execute", p.ID, "--follow")

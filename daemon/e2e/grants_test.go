@@ -120,6 +120,7 @@ func TestGrantsRememberApprovals(t *testing.T) {
 	}
 
 	// Grants survive a restart.
+	d.Stop()
 	d.Restart()
 	stage(t, d.Workspace, 11)
 	p := plan(t, d.Client, "", "git", "commit", "-m", "after restart")

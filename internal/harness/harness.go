@@ -272,6 +272,13 @@ func (d *Daemon) Kill9() {
 // Restart starts the daemon again with the same flags (after Stop or Kill9).
 func (d *Daemon) Restart() {
 	d.t.Helper()
+	select {
+	case <-d.done:
+	default:
+		// A second termd would find the first on the socket and exit, and
+		// the test would go on talking to the first, never restarted.
+		d.t.Fatal("Restart: termd is still running; call Stop or Kill9 first")
+	}
 	d.start()
 }
 
