@@ -24,7 +24,10 @@ func TestBenchBroker(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") == "" {
 		t.Skip("benchmark: run with TERMD_BENCH=1 (make bench)")
 	}
-	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n", Env: []string{"TERMD_DEBUG_PPROF=" + os.Getenv("TERMD_DEBUG_PPROF"), "GOGC=" + os.Getenv("GOGC")}})
+	d := harness.Start(t, harness.Options{Config: "sessions:\n  per_principal: 100\n  global: 200\n",
+		// The 1 GiB run measures throughput, not the output budget (64 MiB by default).
+		Policy: budgetPolicy(t, "2147483648"),
+		Env:    []string{"TERMD_DEBUG_PPROF=" + os.Getenv("TERMD_DEBUG_PPROF"), "GOGC=" + os.Getenv("GOGC")}})
 	report := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
 		fmt.Println("BENCH broker: " + line)
