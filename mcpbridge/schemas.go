@@ -40,6 +40,31 @@ var toolSchemas = sync.OnceValue(func() map[string]toolSchema {
 	return m
 })
 
+// anyObject is the input schema the SDK is given for a tool whose schemas
+// come from the file (see addTool); clients never see it.
+var anyObject = json.RawMessage(`{"type":"object"}`)
+
+// withFileSchemas puts each tool's schemas from the file into a tools/list
+// answer (the SDK holds the tools with anyObject).
+func withFileSchemas(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		lr, ok := res.(*mcp.ListToolsResult)
+		if method != "tools/list" || !ok || !useSchemaFile {
+			return res, err
+		}
+		schemas := toolSchemas()
+		for i, t := range lr.Tools {
+			if sc, ok := schemas[t.Name]; ok {
+				listed := *t
+				listed.InputSchema, listed.OutputSchema = sc.Input, sc.Output
+				lr.Tools[i] = &listed
+			}
+		}
+		return lr, err
+	}
+}
+
 // outputSchema infers a tool's output schema as the SDK does (nil for any).
 func outputSchema[Out any](tool string) *jsonschema.Schema {
 	rt := reflect.TypeFor[Out]()
