@@ -41,8 +41,9 @@ var toolSchemas = sync.OnceValue(func() map[string]toolSchema {
 })
 
 // anyObject is the input schema the SDK is given for a tool whose schemas
-// come from the file (see addTool); clients never see it.
-var anyObject = json.RawMessage(`{"type":"object"}`)
+// come from the file (see addTool); clients never see it. A
+// *jsonschema.Schema, because the SDK decodes any other kind again.
+var anyObject = &jsonschema.Schema{Type: "object"}
 
 // withFileSchemas puts each tool's schemas from the file into a tools/list
 // answer (the SDK holds the tools with anyObject).
