@@ -141,7 +141,7 @@ func TestBenchBridge(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(floorDir) })
 	_ = os.Chmod(floorDir, 0o755)
 	floorBin := filepath.Join(floorDir, "mcpfloor")
-	fb := exec.Command("go", "build", "-o", floorBin, "./internal/benchfloor/mcpfloor")
+	fb := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", floorBin, "./internal/benchfloor/mcpfloor")
 	fb.Dir = ".."
 	if out, err := fb.CombinedOutput(); err != nil {
 		t.Fatalf("building the floor binary: %v\n%s", err, out)
