@@ -54,6 +54,26 @@ func TestClientsDoNotLinkTheDaemon(t *testing.T) {
 	}
 }
 
+// Only termd-gateway links grpc-gateway: its REST handlers are generated
+// into gateway/internal/gen, not beside the messages every binary imports,
+// so the others do not initialise its runtime at every start.
+func TestOnlyTheGatewayLinksGrpcGateway(t *testing.T) {
+	for _, bin := range []string{"termd", "termctl", "termd-mcp", "termd-launch"} {
+		for _, dep := range goList(t, "-deps", "./cmd/"+bin) {
+			if strings.HasPrefix(dep, "github.com/grpc-ecosystem/grpc-gateway/") {
+				t.Errorf("%s links %s: REST handlers belong to termd-gateway (buf.gen.yaml generates them into gateway/internal/gen)", bin, dep)
+			}
+		}
+	}
+	linked := false
+	for _, dep := range goList(t, "-deps", "./cmd/termd-gateway") {
+		linked = linked || dep == module+"gateway/internal/gen/termd/v1"
+	}
+	if !linked {
+		t.Errorf("termd-gateway does not link %sgateway/internal/gen/termd/v1: where are its REST handlers?", module)
+	}
+}
+
 // The daemon's transport takes the socket path and metadata keys from
 // internal/wire, not from the client library.
 func TestDaemonServerDoesNotImportClient(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/termd/termd/client"
+	gw "github.com/termd/termd/gateway/internal/gen/termd/v1"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/recipe"
 )
@@ -169,17 +170,17 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 	)
 	conn := c.Conn()
 	regs := []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
-		termdv1.RegisterDaemonServiceHandler,
-		termdv1.RegisterSessionServiceHandler,
-		termdv1.RegisterPlanServiceHandler,
-		termdv1.RegisterExecutionServiceHandler,
-		termdv1.RegisterReceiptServiceHandler,
-		termdv1.RegisterPolicyServiceHandler,
-		termdv1.RegisterAdviserServiceHandler,
-		termdv1.RegisterWorkspaceServiceHandler,
-		termdv1.RegisterGrantServiceHandler,
-		termdv1.RegisterRecipeServiceHandler,
-		termdv1.RegisterTerminalServiceHandler,
+		gw.RegisterDaemonServiceHandler,
+		gw.RegisterSessionServiceHandler,
+		gw.RegisterPlanServiceHandler,
+		gw.RegisterExecutionServiceHandler,
+		gw.RegisterReceiptServiceHandler,
+		gw.RegisterPolicyServiceHandler,
+		gw.RegisterAdviserServiceHandler,
+		gw.RegisterWorkspaceServiceHandler,
+		gw.RegisterGrantServiceHandler,
+		gw.RegisterRecipeServiceHandler,
+		gw.RegisterTerminalServiceHandler,
 	}
 	for _, reg := range regs {
 		if err := reg(ctx, mux, conn); err != nil {

@@ -20,6 +20,6 @@ while IFS= read -r f; do
 		echo "orphan generated file: $f (run: make generate and delete it)"
 		status=1
 	fi
-done < <(find proto/termd gateway/openapi -type f \( -name '*.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json' \))
+done < <(find proto/termd gateway/internal/gen gateway/openapi -type f \( -name '*.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json' \))
 if [ $status -ne 0 ]; then exit 1; fi
 echo "generated code is up to date"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_DaemonService_GetStatus_0(ctx context.Context, marshaler runtime.Marshaler, client DaemonServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_DaemonService_GetStatus_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.DaemonServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetStatusRequest
+		protoReq extTermdv1.GetStatusRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -47,18 +48,18 @@ func request_DaemonService_GetStatus_0(ctx context.Context, marshaler runtime.Ma
 	return msg, metadata, err
 }
 
-func local_request_DaemonService_GetStatus_0(ctx context.Context, marshaler runtime.Marshaler, server DaemonServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_DaemonService_GetStatus_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.DaemonServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetStatusRequest
+		protoReq extTermdv1.GetStatusRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.GetStatus(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_DaemonService_GetVersion_0(ctx context.Context, marshaler runtime.Marshaler, client DaemonServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_DaemonService_GetVersion_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.DaemonServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetVersionRequest
+		protoReq extTermdv1.GetVersionRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -68,9 +69,9 @@ func request_DaemonService_GetVersion_0(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
-func local_request_DaemonService_GetVersion_0(ctx context.Context, marshaler runtime.Marshaler, server DaemonServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_DaemonService_GetVersion_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.DaemonServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetVersionRequest
+		protoReq extTermdv1.GetVersionRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.GetVersion(ctx, &protoReq)
@@ -82,7 +83,7 @@ func local_request_DaemonService_GetVersion_0(ctx context.Context, marshaler run
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterDaemonServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterDaemonServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server DaemonServiceServer) error {
+func RegisterDaemonServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.DaemonServiceServer) error {
 	mux.Handle(http.MethodGet, pattern_DaemonService_GetStatus_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -154,15 +155,15 @@ func RegisterDaemonServiceHandlerFromEndpoint(ctx context.Context, mux *runtime.
 // RegisterDaemonServiceHandler registers the http handlers for service DaemonService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterDaemonServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterDaemonServiceHandlerClient(ctx, mux, NewDaemonServiceClient(conn))
+	return RegisterDaemonServiceHandlerClient(ctx, mux, extTermdv1.NewDaemonServiceClient(conn))
 }
 
 // RegisterDaemonServiceHandlerClient registers the http handlers for service DaemonService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "DaemonServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "DaemonServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.DaemonServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.DaemonServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "DaemonServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterDaemonServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client DaemonServiceClient) error {
+// "extTermdv1.DaemonServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterDaemonServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.DaemonServiceClient) error {
 	mux.Handle(http.MethodGet, pattern_DaemonService_GetStatus_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

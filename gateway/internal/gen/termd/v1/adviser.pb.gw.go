@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_AdviserService_Advise_0(ctx context.Context, marshaler runtime.Marshaler, client AdviserServiceClient, req *http.Request, pathParams map[string]string) (AdviserService_AdviseClient, runtime.ServerMetadata, error) {
+func request_AdviserService_Advise_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.AdviserServiceClient, req *http.Request, pathParams map[string]string) (extTermdv1.AdviserService_AdviseClient, runtime.ServerMetadata, error) {
 	var (
-		protoReq AdviseRequest
+		protoReq extTermdv1.AdviseRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -63,7 +64,7 @@ func request_AdviserService_Advise_0(ctx context.Context, marshaler runtime.Mars
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterAdviserServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterAdviserServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server AdviserServiceServer) error {
+func RegisterAdviserServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.AdviserServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_AdviserService_Advise_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
 		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
@@ -101,15 +102,15 @@ func RegisterAdviserServiceHandlerFromEndpoint(ctx context.Context, mux *runtime
 // RegisterAdviserServiceHandler registers the http handlers for service AdviserService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterAdviserServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterAdviserServiceHandlerClient(ctx, mux, NewAdviserServiceClient(conn))
+	return RegisterAdviserServiceHandlerClient(ctx, mux, extTermdv1.NewAdviserServiceClient(conn))
 }
 
 // RegisterAdviserServiceHandlerClient registers the http handlers for service AdviserService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "AdviserServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "AdviserServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.AdviserServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.AdviserServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "AdviserServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterAdviserServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client AdviserServiceClient) error {
+// "extTermdv1.AdviserServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterAdviserServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.AdviserServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_AdviserService_Advise_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_TerminalService_SendInput_0(ctx context.Context, marshaler runtime.Marshaler, client TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_TerminalService_SendInput_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SendInputRequest
+		protoReq extTermdv1.SendInputRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -59,9 +60,9 @@ func request_TerminalService_SendInput_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_TerminalService_SendInput_0(ctx context.Context, marshaler runtime.Marshaler, server TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_TerminalService_SendInput_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SendInputRequest
+		protoReq extTermdv1.SendInputRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -82,9 +83,9 @@ func local_request_TerminalService_SendInput_0(ctx context.Context, marshaler ru
 
 var filter_TerminalService_GetScreen_0 = &utilities.DoubleArray{Encoding: map[string]int{"execution_id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
 
-func request_TerminalService_GetScreen_0(ctx context.Context, marshaler runtime.Marshaler, client TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_TerminalService_GetScreen_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetScreenRequest
+		protoReq extTermdv1.GetScreenRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -109,9 +110,9 @@ func request_TerminalService_GetScreen_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_TerminalService_GetScreen_0(ctx context.Context, marshaler runtime.Marshaler, server TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_TerminalService_GetScreen_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetScreenRequest
+		protoReq extTermdv1.GetScreenRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -133,9 +134,9 @@ func local_request_TerminalService_GetScreen_0(ctx context.Context, marshaler ru
 	return msg, metadata, err
 }
 
-func request_TerminalService_ResizeTerminal_0(ctx context.Context, marshaler runtime.Marshaler, client TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_TerminalService_ResizeTerminal_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ResizeTerminalRequest
+		protoReq extTermdv1.ResizeTerminalRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -157,9 +158,9 @@ func request_TerminalService_ResizeTerminal_0(ctx context.Context, marshaler run
 	return msg, metadata, err
 }
 
-func local_request_TerminalService_ResizeTerminal_0(ctx context.Context, marshaler runtime.Marshaler, server TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_TerminalService_ResizeTerminal_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ResizeTerminalRequest
+		protoReq extTermdv1.ResizeTerminalRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -178,9 +179,9 @@ func local_request_TerminalService_ResizeTerminal_0(ctx context.Context, marshal
 	return msg, metadata, err
 }
 
-func request_TerminalService_TakeInput_0(ctx context.Context, marshaler runtime.Marshaler, client TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_TerminalService_TakeInput_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.TerminalServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq TakeInputRequest
+		protoReq extTermdv1.TakeInputRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -202,9 +203,9 @@ func request_TerminalService_TakeInput_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_TerminalService_TakeInput_0(ctx context.Context, marshaler runtime.Marshaler, server TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_TerminalService_TakeInput_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.TerminalServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq TakeInputRequest
+		protoReq extTermdv1.TakeInputRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -228,7 +229,7 @@ func local_request_TerminalService_TakeInput_0(ctx context.Context, marshaler ru
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterTerminalServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterTerminalServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server TerminalServiceServer) error {
+func RegisterTerminalServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.TerminalServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_TerminalService_SendInput_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -340,15 +341,15 @@ func RegisterTerminalServiceHandlerFromEndpoint(ctx context.Context, mux *runtim
 // RegisterTerminalServiceHandler registers the http handlers for service TerminalService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterTerminalServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterTerminalServiceHandlerClient(ctx, mux, NewTerminalServiceClient(conn))
+	return RegisterTerminalServiceHandlerClient(ctx, mux, extTermdv1.NewTerminalServiceClient(conn))
 }
 
 // RegisterTerminalServiceHandlerClient registers the http handlers for service TerminalService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "TerminalServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "TerminalServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.TerminalServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.TerminalServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "TerminalServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterTerminalServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client TerminalServiceClient) error {
+// "extTermdv1.TerminalServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterTerminalServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.TerminalServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_TerminalService_SendInput_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_ExecutionService_Execute_0(ctx context.Context, marshaler runtime.Marshaler, client ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ExecutionService_Execute_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ExecuteRequest
+		protoReq extTermdv1.ExecuteRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -59,9 +60,9 @@ func request_ExecutionService_Execute_0(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
-func local_request_ExecutionService_Execute_0(ctx context.Context, marshaler runtime.Marshaler, server ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ExecutionService_Execute_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ExecuteRequest
+		protoReq extTermdv1.ExecuteRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -80,9 +81,9 @@ func local_request_ExecutionService_Execute_0(ctx context.Context, marshaler run
 	return msg, metadata, err
 }
 
-func request_ExecutionService_GetExecution_0(ctx context.Context, marshaler runtime.Marshaler, client ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ExecutionService_GetExecution_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetExecutionRequest
+		protoReq extTermdv1.GetExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -101,9 +102,9 @@ func request_ExecutionService_GetExecution_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func local_request_ExecutionService_GetExecution_0(ctx context.Context, marshaler runtime.Marshaler, server ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ExecutionService_GetExecution_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetExecutionRequest
+		protoReq extTermdv1.GetExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -119,9 +120,9 @@ func local_request_ExecutionService_GetExecution_0(ctx context.Context, marshale
 	return msg, metadata, err
 }
 
-func request_ExecutionService_PauseExecution_0(ctx context.Context, marshaler runtime.Marshaler, client ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ExecutionService_PauseExecution_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq PauseExecutionRequest
+		protoReq extTermdv1.PauseExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -143,9 +144,9 @@ func request_ExecutionService_PauseExecution_0(ctx context.Context, marshaler ru
 	return msg, metadata, err
 }
 
-func local_request_ExecutionService_PauseExecution_0(ctx context.Context, marshaler runtime.Marshaler, server ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ExecutionService_PauseExecution_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq PauseExecutionRequest
+		protoReq extTermdv1.PauseExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -164,9 +165,9 @@ func local_request_ExecutionService_PauseExecution_0(ctx context.Context, marsha
 	return msg, metadata, err
 }
 
-func request_ExecutionService_ResumeExecution_0(ctx context.Context, marshaler runtime.Marshaler, client ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ExecutionService_ResumeExecution_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ResumeExecutionRequest
+		protoReq extTermdv1.ResumeExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -188,9 +189,9 @@ func request_ExecutionService_ResumeExecution_0(ctx context.Context, marshaler r
 	return msg, metadata, err
 }
 
-func local_request_ExecutionService_ResumeExecution_0(ctx context.Context, marshaler runtime.Marshaler, server ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ExecutionService_ResumeExecution_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ResumeExecutionRequest
+		protoReq extTermdv1.ResumeExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -209,9 +210,9 @@ func local_request_ExecutionService_ResumeExecution_0(ctx context.Context, marsh
 	return msg, metadata, err
 }
 
-func request_ExecutionService_CancelExecution_0(ctx context.Context, marshaler runtime.Marshaler, client ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ExecutionService_CancelExecution_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CancelExecutionRequest
+		protoReq extTermdv1.CancelExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -233,9 +234,9 @@ func request_ExecutionService_CancelExecution_0(ctx context.Context, marshaler r
 	return msg, metadata, err
 }
 
-func local_request_ExecutionService_CancelExecution_0(ctx context.Context, marshaler runtime.Marshaler, server ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ExecutionService_CancelExecution_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CancelExecutionRequest
+		protoReq extTermdv1.CancelExecutionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -256,9 +257,9 @@ func local_request_ExecutionService_CancelExecution_0(ctx context.Context, marsh
 
 var filter_ExecutionService_ReadOutput_0 = &utilities.DoubleArray{Encoding: map[string]int{"execution_id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
 
-func request_ExecutionService_ReadOutput_0(ctx context.Context, marshaler runtime.Marshaler, client ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ExecutionService_ReadOutput_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReadOutputRequest
+		protoReq extTermdv1.ReadOutputRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -283,9 +284,9 @@ func request_ExecutionService_ReadOutput_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func local_request_ExecutionService_ReadOutput_0(ctx context.Context, marshaler runtime.Marshaler, server ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ExecutionService_ReadOutput_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReadOutputRequest
+		protoReq extTermdv1.ReadOutputRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -309,9 +310,9 @@ func local_request_ExecutionService_ReadOutput_0(ctx context.Context, marshaler 
 
 var filter_ExecutionService_ListExecutions_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_ExecutionService_ListExecutions_0(ctx context.Context, marshaler runtime.Marshaler, client ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ExecutionService_ListExecutions_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ExecutionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListExecutionsRequest
+		protoReq extTermdv1.ListExecutionsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -327,9 +328,9 @@ func request_ExecutionService_ListExecutions_0(ctx context.Context, marshaler ru
 	return msg, metadata, err
 }
 
-func local_request_ExecutionService_ListExecutions_0(ctx context.Context, marshaler runtime.Marshaler, server ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ExecutionService_ListExecutions_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ExecutionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListExecutionsRequest
+		protoReq extTermdv1.ListExecutionsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -347,7 +348,7 @@ func local_request_ExecutionService_ListExecutions_0(ctx context.Context, marsha
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterExecutionServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterExecutionServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server ExecutionServiceServer) error {
+func RegisterExecutionServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.ExecutionServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_ExecutionService_Execute_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -519,15 +520,15 @@ func RegisterExecutionServiceHandlerFromEndpoint(ctx context.Context, mux *runti
 // RegisterExecutionServiceHandler registers the http handlers for service ExecutionService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterExecutionServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterExecutionServiceHandlerClient(ctx, mux, NewExecutionServiceClient(conn))
+	return RegisterExecutionServiceHandlerClient(ctx, mux, extTermdv1.NewExecutionServiceClient(conn))
 }
 
 // RegisterExecutionServiceHandlerClient registers the http handlers for service ExecutionService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "ExecutionServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "ExecutionServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.ExecutionServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.ExecutionServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "ExecutionServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterExecutionServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client ExecutionServiceClient) error {
+// "extTermdv1.ExecutionServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterExecutionServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.ExecutionServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_ExecutionService_Execute_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_PlanService_CreatePlan_0(ctx context.Context, marshaler runtime.Marshaler, client PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PlanService_CreatePlan_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CreatePlanRequest
+		protoReq extTermdv1.CreatePlanRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -50,9 +51,9 @@ func request_PlanService_CreatePlan_0(ctx context.Context, marshaler runtime.Mar
 	return msg, metadata, err
 }
 
-func local_request_PlanService_CreatePlan_0(ctx context.Context, marshaler runtime.Marshaler, server PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PlanService_CreatePlan_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CreatePlanRequest
+		protoReq extTermdv1.CreatePlanRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -62,9 +63,9 @@ func local_request_PlanService_CreatePlan_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func request_PlanService_GetPlan_0(ctx context.Context, marshaler runtime.Marshaler, client PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PlanService_GetPlan_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetPlanRequest
+		protoReq extTermdv1.GetPlanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -83,9 +84,9 @@ func request_PlanService_GetPlan_0(ctx context.Context, marshaler runtime.Marsha
 	return msg, metadata, err
 }
 
-func local_request_PlanService_GetPlan_0(ctx context.Context, marshaler runtime.Marshaler, server PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PlanService_GetPlan_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetPlanRequest
+		protoReq extTermdv1.GetPlanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -103,9 +104,9 @@ func local_request_PlanService_GetPlan_0(ctx context.Context, marshaler runtime.
 
 var filter_PlanService_ListPlans_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_PlanService_ListPlans_0(ctx context.Context, marshaler runtime.Marshaler, client PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PlanService_ListPlans_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListPlansRequest
+		protoReq extTermdv1.ListPlansRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -121,9 +122,9 @@ func request_PlanService_ListPlans_0(ctx context.Context, marshaler runtime.Mars
 	return msg, metadata, err
 }
 
-func local_request_PlanService_ListPlans_0(ctx context.Context, marshaler runtime.Marshaler, server PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PlanService_ListPlans_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListPlansRequest
+		protoReq extTermdv1.ListPlansRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -136,9 +137,9 @@ func local_request_PlanService_ListPlans_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func request_PlanService_ApprovePlan_0(ctx context.Context, marshaler runtime.Marshaler, client PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PlanService_ApprovePlan_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ApprovePlanRequest
+		protoReq extTermdv1.ApprovePlanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -160,9 +161,9 @@ func request_PlanService_ApprovePlan_0(ctx context.Context, marshaler runtime.Ma
 	return msg, metadata, err
 }
 
-func local_request_PlanService_ApprovePlan_0(ctx context.Context, marshaler runtime.Marshaler, server PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PlanService_ApprovePlan_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ApprovePlanRequest
+		protoReq extTermdv1.ApprovePlanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -181,9 +182,9 @@ func local_request_PlanService_ApprovePlan_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func request_PlanService_DenyPlan_0(ctx context.Context, marshaler runtime.Marshaler, client PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PlanService_DenyPlan_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq DenyPlanRequest
+		protoReq extTermdv1.DenyPlanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -205,9 +206,9 @@ func request_PlanService_DenyPlan_0(ctx context.Context, marshaler runtime.Marsh
 	return msg, metadata, err
 }
 
-func local_request_PlanService_DenyPlan_0(ctx context.Context, marshaler runtime.Marshaler, server PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PlanService_DenyPlan_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq DenyPlanRequest
+		protoReq extTermdv1.DenyPlanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -226,9 +227,9 @@ func local_request_PlanService_DenyPlan_0(ctx context.Context, marshaler runtime
 	return msg, metadata, err
 }
 
-func request_PlanService_Replan_0(ctx context.Context, marshaler runtime.Marshaler, client PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PlanService_Replan_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PlanServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReplanRequest
+		protoReq extTermdv1.ReplanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -250,9 +251,9 @@ func request_PlanService_Replan_0(ctx context.Context, marshaler runtime.Marshal
 	return msg, metadata, err
 }
 
-func local_request_PlanService_Replan_0(ctx context.Context, marshaler runtime.Marshaler, server PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PlanService_Replan_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PlanServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReplanRequest
+		protoReq extTermdv1.ReplanRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -276,7 +277,7 @@ func local_request_PlanService_Replan_0(ctx context.Context, marshaler runtime.M
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterPlanServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterPlanServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server PlanServiceServer) error {
+func RegisterPlanServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.PlanServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_PlanService_CreatePlan_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -428,15 +429,15 @@ func RegisterPlanServiceHandlerFromEndpoint(ctx context.Context, mux *runtime.Se
 // RegisterPlanServiceHandler registers the http handlers for service PlanService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterPlanServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterPlanServiceHandlerClient(ctx, mux, NewPlanServiceClient(conn))
+	return RegisterPlanServiceHandlerClient(ctx, mux, extTermdv1.NewPlanServiceClient(conn))
 }
 
 // RegisterPlanServiceHandlerClient registers the http handlers for service PlanService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "PlanServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "PlanServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.PlanServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.PlanServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "PlanServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterPlanServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client PlanServiceClient) error {
+// "extTermdv1.PlanServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterPlanServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.PlanServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_PlanService_CreatePlan_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

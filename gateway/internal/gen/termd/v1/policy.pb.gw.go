@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_PolicyService_CheckPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PolicyService_CheckPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CheckPolicyRequest
+		protoReq extTermdv1.CheckPolicyRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -50,9 +51,9 @@ func request_PolicyService_CheckPolicy_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_PolicyService_CheckPolicy_0(ctx context.Context, marshaler runtime.Marshaler, server PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PolicyService_CheckPolicy_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CheckPolicyRequest
+		protoReq extTermdv1.CheckPolicyRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -62,9 +63,9 @@ func local_request_PolicyService_CheckPolicy_0(ctx context.Context, marshaler ru
 	return msg, metadata, err
 }
 
-func request_PolicyService_GetPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PolicyService_GetPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetPolicyRequest
+		protoReq extTermdv1.GetPolicyRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -74,18 +75,18 @@ func request_PolicyService_GetPolicy_0(ctx context.Context, marshaler runtime.Ma
 	return msg, metadata, err
 }
 
-func local_request_PolicyService_GetPolicy_0(ctx context.Context, marshaler runtime.Marshaler, server PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PolicyService_GetPolicy_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetPolicyRequest
+		protoReq extTermdv1.GetPolicyRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.GetPolicy(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_PolicyService_ListCredentials_0(ctx context.Context, marshaler runtime.Marshaler, client PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PolicyService_ListCredentials_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListCredentialsRequest
+		protoReq extTermdv1.ListCredentialsRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -95,18 +96,18 @@ func request_PolicyService_ListCredentials_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func local_request_PolicyService_ListCredentials_0(ctx context.Context, marshaler runtime.Marshaler, server PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PolicyService_ListCredentials_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListCredentialsRequest
+		protoReq extTermdv1.ListCredentialsRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.ListCredentials(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_PolicyService_ReloadPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_PolicyService_ReloadPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.PolicyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReloadPolicyRequest
+		protoReq extTermdv1.ReloadPolicyRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -119,9 +120,9 @@ func request_PolicyService_ReloadPolicy_0(ctx context.Context, marshaler runtime
 	return msg, metadata, err
 }
 
-func local_request_PolicyService_ReloadPolicy_0(ctx context.Context, marshaler runtime.Marshaler, server PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_PolicyService_ReloadPolicy_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.PolicyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReloadPolicyRequest
+		protoReq extTermdv1.ReloadPolicyRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -136,7 +137,7 @@ func local_request_PolicyService_ReloadPolicy_0(ctx context.Context, marshaler r
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterPolicyServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterPolicyServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server PolicyServiceServer) error {
+func RegisterPolicyServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.PolicyServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_PolicyService_CheckPolicy_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -248,15 +249,15 @@ func RegisterPolicyServiceHandlerFromEndpoint(ctx context.Context, mux *runtime.
 // RegisterPolicyServiceHandler registers the http handlers for service PolicyService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterPolicyServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterPolicyServiceHandlerClient(ctx, mux, NewPolicyServiceClient(conn))
+	return RegisterPolicyServiceHandlerClient(ctx, mux, extTermdv1.NewPolicyServiceClient(conn))
 }
 
 // RegisterPolicyServiceHandlerClient registers the http handlers for service PolicyService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "PolicyServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "PolicyServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.PolicyServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.PolicyServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "PolicyServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterPolicyServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client PolicyServiceClient) error {
+// "extTermdv1.PolicyServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterPolicyServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.PolicyServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_PolicyService_CheckPolicy_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_RecipeService_ListRecipes_0(ctx context.Context, marshaler runtime.Marshaler, client RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_RecipeService_ListRecipes_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListRecipesRequest
+		protoReq extTermdv1.ListRecipesRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -47,18 +48,18 @@ func request_RecipeService_ListRecipes_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_RecipeService_ListRecipes_0(ctx context.Context, marshaler runtime.Marshaler, server RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_RecipeService_ListRecipes_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListRecipesRequest
+		protoReq extTermdv1.ListRecipesRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.ListRecipes(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_RecipeService_GetRecipe_0(ctx context.Context, marshaler runtime.Marshaler, client RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_RecipeService_GetRecipe_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetRecipeRequest
+		protoReq extTermdv1.GetRecipeRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -77,9 +78,9 @@ func request_RecipeService_GetRecipe_0(ctx context.Context, marshaler runtime.Ma
 	return msg, metadata, err
 }
 
-func local_request_RecipeService_GetRecipe_0(ctx context.Context, marshaler runtime.Marshaler, server RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_RecipeService_GetRecipe_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetRecipeRequest
+		protoReq extTermdv1.GetRecipeRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -95,9 +96,9 @@ func local_request_RecipeService_GetRecipe_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func request_RecipeService_ValidateRecipe_0(ctx context.Context, marshaler runtime.Marshaler, client RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_RecipeService_ValidateRecipe_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ValidateRecipeRequest
+		protoReq extTermdv1.ValidateRecipeRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -110,9 +111,9 @@ func request_RecipeService_ValidateRecipe_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func local_request_RecipeService_ValidateRecipe_0(ctx context.Context, marshaler runtime.Marshaler, server RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_RecipeService_ValidateRecipe_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ValidateRecipeRequest
+		protoReq extTermdv1.ValidateRecipeRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -122,9 +123,9 @@ func local_request_RecipeService_ValidateRecipe_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func request_RecipeService_RunRecipe_0(ctx context.Context, marshaler runtime.Marshaler, client RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_RecipeService_RunRecipe_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.RecipeServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RunRecipeRequest
+		protoReq extTermdv1.RunRecipeRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -137,9 +138,9 @@ func request_RecipeService_RunRecipe_0(ctx context.Context, marshaler runtime.Ma
 	return msg, metadata, err
 }
 
-func local_request_RecipeService_RunRecipe_0(ctx context.Context, marshaler runtime.Marshaler, server RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_RecipeService_RunRecipe_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.RecipeServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RunRecipeRequest
+		protoReq extTermdv1.RunRecipeRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -154,7 +155,7 @@ func local_request_RecipeService_RunRecipe_0(ctx context.Context, marshaler runt
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterRecipeServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterRecipeServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server RecipeServiceServer) error {
+func RegisterRecipeServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.RecipeServiceServer) error {
 	mux.Handle(http.MethodGet, pattern_RecipeService_ListRecipes_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -266,15 +267,15 @@ func RegisterRecipeServiceHandlerFromEndpoint(ctx context.Context, mux *runtime.
 // RegisterRecipeServiceHandler registers the http handlers for service RecipeService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterRecipeServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterRecipeServiceHandlerClient(ctx, mux, NewRecipeServiceClient(conn))
+	return RegisterRecipeServiceHandlerClient(ctx, mux, extTermdv1.NewRecipeServiceClient(conn))
 }
 
 // RegisterRecipeServiceHandlerClient registers the http handlers for service RecipeService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "RecipeServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "RecipeServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.RecipeServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.RecipeServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "RecipeServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterRecipeServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client RecipeServiceClient) error {
+// "extTermdv1.RecipeServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterRecipeServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.RecipeServiceClient) error {
 	mux.Handle(http.MethodGet, pattern_RecipeService_ListRecipes_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

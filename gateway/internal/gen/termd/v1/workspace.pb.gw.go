@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -37,9 +38,9 @@ var (
 
 var filter_WorkspaceService_ListWorkspaceFiles_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_WorkspaceService_ListWorkspaceFiles_0(ctx context.Context, marshaler runtime.Marshaler, client WorkspaceServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_WorkspaceService_ListWorkspaceFiles_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.WorkspaceServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListWorkspaceFilesRequest
+		protoReq extTermdv1.ListWorkspaceFilesRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -55,9 +56,9 @@ func request_WorkspaceService_ListWorkspaceFiles_0(ctx context.Context, marshale
 	return msg, metadata, err
 }
 
-func local_request_WorkspaceService_ListWorkspaceFiles_0(ctx context.Context, marshaler runtime.Marshaler, server WorkspaceServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_WorkspaceService_ListWorkspaceFiles_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.WorkspaceServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListWorkspaceFilesRequest
+		protoReq extTermdv1.ListWorkspaceFilesRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -72,9 +73,9 @@ func local_request_WorkspaceService_ListWorkspaceFiles_0(ctx context.Context, ma
 
 var filter_WorkspaceService_ReadWorkspaceFile_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_WorkspaceService_ReadWorkspaceFile_0(ctx context.Context, marshaler runtime.Marshaler, client WorkspaceServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_WorkspaceService_ReadWorkspaceFile_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.WorkspaceServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReadWorkspaceFileRequest
+		protoReq extTermdv1.ReadWorkspaceFileRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -90,9 +91,9 @@ func request_WorkspaceService_ReadWorkspaceFile_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func local_request_WorkspaceService_ReadWorkspaceFile_0(ctx context.Context, marshaler runtime.Marshaler, server WorkspaceServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_WorkspaceService_ReadWorkspaceFile_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.WorkspaceServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReadWorkspaceFileRequest
+		protoReq extTermdv1.ReadWorkspaceFileRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -110,7 +111,7 @@ func local_request_WorkspaceService_ReadWorkspaceFile_0(ctx context.Context, mar
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterWorkspaceServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterWorkspaceServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server WorkspaceServiceServer) error {
+func RegisterWorkspaceServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.WorkspaceServiceServer) error {
 	mux.Handle(http.MethodGet, pattern_WorkspaceService_ListWorkspaceFiles_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -182,15 +183,15 @@ func RegisterWorkspaceServiceHandlerFromEndpoint(ctx context.Context, mux *runti
 // RegisterWorkspaceServiceHandler registers the http handlers for service WorkspaceService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterWorkspaceServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterWorkspaceServiceHandlerClient(ctx, mux, NewWorkspaceServiceClient(conn))
+	return RegisterWorkspaceServiceHandlerClient(ctx, mux, extTermdv1.NewWorkspaceServiceClient(conn))
 }
 
 // RegisterWorkspaceServiceHandlerClient registers the http handlers for service WorkspaceService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "WorkspaceServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "WorkspaceServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.WorkspaceServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.WorkspaceServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "WorkspaceServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterWorkspaceServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client WorkspaceServiceClient) error {
+// "extTermdv1.WorkspaceServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterWorkspaceServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.WorkspaceServiceClient) error {
 	mux.Handle(http.MethodGet, pattern_WorkspaceService_ListWorkspaceFiles_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

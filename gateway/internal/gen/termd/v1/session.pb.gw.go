@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_SessionService_CreateSession_0(ctx context.Context, marshaler runtime.Marshaler, client SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_SessionService_CreateSession_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CreateSessionRequest
+		protoReq extTermdv1.CreateSessionRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -50,9 +51,9 @@ func request_SessionService_CreateSession_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func local_request_SessionService_CreateSession_0(ctx context.Context, marshaler runtime.Marshaler, server SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_SessionService_CreateSession_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CreateSessionRequest
+		protoReq extTermdv1.CreateSessionRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -62,9 +63,9 @@ func local_request_SessionService_CreateSession_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func request_SessionService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, client SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_SessionService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetSessionRequest
+		protoReq extTermdv1.GetSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -83,9 +84,9 @@ func request_SessionService_GetSession_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_SessionService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, server SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_SessionService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetSessionRequest
+		protoReq extTermdv1.GetSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -103,9 +104,9 @@ func local_request_SessionService_GetSession_0(ctx context.Context, marshaler ru
 
 var filter_SessionService_ListSessions_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_SessionService_ListSessions_0(ctx context.Context, marshaler runtime.Marshaler, client SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_SessionService_ListSessions_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListSessionsRequest
+		protoReq extTermdv1.ListSessionsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -121,9 +122,9 @@ func request_SessionService_ListSessions_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func local_request_SessionService_ListSessions_0(ctx context.Context, marshaler runtime.Marshaler, server SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_SessionService_ListSessions_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListSessionsRequest
+		protoReq extTermdv1.ListSessionsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -136,9 +137,9 @@ func local_request_SessionService_ListSessions_0(ctx context.Context, marshaler 
 	return msg, metadata, err
 }
 
-func request_SessionService_CloseSession_0(ctx context.Context, marshaler runtime.Marshaler, client SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_SessionService_CloseSession_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.SessionServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CloseSessionRequest
+		protoReq extTermdv1.CloseSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -160,9 +161,9 @@ func request_SessionService_CloseSession_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func local_request_SessionService_CloseSession_0(ctx context.Context, marshaler runtime.Marshaler, server SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_SessionService_CloseSession_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.SessionServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CloseSessionRequest
+		protoReq extTermdv1.CloseSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -186,7 +187,7 @@ func local_request_SessionService_CloseSession_0(ctx context.Context, marshaler 
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterSessionServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterSessionServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server SessionServiceServer) error {
+func RegisterSessionServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.SessionServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_SessionService_CreateSession_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -298,15 +299,15 @@ func RegisterSessionServiceHandlerFromEndpoint(ctx context.Context, mux *runtime
 // RegisterSessionServiceHandler registers the http handlers for service SessionService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterSessionServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterSessionServiceHandlerClient(ctx, mux, NewSessionServiceClient(conn))
+	return RegisterSessionServiceHandlerClient(ctx, mux, extTermdv1.NewSessionServiceClient(conn))
 }
 
 // RegisterSessionServiceHandlerClient registers the http handlers for service SessionService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "SessionServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "SessionServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.SessionServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.SessionServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "SessionServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterSessionServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client SessionServiceClient) error {
+// "extTermdv1.SessionServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterSessionServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.SessionServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_SessionService_CreateSession_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

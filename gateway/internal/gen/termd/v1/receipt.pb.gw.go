@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -37,9 +38,9 @@ var (
 
 var filter_ReceiptService_GetReceipt_0 = &utilities.DoubleArray{Encoding: map[string]int{"receipt_id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
 
-func request_ReceiptService_GetReceipt_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_GetReceipt_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetReceiptRequest
+		protoReq extTermdv1.GetReceiptRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -64,9 +65,9 @@ func request_ReceiptService_GetReceipt_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_GetReceipt_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_GetReceipt_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetReceiptRequest
+		protoReq extTermdv1.GetReceiptRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -90,9 +91,9 @@ func local_request_ReceiptService_GetReceipt_0(ctx context.Context, marshaler ru
 
 var filter_ReceiptService_ListReceipts_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_ReceiptService_ListReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_ListReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListReceiptsRequest
+		protoReq extTermdv1.ListReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -108,9 +109,9 @@ func request_ReceiptService_ListReceipts_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_ListReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_ListReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListReceiptsRequest
+		protoReq extTermdv1.ListReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -125,9 +126,9 @@ func local_request_ReceiptService_ListReceipts_0(ctx context.Context, marshaler 
 
 var filter_ReceiptService_ExportReceipt_0 = &utilities.DoubleArray{Encoding: map[string]int{"receipt_id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
 
-func request_ReceiptService_ExportReceipt_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_ExportReceipt_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ExportReceiptRequest
+		protoReq extTermdv1.ExportReceiptRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -152,9 +153,9 @@ func request_ReceiptService_ExportReceipt_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_ExportReceipt_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_ExportReceipt_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ExportReceiptRequest
+		protoReq extTermdv1.ExportReceiptRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -176,9 +177,9 @@ func local_request_ReceiptService_ExportReceipt_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func request_ReceiptService_VerifyReceipt_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_VerifyReceipt_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyReceiptRequest
+		protoReq extTermdv1.VerifyReceiptRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -191,9 +192,9 @@ func request_ReceiptService_VerifyReceipt_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_VerifyReceipt_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_VerifyReceipt_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyReceiptRequest
+		protoReq extTermdv1.VerifyReceiptRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -203,9 +204,9 @@ func local_request_ReceiptService_VerifyReceipt_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
-func request_ReceiptService_GetPublicKey_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_GetPublicKey_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetPublicKeyRequest
+		protoReq extTermdv1.GetPublicKeyRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -215,18 +216,18 @@ func request_ReceiptService_GetPublicKey_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_GetPublicKey_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_GetPublicKey_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetPublicKeyRequest
+		protoReq extTermdv1.GetPublicKeyRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.GetPublicKey(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_ReceiptService_VerifyAuditChain_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_VerifyAuditChain_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyAuditChainRequest
+		protoReq extTermdv1.VerifyAuditChainRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -239,9 +240,9 @@ func request_ReceiptService_VerifyAuditChain_0(ctx context.Context, marshaler ru
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_VerifyAuditChain_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_VerifyAuditChain_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyAuditChainRequest
+		protoReq extTermdv1.VerifyAuditChainRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -251,9 +252,9 @@ func local_request_ReceiptService_VerifyAuditChain_0(ctx context.Context, marsha
 	return msg, metadata, err
 }
 
-func request_ReceiptService_PruneReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_PruneReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq PruneReceiptsRequest
+		protoReq extTermdv1.PruneReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -266,9 +267,9 @@ func request_ReceiptService_PruneReceipts_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_PruneReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_PruneReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq PruneReceiptsRequest
+		protoReq extTermdv1.PruneReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -280,9 +281,9 @@ func local_request_ReceiptService_PruneReceipts_0(ctx context.Context, marshaler
 
 var filter_ReceiptService_SearchReceipts_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_ReceiptService_SearchReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_SearchReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SearchReceiptsRequest
+		protoReq extTermdv1.SearchReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -298,9 +299,9 @@ func request_ReceiptService_SearchReceipts_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_SearchReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_SearchReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SearchReceiptsRequest
+		protoReq extTermdv1.SearchReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -313,9 +314,9 @@ func local_request_ReceiptService_SearchReceipts_0(ctx context.Context, marshale
 	return msg, metadata, err
 }
 
-func request_ReceiptService_ReindexReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_ReceiptService_ReindexReceipts_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.ReceiptServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReindexReceiptsRequest
+		protoReq extTermdv1.ReindexReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -328,9 +329,9 @@ func request_ReceiptService_ReindexReceipts_0(ctx context.Context, marshaler run
 	return msg, metadata, err
 }
 
-func local_request_ReceiptService_ReindexReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_ReceiptService_ReindexReceipts_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.ReceiptServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReindexReceiptsRequest
+		protoReq extTermdv1.ReindexReceiptsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -345,7 +346,7 @@ func local_request_ReceiptService_ReindexReceipts_0(ctx context.Context, marshal
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterReceiptServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterReceiptServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server ReceiptServiceServer) error {
+func RegisterReceiptServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.ReceiptServiceServer) error {
 	mux.Handle(http.MethodGet, pattern_ReceiptService_GetReceipt_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -557,15 +558,15 @@ func RegisterReceiptServiceHandlerFromEndpoint(ctx context.Context, mux *runtime
 // RegisterReceiptServiceHandler registers the http handlers for service ReceiptService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterReceiptServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterReceiptServiceHandlerClient(ctx, mux, NewReceiptServiceClient(conn))
+	return RegisterReceiptServiceHandlerClient(ctx, mux, extTermdv1.NewReceiptServiceClient(conn))
 }
 
 // RegisterReceiptServiceHandlerClient registers the http handlers for service ReceiptService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "ReceiptServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "ReceiptServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.ReceiptServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.ReceiptServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "ReceiptServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterReceiptServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client ReceiptServiceClient) error {
+// "extTermdv1.ReceiptServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterReceiptServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.ReceiptServiceClient) error {
 	mux.Handle(http.MethodGet, pattern_ReceiptService_GetReceipt_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()

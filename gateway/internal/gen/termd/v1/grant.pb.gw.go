@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extTermdv1 "github.com/termd/termd/proto/termd/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -37,9 +38,9 @@ var (
 
 var filter_GrantService_ListGrants_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
 
-func request_GrantService_ListGrants_0(ctx context.Context, marshaler runtime.Marshaler, client GrantServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_GrantService_ListGrants_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.GrantServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListGrantsRequest
+		protoReq extTermdv1.ListGrantsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -55,9 +56,9 @@ func request_GrantService_ListGrants_0(ctx context.Context, marshaler runtime.Ma
 	return msg, metadata, err
 }
 
-func local_request_GrantService_ListGrants_0(ctx context.Context, marshaler runtime.Marshaler, server GrantServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_GrantService_ListGrants_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.GrantServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ListGrantsRequest
+		protoReq extTermdv1.ListGrantsRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := req.ParseForm(); err != nil {
@@ -70,9 +71,9 @@ func local_request_GrantService_ListGrants_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func request_GrantService_RevokeGrant_0(ctx context.Context, marshaler runtime.Marshaler, client GrantServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_GrantService_RevokeGrant_0(ctx context.Context, marshaler runtime.Marshaler, client extTermdv1.GrantServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RevokeGrantRequest
+		protoReq extTermdv1.RevokeGrantRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -94,9 +95,9 @@ func request_GrantService_RevokeGrant_0(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
-func local_request_GrantService_RevokeGrant_0(ctx context.Context, marshaler runtime.Marshaler, server GrantServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_GrantService_RevokeGrant_0(ctx context.Context, marshaler runtime.Marshaler, server extTermdv1.GrantServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RevokeGrantRequest
+		protoReq extTermdv1.RevokeGrantRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -120,7 +121,7 @@ func local_request_GrantService_RevokeGrant_0(ctx context.Context, marshaler run
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterGrantServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterGrantServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server GrantServiceServer) error {
+func RegisterGrantServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extTermdv1.GrantServiceServer) error {
 	mux.Handle(http.MethodGet, pattern_GrantService_ListGrants_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -192,15 +193,15 @@ func RegisterGrantServiceHandlerFromEndpoint(ctx context.Context, mux *runtime.S
 // RegisterGrantServiceHandler registers the http handlers for service GrantService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterGrantServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterGrantServiceHandlerClient(ctx, mux, NewGrantServiceClient(conn))
+	return RegisterGrantServiceHandlerClient(ctx, mux, extTermdv1.NewGrantServiceClient(conn))
 }
 
 // RegisterGrantServiceHandlerClient registers the http handlers for service GrantService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "GrantServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "GrantServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extTermdv1.GrantServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extTermdv1.GrantServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "GrantServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterGrantServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client GrantServiceClient) error {
+// "extTermdv1.GrantServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterGrantServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extTermdv1.GrantServiceClient) error {
 	mux.Handle(http.MethodGet, pattern_GrantService_ListGrants_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
