@@ -229,7 +229,7 @@ func (b *Bridge) addTools() {
 // slices and maps as plain "array" / "object" (inference alone types them
 // ["null","array"], and the Inspector then refuses to send an array).
 //
-// The schemas come from toolschemas.json (schemas.go) as JSON text, put
+// The schemas come from toolschemas/ (schemas.go) as JSON text, put
 // into tools/list answers as they are (withFileSchemas), and parsed and
 // resolved for validation at a tool's first call, not at start-up.
 // Inferring them by reflection, resolving them and marshalling them for

@@ -1,10 +1,12 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var updateSchemas = flag.Bool("update", false, "rewrite toolschemas.json from the tools' Go types")
+var updateSchemas = flag.Bool("update", false, "rewrite toolschemas/ from the tools' Go types")
 
 // listSchemas lists a new bridge's tools over an in-memory MCP connection
 // and returns each tool's input and output schema as JSON values.
@@ -45,7 +47,7 @@ func listSchemas(t *testing.T) map[string]map[string]any {
 }
 
 // The schemas a client lists are exactly the ones the SDK infers from the
-// tools' Go types: toolschemas.json is current and has every tool. After a
+// tools' Go types: toolschemas/ is current and has every tool and no other. After a
 // tool's types change: go test ./mcpbridge -run TestToolSchemasFile -update.
 func TestToolSchemasFile(t *testing.T) {
 	useSchemaFile = false
@@ -69,15 +71,8 @@ func TestToolSchemasFile(t *testing.T) {
 	inferred := listSchemas(t)
 	useSchemaFile, recordSchemas = true, nil
 	if *updateSchemas {
-		// Properties keep the order of the Go fields, as inferred.
-		data, err := json.MarshalIndent(file, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile("toolschemas.json", append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Skip("rewrote toolschemas.json; build again and run without -update")
+		writeSchemaFiles(t, file)
+		t.Skip("rewrote toolschemas/; build again and run without -update")
 	}
 	listed := listSchemas(t)
 	norm := func(v any) any {
@@ -96,11 +91,46 @@ func TestToolSchemasFile(t *testing.T) {
 	}
 	for name, want := range inferred {
 		if _, ok := toolSchemas()[name]; !ok {
-			t.Errorf("tool %s is not in toolschemas.json (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
+			t.Errorf("tool %s is not in toolschemas/ (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
 			continue
 		}
 		if got := listed[name]; !reflect.DeepEqual(norm(got), norm(want)) {
-			t.Errorf("tool %s: toolschemas.json differs from its Go types (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
+			t.Errorf("tool %s: toolschemas/ differs from its Go types (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
+		}
+	}
+	for name := range toolSchemas() {
+		if _, ok := inferred[name]; !ok {
+			t.Errorf("toolschemas/ has schemas of %s, which is no tool (run: go test ./mcpbridge -run TestToolSchemasFile -update)", name)
+		}
+	}
+}
+
+// writeSchemaFiles replaces toolschemas/ with the schemas in file, indented,
+// properties in the order of the Go fields, as inferred.
+func writeSchemaFiles(t *testing.T, file map[string]toolSchema) {
+	old, err := filepath.Glob(filepath.Join("toolschemas", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(name string, data json.RawMessage) {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, data, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteByte('\n')
+		if err := os.WriteFile(filepath.Join("toolschemas", name), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for tool, sc := range file {
+		write(tool+".input.json", sc.Input)
+		if len(sc.Output) > 0 {
+			write(tool+".output.json", sc.Output)
 		}
 	}
 }
