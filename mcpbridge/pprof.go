@@ -23,11 +23,15 @@ func startPprof(addr string, log *slog.Logger) {
 		log.Warn("TERMD_DEBUG_PPROF ignored: not a loopback host:port", "addr", addr)
 		return
 	}
+	go func() { _ = http.ListenAndServe(addr, pprofMux()) }()
+	log.Warn("profiling endpoint enabled", "addr", addr)
+}
+
+func pprofMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/profile", cpuProfile)
 	mux.HandleFunc("GET /debug/pprof/{name}", namedProfile)
-	go func() { _ = http.ListenAndServe(addr, mux) }()
-	log.Warn("profiling endpoint enabled", "addr", addr)
+	return mux
 }
 
 // cpuProfile writes a CPU profile of the next ?seconds=N (default 30).
