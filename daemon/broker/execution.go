@@ -401,6 +401,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		}
 		return intentErr
 	}
+	var released time.Time
 	spec.BeforeRelease = func() error {
 		e.stage[stageLaunch] = time.Since(checked)
 		testStall("spawn")
@@ -408,11 +409,15 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 			return fmt.Errorf("the execution intent could not be recorded: %w", err)
 		}
 		testStall("release")
+		released = time.Now()
 		return nil
 	}
 	proc, err := b.Runner.Start(spec)
 	e.spawned = time.Now()
 	e.stage[stageSpawn] = e.spawned.Sub(checked)
+	if !released.IsZero() {
+		e.stage[stageRelease] = e.spawned.Sub(released)
+	}
 	if ierr := waitIntent(); ierr != nil {
 		if proc != nil {
 			proc.Wait() // nothing ran: the runner refused to release it
@@ -757,6 +762,10 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	if !e.spawned.IsZero() && res.Err == nil && err == nil {
 		t := e.stage
 		t[stageRun] = ended.Sub(e.spawned)
+		if !res.ExitedAt.IsZero() {
+			t[stageExit] = res.ExitedAt.Sub(e.spawned)
+			t[stageTeardown] = res.FinishedAt.Sub(res.ExitedAt)
+		}
 		t[stageReceipt] = time.Since(ended)
 		t[stageTotal] = time.Since(e.begun)
 		b.stages.add(t)

@@ -567,6 +567,7 @@ loop:
 
 	// The main process has exited but is not reaped yet (WNOWAIT), so its pid
 	// and process group id cannot be reused while we clean up.
+	exitedAt := time.Now()
 	p.mu.Lock()
 	p.exited = true
 	p.mu.Unlock()
@@ -608,6 +609,7 @@ loop:
 	res := Result{
 		ExitCode:     -1,
 		StartedAt:    p.startedAt,
+		ExitedAt:     exitedAt,
 		FinishedAt:   now,
 		Duration:     now.Sub(p.startedAt),
 		Stdout:       p.out[0].result(),
