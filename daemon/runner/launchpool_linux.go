@@ -113,7 +113,8 @@ func (pl *pooledLauncher) release() error {
 
 // launcherPool keeps pre-started launchers of one termd-launch binary (the
 // first sandboxed spawn names it), filled like the other spawn pools: at
-// start and after each spawn, never on the spawn's own path.
+// start and when no execution is starting or young (refillGate), never on
+// the spawn's own path.
 type launcherPool struct {
 	r     *Runner
 	path  atomic.Pointer[string]
@@ -145,7 +146,7 @@ func (lp *launcherPool) fill() {
 	defer close(lp.done)
 	for {
 		if path := lp.path.Load(); path != nil {
-			for len(lp.ready) < cap(lp.ready) { // only fill sends: never blocks
+			for len(lp.ready) < cap(lp.ready) && lp.r.refillQuiet() { // only fill sends: never blocks
 				select {
 				case <-lp.stop:
 					return

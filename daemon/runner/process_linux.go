@@ -34,6 +34,9 @@ type Process struct {
 	tty        *terminal   // nil unless Spec.TTY
 
 	startedAt time.Time
+	// grown ends the execution's hold on the pools' refill (refillGate):
+	// called when its main process has exited, or by a timer after youngRun.
+	grown func()
 
 	ctl sync.Mutex // serialises pause/resume/stop signalling
 
@@ -76,12 +79,19 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
 	// its freshly forked child for a leftover.
 	r.register(p)
+	r.holdRefill() // until it has exited or run for youngRun (refillGate)
 	err := p.spawn()
-	r.refillPools()
 	if err != nil {
 		r.unregister(p)
 		p.finishSpawnFailure(err)
+		r.releaseRefill()
 		return p, nil
+	}
+	var once sync.Once
+	grown := time.AfterFunc(r.young, func() { once.Do(r.releaseRefill) })
+	p.grown = func() {
+		grown.Stop()
+		once.Do(r.releaseRefill)
 	}
 	var readers sync.WaitGroup
 	for i := range p.pipes {
@@ -568,6 +578,7 @@ loop:
 	// The main process has exited but is not reaped yet (WNOWAIT), so its pid
 	// and process group id cannot be reused while we clean up.
 	exitedAt := time.Now()
+	p.grown()
 	p.mu.Lock()
 	p.exited = true
 	p.mu.Unlock()
