@@ -449,7 +449,10 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		_ = proc.Cancel()
 	}
 	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
-	go func() { b.finish(e, proc.Wait()) }()
+	go func() {
+		b.finish(e, proc.Wait())
+		proc.Delivered() // the receipt is committed: the spawn pools may refill now
+	}()
 	return e, nil
 }
 

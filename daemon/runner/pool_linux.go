@@ -27,17 +27,20 @@ const poolSize = 4
 // with the spawn it refills for.
 const poolNice = 10
 
-// youngRun is how long a running execution still holds the refill back (see
-// refillGate): the start of a short command is what a refill would slow.
+// youngRun is how long a running execution holds the refill back at most
+// (see refillGate): the start of a short command is what a refill would
+// slow, and a long one must not starve the pools.
 // Runner.youngRun overrides it in tests.
 const youngRun = 20 * time.Millisecond
 
 // refillGate holds the pools' refill back while an execution is starting or
-// young (spawning, or running for less than youngRun without having exited):
-// a refill forks a launcher and makes a cgroup and a namespace, and on a
-// busy machine that competed with the very command it refilled for (the run
-// stage of /bin/true grew by about what the pools saved at spawn). The
-// fillers check quiet before each item they make and stop when it is not; the
+// young: from its spawn until its result was delivered (Process.Delivered:
+// the daemon committed its receipt) or it has run for youngRun. A refill
+// forks a launcher and makes a cgroup and a namespace; on a busy machine,
+// done while the command ran it competed with the very command it refilled
+// for (the run stage of /bin/true grew by about what the pools saved at
+// spawn), and done at the command's exit, with its receipt. The fillers
+// check quiet before each item they make and stop when it is not; the
 // execution that makes the gate quiet again kicks them. A pool that runs
 // empty meanwhile means spawns make their own, as without a pool.
 type refillGate struct {

@@ -386,10 +386,11 @@ func TestCloseEmptiesPools(t *testing.T) {
 	}
 }
 
-// The pools refill between executions, not while one starts or is young:
-// a refill (a launcher forked, a cgroup and a namespace made) competed with
-// the command it refilled for. An execution that keeps running stops holding
-// the refill back after a while, so a long command never starves the pools.
+// The pools refill between executions (once an execution's result was
+// delivered), not while one starts or runs: a refill (a launcher forked, a
+// cgroup and a namespace made) competed with the command it refilled for,
+// and with its receipt. An execution that keeps running stops holding the
+// refill back after a while, so a long command never starves the pools.
 func TestPoolsRefillBetweenExecutions(t *testing.T) {
 	if !Probe().NetNS {
 		t.Skip("no network namespaces here")
@@ -410,7 +411,12 @@ func TestPoolsRefillBetweenExecutions(t *testing.T) {
 	}
 	_ = p.Cancel()
 	p.Wait()
-	waitPool(t, r, poolSize, 0) // refilled once it ended
+	time.Sleep(100 * time.Millisecond)
+	if n := len(r.netns.ready); n != poolSize-1 {
+		t.Fatalf("the namespace pool refilled (%d) before the execution's result was delivered", n)
+	}
+	p.Delivered()
+	waitPool(t, r, poolSize, 0) // refilled once its result was delivered
 
 	r.young = 50 * time.Millisecond
 	long := start(t, r, s)

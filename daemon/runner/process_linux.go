@@ -35,7 +35,8 @@ type Process struct {
 
 	startedAt time.Time
 	// grown ends the execution's hold on the pools' refill (refillGate):
-	// called when its main process has exited, or by a timer after youngRun.
+	// called once its result was delivered (Delivered), or by a timer after
+	// youngRun.
 	grown func()
 
 	ctl sync.Mutex // serialises pause/resume/stop signalling
@@ -79,7 +80,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
 	// its freshly forked child for a leftover.
 	r.register(p)
-	r.holdRefill() // until it has exited or run for youngRun (refillGate)
+	r.holdRefill() // until its result is delivered or it has run for youngRun (refillGate)
 	err := p.spawn()
 	if err != nil {
 		r.unregister(p)
@@ -383,6 +384,15 @@ func (p *Process) finishSpawnFailure(err error) {
 	close(p.done)
 }
 
+// Delivered says the execution's result has been delivered (the daemon has
+// committed its receipt): the execution stops holding the pools' refill back
+// (refillGate), if it still did. Without it the hold ends after youngRun.
+func (p *Process) Delivered() {
+	if p.grown != nil {
+		p.grown()
+	}
+}
+
 // Pid is the main process id (0 after a spawn failure).
 func (p *Process) Pid() int { return p.pid }
 
@@ -578,7 +588,6 @@ loop:
 	// The main process has exited but is not reaped yet (WNOWAIT), so its pid
 	// and process group id cannot be reused while we clean up.
 	exitedAt := time.Now()
-	p.grown()
 	p.mu.Lock()
 	p.exited = true
 	p.mu.Unlock()
