@@ -33,6 +33,7 @@ import (
 type pooledLauncher struct {
 	proc  *os.Process
 	pidfd int
+	start uint64 // start ticks of proc, read when it was started
 	cg    *execCgroup
 	ctl   *os.File    // our end of the configuration socket
 	rep   *os.File    // the report pipe's read end
@@ -261,6 +262,9 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}
 	pl.proc = proc
+	if pi, ok := readProc(proc.Pid); ok {
+		pl.start = pi.start // here, not on the execution's path
+	}
 	return pl, nil
 }
 
@@ -418,14 +422,10 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	if err := pl.release(); err != nil {
 		return fail(err)
 	}
-	var st uint64
-	if pi, ok := readProc(pl.proc.Pid); ok {
-		st = pi.start
-	}
 	p.mu.Lock()
 	p.proc = pl.proc
 	p.pid = pl.proc.Pid
-	p.start = st
+	p.start = pl.start
 	p.mu.Unlock()
 	return nil
 }

@@ -263,6 +263,17 @@ func (p *Process) spawn() (err error) {
 		}
 		return p.spawnFailed(err)
 	}
+	// What needs no running command is done before the release, while the
+	// intent is committed, not between the command's exec and its run: the
+	// final v1 pids.max (the spawning thread has left) and the main
+	// process's start time (set at fork, unchanged by exec).
+	if p.cg != nil {
+		p.cg.settle()
+	}
+	var st uint64
+	if pi, ok := readProc(proc.Pid); ok {
+		st = pi.start
+	}
 	if ln != nil {
 		// The launcher waits on its configuration pipe: nothing has run yet.
 		if spec.BeforeRelease != nil {
@@ -278,13 +289,6 @@ func (p *Process) spawn() (err error) {
 			_, _ = proc.Wait()
 			return p.spawnFailed(err)
 		}
-	}
-	if p.cg != nil {
-		p.cg.settle()
-	}
-	var st uint64
-	if pi, ok := readProc(proc.Pid); ok {
-		st = pi.start
 	}
 	p.mu.Lock() // other executions read pid/start through ident()
 	p.proc = proc
