@@ -77,13 +77,19 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 	// The same daemon without spawn pools: every execution makes its
 	// network namespace and cgroup at spawn.
 	add("TERMD_SPAWN_POOL=0", "", "TERMD_SPAWN_POOL=0")
-	if dir := os.Getenv("TERMD_BENCH_BASELINE"); dir != "" {
-		add("baseline", filepath.Join(dir, "termd"))
-		add("baseline TERMD_SPAWN_POOL=0", filepath.Join(dir, "termd"), "TERMD_SPAWN_POOL=0")
+	if dirs := os.Getenv("TERMD_BENCH_BASELINE"); dirs != "" {
+		for i, dir := range filepath.SplitList(dirs) {
+			name := "baseline"
+			if i > 0 {
+				name = fmt.Sprintf("baseline%d", i+1)
+			}
+			add(name, filepath.Join(dir, "termd"))
+			add(name+" TERMD_SPAWN_POOL=0", filepath.Join(dir, "termd"), "TERMD_SPAWN_POOL=0")
+		}
 	}
 
-	// Alternate short rounds so that load from elsewhere hits all alike.
-	const rounds, per = 10, 20
+	// Alternate pair by pair so that load from elsewhere hits all alike.
+	const rounds, per = 200, 1
 	var floor []time.Duration
 	for range 10 { // warm up
 		for _, a := range arms {
@@ -109,8 +115,8 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		if a.name == "" {
 			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, spawn pools", a.pairs, "without (TERMD_SPAWN_POOL=0)", arms[1].pairs, 0)
 		}
-		if a.name == "baseline" {
-			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, this build", arms[0].pairs, "baseline", a.pairs, 0)
+		if strings.HasPrefix(a.name, "baseline") && !strings.HasSuffix(a.name, "POOL=0") {
+			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, this build", arms[0].pairs, a.name, a.pairs, 0)
 		}
 		prefix := "speed:   "
 		if a.name != "" {
