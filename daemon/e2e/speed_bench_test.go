@@ -59,9 +59,9 @@ type benchArm struct {
 
 // benchPairs times gRPC plan+execute of /bin/true against the floor, with the
 // spawn pools and without them (TERMD_SPAWN_POOL=0), in alternating rounds.
-// TERMD_BENCH_BASELINE=DIR (a directory holding another build's termd and
-// termd-launch) times that build too, pools on and off, in the same rounds:
-// a change's before and after under the same load.
+// TERMD_BENCH_BASELINE=DIR[:DIR...] (directories holding other builds'
+// termd and termd-launch) times those builds too, pools on and off, pair by
+// pair with this one: a change's before and after under the same load.
 func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 	arms := []*benchArm{{name: "", addr: addr, sid: sid, d: d}}
 	add := func(name, bin string, env ...string) {

@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -64,52 +61,13 @@ func (pl *pooledLauncher) alive() bool {
 // send gives the launcher its configuration and the plan's descriptors (see
 // launcher.Pooled); it confines itself on receiving them.
 func (pl *pooledLauncher) send(cfg []byte, files []*os.File) error {
-	if len(cfg) == 0 || len(cfg) > 8<<20 {
-		return fmt.Errorf("a launcher configuration of %d bytes", len(cfg))
-	}
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
-	}
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(cfg)))
-	raw, err := pl.ctl.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	err = raw.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), hdr[:], unix.UnixRights(fds...), nil, 0)
-		return serr != unix.EAGAIN
-	})
-	if err == nil {
-		err = serr
-	}
-	if err == nil {
-		_, err = pl.ctl.Write(cfg)
-	}
-	if err != nil {
-		return fmt.Errorf("the pre-started launcher did not take its configuration: %w", err)
-	}
-	return nil
+	return sendLaunchConfig(pl.ctl, cfg, files)
 }
 
 // release lets the launcher exec the command and waits until it has (the
 // report pipe closes at exec) or has refused (a message says why).
 func (pl *pooledLauncher) release() error {
-	_, err := pl.ctl.Write([]byte{launcher.Go})
-	pl.ctl.Close()
-	msg, rerr := io.ReadAll(io.LimitReader(pl.rep, 64<<10))
-	pl.rep.Close()
-	switch {
-	case len(msg) > 0:
-		return errors.New(string(msg))
-	case err != nil:
-		return fmt.Errorf("the launcher ended before it was released: %w", err)
-	case rerr != nil:
-		return fmt.Errorf("reading the launcher's report: %w", rerr)
-	}
-	return nil
+	return releaseLauncher(pl.ctl, pl.rep)
 }
 
 // launcherPool keeps pre-started launchers of one termd-launch binary (the

@@ -275,16 +275,20 @@ func (p *Process) spawn() (err error) {
 		st = pi.start
 	}
 	if ln != nil {
-		// The launcher waits on its configuration pipe: nothing has run yet.
-		if spec.BeforeRelease != nil {
-			if err := spec.BeforeRelease(); err != nil {
-				ln.abandon()
-				_ = proc.Kill()
-				_, _ = proc.Wait()
-				return p.spawnFailed(err)
-			}
+		// The launcher waits on its configuration socket: nothing has run
+		// yet. It gets its configuration now and confines itself while
+		// BeforeRelease waits (for the intent), and execs only on release.
+		err := ln.send(spec, env)
+		if err == nil && spec.BeforeRelease != nil {
+			err = spec.BeforeRelease()
 		}
-		if err := ln.release(spec, env); err != nil {
+		if err != nil {
+			ln.abandon() // the end of file: it exits without running anything
+			_ = proc.Kill()
+			_, _ = proc.Wait()
+			return p.spawnFailed(err)
+		}
+		if err := ln.release(); err != nil {
 			_ = proc.Kill()
 			_, _ = proc.Wait()
 			return p.spawnFailed(err)
