@@ -199,6 +199,10 @@ func (p *Process) stop(reason Status) bool {
 	return true
 }
 
+// Delivered says the execution's result has been delivered; without spawn
+// pools there is nothing to refill.
+func (p *Process) Delivered() {}
+
 // Pid is the main process id.
 func (p *Process) Pid() int { return p.pid }
 
