@@ -89,6 +89,9 @@ type Options struct {
 	Env []string
 	// Socket overrides the socket path (default: inside the test directory).
 	Socket string
+	// BinDir runs the termd found there instead of the one built from this
+	// tree (A/B benchmarks against an older build).
+	BinDir string
 }
 
 // Daemon is a running termd.
@@ -105,6 +108,7 @@ type Daemon struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
+	bin  string
 	args []string
 	env  []string
 }
@@ -113,6 +117,9 @@ type Daemon struct {
 func Start(t testing.TB, o Options) *Daemon {
 	t.Helper()
 	bin := Bin(t, "termd")
+	if o.BinDir != "" {
+		bin = filepath.Join(o.BinDir, "termd")
+	}
 	dir, err := os.MkdirTemp("", "termd-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +163,7 @@ func Start(t testing.TB, o Options) *Daemon {
 	}
 	d.args = append(args, o.Args...)
 	d.env = o.Env
-	_ = bin
+	d.bin = bin
 	d.start()
 	t.Cleanup(d.cleanup)
 	return d
@@ -169,7 +176,7 @@ func (d *Daemon) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(Bin(t, "termd"), d.args...)
+	cmd := exec.Command(d.bin, d.args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = append(baseEnv(), d.env...)
