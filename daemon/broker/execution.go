@@ -754,6 +754,9 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 
 	ended := time.Now()
 	stored, err := b.Store.Append(r)
+	if stored != nil {
+		b.shares.put(stored)
+	}
 	if !e.spawned.IsZero() && res.Err == nil && err == nil {
 		t := e.stage
 		t[stageRun] = ended.Sub(e.spawned)
