@@ -342,12 +342,17 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	s.touch(now)
 	p.p.ExecutionId = e.id
 	p.p.NextStep = nextStep(p.p)
-	b.journalPlanLazy(p) // the intent below is the durable record of the start
+	// The intent below is the durable record of the start; the journal's
+	// record of it is encoded and written just after the mutex is released,
+	// before the intent, and before anything else can change this plan (its
+	// next change comes from this goroutine or after the spawn).
+	record := b.journalPlanAfter(p)
 	b.execs[e.id] = e
 	b.running.Add(1)
 	req, approved := p.req, p.dec
 	requester := p.p.Requester
 	b.unlock()
+	record()
 
 	// Re-check what may have changed since the plan was decided and approved.
 	fresh := b.decide(requester, req)

@@ -292,10 +292,6 @@ func (b *Broker) journalAppend(r journalRecord, sync bool) error {
 // journalPlanLocked durably records a plan's current state.
 func (b *Broker) journalPlanLocked(p *planRec) error { return b.journalPlan(p, true) }
 
-// journalPlanLazy records a state change that the receipt store already
-// makes durable (start: the intent; finish: the receipt).
-func (b *Broker) journalPlanLazy(p *planRec) { _ = b.journalPlan(p, false) }
-
 func (b *Broker) journalPlan(p *planRec, sync bool) error {
 	return b.journalPlanState(p.p, p.req, p.dec, sync)
 }
@@ -312,12 +308,15 @@ func (b *Broker) journalPlanState(p *termdv1.Plan, req policy.Request, dec polic
 	return err
 }
 
-// journalPlanAfter, called with the mutex held, takes a plan's final state
-// and returns the lazy write of its record, to be called after the mutex is
-// released: encoding it held every session up (one write of the journal
-// file is atomic, and a final state is a plan's last record, so no later
-// record of it can land before this one; replay settles a plan from its
-// receipt when this record is lost). Not for a record that must be durable.
+// journalPlanAfter, called with the mutex held, takes a plan's state at the
+// start or end of an execution, which the receipt store already makes
+// durable (the intent, the receipt), and returns the lazy write of its
+// record, to be called after the mutex is released: encoding it held every
+// session up. One write of the journal file is atomic; the start's record
+// is written by the starting goroutine before the plan can change again,
+// and a final state is a plan's last record, so no later record of the plan
+// lands before either (replay settles a plan from the intent or receipt
+// when one is lost). Not for a record that must be durable.
 func (b *Broker) journalPlanAfter(p *planRec) func() {
 	if b.journal == nil {
 		return func() {}
