@@ -278,7 +278,11 @@ func (b *Broker) journalAppend(r journalRecord, sync bool) error {
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
+	return b.journalAppendLine(append(data, '\n'), sync)
+}
+
+// journalAppendLine appends one encoded record, newline included.
+func (b *Broker) journalAppendLine(data []byte, sync bool) error {
 	if _, err := b.journal.f.Write(data); err != nil {
 		return fmt.Errorf("writing the plan journal: %w", err)
 	}
@@ -293,19 +297,52 @@ func (b *Broker) journalAppend(r journalRecord, sync bool) error {
 func (b *Broker) journalPlanLocked(p *planRec) error { return b.journalPlan(p, true) }
 
 func (b *Broker) journalPlan(p *planRec, sync bool) error {
-	return b.journalPlanState(p.p, p.req, p.dec, sync)
+	return b.journalPlanState(p.p, p, sync)
 }
 
-func (b *Broker) journalPlanState(p *termdv1.Plan, req policy.Request, dec policy.Decision, sync bool) error {
-	data, err := pjm.Marshal(p)
-	if err != nil {
-		return err
+// journalPlanState records plan state pp of rec (pp is rec.p or a snapshot of it).
+func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync bool) error {
+	if b.journal == nil {
+		return nil
 	}
-	err = b.journalAppend(journalRecord{Kind: "plan", Plan: data, Request: &req, Decision: &dec}, sync)
+	line, err := planLine(pp, rec)
+	if err == nil {
+		err = b.journalAppendLine(line, sync)
+	}
 	if err != nil {
-		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", p.Id, "error", err)
+		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", pp.Id, "error", err)
 	}
 	return err
+}
+
+// planLine encodes a plan record as json.Marshal of journalRecord{Kind:
+// "plan", Plan, Request, Decision} would, up to the spaces protojson puts in
+// the plan: a plan gets three or more records (made, started, ended) and
+// its request and decision never change, so they are encoded once
+// (rec.journalTail), and the plan's protojson is not scanned again as a
+// json.RawMessage would be (that was most of a record's cost).
+func planLine(pp *termdv1.Plan, rec *planRec) ([]byte, error) {
+	rec.journalTailOnce.Do(func() {
+		req, rerr := json.Marshal(&rec.req)
+		dec, derr := json.Marshal(&rec.dec)
+		if err := errors.Join(rerr, derr); err != nil {
+			rec.journalTailErr = fmt.Errorf("encoding the request and decision of plan %s: %w", pp.Id, err)
+			return
+		}
+		t := append([]byte(`,"request":`), req...)
+		t = append(append(t, `,"decision":`...), dec...)
+		rec.journalTail = append(t, "}\n"...)
+	})
+	if rec.journalTailErr != nil {
+		return nil, rec.journalTailErr
+	}
+	plan, err := pjm.Marshal(pp)
+	if err != nil {
+		return nil, err
+	}
+	line := make([]byte, 0, len(`{"kind":"plan","plan":`)+len(plan)+len(rec.journalTail))
+	line = append(append(line, `{"kind":"plan","plan":`...), plan...)
+	return append(line, rec.journalTail...), nil
 }
 
 // journalPlanAfter, called with the mutex held, takes a plan's state at the
@@ -321,8 +358,8 @@ func (b *Broker) journalPlanAfter(p *planRec) func() {
 	if b.journal == nil {
 		return func() {}
 	}
-	snap, req, dec := proto.Clone(p.p).(*termdv1.Plan), p.req, p.dec
-	return func() { _ = b.journalPlanState(snap, req, dec, false) }
+	snap := proto.Clone(p.p).(*termdv1.Plan)
+	return func() { _ = b.journalPlanState(snap, p, false) }
 }
 
 // journalSessionLocked durably records a session.

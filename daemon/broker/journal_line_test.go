@@ -1,0 +1,88 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// TestPlanLineIsTheRecordFormat: a plan's journal line, assembled from its
+// parts, is the record json.Marshal of journalRecord writes (what journals
+// written before hold, and what replay reads), in every state a plan is
+// recorded in, and it replays to the same plan, request and decision.
+func TestPlanLineIsTheRecordFormat(t *testing.T) {
+	r := newRig(t)
+	sid := r.session(t, operator)
+	for _, argv := range [][]string{{"pwd"}, {"ls", "-la", "sub dir"}, {"rm", "-rf", "/"}} {
+		p, err := r.CreatePlan(t.Context(), operator, sid, &termdv1.CommandRequest{Argv: argv, Cwd: r.ws, Env: map[string]string{"A": "<b>&"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.mu.Lock()
+		rec := r.plans[p.Id]
+		r.mu.Unlock()
+		for range 2 { // the second line reuses the encoded tail
+			line, err := planLine(rec.p, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasSuffix(line, []byte("\n")) || bytes.Count(line, []byte("\n")) != 1 {
+				t.Fatalf("%v: not one line: %q", argv, line)
+			}
+			data, err := pjm.Marshal(rec.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(journalRecord{Kind: "plan", Plan: data, Request: &rec.req, Decision: &rec.dec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// json.Marshal compacts the plan's protojson and escapes <, > and
+			// & in it; otherwise the bytes are the same.
+			var compact, got bytes.Buffer
+			if err := json.Compact(&compact, line); err != nil {
+				t.Fatalf("%v: not JSON: %v\n%s", argv, err, line)
+			}
+			json.HTMLEscape(&got, compact.Bytes())
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("%v: the line differs from the record format:\n%s\nwant\n%s", argv, got.Bytes(), want)
+			}
+			var back journalRecord
+			if err := json.Unmarshal(line, &back); err != nil || back.Kind != "plan" || back.Request == nil || back.Decision == nil {
+				t.Fatalf("%v: does not replay: %v", argv, err)
+			}
+			if back.Decision.RequestHash != rec.dec.RequestHash || back.Request.Cwd != rec.req.Cwd {
+				t.Fatalf("%v: replayed %+v", argv, back)
+			}
+		}
+	}
+}
+
+// BenchmarkJournalPlanRecord: encoding one plan record of the journal (a
+// `pwd` plan as the default policy decides it), as at create, start and
+// end: the assembled line against json.Marshal of the record.
+func BenchmarkJournalPlanRecord(b *testing.B) {
+	t := &testing.T{}
+	r := newRig(t)
+	p := r.plan(t, operator, r.session(t, operator), "pwd")
+	r.mu.Lock()
+	rec := r.plans[p.Id]
+	r.mu.Unlock()
+	b.Run("line", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := planLine(rec.p, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			data, _ := pjm.Marshal(rec.p)
+			if _, err := json.Marshal(journalRecord{Kind: "plan", Plan: data, Request: &rec.req, Decision: &rec.dec}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
