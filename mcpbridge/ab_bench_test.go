@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,10 +20,13 @@ import (
 // build (A: the termd in TERMD_BENCH_BASE=DIR, e.g. main's `go build -o DIR
 // ./cmd/...`) in one run, alternating rounds so that load from elsewhere
 // hits both alike: the gRPC plan+execute pair of /bin/true (wall time and
-// termd's CPU per pair, from /proc) and the MCP pair over streamable HTTP
+// termd's CPU per pair, from /proc: each daemon's total over the phase, its
+// background work included) and the MCP pair over streamable HTTP
 // (mcp_pairs.py, stateless 2026-07-28; one bridge from this tree per
-// daemon), each against the durable floor of the same rounds. Run with
-// TERMD_BENCH=1.
+// daemon; short runs, alternating), each against the durable floor of the
+// same run. gRPC pairs alternate one by one. Run with TERMD_BENCH=1 on an
+// otherwise idle machine if you can: what else runs lands on both sides,
+// but unevenly over short stretches.
 func TestBenchTermdAB(t *testing.T) {
 	base := os.Getenv("TERMD_BENCH_BASE")
 	if os.Getenv("TERMD_BENCH") != "1" || base == "" {
@@ -52,15 +56,20 @@ func TestBenchTermdAB(t *testing.T) {
 		mcpPairs int
 	}
 	ctx := context.Background()
-	start := func(name, dir string) *side {
-		d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, BinDir: dir, Args: []string{"--console-url", consoleURL}})
+	start := func(name, dir string, env ...string) *side {
+		d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, BinDir: dir, Env: env, Args: []string{"--console-url", consoleURL}})
 		s, err := d.Client.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: "ab"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return &side{name: name, d: d, hb: startHTTPBridgeProfiled(t, d, ""), sid: s.GetSession().GetId()}
 	}
-	sides := []*side{start("A (TERMD_BENCH_BASE)", base), start("B (this tree)", "")}
+	// TERMD_BENCH_B_ENV=K=V[,K=V]: environment for B only (GOGC=200, say).
+	var benv []string
+	if e := os.Getenv("TERMD_BENCH_B_ENV"); e != "" {
+		benv = strings.Split(e, ",")
+	}
+	sides := []*side{start("A (TERMD_BENCH_BASE)", base), start("B (this tree) "+strings.Join(benv, " "), "", benv...)}
 
 	grpcPair := func(s *side) time.Duration {
 		began := time.Now()
@@ -112,23 +121,34 @@ func TestBenchTermdAB(t *testing.T) {
 		}
 		mcpRound(s, 5, 5)
 	}
-	const rounds, per, warmup = 6, 30, 2
+	// gRPC pairs alternate one by one; each daemon's CPU is its total over
+	// the whole phase (background work included), per pair.
+	const pairs, mcpRounds, mcpPer, warmup = 300, 12, 20, 1
 	var floor []time.Duration
-	for r := range rounds {
-		floor = append(floor, harness.Floor(t, sides[0].d.StateDir, per/2)...)
-		for i := range sides {
-			s := sides[(i+r)%2] // who goes first alternates too
-			c0 := harness.CPUTime(s.d.Pid())
-			for range per {
-				s.grpc = append(s.grpc, grpcPair(s))
-			}
-			s.grpcCPU += harness.CPUTime(s.d.Pid()) - c0
-			s.grpcN += per
-			c0 = harness.CPUTime(s.d.Pid())
-			s.mcp = append(s.mcp, mcpRound(s, per, warmup))
-			s.mcpCPU += harness.CPUTime(s.d.Pid()) - c0
-			s.mcpPairs += per + warmup
+	cpu0 := []time.Duration{harness.CPUTime(sides[0].d.Pid()), harness.CPUTime(sides[1].d.Pid())}
+	for i := range pairs {
+		if i%10 == 0 {
+			floor = append(floor, harness.Floor(t, sides[0].d.StateDir, 2)...)
 		}
+		for j := range sides {
+			s := sides[(i+j)%2]
+			s.grpc = append(s.grpc, grpcPair(s))
+		}
+	}
+	for j, s := range sides {
+		s.grpcCPU, s.grpcN = harness.CPUTime(s.d.Pid())-cpu0[j], pairs
+		cpu0[j] = harness.CPUTime(s.d.Pid())
+	}
+	// MCP pairs: short mcp_pairs.py runs, alternating.
+	for r := range mcpRounds {
+		for j := range sides {
+			s := sides[(r+j)%2]
+			s.mcp = append(s.mcp, mcpRound(s, mcpPer, warmup))
+			s.mcpPairs += mcpPer + warmup
+		}
+	}
+	for j, s := range sides {
+		s.mcpCPU = harness.CPUTime(s.d.Pid()) - cpu0[j]
 	}
 	fm := harness.Pct(floor, 50)
 	for _, s := range sides {
