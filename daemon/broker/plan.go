@@ -32,6 +32,10 @@ type planRec struct {
 	journalTail     []byte
 	journalTailErr  error
 	journalTailOnce sync.Once
+	// bodyBin and bodyJSON are the binary and JSON encodings of the plan's
+	// body fields in its last journal record (journal.go: planJSON).
+	bodyMu            sync.Mutex
+	bodyBin, bodyJSON []byte
 }
 
 // transitions is the plan state machine (ARCHITECTURE §5), in one place.
