@@ -28,6 +28,9 @@ func TestPlanLineIsTheRecordFormat(t *testing.T) {
 		rec := r.plans[p.Id]
 		r.mu.Unlock()
 		for i := range 4 { // later lines reuse what was encoded
+			// The plan is the broker's: it changes and is read under its
+			// mutex (its sweeper looks at plans too).
+			r.mu.Lock()
 			switch i {
 			case 2:
 				rec.p.State, rec.p.ExecutionId, rec.p.NextStep = termdv1.PlanState_PLAN_STATE_RUNNING, "e-1", "wait"
@@ -35,15 +38,14 @@ func TestPlanLineIsTheRecordFormat(t *testing.T) {
 				rec.p.Decision.Reasons = append(rec.p.Decision.Reasons, "the adviser flagged this plan")
 			}
 			line, err := planLine(rec.p, rec)
-			if err != nil {
-				t.Fatal(err)
+			data, merr := pjm.Marshal(rec.p)
+			snap := proto.Clone(rec.p)
+			r.mu.Unlock()
+			if err != nil || merr != nil {
+				t.Fatal(err, merr)
 			}
 			if !bytes.HasSuffix(line, []byte("\n")) || bytes.Count(line, []byte("\n")) != 1 {
 				t.Fatalf("%v: not one line: %q", argv, line)
-			}
-			data, err := pjm.Marshal(rec.p)
-			if err != nil {
-				t.Fatal(err)
 			}
 			want, err := json.Marshal(journalRecord{Kind: "plan", Plan: data, Request: &rec.req, Decision: &rec.dec})
 			if err != nil {
@@ -62,8 +64,8 @@ func TestPlanLineIsTheRecordFormat(t *testing.T) {
 				t.Fatalf("%v: does not replay: %v", argv, err)
 			}
 			bp := &termdv1.Plan{}
-			if err := pju.Unmarshal(back.Plan, bp); err != nil || !proto.Equal(bp, rec.p) {
-				t.Fatalf("%v: line %d replays another plan (%v):\n%v\nwant\n%v", argv, i, err, bp, rec.p)
+			if err := pju.Unmarshal(back.Plan, bp); err != nil || !proto.Equal(bp, snap) {
+				t.Fatalf("%v: line %d replays another plan (%v):\n%v\nwant\n%v", argv, i, err, bp, snap)
 			}
 			if back.Decision.RequestHash != rec.dec.RequestHash || back.Request.Cwd != rec.req.Cwd {
 				t.Fatalf("%v: replayed %+v", argv, back)
