@@ -4,6 +4,9 @@ BIN       ?= bin
 PREFIX    ?= /usr/local
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/termd/termd/internal/buildinfo.Version=$(VERSION)
+# grpcnotrace: gRPC without golang.org/x/net/trace (nothing here serves
+# /debug/requests), whose package initialisation every client start paid.
+TAGS      ?= grpcnotrace
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 FUZZTIME  ?= 30s
 # Fuzz targets run by `make test` (package:target).
@@ -14,7 +17,7 @@ FUZZ      ?= ./internal/cmdline:FuzzSplitCommand ./daemon/policy:FuzzParseArgs .
 all: build
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 ## test: test dependencies, vet, unit + integration tests with the race detector, fuzzers, generated-code check
 test: deps vet check-generated unit fuzz

@@ -34,7 +34,7 @@ func TestBenchStartup(t *testing.T) {
 		t.Fatalf("building the baseline: %v\n%s", err, out)
 	}
 	floor := filepath.Join(dir, "benchfloor")
-	build := exec.Command("go", "build", "-o", floor, "./internal/benchfloor")
+	build := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", floor, "./internal/benchfloor")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the cobra + gRPC floor: %v\n%s", err, out)

@@ -26,6 +26,9 @@ import (
 // streamable HTTP versus a bare fork/exec of /bin/true; and the stdio
 // bridge's cold start (process start to the first tools/list answer) versus
 // starting a trivial Go binary. Run with TERMD_BENCH=1; it prints ratios.
+// TERMD_BENCH_BASELINE_MCP=PATH (a termd-mcp built from another commit)
+// adds the same-run comparison with it: cold starts alternate with it, and
+// the pairs run in alternating rounds on both bridges.
 func TestBenchBridge(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the bridge benchmark")
@@ -141,7 +144,7 @@ func TestBenchBridge(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(floorDir) })
 	_ = os.Chmod(floorDir, 0o755)
 	floorBin := filepath.Join(floorDir, "mcpfloor")
-	fb := exec.Command("go", "build", "-o", floorBin, "./internal/benchfloor/mcpfloor")
+	fb := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", floorBin, "./internal/benchfloor/mcpfloor")
 	fb.Dir = ".."
 	if out, err := fb.CombinedOutput(); err != nil {
 		t.Fatalf("building the floor binary: %v\n%s", err, out)
@@ -161,8 +164,9 @@ func TestBenchBridge(t *testing.T) {
 		cs.Close()
 		return took
 	}
-	// Alternate, so that load from elsewhere hits all three alike.
-	var trivial, floor, cold []time.Duration
+	// Alternate, so that load from elsewhere hits all of them alike.
+	baseline := os.Getenv("TERMD_BENCH_BASELINE_MCP")
+	var trivial, floor, cold, base []time.Duration
 	for range starts {
 		start := time.Now()
 		if err := exec.Command(filepath.Join(dir, "trivial")).Run(); err != nil {
@@ -173,13 +177,25 @@ func TestBenchBridge(t *testing.T) {
 		fc.Path, fc.Args = floorBin, []string{floorBin}
 		floor = append(floor, coldStart(fc))
 		cold = append(cold, coldStart(bridgeCmd(t, d, nil)))
+		if baseline != "" {
+			bc := bridgeCmd(t, d, nil)
+			bc.Path, bc.Args = baseline, []string{baseline}
+			base = append(base, coldStart(bc))
+		}
 	}
 	report(t, "stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
 	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
 	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "the floor (go-sdk + gRPC init, one hand-written tool)", floor, 0)
 	harness.BenchLine(t, "mcp: the floor's cold start", floor, "start of a trivial Go binary", trivial, 0)
+	if baseline != "" {
+		harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "the baseline termd-mcp", base, 0)
+		harness.BenchLine(t, "mcp: the baseline's cold start", base, "start of a trivial Go binary", trivial, 0)
+	}
 
 	benchPairsScript(t, d, hb, termdPprof)
+	if baseline != "" {
+		benchPairsBaseline(t, hb, startHTTPBridgeBin(t, d, baseline, ""))
+	}
 }
 
 // benchPairsScript drives the bridge with the plain-Python MCP client that
@@ -188,47 +204,19 @@ func TestBenchBridge(t *testing.T) {
 // stateful 2025-11-25 form, against the durable floor measured in the same
 // run, and reports the server CPU (termd + bridge, from /proc) per pair.
 func benchPairsScript(t *testing.T, d *harness.Daemon, hb *httpBridge, termdPprof string) {
-	script := os.Getenv("MCP_PAIRS")
-	if script == "" {
-		script = "/work/shared/bench/mcp_pairs.py"
-	}
-	if _, err := os.Stat(script); err != nil {
+	script, err := pairsScript()
+	if err != nil {
 		harness.Bench(t, "mcp: pairs over HTTP not measured: "+err.Error()+" (set MCP_PAIRS to mcp_pairs.py)")
 		return
-	}
-	u, err := url.Parse(hb.URL)
-	if err != nil {
-		t.Fatal(err)
 	}
 	const n, warmup = 200, 10
 	floor := harness.Floor(t, d.StateDir, n/2)
 	for _, era := range []string{"modern", "legacy"} {
-		cmd := exec.Command("python3", script, "pairs", "--port", u.Port(), "--era", era, "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
-		cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+u.Path, "MCP_BENCH_TOKEN="+hb.Token)
-		d0, b0 := harness.CPUTime(d.Pid()), harness.CPUTime(hb.cmd.Process.Pid)
+		d0 := harness.CPUTime(d.Pid())
 		saveProfiles := profilePair(t, era, hb.pprof, termdPprof)
-		out, err := cmd.Output()
+		res, bCPU := runPairs(t, script, hb, era, n, warmup)
 		saveProfiles()
-		dCPU, bCPU := harness.CPUTime(d.Pid())-d0, harness.CPUTime(hb.cmd.Process.Pid)-b0
-		if err != nil {
-			t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
-		}
-		var res struct {
-			Pairs struct {
-				First float64 `json:"first_pair_ms"`
-				Pair  struct {
-					Median float64 `json:"median_ms"`
-					P90    float64 `json:"p90_ms"`
-				} `json:"pair"`
-				Statuses map[string]int `json:"receipt_statuses"`
-			} `json:"pairs"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
-		}
-		if res.Pairs.Statuses["succeeded"] != n {
-			t.Fatalf("mcp_pairs.py %s: statuses %v", era, res.Pairs.Statuses)
-		}
+		dCPU := harness.CPUTime(d.Pid()) - d0
 		floor = append(floor, harness.Floor(t, d.StateDir, n/4)...)
 		fm := harness.Pct(floor, 50)
 		ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
@@ -239,6 +227,78 @@ func benchPairsScript(t *testing.T, d *harness.Daemon, hb *httpBridge, termdPpro
 		perPair := (dCPU + bCPU) / pairs
 		harness.Bench(t, fmt.Sprintf("mcp:   server CPU per pair %v (termd %v + bridge %v) = %.0f%% of the pair's median wall time",
 			perPair.Round(10*time.Microsecond), (dCPU/pairs).Round(10*time.Microsecond), (bCPU/pairs).Round(10*time.Microsecond), 100*float64(perPair)/float64(ms(res.Pairs.Pair.Median))))
+	}
+}
+
+// pairsScript is mcp_pairs.py: MCP_PAIRS, by default /work/shared/bench/mcp_pairs.py.
+func pairsScript() (string, error) {
+	script := os.Getenv("MCP_PAIRS")
+	if script == "" {
+		script = "/work/shared/bench/mcp_pairs.py"
+	}
+	_, err := os.Stat(script)
+	return script, err
+}
+
+// pairsResult is what mcp_pairs.py says of one series.
+type pairsResult struct {
+	Pairs struct {
+		First float64 `json:"first_pair_ms"`
+		Pair  struct {
+			Median float64 `json:"median_ms"`
+			P90    float64 `json:"p90_ms"`
+		} `json:"pair"`
+		Statuses map[string]int `json:"receipt_statuses"`
+	} `json:"pairs"`
+}
+
+// runPairs runs n (+ warmup) plan+execute pairs of one era with
+// mcp_pairs.py against hb and returns its result and the CPU the bridge
+// used meanwhile.
+func runPairs(t *testing.T, script string, hb *httpBridge, era string, n, warmup int) (pairsResult, time.Duration) {
+	t.Helper()
+	u, err := url.Parse(hb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", script, "pairs", "--port", u.Port(), "--era", era, "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
+	cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+u.Path, "MCP_BENCH_TOKEN="+hb.Token)
+	b0 := harness.CPUTime(hb.cmd.Process.Pid)
+	out, err := cmd.Output()
+	bCPU := harness.CPUTime(hb.cmd.Process.Pid) - b0
+	if err != nil {
+		t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
+	}
+	var res pairsResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
+	}
+	if res.Pairs.Statuses["succeeded"] != n {
+		t.Fatalf("mcp_pairs.py %s: statuses %v", era, res.Pairs.Statuses)
+	}
+	return res, bCPU
+}
+
+// benchPairsBaseline compares the bridge's CPU per pair with a baseline
+// bridge's (TERMD_BENCH_BASELINE_MCP) in alternating rounds of pairs.
+func benchPairsBaseline(t *testing.T, hb, base *httpBridge) {
+	script, err := pairsScript()
+	if err != nil {
+		return // benchPairsScript said so
+	}
+	const rounds, n, warmup = 6, 40, 2
+	for _, era := range []string{"modern", "legacy"} {
+		var cpu [2]time.Duration
+		for r := range rounds {
+			for k := range 2 {
+				i := (r + k) % 2
+				_, c := runPairs(t, script, []*httpBridge{hb, base}[i], era, n, warmup)
+				cpu[i] += c
+			}
+		}
+		pairs := time.Duration(rounds * (n + warmup))
+		harness.Bench(t, fmt.Sprintf("mcp:   bridge CPU per pair, %s, alternating rounds: %v vs the baseline termd-mcp %v: ratio %.2fx",
+			era, (cpu[0]/pairs).Round(10*time.Microsecond), (cpu[1]/pairs).Round(10*time.Microsecond), float64(cpu[0])/float64(cpu[1])))
 	}
 }
 

@@ -104,6 +104,7 @@ func New(o Options) *Bridge {
 			}()
 		},
 	})
+	b.server.AddReceivingMiddleware(withFileSchemas)
 	b.addTools()
 	b.addPrompts()
 	b.addResources()

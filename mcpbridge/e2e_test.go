@@ -108,9 +108,19 @@ func startHTTPBridge(t testing.TB, d *harness.Daemon, extra ...string) *httpBrid
 // pprofAddr ("" = off).
 func startHTTPBridgeProfiled(t testing.TB, d *harness.Daemon, pprofAddr string, extra ...string) *httpBridge {
 	t.Helper()
+	return startHTTPBridgeBin(t, d, "", pprofAddr, extra...)
+}
+
+// startHTTPBridgeBin is startHTTPBridgeProfiled running the termd-mcp
+// binary bin ("" = the one built from this tree).
+func startHTTPBridgeBin(t testing.TB, d *harness.Daemon, bin, pprofAddr string, extra ...string) *httpBridge {
+	t.Helper()
 	b := &httpBridge{Token: testToken, log: &syncBuf{}, pprof: pprofAddr}
 	args := append([]string{"--http", "127.0.0.1:0", "--token-file", writeToken(t, b.Token)}, extra...)
 	b.cmd = bridgeCmd(t, d, b.log, args...)
+	if bin != "" {
+		b.cmd.Path, b.cmd.Args[0] = bin, bin
+	}
 	if pprofAddr != "" {
 		b.cmd.Env = append(b.cmd.Env, "TERMD_DEBUG_PPROF="+pprofAddr)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +26,28 @@ import (
 // Main is termd-mcp: it parses flags, serves, and returns the exit code.
 // Logs go to stderr only (stdout carries the stdio protocol).
 func Main(args []string, stderr io.Writer) int {
+	tuneRuntime()
 	return entry.Run(NewCommand(stderr), args, stderr)
+}
+
+// gcPercent is termd-mcp's GOGC unless the environment sets one. The MCP
+// SDK allocates a 32 KiB decoder buffer for each JSON value it decodes,
+// several per request, so at Go's default of 100 a bridge with its ~2 MB
+// live heap collected every two or three plan+execute pairs. Measured side
+// by side over streamable HTTP, 200 cut the bridge's CPU per pair by 9-23%
+// for 2.5 MB more peak RSS (400 cut about as much for 9.7 MB more).
+const gcPercent = 200
+
+// tuneRuntime sets the garbage collector as above and, unless the profiler
+// is asked for (TERMD_DEBUG_PPROF), turns off the sampling of allocations
+// for memory profiles, which nothing reads then.
+func tuneRuntime() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if os.Getenv("TERMD_DEBUG_PPROF") == "" {
+		runtime.MemProfileRate = 0
+	}
 }
 
 // flags are termd-mcp's command-line settings.

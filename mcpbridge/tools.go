@@ -229,12 +229,16 @@ func (b *Bridge) addTools() {
 // slices and maps as plain "array" / "object" (inference alone types them
 // ["null","array"], and the Inspector then refuses to send an array).
 //
-// The schemas come from toolschemas.json (schemas.go) as JSON text: the
-// SDK lists them as they are, and they are parsed and resolved for
-// validation at a tool's first call, not at start-up. Inferring them by
-// reflection, resolving them and marshalling them for tools/list was most
-// of the bridge's own cold start. A tool missing from the file (its test
-// fails) falls back to the SDK's inference.
+// The schemas come from toolschemas.json (schemas.go) as JSON text, put
+// into tools/list answers as they are (withFileSchemas), and parsed and
+// resolved for validation at a tool's first call, not at start-up.
+// Inferring them by reflection, resolving them and marshalling them for
+// tools/list was most of the bridge's own cold start. The SDK itself gets
+// only the plain object schema: it decodes any schema it is given that is
+// not a *jsonschema.Schema (all of them, at AddTool, and the input schema
+// again at every 2026-07-28 tools/call over HTTP, looking for x-mcp-header
+// annotations, which no termd tool has). A tool missing from the file (its
+// test fails) falls back to the SDK's inference.
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	sc, ok := toolSchemas()[t.Name]
 	if !ok || !useSchemaFile {
@@ -246,7 +250,7 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 		mcp.AddTool(s, t, h)
 		return
 	}
-	t.InputSchema, t.OutputSchema = sc.Input, sc.Output
+	t.InputSchema = anyObject
 	resolved := sync.OnceValues(func() (*typedTool[In, Out], error) { return resolveTool[In, Out](t.Name, sc) })
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tt, err := resolved()

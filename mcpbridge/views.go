@@ -282,14 +282,16 @@ func exitWords(code int32) string {
 	return fmt.Sprintf("exit code %d", code)
 }
 
-// parseJSON turns a daemon JSON document into a value for structured content.
+// parseJSON turns a daemon JSON document into a value for structured
+// content: the document as it came (a receipt is encoded as it is, not
+// decoded into maps and encoded again), or its text when it is not JSON.
 func parseJSON(s string) any {
 	if s == "" {
 		return nil
 	}
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
+	doc := json.RawMessage(s)
+	if !json.Valid(doc) {
 		return s
 	}
-	return v
+	return doc
 }

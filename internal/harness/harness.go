@@ -34,6 +34,9 @@ func repoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
+// BuildTags are the build tags of the binaries, as `make build` uses them.
+const BuildTags = "grpcnotrace"
+
 // Bin returns the path of a built binary (termd, termctl, termd-mcp, termd-gateway).
 func Bin(t testing.TB, name string) string {
 	t.Helper()
@@ -49,7 +52,7 @@ func Bin(t testing.TB, name string) string {
 		}
 		markOwner(binDir)
 		_ = os.Chmod(binDir, 0o755) // tests run clients as other uids
-		args := []string{"build", "-o", binDir + string(os.PathSeparator)}
+		args := []string{"build", "-tags", BuildTags, "-o", binDir + string(os.PathSeparator)}
 		if raceEnabled {
 			args = append(args, "-race")
 		}
