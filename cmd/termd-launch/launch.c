@@ -125,33 +125,6 @@ struct config {
 	int nfilter;
 };
 
-static char *read_all(int fd, size_t *len) {
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	if (!buf)
-		fail("launcher: out of memory");
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_CONFIG)
-				fail("launcher: configuration larger than %d bytes", MAX_CONFIG);
-			cap *= 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				fail("launcher: out of memory");
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			fail("launcher: reading the configuration: %s", strerror(errno));
-		if (r == 0)
-			break;
-		n += r;
-	}
-	*len = n;
-	return buf;
-}
-
 // read_full reads exactly n bytes; 0 at a clean end of file before the first
 // byte, else fails.
 static int read_full(int fd, char *buf, size_t n) {
@@ -172,12 +145,13 @@ static int read_full(int fd, char *buf, size_t n) {
 	return 1;
 }
 
-// receive_pooled is how a pre-started launcher gets its execution: on the
-// socket at CONFIG_FD, a 4-byte little-endian length carrying the per-plan
-// descriptors (SCM_RIGHTS, moved to FIRST_FD on in order), then that many
-// bytes of configuration. The end of file instead means termd let this
-// launcher go (or died): exit without doing anything.
-static char *receive_pooled(size_t *len) {
+// receive_config is how a launcher gets its execution: on the socket at
+// CONFIG_FD, a 4-byte little-endian length carrying the per-plan descriptors
+// (SCM_RIGHTS, moved to FIRST_FD on in order; a launcher started for its
+// execution inherits them there and is passed none), then that many bytes of
+// configuration. The end of file instead means termd let this launcher go
+// (or died): exit without doing anything.
+static char *receive_config(size_t *len) {
 	unsigned char hdr[4];
 	union {
 		struct cmsghdr h;
@@ -505,27 +479,17 @@ static void confine(struct config *c) {
 __attribute__((constructor)) static void termd_launch(int argc, char **argv) {
 	if (argc < 1 || argc > 2 || strcmp(argv[0], "termd-launch") != 0)
 		return; // not started by termd: the Go main explains
-	// "pooled": started ahead of its execution (see receive_pooled).
-	int pooled = argc == 2 && !strcmp(argv[1], "pooled");
-	if (argc == 2 && !pooled)
+	// "pooled": started ahead of its execution, else for it; both get their
+	// configuration on the socket, confine themselves while termd commits
+	// the intent, and exec the command only on the go-ahead.
+	if (argc == 2 && strcmp(argv[1], "pooled") != 0)
 		return;
 	size_t len;
-	char *buf;
-	if (pooled) {
-		buf = receive_pooled(&len);
-	} else {
-		buf = read_all(CONFIG_FD, &len);
-		close(CONFIG_FD);
-		if (len == 0) {
-			// The daemon went away before releasing us: nothing runs.
-			_exit(EXIT_CONFIG);
-		}
-	}
+	char *buf = receive_config(&len);
 	struct config c;
 	parse(buf, len, &c);
 	confine(&c);
-	if (pooled)
-		await_go(); // confined already; CONFIG_FD closes at exec
+	await_go(); // confined already; CONFIG_FD closes at exec
 	execve(c.path, c.argv, c.env);
 	fail("exec %s: %s", c.path, strerror(errno));
 }

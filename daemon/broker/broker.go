@@ -78,6 +78,7 @@ type Broker struct {
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
 	stages    stageLog
+	shares    shareCache // share forms of receipts just sealed (share.go)
 
 	stop chan struct{}
 	done chan struct{}

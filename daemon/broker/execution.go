@@ -342,12 +342,17 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	s.touch(now)
 	p.p.ExecutionId = e.id
 	p.p.NextStep = nextStep(p.p)
-	b.journalPlanLazy(p) // the intent below is the durable record of the start
+	// The intent below is the durable record of the start; the journal's
+	// record of it is encoded and written just after the mutex is released,
+	// before the intent, and before anything else can change this plan (its
+	// next change comes from this goroutine or after the spawn).
+	record := b.journalPlanAfter(p)
 	b.execs[e.id] = e
 	b.running.Add(1)
 	req, approved := p.req, p.dec
 	requester := p.p.Requester
 	b.unlock()
+	record()
 
 	// Re-check what may have changed since the plan was decided and approved.
 	fresh := b.decide(requester, req)
@@ -401,6 +406,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		}
 		return intentErr
 	}
+	var released time.Time
 	spec.BeforeRelease = func() error {
 		e.stage[stageLaunch] = time.Since(checked)
 		testStall("spawn")
@@ -408,11 +414,15 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 			return fmt.Errorf("the execution intent could not be recorded: %w", err)
 		}
 		testStall("release")
+		released = time.Now()
 		return nil
 	}
 	proc, err := b.Runner.Start(spec)
 	e.spawned = time.Now()
 	e.stage[stageSpawn] = e.spawned.Sub(checked)
+	if !released.IsZero() {
+		e.stage[stageRelease] = e.spawned.Sub(released)
+	}
 	if ierr := waitIntent(); ierr != nil {
 		if proc != nil {
 			proc.Wait() // nothing ran: the runner refused to release it
@@ -444,7 +454,10 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		_ = proc.Cancel()
 	}
 	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
-	go func() { b.finish(e, proc.Wait()) }()
+	go func() {
+		b.finish(e, proc.Wait())
+		proc.Delivered() // the receipt is committed: the spawn pools may refill now
+	}()
 	return e, nil
 }
 
@@ -662,8 +675,21 @@ func joinPath(dirs []string) string {
 	return out
 }
 
+// credentialFor is the uid, gid and groups a command runs with. A uid (a
+// plan runs as its requester by default) is looked up through
+// config.LookupUID, the account cache the RPCs use (5 s, flushed on
+// SIGHUP): reading the passwd and group files at every start was ~1% of
+// termd's CPU per execution.
 func credentialFor(who string) (*syscall.Credential, error) {
-	u, err := user.LookupId(who)
+	var u *user.User
+	var ids []string
+	err := errors.New("not a uid")
+	if n, perr := strconv.ParseUint(who, 10, 32); perr == nil {
+		var a *config.Account
+		if a, err = config.LookupUID(uint32(n)); err == nil {
+			u, ids = a.User, a.Groups
+		}
+	}
 	if err != nil {
 		if u, err = user.Lookup(who); err != nil {
 			// A uid without a passwd entry still runs as itself.
@@ -672,15 +698,14 @@ func credentialFor(who string) (*syscall.Credential, error) {
 			}
 			return nil, err
 		}
+		ids, _ = u.GroupIds()
 	}
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	c := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	if ids, err := u.GroupIds(); err == nil {
-		for _, g := range ids {
-			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-				c.Groups = append(c.Groups, uint32(n))
-			}
+	for _, g := range ids {
+		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+			c.Groups = append(c.Groups, uint32(n))
 		}
 	}
 	return c, nil
@@ -754,9 +779,16 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 
 	ended := time.Now()
 	stored, err := b.Store.Append(r)
+	if stored != nil {
+		b.shares.put(stored)
+	}
 	if !e.spawned.IsZero() && res.Err == nil && err == nil {
 		t := e.stage
 		t[stageRun] = ended.Sub(e.spawned)
+		if !res.ExitedAt.IsZero() {
+			t[stageExit] = res.ExitedAt.Sub(e.spawned)
+			t[stageTeardown] = res.FinishedAt.Sub(res.ExitedAt)
+		}
 		t[stageReceipt] = time.Since(ended)
 		t[stageTotal] = time.Since(e.begun)
 		b.stages.add(t)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +26,16 @@ type planRec struct {
 	req     policy.Request
 	dec     policy.Decision
 	session *session
+
+	// journalTail is the end of the plan's journal records (its request and
+	// decision, which never change), encoded once (journal.go: planLine).
+	journalTail     []byte
+	journalTailErr  error
+	journalTailOnce sync.Once
+	// bodyBin and bodyJSON are the binary and JSON encodings of the plan's
+	// body fields in its last journal record (journal.go: planJSON).
+	bodyMu            sync.Mutex
+	bodyBin, bodyJSON []byte
 }
 
 // transitions is the plan state machine (ARCHITECTURE §5), in one place.

@@ -13,17 +13,20 @@ import (
 // (Broker.StageReport, served at /debug/stages on the TERMD_DEBUG_PPROF
 // listener), so where the time goes can be seen without patching code.
 const (
-	stageCheck   = iota // reserve the plan, re-decide, build the spec (sandbox included)
-	stageIntent         // commit the durable intent (overlaps the launcher's start)
-	stageLaunch         // part of spawn: cgroup, namespaces, clone, until the launcher waits for its release (~0 without a launcher)
-	stageSpawn          // cgroup, namespaces, launcher, release until exec
-	stageRun            // the command itself, until it and its output are done
-	stageReceipt        // sign and commit the final receipt
-	stageTotal          // from Execute to the receipt
+	stageCheck    = iota // reserve the plan, re-decide, build the spec (sandbox included)
+	stageIntent          // commit the durable intent (overlaps the launcher's start)
+	stageLaunch          // part of spawn: cgroup, namespaces, clone, until the launcher waits for its release (~0 without a launcher)
+	stageRelease         // part of spawn: from the intent being durable until the command has exec'd
+	stageSpawn           // cgroup, namespaces, launcher, release until exec
+	stageExit            // part of run: from the exec until the main process's exit is seen
+	stageTeardown        // part of run: kill what is left, reap, read the output to its end
+	stageRun             // the command itself, until it and its output are done
+	stageReceipt         // sign and commit the final receipt
+	stageTotal           // from Execute to the receipt
 	nStages
 )
 
-var stageNames = [nStages]string{"check", "intent", "launch", "spawn", "run", "receipt", "total"}
+var stageNames = [nStages]string{"check", "intent", "launch", "release", "spawn", "exit", "teardown", "run", "receipt", "total"}
 
 const stageWindow = 512
 

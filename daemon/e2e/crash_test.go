@@ -198,7 +198,7 @@ func TestStageReport(t *testing.T) {
 	if !strings.Contains(got, "over the last 3 executions") {
 		t.Fatalf("stage report:\n%s", got)
 	}
-	for _, s := range []string{"check", "intent", "launch", "spawn", "run", "receipt", "total"} {
+	for _, s := range []string{"check", "intent", "launch", "release", "spawn", "exit", "teardown", "run", "receipt", "total"} {
 		if !regexp.MustCompile(`(?m)^` + s + `\s+\S*s\s+\S*s$`).MatchString(got) {
 			t.Errorf("no p50/p90 for stage %s:\n%s", s, got)
 		}

@@ -40,51 +40,95 @@ func TestBenchSpeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := s.Session.Id
-	// TERMD_BENCH_ONLY=cat runs only the 50 MiB part.
-	if os.Getenv("TERMD_BENCH_ONLY") != "cat" {
+	// TERMD_BENCH_ONLY=cat runs only the 50 MiB part, =grpc only the pairs.
+	only := os.Getenv("TERMD_BENCH_ONLY")
+	if only != "cat" {
 		benchPairs(t, d, sid, addr)
 	}
-	benchCat(t, d, sid, addr)
+	if only != "grpc" {
+		benchCat(t, d, sid, addr)
+	}
 }
 
-func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
-	// The same daemon without spawn pools (TERMD_SPAWN_POOL=0): every
-	// execution makes its network namespace and cgroup at spawn.
-	offAddr := freeLoopback(t)
-	off := harness.Start(t, harness.Options{Env: []string{"TERMD_DEBUG_PPROF=" + offAddr, "TERMD_SPAWN_POOL=0"}})
-	offS, err := off.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	offSid := offS.Session.Id
+// benchArm is one daemon the pairs are timed on.
+type benchArm struct {
+	name, addr, sid string
+	d               *harness.Daemon
+	pairs           []time.Duration
+}
 
-	// Alternate rounds so that load from elsewhere hits all alike.
-	const rounds, per = 4, 50
-	var floor, pairs, offPairs []time.Duration
+// benchPairs times gRPC plan+execute of /bin/true against the floor, with the
+// spawn pools and without them (TERMD_SPAWN_POOL=0), in alternating rounds.
+// TERMD_BENCH_BASELINE=DIR[:DIR...] (directories holding other builds'
+// termd and termd-launch) times those builds too, pools on and off, pair by
+// pair with this one: a change's before and after under the same load.
+func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
+	arms := []*benchArm{{name: "", addr: addr, sid: sid, d: d}}
+	add := func(name, bin string, env ...string) {
+		a := &benchArm{name: name, addr: freeLoopback(t)}
+		a.d = harness.Start(t, harness.Options{Bin: bin, Env: append(env, "TERMD_DEBUG_PPROF="+a.addr)})
+		s, err := a.d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.sid = s.Session.Id
+		arms = append(arms, a)
+	}
+	// The same daemon without spawn pools: every execution makes its
+	// network namespace and cgroup at spawn.
+	add("TERMD_SPAWN_POOL=0", "", "TERMD_SPAWN_POOL=0")
+	if dirs := os.Getenv("TERMD_BENCH_BASELINE"); dirs != "" {
+		for i, dir := range filepath.SplitList(dirs) {
+			name := "baseline"
+			if i > 0 {
+				name = fmt.Sprintf("baseline%d", i+1)
+			}
+			add(name, filepath.Join(dir, "termd"))
+			add(name+" TERMD_SPAWN_POOL=0", filepath.Join(dir, "termd"), "TERMD_SPAWN_POOL=0")
+		}
+	}
+
+	// Alternate pair by pair so that load from elsewhere hits all alike.
+	const rounds, per = 200, 1
+	var floor []time.Duration
 	for range 10 { // warm up
-		runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
-		runToEnd(t, off.Client, plan(t, off.Client, offSid, "true"))
+		for _, a := range arms {
+			runToEnd(t, a.d.Client, plan(t, a.d.Client, a.sid, "true"))
+		}
 	}
-	for range rounds {
+	for i := range rounds {
 		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
-		for range per {
-			start := time.Now()
-			runToEnd(t, d.Client, plan(t, d.Client, sid, "true"))
-			pairs = append(pairs, time.Since(start))
-		}
-		for range per {
-			start := time.Now()
-			runToEnd(t, off.Client, plan(t, off.Client, offSid, "true"))
-			offPairs = append(offPairs, time.Since(start))
+		// Each round starts at the next daemon, so that what one leaves
+		// for after its pair (a spawn pool's refill) falls on each of the
+		// others alike.
+		for j := range arms {
+			a := arms[(i+j)%len(arms)]
+			for range per {
+				start := time.Now()
+				runToEnd(t, a.d.Client, plan(t, a.d.Client, a.sid, "true"))
+				a.pairs = append(a.pairs, time.Since(start))
+			}
 		}
 	}
-	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true", pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
-	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, addr)), "\n") {
-		harness.Bench(t, "speed:   "+l)
-	}
-	harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, spawn pools", pairs, "without (TERMD_SPAWN_POOL=0)", offPairs, 0)
-	for _, l := range strings.Split(strings.TrimSpace(stageReport(t, offAddr)), "\n") {
-		harness.Bench(t, "speed:   TERMD_SPAWN_POOL=0 "+l)
+	for _, a := range arms {
+		what := "speed: gRPC plan+execute /bin/true"
+		if a.name != "" {
+			what += " (" + a.name + ")"
+		}
+		harness.BenchLine(t, what, a.pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
+		if a.name == "" {
+			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, spawn pools", a.pairs, "without (TERMD_SPAWN_POOL=0)", arms[1].pairs, 0)
+		}
+		if strings.HasPrefix(a.name, "baseline") && !strings.HasSuffix(a.name, "POOL=0") {
+			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, this build", arms[0].pairs, a.name, a.pairs, 0)
+		}
+		prefix := "speed:   "
+		if a.name != "" {
+			prefix += a.name + " "
+		}
+		for _, l := range strings.Split(strings.TrimSpace(stageReport(t, a.addr)), "\n") {
+			harness.Bench(t, prefix+l)
+		}
 	}
 }
 

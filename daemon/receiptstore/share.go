@@ -23,6 +23,13 @@ func ShareExport(r *receipt.Receipt, k *Keys) (*receipt.Receipt, error) {
 	if err := receipt.Verify(r, k.PublicKeys(), k.HMACKey()); err != nil {
 		return nil, fmt.Errorf("share export: only a valid signed receipt can be exported: %w", err)
 	}
+	return SignShare(ShareForm(r), k)
+}
+
+// ShareForm is the unsigned share copy of r (see ShareExport): what it
+// holds beyond the markers is small, so it can be kept to be signed later.
+// r is not modified.
+func ShareForm(r *receipt.Receipt) *receipt.Receipt {
 	c := r.Clone()
 	c.Command = SharingMarker
 	c.Cwd = SharingMarker
@@ -46,6 +53,11 @@ func ShareExport(r *receipt.Receipt, k *Keys) (*receipt.Receipt, error) {
 		}
 	}
 	c.SharingRedacted = true
+	return c
+}
+
+// SignShare signs a share form from ShareForm (in place) and returns it.
+func SignShare(c *receipt.Receipt, k *Keys) (*receipt.Receipt, error) {
 	if err := k.Sign(c); err != nil {
 		return nil, err
 	}

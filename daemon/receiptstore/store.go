@@ -104,7 +104,12 @@ COMMIT;
 type Store struct {
 	db   *sql.DB
 	keys *Keys
-	mu   sync.Mutex // serialises writes (the writer's commits, Prune) so seq/prev_hash are assigned in order
+	// The writer's statements, prepared once: parsing them (the receipts
+	// insert with its triggers) on every commit was a few percent of
+	// termd's CPU per execution. database/sql prepares each on a pooled
+	// connection once and reuses it there.
+	insReceipt, insIntent *sql.Stmt
+	mu                    sync.Mutex // serialises writes (the writer's commits, Prune) so seq/prev_hash are assigned in order
 	// head is the chain's last (seq, hash), kept in memory by the single
 	// writer instead of read back on every append; ok=false (at start and
 	// after any failed append) reads it from the database again.
@@ -155,6 +160,13 @@ func Open(path string, keys *Keys) (*Store, error) {
 		return nil, fmt.Errorf("receipt store %s: cannot enable WAL (journal_mode=%q, %v)", path, mode, err)
 	}
 	s := &Store{db: db, keys: keys}
+	if s.insReceipt, err = db.Prepare(insertReceiptSQL); err == nil {
+		s.insIntent, err = db.Prepare(insertIntentSQL)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("receipt store %s: %w", path, err)
+	}
 	if err := s.loadUsage(); err != nil {
 		db.Close()
 		return nil, err
@@ -173,9 +185,17 @@ func (s *Store) Close() error {
 	if !already {
 		close(s.wake)
 		<-s.writerDone
+		s.insReceipt.Close()
+		s.insIntent.Close()
 	}
 	return s.db.Close()
 }
+
+const (
+	insertReceiptSQL = `INSERT INTO receipts(seq, id, session_id, plan_id, execution_id, status, requester, approver, started_ns, hash, body)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?)`
+	insertIntentSQL = `INSERT INTO intents(execution_id, plan_id, session_id, started_ns, body) VALUES (?,?,?,?,?)`
+)
 
 // AppendIntent durably records that an execution is about to be spawned.
 // Call it before starting the process; the final receipt (Append with the
@@ -193,8 +213,7 @@ func (s *Store) AppendIntent(in Intent) error {
 		return err
 	}
 	err = s.submit(func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO intents(execution_id, plan_id, session_id, started_ns, body) VALUES (?,?,?,?,?)`,
-			in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
+		_, err := tx.Stmt(s.insIntent).Exec(in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
 		return err
 	})
 	if err != nil {
@@ -342,9 +361,7 @@ func (s *Store) insert(tx *sql.Tx, p *receipt.Prepared) (*receipt.Receipt, error
 		return nil, err
 	}
 	hash := receipt.ChainHash(body)
-	_, err = tx.Exec(`INSERT INTO receipts(seq, id, session_id, plan_id, execution_id, status, requester, approver, started_ns, hash, body)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-		c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
+	_, err = tx.Stmt(s.insReceipt).Exec(c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
 		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), hash, body)
 	if err != nil {
 		s.head.ok = false

@@ -224,6 +224,7 @@ func TestBenchSpawnPools(t *testing.T) {
 		if res := p.Wait(); res.Status != StatusSucceeded || !res.NetNSApplied {
 			t.Fatalf("true: %+v", res)
 		}
+		p.Delivered() // as the daemon does once the receipt is committed
 		return d
 	}
 	waitPool(t, on, poolSize, poolSize)

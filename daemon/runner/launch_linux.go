@@ -1,39 +1,47 @@
 package runner
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
-// launchPipes are the descriptors of one launcher start: the configuration
-// pipe (the launcher waits on it before doing anything, so nothing runs
-// until the daemon releases it) and the report pipe (closed by the exec of
-// the command; a message on it is a refusal to confine).
+// launchPipes are the descriptors of one inline launcher start. The launcher
+// takes the protocol of a pre-started one (launcher.Pooled): it waits on a
+// configuration socket, gets its configuration at once (send, right after
+// the fork, so it confines itself while the intent is committed) and execs
+// the command only on the go-ahead (release); the report pipe closes at that
+// exec, and a message on it is a refusal to confine. The plan's descriptors
+// (l.Files) it inherits at FirstFD on, so none is passed on the socket.
 type launchPipes struct {
 	l      *launcher.Launch
-	cfgW   *os.File
-	repR   *os.File
+	ctl    *os.File   // our end of the configuration socket
+	repR   *os.File   // the report pipe's read end
 	files  []*os.File // child ends: ConfigFD, ReportFD, then l.Files
 	closed bool
 }
 
 func newLaunchPipes(l *launcher.Launch) (*launchPipes, error) {
-	cfgR, cfgW, err := os.Pipe()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("socketpair: %w", err)
 	}
+	ctl := os.NewFile(uintptr(pair[0]), "launcher-config")
+	sock := os.NewFile(uintptr(pair[1]), "launcher-config-child")
 	repR, repW, err := os.Pipe()
 	if err != nil {
-		cfgR.Close()
-		cfgW.Close()
+		ctl.Close()
+		sock.Close()
 		return nil, err
 	}
-	lp := &launchPipes{l: l, cfgW: cfgW, repR: repR}
-	lp.files = append([]*os.File{cfgR, repW}, l.Files...)
+	lp := &launchPipes{l: l, ctl: ctl, repR: repR}
+	lp.files = append([]*os.File{sock, repW}, l.Files...)
 	return lp, nil
 }
 
@@ -48,27 +56,77 @@ func (lp *launchPipes) closeChildEnds() {
 	lp.l.Close()
 }
 
-// abandon cleans up after a failed start.
+// abandon cleans up after a failed start; a launcher still waiting reads the
+// end of file and exits without running anything.
 func (lp *launchPipes) abandon() {
 	lp.closeChildEnds()
-	lp.cfgW.Close()
+	lp.ctl.Close()
 	lp.repR.Close()
 }
 
-// release sends the command to the launcher and waits until it has exec'd
-// it (the report pipe closes) or refused (a message arrives).
-func (lp *launchPipes) release(spec Spec, env []string) error {
+// send gives the started launcher the command and its confinement.
+func (lp *launchPipes) send(spec Spec, env []string) error {
 	lp.closeChildEnds()
 	c := launchConfig(spec, env)
-	_, err := lp.cfgW.Write(c.Encode())
-	lp.cfgW.Close()
-	msg, rerr := io.ReadAll(io.LimitReader(lp.repR, 64<<10))
-	lp.repR.Close()
+	return sendLaunchConfig(lp.ctl, c.Encode(), nil)
+}
+
+// release lets the launcher exec the command and waits until it has (the
+// report pipe closes) or has refused (a message arrives).
+func (lp *launchPipes) release() error {
+	return releaseLauncher(lp.ctl, lp.repR)
+}
+
+// sendLaunchConfig writes a waiting launcher's configuration to its socket
+// ctl: the length, carrying files by SCM_RIGHTS, then cfg (launcher.Pooled).
+func sendLaunchConfig(ctl *os.File, cfg []byte, files []*os.File) error {
+	if len(cfg) == 0 || len(cfg) > 8<<20 {
+		return fmt.Errorf("a launcher configuration of %d bytes", len(cfg))
+	}
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(cfg)))
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	raw, err := ctl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = raw.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), hdr[:], oob, nil, 0)
+		return serr != unix.EAGAIN
+	})
+	if err == nil {
+		err = serr
+	}
+	if err == nil {
+		_, err = ctl.Write(cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("the launcher did not take its configuration: %w", err)
+	}
+	return nil
+}
+
+// releaseLauncher sends the go-ahead on ctl (and closes it) and waits until
+// the launcher has exec'd the command (rep, the report pipe, closes) or has
+// refused (a message says why).
+func releaseLauncher(ctl, rep *os.File) error {
+	_, err := ctl.Write([]byte{launcher.Go})
+	ctl.Close()
+	msg, rerr := io.ReadAll(io.LimitReader(rep, 64<<10))
+	rep.Close()
 	switch {
 	case len(msg) > 0:
 		return errors.New(string(msg))
 	case err != nil:
-		return fmt.Errorf("the launcher ended before it received the command: %w", err)
+		return fmt.Errorf("the launcher ended before it was released: %w", err)
 	case rerr != nil:
 		return fmt.Errorf("reading the launcher's report: %w", rerr)
 	}

@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -33,6 +30,7 @@ import (
 type pooledLauncher struct {
 	proc  *os.Process
 	pidfd int
+	start uint64 // start ticks of proc, read when it was started
 	cg    *execCgroup
 	ctl   *os.File    // our end of the configuration socket
 	rep   *os.File    // the report pipe's read end
@@ -63,57 +61,19 @@ func (pl *pooledLauncher) alive() bool {
 // send gives the launcher its configuration and the plan's descriptors (see
 // launcher.Pooled); it confines itself on receiving them.
 func (pl *pooledLauncher) send(cfg []byte, files []*os.File) error {
-	if len(cfg) == 0 || len(cfg) > 8<<20 {
-		return fmt.Errorf("a launcher configuration of %d bytes", len(cfg))
-	}
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
-	}
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(cfg)))
-	raw, err := pl.ctl.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	err = raw.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), hdr[:], unix.UnixRights(fds...), nil, 0)
-		return serr != unix.EAGAIN
-	})
-	if err == nil {
-		err = serr
-	}
-	if err == nil {
-		_, err = pl.ctl.Write(cfg)
-	}
-	if err != nil {
-		return fmt.Errorf("the pre-started launcher did not take its configuration: %w", err)
-	}
-	return nil
+	return sendLaunchConfig(pl.ctl, cfg, files)
 }
 
 // release lets the launcher exec the command and waits until it has (the
 // report pipe closes at exec) or has refused (a message says why).
 func (pl *pooledLauncher) release() error {
-	_, err := pl.ctl.Write([]byte{launcher.Go})
-	pl.ctl.Close()
-	msg, rerr := io.ReadAll(io.LimitReader(pl.rep, 64<<10))
-	pl.rep.Close()
-	switch {
-	case len(msg) > 0:
-		return errors.New(string(msg))
-	case err != nil:
-		return fmt.Errorf("the launcher ended before it was released: %w", err)
-	case rerr != nil:
-		return fmt.Errorf("reading the launcher's report: %w", rerr)
-	}
-	return nil
+	return releaseLauncher(pl.ctl, pl.rep)
 }
 
 // launcherPool keeps pre-started launchers of one termd-launch binary (the
 // first sandboxed spawn names it), filled like the other spawn pools: at
-// start and after each spawn, never on the spawn's own path.
+// start and when no execution is starting or young (refillGate), never on
+// the spawn's own path.
 type launcherPool struct {
 	r     *Runner
 	path  atomic.Pointer[string]
@@ -145,7 +105,7 @@ func (lp *launcherPool) fill() {
 	defer close(lp.done)
 	for {
 		if path := lp.path.Load(); path != nil {
-			for len(lp.ready) < cap(lp.ready) { // only fill sends: never blocks
+			for len(lp.ready) < cap(lp.ready) && lp.r.refillQuiet() { // only fill sends: never blocks
 				select {
 				case <-lp.stop:
 					return
@@ -260,6 +220,9 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}
 	pl.proc = proc
+	if pi, ok := readProc(proc.Pid); ok {
+		pl.start = pi.start // here, not on the execution's path
+	}
 	return pl, nil
 }
 
@@ -417,14 +380,10 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	if err := pl.release(); err != nil {
 		return fail(err)
 	}
-	var st uint64
-	if pi, ok := readProc(pl.proc.Pid); ok {
-		st = pi.start
-	}
 	p.mu.Lock()
 	p.proc = pl.proc
 	p.pid = pl.proc.Pid
-	p.start = st
+	p.start = pl.start
 	p.mu.Unlock()
 	return nil
 }

@@ -27,24 +27,71 @@ const poolSize = 4
 // with the spawn it refills for.
 const poolNice = 10
 
+// youngRun is how long a running execution holds the refill back at most
+// (see refillGate): the start of a short command is what a refill would
+// slow, and a long one must not starve the pools.
+// Runner.youngRun overrides it in tests.
+const youngRun = 20 * time.Millisecond
+
+// refillGate holds the pools' refill back while an execution is starting or
+// young: from its spawn until its result was delivered (Process.Delivered:
+// the daemon committed its receipt) or it has run for youngRun. A refill
+// forks a launcher and makes a cgroup and a namespace; on a busy machine,
+// done while the command ran it competed with the very command it refilled
+// for (the run stage of /bin/true grew by about what the pools saved at
+// spawn), and done at the command's exit, with its receipt. The fillers
+// check quiet before each item they make and stop when it is not; the
+// execution that makes the gate quiet again kicks them. A pool that runs
+// empty meanwhile means spawns make their own, as without a pool.
+type refillGate struct {
+	mu   sync.Mutex
+	busy int
+}
+
+// holdRefill counts one execution starting.
+func (r *Runner) holdRefill() {
+	r.gate.mu.Lock()
+	r.gate.busy++
+	r.gate.mu.Unlock()
+}
+
+// releaseRefill ends one holdRefill; the last one kicks the fillers.
+func (r *Runner) releaseRefill() {
+	r.gate.mu.Lock()
+	r.gate.busy--
+	quiet := r.gate.busy == 0
+	r.gate.mu.Unlock()
+	if quiet {
+		r.refillPools()
+	}
+}
+
+// refillQuiet: no execution is starting or young, the fillers may work.
+func (r *Runner) refillQuiet() bool {
+	r.gate.mu.Lock()
+	defer r.gate.mu.Unlock()
+	return r.gate.busy == 0
+}
+
 // netnsPool keeps fresh network namespaces, as descriptors, made by one
 // dedicated thread.
 type netnsPool struct {
 	own   int           // the daemon's own network namespace
 	ready chan int      // namespaces no process has entered yet
-	kick  chan struct{} // a spawn ended: refill
+	quiet func() bool   // may fill now (Runner.refillQuiet)
+	kick  chan struct{} // the gate became quiet: refill
 	stop  chan struct{}
 	done  chan struct{}
 	err   atomic.Pointer[error] // why the filler stopped early
 	once  sync.Once
 }
 
-func newNetnsPool() (*netnsPool, error) {
+func newNetnsPool(quiet func() bool) (*netnsPool, error) {
 	own, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open the daemon's network namespace: %w", err)
 	}
-	np := &netnsPool{own: own, ready: make(chan int, poolSize), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	np := &netnsPool{own: own, ready: make(chan int, poolSize), quiet: quiet, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go np.fill()
 	return np, nil
 }
@@ -52,15 +99,16 @@ func newNetnsPool() (*netnsPool, error) {
 // fill runs on a thread of its own for its whole life: the thread moves
 // between namespaces, so it stays locked and ends with the goroutine instead
 // of going back to the runtime. It never starts a process, so its end cannot
-// take a child with it (Pdeathsig). It fills the pool at start and after
-// each spawn (refill), not when a namespace is taken: then it would compete
-// with the spawn and the intent's commit for the CPU.
+// take a child with it (Pdeathsig). It fills the pool at start and whenever
+// no execution is starting or young (refillGate), not when a namespace is
+// taken: then it would compete with the spawn, the intent's commit and the
+// command for the CPU.
 func (np *netnsPool) fill() {
 	defer close(np.done)
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), poolNice)
 	for {
-		for len(np.ready) < cap(np.ready) { // only fill sends: never blocks
+		for len(np.ready) < cap(np.ready) && np.quiet() { // only fill sends: never blocks
 			select {
 			case <-np.stop:
 				return
@@ -161,7 +209,7 @@ type cgroupPool struct {
 	seq    atomic.Uint64
 	ready  chan *execCgroup
 	last   atomic.Pointer[Spec] // limits written ahead (PidsMax, MemoryMax)
-	kick   chan struct{}        // a spawn ended: refill
+	kick   chan struct{}        // the refill gate became quiet: refill
 	stop   chan struct{}
 	done   chan struct{}
 
@@ -190,11 +238,12 @@ func newCgroupPool(r *Runner) *cgroupPool {
 	return cp
 }
 
-// fill fills the pool at start and after each spawn (see netnsPool.fill).
+// fill fills the pool at start and when the refill gate is quiet (see
+// netnsPool.fill).
 func (cp *cgroupPool) fill() {
 	defer close(cp.done)
 	for {
-		for len(cp.ready) < cap(cp.ready) { // only fill sends: never blocks
+		for len(cp.ready) < cap(cp.ready) && cp.r.refillQuiet() { // only fill sends: never blocks
 			select {
 			case <-cp.stop:
 				return
@@ -360,7 +409,7 @@ func (r *Runner) startPools() {
 	// process's (main thread's) value is not reliable once a pool runs.
 	prio, prioErr := unix.Getpriority(unix.PRIO_PROCESS, 0)
 	if r.caps.NetNS {
-		if np, err := newNetnsPool(); err == nil {
+		if np, err := newNetnsPool(r.refillQuiet); err == nil {
 			r.netns = np
 		}
 	}
@@ -373,8 +422,8 @@ func (r *Runner) startPools() {
 	}
 }
 
-// refillPools is called when a spawn has ended (the command runs or the
-// spawn failed): the pools top up while the command runs.
+// refillPools kicks the fillers (releaseRefill, when no execution is
+// starting or young any more).
 func (r *Runner) refillPools() {
 	r.netns.refill()
 	r.cgPool.refill()

@@ -385,3 +385,46 @@ func TestCloseEmptiesPools(t *testing.T) {
 		}
 	}
 }
+
+// The pools refill between executions (once an execution's result was
+// delivered), not while one starts or runs: a refill (a launcher forked, a
+// cgroup and a namespace made) competed with the command it refilled for,
+// and with its receipt. An execution that keeps running stops holding the
+// refill back after a while, so a long command never starves the pools.
+func TestPoolsRefillBetweenExecutions(t *testing.T) {
+	if !Probe().NetNS {
+		t.Skip("no network namespaces here")
+	}
+	r := newRunner(t, Options{})
+	if r.netns == nil {
+		t.Fatalf("no network namespace pool: %s", r.poolStatus())
+	}
+	waitPool(t, r, poolSize, 0)
+	r.young = time.Hour // it stays young for the whole test
+	s := sh("exec sleep 30")
+	s.NoNetwork = true
+	p := start(t, r, s)
+	t.Cleanup(func() { _ = p.Cancel(); p.Wait() })
+	time.Sleep(300 * time.Millisecond)
+	if n := len(r.netns.ready); n != poolSize-1 {
+		t.Fatalf("while an execution is young the namespace pool went from %d to %d: it refilled during the run", poolSize, n)
+	}
+	_ = p.Cancel()
+	p.Wait()
+	time.Sleep(100 * time.Millisecond)
+	if n := len(r.netns.ready); n != poolSize-1 {
+		t.Fatalf("the namespace pool refilled (%d) before the execution's result was delivered", n)
+	}
+	p.Delivered()
+	waitPool(t, r, poolSize, 0) // refilled once its result was delivered
+
+	r.young = 50 * time.Millisecond
+	long := start(t, r, s)
+	t.Cleanup(func() { _ = long.Cancel(); long.Wait() })
+	waitPool(t, r, poolSize, 0) // a long run holds the refill back only while young
+	select {
+	case <-long.Done():
+		t.Fatal("the execution ended before the pool refilled")
+	default:
+	}
+}

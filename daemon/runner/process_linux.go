@@ -34,6 +34,10 @@ type Process struct {
 	tty        *terminal   // nil unless Spec.TTY
 
 	startedAt time.Time
+	// grown ends the execution's hold on the pools' refill (refillGate):
+	// called once its result was delivered (Delivered), or by a timer after
+	// youngRun.
+	grown func()
 
 	ctl sync.Mutex // serialises pause/resume/stop signalling
 
@@ -76,12 +80,19 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
 	// its freshly forked child for a leftover.
 	r.register(p)
+	r.holdRefill() // until its result is delivered or it has run for youngRun (refillGate)
 	err := p.spawn()
-	r.refillPools()
 	if err != nil {
 		r.unregister(p)
 		p.finishSpawnFailure(err)
+		r.releaseRefill()
 		return p, nil
+	}
+	var once sync.Once
+	grown := time.AfterFunc(r.young, func() { once.Do(r.releaseRefill) })
+	p.grown = func() {
+		grown.Stop()
+		once.Do(r.releaseRefill)
 	}
 	var readers sync.WaitGroup
 	for i := range p.pipes {
@@ -252,28 +263,36 @@ func (p *Process) spawn() (err error) {
 		}
 		return p.spawnFailed(err)
 	}
-	if ln != nil {
-		// The launcher waits on its configuration pipe: nothing has run yet.
-		if spec.BeforeRelease != nil {
-			if err := spec.BeforeRelease(); err != nil {
-				ln.abandon()
-				_ = proc.Kill()
-				_, _ = proc.Wait()
-				return p.spawnFailed(err)
-			}
-		}
-		if err := ln.release(spec, env); err != nil {
-			_ = proc.Kill()
-			_, _ = proc.Wait()
-			return p.spawnFailed(err)
-		}
-	}
+	// What needs no running command is done before the release, while the
+	// intent is committed, not between the command's exec and its run: the
+	// final v1 pids.max (the spawning thread has left) and the main
+	// process's start time (set at fork, unchanged by exec).
 	if p.cg != nil {
 		p.cg.settle()
 	}
 	var st uint64
 	if pi, ok := readProc(proc.Pid); ok {
 		st = pi.start
+	}
+	if ln != nil {
+		// The launcher waits on its configuration socket: nothing has run
+		// yet. It gets its configuration now and confines itself while
+		// BeforeRelease waits (for the intent), and execs only on release.
+		err := ln.send(spec, env)
+		if err == nil && spec.BeforeRelease != nil {
+			err = spec.BeforeRelease()
+		}
+		if err != nil {
+			ln.abandon() // the end of file: it exits without running anything
+			_ = proc.Kill()
+			_, _ = proc.Wait()
+			return p.spawnFailed(err)
+		}
+		if err := ln.release(); err != nil {
+			_ = proc.Kill()
+			_, _ = proc.Wait()
+			return p.spawnFailed(err)
+		}
 	}
 	p.mu.Lock() // other executions read pid/start through ident()
 	p.proc = proc
@@ -371,6 +390,15 @@ func (p *Process) finishSpawnFailure(err error) {
 	p.exited = true
 	p.mu.Unlock()
 	close(p.done)
+}
+
+// Delivered says the execution's result has been delivered (the daemon has
+// committed its receipt): the execution stops holding the pools' refill back
+// (refillGate), if it still did. Without it the hold ends after youngRun.
+func (p *Process) Delivered() {
+	if p.grown != nil {
+		p.grown()
+	}
 }
 
 // Pid is the main process id (0 after a spawn failure).
@@ -567,6 +595,7 @@ loop:
 
 	// The main process has exited but is not reaped yet (WNOWAIT), so its pid
 	// and process group id cannot be reused while we clean up.
+	exitedAt := time.Now()
 	p.mu.Lock()
 	p.exited = true
 	p.mu.Unlock()
@@ -608,6 +637,7 @@ loop:
 	res := Result{
 		ExitCode:     -1,
 		StartedAt:    p.startedAt,
+		ExitedAt:     exitedAt,
 		FinishedAt:   now,
 		Duration:     now.Sub(p.startedAt),
 		Stdout:       p.out[0].result(),

@@ -141,10 +141,14 @@ type StreamResult struct {
 
 // Result is the final state of an execution.
 type Result struct {
-	Status     Status
-	ExitCode   int    // -1 when killed by a signal or never started
-	Signal     string // e.g. "SIGKILL" when the main process died of a signal
-	StartedAt  time.Time
+	Status    Status
+	ExitCode  int    // -1 when killed by a signal or never started
+	Signal    string // e.g. "SIGKILL" when the main process died of a signal
+	StartedAt time.Time
+	// ExitedAt is when the main process's exit was seen (zero after a
+	// spawn failure); FinishedAt is when the result was final: everything
+	// the execution started was gone and its output read to the end.
+	ExitedAt   time.Time
 	FinishedAt time.Time
 	Duration   time.Duration // monotonic
 	Stdout     StreamResult

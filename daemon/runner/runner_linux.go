@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,6 +33,8 @@ type Runner struct {
 
 	cleanup sync.WaitGroup // cgroup directories being removed
 	reaper  orphanReaper   // one /proc scan for the executions ending together
+	gate    refillGate     // the pools refill only when no execution is starting or young
+	young   time.Duration  // youngRun, unless a test sets another
 
 	netns  *netnsPool  // nil: no pool (Options.NoPool, or no network namespaces)
 	cgPool *cgroupPool // nil: no pool (Options.NoPool, or no cgroups)
@@ -86,6 +89,7 @@ func newWithoutPools(o Options) (*Runner, error) {
 		v1Roots:   map[string]string{},
 		self:      os.Getpid(),
 		live:      map[*Process]struct{}{},
+		young:     youngRun,
 	}
 	r.selfSid, _ = unix.Getsid(0)
 	r.selfPgid = unix.Getpgrp()

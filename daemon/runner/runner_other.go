@@ -146,10 +146,11 @@ func (p *Process) failed(err error) *Process {
 func (p *Process) supervise(readers *sync.WaitGroup) {
 	timer := time.AfterFunc(p.spec.Timeout, func() { p.stop(StatusTimedOut) })
 	err := p.cmd.Wait()
+	exitedAt := time.Now()
 	timer.Stop()
 	_ = unix.Kill(-p.pid, syscall.SIGKILL) // nothing of the group outlives the main process
 	readers.Wait()
-	res := Result{StartedAt: p.start, FinishedAt: time.Now(), Duration: time.Since(p.mono), ExitCode: -1,
+	res := Result{StartedAt: p.start, ExitedAt: exitedAt, FinishedAt: time.Now(), Duration: time.Since(p.mono), ExitCode: -1,
 		Stdout: p.out[Stdout].result(), Stderr: p.out[Stderr].result()}
 	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	p.mu.Lock()
@@ -197,6 +198,10 @@ func (p *Process) stop(reason Status) bool {
 	}()
 	return true
 }
+
+// Delivered says the execution's result has been delivered; without spawn
+// pools there is nothing to refill.
+func (p *Process) Delivered() {}
 
 // Pid is the main process id.
 func (p *Process) Pid() int { return p.pid }

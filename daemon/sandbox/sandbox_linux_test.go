@@ -473,11 +473,18 @@ func TestPooledLauncherWaitsForRelease(t *testing.T) {
 // pooledChildren counts the pre-started launchers this process started.
 func pooledChildren(t *testing.T) int {
 	t.Helper()
-	n := 0
+	return len(waitingLaunchers(t))
+}
+
+// waitingLaunchers lists this process's children that are launchers waiting
+// for their configuration or release.
+func waitingLaunchers(t *testing.T) []int {
+	t.Helper()
+	var pids []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || string(cmd) != "termd-launch\x00pooled\x00" {
+		if err != nil || string(cmd) != "termd-launch\x00pooled\x00" && string(cmd) != "termd-launch\x00" {
 			continue
 		}
 		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -486,8 +493,96 @@ func pooledChildren(t *testing.T) int {
 		}
 		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
 		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(os.Getpid()) {
-			n++
+			pid, _ := strconv.Atoi(e.Name())
+			pids = append(pids, pid)
 		}
 	}
-	return n
+	return pids
+}
+
+// An inline launcher (no pool, or a plan a pre-started one cannot serve) is
+// started like a pre-started one: it gets its configuration at once and
+// confines itself while BeforeRelease waits (for the intent), so that work is
+// not between the intent and the command; it runs the command only after
+// the release, and nothing when the release fails.
+func TestInlineLauncherConfinesBeforeRelease(t *testing.T) {
+	f := newFixture(t)
+	f.run.Close() // no pre-started launcher under this process
+	r, err := runner.NewWithOptions(runner.Options{NoPool: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	start := func(marker string, release func() error) runner.Result {
+		t.Helper()
+		ww := workspaceWrite
+		ww.Exec = program.Exec(f.probe)
+		l, _, err := sandbox.Prepare(ww, f.paths, sandbox.Required, f.sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc, err := r.Start(runner.Spec{Path: f.probe, Argv: []string{f.probe, "write", marker}, Dir: f.ws, Timeout: 20 * time.Second,
+			NoNetwork: true, Launch: l, BeforeRelease: release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proc.Prestarted() {
+			t.Fatal("a runner without pools used a pre-started launcher")
+		}
+		return proc.Wait()
+	}
+	// confined waits until the one waiting launcher has no_new_privs and its
+	// seccomp filter, which it sets last before waiting for the go-ahead.
+	confined := func() error {
+		var status string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			pids := waitingLaunchers(t)
+			if len(pids) != 1 {
+				status = fmt.Sprintf("%d waiting launchers", len(pids))
+				continue
+			}
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pids[0]))
+			if err != nil {
+				status = err.Error()
+				continue
+			}
+			status = string(b)
+			if strings.Contains(status, "\nNoNewPrivs:\t1\n") && strings.Contains(status, "\nSeccomp:\t2\n") {
+				return nil
+			}
+		}
+		return fmt.Errorf("the launcher did not confine itself before its release:\n%s", status)
+	}
+	for i := 0; i < 3; i++ {
+		marker := filepath.Join(f.ws, fmt.Sprintf("ran-%d", i))
+		var early error
+		res := start(marker, func() error {
+			early = confined()
+			if _, err := os.Stat(marker); err == nil {
+				early = fmt.Errorf("%s exists before the release", marker)
+			}
+			return nil
+		})
+		if early != nil {
+			t.Fatal(early)
+		}
+		if res.Err != nil || res.Status != runner.StatusSucceeded {
+			t.Fatalf("released run: %+v", res)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("the command did not run after its release: %v", err)
+		}
+		refused := filepath.Join(f.ws, fmt.Sprintf("refused-%d", i))
+		res = start(refused, func() error { return fmt.Errorf("the intent could not be recorded") })
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "the intent could not be recorded") {
+			t.Fatalf("refused release: %v", res.Err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if _, err := os.Stat(refused); err == nil {
+			t.Fatal("the command ran although its release failed")
+		}
+		if n := pooledChildren(t); n != 0 {
+			t.Fatalf("%d launchers still wait after a refused release", n)
+		}
+	}
 }

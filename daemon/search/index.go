@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/termd/termd/daemon/receiptstore"
@@ -59,10 +60,11 @@ type Index struct {
 	mu sync.Mutex // one catch-up, rebuild or reopen at a time
 	db *sql.DB    // nil when the file could not be opened
 
-	wake chan struct{}
-	stop context.CancelFunc // ends the follower, between batches
-	ctx  context.Context
-	done chan struct{}
+	wake   chan struct{}
+	rounds atomic.Int64       // background catch-ups so far
+	stop   context.CancelFunc // ends the follower, between batches
+	ctx    context.Context
+	done   chan struct{}
 }
 
 // Open opens (or creates) the index at path and starts following store in
@@ -162,6 +164,17 @@ func (x *Index) Notify() {
 	}
 }
 
+// settle and maxDelay batch the background catch-up: after a commit the
+// follower waits until no commit has come for settle, or maxDelay has passed
+// since the first, and then indexes everything new at once. Catching up
+// after every commit cost termd ~8% of its CPU per execution while commands
+// ran back to back (the index's own reads and transaction per wake); a
+// search still catches up first, so it never misses a receipt.
+const (
+	settle   = 250 * time.Millisecond
+	maxDelay = 2 * time.Second
+)
+
 func (x *Index) follow() {
 	defer close(x.done)
 	for {
@@ -170,8 +183,29 @@ func (x *Index) follow() {
 			return
 		case <-x.wake:
 		}
+		if !x.quiet() {
+			return
+		}
+		x.rounds.Add(1)
 		if _, err := x.CatchUp(x.ctx, time.Time{}); err != nil {
 			x.log.Warn("search index: catching up failed", "error", err)
+		}
+	}
+}
+
+// quiet waits until the commits pause (see settle); false when closing.
+func (x *Index) quiet() bool {
+	first := time.Now()
+	t := time.NewTimer(settle)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.ctx.Done():
+			return false
+		case <-x.wake:
+			t.Reset(max(0, min(settle, maxDelay-time.Since(first))))
+		case <-t.C:
+			return true
 		}
 	}
 }

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -238,5 +239,33 @@ func TestSnippet(t *testing.T) {
 	field, s, ok := Snippet(map[string]string{FieldCommand: "make migrate", FieldOutput: out}, "MIGRATIONS ran")
 	if !ok || field != FieldOutput || s != "line one the migrations ran: 12 applied line three" {
 		t.Fatalf("snippet = %q %q %v", field, s, ok)
+	}
+}
+
+// TestFollowBatchesCommits: receipts committed back to back are indexed by
+// one background catch-up after the commits pause (not one per commit), and
+// a search that catches up first finds the newest at once.
+func TestFollowBatchesCommits(t *testing.T) {
+	f := newFixture(t)
+	time.Sleep(2 * settle) // the catch-up at open
+	before := f.idx.rounds.Load()
+	const n = 20
+	var last string
+	for i := range n {
+		last = f.add("uid:1", "echo batch", fmt.Sprintf("batched receipt %d\n", i))
+		time.Sleep(settle / 10)
+	}
+	// Right after the last commit nothing is indexed in the background yet,
+	// and a search that catches up first sees everything.
+	if behind, err := f.idx.CatchUp(context.Background(), time.Now().Add(2*time.Second)); err != nil || behind {
+		t.Fatalf("catch up: behind %v, %v", behind, err)
+	}
+	p, err := f.idx.Search(Query{Phrase: "batched receipt 19"})
+	if err != nil || len(p.Matches) != 1 || p.Matches[0].ID != last {
+		t.Fatalf("the newest receipt after catching up: %+v %v", p, err)
+	}
+	time.Sleep(maxDelay + 2*settle)
+	if got := f.idx.rounds.Load() - before; got < 1 || got > 3 {
+		t.Fatalf("%d commits took %d background catch-ups, want 1 to 3 (one per pause or per %v)", n, got, maxDelay)
 	}
 }

@@ -105,7 +105,7 @@ func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.Server
 		if r.ShareReceipt && e.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
 			// The share form rides on the final message: no ExportReceipt
 			// round trip after every execution (the MCP bridge's case).
-			if rc, err := s.b.ExportReceipt(ctx, who(ctx), e.GetReceipt().GetId(), true); err == nil {
+			if rc, err := s.b.ShareReceipt(ctx, who(ctx), e.GetReceipt().GetId()); err == nil {
 				m.ShareReceiptJson, _ = receiptJSON(rc)
 			}
 		}

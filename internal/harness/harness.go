@@ -92,6 +92,9 @@ type Options struct {
 	Env []string
 	// Socket overrides the socket path (default: inside the test directory).
 	Socket string
+	// Bin runs this termd binary (with the termd-launch beside it) instead
+	// of the one built from this tree: A/B against another build in one run.
+	Bin string
 }
 
 // Daemon is a running termd.
@@ -108,6 +111,7 @@ type Daemon struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
+	bin  string
 	args []string
 	env  []string
 }
@@ -115,7 +119,10 @@ type Daemon struct {
 // Start starts termd and waits until it answers.
 func Start(t testing.TB, o Options) *Daemon {
 	t.Helper()
-	bin := Bin(t, "termd")
+	bin := o.Bin
+	if bin == "" {
+		bin = Bin(t, "termd")
+	}
 	dir, err := os.MkdirTemp("", "termd-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +166,7 @@ func Start(t testing.TB, o Options) *Daemon {
 	}
 	d.args = append(args, o.Args...)
 	d.env = o.Env
-	_ = bin
+	d.bin = bin
 	d.start()
 	t.Cleanup(d.cleanup)
 	return d
@@ -172,7 +179,7 @@ func (d *Daemon) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(Bin(t, "termd"), d.args...)
+	cmd := exec.Command(d.bin, d.args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = append(baseEnv(), d.env...)

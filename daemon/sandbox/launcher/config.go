@@ -4,7 +4,8 @@
 // instead of the command; termd-launch reads its Config from descriptor 3,
 // applies the confinement the daemon prepared (private mounts, credentials,
 // capability bounding set, no_new_privs, Landlock, seccomp) to itself, and
-// then execs the command. Whatever it cannot do is reported on descriptor 4
+// then, on the go-ahead sent once the execution's intent is durable, execs
+// the command. Whatever it cannot do is reported on descriptor 4
 // and the command is not started: the launcher never runs a command with
 // less confinement than it was told.
 //
@@ -15,8 +16,7 @@
 // program, the list of mounts); the launcher only applies them.
 //
 // A launcher may also be started ahead of its execution (Pooled): it then
-// gets its Config and descriptors on a socket, confines itself, and execs
-// only on the go-ahead.
+// gets the plan's descriptors on that socket too.
 package launcher
 
 import (
@@ -27,7 +27,7 @@ import (
 
 // Descriptors the launcher receives besides stdin/stdout/stderr.
 const (
-	ConfigFD = 3 // the Config (Encode), read to EOF before anything is done; a socket for a Pooled launcher
+	ConfigFD = 3 // a unix socket: the Config (see Pooled for the protocol), then the go-ahead
 	ReportFD = 4 // close-on-exec; a failure message is written here
 	FirstFD  = 5 // the first of the extra descriptors the Config refers to
 )
@@ -66,7 +66,10 @@ const ArgvZero = "termd-launch"
 // ...), that many bytes of Config (Encode), then, once the intent is
 // durable, the byte 'g'. It confines itself on receiving the Config and
 // execs the command only on 'g'; the end of file at any point before (termd
-// let it go, or died) ends it without running anything.
+// let it go, or died) ends it without running anything. A launcher started
+// for its execution (argv[0] alone, without the pool) takes the same
+// protocol, so it too confines itself while the intent is committed; it
+// inherits the plan's descriptors at FirstFD on and is passed none.
 const Pooled = "pooled"
 
 // Go is the byte that releases a pre-started launcher.

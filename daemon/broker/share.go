@@ -1,0 +1,77 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/termd/termd/daemon/receiptstore"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
+)
+
+// shareCache keeps, for a few seconds, the unsigned share form of each
+// execution's receipt as the store's writer sealed it, so the share form a
+// client asks for with the final event (ExecuteAndWait's share_receipt, the
+// MCP bridge's case) is signed from it rather than read back from SQLite
+// and verified again: termd signed that receipt a moment ago. What the
+// client gets is byte-identical to ExportReceipt's share form. Each form is
+// taken once; past shareKeep or shareMax, the store answers as before.
+type shareCache struct {
+	mu sync.Mutex
+	m  map[string]shareEntry
+}
+
+type shareEntry struct {
+	form *receipt.Receipt
+	at   time.Time
+}
+
+const (
+	shareKeep = 10 * time.Second
+	shareMax  = 256
+)
+
+// put keeps the share form of a receipt the store just sealed.
+func (c *shareCache) put(stored *receipt.Receipt) {
+	form, now := receiptstore.ShareForm(stored), time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]shareEntry{}
+	}
+	if len(c.m) >= shareMax/2 {
+		for id, e := range c.m {
+			if now.Sub(e.at) > shareKeep || len(c.m) >= shareMax {
+				delete(c.m, id)
+			}
+		}
+	}
+	c.m[stored.ID] = shareEntry{form: form, at: now}
+}
+
+// take returns and forgets the kept share form of receipt id (nil: none).
+func (c *shareCache) take(id string) *receipt.Receipt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok {
+		return nil
+	}
+	delete(c.m, id)
+	if time.Since(e.at) > shareKeep {
+		return nil
+	}
+	return e.form
+}
+
+// ShareReceipt is ExportReceipt's share form of receipt id, signed from the
+// form kept when the receipt was sealed when there is one (see shareCache).
+func (b *Broker) ShareReceipt(ctx context.Context, caller *termdv1.Principal, id string) (*receipt.Receipt, error) {
+	if form := b.shares.take(id); form != nil && b.receiptVisible(caller, form) {
+		if out, err := receiptstore.SignShare(form, b.Keys); err == nil {
+			return out, nil
+		}
+	}
+	return b.ExportReceipt(ctx, caller, id, true)
+}
