@@ -57,7 +57,11 @@ func TestBenchTermdAB(t *testing.T) {
 	}
 	ctx := context.Background()
 	start := func(name, dir string, env ...string) *side {
-		d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Bin: filepath.Join(dir, "termd"), Env: env, Args: []string{"--console-url", consoleURL}})
+		bin := ""
+		if dir != "" {
+			bin = filepath.Join(dir, "termd")
+		}
+		d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Bin: bin, Env: env, Args: []string{"--console-url", consoleURL}})
 		s, err := d.Client.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: "ab"})
 		if err != nil {
 			t.Fatal(err)
