@@ -150,6 +150,7 @@ func TestBenchBridge(t *testing.T) {
 		t.Fatalf("building the floor binary: %v\n%s", err, out)
 	}
 	const starts = 30
+	var listed []*mcp.Tool
 	coldStart := func(cmd *exec.Cmd) time.Duration {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		start := time.Now()
@@ -157,16 +158,28 @@ func TestBenchBridge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cs.ListTools(ctx, nil); err != nil {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		took := time.Since(start)
 		cs.Close()
+		listed = res.Tools
 		return took
+	}
+	// The floor again, its tools/list answer carrying termd-mcp's tools
+	// (MCPFLOOR_TOOLS): what serving and decoding that answer costs apart
+	// from anything termd-mcp does.
+	coldStart(bridgeCmd(t, d, nil))
+	toolsFile := filepath.Join(floorDir, "tools.json")
+	if data, err := json.Marshal(listed); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(toolsFile, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	// Alternate, so that load from elsewhere hits all of them alike.
 	baseline := os.Getenv("TERMD_BENCH_BASELINE_MCP")
-	var trivial, floor, cold, base []time.Duration
+	var trivial, floor, floorTools, cold, base []time.Duration
 	for range starts {
 		start := time.Now()
 		if err := exec.Command(filepath.Join(dir, "trivial")).Run(); err != nil {
@@ -176,6 +189,10 @@ func TestBenchBridge(t *testing.T) {
 		fc := bridgeCmd(t, d, nil)
 		fc.Path, fc.Args = floorBin, []string{floorBin}
 		floor = append(floor, coldStart(fc))
+		ft := bridgeCmd(t, d, nil)
+		ft.Path, ft.Args = floorBin, []string{floorBin}
+		ft.Env = append(ft.Env, "MCPFLOOR_TOOLS="+toolsFile)
+		floorTools = append(floorTools, coldStart(ft))
 		cold = append(cold, coldStart(bridgeCmd(t, d, nil)))
 		if baseline != "" {
 			bc := bridgeCmd(t, d, nil)
@@ -187,6 +204,8 @@ func TestBenchBridge(t *testing.T) {
 	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "start of a trivial Go binary", trivial, 4)
 	harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "the floor (go-sdk + gRPC init, one hand-written tool)", floor, 0)
 	harness.BenchLine(t, "mcp: the floor's cold start", floor, "start of a trivial Go binary", trivial, 0)
+	harness.BenchLine(t, fmt.Sprintf("mcp: stdio cold start to first tools/list (%d tools)", len(listed)), cold, "the floor listing the same tools", floorTools, 0)
+	harness.BenchLine(t, "mcp: the floor listing termd-mcp's tools, cold start", floorTools, "start of a trivial Go binary", trivial, 0)
 	if baseline != "" {
 		harness.BenchLine(t, "mcp: stdio cold start to first tools/list", cold, "the baseline termd-mcp", base, 0)
 		harness.BenchLine(t, "mcp: the baseline's cold start", base, "start of a trivial Go binary", trivial, 0)

@@ -43,15 +43,13 @@ type HistoryView struct {
 	Incomplete    bool         `json:"incomplete,omitempty" jsonschema:"the index is still catching up: newer receipts may be missing"`
 }
 
-func (b *Bridge) addHistoryTool(run func(func())) {
-	run(func() {
-		addTool(b.server, &mcp.Tool{
-			Name:        "terminal_history",
-			Title:       "Search past commands",
-			Description: "Search the signed receipts of commands you ran (what ran, the policy's reasons, and the redacted output) for a literal phrase: \"when did we last run the migrations, and what did it print?\". Newest first, a page at a time, each hit with its receipt_id (terminal_receipt reads it) and a snippet.",
-			Annotations: &mcp.ToolAnnotations{Title: "Search past commands", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.history)
-	})
+func (b *Bridge) addHistoryTool() {
+	addTool(b.server, &mcp.Tool{
+		Name:        "terminal_history",
+		Title:       "Search past commands",
+		Description: "Search the signed receipts of commands you ran (what ran, the policy's reasons, and the redacted output) for a literal phrase: \"when did we last run the migrations, and what did it print?\". Newest first, a page at a time, each hit with its receipt_id (terminal_receipt reads it) and a snippet.",
+		Annotations: &mcp.ToolAnnotations{Title: "Search past commands", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.history)
 }
 
 func (b *Bridge) history(ctx context.Context, _ *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, *HistoryView, error) {

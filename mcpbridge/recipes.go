@@ -60,23 +60,19 @@ type RecipeRunView struct {
 	Steps      []RecipeStepView `json:"steps"`
 }
 
-func (b *Bridge) addRecipeTools(run func(func())) {
-	run(func() {
-		addTool(b.server, &mcp.Tool{
-			Name:        "terminal_recipes",
-			Title:       "List recipes",
-			Description: "List termd's recipes: named, inspect-only sequences of read-only commands (repository state, test discovery for Go/JS/Python, log triage, port configuration), with their steps.",
-			Annotations: &mcp.ToolAnnotations{Title: "List recipes", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.recipes)
-	})
-	run(func() {
-		addTool(b.server, &mcp.Tool{
-			Name:        "terminal_recipe_run",
-			Title:       "Run a recipe",
-			Description: "Run a named recipe in a directory. termd decides every step with its live policy in inspect mode first: a recipe with a step that would write, need approval or be denied runs nothing and the error says which step. Each step runs as your plan and returns its output and signed receipt id. Recipes are bounded by their own time limit (at most 5 minutes; most take seconds).",
-			Annotations: &mcp.ToolAnnotations{Title: "Run a recipe", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		}, b.recipeRun)
-	})
+func (b *Bridge) addRecipeTools() {
+	addTool(b.server, &mcp.Tool{
+		Name:        "terminal_recipes",
+		Title:       "List recipes",
+		Description: "List termd's recipes: named, inspect-only sequences of read-only commands (repository state, test discovery for Go/JS/Python, log triage, port configuration), with their steps.",
+		Annotations: &mcp.ToolAnnotations{Title: "List recipes", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.recipes)
+	addTool(b.server, &mcp.Tool{
+		Name:        "terminal_recipe_run",
+		Title:       "Run a recipe",
+		Description: "Run a named recipe in a directory. termd decides every step with its live policy in inspect mode first: a recipe with a step that would write, need approval or be denied runs nothing and the error says which step. Each step runs as your plan and returns its output and signed receipt id. Recipes are bounded by their own time limit (at most 5 minutes; most take seconds).",
+		Annotations: &mcp.ToolAnnotations{Title: "Run a recipe", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, b.recipeRun)
 }
 
 func (b *Bridge) recipes(ctx context.Context, _ *mcp.CallToolRequest, _ RecipeListInput) (*mcp.CallToolResult, *RecipeListView, error) {

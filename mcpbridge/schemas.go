@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"strings"
 	"sync"
@@ -62,10 +63,21 @@ var toolSchemas = sync.OnceValue(func() map[string]toolSchema {
 	return m
 })
 
+// hasSchemaFile says whether toolschemas/ has the tool's input schema,
+// reading nothing.
+func hasSchemaFile(tool string) bool {
+	_, err := fs.Stat(toolSchemaFiles, "toolschemas/"+tool+".input.json")
+	return err == nil
+}
+
 // anyObject is the input schema the SDK is given for a tool whose schemas
-// come from the file (see addTool); clients never see it. A
-// *jsonschema.Schema, because the SDK decodes any other kind again.
-var anyObject = &jsonschema.Schema{Type: "object"}
+// come from the file (see addTool); clients never see it. JSON text, not a
+// *jsonschema.Schema: the SDK encodes and decodes a tool's input schema
+// again when the tool is added and on every tools/call over streamable
+// HTTP (looking for x-mcp-header annotations), and encoding a Schema (a
+// struct of some fifty fields, by reflection) cost more than the whole of
+// the rest of adding the tools.
+var anyObject = json.RawMessage(`{"type":"object"}`)
 
 // withFileSchemas puts each tool's schemas from the file into a tools/list
 // answer (the SDK holds the tools with anyObject).

@@ -65,25 +65,21 @@ type TerminalView struct {
 	NextStep        string   `json:"next_step"`
 }
 
-func (b *Bridge) addTerminalTools(go_ func(func())) {
-	go_(func() {
-		addTool(b.server, &mcp.Tool{
-			Name:  "terminal_send",
-			Title: "Type into a terminal",
-			Description: "Type into a PTY execution (a plan made with tty) and wait until the program is ready for more: returns why it returned (waiting_for_input, quiet, pattern, exited, timeout), the rendered screen as plain text and the new output. " +
-				"Input is delivered as keystrokes in this order: text (as is), line (then Enter), keys (named keys such as ctrl_c). What you type into an interpreter runs as code. " +
-				"REPLs keep state: a multi-line block needs its closing empty line, and the screen shows the prompt (>>> or ...) the program is at.",
-			Annotations: &mcp.ToolAnnotations{Title: "Type into a terminal", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
-		}, b.send)
-	})
-	go_(func() {
-		addTool(b.server, &mcp.Tool{
-			Name:        "terminal_screen",
-			Title:       "Read a terminal's screen",
-			Description: "The rendered screen of a PTY execution as plain text (cursor position, size, who holds the input), and optionally lines that scrolled off the top. Reading never types anything.",
-			Annotations: &mcp.ToolAnnotations{Title: "Read a terminal's screen", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.screen)
-	})
+func (b *Bridge) addTerminalTools() {
+	addTool(b.server, &mcp.Tool{
+		Name:  "terminal_send",
+		Title: "Type into a terminal",
+		Description: "Type into a PTY execution (a plan made with tty) and wait until the program is ready for more: returns why it returned (waiting_for_input, quiet, pattern, exited, timeout), the rendered screen as plain text and the new output. " +
+			"Input is delivered as keystrokes in this order: text (as is), line (then Enter), keys (named keys such as ctrl_c). What you type into an interpreter runs as code. " +
+			"REPLs keep state: a multi-line block needs its closing empty line, and the screen shows the prompt (>>> or ...) the program is at.",
+		Annotations: &mcp.ToolAnnotations{Title: "Type into a terminal", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, b.send)
+	addTool(b.server, &mcp.Tool{
+		Name:        "terminal_screen",
+		Title:       "Read a terminal's screen",
+		Description: "The rendered screen of a PTY execution as plain text (cursor position, size, who holds the input), and optionally lines that scrolled off the top. Reading never types anything.",
+		Annotations: &mcp.ToolAnnotations{Title: "Read a terminal's screen", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.screen)
 }
 
 // ttyOptions checks a plan's tty input.

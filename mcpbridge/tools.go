@@ -119,110 +119,81 @@ type AdviseInput struct {
 
 func (b *Bridge) addTools() {
 	s := b.server
-	// Inferring and resolving the schemas is most of a cold start: do it on
-	// every core (AddTool is safe for concurrent use; tools/list sorts).
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	go_ := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_plan",
-			Title:       "Plan a command",
-			Description: "Ask termd's policy to plan a command: returns the plan with its decision (allow / ask / deny), risk, reasons, a preview and the next step. Nothing runs yet; a planned command runs with terminal_execute.",
-			Annotations: &mcp.ToolAnnotations{Title: "Plan a command", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
-		}, b.plan)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_execute",
-			Title:       "Run a plan",
-			Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status. With background: true it returns at once with the execution_id: come back with terminal_output (from an offset) and terminal_list, or subscribe to the returned resource_uri (execution://ID) for a notification when it ends.",
-			Annotations: &mcp.ToolAnnotations{Title: "Run a plan", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
-		}, b.execute)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_status",
-			Title:       "Execution status",
-			Description: "State of an execution; once it has ended, includes its exit code and signed receipt.",
-			Annotations: &mcp.ToolAnnotations{Title: "Execution status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.status)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_output",
-			Title:       "Read output",
-			Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
-			Annotations: &mcp.ToolAnnotations{Title: "Read output", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.output)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_list",
-			Title:       "List executions",
-			Description: "List this client's running (and paused) executions, e.g. those started with background: true; all: true adds those that have ended. Each has its output byte counts, so terminal_output from your last offset reads what is new.",
-			Annotations: &mcp.ToolAnnotations{Title: "List executions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.list)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_pause",
-			Title:       "Pause an execution",
-			Description: "Pause a running execution (SIGSTOP to its process group); terminal_resume continues it.",
-			Annotations: &mcp.ToolAnnotations{Title: "Pause an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.control("pause"))
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_resume",
-			Title:       "Resume an execution",
-			Description: "Resume a paused execution.",
-			Annotations: &mcp.ToolAnnotations{Title: "Resume an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.control("resume"))
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_cancel",
-			Title:       "Cancel an execution",
-			Description: "Cancel an execution: its processes are stopped and a receipt with status cancelled is signed.",
-			Annotations: &mcp.ToolAnnotations{Title: "Cancel an execution", DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.control("cancel"))
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_retry",
-			Title:       "Plan again",
-			Description: "Plan the same request again (after a plan expired, went stale, or to run it once more); the policy decides afresh.",
-			Annotations: &mcp.ToolAnnotations{Title: "Plan again", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
-		}, b.retry)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_receipt",
-			Title:       "Signed receipt",
-			Description: "A signed receipt: by receipt_id, or the latest of a session (default: this client's session).",
-			Annotations: &mcp.ToolAnnotations{Title: "Signed receipt", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.receipt)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_policy_check",
-			Title:       "Explain the policy",
-			Description: "Explain what the policy would decide for a command and why, creating nothing.",
-			Annotations: &mcp.ToolAnnotations{Title: "Explain the policy", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, b.check)
-	})
-	go_(func() {
-		addTool(s, &mcp.Tool{
-			Name:        "terminal_advise",
-			Title:       "Ask the adviser",
-			Description: "Ask termd's model adviser: a question, an explanation of a plan (plan_id), a diagnosis of a receipt (receipt_id), or commands for a task. Its text is advice only; suggested commands must go through terminal_plan.",
-			Annotations: &mcp.ToolAnnotations{Title: "Ask the adviser", ReadOnlyHint: true, OpenWorldHint: ptr(true)},
-		}, b.advise)
-	})
-	b.addRecipeTools(go_)
-	b.addTerminalTools(go_)
-	b.addHistoryTool(go_)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_plan",
+		Title:       "Plan a command",
+		Description: "Ask termd's policy to plan a command: returns the plan with its decision (allow / ask / deny), risk, reasons, a preview and the next step. Nothing runs yet; a planned command runs with terminal_execute.",
+		Annotations: &mcp.ToolAnnotations{Title: "Plan a command", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, b.plan)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_execute",
+		Title:       "Run a plan",
+		Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status. With background: true it returns at once with the execution_id: come back with terminal_output (from an offset) and terminal_list, or subscribe to the returned resource_uri (execution://ID) for a notification when it ends.",
+		Annotations: &mcp.ToolAnnotations{Title: "Run a plan", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, b.execute)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_status",
+		Title:       "Execution status",
+		Description: "State of an execution; once it has ended, includes its exit code and signed receipt.",
+		Annotations: &mcp.ToolAnnotations{Title: "Execution status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.status)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_output",
+		Title:       "Read output",
+		Description: "Read an execution's stdout or stderr by byte offset, while it runs or after; says when more is available.",
+		Annotations: &mcp.ToolAnnotations{Title: "Read output", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.output)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_list",
+		Title:       "List executions",
+		Description: "List this client's running (and paused) executions, e.g. those started with background: true; all: true adds those that have ended. Each has its output byte counts, so terminal_output from your last offset reads what is new.",
+		Annotations: &mcp.ToolAnnotations{Title: "List executions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.list)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_pause",
+		Title:       "Pause an execution",
+		Description: "Pause a running execution (SIGSTOP to its process group); terminal_resume continues it.",
+		Annotations: &mcp.ToolAnnotations{Title: "Pause an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.control("pause"))
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_resume",
+		Title:       "Resume an execution",
+		Description: "Resume a paused execution.",
+		Annotations: &mcp.ToolAnnotations{Title: "Resume an execution", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.control("resume"))
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_cancel",
+		Title:       "Cancel an execution",
+		Description: "Cancel an execution: its processes are stopped and a receipt with status cancelled is signed.",
+		Annotations: &mcp.ToolAnnotations{Title: "Cancel an execution", DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.control("cancel"))
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_retry",
+		Title:       "Plan again",
+		Description: "Plan the same request again (after a plan expired, went stale, or to run it once more); the policy decides afresh.",
+		Annotations: &mcp.ToolAnnotations{Title: "Plan again", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, b.retry)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_receipt",
+		Title:       "Signed receipt",
+		Description: "A signed receipt: by receipt_id, or the latest of a session (default: this client's session).",
+		Annotations: &mcp.ToolAnnotations{Title: "Signed receipt", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.receipt)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_policy_check",
+		Title:       "Explain the policy",
+		Description: "Explain what the policy would decide for a command and why, creating nothing.",
+		Annotations: &mcp.ToolAnnotations{Title: "Explain the policy", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, b.check)
+	addTool(s, &mcp.Tool{
+		Name:        "terminal_advise",
+		Title:       "Ask the adviser",
+		Description: "Ask termd's model adviser: a question, an explanation of a plan (plan_id), a diagnosis of a receipt (receipt_id), or commands for a task. Its text is advice only; suggested commands must go through terminal_plan.",
+		Annotations: &mcp.ToolAnnotations{Title: "Ask the adviser", ReadOnlyHint: true, OpenWorldHint: ptr(true)},
+	}, b.advise)
+	b.addRecipeTools()
+	b.addTerminalTools()
+	b.addHistoryTool()
 }
 
 // addTool adds a tool whose input schema is inferred from In, with Go
@@ -234,14 +205,14 @@ func (b *Bridge) addTools() {
 // resolved for validation at a tool's first call, not at start-up.
 // Inferring them by reflection, resolving them and marshalling them for
 // tools/list was most of the bridge's own cold start. The SDK itself gets
-// only the plain object schema: it decodes any schema it is given that is
-// not a *jsonschema.Schema (all of them, at AddTool, and the input schema
-// again at every 2026-07-28 tools/call over HTTP, looking for x-mcp-header
-// annotations, which no termd tool has). A tool missing from the file (its
-// test fails) falls back to the SDK's inference.
+// only the plain object schema (anyObject): it encodes and decodes the
+// input schema it is given again, at AddTool and at every 2026-07-28
+// tools/call over HTTP, looking for x-mcp-header annotations, which no
+// termd tool has. Adding a tool reads none of its schema files (only that
+// they exist). A tool missing from the file (its test fails) falls back to
+// the SDK's inference.
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
-	sc, ok := toolSchemas()[t.Name]
-	if !ok || !useSchemaFile {
+	if !useSchemaFile || !hasSchemaFile(t.Name) {
 		in := inputSchema[In](t.Name)
 		t.InputSchema = in
 		if recordSchemas != nil {
@@ -251,7 +222,7 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 		return
 	}
 	t.InputSchema = anyObject
-	resolved := sync.OnceValues(func() (*typedTool[In, Out], error) { return resolveTool[In, Out](t.Name, sc) })
+	resolved := sync.OnceValues(func() (*typedTool[In, Out], error) { return resolveTool[In, Out](t.Name, toolSchemas()[t.Name]) })
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tt, err := resolved()
 		if err != nil {

@@ -105,8 +105,9 @@ func TestToolSchemasFile(t *testing.T) {
 	}
 }
 
-// writeSchemaFiles replaces toolschemas/ with the schemas in file, indented,
-// properties in the order of the Go fields, as inferred.
+// writeSchemaFiles replaces toolschemas/ with the schemas in file, compact
+// (every tools/list answer compacts them again, and indented text took a
+// third longer), properties in the order of the Go fields, as inferred.
 func writeSchemaFiles(t *testing.T, file map[string]toolSchema) {
 	old, err := filepath.Glob(filepath.Join("toolschemas", "*.json"))
 	if err != nil {
@@ -118,12 +119,7 @@ func writeSchemaFiles(t *testing.T, file map[string]toolSchema) {
 		}
 	}
 	write := func(name string, data json.RawMessage) {
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, data, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		buf.WriteByte('\n')
-		if err := os.WriteFile(filepath.Join("toolschemas", name), buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("toolschemas", name), compactLine(t, data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,6 +127,37 @@ func writeSchemaFiles(t *testing.T, file map[string]toolSchema) {
 		write(tool+".input.json", sc.Input)
 		if len(sc.Output) > 0 {
 			write(tool+".output.json", sc.Output)
+		}
+	}
+}
+
+// compactLine is data compact, ending in a newline: a schema file's form.
+func compactLine(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, data); err != nil {
+		t.Fatal(err)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// The schema files are compact: a tools/list answer compacts each one
+// again (encoding/json does so with any JSON text it is given), and an
+// indented file made that pass over all of them a third longer, on the
+// path of every cold start's first tools/list.
+func TestToolSchemaFilesAreCompact(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("toolschemas", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schema files: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(data, compactLine(t, data)) {
+			t.Errorf("%s is not compact (run: go test ./mcpbridge -run TestToolSchemasFile -update)", f)
 		}
 	}
 }
