@@ -133,6 +133,9 @@ func (s Signer) Prepare(r *Receipt, validate bool) (*Prepared, error) {
 			return nil, err
 		}
 	}
+	// Sorted once here: Seal writes it twice (signing bytes, then the
+	// signed receipt) and replaces members in place.
+	sortTree(obj)
 	return &Prepared{s: s, r: r, obj: obj, size: len(raw)}, nil
 }
 
