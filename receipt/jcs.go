@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -119,9 +119,12 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 		}
 		buf.WriteByte(']')
 	case jsonObject:
-		sorted := make(jsonObject, len(t))
-		copy(sorted, t)
-		sort.Slice(sorted, func(i, j int) bool { return lessUTF16(sorted[i].key, sorted[j].key) })
+		sorted := t
+		if !inOrder(t) {
+			sorted = make(jsonObject, len(t))
+			copy(sorted, t)
+			sortMembers(sorted)
+		}
 		buf.WriteByte('{')
 		for i, m := range sorted {
 			if i > 0 {
@@ -138,6 +141,47 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 		return fmt.Errorf("jcs: unexpected value type %T", v)
 	}
 	return nil
+}
+
+// inOrder reports whether an object's members are in canonical order (a
+// tree parsed from canonical bytes, or sorted by sortTree, is written
+// without sorting again).
+func inOrder(o jsonObject) bool {
+	for i := 1; i < len(o); i++ {
+		if !lessUTF16(o[i-1].key, o[i].key) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortMembers(o jsonObject) {
+	slices.SortFunc(o, func(a, b member) int {
+		switch {
+		case lessUTF16(a.key, b.key):
+			return -1
+		case a.key == b.key:
+			return 0
+		}
+		return 1
+	})
+}
+
+// sortTree puts every object in v into canonical member order, in place.
+func sortTree(v any) {
+	switch t := v.(type) {
+	case jsonObject:
+		if !inOrder(t) {
+			sortMembers(t)
+		}
+		for _, m := range t {
+			sortTree(m.val)
+		}
+	case []any:
+		for _, e := range t {
+			sortTree(e)
+		}
+	}
 }
 
 // lessUTF16 compares strings by their UTF-16 code units, as RFC 8785 §3.2.3

@@ -1,12 +1,14 @@
 package receipt
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -133,6 +135,9 @@ func (s Signer) Prepare(r *Receipt, validate bool) (*Prepared, error) {
 			return nil, err
 		}
 	}
+	// Sorted once here: Seal writes it twice (signing bytes, then the
+	// signed receipt) and replaces members in place.
+	sortTree(obj)
 	return &Prepared{s: s, r: r, obj: obj, size: len(raw)}, nil
 }
 
@@ -146,6 +151,9 @@ func (p *Prepared) Seal(seq int64, prevHash string) ([]byte, error) {
 	r.Seq, r.PrevHash = seq, prevHash
 	setMember(&p.obj, "seq", number(strconv.FormatInt(seq, 10)))
 	setMember(&p.obj, "prev_hash", prevHash)
+	if body, ok, err := p.sealOnce(); ok || err != nil {
+		return body, err
+	}
 	msg, err := writeTree(p.obj, signatureFields, p.size)
 	if err != nil {
 		return nil, err
@@ -154,4 +162,58 @@ func (p *Prepared) Seal(seq int64, prevHash string) ([]byte, error) {
 	setMember(&p.obj, "signature", r.Signature)
 	setMember(&p.obj, "signature_ed25519", r.SignatureEd25519)
 	return writeTree(p.obj, nil, p.size)
+}
+
+// sealOnce writes the canonical receipt once, with the placeholder
+// signatures: the signing bytes are those bytes without the two signature
+// members (adjacent in canonical order, after the first member), and the
+// signatures then replace the placeholders in place (same length). ok is
+// false, with nothing written, when the tree does not have that shape.
+func (p *Prepared) sealOnce() (body []byte, ok bool, err error) {
+	obj := p.obj
+	i := slices.IndexFunc(obj, func(m member) bool { return m.key == signatureFields[0] })
+	if i < 1 || i+1 >= len(obj) || obj[i+1].key != signatureFields[1] || !inOrder(obj) ||
+		obj[i].val != placeholderHMAC || obj[i+1].val != placeholderEd25519 {
+		return nil, false, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(p.size + 64)
+	buf.WriteByte('{')
+	var cut, resume, sigAt, edAt int
+	for j, m := range obj {
+		if j == i {
+			cut = buf.Len()
+		}
+		if j > 0 {
+			buf.WriteByte(',')
+		}
+		writeString(&buf, m.key)
+		buf.WriteByte(':')
+		switch j {
+		case i:
+			sigAt = buf.Len() + 1 // after the opening quote
+		case i + 1:
+			edAt = buf.Len() + 1
+		}
+		if err := writeCanonical(&buf, m.val); err != nil {
+			return nil, false, err
+		}
+		if j == i+1 {
+			resume = buf.Len()
+		}
+	}
+	buf.WriteByte('}')
+	body = buf.Bytes()
+	msg := make([]byte, 0, len(body)-(resume-cut))
+	msg = append(append(msg, body[:cut]...), body[resume:]...)
+	r := p.r
+	p.s.sign(r, msg)
+	if len(r.Signature) != len(placeholderHMAC) || len(r.SignatureEd25519) != len(placeholderEd25519) {
+		return nil, false, errors.New("receipt: signature of an unexpected length")
+	}
+	copy(body[sigAt:], r.Signature)
+	copy(body[edAt:], r.SignatureEd25519)
+	setMember(&p.obj, "signature", r.Signature)
+	setMember(&p.obj, "signature_ed25519", r.SignatureEd25519)
+	return body, true, nil
 }

@@ -62,6 +62,7 @@ type benchArm struct {
 // TERMD_BENCH_BASELINE=DIR[:DIR...] (directories holding other builds'
 // termd and termd-launch) times those builds too, pools on and off, pair by
 // pair with this one: a change's before and after under the same load.
+// The same rounds time the gRPC transport of a pair alone (transportFloor).
 func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 	arms := []*benchArm{{name: "", addr: addr, sid: sid, d: d}}
 	add := func(name, bin string, env ...string) {
@@ -96,8 +97,11 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 			runToEnd(t, a.d.Client, plan(t, a.d.Client, a.sid, "true"))
 		}
 	}
+	grpcOnly := newTransportFloor(t, d)
+	var transport []time.Duration
 	for i := range rounds {
 		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
+		transport = append(transport, grpcOnly.time(t))
 		// Each round starts at the next daemon, so that what one leaves
 		// for after its pair (a spawn pool's refill) falls on each of the
 		// others alike.
@@ -117,6 +121,7 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		}
 		harness.BenchLine(t, what, a.pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
 		if a.name == "" {
+			harness.BenchLine(t, fmt.Sprintf("speed: gRPC transport alone (unary GetVersion + stream of a pair's %d events)", grpcOnly.n), transport, "floor", floor, 0)
 			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, spawn pools", a.pairs, "without (TERMD_SPAWN_POOL=0)", arms[1].pairs, 0)
 		}
 		if strings.HasPrefix(a.name, "baseline") && !strings.HasSuffix(a.name, "POOL=0") {
@@ -130,6 +135,67 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 			harness.Bench(t, prefix+l)
 		}
 	}
+}
+
+// transportFloor is the gRPC part of a pair without the work behind it:
+// the unary call (GetVersion, for CreatePlan) and a server stream that
+// delivers the three events of a /bin/true execution (StreamEvents
+// replaying them from the ring, for ExecuteAndWait), over the same
+// connection to the same daemon.
+type transportFloor struct {
+	d     *harness.Daemon
+	sid   string
+	since uint64
+	n     int
+}
+
+func newTransportFloor(t *testing.T, d *harness.Daemon) *transportFloor {
+	t.Helper()
+	s, err := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &transportFloor{d: d, sid: s.Session.Id}
+	runToEnd(t, d.Client, plan(t, d.Client, f.sid, "true"))
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	st, err := d.Client.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: f.sid, History: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m.Event.Kind {
+		case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED:
+			f.since = m.Event.Seq - 1
+		case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
+			f.n = int(m.Event.Seq - f.since)
+			return f
+		}
+	}
+}
+
+func (f *transportFloor) time(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if _, err := f.d.Client.Daemon.GetVersion(ctxT(t), &termdv1.GetVersionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	st, err := f.d.Client.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: f.sid, SinceSeq: f.since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range f.n {
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return time.Since(start)
 }
 
 // benchCat times plan+execute of `cat` on 50 MiB of each content against

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
@@ -72,6 +73,9 @@ func New(o Options) *Server {
 		// daemon buffer megabytes of output for it (no BDP window growth).
 		grpc.InitialWindowSize(256<<10),
 		grpc.InitialConnWindowSize(1<<20),
+		// Calls run on goroutines kept for them, whose stacks have grown
+		// already (a call that finds them all busy gets a new one).
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)

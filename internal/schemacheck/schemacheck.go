@@ -27,7 +27,8 @@ type node struct {
 	enum       []any
 	required   []string
 	props      map[string]*node
-	closed     bool // additionalProperties: false
+	propNames  []string // props' names, sorted
+	closed     bool     // additionalProperties: false
 	items      *node
 	anyOf      []*node
 	allOf      []*node
@@ -235,7 +236,9 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 				if n.props[name], err = r.compile(ps, at+"/properties/"+name); err != nil {
 					return nil, err
 				}
+				n.propNames = append(n.propNames, name)
 			}
+			sort.Strings(n.propNames)
 		case "additionalProperties":
 			if b, ok := val.(bool); !ok || b {
 				return nil, fmt.Errorf("schema %s/additionalProperties: only false is supported", at)
@@ -385,6 +388,23 @@ func (n *node) check(inst any, at string, out *[]*Error) {
 				add("missing property %q", k)
 			}
 		}
+		// The properties the schema names, in name order: a receipt's
+		// conditions (if/then on the whole object) name one or two of its
+		// 47 members each, and sorting the instance's keys for every one
+		// of them was half the cost of checking a receipt.
+		start, seen := len(*out), 0
+		for _, k := range n.propNames {
+			if e, ok := v[k]; ok {
+				seen++
+				n.props[k].check(e, at+"/"+k, out)
+			}
+		}
+		if !n.closed || seen == len(v) {
+			break
+		}
+		// An additional property is not allowed: report every problem
+		// again in the instance's key order, as before.
+		*out = (*out)[:start]
 		keys := make([]string, 0, len(v))
 		for k := range v {
 			keys = append(keys, k)
@@ -393,9 +413,7 @@ func (n *node) check(inst any, at string, out *[]*Error) {
 		for _, k := range keys {
 			p, ok := n.props[k]
 			if !ok {
-				if n.closed {
-					add("additional property %q is not allowed", k)
-				}
+				add("additional property %q is not allowed", k)
 				continue
 			}
 			p.check(v[k], at+"/"+k, out)

@@ -34,23 +34,48 @@ func TestValidateReportsEveryPlace(t *testing.T) {
 		`{"a":[],"b":null}`:        {`"/a": at least 1 items, but got 0`},
 		`{"a":["x",1.5,-1],"b":1}`: {`"/a": at most 2 items, but got 3`, `"/a/1": got number, want integer`, `"/a/2": must be >= 0, but got -1`},
 	} {
-		inst, err := Decode([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		errs := s.Validate(inst)
-		var got []string
-		for _, e := range errs {
-			got = append(got, e.Error())
-		}
-		if len(got) != len(want) {
-			t.Errorf("%s: %q, want %q", doc, got, want)
-			continue
-		}
-		for i := range got {
-			if got[i] != "at "+want[i] {
-				t.Errorf("%s: problem %d is %q, want %q", doc, i, got[i], "at "+want[i])
-			}
+		wantProblems(t, s, doc, want)
+	}
+}
+
+// A closed object reports an additional property among the others' problems
+// in key order, whether or not it has one (the check walks the schema's
+// properties and goes over the instance's keys only when one is extra).
+func TestValidateClosedObjectInKeyOrder(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","additionalProperties":false,"properties":{"a":{"type":"string"},"c":{"type":"string"}},
+		"allOf":[{"if":{"properties":{"a":{"const":"x"}}},"then":{"properties":{"c":{"const":"y"}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string][]string{
+		`{"a":"x","c":"y"}`:       nil,
+		`{"a":"x"}`:               nil,
+		`{"a":1,"c":2}`:           {`"/a": got number, want string`, `"/c": got number, want string`},
+		`{"a":1,"b":0,"c":2}`:     {`"/a": got number, want string`, `"/": additional property "b" is not allowed`, `"/c": got number, want string`},
+		`{"a":"x","c":"z","d":0}`: {`"/": additional property "d" is not allowed`, `"/c": value must be "y"`},
+	} {
+		wantProblems(t, s, doc, want)
+	}
+}
+
+// wantProblems checks that doc has exactly the problems want, in order.
+func wantProblems(t *testing.T, s *Schema, doc string, want []string) {
+	t.Helper()
+	inst, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range s.Validate(inst) {
+		got = append(got, e.Error())
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s: %q, want %q", doc, got, want)
+		return
+	}
+	for i := range got {
+		if got[i] != "at "+want[i] {
+			t.Errorf("%s: problem %d is %q, want %q", doc, i, got[i], "at "+want[i])
 		}
 	}
 }
