@@ -78,6 +78,7 @@ type Broker struct {
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
 	stages    stageLog
+	tmpSpares tmpSpares  // TMPDIRs made ahead (tmpdirs.go)
 	shares    shareCache // share forms of receipts just sealed (share.go)
 
 	stop chan struct{}
@@ -105,6 +106,7 @@ func New(d Deps) (*Broker, error) {
 	if err := b.recover(); err != nil {
 		return nil, err
 	}
+	b.removeStaleSpares()
 	b.loadProjectPolicies()
 	if err := b.openJournal(filepath.Join(d.Config().StateDir, "plans.jsonl")); err != nil {
 		return nil, err
@@ -175,6 +177,7 @@ func (b *Broker) Shutdown(grace time.Duration) {
 		b.unlock()
 		<-finished
 	}
+	b.closeTmpSpares()
 	close(b.stop)
 	<-b.done
 	b.mu.Lock()

@@ -457,6 +457,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	go func() {
 		b.finish(e, proc.Wait())
 		proc.Delivered() // the receipt is committed: the spawn pools may refill now
+		b.refillTmp()    // and the TMPDIRs made ahead
 	}()
 	return e, nil
 }
