@@ -271,13 +271,17 @@ func (b *Broker) homeFor(uid, gid int) (string, error) {
 	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
+	// The modes and owners are set only when they differ: a chmod or chown
+	// that changes nothing still writes the inode (its ctime) through the
+	// file system's journal, at every execution.
 	if st, err := os.Lstat(base); err != nil {
 		return "", err
 	} else if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() {
 		return "", fmt.Errorf("refusing %s as the base of command homes: it is not a directory owned by termd's user", base)
-	}
-	if err := os.Chmod(base, 0o711); err != nil {
-		return "", err
+	} else if st.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0o711 {
+		if err := os.Chmod(base, 0o711); err != nil {
+			return "", err
+		}
 	}
 	dir := filepath.Join(base, fmt.Sprint(uid))
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -290,7 +294,7 @@ func (b *Broker) homeFor(uid, gid int) (string, error) {
 	if !st.IsDir() {
 		return "", fmt.Errorf("home directory %s is not a directory", dir)
 	}
-	if os.Geteuid() == 0 {
+	if sys, ok := st.Sys().(*syscall.Stat_t); os.Geteuid() == 0 && (!ok || int(sys.Uid) != uid || int(sys.Gid) != gid) {
 		if err := os.Lchown(dir, uid, gid); err != nil {
 			return "", err
 		}

@@ -116,3 +116,52 @@ func exec1(t *testing.T) int {
 	_, _ = p.Wait()
 	return p.Pid
 }
+
+// ctimeOf is a file's inode change time.
+func ctimeOf(t *testing.T, path string) syscall.Timespec {
+	t.Helper()
+	st, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t).Ctim
+}
+
+// HOME and its base get their mode and owner at every start, but are
+// written only when they differ: an unchanged one keeps its inode as it was.
+func TestHomeWrittenOnlyWhenWrong(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("HOME is given to another uid: needs root")
+	}
+	r := newRig(t)
+	uid, gid := int(agent.Uid), int(agent.Gid)
+	home, err := r.homeFor(uid, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Dir(home)
+	before := [2]syscall.Timespec{ctimeOf(t, base), ctimeOf(t, home)}
+	time.Sleep(20 * time.Millisecond) // past the file system's clock granularity
+	if _, err := r.homeFor(uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if after := [2]syscall.Timespec{ctimeOf(t, base), ctimeOf(t, home)}; after != before {
+		t.Errorf("an unchanged HOME and base were written again: ctimes %v, then %v", before, after)
+	}
+	// Wrong ones are put right.
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(home, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.homeFor(uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Lstat(base); st.Mode().Perm() != 0o711 {
+		t.Errorf("base mode %v, want 0711", st.Mode())
+	}
+	if st, _ := os.Lstat(home); st.Sys().(*syscall.Stat_t).Uid != agent.Uid || st.Sys().(*syscall.Stat_t).Gid != agent.Gid {
+		t.Errorf("HOME owner %d:%d, want %d:%d", st.Sys().(*syscall.Stat_t).Uid, st.Sys().(*syscall.Stat_t).Gid, agent.Uid, agent.Gid)
+	}
+}
