@@ -69,8 +69,11 @@ type Broker struct {
 	sessions map[string]*session
 	plans    map[string]*planRec
 	execs    map[string]*execRec
-	running  sync.WaitGroup
-	closing  bool
+	// runningBy counts unfinished executions per requester (principalKey):
+	// the cap check at every start scanned all executions held since start.
+	runningBy map[string]int
+	running   sync.WaitGroup
+	closing   bool
 
 	streams   map[string]int // open event streams per principal
 	journal   *journal
@@ -97,6 +100,7 @@ func New(d Deps) (*Broker, error) {
 		sessions:  map[string]*session{},
 		plans:     map[string]*planRec{},
 		execs:     map[string]*execRec{},
+		runningBy: map[string]int{},
 		recovered: map[string]string{},
 		streams:   map[string]int{},
 		grants:    map[string]*grantRec{},
