@@ -69,8 +69,11 @@ type Broker struct {
 	sessions map[string]*session
 	plans    map[string]*planRec
 	execs    map[string]*execRec
-	running  sync.WaitGroup
-	closing  bool
+	// runningBy counts unfinished executions per requester (principalKey):
+	// the cap check at every start scanned all executions held since start.
+	runningBy map[string]int
+	running   sync.WaitGroup
+	closing   bool
 
 	streams   map[string]int // open event streams per principal
 	journal   *journal
@@ -78,6 +81,7 @@ type Broker struct {
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
 	stages    stageLog
+	tmpSpares tmpSpares  // TMPDIRs made ahead (tmpdirs.go)
 	shares    shareCache // share forms of receipts just sealed (share.go)
 
 	stop chan struct{}
@@ -96,6 +100,7 @@ func New(d Deps) (*Broker, error) {
 		sessions:  map[string]*session{},
 		plans:     map[string]*planRec{},
 		execs:     map[string]*execRec{},
+		runningBy: map[string]int{},
 		recovered: map[string]string{},
 		streams:   map[string]int{},
 		grants:    map[string]*grantRec{},
@@ -105,6 +110,7 @@ func New(d Deps) (*Broker, error) {
 	if err := b.recover(); err != nil {
 		return nil, err
 	}
+	b.removeStaleSpares()
 	b.loadProjectPolicies()
 	if err := b.openJournal(filepath.Join(d.Config().StateDir, "plans.jsonl")); err != nil {
 		return nil, err
@@ -175,6 +181,7 @@ func (b *Broker) Shutdown(grace time.Duration) {
 		b.unlock()
 		<-finished
 	}
+	b.closeTmpSpares()
 	close(b.stop)
 	<-b.done
 	b.mu.Lock()
@@ -268,13 +275,17 @@ func (b *Broker) homeFor(uid, gid int) (string, error) {
 	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
+	// The modes and owners are set only when they differ: a chmod or chown
+	// that changes nothing still writes the inode (its ctime) through the
+	// file system's journal, at every execution.
 	if st, err := os.Lstat(base); err != nil {
 		return "", err
 	} else if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() {
 		return "", fmt.Errorf("refusing %s as the base of command homes: it is not a directory owned by termd's user", base)
-	}
-	if err := os.Chmod(base, 0o711); err != nil {
-		return "", err
+	} else if st.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0o711 {
+		if err := os.Chmod(base, 0o711); err != nil {
+			return "", err
+		}
 	}
 	dir := filepath.Join(base, fmt.Sprint(uid))
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -287,7 +298,7 @@ func (b *Broker) homeFor(uid, gid int) (string, error) {
 	if !st.IsDir() {
 		return "", fmt.Errorf("home directory %s is not a directory", dir)
 	}
-	if os.Geteuid() == 0 {
+	if sys, ok := st.Sys().(*syscall.Stat_t); os.Geteuid() == 0 && (!ok || int(sys.Uid) != uid || int(sys.Gid) != gid) {
 		if err := os.Lchown(dir, uid, gid); err != nil {
 			return "", err
 		}

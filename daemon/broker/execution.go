@@ -33,6 +33,7 @@ import (
 // execRec is one execution. Guarded by Broker.mu unless noted.
 type execRec struct {
 	id       string
+	who      string // principalKey of the requester (Broker.runningBy)
 	e        *termdv1.Execution
 	plan     *planRec
 	proc     *runner.Process
@@ -313,7 +314,8 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		b.unlock()
 		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hint)
 	}
-	if n, max := b.runningOfLocked(p.p.Requester), b.Config().Sessions.MaxRunning; n >= max {
+	who := principalKey(p.p.Requester)
+	if n, max := b.runningBy[who], b.Config().Sessions.MaxRunning; n >= max {
 		b.unlock()
 		return nil, errdefs.Exhausted("%s already has %d commands running (the per-principal cap, sessions.max_running); wait for one to finish, or cancel one (`termctl sessions list` shows them)", p.p.Requester.GetName(), n)
 	}
@@ -348,6 +350,8 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	// next change comes from this goroutine or after the spawn).
 	record := b.journalPlanAfter(p)
 	b.execs[e.id] = e
+	e.who = who
+	b.runningBy[who]++
 	b.running.Add(1)
 	req, approved := p.req, p.dec
 	requester := p.p.Requester
@@ -457,6 +461,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	go func() {
 		b.finish(e, proc.Wait())
 		proc.Delivered() // the receipt is committed: the spawn pools may refill now
+		b.refillTmp()    // and the TMPDIRs made ahead
 	}()
 	return e, nil
 }
@@ -476,15 +481,13 @@ func (b *Broker) abandon(e *execRec, why string) {
 	}
 }
 
-// runningOfLocked counts the commands running as principal p, across its sessions.
-func (b *Broker) runningOfLocked(p *termdv1.Principal) int {
-	key, n := principalKey(p), 0
-	for _, e := range b.execs {
-		if !e.finished && principalKey(e.plan.p.Requester) == key {
-			n++
-		}
+// endedLocked marks an execution finished: it no longer counts against its
+// requester's cap (sessions.max_running).
+func (b *Broker) endedLocked(e *execRec) {
+	e.finished = true
+	if b.runningBy[e.who]--; b.runningBy[e.who] <= 0 {
+		delete(b.runningBy, e.who)
 	}
-	return n
 }
 
 // stale compares an approved decision with a fresh one.
@@ -524,7 +527,7 @@ func (b *Broker) refuse(e *execRec, why string) {
 	}
 	p.p.ExecutionId = ""
 	p.p.NextStep = why + fmt.Sprintf(" (run `termctl replan %s`)", p.p.Id)
-	e.finished = true
+	b.endedLocked(e)
 	close(e.done)
 	delete(b.execs, e.id)
 	p.session.dropRunning(e)
@@ -824,7 +827,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	// The receipt is the durable record of the end; the journal's record of
 	// it is written after the mutex is released (journalPlanAfter).
 	record := b.journalPlanAfter(p)
-	e.finished = true
+	b.endedLocked(e)
 	if b.Metrics != nil {
 		b.Metrics.ExecutionFinished(string(res.Status), res.Duration, res.Stdout.Total+res.Stderr.Total)
 	}

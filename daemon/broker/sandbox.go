@@ -106,8 +106,9 @@ func (b *Broker) hiddenPaths() []string {
 	return h
 }
 
-// privateTmp makes <home base>/.tmp/<execution>, owned by the command's user
-// and private to it. The base is termd's, so nobody can plant a link in it.
+// privateTmp makes <home base>/.tmp/<execution> (from a spare made ahead,
+// tmpdirs.go), owned by the command's user and private to it. The base is
+// termd's, so nobody can plant a link in it.
 func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
 	base := filepath.Join(b.homeBase(), ".tmp")
 	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
@@ -117,7 +118,7 @@ func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
 		return "", fmt.Errorf("%s is not a directory", base)
 	}
 	dir := filepath.Join(base, id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if err := b.makeTmp(dir); err != nil {
 		return "", err
 	}
 	if os.Geteuid() == 0 {
