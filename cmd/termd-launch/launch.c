@@ -205,6 +205,17 @@ static char *receive_config(size_t *len) {
 	return buf;
 }
 
+// confined tells termd the launcher has confined itself and waits for the
+// go-ahead: the byte 'c' on the socket. termd opens the mount namespace the
+// launcher made (so that it, not the command's exit, tears it down) before it
+// sends 'g'. A termd that has let the launcher go reads nothing: no SIGPIPE.
+static void confined(void) {
+	ssize_t r;
+	do
+		r = send(CONFIG_FD, "c", 1, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+}
+
 // await_go blocks until termd says the command may run: one byte "g" once
 // the execution's intent is durable. The end of file (termd could not record
 // the intent, or died) means nothing runs.
@@ -489,6 +500,7 @@ __attribute__((constructor)) static void termd_launch(int argc, char **argv) {
 	struct config c;
 	parse(buf, len, &c);
 	confine(&c);
+	confined();
 	await_go(); // confined already; CONFIG_FD closes at exec
 	execve(c.path, c.argv, c.env);
 	fail("exec %s: %s", c.path, strerror(errno));

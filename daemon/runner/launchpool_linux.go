@@ -64,6 +64,11 @@ func (pl *pooledLauncher) send(cfg []byte, files []*os.File) error {
 	return sendLaunchConfig(pl.ctl, cfg, files)
 }
 
+// confined waits until the launcher has confined itself; see awaitConfined.
+func (pl *pooledLauncher) confined(ownMountNS bool) (mntns int, err error) {
+	return awaitConfined(pl.ctl, pl.rep, pl.proc.Pid, ownMountNS)
+}
+
 // release lets the launcher exec the command and waits until it has (the
 // report pipe closes at exec) or has refused (a message says why).
 func (pl *pooledLauncher) release() error {
@@ -339,6 +344,7 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	p.pidfd = pl.pidfd
 	p.pipes = pl.out
 	fail := func(err error) error {
+		p.closeMountNS()
 		pl.ctl.Close()
 		_ = pl.proc.Kill()
 		_, _ = pl.proc.Wait()
@@ -372,6 +378,12 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	if err != nil {
 		return fail(err)
 	}
+	// It confines itself while the intent is committed.
+	mntns, err := pl.confined(c.MountNS)
+	if err != nil {
+		return fail(err) // its report: nothing ran
+	}
+	p.mntns.Store(int32(mntns))
 	if spec.BeforeRelease != nil {
 		if err := spec.BeforeRelease(); err != nil {
 			return fail(err) // the launcher never gets its 'g': nothing ran

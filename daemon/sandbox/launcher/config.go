@@ -64,16 +64,20 @@ const ArgvZero = "termd-launch"
 // ConfigFD, a unix socket, for its execution: a 4-byte little-endian length
 // carrying the per-plan descriptors (SCM_RIGHTS; they become FirstFD, FirstFD+1,
 // ...), that many bytes of Config (Encode), then, once the intent is
-// durable, the byte 'g'. It confines itself on receiving the Config and
-// execs the command only on 'g'; the end of file at any point before (termd
+// durable, the byte 'g'. It confines itself on receiving the Config, says so
+// with the byte 'c' (Confined) on the socket, and execs the command only on 'g'; the end of file at any point before (termd
 // let it go, or died) ends it without running anything. A launcher started
 // for its execution (argv[0] alone, without the pool) takes the same
 // protocol, so it too confines itself while the intent is committed; it
 // inherits the plan's descriptors at FirstFD on and is passed none.
 const Pooled = "pooled"
 
-// Go is the byte that releases a pre-started launcher.
+// Go is the byte that releases a launcher.
 const Go = 'g'
+
+// Confined is the byte a launcher sends once it has confined itself (its
+// mount namespace is the command's) and waits for Go.
+const Confined = 'c'
 
 // MaxPassedFDs is how many descriptors a pre-started launcher accepts.
 const MaxPassedFDs = 16
