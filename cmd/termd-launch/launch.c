@@ -113,6 +113,7 @@ struct config {
 	int nmounts, nkinds;
 	int userns;
 	int new_mountns;
+	int say_confined;
 	char *cwd;
 	int set_nice, nice;
 	int set_cred;
@@ -205,8 +206,9 @@ static char *receive_config(size_t *len) {
 	return buf;
 }
 
-// confined tells termd the launcher has confined itself and waits for the
-// go-ahead: the byte 'c' on the socket. termd opens the mount namespace the
+// confined tells termd (when the configuration says say_confined) that the
+// launcher has confined itself and waits for the go-ahead: the byte 'c' on
+// the socket. termd opens the mount namespace the
 // launcher made (so that it, not the command's exit, tears it down) before it
 // sends 'g'. A termd that has let the launcher go reads nothing: no SIGPIPE.
 static void confined(void) {
@@ -289,6 +291,8 @@ static void parse(char *buf, size_t len, struct config *c) {
 			c->groups[c->ngroups++] = number(key, val);
 		} else if (!strcmp(key, "userns")) {
 			c->userns = 1;
+		} else if (!strcmp(key, "say_confined")) {
+			c->say_confined = 1;
 		} else if (!strcmp(key, "mountns")) {
 			c->new_mountns = 1;
 		} else if (!strcmp(key, "cwd")) {
@@ -500,7 +504,8 @@ __attribute__((constructor)) static void termd_launch(int argc, char **argv) {
 	struct config c;
 	parse(buf, len, &c);
 	confine(&c);
-	confined();
+	if (c.say_confined)
+		confined();
 	await_go(); // confined already; CONFIG_FD closes at exec
 	execve(c.path, c.argv, c.env);
 	fail("exec %s: %s", c.path, strerror(errno));

@@ -75,8 +75,9 @@ const Pooled = "pooled"
 // Go is the byte that releases a launcher.
 const Go = 'g'
 
-// Confined is the byte a launcher sends once it has confined itself (its
-// mount namespace is the command's) and waits for Go.
+// Confined is the byte a launcher sends, when its Config says say_confined
+// (termd's always does), once it has confined itself (its mount namespace
+// is the command's) and waits for Go.
 const Confined = 'c'
 
 // MaxPassedFDs is how many descriptors a pre-started launcher accepts.
@@ -162,6 +163,9 @@ func (c Config) Encode() []byte {
 		b = append(b, v...)
 		b = append(b, 0)
 	}
+	// First: a launcher from an older build refuses the unknown key (and
+	// says why) instead of never saying Confined while termd waits for it.
+	kv("say_confined", "1")
 	if c.MountNS {
 		kv("mountns", "1")
 	}
