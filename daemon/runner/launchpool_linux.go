@@ -242,10 +242,12 @@ func (lp *launcherPool) fits(spec Spec) bool {
 	if path := lp.path.Load(); path != nil {
 		return *path == l.Path
 	}
+	// Named only: the fill starts when this execution stops holding the
+	// refill back (refillGate), like every refill. Kicked here, between
+	// Runner.Reserve and Start, it raced the very execution that named it
+	// (which then took a launcher started meanwhile).
 	p := l.Path
-	if lp.path.CompareAndSwap(nil, &p) {
-		lp.refill()
-	}
+	lp.path.CompareAndSwap(nil, &p)
 	return false
 }
 
