@@ -25,6 +25,9 @@ type launchPipes struct {
 	repR   *os.File   // the report pipe's read end
 	files  []*os.File // child ends: ConfigFD, ReportFD, then l.Files
 	closed bool
+	// sayConfined: the launcher makes a mount namespace, which the runner
+	// holds (Process.mntns), so it is asked to say when it has.
+	sayConfined bool
 }
 
 func newLaunchPipes(l *launcher.Launch) (*launchPipes, error) {
@@ -68,12 +71,18 @@ func (lp *launchPipes) abandon() {
 func (lp *launchPipes) send(spec Spec, env []string) error {
 	lp.closeChildEnds()
 	c := launchConfig(spec, env)
+	c.SayConfined = lp.l.NewMountNS || lp.l.Config.UserNS
+	lp.sayConfined = c.SayConfined
 	return sendLaunchConfig(lp.ctl, c.Encode(), nil)
 }
 
-// confined waits until the launcher has confined itself; see awaitConfined.
+// confined waits until the launcher has confined itself, when it was asked
+// to say so (see awaitConfined); -1 otherwise.
 func (lp *launchPipes) confined(pid int) (mntns int, err error) {
-	return awaitConfined(lp.ctl, lp.repR, pid, lp.l.NewMountNS || lp.l.Config.UserNS)
+	if !lp.sayConfined {
+		return -1, nil
+	}
+	return awaitConfined(lp.ctl, lp.repR, pid)
 }
 
 // release lets the launcher exec the command and waits until it has (the
@@ -119,25 +128,24 @@ func sendLaunchConfig(ctl *os.File, cfg []byte, files []*os.File) error {
 	return nil
 }
 
-// awaitConfined waits until the launcher (process pid) has confined itself
-// (launcher.Confined on ctl), which it does while the intent is committed; if
-// it ended instead, the error is its report. With ownMountNS (the launcher
-// made a mount namespace) it then opens that namespace and returns the
+// awaitConfined waits until the launcher (process pid), which made a mount
+// namespace and was asked to say so, has confined itself (launcher.Confined
+// on ctl), which it does while the intent is committed; if it ended instead,
+// the error is its report. It then opens that namespace and returns the
 // descriptor (-1 when it could not), which keeps the namespace alive after the
 // command has exited: the kernel tears a mount namespace down (every mount of
 // its copy released) in the exiting task before the parent is told of the
 // exit, so a command that was its last holder made its exit seen that much
-// later (Process.mntns).
-func awaitConfined(ctl, rep *os.File, pid int, ownMountNS bool) (mntns int, err error) {
+// later (Process.mntns). A launcher without a mount namespace is not asked:
+// waiting for it would put its wake-up between the intent and the command
+// whenever it confines itself slower than the intent commits.
+func awaitConfined(ctl, rep *os.File, pid int) (mntns int, err error) {
 	var b [1]byte
 	if _, err = io.ReadFull(ctl, b[:]); err == nil && b[0] != launcher.Confined {
 		err = fmt.Errorf("the launcher sent %q instead of saying it was confined", b[0])
 	}
 	if err != nil {
 		return -1, launcherEnded(ctl, rep, err)
-	}
-	if !ownMountNS {
-		return -1, nil
 	}
 	// Our unreaped child: its pid cannot be reused meanwhile.
 	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)

@@ -65,8 +65,8 @@ func (pl *pooledLauncher) send(cfg []byte, files []*os.File) error {
 }
 
 // confined waits until the launcher has confined itself; see awaitConfined.
-func (pl *pooledLauncher) confined(ownMountNS bool) (mntns int, err error) {
-	return awaitConfined(pl.ctl, pl.rep, pl.proc.Pid, ownMountNS)
+func (pl *pooledLauncher) confined() (mntns int, err error) {
+	return awaitConfined(pl.ctl, pl.rep, pl.proc.Pid)
 }
 
 // release lets the launcher exec the command and waits until it has (the
@@ -375,17 +375,20 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 		}
 	}
 	c.SetNice, c.Nice = true, r.nice
+	c.SayConfined = c.MountNS
 	err = pl.send(c.Encode(), spec.Launch.Files)
 	spec.Launch.Close() // the launcher holds its copies now
 	if err != nil {
 		return fail(err)
 	}
 	// It confines itself while the intent is committed.
-	mntns, err := pl.confined(c.MountNS)
-	if err != nil {
-		return fail(err) // its report: nothing ran
+	if c.SayConfined {
+		mntns, err := pl.confined()
+		if err != nil {
+			return fail(err) // its report: nothing ran
+		}
+		p.mntns.Store(int32(mntns))
 	}
-	p.mntns.Store(int32(mntns))
 	if spec.BeforeRelease != nil {
 		if err := spec.BeforeRelease(); err != nil {
 			return fail(err) // the launcher never gets its 'g': nothing ran
