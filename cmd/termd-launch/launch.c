@@ -113,6 +113,7 @@ struct config {
 	int nmounts, nkinds;
 	int userns;
 	int new_mountns;
+	int say_confined;
 	char *cwd;
 	int set_nice, nice;
 	int set_cred;
@@ -205,6 +206,18 @@ static char *receive_config(size_t *len) {
 	return buf;
 }
 
+// confined tells termd (when the configuration says say_confined) that the
+// launcher has confined itself and waits for the go-ahead: the byte 'c' on
+// the socket. termd opens the mount namespace the
+// launcher made (so that it, not the command's exit, tears it down) before it
+// sends 'g'. A termd that has let the launcher go reads nothing: no SIGPIPE.
+static void confined(void) {
+	ssize_t r;
+	do
+		r = send(CONFIG_FD, "c", 1, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+}
+
 // await_go blocks until termd says the command may run: one byte "g" once
 // the execution's intent is durable. The end of file (termd could not record
 // the intent, or died) means nothing runs.
@@ -278,6 +291,8 @@ static void parse(char *buf, size_t len, struct config *c) {
 			c->groups[c->ngroups++] = number(key, val);
 		} else if (!strcmp(key, "userns")) {
 			c->userns = 1;
+		} else if (!strcmp(key, "say_confined")) {
+			c->say_confined = 1;
 		} else if (!strcmp(key, "mountns")) {
 			c->new_mountns = 1;
 		} else if (!strcmp(key, "cwd")) {
@@ -489,6 +504,8 @@ __attribute__((constructor)) static void termd_launch(int argc, char **argv) {
 	struct config c;
 	parse(buf, len, &c);
 	confine(&c);
+	if (c.say_confined)
+		confined();
 	await_go(); // confined already; CONFIG_FD closes at exec
 	execve(c.path, c.argv, c.env);
 	fail("exec %s: %s", c.path, strerror(errno));

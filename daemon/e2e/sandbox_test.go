@@ -491,3 +491,72 @@ func TestSandboxRunsEnvScripts(t *testing.T) {
 		t.Fatalf("npm ls in the read-only sandbox: exit %d\n%s%s", ex.ExitCode, stdout, stderr)
 	}
 }
+
+// termd holds the private mount namespace of a command (a plan with
+// read-only paths) until its receipt is committed, so the command's exit is
+// not held up by the namespace's teardown; after many executions it holds
+// none of them, and no more descriptors than after the first.
+func TestSandboxMountNamespacesNotLeaked(t *testing.T) {
+	requireSandbox(t)
+	d := sandboxDaemon(t, "required")
+	if err := os.MkdirAll(filepath.Join(d.Workspace, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fds := func() (all int, mnt map[string]bool) {
+		mnt = map[string]bool{}
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", d.Pid()))
+		for _, e := range ents {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", d.Pid(), e.Name())); err == nil && strings.HasPrefix(l, "mnt:[") {
+				mnt[l] = true
+			}
+		}
+		return len(ents), mnt
+	}
+	own, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", d.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() string {
+		t.Helper()
+		out, _, _ := probeRun(t, d, &termdv1.CommandRequest{Argv: []string{"probe", "mntns"}, Sandbox: "workspace-write"})
+		if !strings.HasPrefix(out, "mnt:[") || out == own {
+			t.Fatalf("the command's mount namespace: %q (termd's: %s)", out, own)
+		}
+		return out
+	}
+	// settled waits until termd holds none of ns and its descriptor count
+	// stays put (the spawn pools refill after each execution).
+	settled := func(ns []string) (int, map[string]bool) {
+		var all int
+		var mnt map[string]bool
+		prev := -1
+		waitFor(t, func() bool {
+			time.Sleep(200 * time.Millisecond)
+			all, mnt = fds()
+			for _, n := range ns {
+				if mnt[n] {
+					return false
+				}
+			}
+			stable := all == prev
+			prev = all
+			return stable
+		}, "termd to let its commands' mount namespaces go")
+		return all, mnt
+	}
+	var seen []string
+	for range 6 { // the first names the launcher: the pool fills
+		seen = append(seen, run())
+	}
+	first, _ := settled(seen)
+	for range 12 {
+		seen = append(seen, run())
+	}
+	after, mnt := settled(seen)
+	if len(mnt) != 0 {
+		t.Errorf("termd still holds mount namespaces %v", mnt)
+	}
+	if after > first+2 {
+		t.Errorf("termd held %d descriptors after 6 executions, %d after 12 more", first, after)
+	}
+}

@@ -32,6 +32,73 @@ type execCgroup struct {
 	// stuck: the spawning thread could not leave the v1 cgroups; it stays in
 	// them (counted in pids.max) until the execution ends.
 	stuck bool
+	// open: the files read at the execution's end (v2 cgroup.events, v1
+	// cgroup.procs), opened when the directories were made (for a pooled
+	// cgroup, ahead of its execution), so that the end reads them without a
+	// path walk each (by path: ~60 us and ~25 us each at p50 on a busy
+	// 2-core machine, most of the teardown after the exit); closed by
+	// remove. A v1 cgroup.procs descriptor serves one read: read again it
+	// would give the pid list loaded at its first read (cgroup v1 keeps it
+	// about a second), so it is closed after it and later reads open the file.
+	open map[string]openFile
+}
+
+// openFile is a cgroup file kept open (execCgroup.open).
+type openFile struct {
+	fd   int
+	once bool // serves one read
+}
+
+// keepOpen opens path for reads at the execution's end (readFile), for one
+// read only with once; best effort.
+func (cg *execCgroup) keepOpen(path string, once bool) {
+	if _, ok := cg.open[path]; ok {
+		return
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	if cg.open == nil {
+		cg.open = map[string]openFile{}
+	}
+	cg.open[path] = openFile{fd, once}
+}
+
+// readFile reads a cgroup file: from the start of its descriptor kept open
+// (kernfs renders it afresh at offset 0), else by opening it.
+func (cg *execCgroup) readFile(path string) ([]byte, error) {
+	f, ok := cg.open[path]
+	if !ok {
+		return os.ReadFile(path)
+	}
+	fd := f.fd
+	if f.once {
+		delete(cg.open, path)
+		defer unix.Close(fd)
+	}
+	buf := make([]byte, 512)
+	for off := 0; ; {
+		if off == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+		n, err := unix.Pread(fd, buf[off:], int64(off))
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf[:off], nil
+		}
+		off += n
+	}
+}
+
+// closeFiles closes what keepOpen opened.
+func (cg *execCgroup) closeFiles() {
+	for path, f := range cg.open {
+		unix.Close(f.fd)
+		delete(cg.open, path)
+	}
 }
 
 // createCgroup makes the cgroups for one execution and writes its limits.
@@ -57,6 +124,7 @@ func (r *Runner) makeCgroup(name string, allV1 bool) (*execCgroup, error) {
 		return nil, err
 	}
 	cg.v2 = dir
+	cg.keepOpen(filepath.Join(dir, "cgroup.events"), false)
 	cg.kill = exists(filepath.Join(dir, "cgroup.kill"))
 	cg.freeze = exists(filepath.Join(dir, "cgroup.freeze"))
 	cg.controllers = readControllers(filepath.Join(dir, "cgroup.controllers"))
@@ -68,6 +136,7 @@ func (r *Runner) makeCgroup(name string, allV1 bool) (*execCgroup, error) {
 				return nil, err
 			}
 			cg.v1[ctl] = d
+			cg.keepOpen(filepath.Join(d, "cgroup.procs"), true)
 		}
 	}
 	return cg, nil
@@ -128,6 +197,7 @@ func (r *Runner) applyLimits(cg *execCgroup, spec Spec) error {
 				return "", err
 			}
 			cg.v1[ctl] = d
+			cg.keepOpen(filepath.Join(d, "cgroup.procs"), true)
 		}
 		return d, nil
 	}
@@ -292,14 +362,14 @@ func (cg *execCgroup) populated() bool {
 	if cg.v2 == "" {
 		return len(cg.procs()) > 0
 	}
-	data, err := os.ReadFile(filepath.Join(cg.v2, "cgroup.events"))
+	data, err := cg.readFile(filepath.Join(cg.v2, "cgroup.events"))
 	if err == nil {
 		if bytes.Contains(data, []byte("populated 0")) {
 			// v1 groups hold the same processes; check them too for safety.
 			// (Not ourselves: a stuck spawning thread keeps the daemon listed.)
 			self := os.Getpid()
 			for _, d := range cg.v1 {
-				for _, pid := range readPids(filepath.Join(d, "cgroup.procs")) {
+				for _, pid := range cg.readPids(filepath.Join(d, "cgroup.procs")) {
 					if pid != self {
 						return true
 					}
@@ -364,6 +434,7 @@ func (cg *execCgroup) setFrozen(on bool) error {
 // remove deletes the (empty) cgroups, retrying briefly while the kernel
 // finishes tearing down exited members.
 func (cg *execCgroup) remove() {
+	cg.closeFiles()
 	dirs := []string{cg.v2}
 	for _, d := range cg.v1 {
 		dirs = append(dirs, d)
@@ -382,11 +453,24 @@ func (cg *execCgroup) remove() {
 	}
 }
 
+// readPids is readPids through cg's open descriptors.
+func (cg *execCgroup) readPids(path string) []int {
+	data, err := cg.readFile(path)
+	if err != nil {
+		return nil
+	}
+	return parsePids(data)
+}
+
 func readPids(path string) []int {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
+	return parsePids(data)
+}
+
+func parsePids(data []byte) []int {
 	var out []int
 	for _, f := range strings.Fields(string(data)) {
 		if p, err := strconv.Atoi(f); err == nil {

@@ -25,6 +25,9 @@ type launchPipes struct {
 	repR   *os.File   // the report pipe's read end
 	files  []*os.File // child ends: ConfigFD, ReportFD, then l.Files
 	closed bool
+	// sayConfined: the launcher makes a mount namespace, which the runner
+	// holds (Process.mntns), so it is asked to say when it has.
+	sayConfined bool
 }
 
 func newLaunchPipes(l *launcher.Launch) (*launchPipes, error) {
@@ -68,7 +71,18 @@ func (lp *launchPipes) abandon() {
 func (lp *launchPipes) send(spec Spec, env []string) error {
 	lp.closeChildEnds()
 	c := launchConfig(spec, env)
+	c.SayConfined = lp.l.NewMountNS || lp.l.Config.UserNS
+	lp.sayConfined = c.SayConfined
 	return sendLaunchConfig(lp.ctl, c.Encode(), nil)
+}
+
+// confined waits until the launcher has confined itself, when it was asked
+// to say so (see awaitConfined); -1 otherwise.
+func (lp *launchPipes) confined(pid int) (mntns int, err error) {
+	if !lp.sayConfined {
+		return -1, nil
+	}
+	return awaitConfined(lp.ctl, lp.repR, pid)
 }
 
 // release lets the launcher exec the command and waits until it has (the
@@ -114,11 +128,45 @@ func sendLaunchConfig(ctl *os.File, cfg []byte, files []*os.File) error {
 	return nil
 }
 
-// releaseLauncher sends the go-ahead on ctl (and closes it) and waits until
-// the launcher has exec'd the command (rep, the report pipe, closes) or has
-// refused (a message says why).
+// awaitConfined waits until the launcher (process pid), which made a mount
+// namespace and was asked to say so, has confined itself (launcher.Confined
+// on ctl), which it does while the intent is committed; if it ended instead,
+// the error is its report. It then opens that namespace and returns the
+// descriptor (-1 when it could not), which keeps the namespace alive after the
+// command has exited: the kernel tears a mount namespace down (every mount of
+// its copy released) in the exiting task before the parent is told of the
+// exit, so a command that was its last holder made its exit seen that much
+// later (Process.mntns). A launcher without a mount namespace is not asked:
+// waiting for it would put its wake-up between the intent and the command
+// whenever it confines itself slower than the intent commits.
+func awaitConfined(ctl, rep *os.File, pid int) (mntns int, err error) {
+	var b [1]byte
+	if _, err = io.ReadFull(ctl, b[:]); err == nil && b[0] != launcher.Confined {
+		err = fmt.Errorf("the launcher sent %q instead of saying it was confined", b[0])
+	}
+	if err != nil {
+		return -1, launcherEnded(ctl, rep, err)
+	}
+	// Our unreaped child: its pid cannot be reused meanwhile.
+	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil // the command's exit tears it down, as without the hold
+	}
+	return fd, nil
+}
+
+// releaseLauncher sends the go-ahead on ctl (and closes it) to a launcher
+// that has confined itself and waits until it has exec'd the command (rep,
+// the report pipe, closes) or has refused (a message says why).
 func releaseLauncher(ctl, rep *os.File) error {
 	_, err := ctl.Write([]byte{launcher.Go})
+	return launcherEnded(ctl, rep, err)
+}
+
+// launcherEnded closes ctl, reads the launcher's report to its end (at its
+// exec, or its exit) and closes it: the report's message, else err, is why
+// the command did not start.
+func launcherEnded(ctl, rep *os.File, err error) error {
 	ctl.Close()
 	msg, rerr := io.ReadAll(io.LimitReader(rep, 64<<10))
 	rep.Close()

@@ -64,6 +64,11 @@ func (pl *pooledLauncher) send(cfg []byte, files []*os.File) error {
 	return sendLaunchConfig(pl.ctl, cfg, files)
 }
 
+// confined waits until the launcher has confined itself; see awaitConfined.
+func (pl *pooledLauncher) confined() (mntns int, err error) {
+	return awaitConfined(pl.ctl, pl.rep, pl.proc.Pid)
+}
+
 // release lets the launcher exec the command and waits until it has (the
 // report pipe closes at exec) or has refused (a message says why).
 func (pl *pooledLauncher) release() error {
@@ -237,10 +242,12 @@ func (lp *launcherPool) fits(spec Spec) bool {
 	if path := lp.path.Load(); path != nil {
 		return *path == l.Path
 	}
+	// Named only: the fill starts when this execution stops holding the
+	// refill back (refillGate), like every refill. Kicked here, between
+	// Runner.Reserve and Start, it raced the very execution that named it
+	// (which then took a launcher started meanwhile).
 	p := l.Path
-	if lp.path.CompareAndSwap(nil, &p) {
-		lp.refill()
-	}
+	lp.path.CompareAndSwap(nil, &p)
 	return false
 }
 
@@ -339,6 +346,7 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	p.pidfd = pl.pidfd
 	p.pipes = pl.out
 	fail := func(err error) error {
+		p.closeMountNS()
 		pl.ctl.Close()
 		_ = pl.proc.Kill()
 		_, _ = pl.proc.Wait()
@@ -367,10 +375,19 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 		}
 	}
 	c.SetNice, c.Nice = true, r.nice
+	c.SayConfined = c.MountNS
 	err = pl.send(c.Encode(), spec.Launch.Files)
 	spec.Launch.Close() // the launcher holds its copies now
 	if err != nil {
 		return fail(err)
+	}
+	// It confines itself while the intent is committed.
+	if c.SayConfined {
+		mntns, err := pl.confined()
+		if err != nil {
+			return fail(err) // its report: nothing ran
+		}
+		p.mntns.Store(int32(mntns))
 	}
 	if spec.BeforeRelease != nil {
 		if err := spec.BeforeRelease(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +25,11 @@ type Process struct {
 	proc  *os.Process
 	pid   int
 	pidfd int
+	// mntns holds the mount namespace the launcher made for the command (-1:
+	// none) until the result was delivered (or mntnsGrace after the result),
+	// so that the command's exit does not wait for the namespace's teardown
+	// (awaitConfined); closeMountNS closes it.
+	mntns atomic.Int32
 	start uint64 // start ticks of the main process
 	cg    *execCgroup
 	netns bool
@@ -75,6 +81,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	p.out[0] = newCapture(Stdout, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 	p.out[1] = newCapture(Stderr, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 	p.out[0].tail, p.out[1].tail = spec.KeepTail, spec.KeepTail
+	p.mntns.Store(-1)
 	p.startedAt = time.Now()
 	// Registered before spawning: while pid is 0 the execution claims every
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
@@ -279,16 +286,20 @@ func (p *Process) spawn() (err error) {
 		// yet. It gets its configuration now and confines itself while
 		// BeforeRelease waits (for the intent), and execs only on release.
 		err := ln.send(spec, env)
+		if err == nil {
+			var fd int
+			fd, err = ln.confined(proc.Pid) // while the intent is committed
+			p.mntns.Store(int32(fd))
+		}
 		if err == nil && spec.BeforeRelease != nil {
 			err = spec.BeforeRelease()
 		}
-		if err != nil {
-			ln.abandon() // the end of file: it exits without running anything
-			_ = proc.Kill()
-			_, _ = proc.Wait()
-			return p.spawnFailed(err)
+		if err == nil {
+			err = ln.release()
 		}
-		if err := ln.release(); err != nil {
+		if err != nil {
+			p.closeMountNS()
+			ln.abandon() // the end of file: a launcher still waiting exits without running anything
 			_ = proc.Kill()
 			_, _ = proc.Wait()
 			return p.spawnFailed(err)
@@ -392,13 +403,29 @@ func (p *Process) finishSpawnFailure(err error) {
 	close(p.done)
 }
 
+// mntnsGrace is how long after its result an execution whose delivery
+// nobody reports keeps holding its mount namespace.
+const mntnsGrace = time.Second
+
+// closeMountNS ends the execution's hold on its command's mount namespace:
+// the kernel tears the namespace down in this thread now, after the result,
+// instead of in the command's exit.
+func (p *Process) closeMountNS() {
+	if fd := p.mntns.Swap(-1); fd >= 0 {
+		unix.Close(int(fd))
+	}
+}
+
 // Delivered says the execution's result has been delivered (the daemon has
 // committed its receipt): the execution stops holding the pools' refill back
-// (refillGate), if it still did. Without it the hold ends after youngRun.
+// (refillGate), if it still did, and lets its command's mount namespace go.
+// Without it the refill's hold ends after youngRun, the namespace's
+// mntnsGrace after the result.
 func (p *Process) Delivered() {
 	if p.grown != nil {
 		p.grown()
 	}
+	p.closeMountNS()
 }
 
 // Pid is the main process id (0 after a spawn failure).
@@ -676,6 +703,9 @@ loop:
 		}
 	}
 	p.result = res
+	if p.mntns.Load() >= 0 {
+		time.AfterFunc(mntnsGrace, p.closeMountNS)
+	}
 	close(p.done)
 }
 

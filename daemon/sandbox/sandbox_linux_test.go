@@ -432,7 +432,7 @@ func TestPooledLauncherWaitsForRelease(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		marker := filepath.Join(f.ws, fmt.Sprintf("ran-%d", i))
 		var early error
-		time.Sleep(50 * time.Millisecond)
+		awaitPooled(t)
 		res, pre := start(marker, func() error {
 			time.Sleep(300 * time.Millisecond)
 			if _, err := os.Stat(marker); err == nil {
@@ -450,7 +450,7 @@ func TestPooledLauncherWaitsForRelease(t *testing.T) {
 			t.Fatalf("the command did not run after its release: %v", err)
 		}
 		refused := filepath.Join(f.ws, fmt.Sprintf("refused-%d", i))
-		time.Sleep(50 * time.Millisecond)
+		awaitPooled(t)
 		res, pre = start(refused, func() error { return fmt.Errorf("the intent could not be recorded") })
 		if res.Err == nil || !strings.Contains(res.Err.Error(), "the intent could not be recorded") || !pre {
 			t.Fatalf("refused release: %v (pre-started %v)", res.Err, pre)
@@ -468,6 +468,104 @@ func TestPooledLauncherWaitsForRelease(t *testing.T) {
 	if n := pooledChildren(t); n != 0 {
 		t.Fatalf("%d pre-started launchers still run after Close", n)
 	}
+}
+
+// The mount namespace a launcher made for its command is held by the runner
+// until the execution's result was delivered, so that the command's exit is
+// not held up by the namespace's teardown (the kernel does it in the exiting
+// task before the parent hears of the exit); once delivered (or a second after
+// the result when nobody says so), nothing of it is left open, whether the
+// launcher was pre-started or inline.
+func TestMountNamespaceHeldUntilDelivered(t *testing.T) {
+	f := newFixture(t)
+	defer f.run.Close()
+	if f.run.CgroupParent() == "" || !f.run.Capabilities().NetNS {
+		t.Skip("pre-started launchers need cgroups and network namespaces")
+	}
+	inline, err := runner.NewWithOptions(runner.Options{NoPool: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inline.Close()
+	// held lists this process's descriptors on mount namespaces.
+	held := func() map[string]int {
+		m := map[string]int{}
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "mnt:[") {
+				m[l]++
+			}
+		}
+		return m
+	}
+	own, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	prestarted := 0
+	for i, r := range []*runner.Runner{f.run, f.run, f.run, f.run, inline, inline} {
+		if i > 0 && r == f.run {
+			awaitPooled(t)
+		}
+		ww := workspaceWrite
+		ww.Exec = program.Exec(f.probe)
+		l, rec, err := sandbox.Prepare(ww, f.paths, sandbox.Required, f.sup)
+		if err != nil || !rec.MountNS {
+			t.Fatalf("prepare: %v (mount namespace %v)", err, rec.MountNS)
+		}
+		proc, err := r.Start(runner.Spec{Path: f.probe, Argv: []string{f.probe, "mntns"}, Dir: f.ws, Timeout: 20 * time.Second, NoNetwork: true, Launch: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := proc.Wait()
+		ns := strings.TrimSpace(string(res.Stdout.Kept))
+		if res.Status != runner.StatusSucceeded || !strings.HasPrefix(ns, "mnt:[") {
+			t.Fatalf("run %d: %s %q %q %v", i, res.Status, res.Stdout.Kept, res.Stderr.Kept, res.Err)
+		}
+		if proc.Prestarted() {
+			prestarted++
+		}
+		if ns == own {
+			t.Fatalf("run %d: the command ran in this process's mount namespace %s", i, ns)
+		}
+		seen = append(seen, ns)
+		if held()[ns] != 1 {
+			t.Errorf("run %d (pre-started %v): the command's mount namespace %s is not held after its exit (held: %v)", i, proc.Prestarted(), ns, held())
+		}
+		if i == 3 {
+			// Nobody says the result was delivered: let go a second after it.
+			for deadline := time.Now().Add(5 * time.Second); held()[ns] != 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+		} else {
+			proc.Delivered()
+		}
+		if n := held()[ns]; n != 0 {
+			t.Errorf("run %d: %d descriptors on the command's mount namespace %s are left after its result was delivered", i, n, ns)
+		}
+	}
+	if prestarted == 0 {
+		t.Error("no execution ran in a pre-started launcher")
+	}
+	after := held()
+	for _, ns := range seen {
+		if after[ns] != 0 {
+			t.Errorf("the mount namespace %s is still held after all results were delivered", ns)
+		}
+	}
+}
+
+// awaitPooled waits until a pre-started launcher waits for its execution
+// (the pool refills in the background, later on a loaded machine).
+func awaitPooled(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); pooledChildren(t) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no pre-started launcher after 10 s")
+		}
+	}
+	time.Sleep(10 * time.Millisecond) // from its start into the pool
 }
 
 // pooledChildren counts the pre-started launchers this process started.

@@ -64,16 +64,22 @@ const ArgvZero = "termd-launch"
 // ConfigFD, a unix socket, for its execution: a 4-byte little-endian length
 // carrying the per-plan descriptors (SCM_RIGHTS; they become FirstFD, FirstFD+1,
 // ...), that many bytes of Config (Encode), then, once the intent is
-// durable, the byte 'g'. It confines itself on receiving the Config and
-// execs the command only on 'g'; the end of file at any point before (termd
+// durable, the byte 'g'. It confines itself on receiving the Config, says so
+// with the byte 'c' (Confined) on the socket when asked, and execs the
+// command only on 'g'; the end of file at any point before (termd
 // let it go, or died) ends it without running anything. A launcher started
 // for its execution (argv[0] alone, without the pool) takes the same
 // protocol, so it too confines itself while the intent is committed; it
 // inherits the plan's descriptors at FirstFD on and is passed none.
 const Pooled = "pooled"
 
-// Go is the byte that releases a pre-started launcher.
+// Go is the byte that releases a launcher.
 const Go = 'g'
+
+// Confined is the byte a launcher sends, when its Config says SayConfined,
+// once it has confined itself (its mount namespace is the command's) and
+// waits for Go.
+const Confined = 'c'
 
 // MaxPassedFDs is how many descriptors a pre-started launcher accepts.
 const MaxPassedFDs = 16
@@ -87,6 +93,9 @@ type Config struct {
 	// UserNS: termd is not root, so the launcher makes its private mount
 	// namespace inside a new user namespace that maps only its own uid/gid.
 	UserNS bool `json:"userns,omitempty"`
+	// SayConfined: the launcher says Confined once it has confined itself
+	// (termd waits for it to open the launcher's mount namespace).
+	SayConfined bool `json:"say_confined,omitempty"`
 	// MountNS: the launcher makes its private mount namespace itself (a
 	// pre-started launcher; an inline one is cloned into a new one).
 	MountNS bool `json:"mountns,omitempty"`
@@ -157,6 +166,11 @@ func (c Config) Encode() []byte {
 		b = append(b, 0)
 		b = append(b, v...)
 		b = append(b, 0)
+	}
+	// First: a launcher from an older build refuses the unknown key (and
+	// says why) instead of never saying Confined while termd waits for it.
+	if c.SayConfined {
+		kv("say_confined", "1")
 	}
 	if c.MountNS {
 		kv("mountns", "1")

@@ -61,6 +61,14 @@ func main() {
 		if e != 0 {
 			err = e
 		}
+	case "mntns": // its mount namespace, as /proc/self/ns/mnt names it
+		ns, err := os.Readlink("/proc/self/ns/mnt")
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(ns)
+		return
 	case "unshare-user":
 		err = syscall.Unshare(syscall.CLONE_NEWUSER)
 	case "whoami": // who and where it runs: uid, gid, groups, cwd, nice, v2 cgroup
