@@ -259,21 +259,29 @@ var plainContainers = map[reflect.Type]*jsonschema.Schema{
 // a command's output, a page of it, the adviser's text) are left out of
 // that JSON, so a model reading the text does not read them twice;
 // structuredContent has everything.
+//
+// out is encoded once here, and that encoding is the result's
+// structuredContent as well (typedTool.call keeps it instead of encoding
+// out again).
 func reply[T any](out T, isError bool, summary string, inSummary ...string) (*mcp.CallToolResult, T, error) {
-	if len(inSummary) == 0 {
+	data, err := json.Marshal(out)
+	if err != nil {
 		return replyShowing(out, out, isError, summary)
 	}
-	var shown any = out
-	if data, err := json.Marshal(out); err == nil {
+	shown := data
+	if len(inSummary) > 0 {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(data, &m) == nil {
 			for _, k := range inSummary {
 				delete(m, k)
 			}
-			shown = m
+			if b, err := json.Marshal(m); err == nil {
+				shown = b
+			}
 		}
 	}
-	return replyShowing(out, shown, isError, summary)
+	content := []mcp.Content{&mcp.TextContent{Text: summary}, &mcp.TextContent{Text: string(shown)}}
+	return &mcp.CallToolResult{Content: content, IsError: isError, StructuredContent: json.RawMessage(data)}, out, nil
 }
 
 // replyShowing is reply whose JSON text shows shown (out without what the
