@@ -585,12 +585,14 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	w := &watched{}
 	token := req.Params.GetProgressToken()
 	var progress float64
-	notify := func(msg string) {
+	// notify relays an event; its message is built only when the client
+	// asked for progress (most calls do not).
+	notify := func(msg func() string) {
 		if token == nil || req.Session == nil {
 			return
 		}
 		progress++
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg})
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg()})
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -615,14 +617,15 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 			} else {
 				w.stdout.write(o.GetData())
 			}
-			notify(strings.ToValidUTF8(string(o.GetData()), "\uFFFD"))
+			notify(func() string { return strings.ToValidUTF8(string(o.GetData()), "\uFFFD") })
 		case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, termdv1.EventKind_EVENT_KIND_PAUSED, termdv1.EventKind_EVENT_KIND_RESUMED:
 			w.exec = ev.GetExecution()
-			notify(fmt.Sprintf("execution %s %s", w.exec.GetId(), execState(w.exec)))
+			e := w.exec
+			notify(func() string { return fmt.Sprintf("execution %s %s", e.GetId(), execState(e)) })
 		case termdv1.EventKind_EVENT_KIND_FINISHED:
 			final = ev.GetExecution()
 			w.exec = final
-			notify(fmt.Sprintf("execution %s %s", final.GetId(), execState(final)))
+			notify(func() string { return fmt.Sprintf("execution %s %s", final.GetId(), execState(final)) })
 		case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
 			receiptID, shared = ev.GetReceipt().GetId(), m.GetShareReceiptJson()
 		}
