@@ -302,8 +302,8 @@ func runPairs(t *testing.T, script string, hb *httpBridge, era string, n, warmup
 // sum of /proc/PID/task/*/schedstat; Go's threads live as long as the
 // process). harness.CPUTime counts 10 ms ticks, a tenth of a round of 42
 // pairs (~100 ms of the bridge's CPU): the same binary against itself
-// (A/A, 16 rounds) differed by 0.54-1.45x per round with it, 0.80-1.21x
-// with this. Without schedstat it is harness.CPUTime.
+// (A/A) differed by 0.54-1.45x per round over 16 rounds with it, 0.80-1.21x
+// over 12 with this. Without schedstat it is harness.CPUTime.
 func threadsCPU(pid int) time.Duration {
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(tasks) == 0 {
