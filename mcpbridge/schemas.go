@@ -196,15 +196,23 @@ func (tt *typedTool[In, Out]) call(ctx context.Context, req *mcp.CallToolRequest
 		res = &mcp.CallToolResult{}
 	}
 	if !tt.hasOut || res.InputRequests != nil {
+		if _, ours := res.StructuredContent.(json.RawMessage); ours {
+			res.StructuredContent = nil // reply's encoding: no output schema, no structuredContent
+		}
 		return res, nil
 	}
 	var outval any = out
 	if rv := reflect.ValueOf(out); rv.Kind() == reflect.Pointer && rv.IsNil() {
 		outval = reflect.Zero(rv.Type().Elem()).Interface() // a typed nil is its zero value, not null
+		res.StructuredContent = nil
 	}
-	data, err := json.Marshal(outval)
-	if err != nil {
-		return nil, fmt.Errorf("marshaling output: %w", err)
+	// reply encoded out already: that encoding is the structuredContent.
+	data, encoded := res.StructuredContent.(json.RawMessage)
+	if !encoded {
+		var err error
+		if data, err = json.Marshal(outval); err != nil {
+			return nil, fmt.Errorf("marshaling output: %w", err)
+		}
 	}
 	// The output is its Go type encoded, and the schema is inferred from
 	// that type (TestToolSchemasFile), so it conforms by construction:

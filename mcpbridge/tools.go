@@ -259,21 +259,29 @@ var plainContainers = map[reflect.Type]*jsonschema.Schema{
 // a command's output, a page of it, the adviser's text) are left out of
 // that JSON, so a model reading the text does not read them twice;
 // structuredContent has everything.
+//
+// out is encoded once here, and that encoding is the result's
+// structuredContent as well (typedTool.call keeps it instead of encoding
+// out again).
 func reply[T any](out T, isError bool, summary string, inSummary ...string) (*mcp.CallToolResult, T, error) {
-	if len(inSummary) == 0 {
+	data, err := json.Marshal(out)
+	if err != nil {
 		return replyShowing(out, out, isError, summary)
 	}
-	var shown any = out
-	if data, err := json.Marshal(out); err == nil {
+	shown := data
+	if len(inSummary) > 0 {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(data, &m) == nil {
 			for _, k := range inSummary {
 				delete(m, k)
 			}
-			shown = m
+			if b, err := json.Marshal(m); err == nil {
+				shown = b
+			}
 		}
 	}
-	return replyShowing(out, shown, isError, summary)
+	content := []mcp.Content{&mcp.TextContent{Text: summary}, &mcp.TextContent{Text: string(shown)}}
+	return &mcp.CallToolResult{Content: content, IsError: isError, StructuredContent: json.RawMessage(data)}, out, nil
 }
 
 // replyShowing is reply whose JSON text shows shown (out without what the
@@ -577,12 +585,14 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	w := &watched{}
 	token := req.Params.GetProgressToken()
 	var progress float64
-	notify := func(msg string) {
+	// notify relays an event; its message is built only when the client
+	// asked for progress (most calls do not).
+	notify := func(msg func() string) {
 		if token == nil || req.Session == nil {
 			return
 		}
 		progress++
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg})
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg()})
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -607,14 +617,15 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 			} else {
 				w.stdout.write(o.GetData())
 			}
-			notify(strings.ToValidUTF8(string(o.GetData()), "\uFFFD"))
+			notify(func() string { return strings.ToValidUTF8(string(o.GetData()), "\uFFFD") })
 		case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, termdv1.EventKind_EVENT_KIND_PAUSED, termdv1.EventKind_EVENT_KIND_RESUMED:
 			w.exec = ev.GetExecution()
-			notify(fmt.Sprintf("execution %s %s", w.exec.GetId(), execState(w.exec)))
+			e := w.exec
+			notify(func() string { return fmt.Sprintf("execution %s %s", e.GetId(), execState(e)) })
 		case termdv1.EventKind_EVENT_KIND_FINISHED:
 			final = ev.GetExecution()
 			w.exec = final
-			notify(fmt.Sprintf("execution %s %s", final.GetId(), execState(final)))
+			notify(func() string { return fmt.Sprintf("execution %s %s", final.GetId(), execState(final)) })
 		case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
 			receiptID, shared = ev.GetReceipt().GetId(), m.GetShareReceiptJson()
 		}

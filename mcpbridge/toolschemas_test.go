@@ -204,3 +204,61 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// counted is a tool output that counts how often it is encoded.
+type counted struct{ n *int }
+
+func (c counted) MarshalJSON() ([]byte, error) {
+	*c.n++
+	return []byte(`{"state":"planned","stdout":"x"}`), nil
+}
+
+// A result built by reply encodes its output once: the JSON in its text
+// and its structuredContent are the same encoding (terminal_plan encoded
+// its PlanView twice per call), and a field the summary quotes is left out
+// of the text only. With no output schema, no structuredContent is sent.
+func TestReplyEncodesOutputOnce(t *testing.T) {
+	const out = `{"type":"object","properties":{"state":{"type":"string"},"stdout":{"type":"string"}}}`
+	for _, c := range []struct {
+		name      string
+		output    string
+		inSummary []string
+		wantText  string
+	}{
+		{"plain", out, nil, `{"state":"planned","stdout":"x"}`},
+		{"without what the summary quotes", out, []string{"stdout"}, `{"state":"planned"}`},
+		{"no output schema", "", nil, `{"state":"planned","stdout":"x"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := toolSchema{Input: json.RawMessage(`{"type":"object"}`)}
+			if c.output != "" {
+				sc.Output = json.RawMessage(c.output)
+			}
+			tt, err := resolveTool[struct{}, counted]("t", sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			h := func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, counted, error) {
+				return reply(counted{&n}, false, "summary", c.inSummary...)
+			}
+			res, err := tt.call(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 {
+				t.Errorf("the output was encoded %d times, want 1", n)
+			}
+			if got := res.Content[1].(*mcp.TextContent).Text; got != c.wantText {
+				t.Errorf("text JSON %s, want %s", got, c.wantText)
+			}
+			got, _ := json.Marshal(res.StructuredContent)
+			if want := `{"state":"planned","stdout":"x"}`; c.output != "" && string(got) != want {
+				t.Errorf("structuredContent %s, want %s", got, want)
+			}
+			if c.output == "" && res.StructuredContent != nil {
+				t.Errorf("structuredContent %s without an output schema", got)
+			}
+		})
+	}
+}
