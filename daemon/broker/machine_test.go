@@ -59,7 +59,7 @@ var (
 
 // newRig builds a broker on temp directories with the embedded default
 // policy (copied to a file, so a test can change and reload it).
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	runnerOnce.Do(func() { sharedRun, runnerErr = runner.New("") })
 	if runnerErr != nil {

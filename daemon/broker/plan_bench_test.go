@@ -1,0 +1,53 @@
+package broker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/termd/termd/daemon/metrics"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
+)
+
+// BenchmarkCreatePlan is CreatePlan's server side in-process: an agent's
+// plan of /bin/true in its session (decision, journal record, events,
+// metrics), without gRPC. A new session every 500 plans keeps under
+// sessions.max_plans.
+func BenchmarkCreatePlan(b *testing.B) {
+	r := newRig(b)
+	r.Metrics = metrics.New()
+	req := &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: r.ws}
+	var sid string
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%500 == 0 {
+			b.StopTimer()
+			s, err := r.CreateSession(context.Background(), agent, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			sid = s.Id
+			b.StartTimer()
+		}
+		if _, err := r.CreatePlan(context.Background(), agent, sid, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecide is the decision alone, as CreatePlan and Execute's check
+// stage each make it for an agent's /bin/true.
+func BenchmarkDecide(b *testing.B) {
+	r := newRig(b)
+	req, err := r.policyRequest(agent, &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: r.ws})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d := r.decide(agent, req); d.Verdict == "" {
+			b.Fatal("no verdict")
+		}
+	}
+}
