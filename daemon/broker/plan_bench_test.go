@@ -10,8 +10,8 @@ import (
 
 // BenchmarkCreatePlan is CreatePlan's server side in-process: an agent's
 // plan of /bin/true in its session (decision, journal record, events,
-// metrics), without gRPC. A new session every 500 plans keeps under
-// sessions.max_plans.
+// metrics), without gRPC. A new session every 500 plans (the last one
+// closed) keeps under sessions.max_plans and sessions.per_principal.
 func BenchmarkCreatePlan(b *testing.B) {
 	r := newRig(b)
 	r.Metrics = metrics.New()
@@ -22,6 +22,11 @@ func BenchmarkCreatePlan(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if i%500 == 0 {
 			b.StopTimer()
+			if sid != "" {
+				if _, err := r.CloseSession(context.Background(), agent, sid); err != nil {
+					b.Fatal(err)
+				}
+			}
 			s, err := r.CreateSession(context.Background(), agent, "bench")
 			if err != nil {
 				b.Fatal(err)
