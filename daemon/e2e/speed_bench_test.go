@@ -59,6 +59,10 @@ type benchArm struct {
 	// /bin/true timed alone, whose times are in plans.
 	planSid string
 	plans   []time.Duration
+	// cpu is the daemon's CPU time over all rounds (its pairs, its plans
+	// alone and what it does between them, such as pool refills), without
+	// the transport floor's calls.
+	cpu time.Duration
 }
 
 // newPlanSession opens the session a's plans timed alone go into.
@@ -123,13 +127,16 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 	}
 	for _, a := range arms {
 		a.newPlanSession(t)
+		a.cpu = -harness.ThreadsCPU(a.d.Pid())
 	}
 	grpcOnly := newTransportFloor(t, d)
 	var transport, unary []time.Duration
 	for i := range rounds {
 		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
+		c0 := harness.ThreadsCPU(d.Pid())
 		transport = append(transport, grpcOnly.time(t))
 		unary = append(unary, grpcOnly.unary(t))
+		arms[0].cpu -= harness.ThreadsCPU(d.Pid()) - c0
 		for j := range arms {
 			arms[(i+j)%len(arms)].timePlan(t)
 		}
@@ -146,6 +153,9 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		}
 	}
 	for _, a := range arms {
+		a.cpu += harness.ThreadsCPU(a.d.Pid())
+	}
+	for _, a := range arms {
 		what := "speed: gRPC plan+execute /bin/true"
 		if a.name != "" {
 			what += " (" + a.name + ")"
@@ -159,6 +169,8 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		if strings.HasPrefix(a.name, "baseline") && !strings.HasSuffix(a.name, "POOL=0") {
 			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, this build", arms[0].pairs, a.name, a.pairs, 0)
 			harness.BenchLine(t, "speed: gRPC CreatePlan /bin/true alone, this build", arms[0].plans, a.name, a.plans, 0)
+			harness.Bench(t, fmt.Sprintf("speed: termd CPU per round (a pair and a plan alone, from schedstat), this build: %v vs %s %v: ratio %.2fx",
+				(arms[0].cpu/rounds).Round(time.Microsecond), a.name, (a.cpu/rounds).Round(time.Microsecond), float64(arms[0].cpu)/float64(a.cpu)))
 		}
 		prefix := "speed:   "
 		if a.name != "" {
