@@ -78,3 +78,31 @@ func TestDecisionsSeeSymlinkSwaps(t *testing.T) {
 		t.Error("the request hash did not change with the program and cwd")
 	}
 }
+
+// The program's hash is cached by the file's identity (hashCache): a program
+// rewritten in place with the same size and its mtime put back still gets
+// its new hash in the next decision (its ctime moved).
+func TestProgramHashFollowsRewrites(t *testing.T) {
+	f := newFixture(t)
+	prog := f.bin + "/tool"
+	mustWrite(t, prog, "#!/bin/sh\necho reviewed\n")
+	if err := os.Chmod(prog, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := f.decide([]string{"tool"}, ModeConfirm)
+	if before.ResolvedPath != prog || before.BinarySHA256 == "" {
+		t.Fatalf("tool resolves to %q (sha256 %q), want %s hashed", before.ResolvedPath, before.BinarySHA256, prog)
+	}
+	mustWrite(t, prog, "#!/bin/sh\necho swapped!\n")
+	if err := os.Chtimes(prog, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after := f.decide([]string{"tool"}, ModeConfirm)
+	if after.BinarySHA256 == before.BinarySHA256 || after.RequestHash == before.RequestHash {
+		t.Errorf("the program was rewritten (same size, same mtime) and its hash %s did not change", after.BinarySHA256)
+	}
+}
