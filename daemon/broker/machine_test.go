@@ -59,7 +59,7 @@ var (
 
 // newRig builds a broker on temp directories with the embedded default
 // policy (copied to a file, so a test can change and reload it).
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	runnerOnce.Do(func() { sharedRun, runnerErr = runner.New("") })
 	if runnerErr != nil {
@@ -412,4 +412,35 @@ func TestPlanLifecycle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Execute decides again on the file system as it is then: a working
+// directory whose symlink the workspace's owner swapped after the plan makes
+// the plan stale (the policy's path memo lasts one decision).
+func TestExecuteSeesSwappedCwd(t *testing.T) {
+	r := newRig(t)
+	for _, d := range []string{"a", "b"} {
+		if err := os.Mkdir(filepath.Join(r.ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(r.ws, "cur")
+	if err := os.Symlink("a", link); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.CreatePlan(context.Background(), agent, r.session(t, agent), &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != termdv1.PlanState_PLAN_STATE_PLANNED || p.Decision.Cwd != filepath.Join(r.ws, "a") {
+		t.Fatalf("plan is %v in %s, want planned in %s/a", p.State, p.Decision.Cwd, r.ws)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b", link); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.run(t, agent, p)
+	wantErr(t, err, errdefs.KindPrecondition, "stale", "working directory now resolves to "+filepath.Join(r.ws, "b"))
 }

@@ -52,16 +52,22 @@ func (b *Broker) loadProjectPolicies() {
 	b.unlock()
 }
 
-// projectFor returns the project policy that applies to cwd, if any.
+// projectFor returns the project policy that applies to cwd, if any. With
+// no project policy loaded there is nothing to match, and cwd is not resolved
+// (the policy resolves it for the decision anyway).
 func (b *Broker) projectFor(cwd string) *projectPolicy {
+	b.mu.Lock()
+	projects := b.projects // replaced whole by loadProjectPolicies, never changed in place
+	b.unlock()
+	if len(projects) == 0 {
+		return nil
+	}
 	real, err := filepath.EvalSymlinks(cwd)
 	if err != nil {
 		real = filepath.Clean(cwd)
 	}
-	b.mu.Lock()
-	defer b.unlock()
-	for i := range b.projects {
-		p := &b.projects[i]
+	for i := range projects {
+		p := &projects[i]
 		if real == p.root || strings.HasPrefix(real, p.root+string(filepath.Separator)) {
 			return p
 		}

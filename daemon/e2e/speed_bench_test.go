@@ -55,6 +55,33 @@ type benchArm struct {
 	name, addr, sid string
 	d               *harness.Daemon
 	pairs           []time.Duration
+	// planSid is a session of plans that are never run: CreatePlan of
+	// /bin/true timed alone, whose times are in plans.
+	planSid string
+	plans   []time.Duration
+	// cpu is the daemon's CPU time over all rounds (its pairs, its plans
+	// alone and what it does between them, such as pool refills), without
+	// the transport floor's calls.
+	cpu time.Duration
+}
+
+// newPlanSession opens the session a's plans timed alone go into.
+func (a *benchArm) newPlanSession(t *testing.T) {
+	t.Helper()
+	s, err := a.d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.planSid = s.Session.Id
+}
+
+// timePlan times one CreatePlan of /bin/true: the server's decision,
+// journal record and events plus a unary RPC.
+func (a *benchArm) timePlan(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	plan(t, a.d.Client, a.planSid, "true")
+	a.plans = append(a.plans, time.Since(start))
 }
 
 // benchPairs times gRPC plan+execute of /bin/true against the floor, with the
@@ -62,7 +89,8 @@ type benchArm struct {
 // TERMD_BENCH_BASELINE=DIR[:DIR...] (directories holding other builds'
 // termd and termd-launch) times those builds too, pools on and off, pair by
 // pair with this one: a change's before and after under the same load.
-// The same rounds time the gRPC transport of a pair alone (transportFloor).
+// The same rounds time the gRPC transport of a pair alone (transportFloor),
+// and CreatePlan alone against a unary RPC that does nothing (GetVersion).
 func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 	arms := []*benchArm{{name: "", addr: addr, sid: sid, d: d}}
 	add := func(name, bin string, env ...string) {
@@ -97,11 +125,21 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 			runToEnd(t, a.d.Client, plan(t, a.d.Client, a.sid, "true"))
 		}
 	}
+	for _, a := range arms {
+		a.newPlanSession(t)
+		a.cpu = -harness.ThreadsCPU(a.d.Pid())
+	}
 	grpcOnly := newTransportFloor(t, d)
-	var transport []time.Duration
+	var transport, unary []time.Duration
 	for i := range rounds {
 		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
+		c0 := harness.ThreadsCPU(d.Pid())
 		transport = append(transport, grpcOnly.time(t))
+		unary = append(unary, grpcOnly.unary(t))
+		arms[0].cpu -= harness.ThreadsCPU(d.Pid()) - c0
+		for j := range arms {
+			arms[(i+j)%len(arms)].timePlan(t)
+		}
 		// Each round starts at the next daemon, so that what one leaves
 		// for after its pair (a spawn pool's refill) falls on each of the
 		// others alike.
@@ -115,6 +153,9 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		}
 	}
 	for _, a := range arms {
+		a.cpu += harness.ThreadsCPU(a.d.Pid())
+	}
+	for _, a := range arms {
 		what := "speed: gRPC plan+execute /bin/true"
 		if a.name != "" {
 			what += " (" + a.name + ")"
@@ -122,10 +163,14 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		harness.BenchLine(t, what, a.pairs, "floor (fork/exec + 2 fdatasync 4 KiB)", floor, 1.3)
 		if a.name == "" {
 			harness.BenchLine(t, fmt.Sprintf("speed: gRPC transport alone (unary GetVersion + stream of a pair's %d events)", grpcOnly.n), transport, "floor", floor, 0)
+			harness.BenchLine(t, "speed: gRPC CreatePlan /bin/true alone", a.plans, "unary GetVersion", unary, 0)
 			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, spawn pools", a.pairs, "without (TERMD_SPAWN_POOL=0)", arms[1].pairs, 0)
 		}
 		if strings.HasPrefix(a.name, "baseline") && !strings.HasSuffix(a.name, "POOL=0") {
 			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, this build", arms[0].pairs, a.name, a.pairs, 0)
+			harness.BenchLine(t, "speed: gRPC CreatePlan /bin/true alone, this build", arms[0].plans, a.name, a.plans, 0)
+			harness.Bench(t, fmt.Sprintf("speed: termd CPU per round (a pair and a plan alone, from schedstat), this build: %v vs %s %v: ratio %.2fx",
+				(arms[0].cpu/rounds).Round(time.Microsecond), a.name, (a.cpu/rounds).Round(time.Microsecond), float64(arms[0].cpu)/float64(a.cpu)))
 		}
 		prefix := "speed:   "
 		if a.name != "" {
@@ -178,12 +223,20 @@ func newTransportFloor(t *testing.T, d *harness.Daemon) *transportFloor {
 	}
 }
 
-func (f *transportFloor) time(t *testing.T) time.Duration {
+// unary times the unary call alone.
+func (f *transportFloor) unary(t *testing.T) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if _, err := f.d.Client.Daemon.GetVersion(ctxT(t), &termdv1.GetVersionRequest{}); err != nil {
 		t.Fatal(err)
 	}
+	return time.Since(start)
+}
+
+func (f *transportFloor) time(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	f.unary(t)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
 	st, err := f.d.Client.Events.StreamEvents(ctx, &termdv1.StreamEventsRequest{SessionId: f.sid, SinceSeq: f.since})

@@ -115,6 +115,8 @@ type decideCtx struct {
 	sandboxBy  string
 	// credentials the caller may ask for (Context.Credentials).
 	credentials map[string]CredentialScope
+	// paths is this decision's memo of the path components it resolved.
+	paths pathMemo
 }
 
 type state struct {
@@ -145,15 +147,15 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 			d = Decision{Verdict: Deny, Risk: RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox, sandboxBy: ctx.SandboxBy, credentials: ctx.Credentials}
+	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox, sandboxBy: ctx.SandboxBy, credentials: ctx.Credentials, paths: pathMemo{}}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
-			dc.workspaces = append(dc.workspaces, resolveAbs(w, 0))
+			dc.workspaces = append(dc.workspaces, dc.paths.resolve(w, 0))
 		}
 	}
 	for _, w := range ctx.Protected {
 		if filepath.IsAbs(w) {
-			dc.protected = append(dc.protected, resolveAbs(w, 0))
+			dc.protected = append(dc.protected, dc.paths.resolve(w, 0))
 		}
 	}
 	d = p.decide(req, dc, 0)
@@ -332,7 +334,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 		s.deny(RiskMedium, "cwd must be an absolute path")
 		s.step("cwd", "deny", req.Cwd)
 	} else {
-		cwd = resolveAbs(req.Cwd, 0)
+		cwd = ctx.paths.resolve(req.Cwd, 0)
 		d.Cwd = cwd
 		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 			s.deny(RiskMedium, "cwd "+cwd+" is not an existing directory")
@@ -492,10 +494,14 @@ type hashKey struct {
 var hashCache sync.Map // hashKey -> string
 
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	// Not os.Open: it offers the file to the poller and sets it back to
+	// blocking, five system calls more than open, fstat and close, which is
+	// all a hit in hashCache needs.
+	fd, err := openRead(path)
 	if err != nil {
-		return "", err
+		return "", &os.PathError{Op: "open", Path: path, Err: err}
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
@@ -517,6 +523,16 @@ func fileSHA256(path string) (string, error) {
 	return sum, nil
 }
 
+// openRead opens path read-only, again when a signal interrupted it.
+func openRead(path string) (int, error) {
+	for {
+		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
+
 func isExecFile(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
@@ -526,7 +542,7 @@ func isExecFile(path string) bool {
 // path and its real path.
 func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
 	for _, dir := range p.spec.TrustedPath {
-		rd := resolveAbs(dir, 0)
+		rd := ctx.paths.resolve(dir, 0)
 		if inAnyWorkspace(rd, ctx) {
 			continue
 		}
@@ -534,7 +550,7 @@ func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
 		if !isExecFile(cand) {
 			continue
 		}
-		real := resolveAbs(cand, 0)
+		real := ctx.paths.resolve(cand, 0)
 		if inAnyWorkspace(real, ctx) {
 			continue
 		}
@@ -557,7 +573,7 @@ func workspaceProgram(a0, cwd string, ctx *decideCtx) *projectCode {
 	if cwd == "" && !filepath.IsAbs(a0) {
 		return nil
 	}
-	real := resolvePath(cwd, a0)
+	real := ctx.paths.resolvePath(cwd, a0)
 	if !inAnyWorkspace(real, ctx) || !isExecFile(real) {
 		return nil
 	}
@@ -571,7 +587,7 @@ func interpretedScript(argv []string, cwd string, ctx *decideCtx) *projectCode {
 	if len(argv) < 2 || cwd == "" || argv[1] == "" || strings.HasPrefix(argv[1], "-") || strings.HasPrefix(argv[1], "+") {
 		return nil
 	}
-	real := resolvePath(cwd, argv[1])
+	real := ctx.paths.resolvePath(cwd, argv[1])
 	fi, err := os.Stat(real)
 	if err != nil || !fi.Mode().IsRegular() || !inAnyWorkspace(real, ctx) {
 		return nil
@@ -718,7 +734,7 @@ func (c *command) identity() bool {
 		resolved, real = project.file, project.file
 	} else if filepath.IsAbs(a0) {
 		clean := filepath.Clean(a0)
-		cr := resolveAbs(clean, 0)
+		cr := c.ctx.paths.resolve(clean, 0)
 		if p.pinned(base, clean) {
 			resolved, real = clean, cr
 			if !isExecFile(cr) {
@@ -871,7 +887,7 @@ func (c *command) rules() bool {
 		if project != nil && project.program {
 			break // a workspace program is not the tool its name says
 		}
-		if r.Path != "" && r.Path != filepath.Clean(c.a0) && r.Path != c.resolved && resolveAbs(r.Path, 0) != c.real {
+		if r.Path != "" && r.Path != filepath.Clean(c.a0) && r.Path != c.resolved && c.ctx.paths.resolve(r.Path, 0) != c.real {
 			continue
 		}
 		var ok bool
@@ -1200,7 +1216,7 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	}
 	var check func(v string, write bool) string
 	check = func(v string, write bool) string {
-		real := resolvePath(base, v)
+		real := ctx.paths.resolvePath(base, v)
 		pv := p.checkPath(real, write, t != nil && t.namesOnly && !pc.recursive, ctx)
 		if pv.reason != "" || pv.verdict != Allow {
 			s.raise(pv.verdict, pv.risk, pv.reason)

@@ -12,14 +12,54 @@ import (
 // resolvePath makes p absolute against cwd and follows symlinks component
 // by component (so "link/.." means what the kernel means). Components that
 // do not exist yet are appended lexically to the deepest existing parent.
-func resolvePath(cwd, p string) string {
+func resolvePath(cwd, p string) string { return pathMemo(nil).resolvePath(cwd, p) }
+
+func resolveAbs(p string, depth int) string { return pathMemo(nil).resolve(p, depth) }
+
+// pathMemo remembers, for one decision, what each path component it looked
+// at was (Lstat, and a symlink's target). A decision resolves the workspace
+// roots, the protected paths, the cwd, the trusted PATH and the program,
+// which share parents (/usr, the workspace's), so it would look at each of
+// those several times; with the memo it looks once, and every resolution in
+// the decision sees the file system of one moment. A memo lives for one
+// Decide only: the next decision (Execute's re-check) looks again. A nil
+// memo looks every time.
+type pathMemo map[string]component
+
+// component is what Lstat (and Readlink, for a symlink) said of a path.
+type component struct {
+	missing bool   // Lstat failed
+	link    bool   // a symlink
+	target  string // its target; "" when it could not be read
+}
+
+func (m pathMemo) lstat(p string) component {
+	if c, ok := m[p]; ok {
+		return c
+	}
+	var c component
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		c.missing = true
+	case fi.Mode()&os.ModeSymlink != 0:
+		c.link = true
+		c.target, _ = os.Readlink(p)
+	}
+	if m != nil {
+		m[p] = c
+	}
+	return c
+}
+
+func (m pathMemo) resolvePath(cwd, p string) string {
 	if !filepath.IsAbs(p) {
 		p = cwd + "/" + p
 	}
-	return resolveAbs(p, 0)
+	return m.resolve(p, 0)
 }
 
-func resolveAbs(p string, depth int) string {
+func (m pathMemo) resolve(p string, depth int) string {
 	parts := strings.Split(p, "/")
 	cur := "/"
 	missing := false
@@ -36,13 +76,12 @@ func resolveAbs(p string, depth int) string {
 			cur = next
 			continue
 		}
-		fi, err := os.Lstat(next)
-		if err != nil {
-			missing = true
-			cur = next
+		st := m.lstat(next)
+		if st.missing {
+			missing, cur = true, next
 			continue
 		}
-		if fi.Mode()&os.ModeSymlink != 0 {
+		if st.link {
 			if within("/proc", cur) {
 				// /proc symlinks (self, thread-self, <pid>/fd/N, <pid>/cwd,
 				// <pid>/root) mean something else in the child than in the
@@ -52,16 +91,16 @@ func resolveAbs(p string, depth int) string {
 			if depth > 40 {
 				return next // loop: treat as opaque
 			}
-			target, err := os.Readlink(next)
-			if err != nil {
+			if st.target == "" {
 				cur = next
 				continue
 			}
+			target := st.target
 			if !filepath.IsAbs(target) {
 				target = cur + "/" + target
 			}
 			rest := strings.Join(parts[idx+1:], "/")
-			return resolveAbs(target+"/"+rest, depth+1)
+			return m.resolve(target+"/"+rest, depth+1)
 		}
 		cur = next
 	}
