@@ -398,8 +398,10 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	checked := time.Now()
 	e.stage[stageCheck] = checked.Sub(begun)
 	go func() {
-		err := b.Store.AppendIntent(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft})
+		var wt receiptstore.WriteTimes
+		err := b.Store.AppendIntentTimed(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}, &wt)
 		e.stage[stageIntent] = time.Since(checked) // read after <-intent
+		e.stage.write(stageIntentEncode, wt)
 		intent <- err
 	}()
 	var intentErr error
@@ -781,7 +783,8 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	b.unlock()
 
 	ended := time.Now()
-	stored, err := b.Store.Append(r)
+	var wt receiptstore.WriteTimes
+	stored, err := b.Store.AppendTimed(r, &wt)
 	if stored != nil {
 		b.shares.put(stored)
 	}
@@ -793,6 +796,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 			t[stageTeardown] = res.FinishedAt.Sub(res.ExitedAt)
 		}
 		t[stageReceipt] = time.Since(ended)
+		t.write(stageReceiptEncode, wt)
 		t[stageTotal] = time.Since(e.begun)
 		b.stages.add(t)
 	}

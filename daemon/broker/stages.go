@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/termd/termd/daemon/receiptstore"
 )
 
 // Stages of one execution, timed always (a few clock reads per execution)
@@ -13,20 +15,36 @@ import (
 // (Broker.StageReport, served at /debug/stages on the TERMD_DEBUG_PPROF
 // listener), so where the time goes can be seen without patching code.
 const (
-	stageCheck    = iota // reserve the plan, re-decide, build the spec (sandbox included)
-	stageIntent          // commit the durable intent (overlaps the launcher's start)
-	stageLaunch          // part of spawn: cgroup, namespaces, clone, until the launcher waits for its release (~0 without a launcher)
-	stageRelease         // part of spawn: from the intent being durable until the command has exec'd
-	stageSpawn           // cgroup, namespaces, launcher, release until exec
-	stageExit            // part of run: from the exec until the main process's exit is seen
-	stageTeardown        // part of run: kill what is left, reap, read the output to its end
-	stageRun             // the command itself, until it and its output are done
-	stageReceipt         // sign and commit the final receipt
-	stageTotal           // from Execute to the receipt
+	stageCheck         = iota // reserve the plan, re-decide, build the spec (sandbox included)
+	stageIntent               // commit the durable intent (overlaps the launcher's start)
+	stageIntentEncode         // part of intent: its JSON (receiptstore.WriteTimes)
+	stageIntentWait           // part of intent: hand-offs to the store's writer and back
+	stageIntentApply          // part of intent: BEGIN and the insert
+	stageIntentCommit         // part of intent: COMMIT, the WAL's frames and fsync
+	stageLaunch               // part of spawn: cgroup, namespaces, clone, until the launcher waits for its release (~0 without a launcher)
+	stageRelease              // part of spawn: from the intent being durable until the command has exec'd
+	stageSpawn                // cgroup, namespaces, launcher, release until exec
+	stageExit                 // part of run: from the exec until the main process's exit is seen
+	stageTeardown             // part of run: kill what is left, reap, read the output to its end
+	stageRun                  // the command itself, until it and its output are done
+	stageReceipt              // sign and commit the final receipt
+	stageReceiptEncode        // part of receipt: encoding and schema check (receipt.Signer.Prepare)
+	stageReceiptWait          // part of receipt: hand-offs to the store's writer and back
+	stageReceiptApply         // part of receipt: BEGIN, seal (seq, prev_hash, signatures), insert
+	stageReceiptCommit        // part of receipt: COMMIT, the WAL's frames and fsync
+	stageTotal                // from Execute to the receipt
 	nStages
 )
 
-var stageNames = [nStages]string{"check", "intent", "launch", "release", "spawn", "exit", "teardown", "run", "receipt", "total"}
+var stageNames = [nStages]string{"check", "intent", "intent/encode", "intent/wait", "intent/apply", "intent/commit",
+	"launch", "release", "spawn", "exit", "teardown", "run",
+	"receipt", "receipt/encode", "receipt/wait", "receipt/apply", "receipt/commit", "total"}
+
+// write puts where a durable write's time went into the four stages from
+// first (stageIntentEncode or stageReceiptEncode) on.
+func (t *stageTimes) write(first int, w receiptstore.WriteTimes) {
+	t[first], t[first+1], t[first+2], t[first+3] = w.Encode, w.Wait, w.Apply, w.Commit
+}
 
 const stageWindow = 512
 
@@ -57,7 +75,7 @@ func (b *Broker) StageReport() string {
 	b.stages.mu.Unlock()
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "termd execution stages over the last %d executions (window %d)\n", len(samples), stageWindow)
-	fmt.Fprintf(&sb, "%-8s %12s %12s\n", "stage", "p50", "p90")
+	fmt.Fprintf(&sb, "%-14s %12s %12s\n", "stage", "p50", "p90")
 	if len(samples) == 0 {
 		return sb.String()
 	}
@@ -68,7 +86,7 @@ func (b *Broker) StageReport() string {
 		}
 		slices.Sort(col)
 		p := func(q int) time.Duration { return col[(len(col)-1)*q/100] }
-		fmt.Fprintf(&sb, "%-8s %12v %12v\n", stageNames[s], p(50).Round(time.Microsecond), p(90).Round(time.Microsecond))
+		fmt.Fprintf(&sb, "%-14s %12v %12v\n", stageNames[s], p(50).Round(time.Microsecond), p(90).Round(time.Microsecond))
 	}
 	return sb.String()
 }

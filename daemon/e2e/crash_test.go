@@ -198,9 +198,16 @@ func TestStageReport(t *testing.T) {
 	if !strings.Contains(got, "over the last 3 executions") {
 		t.Fatalf("stage report:\n%s", got)
 	}
-	for _, s := range []string{"check", "intent", "launch", "release", "spawn", "exit", "teardown", "run", "receipt", "total"} {
+	for _, s := range []string{"check", "intent", "intent/encode", "intent/wait", "intent/apply", "intent/commit", "launch", "release", "spawn", "exit", "teardown", "run",
+		"receipt", "receipt/encode", "receipt/wait", "receipt/apply", "receipt/commit", "total"} {
 		if !regexp.MustCompile(`(?m)^` + s + `\s+\S*s\s+\S*s$`).MatchString(got) {
 			t.Errorf("no p50/p90 for stage %s:\n%s", s, got)
+		}
+	}
+	// The commits' parts are filled in: a durable commit takes time.
+	for _, s := range []string{"intent/commit", "receipt/commit"} {
+		if regexp.MustCompile(`(?m)^` + s + `\s+0s\s`).MatchString(got) {
+			t.Errorf("stage %s reads 0:\n%s", s, got)
 		}
 	}
 }

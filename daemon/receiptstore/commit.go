@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/termd/termd/receipt"
 )
@@ -22,10 +23,23 @@ import (
 var errClosed = errors.New("receipt store: closed")
 
 // write is one queued change; apply runs inside the batch's transaction.
+// The times say where its wait went (WriteTimes).
 type write struct {
 	apply func(tx *sql.Tx) error
 	err   error
 	done  chan struct{}
+
+	queued, begun, applied, committed time.Time
+}
+
+// WriteTimes is where one durable write's time went (AppendIntentTimed,
+// AppendTimed), for the daemon's stage report. Apply and Commit are those
+// of the whole batch the write was committed in.
+type WriteTimes struct {
+	Encode time.Duration // the caller's work before queueing: an intent's JSON, a receipt's Prepare (encoding, schema check)
+	Wait   time.Duration // the hand-offs: queued until the writer began, and committed until the caller ran again
+	Apply  time.Duration // BEGIN and the statements (a receipt's seal: seq, prev_hash, signatures)
+	Commit time.Duration // COMMIT: the WAL's new frames and their fsync
 }
 
 // startWriter starts the writer goroutine (Open calls it).
@@ -36,9 +50,10 @@ func (s *Store) startWriter() {
 }
 
 // submit queues fn and waits until the transaction holding it committed
-// (nil) or failed (its error).
-func (s *Store) submit(fn func(tx *sql.Tx) error) error {
-	w := &write{apply: fn, done: make(chan struct{})}
+// (nil) or failed (its error). With t set, it says where the time since
+// encode (when the caller began its part) went.
+func (s *Store) submit(fn func(tx *sql.Tx) error, encode time.Time, t *WriteTimes) error {
+	w := &write{apply: fn, done: make(chan struct{}), queued: time.Now()}
 	s.qmu.Lock()
 	if s.closed {
 		s.qmu.Unlock()
@@ -51,6 +66,14 @@ func (s *Store) submit(fn func(tx *sql.Tx) error) error {
 	default: // the writer is already awake and will see it
 	}
 	<-w.done
+	if t != nil && w.err == nil {
+		*t = WriteTimes{
+			Encode: w.queued.Sub(encode),
+			Wait:   w.begun.Sub(w.queued) + time.Since(w.committed),
+			Apply:  w.applied.Sub(w.begun),
+			Commit: w.committed.Sub(w.applied),
+		}
+	}
 	return w.err
 }
 
@@ -81,7 +104,9 @@ func (s *Store) commit(batch []*write) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.commitTx(batch)
+	now := time.Now()
 	for _, w := range batch {
+		w.committed = now
 		if w.err == nil {
 			w.err = err
 		}
@@ -97,6 +122,7 @@ func (s *Store) commit(batch []*write) {
 func (s *Store) commitTx(batch []*write) error {
 	committed := false
 	defer s.keepHead(&committed)
+	stamp(batch, func(w *write) *time.Time { return &w.begun })
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return fmt.Errorf("receipt store: %w", err)
@@ -123,6 +149,7 @@ func (s *Store) commitTx(batch []*write) error {
 			return fmt.Errorf("receipt store: %w", err)
 		}
 	}
+	stamp(batch, func(w *write) *time.Time { return &w.applied })
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("receipt store: commit: %w", err)
 	}
@@ -131,16 +158,25 @@ func (s *Store) commitTx(batch []*write) error {
 	return nil
 }
 
+// stamp sets one of the batch's times to now.
+func stamp(batch []*write, field func(*write) *time.Time) {
+	now := time.Now()
+	for _, w := range batch {
+		*field(w) = now
+	}
+}
+
 // appendReceipt is Append's write: the chain position and signature (they
 // cover seq and prev_hash) happen in the writer, in queue order; the
-// encoding and schema check were done by the caller (receipt.Prepare).
-func (s *Store) appendReceipt(p *receipt.Prepared) (*receipt.Receipt, error) {
+// encoding and schema check were done by the caller (receipt.Prepare),
+// which began at encode.
+func (s *Store) appendReceipt(p *receipt.Prepared, encode time.Time, t *WriteTimes) (*receipt.Receipt, error) {
 	var out *receipt.Receipt
 	err := s.submit(func(tx *sql.Tx) error {
 		r, err := s.insert(tx, p)
 		out = r
 		return err
-	})
+	}, encode, t)
 	if err != nil {
 		return nil, err
 	}

@@ -124,3 +124,40 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// AppendIntentTimed and AppendTimed say where a write's time went: each
+// part is filled in and together they are the call's time; a failed write
+// leaves them unset.
+func TestWriteTimes(t *testing.T) {
+	s, k, _ := newStore(t)
+	var it, rt WriteTimes
+	start := time.Now()
+	if err := s.AppendIntentTimed(Intent{ExecutionID: "e1", PlanID: "p", SessionID: "s"}, &it); err != nil {
+		t.Fatal(err)
+	}
+	intentTook := time.Since(start)
+	start = time.Now()
+	if _, err := s.AppendTimed(sampleReceipt(k, receipt.StatusSucceeded, "s"), &rt); err != nil {
+		t.Fatal(err)
+	}
+	receiptTook := time.Since(start)
+	for _, c := range []struct {
+		name string
+		w    WriteTimes
+		took time.Duration
+	}{{"intent", it, intentTook}, {"receipt", rt, receiptTook}} {
+		if c.w.Encode <= 0 || c.w.Wait <= 0 || c.w.Apply <= 0 || c.w.Commit <= 0 {
+			t.Errorf("%s: a part is missing: %+v", c.name, c.w)
+		}
+		if sum := c.w.Encode + c.w.Wait + c.w.Apply + c.w.Commit; sum > c.took {
+			t.Errorf("%s: parts %v add up to more than the call's %v", c.name, sum, c.took)
+		}
+	}
+	var failed WriteTimes
+	if err := s.AppendIntentTimed(Intent{ExecutionID: "e1", PlanID: "p", SessionID: "s"}, &failed); err == nil {
+		t.Fatal("a duplicate intent was accepted")
+	}
+	if failed != (WriteTimes{}) {
+		t.Errorf("a failed write's times: %+v", failed)
+	}
+}

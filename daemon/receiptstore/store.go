@@ -200,7 +200,12 @@ const (
 // AppendIntent durably records that an execution is about to be spawned.
 // Call it before starting the process; the final receipt (Append with the
 // same execution_id) closes it.
-func (s *Store) AppendIntent(in Intent) error {
+func (s *Store) AppendIntent(in Intent) error { return s.AppendIntentTimed(in, nil) }
+
+// AppendIntentTimed is AppendIntent, saying in t (when not nil) where its
+// time went.
+func (s *Store) AppendIntentTimed(in Intent, t *WriteTimes) error {
+	encode := time.Now()
 	if in.ExecutionID == "" {
 		return errors.New("receipt store: intent needs an execution id")
 	}
@@ -215,7 +220,7 @@ func (s *Store) AppendIntent(in Intent) error {
 	err = s.submit(func(tx *sql.Tx) error {
 		_, err := tx.Stmt(s.insIntent).Exec(in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
 		return err
-	})
+	}, encode, t)
 	if err != nil {
 		return fmt.Errorf("receipt store: append intent %s: %w", in.ExecutionID, err)
 	}
@@ -230,7 +235,7 @@ func (s *Store) RecordSpawn(executionID string, pid, pgid int, cgroupPath string
 		_, err := tx.Exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns) VALUES (?,?,?,?,?)`,
 			executionID, pid, pgid, cgroupPath, at)
 		return err
-	})
+	}, time.Time{}, nil)
 	if err != nil {
 		return fmt.Errorf("receipt store: record spawn of %s: %w", executionID, err)
 	}
@@ -314,7 +319,11 @@ func prepare(r *receipt.Receipt) (*receipt.Receipt, error) {
 // none, the same plan_id) atomically, since an intent is open exactly while
 // no such receipt exists. The argument is not modified; the stored receipt
 // is returned.
-func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
+func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) { return s.AppendTimed(r, nil) }
+
+// AppendTimed is Append, saying in t (when not nil) where its time went.
+func (s *Store) AppendTimed(r *receipt.Receipt, t *WriteTimes) (*receipt.Receipt, error) {
+	encode := time.Now()
 	c, err := prepare(r)
 	if err != nil {
 		return nil, err
@@ -325,7 +334,7 @@ func (s *Store) Append(r *receipt.Receipt) (*receipt.Receipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receipt store: refusing receipt %s: %w", c.ID, err)
 	}
-	return s.appendReceipt(p)
+	return s.appendReceipt(p, encode, t)
 }
 
 // keepHead forgets the in-memory chain head unless the append committed
