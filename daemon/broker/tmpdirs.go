@@ -104,8 +104,18 @@ func (b *Broker) makeTmp(dir string, uid int) error {
 // left in it), or empties it back into the spares when contained (the
 // execution's cgroup was empty at its end) and recycleTmp finds nothing
 // unusual.
+//
+// Contained rules out everything but a process that could leave its cgroup
+// (as root, or as the user termd runs as when termd is not root), and one
+// that a process outside the execution started for the command (a user's
+// service manager): such processes can reach any TMPDIR of their user by
+// its path already; a recycled one differs from a fresh one only for a
+// descriptor they hold on it, so it goes to no other user (a descriptor
+// opened before could still list its names). A Landlock-confined process,
+// whose rules bind to the directory's inode, cannot leave its cgroup: the
+// sandbox never lets it write to cgroupfs.
 func (b *Broker) releaseTmp(dir string, uid, gid int, contained bool) {
-	if contained && os.Geteuid() == 0 && uid != 0 {
+	if contained {
 		sp := b.tmpSpares.name(filepath.Dir(dir))
 		if recycleTmp(dir, sp, uid, gid) == nil {
 			if b.tmpSpares.add(sp, uid) {

@@ -17,13 +17,14 @@ func renameNoReplace(from, to string) error {
 var errUnusual = errors.New("not the directory its execution was given")
 
 // recycleTmp empties dir, an ended execution's TMPDIR whose processes are
-// all gone, and renames it to spare, root's and 0700 again. It fails (and
+// all gone, and renames it to spare, termd's and 0700 again. It fails (and
 // the caller removes it) unless dir is still what its execution was given:
 // a 0700 directory of uid:gid (no set-id or sticky bit) without extended
-// attributes (an ACL is one). It is made root's before it is read, so
-// nothing of its user's (a descriptor passed to a process outside the
-// execution) can add to it meanwhile or enter it later; what the command
-// left is removed without following a symbolic link, as os.RemoveAll does.
+// attributes (an ACL is one). A root termd makes it root's before reading
+// it, so nothing of its user's (a descriptor passed to a process outside
+// the execution) can add to it meanwhile or enter it later; what the
+// command left is removed without following a symbolic link, as
+// os.RemoveAll does.
 func recycleTmp(dir, spare string, uid, gid int) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -38,8 +39,10 @@ func recycleTmp(dir, spare string, uid, gid int) error {
 	if st.Mode != unix.S_IFDIR|0o700 || int(st.Uid) != uid || int(st.Gid) != gid {
 		return errUnusual
 	}
-	if err := unix.Fchown(fd, 0, 0); err != nil {
-		return err
+	if os.Geteuid() == 0 {
+		if err := unix.Fchown(fd, 0, 0); err != nil {
+			return err
+		}
 	}
 	if n, err := unix.Flistxattr(fd, nil); err != nil || n > 0 {
 		return errUnusual

@@ -2,13 +2,17 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -297,4 +301,67 @@ func TestTmpDirRecycleRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBenchTmpDir prints the CPU (this thread's, user+system) an
+// execution's TMPDIR costs termd from its making to its end: taken from the
+// spares, given to its user, then removed with a spare made in its place
+// (contained false: as before recycling) or emptied back into the spares
+// (recycled), in alternating rounds. Run with TERMD_BENCH=1.
+func TestBenchTmpDir(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the TMPDIR is given to another uid: needs root")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const uid, gid = 65534, 65534
+	threadCPU := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	n := 0
+	cycle := func(r *rig, contained bool) {
+		n++
+		dir, err := r.privateTmp(fmt.Sprintf("x%d", n), uid, gid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.releaseTmp(dir, uid, gid, contained)
+		r.refillTmp()
+	}
+	arms := []struct {
+		name      string
+		contained bool
+		r         *rig
+		cpu       time.Duration
+	}{{name: "removed", contained: false}, {name: "recycled", contained: true}}
+	for i := range arms {
+		arms[i].r = newRig(t)
+		if _, err := arms[i].r.homeFor(uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		for range 50 { // warm up, spares made
+			cycle(arms[i].r, arms[i].contained)
+		}
+	}
+	const rounds, per = 20, 100
+	for range rounds {
+		for i := range arms {
+			c0 := threadCPU()
+			for range per {
+				cycle(arms[i].r, arms[i].contained)
+			}
+			arms[i].cpu += threadCPU() - c0
+		}
+	}
+	per0 := arms[0].cpu / (rounds * per)
+	per1 := arms[1].cpu / (rounds * per)
+	fmt.Printf("BENCH tmpdir: CPU per execution's TMPDIR (take, chown, end, refill), %d alternating rounds of %d: recycled %v vs removed and made again %v: ratio %.2fx\n",
+		rounds, per, per1, per0, float64(per1)/float64(per0))
 }
