@@ -282,9 +282,9 @@ func runPairs(t *testing.T, script string, hb *httpBridge, era string, n, warmup
 	}
 	cmd := exec.Command("python3", script, "pairs", "--port", u.Port(), "--era", era, "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
 	cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+u.Path, "MCP_BENCH_TOKEN="+hb.Token)
-	b0 := threadsCPU(hb.cmd.Process.Pid)
+	b0 := harness.ThreadsCPU(hb.cmd.Process.Pid)
 	out, err := cmd.Output()
-	bCPU := threadsCPU(hb.cmd.Process.Pid) - b0
+	bCPU := harness.ThreadsCPU(hb.cmd.Process.Pid) - b0
 	if err != nil {
 		t.Fatalf("mcp_pairs.py %s: %v\n%s", era, err, out)
 	}
@@ -296,32 +296,6 @@ func runPairs(t *testing.T, script string, hb *httpBridge, era string, n, warmup
 		t.Fatalf("mcp_pairs.py %s: statuses %v", era, res.Pairs.Statuses)
 	}
 	return res, bCPU
-}
-
-// threadsCPU is the CPU time of a process's threads, to the nanosecond (the
-// sum of /proc/PID/task/*/schedstat; Go's threads live as long as the
-// process). harness.CPUTime counts 10 ms ticks, a tenth of a round of 42
-// pairs (~100 ms of the bridge's CPU): the same binary against itself
-// (A/A) differed by 0.54-1.45x per round over 16 rounds with it, 0.80-1.21x
-// over 12 with this. Without schedstat it is harness.CPUTime.
-func threadsCPU(pid int) time.Duration {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil || len(tasks) == 0 {
-		return harness.CPUTime(pid)
-	}
-	var sum time.Duration
-	for _, f := range tasks {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread exited
-		}
-		var ns int64
-		if _, err := fmt.Sscan(string(data), &ns); err != nil {
-			return harness.CPUTime(pid)
-		}
-		sum += time.Duration(ns)
-	}
-	return sum
 }
 
 // benchPairsBaseline compares the bridge's CPU per pair with a baseline

@@ -55,6 +55,9 @@ type benchArm struct {
 	name, addr, sid string
 	d               *harness.Daemon
 	pairs           []time.Duration
+	// cpu is the daemon's CPU over the rounds (refills between pairs
+	// included; the transport's own timing excluded).
+	cpu time.Duration
 }
 
 // benchPairs times gRPC plan+execute of /bin/true against the floor, with the
@@ -99,9 +102,14 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 	}
 	grpcOnly := newTransportFloor(t, d)
 	var transport []time.Duration
+	for _, a := range arms {
+		a.cpu = -harness.ThreadsCPU(a.d.Pid())
+	}
 	for i := range rounds {
 		floor = append(floor, harness.Floor(t, d.StateDir, per)...)
+		c0 := harness.ThreadsCPU(d.Pid())
 		transport = append(transport, grpcOnly.time(t))
+		arms[0].cpu -= harness.ThreadsCPU(d.Pid()) - c0
 		// Each round starts at the next daemon, so that what one leaves
 		// for after its pair (a spawn pool's refill) falls on each of the
 		// others alike.
@@ -115,6 +123,9 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		}
 	}
 	for _, a := range arms {
+		a.cpu += harness.ThreadsCPU(a.d.Pid())
+	}
+	for _, a := range arms {
 		what := "speed: gRPC plan+execute /bin/true"
 		if a.name != "" {
 			what += " (" + a.name + ")"
@@ -126,6 +137,9 @@ func benchPairs(t *testing.T, d *harness.Daemon, sid, addr string) {
 		}
 		if strings.HasPrefix(a.name, "baseline") && !strings.HasSuffix(a.name, "POOL=0") {
 			harness.BenchLine(t, "speed: gRPC plan+execute /bin/true, this build", arms[0].pairs, a.name, a.pairs, 0)
+			per := func(a *benchArm) time.Duration { return a.cpu / time.Duration(len(a.pairs)) }
+			harness.Bench(t, fmt.Sprintf("speed: termd CPU per gRPC pair (its threads' schedstat over the rounds, refills included), this build %v vs %s %v: ratio %.2fx",
+				per(arms[0]).Round(10*time.Microsecond), a.name, per(a).Round(10*time.Microsecond), float64(arms[0].cpu)/float64(a.cpu)))
 		}
 		prefix := "speed:   "
 		if a.name != "" {
