@@ -328,6 +328,18 @@ func (cg *execCgroup) enterV1(orig, roots map[string]string) (leave func() error
 	return back, nil
 }
 
+// joinV1 moves process pid, a pooled launcher that has exec'd and waits for
+// its execution (it forks nothing before), into the v1 cgroups: one write a
+// hierarchy, where a spawning thread's entering and leaving are two.
+func (cg *execCgroup) joinV1(pid int) error {
+	for ctl, d := range cg.v1 {
+		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("enter v1 %s cgroup: %w", ctl, err)
+		}
+	}
+	return nil
+}
+
 // settle applies the final v1 pids.max once the spawning thread has left.
 func (cg *execCgroup) settle() {
 	if d := cg.v1["pids"]; d != "" && cg.pidsMax > 0 && !cg.stuck {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,8 +383,20 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 				if trim(got) != trim(want) || !strings.HasPrefix(want, fmt.Sprintf("uid=%d gid=%d ", uid, gid)) {
 					t.Errorf("whoami: pooled %q, inline %q (want uid %d gid %d)", got, want, uid, gid)
 				}
-				if _, cg, _ := strings.Cut(got, " cgroup="); !strings.HasSuffix(res.CgroupPath, cg) || cg == "" {
+				_, cg, _ := strings.Cut(got, " cgroup=")
+				cg, v1, _ := strings.Cut(cg, " v1=")
+				if !strings.HasSuffix(res.CgroupPath, cg) || cg == "" {
 					t.Errorf("the command ran in cgroup %q, its result names %q", cg, res.CgroupPath)
+				}
+				// Its v1 pids and memory cgroups (hybrid hosts) are its execution's too.
+				for _, l := range res.Limits {
+					rest, isV1 := strings.CutPrefix(l, "v1:")
+					ctl, _, _ := strings.Cut(rest, ".")
+					if isV1 && !slices.ContainsFunc(strings.Split(v1, ","), func(c string) bool {
+						return strings.HasPrefix(c, ctl+":") && strings.HasSuffix(c, "/"+filepath.Base(res.CgroupPath))
+					}) {
+						t.Errorf("limit %s: the command's v1 cgroups are %q, not its execution's %s", l, v1, filepath.Base(res.CgroupPath))
+					}
 				}
 			} else if got != want {
 				t.Errorf("%v: pre-started launcher (%v) answered %q, inline %q", c, pre, got, want)
