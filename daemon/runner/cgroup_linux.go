@@ -32,6 +32,10 @@ type execCgroup struct {
 	// stuck: the spawning thread could not leave the v1 cgroups; it stays in
 	// them (counted in pids.max) until the execution ends.
 	stuck bool
+	// joined: its process is moved into its v1 cgroups after the fork
+	// (joinV1, a pooled launcher's), so no thread of ours ever counts in
+	// its v1 pids.max.
+	joined bool
 	// open: the files read at the execution's end (v2 cgroup.events, v1
 	// cgroup.procs), opened when the directories were made (for a pooled
 	// cgroup, ahead of its execution), so that the end reads them without a
@@ -206,11 +210,16 @@ func (r *Runner) applyLimits(cg *execCgroup, spec Spec) error {
 		return err
 	}
 	if d != "" {
-		// +1: the spawning daemon thread sits in this cgroup while it forks.
-		if err := cg.set(filepath.Join(d, "pids.max"), strconv.FormatInt(spec.PidsMax+1, 10)); err != nil {
+		// +1: the spawning daemon thread sits in this cgroup while it forks
+		// (settle lowers it after), unless the process joins it later.
+		v := spec.PidsMax
+		if !cg.joined {
+			v++
+			cg.pidsMax = spec.PidsMax
+		}
+		if err := cg.set(filepath.Join(d, "pids.max"), strconv.FormatInt(v, 10)); err != nil {
 			return err
 		}
-		cg.pidsMax = spec.PidsMax
 		cg.applied = append(cg.applied, "v1:pids.max="+strconv.FormatInt(spec.PidsMax, 10))
 	}
 	if d, err = v1("memory", spec.MemoryMax > 0 && !has("memory")); err != nil {

@@ -144,7 +144,7 @@ func (lp *launcherPool) refill() {
 // start starts one launcher in a fresh pooled cgroup and network namespace.
 func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 	r := lp.r
-	cg, err := r.cgPool.make()
+	cg, err := r.cgPool.make(true)
 	if err != nil {
 		return nil, err
 	}
