@@ -39,7 +39,8 @@ func spareInodes(t *testing.T, base string) map[uint64]string {
 }
 
 // After an execution, TMPDIRs are made ahead; the next execution's TMPDIR
-// is one of them, renamed to its name, private and its user's, out of the spares while it runs.
+// is one of them, renamed to its name, private and its user's, out of the
+// spares while it runs.
 // Spares of a termd that is gone are removed at start; a live one's stay.
 func TestTmpDirMadeAhead(t *testing.T) {
 	if os.Geteuid() != 0 {
