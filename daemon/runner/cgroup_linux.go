@@ -34,8 +34,9 @@ type execCgroup struct {
 	stuck bool
 	// joined: its process is moved into its v1 cgroups after the fork
 	// (joinV1, a pooled launcher's), so no thread of ours ever counts in
-	// its v1 pids.max.
+	// its v1 pids.max; inV1 are the v1 directories it was moved into.
 	joined bool
+	inV1   map[string]bool
 	// open: the files read at the execution's end (v2 cgroup.events, v1
 	// cgroup.procs), opened when the directories were made (for a pooled
 	// cgroup, ahead of its execution), so that the end reads them without a
@@ -338,13 +339,22 @@ func (cg *execCgroup) enterV1(orig, roots map[string]string) (leave func() error
 }
 
 // joinV1 moves process pid, a pooled launcher that has exec'd and waits for
-// its execution (it forks nothing before), into the v1 cgroups: one write a
-// hierarchy, where a spawning thread's entering and leaving are two.
+// its execution (it forks nothing before), into the v1 cgroups it is not in
+// yet (its execution's limits may need one its pooled cgroup did not have):
+// one write a hierarchy, where a spawning thread's entering and leaving are
+// two.
 func (cg *execCgroup) joinV1(pid int) error {
 	for ctl, d := range cg.v1 {
+		if cg.inV1[d] {
+			continue
+		}
 		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 			return fmt.Errorf("enter v1 %s cgroup: %w", ctl, err)
 		}
+		if cg.inV1 == nil {
+			cg.inV1 = map[string]bool{}
+		}
+		cg.inV1[d] = true
 	}
 	return nil
 }

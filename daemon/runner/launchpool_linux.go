@@ -371,7 +371,10 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 		spec.Launch.Close()
 		return fail(err)
 	}
-	pl.cg.settle()
+	if err := pl.cg.joinV1(pl.proc.Pid); err != nil { // a v1 cgroup its limits added
+		spec.Launch.Close()
+		return fail(err)
+	}
 	env := make([]string, len(spec.Env))
 	copy(env, spec.Env)
 	c := launchConfig(spec, env)
