@@ -63,10 +63,12 @@ type execRec struct {
 	credentials []string
 
 	// launch confines the command (nil: no sandbox); sandbox is what the
-	// receipt records of it; tmp is its private TMPDIR, removed at the end.
-	launch  *launcher.Launch
-	sandbox *sandbox.Record
-	tmp     string
+	// receipt records of it; tmp is its private TMPDIR, removed (or
+	// recycled) at the end, owned by tmpUID:tmpGID.
+	launch         *launcher.Launch
+	sandbox        *sandbox.Record
+	tmp            string
+	tmpUID, tmpGID int
 
 	// begun is when Execute was called; stage holds the stage durations
 	// known so far (see stages.go), completed by finish.
@@ -520,7 +522,7 @@ func stale(was, now policy.Decision) string {
 
 // refuse undoes a reservation when the plan could not start.
 func (b *Broker) refuse(e *execRec, why string) {
-	e.releaseSandbox()
+	b.releaseSandbox(e, false)
 	b.mu.Lock()
 	defer b.unlock()
 	p := e.plan
@@ -758,7 +760,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		e.hub.proc.Store(nil)
 		e.hub.end()
 	}
-	e.releaseSandbox()
+	b.releaseSandbox(e, res.Contained)
 	b.mu.Lock()
 	p := e.plan
 	detail := ""

@@ -32,6 +32,11 @@ type execCgroup struct {
 	// stuck: the spawning thread could not leave the v1 cgroups; it stays in
 	// them (counted in pids.max) until the execution ends.
 	stuck bool
+	// joined: its process is moved into its v1 cgroups after the fork
+	// (joinV1, a pooled launcher's), so no thread of ours ever counts in
+	// its v1 pids.max; inV1 are the v1 directories it was moved into.
+	joined bool
+	inV1   map[string]bool
 	// open: the files read at the execution's end (v2 cgroup.events, v1
 	// cgroup.procs), opened when the directories were made (for a pooled
 	// cgroup, ahead of its execution), so that the end reads them without a
@@ -206,11 +211,16 @@ func (r *Runner) applyLimits(cg *execCgroup, spec Spec) error {
 		return err
 	}
 	if d != "" {
-		// +1: the spawning daemon thread sits in this cgroup while it forks.
-		if err := cg.set(filepath.Join(d, "pids.max"), strconv.FormatInt(spec.PidsMax+1, 10)); err != nil {
+		// +1: the spawning daemon thread sits in this cgroup while it forks
+		// (settle lowers it after), unless the process joins it later.
+		v := spec.PidsMax
+		if !cg.joined {
+			v++
+			cg.pidsMax = spec.PidsMax
+		}
+		if err := cg.set(filepath.Join(d, "pids.max"), strconv.FormatInt(v, 10)); err != nil {
 			return err
 		}
-		cg.pidsMax = spec.PidsMax
 		cg.applied = append(cg.applied, "v1:pids.max="+strconv.FormatInt(spec.PidsMax, 10))
 	}
 	if d, err = v1("memory", spec.MemoryMax > 0 && !has("memory")); err != nil {
@@ -326,6 +336,27 @@ func (cg *execCgroup) enterV1(orig, roots map[string]string) (leave func() error
 		moved = append(moved, ctl)
 	}
 	return back, nil
+}
+
+// joinV1 moves process pid, a pooled launcher that has exec'd and waits for
+// its execution (it forks nothing before), into the v1 cgroups it is not in
+// yet (its execution's limits may need one its pooled cgroup did not have):
+// one write a hierarchy, where a spawning thread's entering and leaving are
+// two.
+func (cg *execCgroup) joinV1(pid int) error {
+	for ctl, d := range cg.v1 {
+		if cg.inV1[d] {
+			continue
+		}
+		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("enter v1 %s cgroup: %w", ctl, err)
+		}
+		if cg.inV1 == nil {
+			cg.inV1 = map[string]bool{}
+		}
+		cg.inV1[d] = true
+	}
+	return nil
 }
 
 // settle applies the final v1 pids.max once the spawning thread has left.
@@ -480,13 +511,17 @@ func parsePids(data []byte) []int {
 	return out
 }
 
+// writeFile writes v to a cgroup file. It uses the descriptor directly:
+// os.OpenFile would register the file (a cgroup file can be polled) with
+// the runtime's poller and deregister it at close, a quarter of the CPU of
+// a write (perf, gRPC pairs of /bin/true).
 func writeFile(path, v string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	_, err = f.WriteString(v)
-	if cerr := f.Close(); err == nil {
+	_, err = unix.Write(fd, []byte(v))
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {

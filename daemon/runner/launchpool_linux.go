@@ -144,7 +144,7 @@ func (lp *launcherPool) refill() {
 // start starts one launcher in a fresh pooled cgroup and network namespace.
 func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 	r := lp.r
-	cg, err := r.cgPool.make()
+	cg, err := r.cgPool.make(true)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +220,16 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 	// load of 8-20 on 2 cores: the same pair time with or without nice 10,
 	// the receipt stage slower with it each time). The launcher still
 	// takes the daemon's priority when it gets its execution.
-	proc, err := r.forkIn(cg, &nsfd, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil)
+	// Forked into its v2 cgroup (CgroupFD) and then moved into the v1 ones
+	// (joinV1): it waits for its execution before it forks anything.
+	proc, err := r.forkIn(nil, &nsfd, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil)
 	if err != nil {
+		return nil, fmt.Errorf("start a pooled launcher: %w", err)
+	}
+	if err := cg.joinV1(proc.Pid); err != nil {
+		_ = proc.Kill()
+		_, _ = proc.Wait()
+		unix.Close(pl.pidfd)
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}
 	pl.proc = proc
@@ -363,7 +371,10 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 		spec.Launch.Close()
 		return fail(err)
 	}
-	pl.cg.settle()
+	if err := pl.cg.joinV1(pl.proc.Pid); err != nil { // a v1 cgroup its limits added
+		spec.Launch.Close()
+		return fail(err)
+	}
 	env := make([]string, len(spec.Env))
 	copy(env, spec.Env)
 	c := launchConfig(spec, env)

@@ -249,7 +249,7 @@ func (cp *cgroupPool) fill() {
 				return
 			default:
 			}
-			cg, err := cp.make()
+			cg, err := cp.make(false)
 			if err != nil {
 				break // spawns make their cgroups inline meanwhile; try again later
 			}
@@ -273,11 +273,14 @@ func (cp *cgroupPool) refill() {
 	}
 }
 
-func (cp *cgroupPool) make() (*execCgroup, error) {
+// make makes a cgroup with the latest limits; joined: for a process that
+// joins its v1 cgroups after its fork (execCgroup.joined).
+func (cp *cgroupPool) make(joined bool) (*execCgroup, error) {
 	cg, err := cp.r.makeCgroup(cp.prefix+strconv.FormatUint(cp.seq.Add(1), 10), true)
 	if err != nil {
 		return nil, err
 	}
+	cg.joined = joined
 	if last := cp.last.Load(); last != nil {
 		if err := cp.r.applyLimits(cg, *last); err != nil {
 			cg.remove()

@@ -626,7 +626,7 @@ loop:
 	p.mu.Lock()
 	p.exited = true
 	p.mu.Unlock()
-	leftovers := p.killTree()
+	leftovers, contained := p.killTree()
 	state, werr := p.proc.Wait()
 	p.reapOrphans() // after our own zombie is gone, so the peek can say "none"
 	if p.pidfd >= 0 {
@@ -674,6 +674,7 @@ loop:
 		NetNSApplied: p.netns,
 		Limits:       limits,
 		Leftovers:    leftovers,
+		Contained:    contained,
 		IdleTimedOut: p.tty != nil && p.tty.idle.Load(),
 	}
 	p.mu.Lock()
@@ -787,15 +788,17 @@ func (p *Process) hasUnstopped(set map[int]bool) bool {
 }
 
 // killTree SIGKILLs everything the execution started and waits until it is
-// gone. It returns how many processes other than the main one it found alive.
-func (p *Process) killTree() int {
+// gone. It returns how many processes other than the main one it found alive,
+// and whether its cgroup is known empty (without a cgroup, never: a process
+// that left the process group cannot be ruled out).
+func (p *Process) killTree() (int, bool) {
 	found := map[int]bool{}
 	if p.cg != nil {
 		// The common case: the main process was alone and has exited (a
 		// zombie is no longer a member), so the cgroups are empty and nothing
 		// can enter them any more; skip listing and cgroup.kill.
 		if !p.cg.populated() {
-			return 0
+			return 0, true
 		}
 		for _, pid := range p.cg.procs() {
 			if pi, ok := readProc(pid); ok {
@@ -805,8 +808,7 @@ func (p *Process) killTree() int {
 				found[pid] = true
 			}
 		}
-		p.cg.killAll(10 * time.Second)
-		return len(found)
+		return len(found), p.cg.killAll(10 * time.Second)
 	}
 	_ = unix.Kill(-p.pid, syscall.SIGKILL)
 	deadline := time.Now().Add(10 * time.Second)
@@ -831,7 +833,7 @@ func (p *Process) killTree() int {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return len(found)
+	return len(found), false
 }
 
 func (p *Process) noteTracked(pi procInfo) {

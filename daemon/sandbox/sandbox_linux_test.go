@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,9 +383,7 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 				if trim(got) != trim(want) || !strings.HasPrefix(want, fmt.Sprintf("uid=%d gid=%d ", uid, gid)) {
 					t.Errorf("whoami: pooled %q, inline %q (want uid %d gid %d)", got, want, uid, gid)
 				}
-				if _, cg, _ := strings.Cut(got, " cgroup="); !strings.HasSuffix(res.CgroupPath, cg) || cg == "" {
-					t.Errorf("the command ran in cgroup %q, its result names %q", cg, res.CgroupPath)
-				}
+				inOwnCgroups(t, got, res)
 			} else if got != want {
 				t.Errorf("%v: pre-started launcher (%v) answered %q, inline %q", c, pre, got, want)
 			}
@@ -400,6 +399,47 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 	t.Logf("%d of %d executions ran in a pre-started launcher", pooledRuns, 3*len(cases))
 	if want := 3 * len(cases) / 2; pooledRuns < want {
 		t.Errorf("only %d of %d executions used a pre-started launcher (want at least %d)", pooledRuns, 3*len(cases), want)
+	}
+	// After an execution without limits (and without a launcher), pooled
+	// cgroups are made without v1 ones; executions with limits then get
+	// them, their pre-started launchers in them.
+	proc, err := f.run.Start(runner.Spec{Path: "/bin/true", Timeout: 10 * time.Second, NoNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.Wait()
+	proc.Delivered()
+	pooledRuns = 0
+	for range 8 { // the launchers started before it, then new ones
+		time.Sleep(20 * time.Millisecond)
+		if got, res, pre := run(f.run, "whoami"); pre {
+			pooledRuns++
+			inOwnCgroups(t, got, res)
+		}
+	}
+	if pooledRuns < 6 {
+		t.Errorf("only %d of 8 executions used a pre-started launcher", pooledRuns)
+	}
+}
+
+// inOwnCgroups checks that a probe's whoami ran in its execution's v2
+// cgroup, and in its v1 pids and memory cgroups (hybrid hosts) where its
+// limits are v1 ones.
+func inOwnCgroups(t *testing.T, whoami string, res runner.Result) {
+	t.Helper()
+	_, cg, _ := strings.Cut(whoami, " cgroup=")
+	cg, v1, _ := strings.Cut(cg, " v1=")
+	if !strings.HasSuffix(res.CgroupPath, cg) || cg == "" {
+		t.Errorf("the command ran in cgroup %q, its result names %q", cg, res.CgroupPath)
+	}
+	for _, l := range res.Limits {
+		rest, isV1 := strings.CutPrefix(l, "v1:")
+		ctl, _, _ := strings.Cut(rest, ".")
+		if isV1 && !slices.ContainsFunc(strings.Split(v1, ","), func(c string) bool {
+			return strings.HasPrefix(c, ctl+":") && strings.HasSuffix(c, "/"+filepath.Base(res.CgroupPath))
+		}) {
+			t.Errorf("limit %s: the command's v1 cgroups are %q, not its execution's %s", l, v1, filepath.Base(res.CgroupPath))
+		}
 	}
 }
 

@@ -71,18 +71,21 @@ func main() {
 		return
 	case "unshare-user":
 		err = syscall.Unshare(syscall.CLONE_NEWUSER)
-	case "whoami": // who and where it runs: uid, gid, groups, cwd, nice, v2 cgroup
+	case "whoami": // who and where it runs: uid, gid, groups, cwd, nice, v2 cgroup, v1 pids and memory cgroups
 		cwd, _ := os.Getwd()
 		groups, _ := os.Getgroups()
 		cg, _ := os.ReadFile("/proc/self/cgroup")
 		v2 := ""
+		var v1 []string
 		for _, l := range strings.Split(string(cg), "\n") {
 			if rest, ok := strings.CutPrefix(l, "0::"); ok {
 				v2 = rest
+			} else if _, ctl, ok := strings.Cut(l, ":"); ok && (strings.HasPrefix(ctl, "pids:") || strings.HasPrefix(ctl, "memory:")) {
+				v1 = append(v1, ctl)
 			}
 		}
 		prio, _ := unix.Getpriority(unix.PRIO_PROCESS, 0)
-		fmt.Printf("uid=%d gid=%d groups=%v cwd=%s nice=%d cgroup=%s\n", os.Getuid(), os.Getgid(), groups, cwd, 20-prio, v2)
+		fmt.Printf("uid=%d gid=%d groups=%v cwd=%s nice=%d cgroup=%s v1=%s\n", os.Getuid(), os.Getgid(), groups, cwd, 20-prio, v2, strings.Join(v1, ","))
 		return
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown action "+os.Args[1])
