@@ -160,10 +160,15 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Keys:     keys,
 		Redactor: red,
 		Search:   d.search,
-		Bus:      events.New(events.Options{SessionRingBytes: 1 << 20, GlobalRingBytes: 2 << 20}),
-		Adviser:  adv,
-		Log:      d.log,
-		Metrics:  d.metrics,
+		// A session's ring holds 4 MiB: eight of the live output's full
+		// (512 KiB) events, so a reader of a flood (ExecuteAndWait of a `cat`)
+		// lags only when it falls ~4 MiB behind. At 1 MiB (two full events) a
+		// test reading 3 MiB of `cat` lagged in about 1 run of 8 at a load of
+		// 7-9 on 2 cores, 0 of 8 at 4 MiB. The global ring shares the events.
+		Bus:     events.New(events.Options{SessionRingBytes: 4 << 20, GlobalRingBytes: 8 << 20}),
+		Adviser: adv,
+		Log:     d.log,
+		Metrics: d.metrics,
 	})
 	if err != nil {
 		return err

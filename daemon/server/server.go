@@ -11,10 +11,10 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
-	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
