@@ -63,12 +63,10 @@ type execRec struct {
 	credentials []string
 
 	// launch confines the command (nil: no sandbox); sandbox is what the
-	// receipt records of it; tmp is its private TMPDIR, removed (or
-	// recycled) at the end, owned by tmpUID:tmpGID.
-	launch         *launcher.Launch
-	sandbox        *sandbox.Record
-	tmp            string
-	tmpUID, tmpGID int
+	// receipt records of it; tmp is its private TMPDIR, removed at the end.
+	launch  *launcher.Launch
+	sandbox *sandbox.Record
+	tmp     string
 
 	// begun is when Execute was called; stage holds the stage durations
 	// known so far (see stages.go), completed by finish.
@@ -522,7 +520,7 @@ func stale(was, now policy.Decision) string {
 
 // refuse undoes a reservation when the plan could not start.
 func (b *Broker) refuse(e *execRec, why string) {
-	b.releaseSandbox(e, false)
+	e.releaseSandbox()
 	b.mu.Lock()
 	defer b.unlock()
 	p := e.plan
@@ -760,7 +758,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		e.hub.proc.Store(nil)
 		e.hub.end()
 	}
-	b.releaseSandbox(e, res.Contained)
+	e.releaseSandbox()
 	b.mu.Lock()
 	p := e.plan
 	detail := ""

@@ -52,7 +52,6 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 	if err != nil {
 		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
 	}
-	e.tmpUID, e.tmpGID = uid, gid
 	prof := sandbox.Profile{
 		Name:    sandbox.Name(d.Sandbox.Profile),
 		Network: d.Sandbox.Network,
@@ -119,7 +118,7 @@ func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
 		return "", fmt.Errorf("%s is not a directory", base)
 	}
 	dir := filepath.Join(base, id)
-	if err := b.makeTmp(dir, uid); err != nil {
+	if err := b.makeTmp(dir); err != nil {
 		return "", err
 	}
 	if os.Geteuid() == 0 {
@@ -174,13 +173,11 @@ func receiptSandbox(r *sandbox.Record, netns bool) *receipt.Sandbox {
 }
 
 // releaseSandbox closes what the launcher did not take and removes the
-// execution's private temporary directory (everything the command left in
-// it), or empties it into the spares when contained: every process the
-// execution started is known gone (runner.Result.Contained; tmpdirs.go).
-func (b *Broker) releaseSandbox(e *execRec, contained bool) {
+// execution's private temporary directory (everything the command left in it).
+func (e *execRec) releaseSandbox() {
 	e.launch.Close()
 	if e.tmp != "" {
-		b.releaseTmp(e.tmp, e.tmpUID, e.tmpGID, contained)
+		_ = os.RemoveAll(e.tmp)
 		e.tmp = ""
 	}
 }

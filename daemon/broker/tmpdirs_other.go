@@ -9,8 +9,3 @@ import "errors"
 func renameNoReplace(string, string) error {
 	return errors.ErrUnsupported
 }
-
-// recycleTmp is Linux's; elsewhere an ended execution's TMPDIR is removed.
-func recycleTmp(string, string, int, int) error {
-	return errors.ErrUnsupported
-}

@@ -626,7 +626,7 @@ loop:
 	p.mu.Lock()
 	p.exited = true
 	p.mu.Unlock()
-	leftovers, contained := p.killTree()
+	leftovers := p.killTree()
 	state, werr := p.proc.Wait()
 	p.reapOrphans() // after our own zombie is gone, so the peek can say "none"
 	if p.pidfd >= 0 {
@@ -674,7 +674,6 @@ loop:
 		NetNSApplied: p.netns,
 		Limits:       limits,
 		Leftovers:    leftovers,
-		Contained:    contained,
 		IdleTimedOut: p.tty != nil && p.tty.idle.Load(),
 	}
 	p.mu.Lock()
@@ -788,17 +787,15 @@ func (p *Process) hasUnstopped(set map[int]bool) bool {
 }
 
 // killTree SIGKILLs everything the execution started and waits until it is
-// gone. It returns how many processes other than the main one it found alive,
-// and whether its cgroup is known empty (without a cgroup, never: a process
-// that left the process group cannot be ruled out).
-func (p *Process) killTree() (int, bool) {
+// gone. It returns how many processes other than the main one it found alive.
+func (p *Process) killTree() int {
 	found := map[int]bool{}
 	if p.cg != nil {
 		// The common case: the main process was alone and has exited (a
 		// zombie is no longer a member), so the cgroups are empty and nothing
 		// can enter them any more; skip listing and cgroup.kill.
 		if !p.cg.populated() {
-			return 0, true
+			return 0
 		}
 		for _, pid := range p.cg.procs() {
 			if pi, ok := readProc(pid); ok {
@@ -808,7 +805,8 @@ func (p *Process) killTree() (int, bool) {
 				found[pid] = true
 			}
 		}
-		return len(found), p.cg.killAll(10 * time.Second)
+		p.cg.killAll(10 * time.Second)
+		return len(found)
 	}
 	_ = unix.Kill(-p.pid, syscall.SIGKILL)
 	deadline := time.Now().Add(10 * time.Second)
@@ -833,7 +831,7 @@ func (p *Process) killTree() (int, bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return len(found), false
+	return len(found)
 }
 
 func (p *Process) noteTracked(pi procInfo) {

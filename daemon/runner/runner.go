@@ -165,10 +165,6 @@ type Result struct {
 	// Leftovers counts processes other than the main one that were still
 	// alive when the execution ended and had to be killed.
 	Leftovers int
-	// Contained: the execution had a cgroup and it was empty at the end, so
-	// every process it started is gone (one that could leave the cgroup,
-	// as root or as the owner of termd's cgroup, is not ruled out).
-	Contained bool
 }
 
 // Options configures a Runner beyond New's defaults.
