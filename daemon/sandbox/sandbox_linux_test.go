@@ -418,7 +418,7 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 		}
 	}
 	if pooledRuns < 6 {
-		t.Errorf("only %d of 8 executions used a pre-started launcher", pooledRuns)
+		t.Errorf("only %d of 10 executions used a pre-started launcher", pooledRuns)
 	}
 }
 
@@ -441,6 +441,78 @@ func inOwnCgroups(t *testing.T, whoami string, res runner.Result) {
 			t.Errorf("limit %s: the command's v1 cgroups are %q, not its execution's %s", l, v1, filepath.Base(res.CgroupPath))
 		}
 	}
+}
+
+// A plan's pids limit bounds a command run by a pre-started launcher as it
+// bounds one whose launcher starts inline: exactly as many processes as the
+// limit (a pooled launcher joins its v1 pids cgroup after its fork, with no
+// room kept for a spawning thread), and no fork past it.
+func TestPooledLauncherPidsLimit(t *testing.T) {
+	f := newFixture(t)
+	inline, err := runner.NewWithOptions(runner.Options{NoPool: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inline.Close()
+	defer f.run.Close()
+	if f.run.CgroupParent() == "" || !f.run.Capabilities().NetNS {
+		t.Skip("pre-started launchers need cgroups and network namespaces")
+	}
+	const limit = 24
+	run := func(r *runner.Runner) (string, bool) {
+		t.Helper()
+		ww := workspaceWrite
+		ww.Exec = program.Exec(f.probe)
+		l, rec, err := sandbox.Prepare(ww, f.paths, sandbox.Required, f.sup)
+		if err != nil || rec.Level != sandbox.LevelFull {
+			t.Fatalf("prepare: %v %v", err, rec.Missing)
+		}
+		proc, err := r.Start(runner.Spec{Path: f.probe, Argv: []string{f.probe, "forks"}, Dir: f.ws, Timeout: 20 * time.Second,
+			NoNetwork: true, RequireNoNetwork: true, PidsMax: limit, Launch: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := proc.Wait()
+		if len(res.Limits) == 0 {
+			t.Skip("no pids controller here")
+		}
+		return strings.TrimSpace(string(res.Stdout.Kept) + string(res.Stderr.Kept)), proc.Prestarted()
+	}
+	check := func(how, got string) {
+		t.Helper()
+		if want := fmt.Sprintf(" current=%d max=%d", limit, limit); !strings.HasSuffix(got, want) || strings.HasPrefix(got, "forks=0 ") {
+			t.Errorf("%s launcher, pids limit %d: %q, want forks refused at %s", how, limit, got, want)
+		}
+	}
+	run(f.run) // names the launcher binary: the pool fills then
+	pooled := 0
+	for i := range 10 {
+		if i == 4 {
+			// Pooled cgroups are made without v1 ones after executions
+			// without limits: the launchers in them (after the 4 already
+			// pooled) join those the limits add at spawn.
+			for range 3 {
+				time.Sleep(50 * time.Millisecond)
+				proc, err := f.run.Start(runner.Spec{Path: "/bin/true", Timeout: 10 * time.Second, NoNetwork: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				proc.Wait()
+				proc.Delivered()
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // let the pool refill
+		got, pre := run(f.run)
+		if pre {
+			pooled++
+			check("pre-started", got)
+		}
+	}
+	if pooled < 6 {
+		t.Errorf("only %d of 10 executions used a pre-started launcher", pooled)
+	}
+	got, _ := run(inline)
+	check("inline", got)
 }
 
 // A pre-started launcher runs nothing before it is released: the command

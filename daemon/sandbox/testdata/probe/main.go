@@ -87,6 +87,37 @@ func main() {
 		prio, _ := unix.Getpriority(unix.PRIO_PROCESS, 0)
 		fmt.Printf("uid=%d gid=%d groups=%v cwd=%s nice=%d cgroup=%s v1=%s\n", os.Getuid(), os.Getgid(), groups, cwd, 20-prio, v2, strings.Join(v1, ","))
 		return
+	case "forks": // fork until refused: how many children, and its pids cgroup's count and limit then
+		n := 0
+		for ; n < 4096; n++ {
+			pid, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+			if e != 0 {
+				break
+			}
+			if pid == 0 { // the child waits to be killed with its cgroup
+				for {
+					syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)
+				}
+			}
+		}
+		cg, _ := os.ReadFile("/proc/self/cgroup")
+		var dirs []string // v1's pids cgroup where there is one, else v2's
+		for _, l := range strings.Split(string(cg), "\n") {
+			if _, rest, ok := strings.Cut(l, ":pids:"); ok {
+				dirs = append([]string{"/sys/fs/cgroup/pids" + rest}, dirs...)
+			} else if rest, ok := strings.CutPrefix(l, "0::"); ok {
+				dirs = append(dirs, "/sys/fs/cgroup"+rest, "/sys/fs/cgroup/unified"+rest)
+			}
+		}
+		var cur, max []byte
+		for _, d := range dirs {
+			if max, err = os.ReadFile(d + "/pids.max"); err == nil {
+				cur, _ = os.ReadFile(d + "/pids.current")
+				break
+			}
+		}
+		fmt.Printf("forks=%d current=%s max=%s\n", n, strings.TrimSpace(string(cur)), strings.TrimSpace(string(max)))
+		return
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown action "+os.Args[1])
 		os.Exit(2)
