@@ -20,6 +20,7 @@ import (
 
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/daemon/sandbox/launcher"
 	"github.com/termd/termd/internal/program"
 )
 
@@ -293,16 +294,7 @@ func TestBestEffortWithoutSupportRunsUnconfined(t *testing.T) {
 // limits; and no two executions share a launcher, a cgroup or a network
 // namespace.
 func TestPooledLauncherConfinedLikeInline(t *testing.T) {
-	f := newFixture(t)
-	inline, err := runner.NewWithOptions(runner.Options{NoPool: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inline.Close()
-	defer f.run.Close()
-	if f.run.CgroupParent() == "" || !f.run.Capabilities().NetNS {
-		t.Skip("pre-started launchers need cgroups and network namespaces")
-	}
+	f, inline := newPoolFixture(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -327,12 +319,7 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 	}
 	run := func(r *runner.Runner, args ...string) (string, runner.Result, bool) {
 		t.Helper()
-		ww := workspaceWrite
-		ww.Exec = program.Exec(f.probe)
-		l, rec, err := sandbox.Prepare(ww, f.paths, sandbox.Required, f.sup)
-		if err != nil || rec.Level != sandbox.LevelFull {
-			t.Fatalf("prepare: %v %v", err, rec.Missing)
-		}
+		l := f.workspaceWriteLaunch()
 		spec := runner.Spec{Path: f.probe, Argv: append([]string{f.probe}, args...), Dir: f.ws, Timeout: 20 * time.Second,
 			NoNetwork: true, RequireNoNetwork: true, PidsMax: 37, MemoryMax: 96 << 20, Credential: cred, Launch: l}
 		proc, err := r.Start(spec)
@@ -418,7 +405,7 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 		}
 	}
 	if pooledRuns < 6 {
-		t.Errorf("only %d of 10 executions used a pre-started launcher", pooledRuns)
+		t.Errorf("only %d of 8 executions used a pre-started launcher", pooledRuns)
 	}
 }
 
@@ -443,30 +430,45 @@ func inOwnCgroups(t *testing.T, whoami string, res runner.Result) {
 	}
 }
 
-// A plan's pids limit bounds a command run by a pre-started launcher as it
-// bounds one whose launcher starts inline: exactly as many processes as the
-// limit (a pooled launcher joins its v1 pids cgroup after its fork, with no
-// room kept for a spawning thread), and no fork past it.
-func TestPooledLauncherPidsLimit(t *testing.T) {
+// workspaceWriteLaunch prepares the workspace-write profile, fully
+// enforced, for the probe.
+func (f *fixture) workspaceWriteLaunch() *launcher.Launch {
+	f.t.Helper()
+	ww := workspaceWrite
+	ww.Exec = program.Exec(f.probe)
+	l, rec, err := sandbox.Prepare(ww, f.paths, sandbox.Required, f.sup)
+	if err != nil || rec.Level != sandbox.LevelFull {
+		f.t.Fatalf("prepare: %v %v", err, rec.Missing)
+	}
+	return l
+}
+
+// newPoolFixture is a fixture whose runner pre-starts launchers, and a
+// runner that starts them inline.
+func newPoolFixture(t *testing.T) (*fixture, *runner.Runner) {
+	t.Helper()
 	f := newFixture(t)
 	inline, err := runner.NewWithOptions(runner.Options{NoPool: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer inline.Close()
-	defer f.run.Close()
+	t.Cleanup(func() { inline.Close(); f.run.Close() })
 	if f.run.CgroupParent() == "" || !f.run.Capabilities().NetNS {
 		t.Skip("pre-started launchers need cgroups and network namespaces")
 	}
+	return f, inline
+}
+
+// A plan's pids limit bounds a command run by a pre-started launcher as it
+// bounds one whose launcher starts inline: exactly as many processes as the
+// limit (a pooled launcher joins its v1 pids cgroup after its fork, with no
+// room kept for a spawning thread), and no fork past it.
+func TestPooledLauncherPidsLimit(t *testing.T) {
+	f, inline := newPoolFixture(t)
 	const limit = 24
 	run := func(r *runner.Runner) (string, bool) {
 		t.Helper()
-		ww := workspaceWrite
-		ww.Exec = program.Exec(f.probe)
-		l, rec, err := sandbox.Prepare(ww, f.paths, sandbox.Required, f.sup)
-		if err != nil || rec.Level != sandbox.LevelFull {
-			t.Fatalf("prepare: %v %v", err, rec.Missing)
-		}
+		l := f.workspaceWriteLaunch()
 		proc, err := r.Start(runner.Spec{Path: f.probe, Argv: []string{f.probe, "forks"}, Dir: f.ws, Timeout: 20 * time.Second,
 			NoNetwork: true, RequireNoNetwork: true, PidsMax: limit, Launch: l})
 		if err != nil {
