@@ -186,10 +186,15 @@ func (r *Runner) applyLimits(cg *execCgroup, spec Spec) error {
 		}
 		_ = cg.set(filepath.Join(dir, "memory.swap.max"), swap)
 	}
-	// v1 limits only for what v2 could not do.
+	// v1 limits only for what v2 could not do. A v1 directory spec does
+	// not need is removed, unless a pre-started launcher was moved into it
+	// (a pooled cgroup made with the limits of an execution that needed it):
+	// then its limit is lifted and it goes with the cgroup at the end.
 	v1 := func(ctl string, want bool) (string, error) {
 		d := cg.v1[ctl]
 		switch {
+		case !want && d != "" && cg.inV1[d]:
+			return "", cg.liftV1(ctl, d)
 		case !want && d != "":
 			delete(cg.v1, ctl)
 			_ = os.Remove(d)
@@ -241,6 +246,19 @@ func (r *Runner) applyLimits(cg *execCgroup, spec Spec) error {
 		}
 		_ = cg.set(memsw, v)
 		cg.applied = append(cg.applied, "v1:memory.limit_in_bytes="+v)
+	}
+	return nil
+}
+
+// liftV1 takes the limit off d, the ctl v1 cgroup its process is in
+// (memsw first: it may never be below the memory limit).
+func (cg *execCgroup) liftV1(ctl, d string) error {
+	switch ctl {
+	case "pids":
+		return cg.set(filepath.Join(d, "pids.max"), "max")
+	case "memory":
+		_ = cg.set(filepath.Join(d, "memory.memsw.limit_in_bytes"), "-1") // absent without swap accounting
+		return cg.set(filepath.Join(d, "memory.limit_in_bytes"), "-1")
 	}
 	return nil
 }

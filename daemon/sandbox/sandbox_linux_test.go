@@ -416,6 +416,7 @@ func inOwnCgroups(t *testing.T, whoami string, res runner.Result) {
 	t.Helper()
 	_, cg, _ := strings.Cut(whoami, " cgroup=")
 	cg, v1, _ := strings.Cut(cg, " v1=")
+	v1, _, _ = strings.Cut(v1, " ")
 	if !strings.HasSuffix(res.CgroupPath, cg) || cg == "" {
 		t.Errorf("the command ran in cgroup %q, its result names %q", cg, res.CgroupPath)
 	}
@@ -515,6 +516,77 @@ func TestPooledLauncherPidsLimit(t *testing.T) {
 	}
 	got, _ := run(inline)
 	check("inline", got)
+}
+
+// A plan without limits run by a pre-started launcher that waited in v1
+// pids and memory cgroups made with an earlier execution's limits (hybrid
+// hosts) runs under no limit, not that execution's, and those cgroups are
+// removed at its end (they were left, the launcher in them, before).
+func TestPooledLauncherWithoutLimitsAfterLimits(t *testing.T) {
+	f, _ := newPoolFixture(t)
+	const limit = 24
+	start := func(spec runner.Spec) (runner.Result, bool) {
+		t.Helper()
+		proc, err := f.run.Start(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := proc.Wait()
+		proc.Delivered()
+		return res, proc.Prestarted()
+	}
+	whoami := func(pidsMax int64) runner.Spec {
+		return runner.Spec{Path: f.probe, Argv: []string{f.probe, "whoami"}, Dir: f.ws, Timeout: 20 * time.Second,
+			NoNetwork: true, RequireNoNetwork: true, PidsMax: pidsMax, Launch: f.workspaceWriteLaunch()}
+	}
+	if res, _ := start(whoami(limit)); !slices.ContainsFunc(res.Limits, func(l string) bool { return strings.HasPrefix(l, "v1:pids") }) {
+		t.Fatalf("this test needs a v1 pids hierarchy for the limit (a hybrid host): limits %v", res.Limits)
+	}
+	// The pools' cgroups are made with the latest limits of an execution
+	// that took a pooled cgroup; then every launcher waiting was made so.
+	for range 3 {
+		start(runner.Spec{Path: "/bin/true", Timeout: 10 * time.Second, NoNetwork: true, PidsMax: limit})
+	}
+	for range 5 {
+		time.Sleep(50 * time.Millisecond)
+		start(whoami(limit))
+	}
+	pooled := 0
+	for range 3 {
+		awaitPooled(t)
+		res, pre := start(whoami(0))
+		got := strings.TrimSpace(string(res.Stdout.Kept) + string(res.Stderr.Kept))
+		if !pre {
+			continue
+		}
+		pooled++
+		if len(res.Limits) != 0 || !(strings.HasSuffix(got, " v1pids.max=none") || strings.HasSuffix(got, " v1pids.max=max")) {
+			t.Errorf("a plan without limits in a pre-started launcher: limits %v, %q", res.Limits, got)
+		}
+		_, v1, _ := strings.Cut(got, " v1=")
+		v1, _, _ = strings.Cut(v1, " ")
+		for _, c := range strings.Split(v1, ",") {
+			ctl, path, _ := strings.Cut(c, ":")
+			if strings.HasSuffix(path, "/"+filepath.Base(res.CgroupPath)) {
+				dir := filepath.Join("/sys/fs/cgroup", ctl, path)
+				for deadline := time.Now().Add(5 * time.Second); exists(dir) && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond) // removed after the result
+				}
+				if exists(dir) {
+					t.Errorf("its v1 %s cgroup %s is left 5 s after its end", ctl, path)
+				}
+			}
+		}
+		start(whoami(limit)) // the next launcher is made with limits again
+	}
+	if pooled == 0 {
+		t.Error("no execution without limits used a pre-started launcher")
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // A pre-started launcher runs nothing before it is released: the command

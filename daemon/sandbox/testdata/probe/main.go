@@ -84,8 +84,18 @@ func main() {
 				v1 = append(v1, ctl)
 			}
 		}
+		pidsMax := "none" // the v1 pids limit it runs under, where it has a v1 pids cgroup
+		for _, c := range v1 {
+			if path, ok := strings.CutPrefix(c, "pids:"); ok && path != "/" {
+				b, err := os.ReadFile("/sys/fs/cgroup/pids" + path + "/pids.max")
+				pidsMax = strings.TrimSpace(string(b))
+				if err != nil {
+					pidsMax = "unreadable"
+				}
+			}
+		}
 		prio, _ := unix.Getpriority(unix.PRIO_PROCESS, 0)
-		fmt.Printf("uid=%d gid=%d groups=%v cwd=%s nice=%d cgroup=%s v1=%s\n", os.Getuid(), os.Getgid(), groups, cwd, 20-prio, v2, strings.Join(v1, ","))
+		fmt.Printf("uid=%d gid=%d groups=%v cwd=%s nice=%d cgroup=%s v1=%s v1pids.max=%s\n", os.Getuid(), os.Getgid(), groups, cwd, 20-prio, v2, strings.Join(v1, ","), pidsMax)
 		return
 	case "forks": // fork until refused: how many children, and its pids cgroup's count and limit then
 		n := 0
