@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,10 +56,21 @@ func start(t *testing.T, name string, args ...string) *ptyProgram {
 		close(p.done)
 	}()
 	t.Cleanup(func() {
+		// The whole process group (the program leads its own session):
+		// a child left holding the terminal (sh's cat) would keep the read
+		// of the master below from ever ending, and SIGHUP does not end it
+		// when the test runs with SIGHUP ignored (under nohup).
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Process.Kill()
 		<-p.done
 		ptmx.Close()
-		<-p.copied
+		select {
+		case <-p.copied:
+		case <-time.After(20 * time.Second):
+			// A blocking read of the master ends only when no process
+			// holds the terminal: say so rather than hang the package.
+			t.Errorf("%s: the terminal's output never ended 20 s after the program was killed (a process outside its group still holds the terminal)", name)
+		}
 	})
 	return p
 }
