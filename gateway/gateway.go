@@ -346,7 +346,8 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "no such schema")
 			return
 		}
-		s.mux.ServeHTTP(w, r)
+		sw := &streamStart{ResponseWriter: w}
+		s.mux.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), streamCodeKey{}, &sw.code)))
 	}
 }
 
