@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -78,7 +79,14 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 			r.RunAs = &receipt.RunAs{User: d.RunAs, UID: int(c.Uid), GID: int(c.Gid)}
 		}
 	} else if rr := b.Config().RunAsRequester; (rr == nil || *rr) && p.p.Requester != nil {
-		r.RunAs = &receipt.RunAs{User: config.UserName(p.p.Requester.Uid), UID: int(p.p.Requester.Uid), GID: int(p.p.Requester.Gid)}
+		// The gid the command runs with is the account's (spec), not the
+		// one the requester's process happened to hold when it connected.
+		uid := p.p.Requester.Uid
+		ra := &receipt.RunAs{User: config.UserName(uid), UID: int(uid), GID: int(p.p.Requester.Gid)}
+		if c, err := credentialFor(strconv.FormatUint(uint64(uid), 10)); err == nil {
+			ra.GID = int(c.Gid)
+		}
+		r.RunAs = ra
 	}
 	return r
 }
