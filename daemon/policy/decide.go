@@ -638,6 +638,11 @@ type command struct {
 	plainWhy  string
 	// repl: an interpreter started without a script on a terminal.
 	repl bool
+	// unknownArgs: why the tool's grammar could not read the arguments (an
+	// option or subcommand it does not know): the command is unknown code.
+	unknownArgs string
+	// info: the arguments only ask for the program's version or help.
+	info bool
 }
 
 // decideArgv decides the command itself in stages, each named after the
@@ -796,9 +801,17 @@ func (c *command) grammar() bool {
 	default:
 		pc, known, err := parseCommand(append([]string{base}, c.argv[1:]...))
 		if err != nil {
-			s.deny(RiskHigh, base+": "+err.Error()+" (unknown or malformed options are denied)")
-			s.step("grammar", "deny", err.Error())
-			return false
+			// An option or subcommand the grammar does not know is not a
+			// danger in itself: the command is unknown code, like a program
+			// no rule knows (read-only sandbox when it is enforced, else
+			// ask). What the grammar refused before it stopped still holds.
+			c.unknownArgs = base + ": " + err.Error()
+			for _, f := range pc.findings {
+				s.raise(f.verdict, f.risk, f.reason)
+			}
+			c.pc = &parsed{tool: base, unparsed: true}
+			s.step("grammar", "unknown", err.Error()+": the arguments are not analysed; the command runs as unknown code")
+			return true
 		}
 		c.pc = pc
 		if !known {
@@ -890,6 +903,9 @@ func (c *command) rules() bool {
 		if r.Path != "" && r.Path != filepath.Clean(c.a0) && r.Path != c.resolved && c.ctx.paths.resolve(r.Path, 0) != c.real {
 			continue
 		}
+		if c.unknownArgs != "" && r.verdict == Allow {
+			continue // an allow rule knows the commands its grammar reads, not this one
+		}
 		var ok bool
 		if exact != nil {
 			ok = r == exact
@@ -915,12 +931,27 @@ func (c *command) rules() bool {
 	case project != nil:
 		s.raise(Allow, RiskHigh, project.why)
 		s.step("rules", "project code", project.file)
+	case len(c.sys) == 0 && c.unknownArgs != "":
+		// A known program with arguments its grammar does not read: as
+		// unknown as a program no rule knows.
+		pc.code = true
+		s.raise(Allow, RiskHigh, c.unknownArgs+": termd's grammar does not know it, so the command runs as unknown code, like a program no rule knows (its arguments are not analysed)")
+		s.step("rules", "unknown arguments", c.unknownArgs)
 	case len(c.sys) == 0 && pc.unparsed && exact == nil && c.class == "":
 		// A program no rule and no grammar knows: unknown code, like a
 		// project's own script. Its arguments are not analysed.
 		pc.code = true
 		s.raise(Allow, RiskHigh, "no policy rule knows "+c.base+": it runs as unknown code, like project code (its arguments are not analysed)")
 		s.step("rules", "unknown program", c.base)
+	case len(c.sys) == 0 && pc.infoOnly():
+		s.raise(Allow, RiskLow, pc.tool+" only prints its version or help")
+		s.step("rules", "version or help", pc.tool)
+	case len(c.sys) == 0 && exact == nil && c.class == "":
+		// A program the grammar reads but no rule covers: the policy does
+		// not know this use of it, which is not a danger in itself.
+		pc.unparsed, pc.code = true, true
+		s.raise(Allow, RiskHigh, "no policy rule covers "+pc.cmdName()+": it runs as unknown code, like a program no rule knows")
+		s.step("rules", "no matching rule", pc.cmdName())
 	case len(c.sys) == 0:
 		s.deny(RiskHigh, "no policy rule allows "+pc.cmdName())
 		s.step("rules", "deny", "no matching rule")
@@ -1100,7 +1131,7 @@ func (c *command) modeAdjust() bool {
 		switch {
 		case len(why) > 0 || d.Verdict != Allow:
 		case c.unknownRO:
-			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: the policy does not know this command of "+pc.tool+"; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
 		case c.confined:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		case c.plainFree:
