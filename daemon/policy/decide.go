@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/internal/cmdline"
+	"github.com/termd/termd/internal/program"
 )
 
 // Request is what a caller asks to run.
@@ -434,8 +436,9 @@ func (p *Policy) checkEnv(env map[string]string, s *state) {
 			}
 		}
 		if !ok {
-			s.deny(RiskMedium, fmt.Sprintf("environment variable %s is not in the policy's allowlist", k))
-			continue
+			// Not a loader or hook variable the policy names: a person
+			// decides (trusted mode passes it).
+			s.raise(Ask, RiskMedium, fmt.Sprintf("environment variable %s is not in the policy's allowlist (env.allow): a person decides whether the command gets it", k))
 		}
 		if why := envValueProblem(k, v); why != "" {
 			s.deny(RiskHigh, fmt.Sprintf("environment variable %s=%s is refused: %s", k, clip(printable(v)), why))
@@ -562,9 +565,16 @@ func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
 // projectCode is a command that runs a workspace file: the file itself
 // (program) or a script given to its interpreter.
 type projectCode struct {
-	file    string // real path, inside a workspace
+	file    string // real path, inside a workspace ("" for a module run)
 	program bool   // the file is the program (not an interpreter's script)
 	why     string
+	// module: the interpreter runs a module or its test runner
+	// (interpreterProject); reads are the files it names, net whether it
+	// reaches the network, entryTool the tool whose entry files it reads.
+	module    string
+	reads     []string
+	net       bool
+	entryTool string
 }
 
 // workspaceProgram is a program named by path that is an executable regular
@@ -643,6 +653,9 @@ type command struct {
 	unknownArgs string
 	// info: the arguments only ask for the program's version or help.
 	info bool
+	// wrap: a transparent wrapper (timeout, env, ...) and the command it
+	// runs, which is decided as itself.
+	wrap *wrapped
 }
 
 // decideArgv decides the command itself in stages, each named after the
@@ -650,10 +663,20 @@ type command struct {
 // The exec stage reports no step: its result is the decision's exec_argv
 // and exec_env.
 func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
+	if sub, why, ifMissing := builtinForm(argv); sub != nil && !strings.Contains(argv[0], "/") {
+		if cand, _ := p.resolveProgram(baseName(argv[0]), ctx); !ifMissing || cand == "" {
+			// A shell builtin or keyword: what it asks is decided (and
+			// runs) as the program that answers it.
+			s.raise(Allow, RiskLow, why)
+			s.step("builtin", "substituted", cmdline.Quote(sub))
+			argv = sub
+		}
+	}
 	c := command{p: p, argv: argv, a0: argv[0], cwd: cwd, req: req, ctx: ctx, depth: depth, s: s, d: s.d}
 	_ = c.program() && // "program"
 		c.escape() && // "escape"
 		c.identity() && // "identity"
+		c.wrapper() && // "wrapper"
 		c.grammar() && // "grammar"
 		c.paths() && // "paths"
 		c.rules() && // "rules"
@@ -716,6 +739,25 @@ func (c *command) escape() bool {
 		c.repl = true
 		c.s.step("escape", "repl", c.base+" without a script on a terminal: what is typed is code")
 		return true
+	}
+	if c.class == "interpreter" && c.exact == nil && c.project == nil && !c.repl {
+		if interpreterInfo(c.base, c.argv) {
+			c.info = true
+			c.s.step("escape", "version", c.base+" "+c.argv[1]+" prints the interpreter's version or help; no code runs")
+			return true
+		}
+		if pc := interpreterProject(c.base, c.argv); pc != nil {
+			c.project = pc
+			c.s.step("escape", "project code", pc.why)
+			return true
+		}
+	}
+	if c.class == "program-running wrapper" && c.exact == nil && c.project == nil {
+		if w := unwrapCommand(c.base, c.argv); w != nil {
+			c.wrap = w
+			c.s.step("escape", "wrapper", c.base+" runs "+cmdline.Quote(w.inner)+", which is decided as itself")
+			return true
+		}
 	}
 	if c.class != "" && c.exact == nil && c.project == nil {
 		if inner, isEsc, why := escapeInner(c.base, c.argv); isEsc {
@@ -784,13 +826,116 @@ func (c *command) identity() bool {
 	return true
 }
 
+// wrapper: a wrapper that runs one command and changes nothing the policy
+// looks at is decided as that command: its verdict, reasons, effects,
+// sandbox and project files; the wrapper runs it by the path the trusted
+// PATH resolves, with the arguments and environment it is forced to run
+// with.
+func (c *command) wrapper() bool {
+	w := c.wrap
+	if w == nil {
+		return true
+	}
+	s, d := c.s, c.d
+	if c.depth+1 >= maxDepth {
+		s.deny(RiskHigh, c.base+": wrappers nested too deeply; send the command itself")
+		return false
+	}
+	env := map[string]string{}
+	for k, v := range c.req.Env {
+		env[k] = v
+	}
+	for k, v := range w.env {
+		env[k] = v // checked against the env policy as the command's own
+	}
+	sub := Request{Argv: w.inner, Cwd: c.req.Cwd, Env: env, Mode: c.req.Mode, Timeout: c.req.Timeout, Sandbox: c.req.Sandbox, TTY: c.req.TTY}
+	if w.chdir != "" {
+		sub.Cwd = resolvePath(c.cwd, w.chdir)
+	}
+	in := c.p.decide(sub, c.ctx, c.depth+1)
+	inner := clip(cmdline.Quote(w.inner))
+	s.raise(in.Verdict, in.Risk, c.base+" runs "+inner+", decided as that command")
+	for _, r := range in.Reasons {
+		s.raise(in.Verdict, in.Risk, r)
+	}
+	for _, st := range in.Steps {
+		s.step("inner "+st.Name, st.Outcome, st.Detail)
+	}
+	d.Rules = append(d.Rules, in.Rules...)
+	d.Network, d.RunsProjectCode, d.ReadOnly, d.RunAs = in.Network, in.RunsProjectCode, in.ReadOnly, in.RunAs
+	d.Writes, d.ProjectFiles, d.Sandbox = in.Writes, in.ProjectFiles, in.Sandbox
+	d.Sandbox.Exec = append(program.Exec(c.real, c.p.spec.TrustedPath...), in.Sandbox.Exec...)
+	for _, v := range w.reads {
+		c.wrapperPath(v, false)
+	}
+	for _, v := range w.writes {
+		c.wrapperPath(v, true)
+	}
+	if w.stdinArgs && d.Verdict != Deny && d.Mode != ModeTrusted && (!c.ctx.sandbox || !in.ReadOnly) {
+		s.raise(Ask, RiskMedium, c.base+" adds arguments it reads from its input, which the policy cannot check (a fully enforced sandbox confines what a read-only command reads; a command that writes asks)")
+	}
+	if d.Verdict == Deny || len(in.ExecArgv) == 0 {
+		return false
+	}
+	run := slices.Clone(in.ExecArgv)
+	if !strings.Contains(run[0], "/") {
+		if cand, _ := c.p.resolveProgram(baseName(run[0]), c.ctx); cand != "" {
+			run[0] = cand
+		}
+	}
+	d.ExecArgv = slices.Clone(w.prefix)
+	d.ExecArgv[0] = c.a0
+	if w.envLast {
+		for _, k := range sortedKeys(in.ExecEnv) {
+			d.ExecArgv = append(d.ExecArgv, k+"="+in.ExecEnv[k])
+		}
+	}
+	d.ExecArgv = append(d.ExecArgv, run...)
+	d.ExecEnv = in.ExecEnv
+	return false
+}
+
+// wrapperPath checks a file a wrapper itself reads or writes.
+func (c *command) wrapperPath(v string, write bool) {
+	real := c.ctx.paths.resolvePath(c.cwd, v)
+	pv := c.p.checkPath(real, write, false, c.ctx)
+	c.s.raise(pv.verdict, pv.risk, pv.reason)
+	if write {
+		c.d.Writes = append(c.d.Writes, real)
+		c.d.ReadOnly = false
+		if inAnyWorkspace(real, c.ctx) {
+			if c.d.Sandbox.Profile == SandboxReadOnly {
+				c.d.Sandbox.Profile = SandboxWorkspaceWrite
+			}
+		} else if pv.verdict != Deny {
+			c.d.Sandbox.Write = append(c.d.Sandbox.Write, real)
+		}
+		if c.d.Mode == ModeInspect {
+			c.s.deny(RiskMedium, "inspect mode runs only read-only commands ("+c.base+" writes "+real+")")
+		}
+		if c.d.Mode == ModeConfirm && c.d.Verdict == Allow {
+			c.s.raise(Ask, RiskMedium, "confirm mode: approval needed because "+c.base+" writes "+real)
+		}
+	} else if !inAnyWorkspace(real, c.ctx) && !c.p.systemRead(real) && pv.verdict != Deny {
+		c.d.Sandbox.Read = append(c.d.Sandbox.Read, real)
+	}
+}
+
 // grammar: the arguments read with the tool's grammar.
 func (c *command) grammar() bool {
 	s, base := c.s, c.base
 	switch {
+	case c.info:
+		c.pc = &parsed{tool: base}
+		s.step("grammar", "version", "no code runs")
 	case c.project != nil:
-		c.pc = &parsed{tool: base, unparsed: true, code: true}
-		c.pc.paths = append(c.pc.paths, operand{value: c.project.file, kind: KPathRead})
+		c.pc = &parsed{tool: base, unparsed: true, code: true, net: c.project.net}
+		if c.project.file != "" {
+			c.pc.paths = append(c.pc.paths, operand{value: c.project.file, kind: KPathRead})
+		}
+		for _, r := range c.project.reads {
+			c.pc.paths = append(c.pc.paths, operand{value: r, kind: KPathRead})
+		}
 		s.step("grammar", "project code", c.project.why)
 	case c.exact != nil:
 		c.pc = &parsed{tool: base, unparsed: true}
@@ -871,7 +1016,13 @@ func (c *command) paths() bool {
 	// and bound to the request below.
 	c.entries = projectEntryPaths(t, pc, cwd, ctx)
 	if c.project != nil {
-		c.entries = []string{c.project.file}
+		c.entries = nil
+		if c.project.file != "" {
+			c.entries = []string{c.project.file}
+		}
+		if et := c.project.entryTool; et != "" {
+			c.entries = projectEntryPaths(toolNamed(et), &parsed{tool: et}, cwd, ctx)
+		}
 	}
 	for _, f := range c.entries {
 		// Tools read these by fixed names: a link to a root-only file
@@ -930,7 +1081,10 @@ func (c *command) rules() bool {
 		s.step("rules", "repl", c.base)
 	case project != nil:
 		s.raise(Allow, RiskHigh, project.why)
-		s.step("rules", "project code", project.file)
+		s.step("rules", "project code", project.file+project.module)
+	case c.info:
+		s.raise(Allow, RiskLow, c.base+" "+c.argv[1]+" prints the interpreter's version or help (no code runs)")
+		s.step("rules", "version", c.base)
 	case len(c.sys) == 0 && c.unknownArgs != "":
 		// A known program with arguments its grammar does not read: as
 		// unknown as a program no rule knows.
