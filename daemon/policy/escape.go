@@ -43,6 +43,28 @@ func escapeClass(base string) string {
 	return ""
 }
 
+// Why the kept hard denials are dangerous even inside a fully enforced
+// sandbox (docs/POLICY.md, "What is denied and why").
+const (
+	whyShell = ": denied even inside the sandbox, because the string is code the policy cannot read, so neither the policy nor a person approving it can tell what it runs; " +
+		"put the commands in a script in the workspace and run it by its path (project code), or send each command as argv"
+	whyInline = ": denied even inside the sandbox, because the code is a string the policy cannot read and leaves no file an approval can bind; " +
+		"write it to a file in the workspace and run the interpreter on that file (project code)"
+	whyInterpreter = ": denied even inside the sandbox, because what it would run is neither a workspace file an approval can bind nor a form the policy reads " +
+		"(a workspace script, -m MODULE, node --test and --version are decided)"
+	whyPrivilege = ": denied even inside the sandbox, whose point is that a command runs as the principal that asked, with no way to gain privileges; " +
+		"an operator gives a command another user with a rule's run_as"
+	whyWrapper = "; termd does not follow what it runs this way (timeout, env, nice, nohup, time and xargs are decided as the command they run): send the command itself"
+)
+
+// remoteWhy: wrappers that run commands somewhere no sandbox here reaches.
+var remoteWhy = map[string]string{
+	"docker":  "talks to the container engine, which starts containers as host root outside termd's sandbox (a container can mount the host's files): denied even inside the sandbox (privilege escalation through a container socket)",
+	"podman":  "starts containers outside termd's sandbox (as root, a container can mount the host's files): denied even inside the sandbox (privilege escalation through a container engine)",
+	"kubectl": "runs commands in a cluster, outside this sandbox and its receipts, with the principal's credentials: denied even inside the sandbox",
+	"ssh":     "runs commands on another machine, outside this sandbox and its receipts, with the principal's keys: denied even inside the sandbox (program-running wrapper)",
+}
+
 // wrapper options that take a value (so the value is not the command).
 var wrapperValueOpts = map[string]string{
 	"timeout":     "-s --signal -k --kill-after",
@@ -94,30 +116,30 @@ func escapeInner(base string, argv []string) ([]string, bool, string) {
 				if i+1 < len(args) {
 					str := args[i+1]
 					inner, err := cmdline.Split(str)
-					why := base + " -c runs a shell command string (shell escape; send argv instead)"
+					why := base + " -c runs a shell command string (shell escape; send argv instead)" + whyShell
 					if err != nil {
 						why += ": " + err.Error()
 						return nil, true, why
 					}
 					return inner, true, why
 				}
-				return nil, true, base + " -c runs a shell command string (shell escape; send argv instead)"
+				return nil, true, base + " -c runs a shell command string (shell escape; send argv instead)" + whyShell
 			}
 			if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
 				break
 			}
 		}
-		return nil, true, base + " runs shell scripts or commands (shell escape; send argv instead)"
+		return nil, true, base + " runs shell scripts or commands (shell escape; send argv instead)" + whyShell
 	case "interpreter":
 		for _, a := range args {
 			if a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-p" || a == "--print" || a == "-r" || a == "-x" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "ce")) {
-				return nil, true, base + " " + a + " runs inline code (interpreter escape)"
+				return nil, true, base + " " + a + " runs inline code (interpreter escape)" + whyInline
 			}
 		}
-		return nil, true, base + " runs a program in an interpreter (interpreter escape)"
+		return nil, true, base + " runs a program in an interpreter (interpreter escape)" + whyInterpreter
 	case "privilege escalation":
 		inner := wrapperCommand(base, args)
-		return inner, true, base + " changes user or privileges (privilege escalation)"
+		return inner, true, base + " changes user or privileges (privilege escalation)" + whyPrivilege
 	case "program-running wrapper":
 		inner := wrapperCommand(base, args)
 		if base == "env" {
@@ -133,7 +155,10 @@ func escapeInner(base string, argv []string) ([]string, bool, string) {
 		if base == "busybox" || base == "toybox" {
 			return inner, true, base + " runs applets, including shells (program-running wrapper)"
 		}
-		return inner, true, base + " runs another program (program-running wrapper)"
+		if why := remoteWhy[base]; why != "" {
+			return inner, true, base + " " + why
+		}
+		return inner, true, base + " runs another program (program-running wrapper)" + whyWrapper
 	}
 	return nil, false, ""
 }
