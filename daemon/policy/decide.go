@@ -663,8 +663,8 @@ type command struct {
 // The exec stage reports no step: its result is the decision's exec_argv
 // and exec_env.
 func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
-	if sub, why, ifMissing := builtinForm(argv); sub != nil && !strings.Contains(argv[0], "/") {
-		if cand, _ := p.resolveProgram(baseName(argv[0]), ctx); !ifMissing || cand == "" {
+	if sub, why, ifMissing := builtinForm(argv); sub != nil {
+		if cand, _ := p.resolveProgram(baseName(argv[0]), ctx); !ifMissing || cand == "" && !strings.Contains(argv[0], "/") {
 			// A shell builtin or keyword: what it asks is decided (and
 			// runs) as the program that answers it.
 			s.raise(Allow, RiskLow, why)
