@@ -34,6 +34,8 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 		{"env FOO=1 true", Ask}, {"xargs grep foo", Allow}, {"xargs -0 rm", Ask}, {"nice make", Allow}, {"nice -n 10 go build ./...", Allow},
 		{"time go build ./...", Allow}, {"time -p git status", Allow}, {"nohup go test ./...", Allow},
 		{"command -v git", Allow}, {"type git", Allow}, {"type -a go", Allow},
+		{"npm exec eslint .", Ask}, {"pnpm dlx create-vite", Ask},
+		{"git branch feature", Allow}, {"git branch -D feature", Ask}, {"git switch -c fix", Allow}, {"git switch main", Allow}, {"git switch --discard-changes main", Ask},
 		{"git log --frobnicate", Allow}, {"git frobnicate", Allow}, {"ls --frobnicate", Allow},
 	}
 	for _, c := range cases {

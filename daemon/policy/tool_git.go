@@ -22,7 +22,7 @@ func registerGit() {
 		sub("log", &cmdSpec{numFlag: "-n", opts: logOpts}),
 		sub("show", &cmdSpec{numFlag: "-n", opts: logOpts}),
 		sub("diff", &cmdSpec{post: postGitDiff, opts: opts(diffOpts, flags("--cached|--staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs"))}),
-		sub("branch", &cmdSpec{post: postGitBranch, opts: opts(flags("-a|--all -r|--remotes -l|--list -v|--verbose --show-current -i|--ignore-case --no-color --no-abbrev --omit-empty -q|--quiet -d|--delete -D -m|--move -M -c|--copy -C -f|--force --unset-upstream --no-track --create-reflog --recurse-submodules"),
+		sub("branch", &cmdSpec{plainWrite: true, post: postGitBranch, opts: opts(flags("-a|--all -r|--remotes -l|--list -v|--verbose --show-current -i|--ignore-case --no-color --no-abbrev --omit-empty -q|--quiet -d|--delete -D -m|--move -M -c|--copy -C -f|--force --unset-upstream --no-track --create-reflog --recurse-submodules"),
 			list(o("--contains?"), o("--no-contains?"), o("--merged?"), o("--no-merged?"), o("--sort="), o("--format="), o("--points-at="), o("--color?"), o("--column?"), o("--no-column"), o("--abbrev?"), o("-u|--set-upstream-to="), o("-t|--track?"), o("--edit-description").denyWith("opens an editor")))}),
 		sub("ls-files", &cmdSpec{opts: opts(flags("-c|--cached -d|--deleted -m|--modified -o|--others -i|--ignored -s|--stage -u|--unmerged -k|--killed -z -t -v -f --directory --no-empty-directory --eol --full-name --recurse-submodules --debug --deduplicate --exclude-standard --error-unmatch --sparse --resolve-undo"), list(o("--abbrev?"), o("-x|--exclude="), o("-X|--exclude-from=", R), o("--exclude-per-directory="), o("--with-tree="), o("--format=")))}),
 		sub("rev-parse", &cmdSpec{opts: opts(flags("--show-toplevel --show-prefix --show-cdup --git-dir --git-common-dir --absolute-git-dir --is-inside-work-tree --is-inside-git-dir --is-bare-repository --is-shallow-repository --verify -q|--quiet --symbolic --symbolic-full-name --all --local-env-vars --sq --sq-quote --revs-only --no-revs --flags --no-flags --show-superproject-working-tree --shared-index-path --not --keep-dashdash --stop-at-non-option --stuck-long"),
@@ -36,7 +36,9 @@ func registerGit() {
 			list(o("--amend").notPlainWrite("rewrites the last commit (history)"), o("-m|--message="), o("-F|--file=", R), o("--author="), o("--date="), o("--fixup="), o("--squash="), o("-C|--reuse-message="), o("--cleanup="), o("--trailer="), o("--pathspec-from-file=", R), o("-u|--untracked-files?"), o("-S|--gpg-sign?"),
 				o("-c|--reedit-message=").denyWith("opens an editor"), o("-e|--edit").denyWith("opens an editor"), o("-t|--template=").denyWith("opens an editor"), o("-p|--patch").denyWith("is interactive")))}),
 		sub("restore", &cmdSpec{write: true, opts: opts(flags("-S|--staged -W|--worktree --ours --theirs -m|--merge --ignore-unmerged --ignore-skip-worktree-bits --overlay --no-overlay -q|--quiet --progress --no-progress --recurse-submodules --no-recurse-submodules --pathspec-file-nul"), list(o("-s|--source="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
-		sub("switch", &cmdSpec{write: true, opts: opts(flags("-d|--detach --guess --no-guess -f|--force|--discard-changes -m|--merge -q|--quiet --no-track --recurse-submodules --no-recurse-submodules --ignore-other-worktrees --progress --no-progress"), list(o("-c|--create="), o("-C|--force-create="), o("--conflict="), o("--orphan="), o("-t|--track?")))}),
+		// git switch refuses to discard local changes unless told to.
+		sub("switch", &cmdSpec{write: true, plainWrite: true, opts: opts(flags("-d|--detach --guess --no-guess -q|--quiet --no-track --recurse-submodules --no-recurse-submodules --ignore-other-worktrees --progress --no-progress"),
+			list(o("-f|--force|--discard-changes").notPlainWrite(whyDiscards), o("-m|--merge").notPlainWrite("merges local changes into the other branch's files (conflicts rewrite them)"), o("-c|--create="), o("-C|--force-create=").notPlainWrite("resets an existing branch"), o("--conflict="), o("--orphan=").notPlainWrite("empties the work tree of tracked files"), o("-t|--track?")))}),
 		sub("checkout", &cmdSpec{write: true, opts: opts(flags("-f|--force -q|--quiet --detach --no-track -m|--merge --ours --theirs --recurse-submodules --no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -l --ignore-other-worktrees --progress --no-progress --guess --no-guess --ignore-skip-worktree-bits"), list(o("-b="), o("-B="), o("-t|--track?"), o("--orphan="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
 		sub("fetch", &cmdSpec{net: true, write: true, operand: KURL, post: postGitURL, opts: opts(flags("--all -p|--prune -P|--prune-tags -t|--tags -n|--no-tags --unshallow -q|--quiet -v|--verbose -f|--force --dry-run --no-recurse-submodules --multiple --atomic --refetch --set-upstream --progress -u|--update-head-ok -4|--ipv4 -6|--ipv6 -k|--keep -a|--append --porcelain --no-write-fetch-head --write-fetch-head --no-show-forced-updates --show-forced-updates --update-shallow --no-auto-gc --auto-gc --no-auto-maintenance --auto-maintenance"),
 			list(o("--depth="), o("--deepen="), o("--shallow-since="), o("--shallow-exclude="), o("--recurse-submodules?").denyWith("fetches submodules from URLs the repository names (not checked)"), o("-j|--jobs="), o("--filter="), o("--negotiation-tip="), o("-o|--server-option="), o("--refmap="), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
@@ -259,6 +261,9 @@ func postGitDiff(p *parsed) {
 }
 
 func postGitBranch(p *parsed) {
+	if p.has("-d", "-D", "-m", "-M", "-C", "-f") {
+		p.notPlain = append(p.notPlain, "git branch -d/-D/-m/-M/-C/-f deletes, renames or overwrites branches")
+	}
 	if p.has("-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "--unset-upstream", "-t", "--no-track", "--create-reflog") {
 		p.write = true
 	}

@@ -36,8 +36,14 @@ func registerJS() {
 			"view": withName("view", readNet), "outdated": withName("outdated", readNet), "audit": withName("audit", audit), "info": withName("info", readNet),
 			"pack": withName("pack", write), "prune": withName("prune", write), "dedupe": withName("dedupe", write),
 			"config": withName("config", &cmdSpec{inherit: true, post: postJSConfig}),
-			"exec":   withName("exec", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s exec runs a downloaded or arbitrary program", p.tool) }}),
-			"dlx":    withName("dlx", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s dlx runs a downloaded program", p.tool) }}),
+			// exec and dlx run a package's program, downloaded when it is
+			// not installed: project code from the network, which asks.
+			"exec": withName("exec", &cmdSpec{inherit: true, net: true, write: true, code: true, post: func(p *parsed) {
+				p.ask(RiskHigh, "%s exec runs a package's program, downloading it when it is not installed (project code from the network)", p.tool)
+			}}),
+			"dlx": withName("dlx", &cmdSpec{inherit: true, net: true, write: true, code: true, post: func(p *parsed) {
+				p.ask(RiskHigh, "%s dlx downloads a package and runs its program (project code from the network)", p.tool)
+			}}),
 		}
 		al := map[string]string{"i": "install", "isntall": "install", "in": "install", "t": "test", "tst": "test", "run-script": "run", "rum": "run", "urn": "run", "list": "ls", "ll": "ls", "la": "ls", "v": "view", "show": "view", "c": "config", "x": "exec", "rm": "remove", "r": "remove", "un": "remove", "uninstall": "remove", "unlink": "remove", "up": "update", "upgrade": "update", "clean-install": "ci", "install-clean": "ci", "ic": "ci", "rb": "rebuild", "ddp": "dedupe"}
 		if tool != "npm" {
