@@ -955,6 +955,17 @@ func (c *command) grammar() bool {
 				s.raise(f.verdict, f.risk, f.reason)
 			}
 			c.pc = &parsed{tool: base, unparsed: true}
+			// Arguments that name files are still checked as reads: a
+			// bogus option must not turn a denied read (a secret, termd's
+			// own files) into unknown code.
+			for _, a := range c.argv[1:] {
+				if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
+					a = v
+				}
+				if a != "" && !strings.HasPrefix(a, "-") && (strings.Contains(a, "/") || exists(c.cwd, a)) {
+					c.pc.paths = append(c.pc.paths, operand{value: a, kind: KPathRead})
+				}
+			}
 			s.step("grammar", "unknown", err.Error()+": the arguments are not analysed; the command runs as unknown code")
 			return true
 		}
@@ -1464,6 +1475,15 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes, reads
+}
+
+// exists reports whether name, relative to dir, names an existing file.
+func exists(dir, name string) bool {
+	if dir == "" {
+		return false
+	}
+	_, err := os.Lstat(resolvePath(dir, name))
+	return err == nil
 }
 
 func isDir(path string) bool {

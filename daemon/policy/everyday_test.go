@@ -104,7 +104,7 @@ func TestKeptHardDenialsSayWhy(t *testing.T) {
 		{"sudo", "ls"}, {"su", "-c", "id"}, {"doas", "ls"}, {"pkexec", "ls"},
 		{"docker", "ps"}, {"podman", "run", "alpine"}, {"ssh", "host", "id"}, {"kubectl", "exec", "pod", "--", "sh"},
 		{"bash", "-c", "ls"}, {"sh"}, {"python3", "-c", "print(1)"}, {"node", "-e", "1"}, {"perl", "-e", "1"}, {"python3"},
-		{"cat", f.home + "/.ssh/id_rsa"}, {"cat", f.prot + "/key"}, {"touch", ".git/hooks/pre-commit"}, {"sed", "-i", "s/a/b/", ".bashrc"},
+		{"cat", f.home + "/.ssh/id_rsa"}, {"cat", f.prot + "/key"}, {"cat", "--frobnicate", f.home + "/.ssh/id_rsa"}, {"git", "frobnicate", "--x=" + f.prot + "/key"}, {"touch", ".git/hooks/pre-commit"}, {"sed", "-i", "s/a/b/", ".bashrc"},
 	} {
 		for _, mode := range []Mode{ModeConfirm, ModeTrusted} {
 			d := f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: mode}, ctx)
