@@ -590,6 +590,35 @@ func workspaceProgram(a0, cwd string, ctx *decideCtx) *projectCode {
 	return &projectCode{file: real, program: true, why: "runs project code: " + a0 + " is a program in the workspace (" + real + "); its arguments are not analysed"}
 }
 
+// venvInterpreter: argv[0] names, inside a workspace, a symbolic link to an
+// interpreter that is the very file the trusted PATH resolves for its name
+// (a virtual environment's .venv/bin/python -> /usr/bin/python3.11). It
+// returns argv with the interpreter's bare name, to be decided as that
+// interpreter, and why; or nil.
+func (p *Policy) venvInterpreter(argv []string, cwd string, ctx *decideCtx) ([]string, string) {
+	a0 := argv[0]
+	if !strings.Contains(a0, "/") || cwd == "" {
+		return nil, ""
+	}
+	link := a0
+	if !filepath.IsAbs(link) {
+		link = cwd + "/" + link
+	}
+	link = filepath.Clean(link)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 || !inAnyWorkspace(ctx.paths.resolve(filepath.Dir(link), 0), ctx) {
+		return nil, ""
+	}
+	real := ctx.paths.resolve(link, 0)
+	base := baseName(real)
+	if inAnyWorkspace(real, ctx) || escapeClass(base) != "interpreter" {
+		return nil, ""
+	}
+	if _, tr := p.resolveProgram(base, ctx); tr != real {
+		return nil, ""
+	}
+	return append([]string{base}, argv[1:]...), a0 + " is the workspace environment's link to " + real + " (the trusted " + base + "): decided as " + base + ", run by its workspace path"
+}
+
 // interpretedScript is `INTERPRETER FILE [ARGS...]` where FILE is a regular
 // file inside a workspace and nothing comes before it (no -c, -e, -m or
 // other options), or nil.
@@ -672,6 +701,20 @@ func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideC
 			argv = sub
 		}
 	}
+	venv := ""
+	if sub, why := p.venvInterpreter(argv, cwd, ctx); sub != nil {
+		// The workspace's own environment's interpreter (.venv/bin/python):
+		// decided as the interpreter it links to, run by the workspace
+		// path (which makes the environment's packages the ones used).
+		s.raise(Allow, RiskLow, why)
+		s.step("program", "environment interpreter", why)
+		venv, argv = argv[0], sub
+	}
+	defer func() {
+		if venv != "" && len(s.d.ExecArgv) > 0 {
+			s.d.ExecArgv[0] = venv
+		}
+	}()
 	c := command{p: p, argv: argv, a0: argv[0], cwd: cwd, req: req, ctx: ctx, depth: depth, s: s, d: s.d}
 	_ = c.program() && // "program"
 		c.escape() && // "escape"

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -37,6 +38,34 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 		{"npm exec eslint .", Ask}, {"pnpm dlx create-vite", Ask},
 		{"git branch feature", Allow}, {"git branch -D feature", Ask}, {"git switch -c fix", Allow}, {"git switch main", Allow}, {"git switch --discard-changes main", Ask},
 		{"git log --frobnicate", Allow}, {"git frobnicate", Allow}, {"ls --frobnicate", Allow},
+	}
+	// A virtual environment's interpreter links to the trusted one (a
+	// regular file here: the fixture's programs are links to true).
+	if err := os.MkdirAll(f.ws+"/.venv/bin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	trueBin, err := os.ReadFile("/usr/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.bin+"/python3.99", trueBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.bin+"/python3.99", f.ws+"/.venv/bin/python"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cmd  string
+		want Verdict
+	}{{".venv/bin/python -m pytest", Allow}, {".venv/bin/python --version", Allow}, {"./.venv/bin/python x.py", Allow}, {f.ws + "/.venv/bin/python -m pip install -r requirements.txt", Ask}} {
+		argv := strings.Fields(c.cmd)
+		d := f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: ModeConfirm}, enforced)
+		if d.Verdict != c.want || len(d.ExecArgv) == 0 || d.ExecArgv[0] != argv[0] {
+			t.Errorf("%q: %s exec %q, want %s run by its workspace path; reasons %q", argv, d.Verdict, d.ExecArgv, c.want, d.Reasons)
+		}
+	}
+	if d := f.pol.Decide(Request{Argv: []string{".venv/bin/python", "-c", "print(1)"}, Cwd: f.ws, Mode: ModeConfirm}, enforced); d.Verdict != Deny || !hasReason(d, "inline code") {
+		t.Errorf(".venv/bin/python -c: %s %q", d.Verdict, d.Reasons)
 	}
 	for _, c := range cases {
 		argv := strings.Fields(c.cmd)
