@@ -64,6 +64,29 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 			t.Errorf("%q: %s exec %q, want %s run by its workspace path; reasons %q", argv, d.Verdict, d.ExecArgv, c.want, d.Reasons)
 		}
 	}
+	// Programs the project installed in node_modules/.bin and .venv/bin are
+	// project code.
+	mustWrite(t, f.ws+"/node_modules/eslint/bin/eslint.js", "#!/usr/bin/env node\n")
+	mustWrite(t, f.ws+"/.venv/bin/pytest", "#!"+f.ws+"/.venv/bin/python\n")
+	for _, p := range []string{f.ws + "/node_modules/eslint/bin/eslint.js", f.ws + "/.venv/bin/pytest"} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(f.ws+"/node_modules/.bin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../eslint/bin/eslint.js", f.ws+"/node_modules/.bin/eslint"); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{"./node_modules/.bin/eslint", "."}, {"node_modules/.bin/eslint", "src"}, {f.ws + "/node_modules/.bin/eslint", "."}, {".venv/bin/pytest", "-x"}} {
+		for name, ctx := range map[string]Context{"sandbox-enforced": enforced, "sandbox-unavailable": f.ctx} {
+			d := f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: ModeConfirm}, ctx)
+			if d.Verdict == Deny || !d.RunsProjectCode || ctx.Sandbox && d.Verdict != Allow {
+				t.Errorf("%s %q: %s (project code %t), want project code (confined or asked); reasons %q", name, argv, d.Verdict, d.RunsProjectCode, d.Reasons)
+			}
+		}
+	}
 	if d := f.pol.Decide(Request{Argv: []string{".venv/bin/python", "-c", "print(1)"}, Cwd: f.ws, Mode: ModeConfirm}, enforced); d.Verdict != Deny || !hasReason(d, "inline code") {
 		t.Errorf(".venv/bin/python -c: %s %q", d.Verdict, d.Reasons)
 	}
