@@ -37,6 +37,7 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 		{"command -v git", Allow}, {"type git", Allow}, {"type -a go", Allow},
 		{"npm exec eslint .", Ask}, {"pnpm dlx create-vite", Ask},
 		{"git branch feature", Allow}, {"git branch -D feature", Ask}, {"git switch -c fix", Allow}, {"git switch main", Allow}, {"git switch --discard-changes main", Ask},
+		{"git checkout -b feature", Allow}, {"git checkout -b fix origin/main", Allow}, {"git checkout main", Ask}, {"git checkout -- README.md", Ask},
 		{"git log --frobnicate", Allow}, {"git frobnicate", Allow}, {"ls --frobnicate", Allow},
 	}
 	// A virtual environment's interpreter links to the trusted one (a

@@ -39,7 +39,7 @@ func registerGit() {
 		// git switch refuses to discard local changes unless told to.
 		sub("switch", &cmdSpec{write: true, plainWrite: true, opts: opts(flags("-d|--detach --guess --no-guess -q|--quiet --no-track --recurse-submodules --no-recurse-submodules --ignore-other-worktrees --progress --no-progress"),
 			list(o("-f|--force|--discard-changes").notPlainWrite(whyDiscards), o("-m|--merge").notPlainWrite("merges local changes into the other branch's files (conflicts rewrite them)"), o("-c|--create="), o("-C|--force-create=").notPlainWrite("resets an existing branch"), o("--conflict="), o("--orphan=").notPlainWrite("empties the work tree of tracked files"), o("-t|--track?")))}),
-		sub("checkout", &cmdSpec{write: true, opts: opts(flags("-f|--force -q|--quiet --detach --no-track -m|--merge --ours --theirs --recurse-submodules --no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -l --ignore-other-worktrees --progress --no-progress --guess --no-guess --ignore-skip-worktree-bits"), list(o("-b="), o("-B="), o("-t|--track?"), o("--orphan="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
+		sub("checkout", &cmdSpec{write: true, plainWrite: true, post: postGitCheckout, opts: opts(flags("-f|--force -q|--quiet --detach --no-track -m|--merge --ours --theirs --recurse-submodules --no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -l --ignore-other-worktrees --progress --no-progress --guess --no-guess --ignore-skip-worktree-bits"), list(o("-b="), o("-B="), o("-t|--track?"), o("--orphan="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
 		sub("fetch", &cmdSpec{net: true, write: true, operand: KURL, post: postGitURL, opts: opts(flags("--all -p|--prune -P|--prune-tags -t|--tags -n|--no-tags --unshallow -q|--quiet -v|--verbose -f|--force --dry-run --no-recurse-submodules --multiple --atomic --refetch --set-upstream --progress -u|--update-head-ok -4|--ipv4 -6|--ipv6 -k|--keep -a|--append --porcelain --no-write-fetch-head --write-fetch-head --no-show-forced-updates --show-forced-updates --update-shallow --no-auto-gc --auto-gc --no-auto-maintenance --auto-maintenance"),
 			list(o("--depth="), o("--deepen="), o("--shallow-since="), o("--shallow-exclude="), o("--recurse-submodules?").denyWith("fetches submodules from URLs the repository names (not checked)"), o("-j|--jobs="), o("--filter="), o("--negotiation-tip="), o("-o|--server-option="), o("--refmap="), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
 		sub("ls-remote", &cmdSpec{net: true, operand: KURL, post: postGitURL, opts: opts(flags("--heads --tags -t -b|--branches --refs -q|--quiet --exit-code --get-url --symref"),
@@ -269,6 +269,15 @@ func postGitBranch(p *parsed) {
 	}
 	if len(p.operands) > 0 && !p.has("-l", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at") {
 		p.write = true
+	}
+}
+
+// postGitCheckout: git checkout can discard changes (checkout FILE, -f);
+// only checkout -b NAME [START] creates a branch and switches to it as git
+// switch -c does, which refuses to discard local changes.
+func postGitCheckout(p *parsed) {
+	if !p.has("-b") || p.has("-f", "-m", "-B", "--orphan", "--ours", "--theirs", "--pathspec-from-file") || len(p.operands) > 1 {
+		p.notPlain = append(p.notPlain, "git checkout is not a plain edit (it can discard changes in the work tree; only checkout -b NAME [START] is)")
 	}
 }
 
