@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/termd/termd/daemon/errdefs"
@@ -81,18 +82,40 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		ProtectedNames: pol.ProtectedNames(),
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,
+		RootMap:        b.rootMap(uid),
 	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		var refused *sandbox.RefusedError
-		if errors.As(err, &refused) {
+		var rootMap *sandbox.RootMapError
+		if errors.As(err, &refused) || errors.As(err, &rootMap) {
 			return nil, "", errdefs.Precondition("%v", err)
 		}
 		return nil, "", errdefs.Internal("%v", err)
 	}
 	e.launch = l
 	return &rec, tmp, nil
+}
+
+// defaultRootMapUID is the host uid a command run for root holds when
+// sandbox_root_map_uid is not set: in Debian's reserved range (65000-65533),
+// beside nobody, which services use and so must not be shared.
+const defaultRootMapUID = 65533
+
+// rootMap is the unprivileged host uid a command that runs as uid (0: root)
+// holds instead (sandbox.Paths.RootMap), or 0 when it keeps uid: it is not
+// root, termd is not root, or the plan is privileged (a person approved a
+// run as real root). Invariant 12: no execution holds host root unless a
+// person approved exactly that.
+func (b *Broker) rootMap(uid int) uint32 {
+	if uid != 0 || os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		return 0
+	}
+	if m := b.Config().RootMapUID; m != 0 {
+		return m
+	}
+	return defaultRootMapUID
 }
 
 // hiddenPaths are termd's own files, which no execution may reach.
