@@ -134,5 +134,49 @@ func TestRootRunHoldsNoHostRoot(t *testing.T) {
 	wantPrefix(t, out, "read 5 bytes: mine", "a command run for root reads root's file in the workspace")
 	out, _ = unapprovedProbe(t, d, "owner", own)
 	wantPrefix(t, out, "uid=0 gid=0", "root's file in the workspace, seen from inside")
-	_ = rec
+	if ra, _ := rec["run_as"].(map[string]any); ra["uid"] != float64(0) || ra["host_uid"] != float64(65533) || rec["privileged"] != nil {
+		t.Errorf("the receipt of a command run for root: run_as %v, want uid 0 on host uid 65533, not privileged", ra)
+	}
+}
+
+// A plan marked privileged runs as real host root: always asked (trusted
+// mode and all), and even then the credential store, /etc/shadow and the
+// other host secrets are covered in its mount namespace.
+func TestPrivilegedPlanAskedRunsAsRealRoot(t *testing.T) {
+	requireSandbox(t)
+	s := makeRootSecrets(t)
+	d := rootSecretsDaemon(t, s, "")
+	plan := func(args ...string) *termdv1.Plan {
+		t.Helper()
+		resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{
+			Argv: append([]string{"probe"}, args...), Cwd: d.Workspace, Sandbox: "workspace-write", Mode: termdv1.Mode_MODE_TRUSTED, Privileged: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Plan
+		if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || !p.Decision.GetPrivileged() || !strings.Contains(strings.Join(p.Decision.Reasons, "\n"), "privileged") {
+			t.Fatalf("a privileged plan in trusted mode: %v privileged=%v %v; want it awaiting approval", p.State, p.Decision.GetPrivileged(), p.Decision.Reasons)
+		}
+		if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run := func(args ...string) (string, map[string]any) {
+		t.Helper()
+		_, rec, stdout, stderr := runToEnd(t, d.Client, plan(args...))
+		return strings.TrimSpace(stdout + stderr), receiptJSON(t, d.Client, rec.Id)
+	}
+	out, rec := run("dial", s.sock)
+	wantPrefix(t, out, "ok", "a privileged run connects to a root-only socket")
+	if ra, _ := rec["run_as"].(map[string]any); rec["privileged"] != true || ra["uid"] != float64(0) || ra["host_uid"] != nil {
+		t.Errorf("the receipt of a privileged run: privileged %v, run_as %v; want privileged, uid 0 and no host_uid", rec["privileged"], ra)
+	}
+	out, _ = run("cat", s.secret)
+	wantPrefix(t, out, "read 22 bytes: "+rootSecretText, "a privileged run reads root's 0600 file")
+	// Covered by /dev/null on a nodev mount: opening it is refused.
+	for _, p := range []string{s.creds, "/etc/shadow"} {
+		out, _ = run("cat", p)
+		wantPrefix(t, out, "denied", "a privileged run reads "+p+" (covered in its mount namespace)")
+	}
 }
