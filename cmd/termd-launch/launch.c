@@ -380,22 +380,15 @@ static void apply_mount(const char *kind, const char *path, int userns_fd) {
 	if (fstat(target, &st) < 0)
 		fail("sandbox: stat %s: %s", path, strerror(errno));
 	int tree;
+	struct tl_mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	const char *doing = "making it read-only";
 	if (!strcmp(kind, "idmap")) {
 		if (userns_fd < 0)
 			fail("sandbox: an idmapped mount of %s without a user namespace", path);
-		tree = syscall(SYS_open_tree, target, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-		if (tree < 0)
-			fail("sandbox: cloning %s for its idmapped mount: %s", path, strerror(errno));
-		struct tl_mount_attr idmap = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
-		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &idmap, sizeof idmap) < 0)
-			fail("sandbox: idmapping %s (its file system must support idmapped mounts, Linux 5.12 or later): %s", path, strerror(errno));
-		if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-			fail("sandbox: mounting %s idmapped: %s", path, strerror(errno));
-		close(tree);
-		close(target);
-		return;
+		attr = (struct tl_mount_attr){.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
+		doing = "idmapping it (its file system must support idmapped mounts, Linux 5.12 or later)";
 	}
-	if (!strcmp(kind, "readonly"))
+	if (!strcmp(kind, "readonly") || !strcmp(kind, "idmap"))
 		tree = syscall(SYS_open_tree, target, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	else if (S_ISDIR(st.st_mode))
 		tree = empty_tmpfs();
@@ -403,9 +396,8 @@ static void apply_mount(const char *kind, const char *path, int userns_fd) {
 		tree = syscall(SYS_open_tree, AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		fail("sandbox: preparing the %s mount for %s: %s", kind, path, strerror(errno));
-	struct tl_mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-		fail("sandbox: making %s read-only: %s", path, strerror(errno));
+		fail("sandbox: the %s mount of %s: %s: %s", kind, path, doing, strerror(errno));
 	if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		fail("sandbox: mounting over %s: %s", path, strerror(errno));
 	close(tree);

@@ -55,16 +55,19 @@ func makeRootSecrets(t *testing.T) rootSecrets {
 	if err := os.Chmod(s.sock, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(ln)
 	return s
+}
+
+// acceptAndClose accepts connections and closes each, until ln is closed.
+func acceptAndClose(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
 }
 
 // rootSecretsDaemon starts termd (sandbox required) with the probe allowed,
