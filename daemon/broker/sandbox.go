@@ -99,11 +99,6 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 	return &rec, tmp, nil
 }
 
-// defaultRootMapUID is the host uid a command run for root holds when
-// sandbox_root_map_uid is not set: in Debian's reserved range (65000-65533),
-// beside nobody, which services use and so must not be shared.
-const defaultRootMapUID = 65533
-
 // rootMap is the unprivileged host uid a command that runs as uid (0: root)
 // holds instead (sandbox.Paths.RootMap), or 0 when it keeps uid: it is not
 // root, termd is not root, or the plan is privileged (a person approved a
@@ -116,7 +111,7 @@ func (b *Broker) rootMap(uid int, privileged bool) uint32 {
 	if m := b.Config().RootMapUID; m != 0 {
 		return m
 	}
-	return defaultRootMapUID
+	return sandbox.DefaultRootMapUID
 }
 
 // hiddenPaths are termd's own files and the host's well-known secrets,

@@ -151,6 +151,23 @@ func idmapWorks(path string, ns *os.File) string {
 	return why
 }
 
+// CheckRootMap says whether a command run for root can hold host uid to
+// instead, with dirs (the workspace roots) mounted idmapped: nil, or why not
+// (termd doctor).
+func CheckRootMap(launcherPath string, to uint32, dirs []string) error {
+	ns, err := rootUserNS(launcherPath, to)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	for _, d := range dirs {
+		if why := idmapWorks(d, ns); why != "" {
+			return &RootMapError{Why: why}
+		}
+	}
+	return nil
+}
+
 // rootMapPaths are the trees the command's files are created in: bound
 // idmapped so they stay root's on the disk. Nested ones are covered by
 // their parent's mount.

@@ -207,6 +207,11 @@ type Record struct {
 	RootMappedTo uint32 `json:"root_mapped_to,omitempty"`
 }
 
+// DefaultRootMapUID is the host uid a command run for root holds when
+// sandbox_root_map_uid is not set: in Debian's reserved range (65000-65533),
+// beside nobody, which services use and so must not be shared.
+const DefaultRootMapUID = 65533
+
 // RootMapError refuses a command run for root that would hold host root
 // because the host cannot give it root in a user namespace instead.
 type RootMapError struct{ Why string }
