@@ -177,6 +177,12 @@ func TestPrivilegedPlanAskedRunsAsRealRoot(t *testing.T) {
 	}
 	out, _ = run("cat", s.secret)
 	wantPrefix(t, out, "read 22 bytes: "+rootSecretText, "a privileged run reads root's 0600 file")
+	// termctl plan --privileged shows it, and so does the approval view.
+	out, errOut, code := d.Run("termctl", "plan", "--privileged", "--mode", "trusted", "--cwd", d.Workspace, "--", "probe", "whoami")
+	pend, _, _ := d.Run("termctl", "pending")
+	if code != 0 || !strings.Contains(out, "privileged:") || !strings.Contains(out, "real host root") || !strings.Contains(pend, "privileged:") {
+		t.Errorf("termctl plan --privileged (exit %d):\n%s%s\ntermctl pending:\n%s", code, out, errOut, pend)
+	}
 	// Covered by /dev/null on a nodev mount: opening it is refused.
 	for _, p := range []string{s.creds, "/etc/shadow"} {
 		out, _ = run("cat", p)
