@@ -98,8 +98,10 @@ func newRootUserNS(launcherPath string, to uint32) (*os.File, error) {
 			GidMappings: maps,
 			// termd writes the maps (it holds CAP_SETGID), so setgroups
 			// stays allowed: the launcher sets the command's groups in it.
+			// No Pdeathsig (it would fire if the forking thread ended
+			// first): the launcher ends at its socket's end of file,
+			// termd's exit included.
 			GidMappingsEnableSetgroups: true,
-			Pdeathsig:                  syscall.SIGKILL,
 		},
 	}
 	err = cmd.Start()
