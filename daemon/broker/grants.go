@@ -228,7 +228,7 @@ func (b *Broker) grantUncoveredLocked(r *grantRec, requester *termdv1.Principal,
 // coverLocked finds an active grant that approves a new plan, or nil. d is
 // the plan's unredacted decision; only one that asks can be covered.
 func (b *Broker) coverLocked(requester *termdv1.Principal, s *session, d policy.Decision) *grantRec {
-	if d.Verdict != policy.Ask || len(b.grants) == 0 {
+	if d.Verdict != policy.Ask || d.Privileged || len(b.grants) == 0 {
 		return nil
 	}
 	var best *grantRec

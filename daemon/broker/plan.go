@@ -195,6 +195,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		TTY:     terminalRequest(r.Tty),
 		// Names only: values are read when an execution starts.
 		Credentials: slices.Clone(r.Credentials),
+		Privileged:  r.Privileged,
 	}, nil
 }
 

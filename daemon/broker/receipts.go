@@ -69,6 +69,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		StartedAt:    now,
 		FinishedAt:   now,
 		AdviceDigest: p.p.AdviceDigest,
+		Privileged:   d.Privileged,
 	}
 	if a := p.p.Approval; a != nil {
 		ap := receiptPrincipal(a.Approver)
@@ -141,6 +142,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
 	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
+	e.receiptHostIdentity(r)
 	if e.hub != nil {
 		r.Terminal = e.hub.receiptTerminal()
 	}

@@ -134,6 +134,7 @@ type Config struct {
 	RunAsRequester  *bool        `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
 	Sandbox         string       `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
 	SandboxLauncher string       `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
+	RootMapUID      uint32       `yaml:"sandbox_root_map_uid" doc:"when termd is root (Linux), a command run for root without a privileged plan is uid 0 in a user namespace and this unprivileged uid (and gid) on the host, with the workspace, HOME and TMPDIR mounted idmapped so what it creates there stays root's: pick a uid no account or service uses. See docs/SANDBOX.md" default:"65533"`
 
 	// Source is the file the config came from ("" for defaults only).
 	Source string `yaml:"-"`
@@ -281,6 +282,9 @@ func (c *Config) Validate() error {
 	case "", "required", "best_effort", "off":
 	default:
 		return fmt.Errorf("sandbox: %q is not one of required, best_effort, off", c.Sandbox)
+	}
+	if c.RootMapUID == 1<<32-1 {
+		return fmt.Errorf("sandbox_root_map_uid: 4294967295 is not a valid uid; pick an unused uid such as 65533")
 	}
 	if c.SandboxLauncher != "" && !filepath.IsAbs(c.SandboxLauncher) {
 		return fmt.Errorf("sandbox_launcher: %q must be an absolute path", c.SandboxLauncher)

@@ -36,6 +36,9 @@ type Request struct {
 	// Credentials names the credentials the command receives
 	// (credentials.go); their values never reach the policy.
 	Credentials []string
+	// Privileged asks to run as real host root (no user namespace): the
+	// decision then asks, whatever the mode (invariant 12).
+	Privileged bool
 }
 
 // Context is what the daemon knows, not the caller.
@@ -97,7 +100,9 @@ type Decision struct {
 	// Credentials are the names of the credentials the command receives,
 	// sorted.
 	Credentials []string `json:"credentials,omitempty"`
-	Steps       []Step   `json:"steps"`
+	// Privileged: the command runs as real host root; asked, always.
+	Privileged bool   `json:"privileged,omitempty"`
+	Steps      []Step `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -161,6 +166,13 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 		}
 	}
 	d = p.decide(req, dc, 0)
+	if req.Privileged {
+		// After the mode's adjustment: trusted mode does not waive it.
+		d.Privileged = true
+		s := &state{d: &d}
+		s.raise(Ask, RiskHigh, "privileged: the command runs as real host root (its files, sockets and secrets), not as root in a user namespace; a person approves each such plan, in every mode")
+		s.step("privileged", string(d.Verdict), "runs as real host root")
+	}
 	d.RequestHash = hashRequest(p.canonical(d))
 	return d
 }
@@ -191,6 +203,9 @@ type canonRequest struct {
 	// Credentials by name only; absent when none (so the hash of a request
 	// without credentials is what it was before they existed).
 	Credentials []string `json:"credentials,omitempty"`
+	// Privileged: absent when false (the hash of an ordinary request is
+	// what it was before the field existed).
+	Privileged bool `json:"privileged,omitempty"`
 }
 
 // canonTerminal is a terminal in the canonical request, in the same units
@@ -216,7 +231,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
-		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, Credentials: d.Credentials,
+		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, Credentials: d.Credentials, Privileged: d.Privileged,
 	}
 	if t := d.TTY; t != nil {
 		c.TTY = &canonTerminal{Rows: t.Rows, Cols: t.Cols, IdleMS: t.Idle.Milliseconds()}
