@@ -589,6 +589,14 @@ func (s *Store) StoredSince(requester string, t time.Time) (int64, error) {
 	return n, err
 }
 
+// TotalBytes is how many bytes of receipts the store holds (the stored
+// bodies, as StoredSince counts them).
+func (s *Store) TotalBytes() (int64, error) {
+	var n int64
+	err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts`).Scan(&n)
+	return n, err
+}
+
 func (s *Store) Count() (int64, error) {
 	var n int64
 	err := s.db.QueryRow(`SELECT COUNT(*) FROM receipts`).Scan(&n)

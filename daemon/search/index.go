@@ -372,6 +372,18 @@ func (x *Index) Rebuild(ctx context.Context) (int64, error) {
 	return x.Count()
 }
 
+// DiskBytes is the index's size on disk (the database and its write-ahead
+// log), which the storage budgets count (broker: storage.go).
+func (x *Index) DiskBytes() int64 {
+	var n int64
+	for _, suffix := range []string{"", "-wal"} {
+		if st, err := os.Stat(x.path + suffix); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
 // Count is how many receipts the index holds.
 func (x *Index) Count() (int64, error) {
 	x.mu.Lock()
