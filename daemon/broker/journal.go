@@ -341,6 +341,9 @@ func (b *Broker) compactJournalLocked() error {
 				continue
 			}
 			line, err := planLine(p.p, p)
+			if isSettled(p.p.State) {
+				p.dropEncodings()
+			}
 			if err == nil {
 				err = emit(line, &p.jbytes)
 			}
@@ -499,6 +502,9 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 	} else {
 		line, err = planLine(pp, rec)
 	}
+	if isSettled(pp.State) {
+		rec.dropEncodings()
+	}
 	if err == nil {
 		err = b.journalAppendLine(line, sync, &rec.jbytes, &rec.use.journal, &rec.forgotten)
 	}
@@ -517,27 +523,38 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 // json.RawMessage would be. Encoding the records was ~5% of termd's CPU per
 // execution.
 func planLine(pp *termdv1.Plan, rec *planRec) ([]byte, error) {
-	rec.journalTailOnce.Do(func() {
+	rec.bodyMu.Lock()
+	tail := rec.journalTail
+	if tail == nil {
 		req, rerr := json.Marshal(&rec.req)
 		dec, derr := json.Marshal(&rec.dec)
 		if err := errors.Join(rerr, derr); err != nil {
-			rec.journalTailErr = fmt.Errorf("encoding the request and decision of plan %s: %w", pp.Id, err)
-			return
+			rec.bodyMu.Unlock()
+			return nil, fmt.Errorf("encoding the request and decision of plan %s: %w", pp.Id, err)
 		}
 		t := append([]byte(`,"request":`), req...)
 		t = append(append(t, `,"decision":`...), dec...)
-		rec.journalTail = append(t, "}\n"...)
-	})
-	if rec.journalTailErr != nil {
-		return nil, rec.journalTailErr
+		tail = append(t, "}\n"...)
+		rec.journalTail = tail
 	}
+	rec.bodyMu.Unlock()
 	plan, err := rec.planJSON(pp)
 	if err != nil {
 		return nil, err
 	}
-	line := make([]byte, 0, len(`{"kind":"plan","plan":`)+len(plan)+len(rec.journalTail))
+	line := make([]byte, 0, len(`{"kind":"plan","plan":`)+len(plan)+len(tail))
 	line = append(append(line, `{"kind":"plan","plan":`...), plan...)
-	return append(line, rec.journalTail...), nil
+	return append(line, tail...), nil
+}
+
+// dropEncodings lets go of a plan's cached record encodings (planLine)
+// once its settled state is written: they are several copies of its
+// request, and a settled plan's record is written again only by a
+// compaction (which encodes it afresh).
+func (rec *planRec) dropEncodings() {
+	rec.bodyMu.Lock()
+	rec.journalTail, rec.bodyBin, rec.bodyJSON = nil, nil, nil
+	rec.bodyMu.Unlock()
 }
 
 // planJSON is the protojson of plan state pp of rec. Its message fields

@@ -29,9 +29,7 @@ type planRec struct {
 
 	// journalTail is the end of the plan's journal records (its request and
 	// decision, which never change), encoded once (journal.go: planLine).
-	journalTail     []byte
-	journalTailErr  error
-	journalTailOnce sync.Once
+	journalTail []byte // bodyMu
 	// bodyBin and bodyJSON are the binary and JSON encodings of the plan's
 	// body fields in its last journal record (journal.go: planJSON).
 	bodyMu            sync.Mutex

@@ -93,7 +93,7 @@ type Storage struct {
 type Plans struct {
 	MaxOpen         int   `yaml:"max_open" doc:"open plans (planned, awaiting approval or approved) one principal may hold across its sessions; past it new plans are refused until some are executed, denied or expire, or their sessions are closed (which expires them)" default:"1000"`
 	MaxRequestBytes int   `yaml:"max_request_bytes" doc:"bytes of one plan's request (argv, command, cwd, env and credential names together); a larger request is refused: put long input in a file in the workspace" default:"262144"`
-	MaxOpenBytes    int64 `yaml:"max_open_bytes" doc:"request bytes of one principal's open plans together; past it new plans are refused like max_open" default:"16777216"`
+	MaxOpenBytes    int64 `yaml:"max_open_bytes" doc:"request bytes of one principal's open plans together; past it new plans are refused like max_open; a plan's journal record and memory hold its request about eight times over" default:"4194304"`
 	MaxJournalBytes int64 `yaml:"max_journal_bytes" doc:"bytes of the plan journal (plans.jsonl) one principal's plans may hold; past it its oldest finished plans are forgotten (their receipts stay), and when its open plans alone fill it, new plans are refused" default:"67108864"`
 	KeepFinished    int   `yaml:"keep_finished" doc:"finished plans (run, denied, blocked or expired) kept per principal for plan listings; older ones are forgotten from memory and the journal, their receipts stay" default:"1000"`
 }
@@ -173,7 +173,7 @@ func Default() *Config {
 			MaxMessageBytes:   4 << 20,
 			CallsPerPrincipal: 32,
 		},
-		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 16 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000},
+		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000},
 		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),

@@ -189,7 +189,7 @@ func TestFinishedPlansDoNotFillASession(t *testing.T) {
 func TestJournalCompactsAfterPlanFlood(t *testing.T) {
 	requireRoot(t)
 	addr := freeAddr(t)
-	d := harness.Start(t, harness.Options{AskWrites: true, Config: agentConfig + "metrics_listen: " + addr + "\n"})
+	d := harness.Start(t, harness.Options{AskWrites: true, Config: agentConfig + "metrics_listen: " + addr + "\n" + floodBounds})
 	kept := userWork(t, d)
 	path := filepath.Join(d.StateDir, "plans.jsonl")
 
@@ -198,13 +198,13 @@ func TestJournalCompactsAfterPlanFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 60; i++ {
+	for i := 0; i < 12; i++ {
 		if _, err := tryPlan(t, agent, s.Session.Id, bigArgv(250<<10)...); err != nil {
 			t.Fatalf("plan %d of the flood: %v", i+1, err)
 		}
 	}
 	big := fileSize(t, path)
-	if big < 15<<20 {
+	if big < 12<<20 {
 		t.Fatalf("the flood left a journal of %d bytes; the test wants a large one", big)
 	}
 	if _, err := agent.Sessions.CloseSession(ctxT(t), &termdv1.CloseSessionRequest{SessionId: s.Session.Id}); err != nil {
@@ -230,14 +230,14 @@ func TestJournalCompactsAfterPlanFlood(t *testing.T) {
 func TestKill9DuringJournalCompaction(t *testing.T) {
 	requireRoot(t)
 	flag := filepath.Join(t.TempDir(), "stall")
-	d := harness.Start(t, harness.Options{AskWrites: true, Config: agentConfig, Env: []string{"TERMD_TEST_STALL=compact:" + flag}})
+	d := harness.Start(t, harness.Options{AskWrites: true, Config: agentConfig + floodBounds, Env: []string{"TERMD_TEST_STALL=compact:" + flag}})
 	kept := userWork(t, d)
 	agent := agentClient(t, d, harness.Nobody)
 	s, err := agent.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{Label: "flood"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 30; i++ {
+	for i := 0; i < 6; i++ {
 		if _, err := tryPlan(t, agent, s.Session.Id, bigArgv(250<<10)...); err != nil {
 			t.Fatalf("plan %d of the flood: %v", i+1, err)
 		}
@@ -259,6 +259,9 @@ func TestKill9DuringJournalCompaction(t *testing.T) {
 		t.Fatalf("the flood's session after the restart: %v %v; want closed, holding no plans", g, err)
 	}
 }
+
+// floodBounds lets an agent flood the journal (the tests of compaction).
+const floodBounds = "plans:\n  max_open_bytes: 33554432\n  max_journal_bytes: 536870912\n"
 
 // work is what a user did that must survive: a plan awaiting approval, an
 // approved one and one that ran (with its receipt).
