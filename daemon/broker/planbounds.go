@@ -1,10 +1,16 @@
 package broker
 
 import (
+	"errors"
 	"slices"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/receiptstore"
+	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // Plans are bounded per principal (config plans.*, docs/OPERATIONS.md):
@@ -257,4 +263,41 @@ func (b *Broker) PlanStats() (held, open int) {
 		open += u.open
 	}
 	return len(b.plans), open
+}
+
+// pastExecution is a finished execution termd no longer holds (its plan
+// was forgotten, or termd restarted), as its receipt tells it, for a
+// caller who may see that receipt; nil when there is none.
+func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.Execution, *receipt.Receipt, error) {
+	if b.Store == nil || id == "" {
+		return nil, nil, nil
+	}
+	r, err := b.Store.ByExecution(id)
+	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !b.receiptVisible(caller, r)) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, errdefs.Internal("reading the receipt of execution %s: %v", id, err)
+	}
+	e := &termdv1.Execution{
+		Id: id, PlanId: r.PlanID, SessionId: r.SessionID, ReceiptId: r.ID,
+		State:       termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN,
+		StartedAt:   timestamppb.New(r.StartedAt),
+		FinishedAt:  timestamppb.New(r.FinishedAt),
+		DurationMs:  r.DurationMs,
+		Signal:      r.Signal,
+		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+		OutputTruncated: r.OutputTruncated,
+		Error:           r.Detail,
+	}
+	if fs, ok := finalStates[runner.Status(r.Status)]; ok {
+		e.State = fs.exec
+	}
+	if r.ExitCode != nil {
+		e.ExitCode = int32(*r.ExitCode)
+	}
+	if r.Sandbox != nil {
+		e.NetworkIsolated = r.Sandbox.NetworkNamespace
+	}
+	return e, r, nil
 }

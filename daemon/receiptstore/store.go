@@ -434,6 +434,19 @@ func (s *Store) Get(id string) (*receipt.Receipt, error) {
 	return decodeStored(body)
 }
 
+// ByExecution returns the final receipt of an execution.
+func (s *Store) ByExecution(executionID string) (*receipt.Receipt, error) {
+	var body []byte
+	err := s.db.QueryRow(`SELECT body FROM receipts WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`, executionID).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: execution %s", ErrNotFound, executionID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeStored(body)
+}
+
 // GetSeq returns the receipt at seq.
 func (s *Store) GetSeq(seq int64) (*receipt.Receipt, error) {
 	var body []byte
