@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -163,7 +164,11 @@ func (b *Broker) openJournal(path string) error {
 	var sessOrder []string
 	plans := map[string]replayRecord{}
 	var planOrder []string
+	var replayed int64
 	if f, err := os.Open(path); err == nil {
+		if st, err := f.Stat(); err == nil {
+			replayed = st.Size()
+		}
 		rd := bufio.NewReaderSize(f, 1<<20)
 		line := 0
 		var readErr error
@@ -279,7 +284,16 @@ func (b *Broker) openJournal(path string) error {
 	b.settleRestoredLocked()
 
 	b.journal = &journal{path: path}
-	return b.compactJournalLocked()
+	if err := b.compactJournalLocked(); err != nil {
+		return err
+	}
+	if replayed >= 8<<20 {
+		// Reading a large journal took memory the live state does not
+		// need: hand it back now rather than when the runtime gets to it.
+		plans = nil
+		debug.FreeOSMemory()
+	}
+	return nil
 }
 
 // compactJournalLocked rewrites the journal with one record per live
@@ -341,7 +355,7 @@ func (b *Broker) compactJournalLocked() error {
 				continue
 			}
 			line, err := planLine(p.p, p)
-			if isSettled(p.p.State) {
+			if isSettled(p.p.State) || len(line) > keepEncodingsBelow {
 				p.dropEncodings()
 			}
 			if err == nil {
@@ -502,7 +516,7 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 	} else {
 		line, err = planLine(pp, rec)
 	}
-	if isSettled(pp.State) {
+	if isSettled(pp.State) || len(line) > keepEncodingsBelow {
 		rec.dropEncodings()
 	}
 	if err == nil {
@@ -547,10 +561,15 @@ func planLine(pp *termdv1.Plan, rec *planRec) ([]byte, error) {
 	return append(line, tail...), nil
 }
 
-// dropEncodings lets go of a plan's cached record encodings (planLine)
-// once its settled state is written: they are several copies of its
-// request, and a settled plan's record is written again only by a
-// compaction (which encodes it afresh).
+// keepEncodingsBelow is the record size above which a plan's encodings are
+// not kept between its records (dropEncodings): for a large plan memory
+// matters more than the encoding they save.
+const keepEncodingsBelow = 64 << 10
+
+// dropEncodings lets go of a plan's cached record encodings (planLine),
+// several copies of its request: after a settled state's record (written
+// again only by a compaction, which encodes it afresh), and after every
+// record of a large plan.
 func (rec *planRec) dropEncodings() {
 	rec.bodyMu.Lock()
 	rec.journalTail, rec.bodyBin, rec.bodyJSON = nil, nil, nil
