@@ -87,8 +87,6 @@ type Broker struct {
 	// are the plans settled since the mutex was taken, placed at unlock.
 	planUse map[string]*planUse
 	settled []*planRec
-	// idxShare is the search index's share in the storage budgets (storage.go).
-	idxShare indexShare
 
 	stop chan struct{}
 	done chan struct{}

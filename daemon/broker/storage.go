@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -71,36 +70,29 @@ func (b *Broker) storedDay(requester string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return n + int64(float64(n)*b.idxShare.get(b)), nil
+	return n + int64(float64(n)*b.indexShare()), nil
 }
 
-// indexShare is the search index's size on disk per byte of receipts the
-// store holds. The index is derived from the receipts (their command,
-// reasons and output, indexed by trigram: often larger than the text), so
-// the budgets count each byte of receipt as 1+share bytes: whoever fills
-// the store pays for the index too. Measured at most once a minute.
-type indexShare struct {
-	mu    sync.Mutex
-	at    time.Time
-	share float64
-}
-
-func (x *indexShare) get(b *Broker) float64 {
+// indexShare is the search index's size per byte of receipts the store
+// holds. The index is derived from the receipts (their command, reasons and
+// output, indexed by trigram: often larger than the text), so the budgets
+// count each byte of receipt as 1+share bytes: whoever fills the store pays
+// for the index too. Both sizes are known without reading the data (the
+// index's page count; the store keeps its total). A share above
+// maxIndexShare is taken as maxIndexShare: a tiny store's figure says
+// little.
+func (b *Broker) indexShare() float64 {
 	if b.Search == nil {
 		return 0
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if !x.at.IsZero() && time.Since(x.at) < time.Minute {
-		return x.share
-	}
-	x.at = time.Now()
 	total, err := b.Store.TotalBytes()
-	if err == nil && total > 0 {
-		x.share = float64(b.Search.DiskBytes()) / float64(total)
+	if err != nil || total <= 0 {
+		return 0
 	}
-	return x.share
+	return min(maxIndexShare, float64(b.Search.Bytes())/float64(total))
 }
+
+const maxIndexShare = 4
 
 // StorageUsage is what the budgets are measured against now.
 func (b *Broker) StorageUsage() (free, storedDay int64) {

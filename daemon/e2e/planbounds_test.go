@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -318,4 +319,43 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// The search index counts in the storage budgets: each byte of receipt
+// costs its share of the index too, so a principal's daily budget is spent
+// sooner than by its receipts alone, and the refusal says so.
+func TestSearchIndexCountsInTheStorageBudget(t *testing.T) {
+	requireRoot(t)
+	d := harness.Start(t, harness.Options{Config: agentConfig + "storage:\n  per_principal_day: 1048576\n"})
+	var big strings.Builder
+	for big.Len() < 300<<10 {
+		fmt.Fprintf(&big, "line %d of output that fills the receipt and its index\n", big.Len())
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(big.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := agentClient(t, d, harness.Nobody)
+	var refusal error
+	ran := 0
+	for i := 0; i < 10 && refusal == nil; i++ {
+		p, err := tryPlan(t, agent, "", "cat", "big.txt")
+		if err == nil {
+			_, err = agent.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id})
+		}
+		if err != nil {
+			refusal = err
+			break
+		}
+		ran++
+		waitFinished(t, agent, p.Id)
+		// A search catches the index up with the receipts.
+		if _, err := agent.Receipts.SearchReceipts(ctxT(t), &termdv1.SearchReceiptsRequest{Query: "fills the receipt"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Four receipts of 300 KiB fit in 1 MiB by themselves.
+	if refusal == nil || !strings.Contains(refusal.Error(), "storage.per_principal_day") || !strings.Contains(refusal.Error(), "search index included") || ran > 3 {
+		t.Fatalf("after %d runs of 300 KiB each against a 1 MiB budget: %v; want a refusal after at most 3, naming storage.per_principal_day and the search index", ran, refusal)
+	}
+	t.Logf("refused after %d runs: %v", ran, refusal)
 }

@@ -605,6 +605,12 @@ func (s *Store) StoredSince(requester string, t time.Time) (int64, error) {
 // TotalBytes is how many bytes of receipts the store holds (the stored
 // bodies, as StoredSince counts them).
 func (s *Store) TotalBytes() (int64, error) {
+	s.usage.mu.Lock()
+	loaded, total := s.usage.loaded, s.usage.total
+	s.usage.mu.Unlock()
+	if loaded {
+		return total, nil
+	}
 	var n int64
 	err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts`).Scan(&n)
 	return n, err
