@@ -397,15 +397,7 @@ func TestAbusiveReaderIsBoundedPerPrincipal(t *testing.T) {
 // new executions the same way.
 func TestStorageBudgetsRefuseNewWork(t *testing.T) {
 	requireRoot(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig + "storage:\n  per_principal_day: 1048576\n"})
-	var big strings.Builder
-	for big.Len() < 300<<10 {
-		fmt.Fprintf(&big, "line %d of output that fills the receipt\n", big.Len())
-	}
-	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(big.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agent := agentClient(t, d, harness.Nobody)
+	d, agent := budgetDaemon(t)
 	s, err := agent.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -414,20 +406,7 @@ func TestStorageBudgetsRefuseNewWork(t *testing.T) {
 	// stays planned; past the budget new plans are refused too (each may
 	// end in a receipt).
 	spare := plan(t, agent, s.Session.Id, "cat", "big.txt")
-	var refusal error
-	var ran int
-	for i := 0; i < 20 && refusal == nil; i++ {
-		p, err := tryPlan(t, agent, s.Session.Id, "cat", "big.txt")
-		if err == nil {
-			_, err = agent.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id})
-		}
-		if err != nil {
-			refusal = err
-			break
-		}
-		ran++
-		waitFinished(t, agent, p.Id)
-	}
+	ran, refusal := runUntilRefused(t, agent, s.Session.Id, func() {})
 	if refusal == nil || !strings.Contains(refusal.Error(), "storage.per_principal_day") || ran < 1 {
 		t.Fatalf("after %d runs of 300 KiB each against a 1 MiB budget: %v; want a refusal naming storage.per_principal_day", ran, refusal)
 	}

@@ -192,20 +192,12 @@ func TestJournalCompactsAfterPlanFlood(t *testing.T) {
 	path := filepath.Join(d.StateDir, "plans.jsonl")
 
 	agent := agentClient(t, d, harness.Nobody)
-	s, err := agent.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{Label: "flood"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 12; i++ {
-		if _, err := tryPlan(t, agent, s.Session.Id, bigArgv(250<<10)...); err != nil {
-			t.Fatalf("plan %d of the flood: %v", i+1, err)
-		}
-	}
+	s := floodSession(t, agent, 12)
 	big := fileSize(t, path)
 	if big < 12<<20 {
 		t.Fatalf("the flood left a journal of %d bytes; the test wants a large one", big)
 	}
-	if _, err := agent.Sessions.CloseSession(ctxT(t), &termdv1.CloseSessionRequest{SessionId: s.Session.Id}); err != nil {
+	if _, err := agent.Sessions.CloseSession(ctxT(t), &termdv1.CloseSessionRequest{SessionId: s.Id}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return metric(t, addr, "termd_plan_journal_bytes") < 1<<20 }, "the running termd to compact its journal")
@@ -215,7 +207,7 @@ func TestJournalCompactsAfterPlanFlood(t *testing.T) {
 	d.Stop()
 	lines, ids, _ := journalIDs(t, path)
 	// Root's session and 3 plans, the agent's closed session.
-	if lines != 5 || ids["session:"+s.Session.Id] != 1 {
+	if lines != 5 || ids["session:"+s.Id] != 1 {
 		t.Fatalf("journal after the flood, its session closed and a compaction: %d records %v; want 5", lines, ids)
 	}
 	d.Restart()
@@ -231,19 +223,11 @@ func TestKill9DuringJournalCompaction(t *testing.T) {
 	d := harness.Start(t, harness.Options{AskWrites: true, Config: agentConfig + floodBounds, Env: []string{"TERMD_TEST_STALL=compact:" + flag}})
 	kept := userWork(t, d)
 	agent := agentClient(t, d, harness.Nobody)
-	s, err := agent.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{Label: "flood"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 6; i++ {
-		if _, err := tryPlan(t, agent, s.Session.Id, bigArgv(250<<10)...); err != nil {
-			t.Fatalf("plan %d of the flood: %v", i+1, err)
-		}
-	}
+	s := floodSession(t, agent, 6)
 	if err := os.WriteFile(flag, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agent.Sessions.CloseSession(ctxT(t), &termdv1.CloseSessionRequest{SessionId: s.Session.Id}); err != nil {
+	if _, err := agent.Sessions.CloseSession(ctxT(t), &termdv1.CloseSessionRequest{SessionId: s.Id}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return strings.Contains(d.Log(), "TERMD_TEST_STALL=compact") }, "termd to stall in a compaction")
@@ -252,7 +236,7 @@ func TestKill9DuringJournalCompaction(t *testing.T) {
 	path := filepath.Join(d.StateDir, "plans.jsonl")
 	journalIDs(t, path) // every line whole
 	kept.check(t, d)
-	g, err := d.Client.Sessions.GetSession(ctxT(t), &termdv1.GetSessionRequest{SessionId: s.Session.Id})
+	g, err := d.Client.Sessions.GetSession(ctxT(t), &termdv1.GetSessionRequest{SessionId: s.Id})
 	if err != nil || !g.Session.Closed || g.Session.PlanCount != 0 {
 		t.Fatalf("the flood's session after the restart: %v %v; want closed, holding no plans", g, err)
 	}
@@ -323,36 +307,65 @@ func fileSize(t *testing.T, path string) int64 {
 // sooner than by its receipts alone, and the refusal says so.
 func TestSearchIndexCountsInTheStorageBudget(t *testing.T) {
 	requireRoot(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig + "storage:\n  per_principal_day: 1048576\n"})
-	var big strings.Builder
-	for big.Len() < 300<<10 {
-		fmt.Fprintf(&big, "line %d of output that fills the receipt and its index\n", big.Len())
-	}
-	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(big.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agent := agentClient(t, d, harness.Nobody)
-	var refusal error
-	ran := 0
-	for i := 0; i < 10 && refusal == nil; i++ {
-		p, err := tryPlan(t, agent, "", "cat", "big.txt")
-		if err == nil {
-			_, err = agent.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id})
-		}
-		if err != nil {
-			refusal = err
-			break
-		}
-		ran++
-		waitFinished(t, agent, p.Id)
+	_, agent := budgetDaemon(t)
+	ran, refusal := runUntilRefused(t, agent, "", func() {
 		// A search catches the index up with the receipts.
 		if _, err := agent.Receipts.SearchReceipts(ctxT(t), &termdv1.SearchReceiptsRequest{Query: "fills the receipt"}); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
 	// Four receipts of 300 KiB fit in 1 MiB by themselves.
 	if refusal == nil || !strings.Contains(refusal.Error(), "storage.per_principal_day") || !strings.Contains(refusal.Error(), "search index included") || ran > 3 {
 		t.Fatalf("after %d runs of 300 KiB each against a 1 MiB budget: %v; want a refusal after at most 3, naming storage.per_principal_day and the search index", ran, refusal)
 	}
 	t.Logf("refused after %d runs: %v", ran, refusal)
+}
+
+// budgetDaemon starts termd with a 1 MiB daily storage budget per
+// principal and a 300 KiB big.txt in the workspace, and connects an agent.
+func budgetDaemon(t *testing.T) (*harness.Daemon, *client.Client) {
+	t.Helper()
+	d := harness.Start(t, harness.Options{Config: agentConfig + "storage:\n  per_principal_day: 1048576\n"})
+	var big strings.Builder
+	for big.Len() < 300<<10 {
+		fmt.Fprintf(&big, "line %d of output that fills the receipt\n", big.Len())
+	}
+	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(big.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return d, agentClient(t, d, harness.Nobody)
+}
+
+// runUntilRefused plans and runs `cat big.txt` until a plan or its
+// execution is refused (at most 20 times), calling between after each run.
+func runUntilRefused(t *testing.T, c *client.Client, session string, between func()) (ran int, refusal error) {
+	t.Helper()
+	for range 20 {
+		p, err := tryPlan(t, c, session, "cat", "big.txt")
+		if err == nil {
+			_, err = c.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id})
+		}
+		if err != nil {
+			return ran, err
+		}
+		ran++
+		waitFinished(t, c, p.Id)
+		between()
+	}
+	return ran, nil
+}
+
+// floodSession makes n plans of 250 KiB as c in a new session and returns it.
+func floodSession(t *testing.T, c *client.Client, n int) *termdv1.Session {
+	t.Helper()
+	s, err := c.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{Label: "flood"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := tryPlan(t, c, s.Session.Id, bigArgv(250<<10)...); err != nil {
+			t.Fatalf("plan %d of the flood: %v", i+1, err)
+		}
+	}
+	return s.Session
 }
