@@ -209,20 +209,16 @@ func (b *Broker) openJournal(path string) error {
 				}
 				sessions[s.Id] = s
 			case "plan":
-				var head struct {
-					Plan struct {
-						ID string `json:"id"`
-					} `json:"plan"`
-				}
 				// Only the id now: the latest record of each plan is decoded below.
-				if err := json.Unmarshal(r.Plan, &head.Plan); err != nil || head.Plan.ID == "" {
+				id, err := planRecordID(r.Plan)
+				if err != nil {
 					b.Log.Warn("plan journal: bad plan record", "line", line, "error", err)
 					continue
 				}
-				if _, ok := plans[head.Plan.ID]; !ok {
-					planOrder = append(planOrder, head.Plan.ID)
+				if _, ok := plans[id]; !ok {
+					planOrder = append(planOrder, id)
 				}
-				plans[head.Plan.ID] = r
+				plans[id] = r
 			case grantJournalKindName:
 				if err := b.restoreGrant(journalRecord{Kind: r.Kind, Grant: r.Grant, GrantMatch: r.GrantMatch}); err != nil {
 					b.Log.Warn("plan journal: skipping a grant record", "line", line, "error", err)
@@ -294,6 +290,28 @@ func (b *Broker) openJournal(path string) error {
 		debug.FreeOSMemory()
 	}
 	return nil
+}
+
+// planRecordID is the id of a plan record's plan (valid JSON): read from
+// its start, where termd writes it (planLine, tombstoneLine), without
+// scanning the rest; decoded when it is elsewhere.
+func planRecordID(plan json.RawMessage) (string, error) {
+	const head = `{"id":"`
+	if rest, ok := bytes.CutPrefix(plan, []byte(head)); ok {
+		if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return string(rest[:i]), nil
+		}
+	}
+	var p struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(plan, &p); err != nil {
+		return "", err
+	}
+	if p.ID == "" {
+		return "", errors.New("the plan has no id")
+	}
+	return p.ID, nil
 }
 
 // compactJournalLocked rewrites the journal with one record per live
