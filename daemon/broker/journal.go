@@ -58,6 +58,8 @@ type journal struct {
 	dead int64 // bytes of records superseded by a later one or forgotten
 	// compactions counts the rewrites while termd ran (not the one at start).
 	compactions int
+	// failedAt is when a compaction last failed (the next waits a minute).
+	failedAt time.Time
 }
 
 // syncTo makes the first n bytes durable, unless an fsync already did.
@@ -428,13 +430,14 @@ func (b *Broker) maybeCompactJournal() {
 		return
 	}
 	j.fmu.Lock()
-	due := j.dead >= compactMinDead && j.dead > j.size-j.dead
+	due := j.dead >= compactMinDead && j.dead > j.size-j.dead && time.Since(j.failedAt) > time.Minute
 	j.fmu.Unlock()
 	if !due {
 		return
 	}
 	if err := b.compactJournalLocked(); err != nil {
-		b.Log.Error("plan journal compaction failed; the journal keeps growing until it succeeds", "error", err)
+		j.failedAt = time.Now() // under b.mu, as every compaction
+		b.Log.Error("plan journal compaction failed; the journal keeps growing until it succeeds (tried again in a minute)", "error", err)
 	}
 }
 
