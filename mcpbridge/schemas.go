@@ -195,10 +195,8 @@ func (tt *typedTool[In, Out]) call(ctx context.Context, req *mcp.CallToolRequest
 	if res == nil {
 		res = &mcp.CallToolResult{}
 	}
-	if !tt.hasOut || res.InputRequests != nil {
-		if _, ours := res.StructuredContent.(json.RawMessage); ours {
-			res.StructuredContent = nil // reply's encoding: no output schema, no structuredContent
-		}
+	if res.InputRequests != nil {
+		res.StructuredContent = nil // an input request, not a result
 		return res, nil
 	}
 	var outval any = out
