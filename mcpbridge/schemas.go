@@ -92,7 +92,12 @@ func withFileSchemas(next mcp.MethodHandler) mcp.MethodHandler {
 		for i, t := range lr.Tools {
 			if sc, ok := schemas[t.Name]; ok {
 				listed := *t
-				listed.InputSchema, listed.OutputSchema = sc.Input, sc.Output
+				listed.InputSchema = sc.Input
+				if len(sc.Output) > 0 {
+					// A nil RawMessage in the interface would be sent as
+					// "outputSchema": null, which clients refuse.
+					listed.OutputSchema = sc.Output
+				}
 				lr.Tools[i] = &listed
 			}
 		}
