@@ -188,3 +188,46 @@ func TestResultsFitAModelsContext(t *testing.T) {
 		t.Errorf("terminal_execute pwd: %d bytes of content beyond its output, over 400: %s", contentBytes(t, eres)-out, text(eres))
 	}
 }
+
+// All stateless (2026-07-28) HTTP clients of a bridge share its one
+// daemon session. Once that session holds sessions.max_plans plans, the
+// bridge plans on in a fresh session (closing the full one, nothing in it
+// pending) instead of failing every later call. Here max_plans is 20 and
+// 3x as many one-call commands go through one bridge; the figure
+// (3,000 pairs at the default 1,000) is the same requirement, scaled.
+func TestStatelessClientsOutlastMaxPlans(t *testing.T) {
+	needRoot(t)
+	const maxPlans = 20
+	d := harness.Start(t, harness.Options{Config: agentConfig + "sessions:\n  max_plans: 20\n"})
+	hb := startHTTPBridge(t, d)
+	sessions := map[string]bool{}
+	for i := range 3 * maxPlans {
+		cs := connectTo(t, hb, "2026-07-28")
+		run, res := call(t, cs, "terminal_run", map[string]any{"argv": []string{"true"}}, false)
+		if res.IsError || str(run, "state") != "succeeded" {
+			t.Fatalf("command %d of %d: %s", i+1, 3*maxPlans, text(res))
+		}
+		p, err := d.Client.Plans.GetPlan(context.Background(), &termdv1.GetPlanRequest{PlanId: str(run, "plan_id")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions[p.GetPlan().GetSessionId()] = true
+		cs.Close()
+	}
+	if len(sessions) < 3 {
+		t.Errorf("%d commands at max_plans %d went into %d sessions", 3*maxPlans, maxPlans, len(sessions))
+	}
+	r, err := d.Client.Sessions.ListSessions(context.Background(), &termdv1.ListSessionsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := 0
+	for _, s := range r.GetSessions() {
+		if !s.GetClosed() {
+			open++
+		}
+	}
+	if open > 2 {
+		t.Errorf("%d daemon sessions left open; the full ones should be closed", open)
+	}
+}
