@@ -115,7 +115,7 @@ func New(o Options) *Bridge {
 // ctx ends. Running executions are left to the daemon: they keep their
 // sessions until those expire.
 func (b *Bridge) ServeStdio(ctx context.Context) error {
-	err := b.server.Run(ctx, &mcp.StdioTransport{})
+	err := b.server.Run(ctx, cancelAware{&mcp.StdioTransport{}})
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	if n := b.sessions.closeIdle(cctx); n > 0 {
