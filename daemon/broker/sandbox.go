@@ -86,7 +86,7 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
 	if err != nil {
-		_ = b.removeTmp(filepath.Base(tmp))
+		_ = os.RemoveAll(tmp)
 		var refused *sandbox.RefusedError
 		if errors.As(err, &refused) {
 			return nil, "", errdefs.Precondition("%v", err)
