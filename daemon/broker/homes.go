@@ -164,7 +164,13 @@ func openBaseDir(dir string) (*safefs.Dir, error) {
 		return nil, err
 	}
 	defer parent.Close()
-	d, _, err := parent.Mkdir(filepath.Base(dir), 0o711)
+	return makeOwnDir(parent, filepath.Base(dir))
+}
+
+// makeOwnDir makes (or opens) name in parent, a directory of termd's own,
+// mode 0711.
+func makeOwnDir(parent *safefs.Dir, name string) (*safefs.Dir, error) {
+	d, _, err := parent.Mkdir(name, 0o711)
 	if err != nil {
 		return nil, err
 	}
@@ -198,15 +204,7 @@ func (b *Broker) openTmpBase() (*safefs.Dir, error) {
 		return nil, err
 	}
 	defer base.Close()
-	d, _, err := base.Mkdir(".tmp", 0o711)
-	if err != nil {
-		return nil, err
-	}
-	if err := fixBaseDir(d); err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
+	return makeOwnDir(base, ".tmp")
 }
 
 // removeTmp removes an execution's TMPDIR (its user's tree) through the

@@ -5,16 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/termd/termd/client"
+	"github.com/termd/termd/internal/fstree"
 	"github.com/termd/termd/internal/harness"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -63,40 +61,6 @@ func victimDir(t *testing.T) string {
 	return v
 }
 
-// fsSnapshot is every name below dir with its owner, group and mode.
-func fsSnapshot(t *testing.T, dir string) map[string][3]uint32 {
-	t.Helper()
-	out := map[string][3]uint32{}
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		out[p] = [3]uint32{st.Uid, st.Gid, st.Mode}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func sameFS(t *testing.T, what string, before, after map[string][3]uint32) {
-	t.Helper()
-	for p, v := range after {
-		if w, ok := before[p]; !ok {
-			t.Errorf("%s: %s was created (uid %d, mode %o)", what, p, v[0], v[2])
-		} else if w != v {
-			t.Errorf("%s: %s changed: uid/gid/mode %v, was %v", what, p, v, w)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("%s: %s was removed", what, p)
-		}
-	}
-}
-
 // asAgent runs a command as the agent's uid (the agent's own shell).
 func asAgent(t *testing.T, argv ...string) {
 	t.Helper()
@@ -140,6 +104,18 @@ func tryRun(t *testing.T, d *harness.Daemon, c *client.Client, argv ...string) (
 	return string(out.GetData()), nil
 }
 
+// linkRig starts termd with linkPolicy and returns the victim, the daemon,
+// the agent's client, and the agent's HOME and (removed) TMPDIR.
+func linkRig(t *testing.T) (victim string, d *harness.Daemon, agent *client.Client, home, tmp string) {
+	t.Helper()
+	requireRoot(t)
+	victim = victimDir(t)
+	d = harness.Start(t, harness.Options{Config: agentConfig, Policy: linkPolicy(t, victim)})
+	agent = agentClient(t, d, harness.Nobody)
+	home, tmp = agentHome(t, d, agent, victim)
+	return victim, d, agent, home, tmp
+}
+
 // agentHome runs whereProbe as the agent and returns its HOME and TMPDIR.
 func agentHome(t *testing.T, d *harness.Daemon, c *client.Client, victim string) (home, tmp string) {
 	t.Helper()
@@ -159,15 +135,11 @@ func agentHome(t *testing.T, d *harness.Daemon, c *client.Client, victim string)
 // given away in the victim, nothing there removed; termd refuses with what
 // to fix, and runs again once the links are gone.
 func TestPlantedLinksInPrivateHomeRedirectNothing(t *testing.T) {
-	requireRoot(t)
-	victim := victimDir(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig, Policy: linkPolicy(t, victim)})
-	agent := agentClient(t, d, harness.Nobody)
-	home, tmp := agentHome(t, d, agent, victim)
+	victim, d, agent, home, tmp := linkRig(t)
 	if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("the TMPDIR %s is still there after its execution: %v", tmp, err)
 	}
-	before := fsSnapshot(t, victim)
+	before := fstree.Take(t, victim)
 	// ~/go -> victim: ~/go/pkg/mod would be victim/pkg/mod. ~/.cache is a
 	// real directory with a link one level down.
 	asAgent(t, "ln", "-s", victim, filepath.Join(home, "go"))
@@ -182,7 +154,7 @@ func TestPlantedLinksInPrivateHomeRedirectNothing(t *testing.T) {
 		}
 		agentHome(t, d, agent, victim) // links in a TMPDIR, removed by termd
 	}
-	sameFS(t, "victim", before, fsSnapshot(t, victim))
+	fstree.Unchanged(t, "victim", before, fstree.Take(t, victim))
 	// The agent removes its links: executions run, and the caches are its.
 	asAgent(t, "rm", filepath.Join(home, "go"), filepath.Join(home, ".cache", "deep"))
 	if _, err := tryRun(t, d, agent, "true"); err != nil {
@@ -194,33 +166,7 @@ func TestPlantedLinksInPrivateHomeRedirectNothing(t *testing.T) {
 			t.Errorf("cache %s: %v %v, want a directory of the agent's", c, st, err)
 		}
 	}
-	sameFS(t, "victim", before, fsSnapshot(t, victim))
-}
-
-// exchange swaps a and b (a directory and a link) until stop closes,
-// counting the swaps; between swaps it removes, through the real
-// directory's own descriptor, what termd made in it, so that every
-// execution makes the cache directory again.
-func exchange(t *testing.T, a, b string, real *os.File, made string, stop <-chan struct{}, wg *sync.WaitGroup, n *atomic.Int64) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
-				t.Errorf("swap: %v", err)
-				return
-			}
-			n.Add(1)
-			_ = unix.Unlinkat(int(real.Fd()), made, unix.AT_REMOVEDIR)
-		}
-	}()
+	fstree.Unchanged(t, "victim", before, fstree.Take(t, victim))
 }
 
 // While executions run, the agent flips ~/go between its real directory and
@@ -228,12 +174,8 @@ func exchange(t *testing.T, a, b string, real *os.File, made string, stop <-chan
 // makes each execution's cache directories in whatever it finds: never in
 // the victim.
 func TestLinkSwapsDuringExecutionsRedirectNothing(t *testing.T) {
-	requireRoot(t)
-	victim := victimDir(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig, Policy: linkPolicy(t, victim)})
-	agent := agentClient(t, d, harness.Nobody)
-	home, _ := agentHome(t, d, agent, victim)
-	before := fsSnapshot(t, victim)
+	victim, d, agent, home, _ := linkRig(t)
+	before := fstree.Take(t, victim)
 	// Real directories of the agent's, and links beside them.
 	asAgent(t, "mkdir", "-p", filepath.Join(home, "go", "pkg"), filepath.Join(home, ".cache", "deep", "er"))
 	asAgent(t, "ln", "-s", victim, filepath.Join(home, "go.link"))
@@ -248,11 +190,15 @@ func TestLinkSwapsDuringExecutionsRedirectNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer deepDir.Close()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var swaps atomic.Int64
-	exchange(t, filepath.Join(home, "go"), filepath.Join(home, "go.link"), goDir, "pkg/mod", stop, &wg, &swaps)
-	exchange(t, filepath.Join(home, ".cache", "deep"), filepath.Join(home, ".cache", "deep.link"), deepDir, "er/cache", stop, &wg, &swaps)
+	// Between swaps, what termd made in the real directories is removed
+	// through their own descriptors, so each execution makes it again.
+	unmake := func(dir *os.File, made string) func() {
+		return func() { _ = unix.Unlinkat(int(dir.Fd()), made, unix.AT_REMOVEDIR) }
+	}
+	swappers := []*fstree.Swapper{
+		fstree.Swap(filepath.Join(home, "go"), filepath.Join(home, "go.link"), unmake(goDir, "pkg/mod")),
+		fstree.Swap(filepath.Join(home, ".cache", "deep"), filepath.Join(home, ".cache", "deep.link"), unmake(deepDir, "er/cache")),
+	}
 	const executions = 150
 	ran, refused := 0, 0
 	for i := 0; i < executions; i++ {
@@ -262,12 +208,18 @@ func TestLinkSwapsDuringExecutionsRedirectNothing(t *testing.T) {
 			ran++
 		}
 	}
-	close(stop)
-	wg.Wait()
-	t.Logf("%d executions (%d ran, %d refused) under %d swaps", executions, ran, refused, swaps.Load())
-	sameFS(t, "victim", before, fsSnapshot(t, victim))
-	if swaps.Load() < 1000 {
-		t.Errorf("only %d swaps: the race was hardly run", swaps.Load())
+	var swaps int64
+	for _, sw := range swappers {
+		n, err := sw.Stop()
+		if err != nil {
+			t.Errorf("swap: %v", err)
+		}
+		swaps += n
+	}
+	t.Logf("%d executions (%d ran, %d refused) under %d swaps", executions, ran, refused, swaps)
+	fstree.Unchanged(t, "victim", before, fstree.Take(t, victim))
+	if swaps < 1000 {
+		t.Errorf("only %d swaps: the race was hardly run", swaps)
 	}
 }
 

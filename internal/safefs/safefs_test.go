@@ -6,13 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/internal/fstree"
 )
 
 // both runs f with openat2 and with the per-component walk.
@@ -39,40 +38,6 @@ func tree(t *testing.T) (p, victim string) {
 		t.Fatal(err)
 	}
 	return p, victim
-}
-
-// snapshot is every name below dir with its owner and mode.
-func snapshot(t *testing.T, dir string) map[string][3]uint32 {
-	t.Helper()
-	out := map[string][3]uint32{}
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		out[p] = [3]uint32{st.Uid, st.Gid, st.Mode}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func sameSnapshot(t *testing.T, what string, before, after map[string][3]uint32) {
-	t.Helper()
-	for p, v := range after {
-		if w, ok := before[p]; !ok {
-			t.Errorf("%s: %s was created", what, p)
-		} else if w != v {
-			t.Errorf("%s: %s changed from %o to %o", what, p, w, v)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("%s: %s was removed", what, p)
-		}
-	}
 }
 
 func open(t *testing.T, p string) *Dir {
@@ -137,7 +102,7 @@ func TestMkdirAllFollowsNoLink(t *testing.T) {
 		if err := os.Symlink(filepath.Join(victim, "sub"), filepath.Join(p, "real", "last")); err != nil {
 			t.Fatal(err)
 		}
-		before := snapshot(t, victim)
+		before := fstree.Take(t, victim)
 		root := open(t, p)
 		for _, rel := range []string{"top/sub/new", "top/new", "real/mid/sub/new", "real/last", "real/last/new", "../victim/new", "real/../../victim/new", "/etc"} {
 			d, err := root.MkdirAll(rel, 0o700, -1, -1)
@@ -149,7 +114,7 @@ func TestMkdirAllFollowsNoLink(t *testing.T) {
 		if _, err := root.OpenDir("top", -1); !errors.Is(err, ErrNotDir) {
 			t.Errorf("OpenDir through a link: %v, want ErrNotDir", err)
 		}
-		sameSnapshot(t, "victim", before, snapshot(t, victim))
+		fstree.Unchanged(t, "victim", before, fstree.Take(t, victim))
 	})
 }
 
@@ -195,14 +160,14 @@ func TestRemoveAllFollowsNoLink(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(top, "a", "b", "x"), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		before := snapshot(t, victim)
+		before := fstree.Take(t, victim)
 		if err := open(t, p).RemoveAll("tmp"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Lstat(top); !os.IsNotExist(err) {
 			t.Fatalf("%s is still there: %v", top, err)
 		}
-		sameSnapshot(t, "victim", before, snapshot(t, victim))
+		fstree.Unchanged(t, "victim", before, fstree.Take(t, victim))
 		// The entry itself a link: the link goes, the target stays.
 		if err := os.Symlink(victim, filepath.Join(p, "link")); err != nil {
 			t.Fatal(err)
@@ -210,7 +175,7 @@ func TestRemoveAllFollowsNoLink(t *testing.T) {
 		if err := open(t, p).RemoveAll("link"); err != nil {
 			t.Fatal(err)
 		}
-		sameSnapshot(t, "victim", before, snapshot(t, victim))
+		fstree.Unchanged(t, "victim", before, fstree.Take(t, victim))
 		if err := open(t, p).RemoveAll("absent"); err != nil {
 			t.Fatalf("an absent entry: %v", err)
 		}
@@ -244,30 +209,6 @@ func TestRemoveAllStaysOnItsFileSystem(t *testing.T) {
 	}
 }
 
-// racer swaps dir (a real directory of the principal's) and a symbolic link
-// to the victim in a tight loop until stop is closed; it returns how many
-// swaps it made.
-func racer(t *testing.T, a, b string, stop <-chan struct{}, wg *sync.WaitGroup, n *atomic.Int64) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
-				t.Errorf("swap: %v", err)
-				return
-			}
-			n.Add(1)
-		}
-	}()
-}
-
 func TestMkdirAllAndRemoveAllUnderSwaps(t *testing.T) {
 	both(t, func(t *testing.T) {
 		p, victim := tree(t)
@@ -279,11 +220,8 @@ func TestMkdirAllAndRemoveAllUnderSwaps(t *testing.T) {
 		if err := os.Symlink(victim, filepath.Join(p, "y")); err != nil {
 			t.Fatal(err)
 		}
-		before := snapshot(t, victim)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var swaps atomic.Int64
-		racer(t, filepath.Join(p, "x"), filepath.Join(p, "y"), stop, &wg, &swaps)
+		before := fstree.Take(t, victim)
+		sw := fstree.Swap(filepath.Join(p, "x"), filepath.Join(p, "y"), nil)
 		root := open(t, p)
 		// At least 3000 rounds, and until 10 of them found the real
 		// directory (both outcomes are exercised).
@@ -303,10 +241,12 @@ func TestMkdirAllAndRemoveAllUnderSwaps(t *testing.T) {
 				}
 			}
 		}
-		close(stop)
-		wg.Wait()
-		sameSnapshot(t, "victim", before, snapshot(t, victim))
-		t.Logf("%d rounds, %d made through the real directory, %d swaps", rounds, made, swaps.Load())
+		swaps, err := sw.Stop()
+		if err != nil {
+			t.Errorf("swap: %v", err)
+		}
+		fstree.Unchanged(t, "victim", before, fstree.Take(t, victim))
+		t.Logf("%d rounds, %d made through the real directory, %d swaps", rounds, made, swaps)
 		if made == 0 {
 			t.Error("no round found the real directory: the test did not exercise the success path")
 		}
