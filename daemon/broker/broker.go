@@ -6,14 +6,12 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/termd/termd/daemon/adviser"
@@ -81,8 +79,9 @@ type Broker struct {
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
 	stages    stageLog
-	tmpSpares tmpSpares  // TMPDIRs made ahead (tmpdirs.go)
-	shares    shareCache // share forms of receipts just sealed (share.go)
+	tmpSpares tmpSpares     // TMPDIRs made ahead (tmpdirs.go)
+	homes     homeBaseCache // where the commands' homes are (homes.go)
+	shares    shareCache    // share forms of receipts just sealed (share.go)
 	// planUse is what each principal's plans hold (planbounds.go); settled
 	// are the plans settled since the mutex was taken, placed at unlock.
 	planUse map[string]*planUse
@@ -137,7 +136,9 @@ func (b *Broker) recover() error {
 		}
 		// Its private TMPDIR may hold a credential file (inject: file).
 		if in.ExecutionID != "" && filepath.IsLocal(in.ExecutionID) {
-			_ = os.RemoveAll(filepath.Join(b.homeBase(), ".tmp", in.ExecutionID))
+			if err := b.removeTmp(in.ExecutionID); err != nil {
+				b.Log.Warn("removing the TMPDIR of an interrupted execution", "execution", in.ExecutionID, "error", err)
+			}
 		}
 		r := in.OutcomeUnknown(b.Now(), "termd stopped while this command was running; its outcome is unknown")
 		stored, err := b.Store.Append(r)
@@ -273,55 +274,35 @@ func (b *Broker) protectedPaths() []string {
 }
 
 // homeFor returns a HOME for commands run for uid: outside every workspace
-// and outside the (private) state directory, private to that uid. The base
-// is a sibling of the state directory (e.g. /var/lib/termd-home), traversable
-// but not listable; a base another user could control is refused.
+// and outside the (private) state directory, private to that uid, in the
+// base of the commands' homes (homes.go), traversable but not listable.
+// <base>/<uid> is an entry of termd's own directory (nobody else can put a
+// link there); its owner is set through its descriptor, and only when it
+// differs: a chown that changes nothing still writes the inode (its ctime)
+// through the file system's journal, at every execution.
 func (b *Broker) homeFor(uid, gid int) (string, error) {
-	base := b.homeBase()
-	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	// The modes and owners are set only when they differ: a chmod or chown
-	// that changes nothing still writes the inode (its ctime) through the
-	// file system's journal, at every execution.
-	if st, err := os.Lstat(base); err != nil {
-		return "", err
-	} else if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() {
-		return "", fmt.Errorf("refusing %s as the base of command homes: it is not a directory owned by termd's user", base)
-	} else if st.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0o711 {
-		if err := os.Chmod(base, 0o711); err != nil {
-			return "", err
-		}
-	}
-	dir := filepath.Join(base, fmt.Sprint(uid))
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	st, err := os.Lstat(dir)
+	base, err := b.openHomeBase()
 	if err != nil {
 		return "", err
 	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("home directory %s is not a directory", dir)
+	defer base.Close()
+	d, _, err := base.Mkdir(fmt.Sprint(uid), 0o700)
+	if err != nil {
+		return "", err
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); os.Geteuid() == 0 && (!ok || int(sys.Uid) != uid || int(sys.Gid) != gid) {
-		if err := os.Lchown(dir, uid, gid); err != nil {
+	defer d.Close()
+	if os.Geteuid() == 0 {
+		in, err := d.Stat()
+		if err != nil {
 			return "", err
 		}
+		if in.Uid != uid || in.Gid != gid {
+			if err := d.Chown(uid, gid); err != nil {
+				return "", err
+			}
+		}
 	}
-	return dir, nil
-}
-
-// homeBase is the directory that holds the commands' private homes (and
-// their temporary directories): beside the state directory, or in the
-// system's temporary directory when that would be inside a workspace.
-func (b *Broker) homeBase() string {
-	cfg := b.Config()
-	base := cfg.StateDir + "-home"
-	if insideAny(base, cfg.Workspaces) {
-		base = filepath.Join(os.TempDir(), fmt.Sprintf("termd-home-%d", os.Geteuid()))
-	}
-	return base
+	return d.Path(), nil
 }
 
 // containsAny says whether dir is a parent of one of paths.

@@ -12,6 +12,7 @@ import (
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/internal/safefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -68,8 +69,9 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 			continue
 		}
 		dir := filepath.Join(home, rest)
-		if err := mkdirOwned(home, dir, uid, gid); err != nil {
-			return nil, "", errdefs.Internal("preparing the cache directory %s: %v", dir, err)
+		if err := mkdirOwned(home, rest, uid, gid); err != nil {
+			_ = b.removeTmp(filepath.Base(tmp))
+			return nil, "", errdefs.Precondition("preparing the cache directory %s: %v", dir, err)
 		}
 		prof.Cache = append(prof.Cache, dir)
 	}
@@ -159,49 +161,31 @@ var hostSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/
 
 // privateTmp makes <home base>/.tmp/<execution> (from a spare made ahead,
 // tmpdirs.go), owned by the command's user and private to it. The base is
-// termd's, so nobody can plant a link in it.
+// termd's, so nobody can plant a link in it; the new directory is checked
+// to be termd's own fresh one and given away through its descriptor.
 func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
-	base := filepath.Join(b.homeBase(), ".tmp")
-	if err := os.Mkdir(base, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+	if !filepath.IsLocal(id) || strings.ContainsRune(id, filepath.Separator) {
+		return "", fmt.Errorf("%q is not an execution id", id)
+	}
+	base, err := b.openTmpBase()
+	if err != nil {
 		return "", err
 	}
-	if st, err := os.Lstat(base); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", base)
-	}
-	dir := filepath.Join(base, id)
-	if err := b.makeTmp(dir); err != nil {
+	defer base.Close()
+	if err := b.makeTmp(filepath.Join(base.Path(), id)); err != nil {
 		return "", err
 	}
+	d, err := base.OpenDir(id, os.Geteuid())
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
 	if os.Geteuid() == 0 {
-		if err := os.Lchown(dir, uid, gid); err != nil {
+		if err := d.Chown(uid, gid); err != nil {
 			return "", err
 		}
 	}
-	return dir, nil
-}
-
-// mkdirOwned makes dir and its missing parents below base, owned by uid,
-// refusing anything that is not a plain directory (a link planted in HOME).
-func mkdirOwned(base, dir string, uid, gid int) error {
-	if dir == base {
-		return nil
-	}
-	if st, err := os.Lstat(dir); err == nil {
-		if !st.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return nil
-	}
-	if err := mkdirOwned(base, filepath.Dir(dir), uid, gid); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	if os.Geteuid() == 0 {
-		return os.Lchown(dir, uid, gid)
-	}
-	return nil
+	return d.Path(), nil
 }
 
 // receiptSandbox is the receipt's record of what confined an execution.
@@ -240,7 +224,12 @@ func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
 func (e *execRec) releaseSandbox() {
 	e.launch.Close()
 	if e.tmp != "" {
-		_ = os.RemoveAll(e.tmp)
+		// The command's user's tree: removed through descriptors, following
+		// no link it left there.
+		if d, err := safefs.Open(filepath.Dir(e.tmp), os.Geteuid()); err == nil {
+			_ = d.RemoveAll(filepath.Base(e.tmp))
+			d.Close()
+		}
 		e.tmp = ""
 	}
 }

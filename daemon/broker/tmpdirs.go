@@ -120,6 +120,11 @@ func (b *Broker) removeStaleSpares() {
 	if err != nil {
 		return
 	}
+	d, err := b.openTmpBase()
+	if err != nil {
+		return
+	}
+	defer d.Close()
 	for _, ent := range ents {
 		rest, ok := strings.CutPrefix(ent.Name(), spareTag)
 		if !ok {
@@ -131,7 +136,7 @@ func (b *Broker) removeStaleSpares() {
 			continue
 		}
 		if pid == os.Getpid() || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			_ = os.RemoveAll(filepath.Join(base, ent.Name()))
+			_ = d.RemoveAll(ent.Name())
 		}
 	}
 }

@@ -519,19 +519,24 @@ func fileSHA256(path string) (string, error) {
 	if err != nil {
 		return "", &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return "", &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	k := hashKey{path: path, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ino, k.dev, k.ctime = uint64(st.Ino), uint64(st.Dev), ctimeOf(st)
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		// A FIFO or a device (a link in the project swapped in after the
+		// check) would be read forever.
+		syscall.Close(fd)
+		return "", fmt.Errorf("%s is not a regular file", path)
 	}
+	k := hashKey{path: path, size: st.Size, mtime: mtimeOf(&st), ino: uint64(st.Ino), dev: uint64(st.Dev), ctime: ctimeOf(&st)}
 	if v, ok := hashCache.Load(k); ok {
+		syscall.Close(fd)
 		return v.(string), nil
 	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
@@ -541,10 +546,11 @@ func fileSHA256(path string) (string, error) {
 	return sum, nil
 }
 
-// openRead opens path read-only, again when a signal interrupted it.
+// openRead opens path read-only, again when a signal interrupted it. It
+// never blocks (a FIFO's open would wait for a writer).
 func openRead(path string) (int, error) {
 	for {
-		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 		if err != syscall.EINTR {
 			return fd, err
 		}

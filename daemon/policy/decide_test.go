@@ -549,3 +549,41 @@ func TestWriteToDevNull(t *testing.T) {
 		t.Fatalf("sort -o /tmp/elsewhere should stay denied: %s %v", d.Verdict, d.Reasons)
 	}
 }
+
+// Project files the policy reads while it decides (.npmrc, package.json, a
+// .git file, alternates) may be FIFOs or links to devices: the decision
+// still comes back (a FIFO's open or read would hold it forever, /dev/zero
+// would be read until termd runs out of memory), and what cannot be checked
+// is refused, not skipped.
+func TestProjectFilesThatNeverEnd(t *testing.T) {
+	f := newFixture(t)
+	fifo := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifo(f.ws + "/dir/.npmrc")
+	if d := f.decideIn([]string{"npm", "ls"}, f.ws+"/dir", ModeTrusted); d.Verdict != Deny || !hasReason(d, "cannot check") {
+		t.Errorf("npm ls under a FIFO .npmrc: %s %v", d.Verdict, d.Reasons)
+	}
+	if err := os.Remove(f.ws + "/dir/.npmrc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", f.ws+"/dir/.npmrc"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.decideIn([]string{"npm", "ls"}, f.ws+"/dir", ModeTrusted); d.Verdict != Deny || !hasReason(d, "cannot check") {
+		t.Errorf("npm ls under a .npmrc linked to /dev/zero: %s %v", d.Verdict, d.Reasons)
+	}
+	mustWrite(t, f.ws+"/package.json", `{"workspaces":["member"]}`)
+	fifo(f.ws + "/member/package.json")
+	f.decideIn([]string{"npm", "ls"}, f.ws, ModeTrusted)
+	fifo(f.ws + "/.git/objects/info/alternates")
+	f.decide([]string{"git", "status"}, ModeTrusted)
+	fifo(f.ws + "/src/sub/.git")
+	f.decideIn([]string{"git", "log"}, f.ws+"/src/sub", ModeTrusted)
+}

@@ -425,7 +425,7 @@ func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
 	// A .git *file* ("gitdir: PATH") sends git to another repository: that
 	// one is what is read.
 	if fi, err := os.Stat(gitDir); err == nil && fi.Mode().IsRegular() {
-		data, _ := os.ReadFile(gitDir)
+		data, _ := readProjectFile(gitDir, 1<<16)
 		line, _, _ := strings.Cut(string(data), "\n")
 		target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
 		if !ok {
@@ -440,7 +440,7 @@ func gitRepoReads(pc *parsed, cwd string, ctx *decideCtx) []string {
 			out = append(out, f)
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(gitDir, "objects/info/alternates")); err == nil && len(data) < 1<<16 {
+	if data, err := readProjectFile(filepath.Join(gitDir, "objects/info/alternates"), 1<<16-1); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
 			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
 				out = append(out, resolvePath(filepath.Join(gitDir, "objects"), line))

@@ -123,8 +123,8 @@ func jsWorkspaceMembers(_ *parsed, _, _ string, found []string) []string {
 // npmWorkspaceMembers lists the package.json files of the members a
 // package.json names in its "workspaces" field (globs expanded, bounded).
 func npmWorkspaceMembers(pkg string) []string {
-	data, err := os.ReadFile(pkg)
-	if err != nil || len(data) > 1<<20 {
+	data, err := readProjectFile(pkg, 1<<20)
+	if err != nil {
 		return nil
 	}
 	var doc struct {
@@ -173,11 +173,14 @@ func npmrcProblems(entries []string) []string {
 		if filepath.Base(f) != ".npmrc" {
 			continue
 		}
-		data, err := os.ReadFile(f)
-		if err == nil {
-			if len(data) > 1<<16 {
-				out = append(out, f+" is too large to check")
+		data, err := readProjectFile(f, 1<<16)
+		if err != nil {
+			if _, serr := os.Stat(f); serr == nil {
+				// There, but not a small regular file: npm would read it.
+				out = append(out, f+" is not a regular file of at most 64 KiB; termd cannot check it")
 			}
+		}
+		if err == nil {
 			for n, line := range strings.Split(string(data), "\n") {
 				line = strings.TrimSpace(line)
 				if line == "" || line[0] == '#' || line[0] == ';' {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/termd/termd/daemon/sandbox/launcher"
+	"github.com/termd/termd/internal/safefs"
 )
 
 // Landlock rights by purpose.
@@ -210,6 +211,11 @@ func (e *RefusedError) Error() string { return refusedText(e.Missing) }
 type rule struct {
 	path   string
 	access uint64
+	// beneath: the rule's directory is in this tree of the principal's (a
+	// cache directory in its private HOME) and is opened below it without
+	// following any link, so a link swapped in after termd made the
+	// directory cannot move the grant elsewhere.
+	beneath string
 }
 
 // buildRules lists the grants of a profile in its context.
@@ -218,7 +224,7 @@ func buildRules(p Profile, ps Paths) []rule {
 	add := func(access uint64, paths ...string) {
 		for _, x := range paths {
 			if x != "" {
-				rs = append(rs, rule{filepath.Clean(x), access})
+				rs = append(rs, rule{path: filepath.Clean(x), access: access})
 			}
 		}
 	}
@@ -243,7 +249,14 @@ func buildRules(p Profile, ps Paths) []rule {
 		add(accessExec, ps.Tmp)
 		add(accessRead|accessExec, p.Exec...)
 	}
-	add(accessRead|accessWrite, p.Cache...)
+	for _, c := range p.Cache {
+		c = filepath.Clean(c)
+		r := rule{path: c, access: accessRead | accessWrite}
+		if ps.Home != "" && c != filepath.Clean(ps.Home) && within(filepath.Clean(ps.Home), c) {
+			r.beneath = filepath.Clean(ps.Home)
+		}
+		rs = append(rs, r)
+	}
 	for _, w := range p.Write {
 		// An approved target outside the workspace: the file itself when it
 		// exists, else the directory it is created in.
@@ -272,10 +285,13 @@ func rulesetFile(rules []rule, network bool, abi int) (*os.File, error) {
 	}
 	f := os.NewFile(uintptr(fd), "landlock-ruleset")
 	for _, r := range rules {
-		pfd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		pfd, err := openRule(r)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				continue // nothing there to grant
+			}
+			if r.beneath != "" && errors.Is(err, safefs.ErrNotDir) {
+				continue // swapped for a link since termd made it: no grant, and the rest still holds
 			}
 			f.Close()
 			return nil, fmt.Errorf("opening %s: %w", r.path, err)
@@ -295,6 +311,25 @@ func rulesetFile(rules []rule, network bool, abi int) (*os.File, error) {
 		}
 	}
 	return f, nil
+}
+
+// openRule opens the directory or file a rule grants (the caller closes it).
+func openRule(r rule) (int, error) {
+	if r.beneath == "" {
+		return unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
+	h, err := safefs.Open(r.beneath, -1)
+	if err != nil {
+		return -1, err
+	}
+	defer h.Close()
+	d, err := h.OpenDir(strings.TrimPrefix(r.path, r.beneath+"/"), -1)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Dup(d.Fd())
+	d.Close()
+	return fd, err
 }
 
 // mountsFor lists the read-only binds (protected paths inside writable roots)
