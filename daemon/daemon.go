@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -88,7 +89,14 @@ func New(cfg *config.Config, flags *Flags) (*Daemon, error) {
 	} else if cfg.OperatorSocket != "" {
 		// Also beside an activated socket whose unit passed no operator
 		// socket (termd-operator.socket): termd makes it and removes it.
-		if op, err = server.ListenOperator(cfg.OperatorSocket); err != nil {
+		op, err = server.ListenOperator(cfg.OperatorSocket)
+		if errors.Is(err, server.ErrSocketPathTooLong) {
+			// Beside a socket whose path is already near the limit: serve
+			// without it rather than not at all, and say so.
+			d.log.Warn("no operator socket: operators share the socket with agents", "error", err)
+			op, err = nil, nil
+		}
+		if err != nil {
 			l.Close()
 			d.close()
 			return nil, err

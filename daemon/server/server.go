@@ -157,11 +157,17 @@ func Listen(path, group string) (net.Listener, error) {
 	return l, nil
 }
 
+// ErrSocketPathTooLong: the operator socket's path does not fit a sockaddr_un.
+var ErrSocketPathTooLong = errors.New("operator socket path too long")
+
 // ListenOperator creates the operator socket: mode 0600, so only root and
 // termd's own user can connect, whatever agents do to the shared socket. Its
 // directory is made 0750 when missing and otherwise left as it is (it is
 // usually the shared socket's).
 func ListenOperator(path string) (net.Listener, error) {
+	if len(path) >= len(syscall.RawSockaddrUnix{}.Path) {
+		return nil, fmt.Errorf("%w: %s is %d bytes long, a unix socket path may have at most %d: set operator_socket to a shorter path (or none)", ErrSocketPathTooLong, path, len(path), len(syscall.RawSockaddrUnix{}.Path)-1)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("operator socket directory %s: %w", dir, err)
