@@ -80,14 +80,16 @@ func (a *admission) admit(info PeerInfo) (operator bool, refusal string, quiet b
 	lim := cfg.Connections
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !operator && a.overRate(info.UID, lim, time.Now()) {
-		return operator, fmt.Sprintf("uid %d opens new connections to termd faster than %d a second (connections.accept_rate); reuse a connection, or raise connections.accept_rate in termd's config", info.UID, lim.AcceptRate), true
-	}
 	if a.perUID[info.UID] >= lim.PerUID {
 		return operator, fmt.Sprintf("uid %d already holds %d connections to termd (connections.per_uid); close some, or raise connections.per_uid in termd's config", info.UID, lim.PerUID), false
 	}
 	if !operator && a.others >= lim.Global {
 		return operator, fmt.Sprintf("termd already serves %d connections (connections.global); try again later, or raise connections.global in termd's config", lim.Global), false
+	}
+	// Checked last, so only connections that would be admitted use up
+	// the uid's rate (a uid at its per_uid cap is told that instead).
+	if !operator && a.overRate(info.UID, lim, time.Now()) {
+		return operator, fmt.Sprintf("uid %d opens new connections to termd faster than %d a second (connections.accept_rate); reuse a connection, or raise connections.accept_rate in termd's config", info.UID, lim.AcceptRate), true
 	}
 	a.perUID[info.UID]++
 	if !operator {
