@@ -28,15 +28,19 @@ func newCredentials(a *app) *cobra.Command {
 		}
 		rows := make([][]string, 0, len(resp.Credentials))
 		for _, cr := range resp.Credentials {
-			source := cr.Source
+			source, principals := cr.Source, orAny(cr.Principals)
 			if cr.Path != "" {
 				source += " " + cr.Path
+			}
+			if source == "" {
+				// Not shown to agents: where the secret lives, who else may ask.
+				source, principals = "-", "-"
 			}
 			readable := "yes"
 			if !cr.Readable {
 				readable = "NO: " + cr.Problem
 			}
-			rows = append(rows, []string{cr.Name, orAny(cr.Programs), orAny(cr.Principals), source, cr.Inject, readable})
+			rows = append(rows, []string{cr.Name, orAny(cr.Programs), principals, source, cr.Inject, readable})
 		}
 		return table(a.stdout, []string{"NAME", "PROGRAMS", "PRINCIPALS", "SOURCE", "INJECT", "READABLE"}, rows)
 	}
@@ -48,9 +52,11 @@ func newCredentials(a *app) *cobra.Command {
 the command starts and puts it in the command's environment (or a private file),
 redacted from its output and receipt. Nobody reads a value through termd.
 
-credentials lists, for operators, every credential, and for others the ones
-they may ask for: name, the programs that may receive it, who may ask, where the
-value comes from, and whether termd can read it now (docs/CREDENTIALS.md).`,
+credentials lists, for operators, every credential (name, the programs that
+may receive it, who may ask, where the value comes from, and whether termd can
+read it now), and for others the ones they may ask for: name, programs, how it
+is injected and whether it can be read now; never where it is kept
+(docs/CREDENTIALS.md).`,
 		Example: `  termctl credentials
   termctl run --credential GH_TOKEN -- git ls-remote https://github.com/me/private.git`,
 		Args: cobra.NoArgs,

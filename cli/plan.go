@@ -83,6 +83,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"program", d.GetResolvedPath(),
 		"cwd", d.GetCwd(),
 		"credentials", strings.Join(credentialNames(p), " "),
+		"privileged", privilegedWords(d.GetPrivileged() || p.GetRequest().GetPrivileged()),
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
@@ -109,6 +110,14 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		fmt.Fprintln(w, "next:", p.NextStep)
 	}
 	return nil
+}
+
+// privilegedWords says what a privileged plan holds ("" when it is not).
+func privilegedWords(on bool) string {
+	if !on {
+		return ""
+	}
+	return "yes: runs as real host root (no user namespace), approved by a person every time"
 }
 
 // credentialNames are the credentials a plan receives (the request's when
@@ -149,6 +158,7 @@ func canonicalLines(w io.Writer, p *termdv1.Plan) error {
 		"  timeout", timeout,
 		"  network", yesNo(d.GetNetwork()),
 		"  run as", d.GetRunAs(),
+		"  privileged", privilegedWords(d.GetPrivileged()),
 		"  policy", d.GetPolicyVersion(),
 		"  decision", verdictWord(d.GetVerdict())+" ("+riskWord(d.GetRisk())+")",
 		"  request hash", d.GetRequestHash(),

@@ -206,6 +206,22 @@ func TestReceiptsExportAllIsVerifiableJSONLines(t *testing.T) {
 		os.WriteFile(f, []byte(l), 0o644)
 		ok(t, d, "receipt", "verify", f, "--public-key", key)
 	}
+	// The export file as a whole verifies, offline (issue 31: verify
+	// refused what export --all wrote).
+	all := filepath.Join(dir, "all.jsonl")
+	os.WriteFile(all, []byte(out), 0o644)
+	if got := ok(t, d, "receipts", "verify", all, "--public-key", key); !strings.Contains(got, "3 valid receipts (seq 1 to 3)") {
+		t.Fatalf("verify of the JSON Lines export: %q", got)
+	}
+	// One altered line is found and named.
+	tampered := strings.Replace(out, `"echo two"`, `"echo TWO"`, 1)
+	if tampered == out {
+		t.Fatalf("the export does not hold the command as expected:\n%s", out)
+	}
+	os.WriteFile(all, []byte(tampered), 0o644)
+	if got, _ := expect(t, d, 1, "receipts", "verify", all, "--public-key", key); !strings.Contains(got, "all.jsonl:2: NOT valid") {
+		t.Fatalf("tampered line 2 not named: %q", got)
+	}
 	if out := ok(t, d, "receipts", "export", "--all", "--status", "blocked"); strings.Count(out, "\n") != 1 {
 		t.Fatalf("filtered export:\n%s", out)
 	}

@@ -28,6 +28,8 @@ type requestFlags struct {
 	sandbox string
 	// credentials are names of credentials the command receives.
 	credentials []string
+	// privileged asks to run as real host root (always asked).
+	privileged bool
 	// tty asks for a pseudo-terminal (run --tty); nil: none.
 	tty *termdv1.TerminalOptions
 }
@@ -41,6 +43,7 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	fs.StringVar(&f.command, "command", "", "the command as one string, split like a shell would but never run by one (instead of ARGV)")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable `K=V` for the command (repeatable; only names the policy allows)")
 	fs.StringArrayVar(&f.credentials, "credential", nil, "credential `NAME` the command receives in its environment (repeatable; `termctl credentials` lists yours); termd reads the value when it runs, you never see it")
+	fs.BoolVar(&f.privileged, "privileged", false, "run as real host root (termd as root, Linux): without it a command run for root is root only inside a user namespace and an unprivileged uid on the host; a privileged plan always needs a person's approval")
 	fs.StringVar(&f.mode, "mode", "", "policy mode: inspect, confirm or trusted (default: the policy's)")
 	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox profile: read-only or workspace-write (default: the policy's; a program without a grammar runs read-only unless given workspace-write, which makes it project code)")
 	if withTimeout {
@@ -141,6 +144,7 @@ func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {
 		}
 	}
 	req.Credentials = f.credentials
+	req.Privileged = f.privileged
 	req.Tty = f.tty
 	return req, nil
 }

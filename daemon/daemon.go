@@ -212,6 +212,9 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		StateFreeBytes:     func() int { f, _ := d.broker.StorageUsage(); return int(f) },
 		StoredDayBytes:     func() int { _, n := d.broker.StorageUsage(); return int(n) },
 		Receipts:           d.store.Count,
+		PlansHeld:          func() int { n, _ := d.broker.PlanStats(); return n },
+		OpenPlans:          func() int { _, n := d.broker.PlanStats(); return n },
+		JournalBytes:       func() int { n, _, _ := d.broker.JournalStats(); return int(n) },
 	})
 	d.srv.RegisterDaemon(d.broker)
 	d.srv.RegisterBroker(d.broker)

@@ -127,7 +127,63 @@ func allowedMethods(path string) string {
 // streamError is the error that ends a streamed response
 // ({"error": {"code": ..., "message": ...}}): its code is the HTTP status,
 // as in every other error body.
-func streamError(_ context.Context, err error) *status.Status {
+func streamError(ctx context.Context, err error) *status.Status {
 	st := status.Convert(err)
+	if c, ok := ctx.Value(streamCodeKey{}).(*codes.Code); ok {
+		*c = st.Code()
+	}
 	return status.New(codes.Code(runtime.HTTPStatusFromCode(st.Code())), st.Message())
 }
+
+// streamCodeKey holds, in a routed request's context, where streamError
+// leaves the gRPC code of the error that ended a stream.
+type streamCodeKey struct{}
+
+// streamStart answers a streamed route that fails before its first message
+// like any other refused call: the daemon's status (grpc-gateway mapped the
+// stream error's HTTP-status code to 500) and the one error body. Once a
+// message is out, the stream's own error chunk ends it as documented.
+type streamStart struct {
+	http.ResponseWriter
+	code    codes.Code // set by streamError
+	pending bool       // an error status was held back: nothing is out yet
+	done    bool       // the error body is written; the rest is dropped
+	started bool
+}
+
+func (w *streamStart) WriteHeader(code int) {
+	if !w.started && code >= 400 && w.code != codes.OK {
+		w.pending = true
+		return
+	}
+	w.started = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *streamStart) Write(b []byte) (int, error) {
+	switch {
+	case w.done:
+		return len(b), nil
+	case w.pending:
+		var chunk struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(b, &chunk)
+		hs := runtime.HTTPStatusFromCode(w.code)
+		writeJSON(w.ResponseWriter, hs, errorBody(hs, w.code, chunk.Error.Message))
+		w.done, w.started = true, true
+		return len(b), nil
+	}
+	w.started = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *streamStart) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.pending {
+		f.Flush()
+	}
+}
+
+func (w *streamStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -30,7 +30,10 @@ func TestErrorBodiesAndMethods(t *testing.T) {
 	check("GET", "/v1/status", "", http.StatusUnauthorized, "UNAUTHENTICATED")                               // the gateway
 	check("POST", "/v1/plans", e.Viewer, http.StatusForbidden, "PERMISSION_DENIED")                          // the daemon, by role
 	check("GET", "/v1/executions/x/output?offset=-5", e.Operator, http.StatusBadRequest, "INVALID_ARGUMENT") // the daemon
-	res := check("PUT", "/v1/plans", e.Operator, http.StatusMethodNotAllowed, "UNIMPLEMENTED")               // the router: 405, not 501
+	// A streaming route refused before its first message: the daemon's code,
+	// not 500 (issue 31: POST /v1/advise without an adviser answered 500).
+	check("POST", "/v1/advise", e.Operator, http.StatusServiceUnavailable, "UNAVAILABLE")
+	res := check("PUT", "/v1/plans", e.Operator, http.StatusMethodNotAllowed, "UNIMPLEMENTED") // the router: 405, not 501
 	if allow := res.Header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Errorf("405 for /v1/plans should list its methods in Allow, got %q", allow)
 	}

@@ -106,7 +106,7 @@ func TestBenchBridge(t *testing.T) {
 		}
 		mid := time.Now()
 		ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false)
-		if res.IsError || str(ex, "state") != "succeeded" || ex["receipt"] == nil {
+		if res.IsError || str(ex, "state") != "succeeded" || str(ex, "receipt_id") == "" {
 			t.Fatalf("execute: %s", text(res))
 		}
 		return mid.Sub(start), time.Since(mid)

@@ -18,7 +18,7 @@ import (
 )
 
 // Instructions tell an agent the flow, in the server info every client sees.
-const Instructions = "termd runs shell commands for you under policy: call terminal_plan with the argv first, then terminal_execute with the returned plan_id (nothing runs without a plan; a plan that needs approval waits until a person runs `termctl approve <plan_id>` or approves it in the console). " +
+const Instructions = "termd runs commands for you under policy: call terminal_run with the argv; it is planned and, if the policy allows it, run in the same call. If it needs approval, the result gives its plan_id: a person approves it (`termctl approve <plan_id>` or the console; you cannot), then call terminal_execute with that plan_id. terminal_plan plans without running (to review first, or for a tty). " +
 	"A command that outlasts wait_seconds comes back as `running` with an execution_id: poll terminal_status and terminal_output, and read the signed receipt with terminal_receipt. " +
 	"For long work, terminal_execute with background: true returns at once; terminal_list shows what still runs, terminal_output reads new output from an offset, and subscribing to the execution's resource_uri notifies you when it ends. " +
 	"Interactive programs (a REPL, a [Y/n] prompt, less, git add -p) need a terminal: terminal_plan with tty, then terminal_send types into it and returns the rendered screen once the program waits for input again; terminal_screen reads it. " +
@@ -115,7 +115,7 @@ func New(o Options) *Bridge {
 // ctx ends. Running executions are left to the daemon: they keep their
 // sessions until those expire.
 func (b *Bridge) ServeStdio(ctx context.Context) error {
-	err := b.server.Run(ctx, &mcp.StdioTransport{})
+	err := b.server.Run(ctx, cancelAware{&mcp.StdioTransport{}})
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	if n := b.sessions.closeIdle(cctx); n > 0 {

@@ -232,4 +232,8 @@ func TestInspectorCLI(t *testing.T) {
 	if str(ex, "state") != "succeeded" || str(ex, "stdout") != "from the inspector\n" {
 		t.Fatalf("execute from a second inspector process: %v", ex)
 	}
+	run := inspect("--method", "tools/call", "--tool-name", "terminal_run", "--tool-arg", `argv=["echo","run from the inspector"]`)
+	if str(run, "state") != "succeeded" || str(run, "stdout") != "run from the inspector\n" || str(run, "receipt_id") == "" {
+		t.Fatalf("terminal_run from the inspector: %v", run)
+	}
 }

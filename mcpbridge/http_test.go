@@ -241,7 +241,7 @@ func TestHTTPLogsNothingPerRequest(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("plan: %s", text(res))
 		}
-		if ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false); res.IsError || ex["receipt"] == nil {
+		if ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false); res.IsError || str(ex, "receipt_id") == "" {
 			t.Fatalf("execute: %s", text(res))
 		}
 	}

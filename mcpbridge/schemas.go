@@ -92,7 +92,12 @@ func withFileSchemas(next mcp.MethodHandler) mcp.MethodHandler {
 		for i, t := range lr.Tools {
 			if sc, ok := schemas[t.Name]; ok {
 				listed := *t
-				listed.InputSchema, listed.OutputSchema = sc.Input, sc.Output
+				listed.InputSchema = sc.Input
+				if len(sc.Output) > 0 {
+					// A nil RawMessage in the interface would be sent as
+					// "outputSchema": null, which clients refuse.
+					listed.OutputSchema = sc.Output
+				}
 				lr.Tools[i] = &listed
 			}
 		}
@@ -195,10 +200,8 @@ func (tt *typedTool[In, Out]) call(ctx context.Context, req *mcp.CallToolRequest
 	if res == nil {
 		res = &mcp.CallToolResult{}
 	}
-	if !tt.hasOut || res.InputRequests != nil {
-		if _, ours := res.StructuredContent.(json.RawMessage); ours {
-			res.StructuredContent = nil // reply's encoding: no output schema, no structuredContent
-		}
+	if res.InputRequests != nil {
+		res.StructuredContent = nil // an input request, not a result
 		return res, nil
 	}
 	var outval any = out

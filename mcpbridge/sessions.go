@@ -162,3 +162,9 @@ func sessionGone(err error) bool {
 	}
 	return false
 }
+
+// sessionFull reports whether err says a session holds as many plans as
+// it may (sessions.max_plans), so plans go on in a fresh one.
+func sessionFull(err error) bool {
+	return client.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "sessions.max_plans")
+}

@@ -38,13 +38,13 @@ func ptr[T any](v T) *T { return &v }
 // PlanInput asks for a plan.
 type PlanInput struct {
 	Argv           []string          `json:"argv,omitempty" jsonschema:"the command as argv (preferred), e.g. [\"ls\",\"-la\"]; it is never run by a shell"`
-	Command        string            `json:"command,omitempty" jsonschema:"the command as one string, split into argv like a shell would (quotes respected) but never run by a shell; give argv or command"`
-	Cwd            string            `json:"cwd,omitempty" jsonschema:"working directory: an absolute path inside a workspace, or a path relative to the (first) workspace root; default: the workspace root"`
+	Command        string            `json:"command,omitempty" jsonschema:"or the command as one string, split like a shell would (quotes respected) but never run by one"`
+	Cwd            string            `json:"cwd,omitempty" jsonschema:"working directory, absolute or relative to the workspace root (the default)"`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"extra environment variables (the policy decides which are allowed)"`
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
-	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"sandbox profile: read-only or workspace-write (default: the policy's choice; a program the policy has no grammar for runs read-only, so if it fails with permission denied because it must write in the workspace, plan it again with workspace-write)"`
-	Credentials    []string          `json:"credentials,omitempty" jsonschema:"names of credentials (secrets an operator defined, e.g. GH_TOKEN) the command receives in its environment; you name them, termd supplies the values and you never see them. A plan receiving a credential needs a person's approval unless a grant covers it"`
+	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"read-only or workspace-write (default: the policy's choice; a program termd has no grammar for runs read-only: if it fails writing in the workspace, plan it again with workspace-write)"`
+	Credentials    []string          `json:"credentials,omitempty" jsonschema:"names of operator-defined secrets (e.g. GH_TOKEN) to put in its environment (you never see the values); needs approval unless a grant covers it"`
 	TTY            *TTYInput         `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
 }
 
@@ -53,6 +53,7 @@ type ExecuteInput struct {
 	PlanID      string `json:"plan_id" jsonschema:"the plan to run, from terminal_plan"`
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the command to end before returning it as running (default 45, max 600)"`
 	Background  bool   `json:"background,omitempty" jsonschema:"start it and return at once with its execution_id (no waiting, no output yet); read its output with terminal_output, list what runs with terminal_list, and subscribe to the result's resource_uri to be notified when it ends"`
+	Detail      bool   `json:"detail,omitempty" jsonschema:"also return the signed receipt (share form)"`
 }
 
 // ExecutionInput names an execution, by its id or by the plan it runs.
@@ -119,16 +120,17 @@ type AdviseInput struct {
 
 func (b *Bridge) addTools() {
 	s := b.server
+	b.addRunTool()
 	addTool(s, &mcp.Tool{
 		Name:        "terminal_plan",
 		Title:       "Plan a command",
-		Description: "Ask termd's policy to plan a command: returns the plan with its decision (allow / ask / deny), risk, reasons, a preview and the next step. Nothing runs yet; a planned command runs with terminal_execute.",
+		Description: "Plan a command without running it: the policy's decision (allow / ask / deny), risk, reasons, a preview and the next step; run it with terminal_execute. terminal_run does both in one call; plan first for a tty or to review.",
 		Annotations: &mcp.ToolAnnotations{Title: "Plan a command", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 	}, b.plan)
 	addTool(s, &mcp.Tool{
 		Name:        "terminal_execute",
 		Title:       "Run a plan",
-		Description: "Run a plan by id. Streams output as progress notifications, and returns the signed receipt when the command ends within wait_seconds; otherwise returns state `running` with an execution_id to poll with terminal_status. With background: true it returns at once with the execution_id: come back with terminal_output (from an offset) and terminal_list, or subscribe to the returned resource_uri (execution://ID) for a notification when it ends.",
+		Description: "Run a plan by id (from terminal_plan or terminal_run, once approved). Streams output as progress notifications; returns state, exit code, output and receipt id when it ends within wait_seconds, else state running with an execution_id for terminal_status. background: true returns at once: then terminal_output, terminal_list, or subscribe to execution://ID.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run a plan", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, b.execute)
 	addTool(s, &mcp.Tool{
@@ -214,15 +216,39 @@ func (b *Bridge) addTools() {
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	if !useSchemaFile || !hasSchemaFile(t.Name) {
 		in := inputSchema[In](t.Name)
-		t.InputSchema = in
-		if recordSchemas != nil {
-			recordSchemas(t.Name, in, outputSchema[Out](t.Name))
+		var out *jsonschema.Schema
+		if listsOutputSchema[t.Name] {
+			out = outputSchema[Out](t.Name)
 		}
-		mcp.AddTool(s, t, h)
+		if recordSchemas != nil {
+			recordSchemas(t.Name, in, out)
+		}
+		var sc toolSchema
+		sc.Input, _ = json.Marshal(in)
+		t.InputSchema = sc.Input
+		if out != nil {
+			sc.Output, _ = json.Marshal(out)
+			t.OutputSchema = sc.Output
+		}
+		addTyped(s, t, func() toolSchema { return sc }, h)
 		return
 	}
 	t.InputSchema = anyObject
-	resolved := sync.OnceValues(func() (*typedTool[In, Out], error) { return resolveTool[In, Out](t.Name, toolSchemas()[t.Name]) })
+	addTyped(s, t, func() toolSchema { return toolSchemas()[t.Name] }, h)
+}
+
+// listsOutputSchema names the tools whose output schema tools/list
+// carries: terminal_run's, the result an agent reads most. The others'
+// results carry structuredContent all the same; their schemas (two thirds
+// of a tools/list answer, which every conversation pays for) were left
+// out: no MCP client in use needs them to read a result.
+var listsOutputSchema = map[string]bool{"terminal_run": true}
+
+// addTyped adds a tool whose schemas (from schema) are resolved at its
+// first call.
+func addTyped[In, Out any](s *mcp.Server, t *mcp.Tool, schema func() toolSchema, h mcp.ToolHandlerFor[In, Out]) {
+	name := t.Name
+	resolved := sync.OnceValues(func() (*typedTool[In, Out], error) { return resolveTool[In, Out](name, schema()) })
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tt, err := resolved()
 		if err != nil {
@@ -387,39 +413,68 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 		}
 		return b.planResult(ctx, req, resp.GetPlan(), action, false)
 	}
-	argv, command, err := splitCommand(in.Argv, in.Command)
+	cr, err := commandRequest(in)
 	if err != nil {
 		return nil, nil, err
 	}
+	p, err := b.createPlan(ctx, req, in.SessionID, cr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.planResult(ctx, req, p, "", true)
+}
+
+// commandRequest checks a plan's arguments and builds its request.
+func commandRequest(in PlanInput) (*termdv1.CommandRequest, error) {
+	argv, command, err := splitCommand(in.Argv, in.Command)
+	if err != nil {
+		return nil, err
+	}
 	if in.TimeoutSeconds < 0 {
-		return nil, nil, errors.New("timeout_seconds must not be negative. Next: omit it for the policy's default")
+		return nil, errors.New("timeout_seconds must not be negative. Next: omit it for the policy's default")
 	}
 	switch in.Sandbox {
 	case "", "read-only", "workspace-write":
 	default:
-		return nil, nil, fmt.Errorf("sandbox %q is not a profile. Next: use read-only or workspace-write, or omit it", in.Sandbox)
+		return nil, fmt.Errorf("sandbox %q is not a profile. Next: use read-only or workspace-write, or omit it", in.Sandbox)
 	}
 	tty, err := ttyOptions(in.TTY)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cr := &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty, Credentials: in.Credentials}
-	sid, pooled, err := b.session(ctx, req, in.SessionID)
+	return &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty, Credentials: in.Credentials}, nil
+}
+
+// createPlan plans cr in the session asked for, or in this client's own.
+// When this client's session has gone (expired, closed) or is full (it
+// holds sessions.max_plans plans: all stateless HTTP clients share one),
+// the plan is made once more in a fresh session; a full one is closed
+// when nothing in it is pending, and otherwise left to expire, its plans
+// still reachable by id.
+func (b *Bridge) createPlan(ctx context.Context, req *mcp.CallToolRequest, asked string, cr *termdv1.CommandRequest) (*termdv1.Plan, error) {
+	sid, pooled, err := b.session(ctx, req, asked)
 	if err != nil {
-		return nil, nil, failure(err, "")
+		return nil, failure(err, "")
 	}
 	resp, err := b.c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: sid, Request: cr})
-	if err != nil && pooled && sessionGone(err) {
-		// This client's session expired; open a fresh one once.
+	if err != nil && pooled && (sessionGone(err) || sessionFull(err)) {
+		full := sessionFull(err)
 		b.sessions.forget(sid)
+		if full {
+			go func() {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				b.sessions.closeIfIdle(cctx, sid)
+			}()
+		}
 		if sid, _, err = b.session(ctx, req, ""); err == nil {
 			resp, err = b.c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: sid, Request: cr})
 		}
 	}
 	if err != nil {
-		return nil, nil, failure(err, "")
+		return nil, failure(err, "")
 	}
-	return b.planResult(ctx, req, resp.GetPlan(), "", true)
+	return resp.GetPlan(), nil
 }
 
 // planResult reports a plan. A plan awaiting approval names the approve
@@ -517,33 +572,25 @@ func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		}
 		return nil, nil, failure(err, next)
 	}
+	// The result is compact (as terminal_run's): state, exit code, ids,
+	// output, links; the receipt only with detail.
+	rv := &RunView{PlanID: in.PlanID}
+	b.fillRun(ctx, rv, w, in.Detail)
 	v := executionView(w.exec)
-	v.Stdout, v.Stderr = w.stdout.String(), w.stderr.String()
-	if w.receipt != nil {
-		v.Receipt = w.receipt
-	}
-	summary := fmt.Sprintf("execution %s: %s", v.ExecutionID, v.State)
-	if v.ExitCode != nil {
-		summary += fmt.Sprintf(", exit code %d", *v.ExitCode)
-	}
-	if v.Signal != "" {
-		summary += ", signal " + v.Signal
+	v.Stdout, v.Stderr, v.Receipt = rv.Stdout, rv.Stderr, rv.Receipt
+	if rv.NextStep != "" {
+		v.NextStep = rv.NextStep
+	} else {
+		v.NextStep = "finished; terminal_receipt reads its signed receipt"
 	}
 	if !v.Done {
-		summary += fmt.Sprintf(" (still running after %s)", wait)
 		v.ResourceURI = executionURI(v.ExecutionID)
-		v.NextStep += fmt.Sprintf("; subscribe to %s to be notified when it ends", v.ResourceURI)
 	}
-	summary += ". Next: " + v.NextStep
-	if v.Stdout != "" {
-		summary += "\n--- stdout ---\n" + v.Stdout
+	res, _, _ := runReply(rv, false)
+	if data, err := json.Marshal(v); err == nil {
+		res.StructuredContent = json.RawMessage(data)
 	}
-	if v.Stderr != "" {
-		summary += "\n--- stderr ---\n" + v.Stderr
-	}
-	shown := *v // stdout and stderr are in the summary already
-	shown.Stdout, shown.Stderr = "", ""
-	return replyShowing(v, &shown, false, summary)
+	return res, v, nil
 }
 
 // capped collects output up to outputCap bytes.

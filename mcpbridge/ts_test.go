@@ -100,8 +100,15 @@ func TestTypeScriptClient(t *testing.T) {
 			if !slices.Contains(ns, "terminal_plan") || !slices.Contains(ns, "terminal_execute") || slices.ContainsFunc(ns, func(s string) bool { return strings.Contains(s, "approve") }) {
 				t.Errorf("tools = %v", ns)
 			}
-			if s := res("execute_pwd"); str(s, "state") != "succeeded" || !strings.Contains(str(s, "stdout"), d.Workspace) || s["receipt"] == nil {
+			if s := res("execute_pwd"); str(s, "state") != "succeeded" || !strings.Contains(str(s, "stdout"), d.Workspace) || str(s, "receipt_id") == "" {
 				t.Errorf("pwd: %v", steps["execute_pwd"])
+			}
+			// terminal_run: one call, checked by the SDK against its output
+			// schema; the execution and receipt come as resource links.
+			if s := res("run_pwd"); steps["run_pwd"]["isError"] == true || str(s, "state") != "succeeded" || str(s, "stdout") != d.Workspace+"\n" || s["exit_code"] != float64(0) || str(s, "receipt_id") == "" {
+				t.Errorf("terminal_run pwd: %v", steps["run_pwd"])
+			} else if links, _ := steps["run_pwd"]["links"].([]any); !slices.Contains(links, any("receipt://"+str(s, "receipt_id"))) || !slices.Contains(links, any("execution://"+str(s, "execution_id"))) {
+				t.Errorf("terminal_run pwd: resource links %v, want its execution and receipt", links)
 			}
 			if p, _ := steps["execute_pwd"]["progress"].([]any); len(p) == 0 {
 				t.Errorf("no progress notifications for pwd: %v", steps["execute_pwd"])

@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.4"
+const SchemaVersion = "1.5"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -89,6 +89,9 @@ type RunAs struct {
 	User string `json:"user"`
 	UID  int    `json:"uid"`
 	GID  int    `json:"gid"`
+	// HostUID: the command ran as uid 0 in a user namespace and as this
+	// unprivileged uid on the host (schema 1.5; absent when it kept its uid).
+	HostUID int `json:"host_uid,omitempty"`
 }
 
 // Limits are the bounds the execution ran under. Zero means "not set".
@@ -111,8 +114,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.4 receipt. Field names are part of the published
-// schema (schema/receipt-1.4.json); do not rename them.
+// Receipt is a schema 1.5 receipt. Field names are part of the published
+// schema (schema/receipt-1.5.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -133,9 +136,12 @@ type Receipt struct {
 	BinarySHA256  string `json:"binary_sha256"`
 	Cwd           string `json:"cwd"`
 	RunAs         *RunAs `json:"run_as,omitempty"`
-	Mode          string `json:"mode"`
-	Risk          string `json:"risk"`
-	Approved      bool   `json:"approved"`
+	// Privileged: the plan ran as real host root, approved by a person
+	// (schema 1.5; absent otherwise).
+	Privileged bool   `json:"privileged,omitempty"`
+	Mode       string `json:"mode"`
+	Risk       string `json:"risk"`
+	Approved   bool   `json:"approved"`
 	// GrantID names the operator's grant that approved the plan (schema
 	// 1.2; absent for per-plan approvals).
 	GrantID  string `json:"grant_id,omitempty"`

@@ -21,8 +21,9 @@ func testReceipt() *Receipt {
 	}
 }
 
-// Receipts are written as 1.4 (the sandbox record of 1.1, grant_id of 1.2,
-// the terminal of 1.3, credentials of 1.4); receipts written as 1.3 before
+// Receipts are written as 1.5 (the sandbox record of 1.1, grant_id of 1.2,
+// the terminal of 1.3, credentials of 1.4, privileged and run_as.host_uid of
+// 1.5); receipts written as 1.4 before privileged, as 1.3 before
 // credentials, as 1.2 before terminals,
 // receipts written as 1.0 before the sandbox and as 1.1 before grants keep
 // verifying against their own schema, and an older receipt cannot carry a
@@ -51,8 +52,29 @@ func TestSchemaVersionsVerify(t *testing.T) {
 		{Seq: 2, At: time.Now(), By: "root", Kind: "input_taken"},
 	}}
 	cur.Credentials = []string{"GH_TOKEN", "NPM_TOKEN"}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.4" {
-		t.Fatalf("a 1.4 receipt with its sandbox, grant, terminal inputs and credentials: %v (schema %s)", err, cur.SchemaVersion)
+	cur.RunAs = &RunAs{User: "root", UID: 0, GID: 0, HostUID: 65533}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.5" {
+		t.Fatalf("a 1.5 receipt with its sandbox, grant, terminal inputs, credentials and host uid: %v (schema %s)", err, cur.SchemaVersion)
+	}
+	pr := testReceipt()
+	pr.RunAs, pr.Privileged = &RunAs{User: "root"}, true
+	if _, err := VerifyJSON(sign(pr), keys); err != nil {
+		t.Fatalf("a 1.5 receipt of a privileged run: %v", err)
+	}
+
+	v14 := testReceipt()
+	v14.SchemaVersion = "1.4"
+	v14.Credentials = cur.Credentials
+	if _, err := VerifyJSON(sign(v14), keys); err != nil {
+		t.Fatalf("a 1.4 receipt no longer verifies: %v", err)
+	}
+	v14.Privileged = true
+	if _, err := VerifyJSON(sign(v14), keys); err == nil || !strings.Contains(err.Error(), "1.4") {
+		t.Fatalf("a 1.4 receipt with privileged must not match schema 1.4: %v", err)
+	}
+	v14.Privileged, v14.RunAs = false, cur.RunAs
+	if _, err := VerifyJSON(sign(v14), keys); err == nil || !strings.Contains(err.Error(), "1.4") {
+		t.Fatalf("a 1.4 receipt with run_as.host_uid must not match schema 1.4: %v", err)
 	}
 	badCred := testReceipt()
 	badCred.Credentials = []string{"gh token"}

@@ -63,6 +63,9 @@
 #define MOUNT_ATTR_NODEV 0x00000004
 #define MOUNT_ATTR_NOEXEC 0x00000008
 #endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
 #ifndef FSOPEN_CLOEXEC
 #define FSOPEN_CLOEXEC 0x00000001
 #define FSMOUNT_CLOEXEC 0x00000001
@@ -112,6 +115,7 @@ struct config {
 	char **mount_kind, **mount_path;
 	int nmounts, nkinds;
 	int userns;
+	int userns_fd; // idmapped mounts and the command's user namespace, or -1
 	int new_mountns;
 	int say_confined;
 	char *cwd;
@@ -259,6 +263,7 @@ static int hexval(char c) {
 static void parse(char *buf, size_t len, struct config *c) {
 	memset(c, 0, sizeof *c);
 	c->ruleset_fd = -1;
+	c->userns_fd = -1;
 	size_t i = 0;
 	while (i < len) {
 		char *key = buf + i;
@@ -276,7 +281,7 @@ static void parse(char *buf, size_t len, struct config *c) {
 			push(&c->argv, &c->nargv, val);
 		} else if (!strcmp(key, "env")) {
 			push(&c->env, &c->nenv, val);
-		} else if (!strcmp(key, "readonly") || !strcmp(key, "hide")) {
+		} else if (!strcmp(key, "readonly") || !strcmp(key, "hide") || !strcmp(key, "idmap")) {
 			push(&c->mount_kind, &c->nkinds, key);
 			push(&c->mount_path, &c->nmounts, val);
 		} else if (!strcmp(key, "uid")) {
@@ -291,6 +296,8 @@ static void parse(char *buf, size_t len, struct config *c) {
 			c->groups[c->ngroups++] = number(key, val);
 		} else if (!strcmp(key, "userns")) {
 			c->userns = 1;
+		} else if (!strcmp(key, "userns_fd")) {
+			c->userns_fd = number(key, val);
 		} else if (!strcmp(key, "say_confined")) {
 			c->say_confined = 1;
 		} else if (!strcmp(key, "mountns")) {
@@ -359,8 +366,10 @@ static int empty_tmpfs(void) {
 
 // apply_mount opens path without following any symbolic link and covers it:
 // "readonly" binds it onto itself read-only, "hide" puts an empty read-only
-// directory (or /dev/null for a file) over it.
-static void apply_mount(const char *kind, const char *path) {
+// directory (or /dev/null for a file) over it, "idmap" binds it onto itself
+// through the user namespace userns_fd's mapping (a file the command, uid 0
+// inside that namespace, creates there is owned by uid 0 on the disk).
+static void apply_mount(const char *kind, const char *path, int userns_fd) {
 	struct tl_open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	int target = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
 	if (target < 0 && errno == ENOENT)
@@ -371,7 +380,15 @@ static void apply_mount(const char *kind, const char *path) {
 	if (fstat(target, &st) < 0)
 		fail("sandbox: stat %s: %s", path, strerror(errno));
 	int tree;
-	if (!strcmp(kind, "readonly"))
+	struct tl_mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	const char *doing = "making it read-only";
+	if (!strcmp(kind, "idmap")) {
+		if (userns_fd < 0)
+			fail("sandbox: an idmapped mount of %s without a user namespace", path);
+		attr = (struct tl_mount_attr){.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
+		doing = "idmapping it (its file system must support idmapped mounts, Linux 5.12 or later)";
+	}
+	if (!strcmp(kind, "readonly") || !strcmp(kind, "idmap"))
 		tree = syscall(SYS_open_tree, target, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	else if (S_ISDIR(st.st_mode))
 		tree = empty_tmpfs();
@@ -379,9 +396,8 @@ static void apply_mount(const char *kind, const char *path) {
 		tree = syscall(SYS_open_tree, AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		fail("sandbox: preparing the %s mount for %s: %s", kind, path, strerror(errno));
-	struct tl_mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-		fail("sandbox: making %s read-only: %s", path, strerror(errno));
+		fail("sandbox: the %s mount of %s: %s: %s", kind, path, doing, strerror(errno));
 	if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		fail("sandbox: mounting over %s: %s", path, strerror(errno));
 	close(tree);
@@ -429,12 +445,27 @@ static void confine(struct config *c) {
 		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			fail("sandbox: making the mount namespace private: %s", strerror(errno));
 		for (int i = 0; i < c->nmounts; i++)
-			apply_mount(c->mount_kind[i], c->mount_path[i]);
+			apply_mount(c->mount_kind[i], c->mount_path[i], c->userns_fd);
 		// The working directory was entered before the mounts: enter it
 		// again so that it is seen through them.
 		char wd[4096];
 		if (getcwd(wd, sizeof wd) && chdir(wd) < 0)
 			fail("sandbox: re-entering the working directory %s: %s", wd, strerror(errno));
+	}
+	if (c->userns_fd >= 0) {
+		// The command holds no host root: it enters the user namespace
+		// termd made, where uid 0 is an unprivileged uid outside (and
+		// becomes uid 0 inside below), with every capability in it dropped
+		// before exec. Root-owned files and sockets elsewhere are others'.
+		if (setns(c->userns_fd, CLONE_NEWUSER) < 0)
+			fail("sandbox: entering the user namespace that maps root: %s", strerror(errno));
+		close(c->userns_fd);
+		if (!c->set_cred) {
+			c->set_cred = 1;
+			c->uid = 0;
+			c->gid = 0;
+			c->ngroups = 0;
+		}
 	}
 	pid_t ppid = getppid();
 	if (c->drop_caps) {

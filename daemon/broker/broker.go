@@ -83,6 +83,10 @@ type Broker struct {
 	stages    stageLog
 	tmpSpares tmpSpares  // TMPDIRs made ahead (tmpdirs.go)
 	shares    shareCache // share forms of receipts just sealed (share.go)
+	// planUse is what each principal's plans hold (planbounds.go); settled
+	// are the plans settled since the mutex was taken, placed at unlock.
+	planUse map[string]*planUse
+	settled []*planRec
 
 	stop chan struct{}
 	done chan struct{}
@@ -104,6 +108,7 @@ func New(d Deps) (*Broker, error) {
 		recovered: map[string]string{},
 		streams:   map[string]int{},
 		grants:    map[string]*grantRec{},
+		planUse:   map[string]*planUse{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -156,6 +161,7 @@ func (b *Broker) sweep() {
 			return
 		case <-t.C:
 			b.expire()
+			b.maybeCompactJournal()
 		}
 	}
 }

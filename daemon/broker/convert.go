@@ -65,6 +65,7 @@ func decisionProto(d policy.Decision) *termdv1.Decision {
 		Sandbox:         sandboxProto(d.Sandbox),
 		Tty:             terminalProto(d.TTY),
 		Credentials:     slices.Clone(d.Credentials),
+		Privileged:      d.Privileged,
 	}
 	for _, s := range d.Steps {
 		out.Steps = append(out.Steps, &termdv1.PolicyStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})

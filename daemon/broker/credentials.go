@@ -88,6 +88,14 @@ func (b *Broker) ListCredentials(_ context.Context, caller *termdv1.Principal) (
 			info.Inject = "env"
 		}
 		info.Readable, info.Problem = credentials.Readable(cr, cfg.CredentialsFile)
+		if !isOperator(caller) {
+			// An agent learns what it may ask for and for which programs,
+			// never where the secret lives or who else may have it.
+			info.Source, info.Path, info.Principals = "", "", nil
+			if !info.Readable {
+				info.Problem = "its source cannot be read now; an operator sees why in `termctl credentials`"
+			}
+		}
 		out = append(out, info)
 	}
 	return out, nil

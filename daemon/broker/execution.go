@@ -421,6 +421,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	draft := b.draftReceipt(p, now)
 	draft.Credentials = e.credentials
 	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Network && b.Runner.Capabilities().NetNS)
+	e.receiptHostIdentity(draft)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.
 	cgroupPath := ""
@@ -911,12 +912,17 @@ func (b *Broker) execLocked(caller *termdv1.Principal, id string) (*execRec, err
 // GetExecution returns an execution's status.
 func (b *Broker) GetExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
 	b.mu.Lock()
-	defer b.unlock()
 	e, err := b.execLocked(caller, id)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		defer b.unlock()
+		return b.execSnapshotLocked(e), nil
 	}
-	return b.execSnapshotLocked(e), nil
+	b.unlock()
+	// A finished execution whose plan was forgotten: its receipt tells.
+	if past, _, perr := b.pastExecution(caller, id); past != nil || perr != nil {
+		return past, perr
+	}
+	return nil, err
 }
 
 // control runs pause, resume or cancel on a running execution.
@@ -1019,7 +1025,16 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 	e, err := b.execLocked(caller, r.ExecutionId)
 	if err != nil {
 		b.unlock()
-		return nil, err
+		// A finished execution whose plan was forgotten: read its receipt.
+		past, _, perr := b.pastExecution(caller, r.ExecutionId)
+		if perr != nil {
+			return nil, perr
+		}
+		if past == nil {
+			return nil, err
+		}
+		e = &execRec{e: past, finished: true}
+		b.mu.Lock()
 	}
 	proc, receiptID, ee, red := e.proc, e.e.ReceiptId, proto.Clone(e.e).(*termdv1.Execution), e.redactor
 	b.unlock()

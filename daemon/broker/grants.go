@@ -47,6 +47,7 @@ type grantRec struct {
 	g       *termdv1.Grant // as shown (pattern redacted)
 	pattern policy.Pattern // nil for the exact-request scope
 	bind    policy.GrantBinding
+	jbytes  int64 // size of its current journal record (journal.fmu)
 }
 
 // grantJournal is a grant's journal record.
@@ -228,7 +229,7 @@ func (b *Broker) grantUncoveredLocked(r *grantRec, requester *termdv1.Principal,
 // coverLocked finds an active grant that approves a new plan, or nil. d is
 // the plan's unredacted decision; only one that asks can be covered.
 func (b *Broker) coverLocked(requester *termdv1.Principal, s *session, d policy.Decision) *grantRec {
-	if d.Verdict != policy.Ask || len(b.grants) == 0 {
+	if d.Verdict != policy.Ask || d.Privileged || len(b.grants) == 0 {
 		return nil
 	}
 	var best *grantRec
@@ -332,15 +333,23 @@ func (b *Broker) journalGrantLocked(r *grantRec) error { return b.journalGrant(r
 func (b *Broker) journalGrantLazy(r *grantRec) error { return b.journalGrant(r, false) }
 
 func (b *Broker) journalGrant(r *grantRec, sync bool) error {
-	data, err := pjm.Marshal(r.g)
+	rec, err := grantRecord(r)
 	if err != nil {
 		return err
+	}
+	return b.journalAppend(rec, sync, &r.jbytes)
+}
+
+func grantRecord(r *grantRec) (journalRecord, error) {
+	data, err := pjm.Marshal(r.g)
+	if err != nil {
+		return journalRecord{}, err
 	}
 	raw, err := json.Marshal(grantJournal{Pattern: r.pattern, Binding: r.bind})
 	if err != nil {
-		return err
+		return journalRecord{}, err
 	}
-	return b.journalAppend(journalRecord{Kind: grantJournalKindName, Grant: data, GrantMatch: raw}, sync)
+	return journalRecord{Kind: grantJournalKindName, Grant: data, GrantMatch: raw}, nil
 }
 
 // restoreGrant replays a grant's journal record (the latest wins).
@@ -360,9 +369,10 @@ func (b *Broker) restoreGrant(rec journalRecord) error {
 	return nil
 }
 
-// compactGrantsLocked rewrites the grants worth keeping: ended ones stay a
-// week so `termctl grants list --all` can still show them.
-func (b *Broker) compactGrantsLocked() error {
+// compactGrantsLocked writes the grants worth keeping into a compacted
+// journal (emit): ended ones stay a week so `termctl grants list --all` can
+// still show them.
+func (b *Broker) compactGrantsLocked(emit func(line []byte, slot *int64) error) error {
 	ids := make([]string, 0, len(b.grants))
 	for id := range b.grants {
 		ids = append(ids, id)
@@ -379,7 +389,15 @@ func (b *Broker) compactGrantsLocked() error {
 			delete(b.grants, id)
 			continue
 		}
-		if err := b.journalGrant(r, false); err != nil {
+		rec, err := grantRecord(r)
+		if err != nil {
+			return err
+		}
+		line, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		if err := emit(append(line, '\n'), &r.jbytes); err != nil {
 			return err
 		}
 	}

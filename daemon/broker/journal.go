@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +30,10 @@ import (
 
 // The journal makes sessions, plans and approvals survive a crash: every
 // change is appended before the caller is answered, and replayed at start.
-// The latest record of each id wins; the file is compacted at start.
+// The latest record of each id wins. The file is compacted (rewritten with
+// one record per live session, plan and grant) at start and, while termd
+// runs, whenever superseded and forgotten records outweigh the live ones
+// (compactJournalLocked), so it stays within about twice its live size.
 //
 // Records are written under the broker's mutex (so their order is the order
 // of the changes) but never fsync'd there: a change that must be durable
@@ -38,12 +43,23 @@ import (
 // in the receipt store are their durable word.
 type journal struct {
 	path    string
-	f       *os.File
-	written atomic.Int64 // bytes appended
+	written atomic.Int64 // bytes appended (a position that only grows, across compactions)
 	want    atomic.Int64 // bytes that must be durable before the callers who wrote them are answered
 
 	syncMu sync.Mutex
 	synced atomic.Int64 // bytes known durable
+
+	// fmu guards the file (a compaction swaps it), size, dead and the
+	// jbytes of every session, plan and grant record; it is taken after
+	// the broker's mutex, never before it.
+	fmu  sync.Mutex
+	f    *os.File
+	size int64 // bytes in the current file
+	dead int64 // bytes of records superseded by a later one or forgotten
+	// compactions counts the rewrites while termd ran (not the one at start).
+	compactions int
+	// failedAt is when a compaction last failed (the next waits a minute).
+	failedAt time.Time
 }
 
 // syncTo makes the first n bytes durable, unless an fsync already did.
@@ -56,14 +72,16 @@ func (j *journal) syncTo(n int64) error {
 	if j.synced.Load() >= n {
 		return nil // another caller's fsync covered ours
 	}
-	w := j.written.Load()
-	if err := j.f.Sync(); err != nil {
+	j.fmu.Lock()
+	f, w := j.f, j.written.Load()
+	j.fmu.Unlock()
+	if err := f.Sync(); err != nil {
 		if errors.Is(err, os.ErrClosed) {
-			return nil // closeJournal synced before closing
+			return nil // closed by closeJournal or replaced by a compaction, each synced first
 		}
 		return fmt.Errorf("syncing the plan journal: %w", err)
 	}
-	j.synced.Store(w)
+	j.synced.Store(max(j.synced.Load(), w))
 	return nil
 }
 
@@ -77,6 +95,9 @@ func (b *Broker) unlock() {
 
 // unlockDurable is unlock for callers that report a failed sync.
 func (b *Broker) unlockDurable() error {
+	if len(b.settled) > 0 {
+		b.settleLocked()
+	}
 	j := b.journal
 	b.mu.Unlock()
 	if j == nil {
@@ -97,11 +118,23 @@ type journalRecord struct {
 	Decision *policy.Decision `json:"decision,omitempty"`
 }
 
+// replayRecord is a journalRecord as replay reads it: a plan's request and
+// decision are decoded only from its latest record.
+type replayRecord struct {
+	Kind       string          `json:"kind"`
+	Session    json.RawMessage `json:"session,omitempty"`
+	Grant      json.RawMessage `json:"grant,omitempty"`
+	GrantMatch json.RawMessage `json:"grant_match,omitempty"`
+	Plan       json.RawMessage `json:"plan,omitempty"`
+	Request    json.RawMessage `json:"request,omitempty"`
+	Decision   json.RawMessage `json:"decision,omitempty"`
+}
+
 var pjm = protojson.MarshalOptions{UseProtoNames: true}
 var pju = protojson.UnmarshalOptions{DiscardUnknown: false}
 
 // maxJournalRecord is the largest journal line replayed at start; requests
-// are bounded far below it (maxRequestBytes), so a longer line is damage.
+// are bounded far below it (plans.max_request_bytes), so a longer line is damage.
 const maxJournalRecord = 64 << 20
 
 // readRecord reads one line (without its newline). A line longer than max
@@ -123,17 +156,21 @@ func readRecord(rd *bufio.Reader, max int) (line []byte, tooLong bool, err error
 	}
 }
 
-// keepClosed is how long closed sessions and their plans stay in the journal.
+// keepClosed is how long closed sessions stay in the journal (their plans
+// are forgotten when they close; their receipts stay).
 const keepClosed = 7 * 24 * time.Hour
 
 // openJournal replays the journal into the broker and compacts it.
 func (b *Broker) openJournal(path string) error {
-	type sessRec struct{ s *termdv1.Session }
 	sessions := map[string]*termdv1.Session{}
 	var sessOrder []string
-	plans := map[string]journalRecord{}
+	plans := map[string]replayRecord{}
 	var planOrder []string
+	var replayed int64
 	if f, err := os.Open(path); err == nil {
+		if st, err := f.Stat(); err == nil {
+			replayed = st.Size()
+		}
 		rd := bufio.NewReaderSize(f, 1<<20)
 		line := 0
 		var readErr error
@@ -156,7 +193,7 @@ func (b *Broker) openJournal(path string) error {
 				}
 				continue
 			}
-			var r journalRecord
+			var r replayRecord
 			if err := json.Unmarshal(rec, &r); err != nil {
 				// A torn last line (crash mid-write) is expected; anything else is reported.
 				b.Log.Warn("plan journal: skipping an unreadable record", "file", path, "line", line, "error", err)
@@ -174,17 +211,18 @@ func (b *Broker) openJournal(path string) error {
 				}
 				sessions[s.Id] = s
 			case "plan":
-				p := &termdv1.Plan{}
-				if err := pju.Unmarshal(r.Plan, p); err != nil {
+				// Only the id now: the latest record of each plan is decoded below.
+				id, err := planRecordID(r.Plan)
+				if err != nil {
 					b.Log.Warn("plan journal: bad plan record", "line", line, "error", err)
 					continue
 				}
-				if _, ok := plans[p.Id]; !ok {
-					planOrder = append(planOrder, p.Id)
+				if _, ok := plans[id]; !ok {
+					planOrder = append(planOrder, id)
 				}
-				plans[p.Id] = r
+				plans[id] = r
 			case grantJournalKindName:
-				if err := b.restoreGrant(r); err != nil {
+				if err := b.restoreGrant(journalRecord{Kind: r.Kind, Grant: r.Grant, GrantMatch: r.GrantMatch}); err != nil {
 					b.Log.Warn("plan journal: skipping a grant record", "line", line, "error", err)
 				}
 			}
@@ -218,62 +256,210 @@ func (b *Broker) openJournal(path string) error {
 	ran := &ranIndex{b: b, bySes: map[string]map[string]*receipt.Receipt{}}
 	for _, id := range planOrder {
 		r := plans[id]
+		delete(plans, id) // its raw record is garbage once decoded
 		p := &termdv1.Plan{}
-		_ = pju.Unmarshal(r.Plan, p)
-		s, ok := b.sessions[p.SessionId]
-		if !ok || r.Request == nil || r.Decision == nil {
+		if err := pju.Unmarshal(r.Plan, p); err != nil {
+			b.Log.Warn("plan journal: bad plan record", "plan", id, "error", err)
 			continue
 		}
-		rec := &planRec{p: p, req: *r.Request, dec: *r.Decision, session: s}
+		s, ok := b.sessions[p.SessionId]
+		if !ok || len(r.Request) == 0 || len(r.Decision) == 0 {
+			continue
+		}
+		rec := &planRec{p: p, session: s}
+		if err := errors.Join(json.Unmarshal(r.Request, &rec.req), json.Unmarshal(r.Decision, &rec.dec)); err != nil {
+			b.Log.Warn("plan journal: bad plan record", "plan", id, "error", err)
+			continue
+		}
 		b.settleRestoredPlan(p, ran)
 		b.plans[id] = rec
 		s.plans = append(s.plans, id)
+		b.restorePlanUseLocked(rec)
 	}
+	// What an older termd left in closed sessions, and anything past the
+	// plan bounds (which may have been lowered), goes now as it would have
+	// while termd ran.
+	b.settleRestoredLocked()
 
-	// Compact: write the live state to a new file, then swap it in.
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("compacting the plan journal: %w", err)
-	}
-	b.journal = &journal{path: path, f: f}
-	defer func() { b.journal.synced.Store(b.journal.written.Load()) }() // the Sync below
-	for _, id := range sessOrder {
-		if s, ok := b.sessions[id]; ok {
-			if err := b.journalSessionLocked(s); err != nil {
-				return err
-			}
-		}
-	}
-	for _, id := range planOrder {
-		if p, ok := b.plans[id]; ok {
-			if err := b.journalPlanLocked(p); err != nil {
-				return err
-			}
-		}
-	}
-	if err := b.compactGrantsLocked(); err != nil {
+	b.journal = &journal{path: path}
+	if err := b.compactJournalLocked(); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("compacting the plan journal: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
+	if replayed >= 8<<20 {
+		// Reading a large journal took memory the live state does not
+		// need: hand it back now rather than when the runtime gets to it.
+		plans = nil
+		debug.FreeOSMemory()
 	}
 	return nil
 }
 
-func (b *Broker) journalWrite(r journalRecord) error { return b.journalAppend(r, true) }
+// planRecordID is the id of a plan record's plan (valid JSON): read from
+// its start, where termd writes it (planLine, tombstoneLine), without
+// scanning the rest; decoded when it is elsewhere.
+func planRecordID(plan json.RawMessage) (string, error) {
+	const head = `{"id":"`
+	if rest, ok := bytes.CutPrefix(plan, []byte(head)); ok {
+		if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return string(rest[:i]), nil
+		}
+	}
+	var p struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(plan, &p); err != nil {
+		return "", err
+	}
+	if p.ID == "" {
+		return "", errors.New("the plan has no id")
+	}
+	return p.ID, nil
+}
+
+// compactJournalLocked rewrites the journal with one record per live
+// session, plan and grant: into a new file, fsync'd, renamed over the old
+// one, and the directory fsync'd, so a crash at any point leaves either the
+// old journal or the new one, each whole. Called at start and by the sweep
+// when dead records outweigh the live ones.
+func (b *Broker) compactJournalLocked() error {
+	j := b.journal
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
+	tmp := j.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("compacting the plan journal: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compacting the plan journal: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var size int64
+	emit := func(line []byte, slot *int64) error {
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+		size += int64(len(line))
+		*slot = int64(len(line))
+		return nil
+	}
+	ss := make([]*session, 0, len(b.sessions))
+	for _, s := range b.sessions {
+		ss = append(ss, s)
+	}
+	sort.Slice(ss, func(i, k int) bool {
+		if !ss[i].created.Equal(ss[k].created) {
+			return ss[i].created.Before(ss[k].created)
+		}
+		return ss[i].id < ss[k].id
+	})
+	for _, s := range ss {
+		line, err := b.sessionLine(s)
+		if err == nil {
+			err = emit(line, &s.jbytes)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	for _, u := range b.planUse {
+		u.journal = 0
+	}
+	// Each session's plans in the order they were made.
+	for _, s := range ss {
+		for _, id := range s.plans {
+			p, ok := b.plans[id]
+			if !ok {
+				continue
+			}
+			line, err := planLine(p.p, p)
+			if isSettled(p.p.State) || len(line) > keepEncodingsBelow {
+				p.dropEncodings()
+			}
+			if err == nil {
+				err = emit(line, &p.jbytes)
+			}
+			if err != nil {
+				return fail(err)
+			}
+			p.use.journal += p.jbytes
+		}
+	}
+	if err := b.compactGrantsLocked(emit); err != nil {
+		return fail(err)
+	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	testStall("compact")
+	if err := os.Rename(tmp, j.path); err != nil {
+		return fail(err)
+	}
+	if d, err := os.Open(filepath.Dir(j.path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	if j.f != nil {
+		_ = j.f.Close()
+		j.compactions++
+	}
+	j.f, j.size, j.dead = f, size, 0
+	// Everything recorded so far is in the new file, durable.
+	n := j.written.Load()
+	j.synced.Store(n)
+	j.want.Store(n)
+	return nil
+}
+
+// compactMinDead is the dead bytes below which the journal is not
+// rewritten while termd runs, however small its live part.
+const compactMinDead = 4 << 20
+
+// maybeCompactJournal rewrites the journal when its dead records (superseded
+// or forgotten) outweigh its live ones and pass compactMinDead.
+func (b *Broker) maybeCompactJournal() {
+	b.mu.Lock()
+	defer b.unlock()
+	j := b.journal
+	if j == nil {
+		return
+	}
+	j.fmu.Lock()
+	due := j.dead >= compactMinDead && j.dead > j.size-j.dead && time.Since(j.failedAt) > time.Minute
+	j.fmu.Unlock()
+	if !due {
+		return
+	}
+	if err := b.compactJournalLocked(); err != nil {
+		j.failedAt = time.Now() // under b.mu, as every compaction
+		b.Log.Error("plan journal compaction failed; the journal keeps growing until it succeeds (tried again in a minute)", "error", err)
+	}
+}
+
+// JournalStats is the plan journal's size, for status and metrics.
+func (b *Broker) JournalStats() (size, dead int64, compactions int) {
+	b.mu.Lock()
+	defer b.unlock()
+	j := b.journal
+	if j == nil {
+		return 0, 0, 0
+	}
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
+	return j.size, j.dead, j.compactions
+}
 
 // journalAppend appends a record; sync=false leaves it to the next synced
 // write (used where another durable record already covers a crash).
 // Durable records are fsync'd by the caller's unlock, after the mutex.
-func (b *Broker) journalAppend(r journalRecord, sync bool) error {
+// slot holds the size of the record's id's current record (see
+// journalAppendLine).
+func (b *Broker) journalAppend(r journalRecord, sync bool, slot *int64) error {
 	if b.journal == nil {
 		return nil
 	}
@@ -281,17 +467,35 @@ func (b *Broker) journalAppend(r journalRecord, sync bool) error {
 	if err != nil {
 		return err
 	}
-	return b.journalAppendLine(append(data, '\n'), sync)
+	return b.journalAppendLine(append(data, '\n'), sync, slot, nil, nil)
 }
 
-// journalAppendLine appends one encoded record, newline included.
-func (b *Broker) journalAppendLine(data []byte, sync bool) error {
-	if _, err := b.journal.f.Write(data); err != nil {
+// journalAppendLine appends one encoded record, newline included. The
+// record supersedes the one of the same id whose size *slot holds: that
+// one becomes dead, and *slot (and *use, a principal's journal bytes) take
+// the new size. A record of something forgotten (gone set) is not written.
+func (b *Broker) journalAppendLine(data []byte, sync bool, slot, use *int64, gone *bool) error {
+	j := b.journal
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
+	if gone != nil && *gone {
+		return nil
+	}
+	if _, err := j.f.Write(data); err != nil {
 		return fmt.Errorf("writing the plan journal: %w", err)
 	}
-	n := b.journal.written.Add(int64(len(data)))
+	l := int64(len(data))
+	j.size += l
+	if slot != nil {
+		j.dead += *slot
+		if use != nil {
+			*use += l - *slot
+		}
+		*slot = l
+	}
+	n := j.written.Add(l)
 	if sync {
-		b.journal.want.Store(n)
+		j.want.Store(n)
 	}
 	return nil
 }
@@ -300,17 +504,44 @@ func (b *Broker) journalAppendLine(data []byte, sync bool) error {
 func (b *Broker) journalPlanLocked(p *planRec) error { return b.journalPlan(p, true) }
 
 func (b *Broker) journalPlan(p *planRec, sync bool) error {
-	return b.journalPlanState(p.p, p, sync)
+	return b.journalPlanState(p.p, p, sync, tombstoned(p))
 }
 
-// journalPlanState records plan state pp of rec (pp is rec.p or a snapshot of it).
-func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync bool) error {
+// tombstoned says whether a plan's next record is a tombstone: it settled
+// in a closed session, so it is forgotten (planbounds.go). Called with the
+// mutex held.
+func tombstoned(p *planRec) bool { return p.session.closed && isSettled(p.p.State) }
+
+// tombstoneLine is the record of a forgotten plan: its id, session, state
+// and receipt, without the request and decision replay needs to restore a
+// plan, so replay drops it. Its receipt is the durable word on it.
+func tombstoneLine(pp *termdv1.Plan) ([]byte, error) {
+	data, err := pjm.Marshal(&termdv1.Plan{Id: pp.Id, SessionId: pp.SessionId, State: pp.State, ReceiptId: pp.ReceiptId})
+	if err != nil {
+		return nil, err
+	}
+	line, err := json.Marshal(journalRecord{Kind: "plan", Plan: data})
+	return append(line, '\n'), err
+}
+
+// journalPlanState records plan state pp of rec (pp is rec.p or a snapshot
+// of it); tomb writes a tombstone instead (tombstoned).
+func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb bool) error {
 	if b.journal == nil {
 		return nil
 	}
-	line, err := planLine(pp, rec)
+	var line []byte
+	var err error
+	if tomb {
+		line, err = tombstoneLine(pp)
+	} else {
+		line, err = planLine(pp, rec)
+	}
+	if isSettled(pp.State) || len(line) > keepEncodingsBelow {
+		rec.dropEncodings()
+	}
 	if err == nil {
-		err = b.journalAppendLine(line, sync)
+		err = b.journalAppendLine(line, sync, &rec.jbytes, &rec.use.journal, &rec.forgotten)
 	}
 	if err != nil {
 		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", pp.Id, "error", err)
@@ -327,27 +558,43 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync bool) err
 // json.RawMessage would be. Encoding the records was ~5% of termd's CPU per
 // execution.
 func planLine(pp *termdv1.Plan, rec *planRec) ([]byte, error) {
-	rec.journalTailOnce.Do(func() {
+	rec.bodyMu.Lock()
+	tail := rec.journalTail
+	if tail == nil {
 		req, rerr := json.Marshal(&rec.req)
 		dec, derr := json.Marshal(&rec.dec)
 		if err := errors.Join(rerr, derr); err != nil {
-			rec.journalTailErr = fmt.Errorf("encoding the request and decision of plan %s: %w", pp.Id, err)
-			return
+			rec.bodyMu.Unlock()
+			return nil, fmt.Errorf("encoding the request and decision of plan %s: %w", pp.Id, err)
 		}
 		t := append([]byte(`,"request":`), req...)
 		t = append(append(t, `,"decision":`...), dec...)
-		rec.journalTail = append(t, "}\n"...)
-	})
-	if rec.journalTailErr != nil {
-		return nil, rec.journalTailErr
+		tail = append(t, "}\n"...)
+		rec.journalTail = tail
 	}
+	rec.bodyMu.Unlock()
 	plan, err := rec.planJSON(pp)
 	if err != nil {
 		return nil, err
 	}
-	line := make([]byte, 0, len(`{"kind":"plan","plan":`)+len(plan)+len(rec.journalTail))
+	line := make([]byte, 0, len(`{"kind":"plan","plan":`)+len(plan)+len(tail))
 	line = append(append(line, `{"kind":"plan","plan":`...), plan...)
-	return append(line, rec.journalTail...), nil
+	return append(line, tail...), nil
+}
+
+// keepEncodingsBelow is the record size above which a plan's encodings are
+// not kept between its records (dropEncodings): for a large plan memory
+// matters more than the encoding they save.
+const keepEncodingsBelow = 64 << 10
+
+// dropEncodings lets go of a plan's cached record encodings (planLine),
+// several copies of its request: after a settled state's record (written
+// again only by a compaction, which encodes it afresh), and after every
+// record of a large plan.
+func (rec *planRec) dropEncodings() {
+	rec.bodyMu.Lock()
+	rec.journalTail, rec.bodyBin, rec.bodyJSON = nil, nil, nil
+	rec.bodyMu.Unlock()
 }
 
 // planJSON is the protojson of plan state pp of rec. Its message fields
@@ -510,28 +757,43 @@ func (b *Broker) journalPlanAfter(p *planRec) func() {
 		return func() {}
 	}
 	snap := proto.Clone(p.p).(*termdv1.Plan)
-	return func() { _ = b.journalPlanState(snap, p, false) }
+	tomb := tombstoned(p)
+	return func() { _ = b.journalPlanState(snap, p, false, tomb) }
 }
 
 // journalSessionLocked durably records a session.
 func (b *Broker) journalSessionLocked(s *session) error {
-	ps := s.proto(b)
-	ps.ActiveExecutionId = ""
-	data, err := pjm.Marshal(proto.Message(ps))
-	if err != nil {
-		return err
+	if b.journal == nil {
+		return nil
 	}
-	err = b.journalWrite(journalRecord{Kind: "session", Session: data})
+	line, err := b.sessionLine(s)
+	if err == nil {
+		err = b.journalAppendLine(line, true, &s.jbytes, nil, nil)
+	}
 	if err != nil {
 		b.Log.Error("plan journal write failed; this session would not survive a crash", "session", s.id, "error", err)
 	}
 	return err
 }
 
+// sessionLine is a session's journal record.
+func (b *Broker) sessionLine(s *session) ([]byte, error) {
+	ps := s.proto(b)
+	ps.ActiveExecutionId = ""
+	data, err := pjm.Marshal(proto.Message(ps))
+	if err != nil {
+		return nil, err
+	}
+	line, err := json.Marshal(journalRecord{Kind: "session", Session: data})
+	return append(line, '\n'), err
+}
+
 func (b *Broker) closeJournal() {
-	if b.journal != nil {
-		_ = b.journal.f.Sync()
-		_ = b.journal.f.Close()
+	if j := b.journal; j != nil {
+		j.fmu.Lock()
+		_ = j.f.Sync()
+		_ = j.f.Close()
+		j.fmu.Unlock()
 	}
 }
 

@@ -29,13 +29,23 @@ type planRec struct {
 
 	// journalTail is the end of the plan's journal records (its request and
 	// decision, which never change), encoded once (journal.go: planLine).
-	journalTail     []byte
-	journalTailErr  error
-	journalTailOnce sync.Once
+	journalTail []byte // bodyMu
 	// bodyBin and bodyJSON are the binary and JSON encodings of the plan's
 	// body fields in its last journal record (journal.go: planJSON).
 	bodyMu            sync.Mutex
 	bodyBin, bodyJSON []byte
+
+	// The plan bounds (planbounds.go): who requested it (principalKey) and
+	// what that principal's plans hold, its request's size, whether it is
+	// counted as open, whether it settled (and is among use.finished), and
+	// whether it was forgotten.
+	who           string
+	use           *planUse
+	reqBytes      int64
+	open, settled bool
+	inFinished    bool
+	forgotten     bool  // journal.fmu (also read by lazy journal writes)
+	jbytes        int64 // size of its current journal record (journal.fmu)
 }
 
 // transitions is the plan state machine (ARCHITECTURE §5), in one place.
@@ -63,7 +73,11 @@ func stateWord(s termdv1.PlanState) string {
 
 // transition moves a plan to a new state or explains why it cannot.
 func (b *Broker) transition(p *planRec, to termdv1.PlanState) error {
-	return moveState(p.p, to, b.Now())
+	if err := moveState(p.p, to, b.Now()); err != nil {
+		return err
+	}
+	b.trackPlanLocked(p)
+	return nil
 }
 
 // moveState is the one place a plan's state changes (see transitions).
@@ -158,10 +172,10 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 	if len(r.Argv) == 0 && strings.TrimSpace(r.Command) == "" {
 		return policy.Request{}, errdefs.Invalid("nothing to run: send argv (a list, e.g. [\"ls\", \"-la\"]) or command (a string)")
 	}
-	if n := requestBytes(r); n > maxRequestBytes {
+	if n, max := requestBytes(r), b.Config().Plans.MaxRequestBytes; n > max {
 		// Refused before anything is decided or journalled: a plan, its
 		// receipt and the journal each keep copies of the request.
-		return policy.Request{}, errdefs.Invalid("the request is %d bytes; termd accepts at most %d KiB of argv, command, cwd and env together: put long input in a file in the workspace and pass its name", n, maxRequestBytes>>10)
+		return policy.Request{}, errdefs.Invalid("the request is %s; termd accepts at most %s of argv, command, cwd and env together (plans.max_request_bytes, %d): put long input in a file in the workspace and pass its name", bytesWord(int64(n)), bytesWord(int64(max)), max)
 	}
 	pol := b.Policy.Current()
 	mode := pol.DefaultMode()
@@ -195,11 +209,9 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		TTY:     terminalRequest(r.Tty),
 		// Names only: values are read when an execution starts.
 		Credentials: slices.Clone(r.Credentials),
+		Privileged:  r.Privileged,
 	}, nil
 }
-
-// maxRequestBytes bounds one command request (argv, command, cwd, env).
-const maxRequestBytes = 256 << 10
 
 func requestBytes(r *termdv1.CommandRequest) int {
 	n := len(r.Command) + len(r.Cwd)
@@ -253,6 +265,9 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 	if err != nil {
 		return nil, err
 	}
+	if err := b.planStorageAllows(caller); err != nil {
+		return nil, err
+	}
 	dec := b.decide(caller, req)
 	b.mu.Lock()
 	defer b.unlock()
@@ -260,7 +275,7 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 	if err != nil {
 		return nil, err
 	}
-	if err := b.planRoomLocked(s); err != nil {
+	if err := b.planRoomLocked(caller, s, int64(requestBytes(r))); err != nil {
 		return nil, err
 	}
 	p := b.newPlanLocked(caller, s, r, req, dec, "")
@@ -286,7 +301,7 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 	var latest *session
 	key := principalKey(caller)
 	for _, s := range b.sessions {
-		if !s.closed && principalKey(s.owner) == key && len(s.plans) < b.Config().Sessions.MaxPlans && (latest == nil || s.lastActive.After(latest.lastActive)) {
+		if !s.closed && principalKey(s.owner) == key && s.open < b.Config().Sessions.MaxPlans && (latest == nil || s.lastActive.After(latest.lastActive)) {
 			latest = s
 		}
 	}
@@ -294,15 +309,6 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 		return latest, nil
 	}
 	return b.newSessionLocked(caller, "")
-}
-
-// planRoomLocked refuses a plan beyond the session's cap (bounded memory,
-// journal and receipts whatever a caller sends).
-func (b *Broker) planRoomLocked(s *session) error {
-	if max := b.Config().Sessions.MaxPlans; len(s.plans) >= max {
-		return errdefs.Exhausted("session %s already holds %d plans (sessions.max_plans); close it with `termctl sessions close %s` and plan in a new session", s.id, len(s.plans), s.id)
-	}
-	return nil
 }
 
 func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1.CommandRequest, req policy.Request, dec policy.Decision, from string) *planRec {
@@ -331,7 +337,8 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	}
 	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
 	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
-	rec := &planRec{p: p, req: req, dec: dec, session: s}
+	who := principalKey(caller)
+	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.useLocked(who), reqBytes: int64(requestBytes(r))}
 	if b.Metrics != nil {
 		b.Metrics.PlanDecided(string(dec.Verdict))
 	}
@@ -354,6 +361,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	}
 	b.plans[p.Id] = rec
 	s.plans = append(s.plans, p.Id)
+	b.trackPlanLocked(rec)
 	s.touch(now)
 	// An allowed plan's record need not be durable now: executing it writes
 	// the intent (fsync'd), which is its durable record from then on, and a
@@ -384,7 +392,7 @@ func (b *Broker) planLocked(caller *termdv1.Principal, id string) (*planRec, err
 	}
 	p, ok := b.plans[id]
 	if !ok || !visible(caller, p.session.owner) {
-		return nil, errdefs.NotFound("plan %s not found (see `termctl pending` or `termctl plan --help`)", id)
+		return nil, errdefs.NotFound("plan %s not found (see `termctl pending`; plans of closed sessions and older finished plans are forgotten, their receipts stay: `termctl receipts list`)", id)
 	}
 	return p, nil
 }
@@ -561,7 +569,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 			return nil, err
 		}
 	}
-	if err := b.planRoomLocked(s); err != nil {
+	if err := b.planRoomLocked(caller, s, int64(requestBytes(r))); err != nil {
 		return nil, err
 	}
 	p := b.newPlanLocked(caller, s, r, req, dec, id)
@@ -569,13 +577,20 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 }
 
 // expirePlanLocked ends an approval window with a receipt.
-func (b *Broker) expirePlanLocked(p *planRec) {
+func (b *Broker) expirePlanLocked(p *planRec) { b.expirePlanWhyLocked(p, "") }
+
+// expirePlanWhyLocked expires an open plan before its time (why says why).
+func (b *Broker) expirePlanWhyLocked(p *planRec, why string) {
 	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
 		return
 	}
 	p.p.NextStep = nextStep(p.p)
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
-	b.decisionReceiptLocked(p, "expired", nil, "the plan was not run before it expired")
+	detail := "the plan was not run before it expired"
+	if why != "" {
+		detail = "the plan was not run before " + why
+	}
+	b.decisionReceiptLocked(p, "expired", nil, detail)
 	_ = b.journalPlanLocked(p)
 }
 

@@ -12,32 +12,25 @@ import (
 
 // BenchmarkCreatePlan is CreatePlan's server side in-process: an agent's
 // plan of /bin/true in its session (decision, journal record, events,
-// metrics), without gRPC. A new session every 500 plans (the last one
-// closed) keeps under sessions.max_plans and sessions.per_principal.
+// metrics), without gRPC. The open-plan caps (sessions.max_plans,
+// plans.max_open) are raised above b.N: closing a session to make room
+// would expire its open plans, a receipt each, counted in cpu-ns/op.
 func BenchmarkCreatePlan(b *testing.B) {
 	r := newRig(b)
 	r.Metrics = metrics.New()
+	cfg := r.Config()
+	cfg.Sessions.MaxPlans, cfg.Plans.MaxOpen = b.N+1, b.N+1
+	cfg.Plans.MaxOpenBytes, cfg.Plans.MaxJournalBytes = 1<<40, 1<<40
 	req := &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: r.ws}
-	var sid string
+	s, err := r.CreateSession(context.Background(), agent, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if i%500 == 0 {
-			b.StopTimer()
-			if sid != "" {
-				if _, err := r.CloseSession(context.Background(), agent, sid); err != nil {
-					b.Fatal(err)
-				}
-			}
-			s, err := r.CreateSession(context.Background(), agent, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			sid = s.Id
-			b.StartTimer()
-		}
-		if _, err := r.CreatePlan(context.Background(), agent, sid, req); err != nil {
+		if _, err := r.CreatePlan(context.Background(), agent, s.Id, req); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		StartedAt:    now,
 		FinishedAt:   now,
 		AdviceDigest: p.p.AdviceDigest,
+		Privileged:   d.Privileged,
 	}
 	if a := p.p.Approval; a != nil {
 		ap := receiptPrincipal(a.Approver)
@@ -78,7 +80,14 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 			r.RunAs = &receipt.RunAs{User: d.RunAs, UID: int(c.Uid), GID: int(c.Gid)}
 		}
 	} else if rr := b.Config().RunAsRequester; (rr == nil || *rr) && p.p.Requester != nil {
-		r.RunAs = &receipt.RunAs{User: config.UserName(p.p.Requester.Uid), UID: int(p.p.Requester.Uid), GID: int(p.p.Requester.Gid)}
+		// The gid the command runs with is the account's (spec), not the
+		// one the requester's process happened to hold when it connected.
+		uid := p.p.Requester.Uid
+		ra := &receipt.RunAs{User: config.UserName(uid), UID: int(uid), GID: int(p.p.Requester.Gid)}
+		if c, err := credentialFor(strconv.FormatUint(uint64(uid), 10)); err == nil {
+			ra.GID = int(c.Gid)
+		}
+		r.RunAs = ra
 	}
 	return r
 }
@@ -133,6 +142,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
 	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
+	e.receiptHostIdentity(r)
 	if e.hub != nil {
 		r.Terminal = e.hub.receiptTerminal()
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
@@ -81,12 +83,14 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		ProtectedNames: pol.ProtectedNames(),
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,
+		RootMap:        b.rootMap(uid, d.Privileged),
 	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		var refused *sandbox.RefusedError
-		if errors.As(err, &refused) {
+		var rootMap *sandbox.RootMapError
+		if errors.As(err, &refused) || errors.As(err, &rootMap) {
 			return nil, "", errdefs.Precondition("%v", err)
 		}
 		return nil, "", errdefs.Internal("%v", err)
@@ -95,16 +99,63 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 	return &rec, tmp, nil
 }
 
-// hiddenPaths are termd's own files, which no execution may reach.
+// rootMap is the unprivileged host uid a command that runs as uid (0: root)
+// holds instead (sandbox.Paths.RootMap), or 0 when it keeps uid: it is not
+// root, termd is not root, or the plan is privileged (a person approved a
+// run as real root). Invariant 12: no execution holds host root unless a
+// person approved exactly that.
+func (b *Broker) rootMap(uid int, privileged bool) uint32 {
+	if uid != 0 || privileged || os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		return 0
+	}
+	if m := b.Config().RootMapUID; m != 0 {
+		return m
+	}
+	return sandbox.DefaultRootMapUID
+}
+
+// hiddenPaths are termd's own files and the host's well-known secrets,
+// which no execution may reach, whatever uid it runs as (a privileged run
+// included): covered in its mount namespace wherever a readable root would
+// reach them.
 func (b *Broker) hiddenPaths() []string {
 	cfg := b.Config()
-	h := []string{cfg.StateDir, cfg.Socket, cfg.Source, cfg.Policy, cfg.Adviser.APIKeyFile}
+	h := []string{cfg.StateDir, cfg.Socket, cfg.Source, cfg.Policy, cfg.Adviser.APIKeyFile, cfg.CredentialsFile}
 	h = append(h, cfg.Secrets...)
+	for _, c := range cfg.Credentials {
+		h = append(h, c.File)
+	}
 	if dir := filepath.Dir(cfg.Socket); !insideAny(dir, cfg.Workspaces) && !containsAny(dir, cfg.Workspaces) {
 		h = append(h, dir)
 	}
+	// Where the gateway keeps its operator token by default (the daemon's
+	// user's $XDG_CONFIG_HOME/termd) and, when termd is root, the host's
+	// secrets (a termd that is not root runs commands as its own user, who
+	// cannot read them): never a directory that holds a workspace or the
+	// command homes.
+	var own []string
+	if dir, err := os.UserConfigDir(); err == nil {
+		own = append(own, filepath.Join(dir, "termd"))
+	}
+	if os.Geteuid() == 0 {
+		own = append(own, hostSecrets...)
+		if keys, err := filepath.Glob("/etc/ssh/ssh_host_*key"); err == nil {
+			own = append(own, keys...)
+		}
+	}
+	keep := append([]string{b.homeBase()}, cfg.Workspaces...)
+	for _, p := range own {
+		if !containsAny(p, keep) && !insideAny(p, cfg.Workspaces) {
+			h = append(h, p)
+		}
+	}
 	return h
 }
+
+// hostSecrets are files and directories of any Linux host that hold
+// secrets of root's: password hashes, root's home (its keys, tokens and
+// shell history). ssh host keys are globbed at each execution.
+var hostSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/root"}
 
 // privateTmp makes <home base>/.tmp/<execution> (from a spare made ahead,
 // tmpdirs.go), owned by the command's user and private to it. The base is
@@ -170,6 +221,18 @@ func receiptSandbox(r *sandbox.Record, netns bool) *receipt.Sandbox {
 		CapabilitiesDropped: r.CapsDropped,
 		Missing:             r.Missing,
 	}
+}
+
+// receiptHostIdentity records in r the unprivileged host uid a command run
+// for root held (run_as.host_uid), when it was mapped.
+func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
+	if e.sandbox == nil || e.sandbox.RootMappedTo == 0 {
+		return
+	}
+	if r.RunAs == nil {
+		r.RunAs = &receipt.RunAs{User: config.UserName(0)}
+	}
+	r.RunAs.HostUID = int(e.sandbox.RootMappedTo)
 }
 
 // releaseSandbox closes what the launcher did not take and removes the

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -29,6 +30,10 @@ type session struct {
 	// latest is the most recently started of them, shown as the session's
 	// active execution.
 	latest *execRec
+	// open counts its open plans (sessions.max_plans; planbounds.go).
+	open int
+	// jbytes is the size of its current journal record (journal.fmu).
+	jbytes int64
 }
 
 // busy reports whether a command of the session is still running.
@@ -267,6 +272,15 @@ func (b *Broker) closeSessionLocked(s *session, why string) <-chan struct{} {
 	}
 	s.closed = true
 	_ = b.journalSessionLocked(s)
+	// Its open plans expire (each with its receipt) and its plans are
+	// forgotten: closing a session frees what it held. Running ones go
+	// when they finish.
+	b.expireOpenPlansLocked(s, "its session was closed ("+why+")")
+	for _, id := range slices.Clone(s.plans) {
+		if p, ok := b.plans[id]; ok && p.settled {
+			b.forgetPlanLocked(p)
+		}
+	}
 	if !s.busy() {
 		b.publishSessionClosed(s)
 		return nil

@@ -26,16 +26,15 @@ func (b *Broker) storageAllows(caller *termdv1.Principal) (tail string, err erro
 	if b.Store == nil {
 		return "", nil
 	}
-	since := time.Now().Add(-24 * time.Hour)
 	key := principalKey(caller)
 	over := ""
-	if n, err := b.Store.StoredSince(key, since); err == nil && n >= lim.PerPrincipalDay {
-		over = fmt.Sprintf("%s stored %s of receipts in the last 24 hours, its budget storage.per_principal_day (%s)", caller.GetName(), bytesWord(n), bytesWord(lim.PerPrincipalDay))
+	if n, err := b.storedDay(key); err == nil && n >= lim.PerPrincipalDay {
+		over = fmt.Sprintf("%s stored %s of receipts (their search index included) in the last 24 hours, its budget storage.per_principal_day (%s)", caller.GetName(), bytesWord(n), bytesWord(lim.PerPrincipalDay))
 		if lim.OverBudget != "tail" {
 			return "", errdefs.Exhausted("%s: new executions are refused until older ones are a day old; produce less output, or ask an operator to raise storage.per_principal_day", over)
 		}
-	} else if n, err := b.Store.StoredSince("", since); err == nil && n >= lim.GlobalDay {
-		over = fmt.Sprintf("termd stored %s of receipts in the last 24 hours, its budget storage.global_day (%s)", bytesWord(n), bytesWord(lim.GlobalDay))
+	} else if n, err := b.storedDay(""); err == nil && n >= lim.GlobalDay {
+		over = fmt.Sprintf("termd stored %s of receipts (their search index included) in the last 24 hours, its budget storage.global_day (%s)", bytesWord(n), bytesWord(lim.GlobalDay))
 		if lim.OverBudget != "tail" {
 			return "", errdefs.Exhausted("%s: new executions are refused until older ones are a day old; ask an operator to raise storage.global_day", over)
 		}
@@ -46,11 +45,60 @@ func (b *Broker) storageAllows(caller *termdv1.Principal) (tail string, err erro
 	return fmt.Sprintf("%s: only the last %s of each output stream is kept (storage.over_budget: tail); the full streams are counted and hashed", over, bytesWord(lim.TailBytes)), nil
 }
 
+// planStorageAllows refuses a new plan when its caller is past its daily
+// budget (storage.per_principal_day) and storage.over_budget is refuse:
+// every plan may end in a receipt (blocked, denied, expired ones too), so
+// plans that are never run must not fill the store either. Other
+// principals, and the global budget, are not its concern: a flood
+// degrades only its sender.
+func (b *Broker) planStorageAllows(caller *termdv1.Principal) error {
+	lim := b.Config().Storage
+	if b.Store == nil || lim.OverBudget == "tail" {
+		return nil
+	}
+	if n, err := b.storedDay(principalKey(caller)); err == nil && n >= lim.PerPrincipalDay {
+		return errdefs.Exhausted("%s stored %s of receipts (their search index included) in the last 24 hours, its budget storage.per_principal_day (%s): new plans and executions are refused until older receipts are a day old; ask an operator to raise storage.per_principal_day", caller.GetName(), bytesWord(n), bytesWord(lim.PerPrincipalDay))
+	}
+	return nil
+}
+
+// storedDay is what a requester (principalKey; "" = everyone) stored in the
+// last 24 hours as the budgets count it: its receipts' bytes, and the
+// search index's share of them (indexShare).
+func (b *Broker) storedDay(requester string) (int64, error) {
+	n, err := b.Store.StoredSince(requester, time.Now().Add(-24*time.Hour))
+	if err != nil {
+		return 0, err
+	}
+	return n + int64(float64(n)*b.indexShare()), nil
+}
+
+// indexShare is the search index's size per byte of receipts the store
+// holds. The index is derived from the receipts (their command, reasons and
+// output, indexed by trigram: often larger than the text), so the budgets
+// count each byte of receipt as 1+share bytes: whoever fills the store pays
+// for the index too. Both sizes are known without reading the data (the
+// index's page count; the store keeps its total). A share above
+// maxIndexShare is taken as maxIndexShare: a tiny store's figure says
+// little.
+func (b *Broker) indexShare() float64 {
+	if b.Search == nil {
+		return 0
+	}
+	total, err := b.Store.TotalBytes()
+	if err != nil || total <= 0 {
+		return 0
+	}
+	return min(maxIndexShare, float64(b.Search.Bytes())/float64(total))
+}
+
+const maxIndexShare = 4
+
 // StorageUsage is what the budgets are measured against now.
 func (b *Broker) StorageUsage() (free, storedDay int64) {
 	free, _ = freeBytes(b.Config().StateDir)
 	if b.Store != nil {
-		storedDay, _ = b.Store.StoredSince("", time.Now().Add(-24*time.Hour))
+		storedDay, _ = b.storedDay("")
 	}
 	return free, storedDay
 }

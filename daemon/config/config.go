@@ -64,7 +64,7 @@ type Sessions struct {
 	IdleTimeout  Duration `yaml:"idle_timeout" doc:"a session with no activity for this long is closed (its execution cancelled)" default:"1h"`
 	PerPrincipal int      `yaml:"per_principal" doc:"open sessions one principal may hold" default:"8"`
 	Global       int      `yaml:"global" doc:"open sessions across all principals" default:"64"`
-	MaxPlans     int      `yaml:"max_plans" doc:"plans one session may hold (blocked ones included); open a new session beyond" default:"1000"`
+	MaxPlans     int      `yaml:"max_plans" doc:"open plans (planned, awaiting approval or approved: not yet run, denied or expired) one session may hold; finished, denied, blocked and expired plans do not count, so a long-lived session never fills up" default:"1000"`
 	MaxStreams   int      `yaml:"max_streams" doc:"event streams one principal may have open at once" default:"64"`
 	MaxRunning   int      `yaml:"max_running" doc:"commands one principal may have running at once, across its sessions (a session runs several at once: two terminals of one user share it)" default:"8"`
 }
@@ -88,6 +88,15 @@ type Storage struct {
 	MinFreeBytes    int64  `yaml:"min_free_bytes" doc:"free space the state directory's filesystem must keep; below it new executions are refused, so receipts are never cut off by a full disk" default:"536870912"`
 	OverBudget      string `yaml:"over_budget" doc:"past per_principal_day or global_day: refuse new executions, or tail: run them but keep only the last tail_bytes of each output stream in the receipt (still counted and hashed in full); the free-space floor always refuses" default:"refuse"`
 	TailBytes       int64  `yaml:"tail_bytes" doc:"with over_budget: tail, the bytes of each stream's end kept in the receipt" default:"4096"`
+}
+
+// Plans bounds what plans a principal may make termd hold (docs/OPERATIONS.md, Limits).
+type Plans struct {
+	MaxOpen         int   `yaml:"max_open" doc:"open plans (planned, awaiting approval or approved) one principal may hold across its sessions; past it new plans are refused until some are executed, denied or expire, or their sessions are closed (which expires them)" default:"1000"`
+	MaxRequestBytes int   `yaml:"max_request_bytes" doc:"bytes of one plan's request (argv, command, cwd, env and credential names together); a larger request is refused: put long input in a file in the workspace" default:"262144"`
+	MaxOpenBytes    int64 `yaml:"max_open_bytes" doc:"request bytes of one principal's open plans together; past it new plans are refused like max_open; a plan's journal record and memory hold its request about eight times over" default:"4194304"`
+	MaxJournalBytes int64 `yaml:"max_journal_bytes" doc:"bytes of the plan journal (plans.jsonl) one principal's plans may hold; past it its oldest finished plans are forgotten (their receipts stay), and when its open plans alone fill it, new plans are refused" default:"67108864"`
+	KeepFinished    int   `yaml:"keep_finished" doc:"finished plans (run, denied, blocked or expired) kept per principal for plan listings; older ones are forgotten from memory and the journal, their receipts stay" default:"1000"`
 }
 
 // Approvals bounds approvals.
@@ -124,6 +133,7 @@ type Config struct {
 	Roles           Roles        `yaml:"roles"`
 	Sessions        Sessions     `yaml:"sessions"`
 	Connections     Connections  `yaml:"connections" doc:"limits on connections to the socket and calls on them (docs/OPERATIONS.md, Limits)"`
+	Plans           Plans        `yaml:"plans" doc:"bounds on the plans each principal may make termd hold in memory and in the plan journal (docs/OPERATIONS.md, Limits)"`
 	Storage         Storage      `yaml:"storage" doc:"budgets for receipts and the free-space floor of the state directory (docs/OPERATIONS.md, Storage)"`
 	Approvals       Approvals    `yaml:"approvals"`
 	ShutdownGrace   Duration     `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
@@ -137,6 +147,7 @@ type Config struct {
 	RunAsRequester  *bool        `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
 	Sandbox         string       `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
 	SandboxLauncher string       `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
+	RootMapUID      uint32       `yaml:"sandbox_root_map_uid" doc:"when termd is root (Linux), a command run for root without a privileged plan is uid 0 in a user namespace and this unprivileged uid (and gid) on the host, with the workspace, HOME and TMPDIR mounted idmapped so what it creates there stays root's: pick a uid no account or service uses. See docs/SANDBOX.md" default:"65533"`
 
 	// Source is the file the config came from ("" for defaults only).
 	Source string `yaml:"-"`
@@ -167,6 +178,7 @@ func Default() *Config {
 			CallsPerPrincipal: 32,
 			AcceptRate:        64,
 		},
+		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000},
 		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
@@ -292,6 +304,9 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("sandbox: %q is not one of required, best_effort, off", c.Sandbox)
 	}
+	if c.RootMapUID == 1<<32-1 {
+		return fmt.Errorf("sandbox_root_map_uid: 4294967295 is not a valid uid; pick an unused uid such as 65533")
+	}
 	if c.SandboxLauncher != "" && !filepath.IsAbs(c.SandboxLauncher) {
 		return fmt.Errorf("sandbox_launcher: %q must be an absolute path", c.SandboxLauncher)
 	}
@@ -390,6 +405,9 @@ func (c *Config) Validate() error {
 	if c.Sessions.MaxStreams < 1 || c.Sessions.MaxStreams > 100000 {
 		return fmt.Errorf("sessions.max_streams: %d is out of range 1..100000", c.Sessions.MaxStreams)
 	}
+	if err := c.Plans.validate(); err != nil {
+		return err
+	}
 	if st := c.Storage; st.PerPrincipalDay < 1<<20 || st.GlobalDay < st.PerPrincipalDay || st.MinFreeBytes < 0 {
 		return fmt.Errorf("storage: per_principal_day (%d) must be at least 1048576, global_day (%d) at least per_principal_day, min_free_bytes (%d) not negative", st.PerPrincipalDay, st.GlobalDay, st.MinFreeBytes)
 	}
@@ -472,6 +490,25 @@ func lookupGroup(g string) (*user.Group, error) {
 		return user.LookupGroupId(g)
 	}
 	return user.LookupGroup(g)
+}
+
+func (p Plans) validate() error {
+	if p.MaxOpen < 1 || p.MaxOpen > 1000000 {
+		return fmt.Errorf("plans.max_open: %d is out of range 1..1000000", p.MaxOpen)
+	}
+	if p.MaxRequestBytes < 1<<10 || p.MaxRequestBytes > 4<<20 {
+		return fmt.Errorf("plans.max_request_bytes: %d is out of range 1024..4194304", p.MaxRequestBytes)
+	}
+	if p.MaxOpenBytes < int64(p.MaxRequestBytes) {
+		return fmt.Errorf("plans.max_open_bytes: %d must be at least plans.max_request_bytes (%d)", p.MaxOpenBytes, p.MaxRequestBytes)
+	}
+	if p.MaxJournalBytes < 4*int64(p.MaxRequestBytes) {
+		return fmt.Errorf("plans.max_journal_bytes: %d must be at least 4 x plans.max_request_bytes (%d): a plan's journal record holds its request several times", p.MaxJournalBytes, 4*int64(p.MaxRequestBytes))
+	}
+	if p.KeepFinished < 0 || p.KeepFinished > 1000000 {
+		return fmt.Errorf("plans.keep_finished: %d is out of range 0..1000000", p.KeepFinished)
+	}
+	return nil
 }
 
 func (c Connections) validate() error {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,6 +78,9 @@ func Run(o Options) []Check {
 	}
 	cs = append(cs, kernelChecks()...)
 	cs = append(cs, sandboxCheck(c))
+	if os.Geteuid() == 0 && runtime.GOOS == "linux" {
+		cs = append(cs, rootMapCheck(c))
+	}
 	cs = append(cs, fileChecks(c)...)
 	cs = append(cs, policyCheck(c))
 	cs = append(cs, roleChecks(c)...)
@@ -390,6 +394,28 @@ func sandboxCheck(c *config.Config) Check {
 		return Check{Area: "sandbox", Status: Fail, Message: detail, Fix: "fix what is missing, or accept less with sandbox: best_effort in the config (receipts record what was enforced)"}
 	}
 	return Check{Area: "sandbox", Status: Warn, Message: "executions are not fully confined: " + detail, Fix: "fix what is missing (docs/SANDBOX.md), then use sandbox: required"}
+}
+
+// rootMapCheck says whether a command run for root holds an unprivileged
+// host uid (root only in its user namespace, the workspace idmapped), or is
+// refused unless its plan is privileged (docs/SANDBOX.md).
+func rootMapCheck(c *config.Config) Check {
+	to := c.RootMapUID
+	if to == 0 {
+		to = sandbox.DefaultRootMapUID
+	}
+	sup, mode := sandbox.ForHost(c.SandboxLauncher, c.Sandbox)
+	if mode == sandbox.Off {
+		return Check{Area: "root commands", Status: Warn, Message: "sandbox: off, so a command run for root holds host root", Fix: "turn the sandbox on (docs/SANDBOX.md)"}
+	}
+	if err := sandbox.CheckRootMap(sup.Launcher, to, c.Workspaces); err != nil {
+		msg := err.Error()
+		if rm, ok := err.(*sandbox.RootMapError); ok {
+			msg = "a command run for root cannot hold an unprivileged uid instead, so it is refused unless its plan is privileged: " + rm.Why
+		}
+		return Check{Area: "root commands", Status: Warn, Message: msg, Fix: "put the workspaces on a file system with idmapped mounts (ext4, xfs, btrfs, tmpfs), or plan root's commands as privileged"}
+	}
+	return Check{Area: "root commands", Status: OK, Message: fmt.Sprintf("a command run for root is uid 0 in a user namespace and uid %d on the host; the workspaces mount idmapped", to)}
 }
 
 // storageCheck compares the state directory's free space with

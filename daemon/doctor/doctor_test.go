@@ -2,12 +2,16 @@ package doctor_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/termd/termd/internal/harness"
 )
@@ -126,5 +130,34 @@ func TestDoctorCredentials(t *testing.T) {
 	wantLine(t, out, `^WARN +credentials +credential ANY_TOKEN may be given to any program`)
 	if strings.Contains(out, value) {
 		t.Fatalf("doctor printed a credential's value:\n%s", out)
+	}
+}
+
+// TestDoctorInUserModeTellsTheKernelApart: run as an unprivileged uid (user
+// mode), doctor must not blame the kernel for what only termd's uid lacks
+// (it said "kernel < 5.14" on a 6.x kernel when it could not make a probe
+// cgroup), and says how offline commands are kept off the network.
+func TestDoctorInUserModeTellsTheKernelApart(t *testing.T) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs doctor as another uid: run it as root (as CI does)")
+	}
+	cmd := exec.Command(harness.Bin(t, "termd"), "doctor", "--socket", filepath.Join(t.TempDir(), "none.sock"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=/"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	b, _ := cmd.CombinedOutput()
+	out := string(b)
+	wantLine(t, out, `^WARN +privilege +running as uid 65534 \(user mode\)`)
+	if (major > 5 || major == 5 && minor >= 14) && strings.Contains(out, "kernel < 5.14") {
+		t.Errorf("doctor blames the kernel (%d.%d) in user mode:\n%s", major, minor, out)
+	}
+	if abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION); errno == 0 && int(abi) >= 4 {
+		wantLine(t, out, `^WARN +netns +no network namespaces for termd's uid 65534: commands the policy marks offline are kept off TCP by Landlock`)
 	}
 }

@@ -21,7 +21,7 @@ func kernelChecks() []Check {
 	if os.Geteuid() == 0 {
 		add("privilege", OK, "running as root: termd can make cgroups and namespaces and runs commands as the requesting user", "")
 	} else {
-		add("privilege", Warn, fmt.Sprintf("running as uid %d (user mode): commands run as this user; network isolation and cgroup delegation depend on the user manager", os.Geteuid()), "run the system service for per-user execution (systemctl enable --now termd.socket)")
+		add("privilege", Warn, fmt.Sprintf("running as uid %d (user mode): commands run as this user; cgroup delegation depends on the user manager", os.Geteuid()), "run the system service for per-user execution (systemctl enable --now termd.socket)")
 	}
 	_ = runner.EnableSubreaper()
 	c := runner.Probe()
@@ -66,10 +66,16 @@ func kernelChecks() []Check {
 	default:
 		add("limits", Warn, "no pids or memory controller available to termd: executions run without pids/memory limits (timeouts and output caps still apply)", "run under systemd with Delegate=yes (see deploy/systemd/termd.service)")
 	}
-	if c.NetNS {
+	abi := landlockABI()
+	switch {
+	case c.NetNS:
 		add("netns", OK, "network namespaces available: commands the policy marks offline run with no network", "")
-	} else {
-		add("netns", Warn, "network namespaces unavailable (needs root / CAP_SYS_ADMIN): offline commands still get the network", "run termd as root (system service)")
+	case abi >= 4:
+		// User mode: no namespace of its own, but the launcher's Landlock
+		// ruleset refuses TCP.
+		add("netns", Warn, fmt.Sprintf("no network namespaces for termd's uid %d: commands the policy marks offline are kept off TCP by Landlock (ABI %d refuses their TCP connect and bind); UDP and other sockets are not confined", os.Geteuid(), abi), "run termd as root (system service) for an empty network namespace per offline command")
+	default:
+		add("netns", Warn, "network namespaces unavailable (needs root / CAP_SYS_ADMIN) and no Landlock network rules (ABI < 4): offline commands still get the network", "run termd as root (system service)")
 	}
 	cs = append(cs, landlockCheck())
 	if c.Subreaper {
@@ -84,9 +90,22 @@ func landlockCheck() Check {
 	lsm, _ := os.ReadFile("/sys/kernel/security/lsm")
 	enabled := slices.Contains(strings.Split(strings.TrimSpace(string(lsm)), ","), "landlock")
 	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	return landlockCheckFrom(lsm, enabled, int(abi), errno)
+}
+
+// landlockABI is the kernel's Landlock ABI version, 0 when unavailable.
+func landlockABI() int {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 || int(abi) < 0 {
+		return 0
+	}
+	return int(abi)
+}
+
+func landlockCheckFrom(lsm []byte, enabled bool, abi int, errno unix.Errno) Check {
 	switch {
-	case errno == 0 && int(abi) > 0:
-		msg := fmt.Sprintf("Landlock ABI %d available (filesystem confinement for commands)", int(abi))
+	case errno == 0 && abi > 0:
+		msg := fmt.Sprintf("Landlock ABI %d available (filesystem confinement for commands)", abi)
 		if len(lsm) > 0 && !enabled {
 			msg += " (not listed in /sys/kernel/security/lsm)"
 		}

@@ -218,10 +218,11 @@ credentials:
 		t.Fatalf("a plan through REST with a credential:\n%s", viaREST)
 	}
 
-	// termctl credentials: the agent sees GH_TOKEN, not the operator's.
+	// termctl credentials: the agent sees GH_TOKEN, not the operator's, and
+	// names and programs only: not where the secrets live.
 	out, errOut, code := agent("credentials")
 	show("agent credentials", out+errOut)
-	if code != 0 || !strings.Contains(out, "GH_TOKEN") || strings.Contains(out, "OPS_TOKEN") || !strings.Contains(out, tokenFile) {
+	if code != 0 || !strings.Contains(out, "GH_TOKEN") || strings.Contains(out, "OPS_TOKEN") || strings.Contains(out, tokenFile) || strings.Contains(out, "store") {
 		t.Fatalf("agent's credentials list (exit %d):\n%s%s", code, out, errOut)
 	}
 	ops, err := d.Client.Policy.ListCredentials(ctx, &termdv1.ListCredentialsRequest{})
@@ -274,7 +275,7 @@ credentials:
 	}
 	planID, receiptID := runGit()
 	rc := receiptJSON(t, d.Client, receiptID)
-	if fmt.Sprint(rc["credentials"]) != "[GH_TOKEN]" || rc["schema_version"] != "1.4" {
+	if fmt.Sprint(rc["credentials"]) != "[GH_TOKEN]" || rc["schema_version"] != "1.5" {
 		t.Fatalf("the receipt must name the credential: %v (schema %v)", rc["credentials"], rc["schema_version"])
 	}
 	got, _ := d.Client.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: planID})

@@ -417,36 +417,24 @@ func TestAbusiveReaderIsBoundedPerPrincipal(t *testing.T) {
 // new executions the same way.
 func TestStorageBudgetsRefuseNewWork(t *testing.T) {
 	requireRoot(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig + "storage:\n  per_principal_day: 1048576\n"})
-	var big strings.Builder
-	for big.Len() < 300<<10 {
-		fmt.Fprintf(&big, "line %d of output that fills the receipt\n", big.Len())
-	}
-	if err := os.WriteFile(filepath.Join(d.Workspace, "big.txt"), []byte(big.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agent := agentClient(t, d, harness.Nobody)
+	d, agent := budgetDaemon(t)
 	s, err := agent.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var refusal error
-	var ran int
-	for i := 0; i < 20 && refusal == nil; i++ {
-		p := plan(t, agent, s.Session.Id, "cat", "big.txt")
-		if _, err := agent.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: p.Id}); err != nil {
-			refusal = err
-			got, gerr := agent.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: p.Id})
-			if gerr != nil || got.Plan.State != termdv1.PlanState_PLAN_STATE_PLANNED {
-				t.Fatalf("the refused plan should stay planned: %v %v", got.GetPlan().GetState(), gerr)
-			}
-			break
-		}
-		ran++
-		waitFinished(t, agent, p.Id)
-	}
-	if refusal == nil || !strings.Contains(refusal.Error(), "storage.per_principal_day") || ran < 2 {
+	// A plan made before the budget is spent is refused at execution and
+	// stays planned; past the budget new plans are refused too (each may
+	// end in a receipt).
+	spare := plan(t, agent, s.Session.Id, "cat", "big.txt")
+	ran, refusal := runUntilRefused(t, agent, s.Session.Id, func() {})
+	if refusal == nil || !strings.Contains(refusal.Error(), "storage.per_principal_day") || ran < 1 {
 		t.Fatalf("after %d runs of 300 KiB each against a 1 MiB budget: %v; want a refusal naming storage.per_principal_day", ran, refusal)
+	}
+	if _, err := agent.Executions.Execute(ctxT(t), &termdv1.ExecuteRequest{PlanId: spare.Id}); err == nil || !strings.Contains(err.Error(), "storage.per_principal_day") {
+		t.Fatalf("executing a plan made before the budget was spent: %v; want a refusal naming storage.per_principal_day", err)
+	}
+	if got, err := agent.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: spare.Id}); err != nil || got.Plan.State != termdv1.PlanState_PLAN_STATE_PLANNED {
+		t.Fatalf("the refused plan should stay planned: %v %v", got.GetPlan().GetState(), err)
 	}
 	// Root is another principal with its own budget.
 	p := plan(t, d.Client, "", "cat", "big.txt")

@@ -326,9 +326,25 @@ func TestCommandCannotCallBackIntoTermd(t *testing.T) {
 	sock := filepath.Join(dir, "run", "termd.sock")
 	d := harness.Start(t, harness.Options{Socket: sock, Policy: testPolicy(fmt.Sprintf(
 		"  - {id: test.callback, program: termctl, path: %s, exact: [%s, --socket, %s, status], decision: allow, risk: high, reason: \"test: calls back\"}", termctl, termctl, sock))})
+	// Run for root, the command is an unprivileged uid on the host: the
+	// socket (0660, root's) refuses it before termd sees it.
 	p := trustedPlan(t, d.Client, "", 30, termctl, "--socket", sock, "status")
 	p.Request = nil
 	ex, _, _, stderr := runToEnd(t, d.Client, p)
+	if ex.State == termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED || !strings.Contains(stderr, "permission denied") {
+		t.Fatalf("a command started by termd for root reached the daemon's socket: %v %q", ex.State, stderr)
+	}
+	// As real root (a privileged plan, approved), it connects, and termd
+	// refuses a process it started.
+	resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{
+		Argv: []string{termctl, "--socket", sock, "status"}, Mode: termdv1.Mode_MODE_TRUSTED, TimeoutSeconds: 30, Privileged: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: resp.Plan.Id, RequestHash: resp.Plan.Decision.RequestHash}); err != nil {
+		t.Fatal(err)
+	}
+	ex, _, _, stderr = runToEnd(t, d.Client, resp.Plan)
 	if ex.State == termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED {
 		t.Fatalf("a command started by termd reached the daemon")
 	}

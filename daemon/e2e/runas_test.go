@@ -64,3 +64,33 @@ func TestAgentCommandRunsAsAgentWithPrivateHome(t *testing.T) {
 		t.Fatalf("HOME mode %v, want 0700", hs.Mode().Perm())
 	}
 }
+
+// TestReceiptRecordsTheGidTheCommandRanWith: an agent whose process holds
+// another gid than its account's when it connects (here 100) gets its
+// command run with the account's gid; the receipt must say that gid, not
+// the one of the requester's connection (issue 31 §4).
+func TestReceiptRecordsTheGidTheCommandRanWith(t *testing.T) {
+	requireRoot(t)
+	d := harness.Start(t, harness.Options{
+		Config: "socket_group: \"100\"\nroles:\n  agents:\n    uids: [65534]\n",
+		Policy: testPolicy("  - {id: test.gid, program: id, exact: [id, -g], decision: allow, risk: low, reason: \"test: prints the gid\"}"),
+	})
+	agent := &syscall.Credential{Uid: 65534, Gid: 100}
+	out, errOut, code := d.RunAs(agent, "termctl", nil, "run", "-o", "json", "--", "id", "-g")
+	if code != 0 {
+		t.Fatalf("agent run: %d %s%s", code, out, errOut)
+	}
+	var res struct {
+		ReceiptID string `json:"receipt_id"`
+		Stdout    string `json:"stdout"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ReceiptID == "" {
+		t.Fatalf("run JSON: %v\n%s", err, out)
+	}
+	ran := strings.TrimSpace(res.Stdout)
+	r := receiptJSON(t, d.Client, res.ReceiptID)
+	ra, _ := r["run_as"].(map[string]any)
+	if ra == nil || fmt.Sprint(ra["gid"]) != ran || fmt.Sprint(ra["uid"]) != "65534" {
+		t.Fatalf("the command ran with gid %q; the receipt says run_as %v", ran, r["run_as"])
+	}
+}

@@ -195,15 +195,7 @@ func TestSandboxNetworkSignalsPtraceAndRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(ln)
 	outsider := exec.Command("sleep", "60")
 	if err := outsider.Start(); err != nil {
 		t.Fatal(err)

@@ -41,6 +41,11 @@ type Gauges struct {
 	StateFreeBytes     func() int
 	StoredDayBytes     func() int
 	Receipts           func() (int64, error)
+	// PlansHeld and OpenPlans count the plans termd holds in memory and the
+	// open ones among them; JournalBytes is the plan journal's size.
+	PlansHeld    func() int
+	OpenPlans    func() int
+	JournalBytes func() int
 }
 
 // New makes a Recorder with its own registry (Go runtime and process
@@ -128,6 +133,9 @@ func (r *Recorder) Observe(g Gauges) {
 	gauge("termd_connections_refused", "Connections refused at accept since start (no role, or over connections.per_uid / connections.global).", g.ConnectionsRefused)
 	gauge("termd_state_free_bytes", "Free bytes on the state directory's filesystem (storage.min_free_bytes is the floor).", g.StateFreeBytes)
 	gauge("termd_receipt_bytes_24h", "Bytes of receipts stored in the last 24 hours (storage.global_day is the budget).", g.StoredDayBytes)
+	gauge("termd_plans_held", "Plans held in memory (open ones, running ones and the finished ones kept under plans.keep_finished and plans.max_journal_bytes).", g.PlansHeld)
+	gauge("termd_open_plans", "Open plans (planned, awaiting approval or approved) across principals (plans.max_open bounds each principal).", g.OpenPlans)
+	gauge("termd_plan_journal_bytes", "Size of the plan journal (plans.jsonl); it is compacted when dead records outweigh live ones.", g.JournalBytes)
 	gauge("termd_event_subscribers", "Event stream subscribers (watchers, consoles, bridges).", g.Subscribers)
 	if g.Receipts != nil {
 		r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/internal/cmdline"
+	"github.com/termd/termd/internal/program"
 )
 
 // Request is what a caller asks to run.
@@ -34,6 +36,9 @@ type Request struct {
 	// Credentials names the credentials the command receives
 	// (credentials.go); their values never reach the policy.
 	Credentials []string
+	// Privileged asks to run as real host root (no user namespace): the
+	// decision then asks, whatever the mode (invariant 12).
+	Privileged bool
 }
 
 // Context is what the daemon knows, not the caller.
@@ -95,7 +100,9 @@ type Decision struct {
 	// Credentials are the names of the credentials the command receives,
 	// sorted.
 	Credentials []string `json:"credentials,omitempty"`
-	Steps       []Step   `json:"steps"`
+	// Privileged: the command runs as real host root; asked, always.
+	Privileged bool   `json:"privileged,omitempty"`
+	Steps      []Step `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -159,6 +166,13 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 		}
 	}
 	d = p.decide(req, dc, 0)
+	if req.Privileged {
+		// After the mode's adjustment: trusted mode does not waive it.
+		d.Privileged = true
+		s := &state{d: &d}
+		s.raise(Ask, RiskHigh, "privileged: the command runs as real host root (its files, sockets and secrets), not as root in a user namespace; a person approves each such plan, in every mode")
+		s.step("privileged", string(d.Verdict), "runs as real host root")
+	}
 	d.RequestHash = hashRequest(p.canonical(d))
 	return d
 }
@@ -189,6 +203,9 @@ type canonRequest struct {
 	// Credentials by name only; absent when none (so the hash of a request
 	// without credentials is what it was before they existed).
 	Credentials []string `json:"credentials,omitempty"`
+	// Privileged: absent when false (the hash of an ordinary request is
+	// what it was before the field existed).
+	Privileged bool `json:"privileged,omitempty"`
 }
 
 // canonTerminal is a terminal in the canonical request, in the same units
@@ -214,7 +231,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Cwd: d.Cwd, Env: d.Env, ExecEnv: d.ExecEnv, Mode: d.Mode, TimeoutMS: d.Timeout.Milliseconds(),
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
-		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, Credentials: d.Credentials,
+		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, Credentials: d.Credentials, Privileged: d.Privileged,
 	}
 	if t := d.TTY; t != nil {
 		c.TTY = &canonTerminal{Rows: t.Rows, Cols: t.Cols, IdleMS: t.Idle.Milliseconds()}
@@ -434,8 +451,9 @@ func (p *Policy) checkEnv(env map[string]string, s *state) {
 			}
 		}
 		if !ok {
-			s.deny(RiskMedium, fmt.Sprintf("environment variable %s is not in the policy's allowlist", k))
-			continue
+			// Not a loader or hook variable the policy names: a person
+			// decides (trusted mode passes it).
+			s.raise(Ask, RiskMedium, fmt.Sprintf("environment variable %s is not in the policy's allowlist (env.allow): a person decides whether the command gets it", k))
 		}
 		if why := envValueProblem(k, v); why != "" {
 			s.deny(RiskHigh, fmt.Sprintf("environment variable %s=%s is refused: %s", k, clip(printable(v)), why))
@@ -562,9 +580,16 @@ func (p *Policy) resolveProgram(name string, ctx *decideCtx) (string, string) {
 // projectCode is a command that runs a workspace file: the file itself
 // (program) or a script given to its interpreter.
 type projectCode struct {
-	file    string // real path, inside a workspace
+	file    string // real path, inside a workspace ("" for a module run)
 	program bool   // the file is the program (not an interpreter's script)
 	why     string
+	// module: the interpreter runs a module or its test runner
+	// (interpreterProject); reads are the files it names, net whether it
+	// reaches the network, entryTool the tool whose entry files it reads.
+	module    string
+	reads     []string
+	net       bool
+	entryTool string
 }
 
 // workspaceProgram is a program named by path that is an executable regular
@@ -578,6 +603,35 @@ func workspaceProgram(a0, cwd string, ctx *decideCtx) *projectCode {
 		return nil
 	}
 	return &projectCode{file: real, program: true, why: "runs project code: " + a0 + " is a program in the workspace (" + real + "); its arguments are not analysed"}
+}
+
+// venvInterpreter: argv[0] names, inside a workspace, a symbolic link to an
+// interpreter that is the very file the trusted PATH resolves for its name
+// (a virtual environment's .venv/bin/python -> /usr/bin/python3.11). It
+// returns argv with the interpreter's bare name, to be decided as that
+// interpreter, and why; or nil.
+func (p *Policy) venvInterpreter(argv []string, cwd string, ctx *decideCtx) ([]string, string) {
+	a0 := argv[0]
+	if !strings.Contains(a0, "/") || cwd == "" {
+		return nil, ""
+	}
+	link := a0
+	if !filepath.IsAbs(link) {
+		link = cwd + "/" + link
+	}
+	link = filepath.Clean(link)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 || !inAnyWorkspace(ctx.paths.resolve(filepath.Dir(link), 0), ctx) {
+		return nil, ""
+	}
+	real := ctx.paths.resolve(link, 0)
+	base := baseName(real)
+	if inAnyWorkspace(real, ctx) || escapeClass(base) != "interpreter" {
+		return nil, ""
+	}
+	if _, tr := p.resolveProgram(base, ctx); tr != real {
+		return nil, ""
+	}
+	return append([]string{base}, argv[1:]...), a0 + " is the workspace environment's link to " + real + " (the trusted " + base + "): decided as " + base + ", run by its workspace path"
 }
 
 // interpretedScript is `INTERPRETER FILE [ARGS...]` where FILE is a regular
@@ -638,6 +692,14 @@ type command struct {
 	plainWhy  string
 	// repl: an interpreter started without a script on a terminal.
 	repl bool
+	// unknownArgs: why the tool's grammar could not read the arguments (an
+	// option or subcommand it does not know): the command is unknown code.
+	unknownArgs string
+	// info: the arguments only ask for the program's version or help.
+	info bool
+	// wrap: a transparent wrapper (timeout, env, ...) and the command it
+	// runs, which is decided as itself.
+	wrap *wrapped
 }
 
 // decideArgv decides the command itself in stages, each named after the
@@ -645,10 +707,34 @@ type command struct {
 // The exec stage reports no step: its result is the decision's exec_argv
 // and exec_env.
 func (p *Policy) decideArgv(argv []string, cwd string, req Request, ctx *decideCtx, depth int, s *state) {
+	if sub, why, ifMissing := builtinForm(argv); sub != nil {
+		if cand, _ := p.resolveProgram(baseName(argv[0]), ctx); !ifMissing || cand == "" && !strings.Contains(argv[0], "/") {
+			// A shell builtin or keyword: what it asks is decided (and
+			// runs) as the program that answers it.
+			s.raise(Allow, RiskLow, why)
+			s.step("builtin", "substituted", cmdline.Quote(sub))
+			argv = sub
+		}
+	}
+	venv := ""
+	if sub, why := p.venvInterpreter(argv, cwd, ctx); sub != nil {
+		// The workspace's own environment's interpreter (.venv/bin/python):
+		// decided as the interpreter it links to, run by the workspace
+		// path (which makes the environment's packages the ones used).
+		s.raise(Allow, RiskLow, why)
+		s.step("program", "environment interpreter", why)
+		venv, argv = argv[0], sub
+	}
+	defer func() {
+		if venv != "" && len(s.d.ExecArgv) > 0 {
+			s.d.ExecArgv[0] = venv
+		}
+	}()
 	c := command{p: p, argv: argv, a0: argv[0], cwd: cwd, req: req, ctx: ctx, depth: depth, s: s, d: s.d}
 	_ = c.program() && // "program"
 		c.escape() && // "escape"
 		c.identity() && // "identity"
+		c.wrapper() && // "wrapper"
 		c.grammar() && // "grammar"
 		c.paths() && // "paths"
 		c.rules() && // "rules"
@@ -711,6 +797,25 @@ func (c *command) escape() bool {
 		c.repl = true
 		c.s.step("escape", "repl", c.base+" without a script on a terminal: what is typed is code")
 		return true
+	}
+	if c.class == "interpreter" && c.exact == nil && c.project == nil && !c.repl {
+		if interpreterInfo(c.base, c.argv) {
+			c.info = true
+			c.s.step("escape", "version", c.base+" "+c.argv[1]+" prints the interpreter's version or help; no code runs")
+			return true
+		}
+		if pc := interpreterProject(c.base, c.argv); pc != nil {
+			c.project = pc
+			c.s.step("escape", "project code", pc.why)
+			return true
+		}
+	}
+	if c.class == "program-running wrapper" && c.exact == nil && c.project == nil {
+		if w := unwrapCommand(c.base, c.argv); w != nil {
+			c.wrap = w
+			c.s.step("escape", "wrapper", c.base+" runs "+cmdline.Quote(w.inner)+", which is decided as itself")
+			return true
+		}
 	}
 	if c.class != "" && c.exact == nil && c.project == nil {
 		if inner, isEsc, why := escapeInner(c.base, c.argv); isEsc {
@@ -779,13 +884,116 @@ func (c *command) identity() bool {
 	return true
 }
 
+// wrapper: a wrapper that runs one command and changes nothing the policy
+// looks at is decided as that command: its verdict, reasons, effects,
+// sandbox and project files; the wrapper runs it by the path the trusted
+// PATH resolves, with the arguments and environment it is forced to run
+// with.
+func (c *command) wrapper() bool {
+	w := c.wrap
+	if w == nil {
+		return true
+	}
+	s, d := c.s, c.d
+	if c.depth+1 >= maxDepth {
+		s.deny(RiskHigh, c.base+": wrappers nested too deeply; send the command itself")
+		return false
+	}
+	env := map[string]string{}
+	for k, v := range c.req.Env {
+		env[k] = v
+	}
+	for k, v := range w.env {
+		env[k] = v // checked against the env policy as the command's own
+	}
+	sub := Request{Argv: w.inner, Cwd: c.req.Cwd, Env: env, Mode: c.req.Mode, Timeout: c.req.Timeout, Sandbox: c.req.Sandbox, TTY: c.req.TTY}
+	if w.chdir != "" {
+		sub.Cwd = resolvePath(c.cwd, w.chdir)
+	}
+	in := c.p.decide(sub, c.ctx, c.depth+1)
+	inner := clip(cmdline.Quote(w.inner))
+	s.raise(in.Verdict, in.Risk, c.base+" runs "+inner+", decided as that command")
+	for _, r := range in.Reasons {
+		s.raise(in.Verdict, in.Risk, r)
+	}
+	for _, st := range in.Steps {
+		s.step("inner "+st.Name, st.Outcome, st.Detail)
+	}
+	d.Rules = append(d.Rules, in.Rules...)
+	d.Network, d.RunsProjectCode, d.ReadOnly, d.RunAs = in.Network, in.RunsProjectCode, in.ReadOnly, in.RunAs
+	d.Writes, d.ProjectFiles, d.Sandbox = in.Writes, in.ProjectFiles, in.Sandbox
+	d.Sandbox.Exec = append(program.Exec(c.real, c.p.spec.TrustedPath...), in.Sandbox.Exec...)
+	for _, v := range w.reads {
+		c.wrapperPath(v, false)
+	}
+	for _, v := range w.writes {
+		c.wrapperPath(v, true)
+	}
+	if w.stdinArgs && d.Verdict != Deny && d.Mode != ModeTrusted && (!c.ctx.sandbox || !in.ReadOnly) {
+		s.raise(Ask, RiskMedium, c.base+" adds arguments it reads from its input, which the policy cannot check (a fully enforced sandbox confines what a read-only command reads; a command that writes asks)")
+	}
+	if d.Verdict == Deny || len(in.ExecArgv) == 0 {
+		return false
+	}
+	run := slices.Clone(in.ExecArgv)
+	if !strings.Contains(run[0], "/") {
+		if cand, _ := c.p.resolveProgram(baseName(run[0]), c.ctx); cand != "" {
+			run[0] = cand
+		}
+	}
+	d.ExecArgv = slices.Clone(w.prefix)
+	d.ExecArgv[0] = c.a0
+	if w.envLast {
+		for _, k := range sortedKeys(in.ExecEnv) {
+			d.ExecArgv = append(d.ExecArgv, k+"="+in.ExecEnv[k])
+		}
+	}
+	d.ExecArgv = append(d.ExecArgv, run...)
+	d.ExecEnv = in.ExecEnv
+	return false
+}
+
+// wrapperPath checks a file a wrapper itself reads or writes.
+func (c *command) wrapperPath(v string, write bool) {
+	real := c.ctx.paths.resolvePath(c.cwd, v)
+	pv := c.p.checkPath(real, write, false, c.ctx)
+	c.s.raise(pv.verdict, pv.risk, pv.reason)
+	if write {
+		c.d.Writes = append(c.d.Writes, real)
+		c.d.ReadOnly = false
+		if inAnyWorkspace(real, c.ctx) {
+			if c.d.Sandbox.Profile == SandboxReadOnly {
+				c.d.Sandbox.Profile = SandboxWorkspaceWrite
+			}
+		} else if pv.verdict != Deny {
+			c.d.Sandbox.Write = append(c.d.Sandbox.Write, real)
+		}
+		if c.d.Mode == ModeInspect {
+			c.s.deny(RiskMedium, "inspect mode runs only read-only commands ("+c.base+" writes "+real+")")
+		}
+		if c.d.Mode == ModeConfirm && c.d.Verdict == Allow {
+			c.s.raise(Ask, RiskMedium, "confirm mode: approval needed because "+c.base+" writes "+real)
+		}
+	} else if !inAnyWorkspace(real, c.ctx) && !c.p.systemRead(real) && pv.verdict != Deny {
+		c.d.Sandbox.Read = append(c.d.Sandbox.Read, real)
+	}
+}
+
 // grammar: the arguments read with the tool's grammar.
 func (c *command) grammar() bool {
 	s, base := c.s, c.base
 	switch {
+	case c.info:
+		c.pc = &parsed{tool: base}
+		s.step("grammar", "version", "no code runs")
 	case c.project != nil:
-		c.pc = &parsed{tool: base, unparsed: true, code: true}
-		c.pc.paths = append(c.pc.paths, operand{value: c.project.file, kind: KPathRead})
+		c.pc = &parsed{tool: base, unparsed: true, code: true, net: c.project.net}
+		if c.project.file != "" {
+			c.pc.paths = append(c.pc.paths, operand{value: c.project.file, kind: KPathRead})
+		}
+		for _, r := range c.project.reads {
+			c.pc.paths = append(c.pc.paths, operand{value: r, kind: KPathRead})
+		}
 		s.step("grammar", "project code", c.project.why)
 	case c.exact != nil:
 		c.pc = &parsed{tool: base, unparsed: true}
@@ -796,9 +1004,28 @@ func (c *command) grammar() bool {
 	default:
 		pc, known, err := parseCommand(append([]string{base}, c.argv[1:]...))
 		if err != nil {
-			s.deny(RiskHigh, base+": "+err.Error()+" (unknown or malformed options are denied)")
-			s.step("grammar", "deny", err.Error())
-			return false
+			// An option or subcommand the grammar does not know is not a
+			// danger in itself: the command is unknown code, like a program
+			// no rule knows (read-only sandbox when it is enforced, else
+			// ask). What the grammar refused before it stopped still holds.
+			c.unknownArgs = base + ": " + err.Error()
+			for _, f := range pc.findings {
+				s.raise(f.verdict, f.risk, f.reason)
+			}
+			c.pc = &parsed{tool: base, unparsed: true}
+			// Arguments that name files are still checked as reads: a
+			// bogus option must not turn a denied read (a secret, termd's
+			// own files) into unknown code.
+			for _, a := range c.argv[1:] {
+				if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
+					a = v
+				}
+				if a != "" && !strings.HasPrefix(a, "-") && (strings.Contains(a, "/") || exists(c.cwd, a)) {
+					c.pc.paths = append(c.pc.paths, operand{value: a, kind: KPathRead})
+				}
+			}
+			s.step("grammar", "unknown", err.Error()+": the arguments are not analysed; the command runs as unknown code")
+			return true
 		}
 		c.pc = pc
 		if !known {
@@ -858,7 +1085,13 @@ func (c *command) paths() bool {
 	// and bound to the request below.
 	c.entries = projectEntryPaths(t, pc, cwd, ctx)
 	if c.project != nil {
-		c.entries = []string{c.project.file}
+		c.entries = nil
+		if c.project.file != "" {
+			c.entries = []string{c.project.file}
+		}
+		if et := c.project.entryTool; et != "" {
+			c.entries = projectEntryPaths(toolNamed(et), &parsed{tool: et}, cwd, ctx)
+		}
 	}
 	for _, f := range c.entries {
 		// Tools read these by fixed names: a link to a root-only file
@@ -890,6 +1123,9 @@ func (c *command) rules() bool {
 		if r.Path != "" && r.Path != filepath.Clean(c.a0) && r.Path != c.resolved && c.ctx.paths.resolve(r.Path, 0) != c.real {
 			continue
 		}
+		if c.unknownArgs != "" && r.verdict == Allow {
+			continue // an allow rule knows the commands its grammar reads, not this one
+		}
 		var ok bool
 		if exact != nil {
 			ok = r == exact
@@ -914,13 +1150,31 @@ func (c *command) rules() bool {
 		s.step("rules", "repl", c.base)
 	case project != nil:
 		s.raise(Allow, RiskHigh, project.why)
-		s.step("rules", "project code", project.file)
+		s.step("rules", "project code", project.file+project.module)
+	case c.info:
+		s.raise(Allow, RiskLow, c.base+" "+c.argv[1]+" prints the interpreter's version or help (no code runs)")
+		s.step("rules", "version", c.base)
+	case len(c.sys) == 0 && c.unknownArgs != "":
+		// A known program with arguments its grammar does not read: as
+		// unknown as a program no rule knows.
+		pc.code = true
+		s.raise(Allow, RiskHigh, c.unknownArgs+": termd's grammar does not know it, so the command runs as unknown code, like a program no rule knows (its arguments are not analysed)")
+		s.step("rules", "unknown arguments", c.unknownArgs)
 	case len(c.sys) == 0 && pc.unparsed && exact == nil && c.class == "":
 		// A program no rule and no grammar knows: unknown code, like a
 		// project's own script. Its arguments are not analysed.
 		pc.code = true
 		s.raise(Allow, RiskHigh, "no policy rule knows "+c.base+": it runs as unknown code, like project code (its arguments are not analysed)")
 		s.step("rules", "unknown program", c.base)
+	case len(c.sys) == 0 && pc.infoOnly():
+		s.raise(Allow, RiskLow, pc.tool+" only prints its version or help")
+		s.step("rules", "version or help", pc.tool)
+	case len(c.sys) == 0 && exact == nil && c.class == "":
+		// A program the grammar reads but no rule covers: the policy does
+		// not know this use of it, which is not a danger in itself.
+		pc.unparsed, pc.code = true, true
+		s.raise(Allow, RiskHigh, "no policy rule covers "+pc.cmdName()+": it runs as unknown code, like a program no rule knows")
+		s.step("rules", "no matching rule", pc.cmdName())
 	case len(c.sys) == 0:
 		s.deny(RiskHigh, "no policy rule allows "+pc.cmdName())
 		s.step("rules", "deny", "no matching rule")
@@ -1100,7 +1354,7 @@ func (c *command) modeAdjust() bool {
 		switch {
 		case len(why) > 0 || d.Verdict != Allow:
 		case c.unknownRO:
-			s.d.Reasons = append(s.d.Reasons, "confirm mode: "+pc.tool+" has no grammar in the policy; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: the policy does not know this command of "+pc.tool+"; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
 		case c.confined:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
 		case c.plainFree:
@@ -1279,6 +1533,15 @@ func (p *Policy) checkPaths(pc *parsed, cwd string, ctx *decideCtx, s *state) (w
 	}
 	s.step("paths", fmt.Sprintf("%d checked", n), strings.Join(writes, ","))
 	return writes, reads
+}
+
+// exists reports whether name, relative to dir, names an existing file.
+func exists(dir, name string) bool {
+	if dir == "" {
+		return false
+	}
+	_, err := os.Lstat(resolvePath(dir, name))
+	return err == nil
 }
 
 func isDir(path string) bool {

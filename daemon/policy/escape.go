@@ -43,6 +43,28 @@ func escapeClass(base string) string {
 	return ""
 }
 
+// Why the kept hard denials are dangerous even inside a fully enforced
+// sandbox (docs/POLICY.md, "What is denied and why").
+const (
+	whyShell = ": denied even inside the sandbox, because the string is code the policy cannot read, so neither the policy nor a person approving it can tell what it runs; " +
+		"put the commands in a script in the workspace and run it by its path (project code), or send each command as argv"
+	whyInline = ": denied even inside the sandbox, because the code is a string the policy cannot read and leaves no file an approval can bind; " +
+		"write it to a file in the workspace and run the interpreter on that file (project code)"
+	whyInterpreter = ": denied even inside the sandbox, because what it would run is neither a workspace file an approval can bind nor a form the policy reads " +
+		"(a workspace script, -m MODULE, node --test and --version are decided)"
+	whyPrivilege = ": denied even inside the sandbox, whose point is that a command runs as the principal that asked, with no way to gain privileges; " +
+		"an operator gives a command another user with a rule's run_as"
+	whyWrapper = "; termd does not follow what it runs this way (timeout, env, nice, nohup, time and xargs are decided as the command they run): send the command itself"
+)
+
+// remoteWhy: wrappers that run commands somewhere no sandbox here reaches.
+var remoteWhy = map[string]string{
+	"docker":  "talks to the container engine, which starts containers as host root outside termd's sandbox (a container can mount the host's files): denied even inside the sandbox (privilege escalation through a container socket)",
+	"podman":  "starts containers outside termd's sandbox (as root, a container can mount the host's files): denied even inside the sandbox (privilege escalation through a container engine)",
+	"kubectl": "runs commands in a cluster, outside this sandbox and its receipts, with the principal's credentials: denied even inside the sandbox",
+	"ssh":     "runs commands on another machine, outside this sandbox and its receipts, with the principal's keys: denied even inside the sandbox (program-running wrapper)",
+}
+
 // wrapper options that take a value (so the value is not the command).
 var wrapperValueOpts = map[string]string{
 	"timeout":     "-s --signal -k --kill-after",
@@ -94,30 +116,30 @@ func escapeInner(base string, argv []string) ([]string, bool, string) {
 				if i+1 < len(args) {
 					str := args[i+1]
 					inner, err := cmdline.Split(str)
-					why := base + " -c runs a shell command string (shell escape; send argv instead)"
+					why := base + " -c runs a shell command string (shell escape; send argv instead)" + whyShell
 					if err != nil {
 						why += ": " + err.Error()
 						return nil, true, why
 					}
 					return inner, true, why
 				}
-				return nil, true, base + " -c runs a shell command string (shell escape; send argv instead)"
+				return nil, true, base + " -c runs a shell command string (shell escape; send argv instead)" + whyShell
 			}
 			if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
 				break
 			}
 		}
-		return nil, true, base + " runs shell scripts or commands (shell escape; send argv instead)"
+		return nil, true, base + " runs shell scripts or commands (shell escape; send argv instead)" + whyShell
 	case "interpreter":
 		for _, a := range args {
 			if a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-p" || a == "--print" || a == "-r" || a == "-x" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "ce")) {
-				return nil, true, base + " " + a + " runs inline code (interpreter escape)"
+				return nil, true, base + " " + a + " runs inline code (interpreter escape)" + whyInline
 			}
 		}
-		return nil, true, base + " runs a program in an interpreter (interpreter escape)"
+		return nil, true, base + " runs a program in an interpreter (interpreter escape)" + whyInterpreter
 	case "privilege escalation":
 		inner := wrapperCommand(base, args)
-		return inner, true, base + " changes user or privileges (privilege escalation)"
+		return inner, true, base + " changes user or privileges (privilege escalation)" + whyPrivilege
 	case "program-running wrapper":
 		inner := wrapperCommand(base, args)
 		if base == "env" {
@@ -133,7 +155,10 @@ func escapeInner(base string, argv []string) ([]string, bool, string) {
 		if base == "busybox" || base == "toybox" {
 			return inner, true, base + " runs applets, including shells (program-running wrapper)"
 		}
-		return inner, true, base + " runs another program (program-running wrapper)"
+		if why := remoteWhy[base]; why != "" {
+			return inner, true, base + " " + why
+		}
+		return inner, true, base + " runs another program (program-running wrapper)" + whyWrapper
 	}
 	return nil, false, ""
 }
@@ -179,4 +204,182 @@ func wrapperCommand(base string, args []string) []string {
 		}
 	}
 	return rest
+}
+
+// transparentWrappers run one command and change nothing the policy looks
+// at (a time limit, a priority, the timing, hang-ups, environment
+// assignments the env policy checks, arguments read from the input): the
+// command they run is decided as itself (unwrapCommand).
+var transparentWrappers = set("timeout nice nohup time env xargs")
+
+// wrapped is a transparent wrapper's command line, split.
+type wrapped struct {
+	prefix []string          // the wrapper's own arguments, argv[0] included
+	inner  []string          // the command it runs
+	env    map[string]string // env NAME=VALUE assignments
+	chdir  string            // env -C DIR
+	reads  []string          // xargs -a FILE
+	writes []string          // time -o FILE
+	// stdinArgs: xargs adds arguments it reads from its input.
+	stdinArgs bool
+	// envLast: the command's forced environment goes last in the
+	// wrapper's argv (env -i and -u would drop it otherwise).
+	envLast bool
+}
+
+var durationRE = regexp.MustCompile(`^[0-9]+(\.[0-9]*)?[smhd]?$`)
+
+// wrapperOpts are a transparent wrapper's options: "name" takes no value,
+// "name=" takes one (separate or attached), "name?" only an attached one.
+var wrapperOpts = map[string][]string{
+	"timeout": {"--preserve-status", "--foreground", "-v", "--verbose", "-s=", "--signal=", "-k=", "--kill-after="},
+	"nice":    {"-n=", "--adjustment="},
+	"nohup":   {},
+	"time":    {"-p", "--portability", "-v", "--verbose", "-q", "--quiet", "-a", "--append", "-f=", "--format=", "-o=", "--output="},
+	"env":     {"-i", "--ignore-environment", "-u=", "--unset=", "-C=", "--chdir=", "-v", "--debug"},
+	"xargs": {"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-x", "--exit", "-I=", "-i?", "--replace?", "-n=", "--max-args=", "-P=", "--max-procs=",
+		"-d=", "--delimiter=", "-a=", "--arg-file=", "-E=", "-e?", "--eof?", "-s=", "--max-chars=", "-L=", "--max-lines=", "-l?", "--process-slot-var="},
+}
+
+// unwrapCommand splits a transparent wrapper's argv, or returns nil when it
+// is not one or its arguments are not all understood.
+func unwrapCommand(base string, argv []string) *wrapped {
+	if !transparentWrappers[base] {
+		return nil
+	}
+	known := map[string]byte{}
+	for _, o := range wrapperOpts[base] {
+		switch {
+		case strings.HasSuffix(o, "="):
+			known[strings.TrimSuffix(o, "=")] = '='
+		case strings.HasSuffix(o, "?"):
+			known[strings.TrimSuffix(o, "?")] = '?'
+		default:
+			known[o] = ' '
+		}
+	}
+	w := &wrapped{env: map[string]string{}, stdinArgs: base == "xargs", envLast: base == "env"}
+	args := argv[1:]
+	i := 0
+	value := func(name, v string) bool {
+		switch name {
+		case "-C", "--chdir":
+			w.chdir = v
+		case "-a", "--arg-file":
+			w.reads = append(w.reads, v)
+		case "-o", "--output":
+			w.writes = append(w.writes, v)
+		case "-n", "--adjustment":
+			if base == "nice" && strings.HasPrefix(v, "-") {
+				return false // raising the priority needs privilege
+			}
+		}
+		return true
+	}
+options:
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+			break options
+		case !strings.HasPrefix(a, "-") || a == "-":
+			break options
+		case base == "nice" && isDigits(a[1:]):
+			i++ // nice -10: an adjustment
+			continue
+		}
+		name, val, hasEq := strings.Cut(a, "=")
+		kind, ok := known[name]
+		if !ok && !strings.HasPrefix(a, "--") && len(a) > 2 {
+			// an attached short value: -k5, -n10, -I{}
+			name, val, hasEq = a[:2], a[2:], true
+			kind, ok = known[name]
+		}
+		if !ok {
+			return nil
+		}
+		i++
+		switch kind {
+		case ' ':
+			if hasEq {
+				return nil
+			}
+		case '?':
+			if hasEq && !value(name, val) {
+				return nil
+			}
+		case '=':
+			if !hasEq {
+				if i >= len(args) {
+					return nil
+				}
+				val = args[i]
+				i++
+			}
+			if !value(name, val) {
+				return nil
+			}
+		}
+	}
+	if base == "env" {
+		for i < len(args) && strings.Contains(args[i], "=") && !strings.HasPrefix(args[i], "=") {
+			k, v, _ := strings.Cut(args[i], "=")
+			w.env[k] = v
+			i++
+		}
+	}
+	if base == "timeout" {
+		if i >= len(args) || !durationRE.MatchString(args[i]) {
+			return nil
+		}
+		i++
+	}
+	if i >= len(args) {
+		return nil
+	}
+	w.prefix = append([]string{argv[0]}, args[:i]...)
+	w.inner = args[i:]
+	return w
+}
+
+// builtinForm maps the shell builtins agents use to look programs up
+// (`command -v X`, `type X`) to which, and `time CMD` where no time program
+// is installed to CMD itself (the receipt records how long it ran). ifMissing:
+// only when argv[0] is not in the trusted PATH.
+func builtinForm(argv []string) (sub []string, why string, ifMissing bool) {
+	base := baseName(argv[0])
+	switch base {
+	case "command":
+		if len(argv) >= 3 && (argv[1] == "-v" || argv[1] == "-V") && !strings.HasPrefix(argv[2], "-") {
+			return append([]string{"which"}, argv[2:]...), "command " + argv[1] + " is a shell builtin: termd answers it with which", false
+		}
+	case "type":
+		rest := argv[1:]
+		all := false
+		for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+			switch rest[0] {
+			case "-a":
+				all = true
+			case "-p", "-P", "-f":
+			default:
+				return nil, "", false
+			}
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			return nil, "", false
+		}
+		sub = []string{"which"}
+		if all {
+			sub = append(sub, "-a")
+		}
+		return append(sub, rest...), "type is a shell builtin: termd answers it with which", false
+	case "time":
+		w := unwrapCommand(base, argv)
+		if w != nil && len(w.prefix) == 1 {
+			return w.inner, "time is a shell keyword and no time program is installed: the command runs by itself (the receipt records how long it ran)", true
+		}
+	}
+	return nil, "", false
 }

@@ -473,7 +473,7 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 			break
 		}
 	}
-	if c.needSub {
+	if c.needSub && (len(ops) > 0 || !p.infoOnly()) {
 		return fmt.Errorf("%s needs a subcommand", p.cmdName())
 	}
 	for k, v := range ops {
@@ -489,6 +489,21 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 		c.post(p)
 	}
 	return nil
+}
+
+// infoOnly: the command only asks for the program's version or help
+// (npm --version, git --help): options named --version or --help, nothing
+// else.
+func (p *parsed) infoOnly() bool {
+	if len(p.opts) == 0 || len(p.subs) > 0 || len(p.operands) > 0 || len(p.paths) > 0 {
+		return false
+	}
+	for _, u := range p.opts {
+		if !contains(u.opt.names, "--version") && !contains(u.opt.names, "--help") {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *parsed) cmdName() string {

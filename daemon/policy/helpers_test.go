@@ -20,7 +20,8 @@ var fixturePrograms = strings.Fields(`ls cat head tail wc stat file du df pwd gr
 sed awk mawk gawk tar gzip gunzip zcat cp mv rm rmdir mkdir touch ln chmod git go make npm pnpm yarn cargo pytest curl wget sleep echo
 date env true false printf yes python3 node perl ruby php bash sh zsh dash timeout nice nohup xargs watch flock script busybox
 stdbuf setsid strace ssh sudo su doas pkexec nc dd base64 uv more top htop
-jq which ps uname seq id whoami hostname tree realpath sha256sum md5sum cmp comm column xxd od strings free uptime lsof less`)
+jq which ps uname seq id whoami hostname tree realpath sha256sum md5sum cmp comm column xxd od strings free uptime lsof less time
+gofmt npx ruff black mypy`)
 
 func mustWrite(t testing.TB, path, data string) {
 	t.Helper()

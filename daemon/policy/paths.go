@@ -165,6 +165,9 @@ type pathVerdict struct {
 	reason  string
 }
 
+// whyOwn: termd's own files are never reachable from an execution.
+const whyOwn = ": denied even inside the sandbox, since a command that could read or change them could forge receipts, approvals or the policy itself"
+
 // checkPath decides one resolved path. names says the command reads only
 // the names and metadata of what is below a directory (ls /etc).
 func (p *Policy) checkPath(real string, write, names bool, ctx *decideCtx) pathVerdict {
@@ -172,22 +175,22 @@ func (p *Policy) checkPath(real string, write, names bool, ctx *decideCtx) pathV
 	// termd's own files: no reads or writes.
 	for _, pr := range ctx.protected {
 		if within(pr, real) {
-			return pathVerdict{Deny, RiskCritical, "path " + real + " is termd's own configuration, policy, key or state"}
+			return pathVerdict{Deny, RiskCritical, "path " + real + " is termd's own configuration, policy, key or state" + whyOwn}
 		}
 		if write && within(real, pr) {
-			return pathVerdict{Deny, RiskCritical, "write to " + real + " would reach termd's own files"}
+			return pathVerdict{Deny, RiskCritical, "write to " + real + " would reach termd's own files" + whyOwn}
 		}
 	}
 	for _, pat := range spec.Paths.SensitiveRead {
 		for _, e := range expandPattern(pat, ctx.home) {
 			if matchPrefix(e, real) {
-				return pathVerdict{Deny, RiskCritical, "path " + real + " holds secrets (" + pat + ")"}
+				return pathVerdict{Deny, RiskCritical, "path " + real + " holds secrets (" + pat + "): denied even inside the sandbox, since what a command reads it can print into its output, and so into the receipt and the agent's context"}
 			}
 		}
 	}
 	if write {
 		if why := p.protectedWrite(real, ctx); why != "" {
-			return pathVerdict{Deny, RiskCritical, "write to " + real + " is denied: " + why}
+			return pathVerdict{Deny, RiskCritical, "write to " + real + " is denied: " + why + " (denied even inside the sandbox: what the file holds runs later, outside it)"}
 		}
 	}
 	inWS := inAnyWorkspace(real, ctx)

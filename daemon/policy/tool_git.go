@@ -22,7 +22,7 @@ func registerGit() {
 		sub("log", &cmdSpec{numFlag: "-n", opts: logOpts}),
 		sub("show", &cmdSpec{numFlag: "-n", opts: logOpts}),
 		sub("diff", &cmdSpec{post: postGitDiff, opts: opts(diffOpts, flags("--cached|--staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs"))}),
-		sub("branch", &cmdSpec{post: postGitBranch, opts: opts(flags("-a|--all -r|--remotes -l|--list -v|--verbose --show-current -i|--ignore-case --no-color --no-abbrev --omit-empty -q|--quiet -d|--delete -D -m|--move -M -c|--copy -C -f|--force --unset-upstream --no-track --create-reflog --recurse-submodules"),
+		sub("branch", &cmdSpec{plainWrite: true, post: postGitBranch, opts: opts(flags("-a|--all -r|--remotes -l|--list -v|--verbose --show-current -i|--ignore-case --no-color --no-abbrev --omit-empty -q|--quiet -d|--delete -D -m|--move -M -c|--copy -C -f|--force --unset-upstream --no-track --create-reflog --recurse-submodules"),
 			list(o("--contains?"), o("--no-contains?"), o("--merged?"), o("--no-merged?"), o("--sort="), o("--format="), o("--points-at="), o("--color?"), o("--column?"), o("--no-column"), o("--abbrev?"), o("-u|--set-upstream-to="), o("-t|--track?"), o("--edit-description").denyWith("opens an editor")))}),
 		sub("ls-files", &cmdSpec{opts: opts(flags("-c|--cached -d|--deleted -m|--modified -o|--others -i|--ignored -s|--stage -u|--unmerged -k|--killed -z -t -v -f --directory --no-empty-directory --eol --full-name --recurse-submodules --debug --deduplicate --exclude-standard --error-unmatch --sparse --resolve-undo"), list(o("--abbrev?"), o("-x|--exclude="), o("-X|--exclude-from=", R), o("--exclude-per-directory="), o("--with-tree="), o("--format=")))}),
 		sub("rev-parse", &cmdSpec{opts: opts(flags("--show-toplevel --show-prefix --show-cdup --git-dir --git-common-dir --absolute-git-dir --is-inside-work-tree --is-inside-git-dir --is-bare-repository --is-shallow-repository --verify -q|--quiet --symbolic --symbolic-full-name --all --local-env-vars --sq --sq-quote --revs-only --no-revs --flags --no-flags --show-superproject-working-tree --shared-index-path --not --keep-dashdash --stop-at-non-option --stuck-long"),
@@ -36,8 +36,10 @@ func registerGit() {
 			list(o("--amend").notPlainWrite("rewrites the last commit (history)"), o("-m|--message="), o("-F|--file=", R), o("--author="), o("--date="), o("--fixup="), o("--squash="), o("-C|--reuse-message="), o("--cleanup="), o("--trailer="), o("--pathspec-from-file=", R), o("-u|--untracked-files?"), o("-S|--gpg-sign?"),
 				o("-c|--reedit-message=").denyWith("opens an editor"), o("-e|--edit").denyWith("opens an editor"), o("-t|--template=").denyWith("opens an editor"), o("-p|--patch").denyWith("is interactive")))}),
 		sub("restore", &cmdSpec{write: true, opts: opts(flags("-S|--staged -W|--worktree --ours --theirs -m|--merge --ignore-unmerged --ignore-skip-worktree-bits --overlay --no-overlay -q|--quiet --progress --no-progress --recurse-submodules --no-recurse-submodules --pathspec-file-nul"), list(o("-s|--source="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
-		sub("switch", &cmdSpec{write: true, opts: opts(flags("-d|--detach --guess --no-guess -f|--force|--discard-changes -m|--merge -q|--quiet --no-track --recurse-submodules --no-recurse-submodules --ignore-other-worktrees --progress --no-progress"), list(o("-c|--create="), o("-C|--force-create="), o("--conflict="), o("--orphan="), o("-t|--track?")))}),
-		sub("checkout", &cmdSpec{write: true, opts: opts(flags("-f|--force -q|--quiet --detach --no-track -m|--merge --ours --theirs --recurse-submodules --no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -l --ignore-other-worktrees --progress --no-progress --guess --no-guess --ignore-skip-worktree-bits"), list(o("-b="), o("-B="), o("-t|--track?"), o("--orphan="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
+		// git switch refuses to discard local changes unless told to.
+		sub("switch", &cmdSpec{write: true, plainWrite: true, opts: opts(flags("-d|--detach --guess --no-guess -q|--quiet --no-track --recurse-submodules --no-recurse-submodules --ignore-other-worktrees --progress --no-progress"),
+			list(o("-f|--force|--discard-changes").notPlainWrite(whyDiscards), o("-m|--merge").notPlainWrite("merges local changes into the other branch's files (conflicts rewrite them)"), o("-c|--create="), o("-C|--force-create=").notPlainWrite("resets an existing branch"), o("--conflict="), o("--orphan=").notPlainWrite("empties the work tree of tracked files"), o("-t|--track?")))}),
+		sub("checkout", &cmdSpec{write: true, plainWrite: true, post: postGitCheckout, opts: opts(flags("-f|--force -q|--quiet --detach --no-track -m|--merge --ours --theirs --recurse-submodules --no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -l --ignore-other-worktrees --progress --no-progress --guess --no-guess --ignore-skip-worktree-bits"), list(o("-b="), o("-B="), o("-t|--track?"), o("--orphan="), o("--conflict="), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive")))}),
 		sub("fetch", &cmdSpec{net: true, write: true, operand: KURL, post: postGitURL, opts: opts(flags("--all -p|--prune -P|--prune-tags -t|--tags -n|--no-tags --unshallow -q|--quiet -v|--verbose -f|--force --dry-run --no-recurse-submodules --multiple --atomic --refetch --set-upstream --progress -u|--update-head-ok -4|--ipv4 -6|--ipv6 -k|--keep -a|--append --porcelain --no-write-fetch-head --write-fetch-head --no-show-forced-updates --show-forced-updates --update-shallow --no-auto-gc --auto-gc --no-auto-maintenance --auto-maintenance"),
 			list(o("--depth="), o("--deepen="), o("--shallow-since="), o("--shallow-exclude="), o("--recurse-submodules?").denyWith("fetches submodules from URLs the repository names (not checked)"), o("-j|--jobs="), o("--filter="), o("--negotiation-tip="), o("-o|--server-option="), o("--refmap="), o("--upload-pack=").denyWith("runs a program on the remote side chosen by the caller")))}),
 		sub("ls-remote", &cmdSpec{net: true, operand: KURL, post: postGitURL, opts: opts(flags("--heads --tags -t -b|--branches --refs -q|--quiet --exit-code --get-url --symref"),
@@ -49,20 +51,182 @@ func registerGit() {
 		sub("clone", &cmdSpec{net: true, write: true, operand: KURL, hasLast: true, last: W, post: postGitClone, opts: opts(flags("--single-branch --no-single-branch --shallow-submodules --no-shallow-submodules -q|--quiet -v|--verbose --progress -n|--no-checkout --sparse --no-tags --tags --dissociate -l|--local --no-local --no-hardlinks -s|--shared --remote-submodules --no-remote-submodules --also-filter-submodules --reject-shallow --no-reject-shallow -4|--ipv4 -6|--ipv6"),
 			list(o("--depth="), o("-b|--branch="), o("--recurse-submodules|--recursive?"), o("-o|--origin="), o("--filter="), o("--reference=", R), o("--reference-if-able=", R), o("--separate-git-dir=", W).denyWith(whyGitDir), o("--bare").denyWith(whyGitDir), o("--mirror").denyWith(whyGitDir), o("-j|--jobs="), o("--shallow-since="), o("--shallow-exclude="), o("--bundle-uri="), o("--server-option="), o("--revision="), o("--ref-format="),
 				o("--template=").denyWith("installs hooks from a template directory"), o("-c|--config=").denyWith(whyConfig), o("-u|--upload-pack=").denyWith("runs a program chosen by the caller")))}),
+		sub("stash", gitStash(logOpts, diffOpts)),
+		sub("reset", &cmdSpec{write: true, plainWrite: true, post: func(p *parsed) { gitPathspecs(p, 0) }, opts: opts(flags("--soft --mixed -q|--quiet --no-refresh --refresh -N|--intent-to-add --recurse-submodules --no-recurse-submodules --pathspec-file-nul"),
+			list(o("--hard").notPlainWrite(whyDiscards), o("--merge").notPlainWrite(whyDiscards), o("--keep").notPlainWrite(whyDiscards), o("--pathspec-from-file=", R), o("-p|--patch").denyWith("is interactive").onTerminal()))}),
+		sub("merge", &cmdSpec{write: true, plainWrite: true, operand: KOther, opts: opts(mergeOpts, flags("--commit --no-commit --ff --squash --no-squash --stat -n|--no-stat --summary --log --no-log --verify-signatures --no-verify-signatures --allow-unrelated-histories --continue --quit --overwrite-ignore --no-overwrite-ignore"),
+			list(o("-m|--message="), o("-F|--file=", R), o("--into-name="), o("--abort").notPlainWrite("abandons the merge and the changes made for it")))}),
+		sub("rebase", &cmdSpec{write: true, operand: KOther, opts: opts(mergeOpts, flags("--continue --skip --quit --abort --keep-base --root --autosquash --no-autosquash --committer-date-is-author-date --ignore-date --reset-author-date --update-refs --no-update-refs --fork-point --no-fork-point --force-rebase -f --keep-empty --no-keep-empty --apply -m|--merge -i|--interactive --reschedule-failed-exec --no-reschedule-failed-exec --show-current-patch --ignore-whitespace --stat -n|--no-stat --edit-todo --no-rebase-merges"),
+			list(o("--onto="), o("--empty="), o("-r|--rebase-merges?"), o("--whitespace="), o("-C="), o("-x|--exec=").denyWith("runs a shell command string after each commit (send the commands as argv instead)")))}),
+		sub("cherry-pick", &cmdSpec{write: true, plainWrite: true, operand: KOther, opts: opts(mergeOpts, flags("--continue --skip --quit -x -r --allow-empty --allow-empty-message --keep-redundant-commits"),
+			list(o("-n|--no-commit"), o("--ff"), o("-m|--mainline="), o("--empty="), o("--abort").notPlainWrite("abandons the cherry-pick and the changes made for it")))}),
+		sub("revert", &cmdSpec{write: true, plainWrite: true, operand: KOther, opts: opts(flags("--continue --skip --quit -n|--no-commit -s|--signoff --no-signoff --no-edit --no-gpg-sign --rerere-autoupdate --no-rerere-autoupdate --reference"),
+			list(o("-m|--mainline="), o("--cleanup="), o("--strategy="), o("-X|--strategy-option="), o("-S|--gpg-sign?"), o("-e|--edit").denyWith("opens an editor"), o("--abort").notPlainWrite("abandons the revert and the changes made for it")))}),
+		sub("tag", &cmdSpec{plainWrite: true, operand: KOther, post: postGitTag, opts: opts(flags("-a|--annotate -s|--sign --no-sign -f|--force -v|--verify -l|--list -i|--ignore-case --omit-empty --create-reflog --no-column"),
+			list(o("-n?"), o("-u|--local-user="), o("-m|--message="), o("-F|--file=", R), o("--cleanup="), o("--sort="), o("--contains?"), o("--no-contains?"), o("--merged?"), o("--no-merged?"), o("--points-at="), o("--format="), o("--color?"), o("--column?"), o("--trailer="),
+				o("-d|--delete").notPlainWrite("deletes tags"), o("-e|--edit").denyWith("opens an editor")))}),
+		sub("clean", &cmdSpec{post: postGitClean, opts: opts(flags("-d -f|--force -n|--dry-run -q|--quiet -x -X"), list(o("-e|--exclude="), o("-i|--interactive").denyWith("is interactive").onTerminal()))}),
+		sub("apply", &cmdSpec{operand: R, post: postGitApply, opts: opts(flags("--stat --numstat --summary --check --index --cached --intent-to-add -3|--3way --ours --theirs --union -R|--reverse --reject -z --unidiff-zero --apply --no-add --allow-binary-replacement --binary --recount --inaccurate-eof -v|--verbose -q|--quiet --allow-empty --ignore-space-change --ignore-whitespace --allow-overlap"),
+			list(o("-p="), o("-C="), o("--exclude="), o("--include="), o("--whitespace="), o("--directory="), o("--build-fake-ancestor=", W)))}),
+		sub("remote", gitRemote()),
+		sub("describe", &cmdSpec{operand: KOther, opts: opts(flags("--all --tags --long --always --first-parent --exact-match --debug --contains"), list(o("--abbrev?"), o("--candidates="), o("--match="), o("--exclude="), o("--dirty?"), o("--broken?")))}),
+		sub("shortlog", &cmdSpec{opts: opts(flags("-n|--numbered -s|--summary -e|--email -c|--committer --all --no-merges --merges --first-parent --reverse --mailmap --no-mailmap"), list(o("--since|--after="), o("--until|--before="), o("--author="), o("--group="), o("--format="), o("-w?")))}),
+		sub("reflog", gitReflog(logOpts)),
+		sub("worktree", gitWorktree()),
+		sub("bisect", gitBisect()),
 		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --no-includes --no-type"), list(o("--includes").denyWith("follows include.path to files the config names (not checked)"), o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
 	)
 	register("git", &toolSpec{chdir: "-C", fixedReads: gitFixedReads, derivedReads: gitDiffReads, check: checkGit, childEnv: gitConfigEnv, forced: forceGit, grammar: &cmdSpec{needSub: true, subs: subcmds, opts: opts(flags("-P|--no-pager --no-replace-objects --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --version --html-path --man-path --info-path --no-advice"),
 		list(o("-C=", R).movesDir(), o("--git-dir=", R).movesDir(), o("--work-tree=", R).movesDir(), o("--namespace="), o("--list-cmds="), o("--attr-source="),
 			o("--bare").denyWith("uses the directory as a bare repository, whose config the caller could have written (a config runs programs)"),
 			o("-c=").denyWith(whyConfig), o("--config-env=").denyWith(whyConfig), o("--exec-path?").denyWith("changes where git finds the programs it runs"), o("-p|--paginate").denyWith(whyPager), o("--super-prefix=").denyWith("is an internal option"), o("--help")))}})
-	for _, s := range subcmds {
-		s.index()
-		if _, ok := s.optIndex["-h"]; !ok {
-			s.opts = append(s.opts, o("-h"))
+	var addHelp func(m map[string]*cmdSpec)
+	addHelp = func(m map[string]*cmdSpec) {
+		for _, s := range m {
+			s.index()
+			if _, ok := s.optIndex["-h"]; !ok {
+				s.opts = append(s.opts, o("-h"))
+			}
+			if _, ok := s.optIndex["--help"]; !ok {
+				s.opts = append(s.opts, o("--help"))
+			}
+			addHelp(s.subs)
 		}
-		s.opts = append(s.opts, o("--help"))
+	}
+	addHelp(subcmds)
+}
+
+const whyDiscards = "discards changes in the work tree"
+
+// mergeOpts: the options merge, rebase and cherry-pick share.
+var mergeOpts = opts(flags("--no-ff --ff-only -q|--quiet -v|--verbose --progress --no-progress --autostash --no-autostash --signoff --no-signoff --verify --no-verify --no-edit --no-gpg-sign --rerere-autoupdate --no-rerere-autoupdate"),
+	list(o("-s|--strategy="), o("-X|--strategy-option="), o("-S|--gpg-sign?"), o("--cleanup="), o("-e|--edit").denyWith("opens an editor")))
+
+// gitStash: `git stash` alone is `git stash push`; list and show read.
+func gitStash(logOpts, diffOpts []*opt) *cmdSpec {
+	push := opts(flags("-k|--keep-index --no-keep-index -u|--include-untracked -a|--all -q|--quiet --staged -S --pathspec-file-nul"),
+		list(o("-m|--message="), o("--pathspec-from-file=", R0), o("-p|--patch").denyWith("is interactive").onTerminal()))
+	w := func(name string, more ...*opt) *cmdSpec {
+		return &cmdSpec{name: name, write: true, plainWrite: true, operand: KOther, opts: opts(flags("-q|--quiet"), more)}
+	}
+	return &cmdSpec{plainWrite: true, post: postGitStashPush, opts: push, subs: subs(
+		&cmdSpec{name: "push", write: true, plainWrite: true, post: func(p *parsed) { gitPathspecs(p, 0) }, opts: push},
+		&cmdSpec{name: "save", write: true, plainWrite: true, operand: KOther, opts: push},
+		w("pop", o("--index")), w("apply", o("--index")), w("branch"), w("store", o("-m|--message=")), w("create"),
+		&cmdSpec{name: "drop", write: true, operand: KOther, opts: flags("-q|--quiet")},
+		&cmdSpec{name: "clear", write: true},
+		&cmdSpec{name: "list", opts: logOpts},
+		&cmdSpec{name: "show", operand: KOther, opts: opts(diffOpts, flags("--include-untracked --only-untracked"))},
+	)}
+}
+
+// R0 is a path read (the kinds R and W are local to the register functions).
+const R0 = KPathRead
+
+func postGitStashPush(p *parsed) {
+	p.write = true
+	gitPathspecs(p, 0)
+}
+
+// postGitTag: a tag name (without a listing option) creates a tag.
+func postGitTag(p *parsed) {
+	if len(p.operands) > 0 && !p.has("-l", "-v", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-n") || p.has("-d", "-a", "-s", "-f", "-m", "-F") {
+		p.write = true
 	}
 }
+
+// postGitClean: clean removes untracked files (a dry run only lists them).
+func postGitClean(p *parsed) {
+	gitPathspecs(p, 0)
+	if !p.has("-n") {
+		p.write = true
+	}
+}
+
+// postGitApply: apply writes the files its patches name (not checked one
+// by one); --stat, --numstat, --summary and --check only read, unless
+// --apply is given too.
+func postGitApply(p *parsed) {
+	if p.has("--apply") || !p.has("--stat", "--numstat", "--summary", "--check") {
+		p.write = true
+	}
+}
+
+// gitRemote: listing remotes reads; add/remove/rename/set-url change the
+// repository's config (not a plain edit; the sandbox keeps .git/config
+// read-only); show, prune and update reach the remote.
+func gitRemote() *cmdSpec {
+	cfg := func(name string, more ...*opt) *cmdSpec {
+		return &cmdSpec{name: name, write: true, operand: KOther, post: postGitRemoteURL, opts: opts(list(more...))}
+	}
+	return &cmdSpec{opts: flags("-v|--verbose"), subs: subs(
+		cfg("add", o("-t="), o("-m="), o("-f"), o("--tags"), o("--no-tags"), o("--mirror?")),
+		cfg("remove"), cfg("rm"), cfg("rename", o("--progress"), o("--no-progress")),
+		cfg("set-url", o("--push"), o("--add"), o("--delete")),
+		cfg("set-branches", o("--add")),
+		&cmdSpec{name: "set-head", write: true, net: true, operand: KOther, opts: flags("-a|--auto -d|--delete")},
+		&cmdSpec{name: "get-url", operand: KOther, opts: flags("--push --all")},
+		&cmdSpec{name: "show", net: true, operand: KOther, post: func(p *parsed) {
+			if p.has("-n") {
+				p.net = false
+			}
+		}, opts: flags("-n")},
+		&cmdSpec{name: "prune", net: true, write: true, operand: KOther, opts: flags("-n|--dry-run")},
+		&cmdSpec{name: "update", net: true, write: true, operand: KOther, opts: flags("-p|--prune")},
+	)}
+}
+
+// postGitRemoteURL: a URL given to remote add/set-url is checked as a
+// remote (no transport helpers).
+func postGitRemoteURL(p *parsed) {
+	for _, op := range p.operands {
+		if strings.Contains(op.value, ":") {
+			checkGitURL(p, op.value)
+		}
+	}
+}
+
+// gitReflog: `git reflog` (show) reads; expire and delete rewrite it.
+func gitReflog(logOpts []*opt) *cmdSpec {
+	return &cmdSpec{operand: KOther, opts: logOpts, subs: subs(
+		&cmdSpec{name: "show", operand: KOther, opts: logOpts},
+		&cmdSpec{name: "exists", operand: KOther},
+		&cmdSpec{name: "expire", write: true, operand: KOther, opts: opts(flags("--all --single-worktree --rewrite --updateref --stale-fix -n|--dry-run --verbose"), list(o("--expire="), o("--expire-unreachable=")))},
+		&cmdSpec{name: "delete", write: true, operand: KOther, opts: flags("--rewrite --updateref -n|--dry-run --verbose")},
+	)}
+}
+
+// gitWorktree: list reads; add writes a new work tree (its path checked);
+// remove, prune, move, lock and unlock change the repository's worktrees.
+func gitWorktree() *cmdSpec {
+	W := KPathWrite
+	return &cmdSpec{needSub: true, subs: subs(
+		&cmdSpec{name: "list", opts: opts(flags("-v|--verbose --porcelain -z"), list(o("--expire=")))},
+		&cmdSpec{name: "add", write: true, operand: KOther, hasFirst: true, first: W, opts: opts(flags("-f|--force --detach --checkout --no-checkout --lock -q|--quiet --track --no-track --guess-remote --no-guess-remote --orphan --relative-paths --no-relative-paths"), list(o("-b="), o("-B="), o("--reason=")))},
+		&cmdSpec{name: "remove", write: true, operand: W, opts: flags("-f|--force")},
+		&cmdSpec{name: "move", write: true, operand: W, opts: flags("-f|--force")},
+		&cmdSpec{name: "prune", write: true, opts: opts(flags("-n|--dry-run -v|--verbose"), list(o("--expire=")))},
+		&cmdSpec{name: "lock", write: true, operand: KOther, opts: list(o("--reason="))},
+		&cmdSpec{name: "unlock", write: true, operand: KOther},
+		&cmdSpec{name: "repair", write: true, operand: KOther},
+	)}
+}
+
+// gitBisect: a bisection moves HEAD and the work tree through history
+// (not a plain edit: it asks); `bisect run` runs the given command at each
+// step.
+func gitBisect() *cmdSpec {
+	step := func(name string) *cmdSpec { return &cmdSpec{name: name, write: true, operand: KOther} }
+	return &cmdSpec{needSub: true, subs: subs(
+		&cmdSpec{name: "start", write: true, operand: KOther, opts: opts(flags("--no-checkout --first-parent"), list(o("--term-new|--term-bad="), o("--term-old|--term-good=")))},
+		step("bad"), step("good"), step("new"), step("old"), step("skip"), step("reset"), step("replay"),
+		&cmdSpec{name: "log"}, &cmdSpec{name: "terms", opts: flags("--term-good --term-bad --term-old --term-new")},
+		&cmdSpec{name: "visualize", opts: logOpts0()}, &cmdSpec{name: "view", opts: logOpts0()},
+		&cmdSpec{name: "run", write: true, posix: true, operand: KOther},
+	)}
+}
+
+func logOpts0() []*opt { return flags("--stat --oneline -p") }
 
 const whyGitDir = "creates a repository whose config is not in a .git directory (a writable config runs programs)"
 
@@ -97,11 +261,23 @@ func postGitDiff(p *parsed) {
 }
 
 func postGitBranch(p *parsed) {
+	if p.has("-d", "-D", "-m", "-M", "-C", "-f") {
+		p.notPlain = append(p.notPlain, "git branch -d/-D/-m/-M/-C/-f deletes, renames or overwrites branches")
+	}
 	if p.has("-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "--unset-upstream", "-t", "--no-track", "--create-reflog") {
 		p.write = true
 	}
 	if len(p.operands) > 0 && !p.has("-l", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at") {
 		p.write = true
+	}
+}
+
+// postGitCheckout: git checkout can discard changes (checkout FILE, -f);
+// only checkout -b NAME [START] creates a branch and switches to it as git
+// switch -c does, which refuses to discard local changes.
+func postGitCheckout(p *parsed) {
+	if !p.has("-b") || p.has("-f", "-m", "-B", "--orphan", "--ours", "--theirs", "--pathspec-from-file") || len(p.operands) > 1 {
+		p.notPlain = append(p.notPlain, "git checkout is not a plain edit (it can discard changes in the work tree; only checkout -b NAME [START] is)")
 	}
 }
 

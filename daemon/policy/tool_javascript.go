@@ -15,7 +15,7 @@ func registerJS() {
 	R, W := KPathRead, KPathWrite
 	jsGlobal := opts(flags("-D|--save-dev -P|--save-prod -O|--save-optional -E|--save-exact -B|--save-bundle --no-save -S|--save --save-peer --ignore-scripts --no-audit --audit --no-fund --production --legacy-peer-deps --strict-peer-deps -f|--force --dry-run --prefer-offline --offline --prefer-online --package-lock-only --no-package-lock --workspaces --if-present -s|--silent -q|--quiet --json -p|--parseable -l|--long -a|--all --no-color --progress --no-progress --foreground-scripts --install-links --verbose -d --frozen-lockfile --no-frozen-lockfile --immutable --recursive -r --include-workspace-root --fix -h|--help -v|--version --prod --dev --no-optional --lockfile-only --check-files --non-interactive --pure-lockfile"),
 		list(o("--omit="), o("--include="), o("-w|--workspace|--filter="), o("--loglevel="), o("--depth="), o("--registry="), o("--audit-level="), o("--cache=", W), o("--color="), o("--install-strategy="), o("--save-prefix="), o("--tag="), o("--before="), o("--reporter="), o("-C|--dir=", R).movesDir(), o("--cwd=", R).movesDir(),
-			o("-g|--global").denyWith("installs outside the workspace"), o("--location=").denyWith("installs outside the workspace"), o("--prefix=").denyWith("installs outside the workspace"), o("--script-shell=").denyWith("chooses the shell that runs scripts"), o("--node-options=").denyWith("injects node options"), o("--userconfig=").denyWith("loads a config file that can run programs"), o("--globalconfig=").denyWith("loads a config file that can run programs"), o("--init-module=").denyWith("runs a module"), o("-y|--yes").denyWith("auto-confirms running downloaded code"), o("--unsafe-perm").denyWith("runs scripts as root")))
+			o("-g|--global").denyWith("installs outside the workspace"), o("--location=").denyWith("installs outside the workspace"), o("--prefix=", R).movesDir(), o("--script-shell=").denyWith("chooses the shell that runs scripts"), o("--node-options=").denyWith("injects node options"), o("--userconfig=").denyWith("loads a config file that can run programs"), o("--globalconfig=").denyWith("loads a config file that can run programs"), o("--init-module=").denyWith("runs a module"), o("-y|--yes").denyWith("auto-confirms running downloaded code"), o("--unsafe-perm").denyWith("runs scripts as root")))
 	js := func(tool string) {
 		install := &cmdSpec{inherit: true, net: true, write: true, code: true, post: postJSInstall}
 		test := &cmdSpec{inherit: true, code: true}
@@ -36,8 +36,14 @@ func registerJS() {
 			"view": withName("view", readNet), "outdated": withName("outdated", readNet), "audit": withName("audit", audit), "info": withName("info", readNet),
 			"pack": withName("pack", write), "prune": withName("prune", write), "dedupe": withName("dedupe", write),
 			"config": withName("config", &cmdSpec{inherit: true, post: postJSConfig}),
-			"exec":   withName("exec", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s exec runs a downloaded or arbitrary program", p.tool) }}),
-			"dlx":    withName("dlx", &cmdSpec{inherit: true, post: func(p *parsed) { p.deny(RiskCritical, "%s dlx runs a downloaded program", p.tool) }}),
+			// exec and dlx run a package's program, downloaded when it is
+			// not installed: project code from the network, which asks.
+			"exec": withName("exec", &cmdSpec{inherit: true, net: true, write: true, code: true, post: func(p *parsed) {
+				p.ask(RiskHigh, "%s exec runs a package's program, downloading it when it is not installed (project code from the network)", p.tool)
+			}}),
+			"dlx": withName("dlx", &cmdSpec{inherit: true, net: true, write: true, code: true, post: func(p *parsed) {
+				p.ask(RiskHigh, "%s dlx downloads a package and runs its program (project code from the network)", p.tool)
+			}}),
 		}
 		al := map[string]string{"i": "install", "isntall": "install", "in": "install", "t": "test", "tst": "test", "run-script": "run", "rum": "run", "urn": "run", "list": "ls", "ll": "ls", "la": "ls", "v": "view", "show": "view", "c": "config", "x": "exec", "rm": "remove", "r": "remove", "un": "remove", "uninstall": "remove", "unlink": "remove", "up": "update", "upgrade": "update", "clean-install": "ci", "install-clean": "ci", "ic": "ci", "rb": "rebuild", "ddp": "dedupe"}
 		if tool != "npm" {
@@ -96,7 +102,7 @@ func jsEntry(tool string) *entryFiles {
 
 func jsDirs(pc *parsed, dir string) []string {
 	var out []string
-	for _, d := range pc.values("-w", "-C", "--cwd") {
+	for _, d := range pc.values("-w", "-C", "--cwd", "--prefix") {
 		if d != "" && !strings.ContainsAny(d, "*{}@") {
 			out = append(out, resolvePath(dir, d))
 		}

@@ -56,7 +56,15 @@ func TestUv(t *testing.T) {
 		"configuration":         {"uv", "--config-file", "x.toml", "sync"},
 		"unknown option":        {"uv", "sync", "--frob"},
 	} {
-		if d := f.decide(argv, ModeTrusted); d.Verdict != Deny || !hasReason(d, why) {
+		d := f.decide(argv, ModeTrusted)
+		if unknownArgsReason(why) {
+			// unknown code, never a hard deny (issue 31): confirm asks
+			if dc := f.decide(argv, ModeConfirm); d.Verdict == Deny || dc.Verdict != Ask || !hasReason(dc, why) {
+				t.Errorf("%q: trusted %s, confirm %s, want unknown code with %q; reasons %v", argv, d.Verdict, dc.Verdict, why, dc.Reasons)
+			}
+			continue
+		}
+		if d.Verdict != Deny || !hasReason(d, why) {
 			t.Errorf("%q: %s, want deny with %q; reasons %v", argv, d.Verdict, why, d.Reasons)
 		}
 	}

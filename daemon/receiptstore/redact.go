@@ -48,6 +48,9 @@ var rules = []rule{
 	{"json_secret", regexp.MustCompile(`(?i)"[a-z0-9_.\-]*(?:password|passwd|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|credentials?)"\s*:\s*"((?:[^"\\]|\\.)*)"`), 1, []string{"passw", "secret", "token", "key", "credential"}, `"`, false, false},
 	{"assignment", regexp.MustCompile(`(?i)\b[a-z0-9_.\-]*(?:_key|_token|_secret|_password|_passwd|_pwd|password|passwd|secret|token|apikey)\s*=\s*("[^"]*"|'[^']*'|[^\s"'&;,]+)`), 1, []string{"_key", "token", "secret", "passw", "_pwd", "apikey"}, "=", false, true},
 	{"yaml_password", regexp.MustCompile(`(?i)\b(?:password|passwd)\s*:\s*([^\s"',}]+)`), 1, []string{"passw"}, ":", false, false},
+	// The password of a URL's userinfo (postgres://user:PASSWORD@host/db), in
+	// any scheme; the user name and the host stay.
+	{"url_password", regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:]*:([^\s/?#@]+)@`), 1, []string{"://"}, "@", false, false},
 	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`), 0, []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"}, "", true, false},
 	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})\b`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, "", true, false},
 	{"slack_token", regexp.MustCompile(`\bxox[a-z]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}, "", true, false},

@@ -38,6 +38,9 @@ func TestRedactSecretShapes(t *testing.T) {
 		{"json password", `{"user":"a","password": "p\"ss wörd"}`, `p\"ss wörd`, []string{`"user":"a"`}},
 		{"json api_key", `{"api_key":"k-1234567"}`, "k-1234567", nil},
 		{"yaml password", "password: hunter2x\nuser: bob", "hunter2x", []string{"user: bob"}},
+		{"url password postgres", "DATABASE_URL=postgres://app:Sup3rPassw0rd@db.internal:5432/shop", "Sup3rPassw0rd", []string{"postgres://app:", "@db.internal:5432/shop"}},
+		{"url password in output", "connecting to redis://:hunter2hunter@127.0.0.1:6379/0 ...", "hunter2hunter", []string{"@127.0.0.1:6379/0 ..."}},
+		{"url password https", "git clone https://bot:ghx-9z9z9z9z@git.example.com/r.git", "ghx-9z9z9z9z", []string{"https://bot:", "git.example.com/r.git"}},
 		{"aws access key", "key id " + aws + " found", aws, []string{"found"}},
 		{"github ghp", "token " + ghp, ghp, nil},
 		{"github gho", gho + " ok", gho, []string{" ok"}},
@@ -71,6 +74,7 @@ func TestRedactSecretShapes(t *testing.T) {
 		"git status --short", "task-manager-for-the-big-project", "ls -la /home/dev",
 		"the key is in the drawer", "token bucket refill", "sk-short",
 		`{"tokens_used": 12}`, "PATH=/usr/bin:/bin", "KEYBOARD=us",
+		"https://example.com:8443/path?q=1", "ssh://git@github.com/o/r.git", "mailto:user@example.com",
 	} {
 		if out := r.Redact(plain); out != plain {
 			t.Errorf("over-redacted %q -> %q", plain, out)

@@ -434,6 +434,19 @@ func (s *Store) Get(id string) (*receipt.Receipt, error) {
 	return decodeStored(body)
 }
 
+// ByExecution returns the final receipt of an execution.
+func (s *Store) ByExecution(executionID string) (*receipt.Receipt, error) {
+	var body []byte
+	err := s.db.QueryRow(`SELECT body FROM receipts WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`, executionID).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: execution %s", ErrNotFound, executionID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeStored(body)
+}
+
 // GetSeq returns the receipt at seq.
 func (s *Store) GetSeq(seq int64) (*receipt.Receipt, error) {
 	var body []byte
@@ -586,6 +599,20 @@ func (s *Store) StoredSince(requester string, t time.Time) (int64, error) {
 	var n int64
 	err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts WHERE started_ns >= ? AND (? = '' OR requester = ?)`,
 		t.UnixNano(), requester, requester).Scan(&n)
+	return n, err
+}
+
+// TotalBytes is how many bytes of receipts the store holds (the stored
+// bodies, as StoredSince counts them).
+func (s *Store) TotalBytes() (int64, error) {
+	s.usage.mu.Lock()
+	loaded, total := s.usage.loaded, s.usage.total
+	s.usage.mu.Unlock()
+	if loaded {
+		return total, nil
+	}
+	var n int64
+	err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts`).Scan(&n)
 	return n, err
 }
 

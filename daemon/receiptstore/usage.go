@@ -18,6 +18,7 @@ type usage struct {
 	loaded  bool
 	since   int64 // entries cover every receipt started at or after since (ns)
 	entries []usageEntry
+	total   int64 // bytes of every receipt held (TotalBytes)
 }
 
 type usageEntry struct {
@@ -50,8 +51,12 @@ func (s *Store) loadUsage() error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("receipt store: reading recent usage: %w", err)
 	}
+	var total int64
+	if err := s.db.QueryRow(`SELECT COALESCE(SUM(length(body)), 0) FROM receipts`).Scan(&total); err != nil {
+		return fmt.Errorf("receipt store: reading usage: %w", err)
+	}
 	s.usage.mu.Lock()
-	s.usage.loaded, s.usage.since, s.usage.entries = true, since, entries
+	s.usage.loaded, s.usage.since, s.usage.entries, s.usage.total = true, since, entries, total
 	s.usage.mu.Unlock()
 	return nil
 }
@@ -75,6 +80,7 @@ func (s *Store) addUsage(es []usageEntry) {
 		u.entries, u.since = kept, cut
 	}
 	for _, e := range es {
+		u.total += e.size
 		if e.started >= u.since {
 			u.entries = append(u.entries, e)
 		}

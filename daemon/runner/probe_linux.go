@@ -177,10 +177,28 @@ func probeKillFreeze(mount, own string) (kill, freeze bool) {
 	}
 	dir, err := os.MkdirTemp(own, "termd-probe-")
 	if err != nil {
-		return false, false
+		// Not ours to create (user mode in the root cgroup): any existing
+		// child cgroup tells what the kernel offers just as well.
+		return childKillFreeze(mount)
 	}
 	defer os.Remove(dir)
 	return exists(filepath.Join(dir, "cgroup.kill")), exists(filepath.Join(dir, "cgroup.freeze"))
+}
+
+// childKillFreeze looks for cgroup.kill / cgroup.freeze in the first child
+// cgroup of the v2 mount.
+func childKillFreeze(mount string) (kill, freeze bool) {
+	ents, err := os.ReadDir(mount)
+	if err != nil {
+		return false, false
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			d := filepath.Join(mount, e.Name())
+			return exists(filepath.Join(d, "cgroup.kill")), exists(filepath.Join(d, "cgroup.freeze"))
+		}
+	}
+	return false, false
 }
 
 func hasCapSysAdmin() bool {

@@ -122,6 +122,9 @@ func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, 
 		return nil, rec, &RefusedError{Missing: missing}
 	}
 	rec.Missing = missing
+	if paths.RootMap != 0 && (sup.LauncherErr != "" || sup.Launcher == "") {
+		return nil, rec, &RootMapError{Why: "the termd-launch helper that would map it is missing (" + strings.Join(missing, "; ") + ")"}
+	}
 	if sup.LauncherErr != "" || sup.Launcher == "" || sup.Platform == "" {
 		// Nothing to confine with (best effort): run unconfined, and say so.
 		rec.Level = LevelNone
@@ -160,7 +163,16 @@ func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, 
 			rec.Seccomp = true
 		}
 	}
-	if mounts := mountsFor(p, paths, rules); len(mounts) > 0 {
+	mounts := mountsFor(p, paths, rules)
+	if paths.RootMap != 0 {
+		idmaps, err := mapRoot(l, p, paths, sup)
+		if err != nil {
+			return nil, rec, err
+		}
+		mounts = append(idmaps, mounts...)
+		rec.RootMappedTo = paths.RootMap
+	}
+	if len(mounts) > 0 {
 		if sup.MountNS {
 			l.Config.Mounts = mounts
 			l.Config.UserNS = sup.UserNS

@@ -44,6 +44,11 @@ func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, 
 	return &launcher.Launch{Path: sandboxExec, Prefix: []string{"-p", SeatbeltProfile(p, paths)}}, rec, nil
 }
 
+// CheckRootMap: only Linux has user namespaces to map root with.
+func CheckRootMap(string, uint32, []string) error {
+	return &RootMapError{Why: "this operating system has no user namespaces"}
+}
+
 // RefusedError is a refusal because the host cannot enforce a profile.
 type RefusedError struct{ Missing []string }
 

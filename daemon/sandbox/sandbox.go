@@ -202,6 +202,23 @@ type Record struct {
 	MountNS     bool     `json:"mount_namespace"`
 	CapsDropped bool     `json:"capabilities_dropped"`
 	Missing     []string `json:"missing,omitempty"`
+	// RootMappedTo: the command ran as uid 0 in a user namespace, as this
+	// unprivileged uid on the host (Paths.RootMap).
+	RootMappedTo uint32 `json:"root_mapped_to,omitempty"`
+}
+
+// DefaultRootMapUID is the host uid a command run for root holds when
+// sandbox_root_map_uid is not set: in Debian's reserved range (65000-65533),
+// beside nobody, which services use and so must not be shared.
+const DefaultRootMapUID = 65533
+
+// RootMapError refuses a command run for root that would hold host root
+// because the host cannot give it root in a user namespace instead.
+type RootMapError struct{ Why string }
+
+func (e *RootMapError) Error() string {
+	return "this command would run as root and so hold host root, which only a plan marked privileged may (a person approves each one): " + e.Why +
+		". Replan it with --privileged to have it approved as a run as real root, or run it as another user"
 }
 
 // Paths is the per-execution context a profile is applied in.
@@ -218,6 +235,13 @@ type Paths struct {
 	// (found in the workspace roots and along the working directory).
 	ProtectedNames []string
 	ProtectedDirs  []string
+	// RootMap, when not 0, is the unprivileged host uid (and gid) a command
+	// run for root holds (Linux, termd as root): it is uid 0 inside a user
+	// namespace mapping 0 to RootMap, with the workspace roots, HOME, TMPDIR
+	// and approved write targets mounted idmapped, so files it creates there
+	// are root's on the disk. Root's files elsewhere read as another user's
+	// and root-only sockets refuse it. 0: the command keeps its uid.
+	RootMap uint32
 	// Terminal: the execution runs on a pseudo-terminal, so /dev/tty (its
 	// controlling terminal, which pagers open) may be read, written and
 	// controlled.

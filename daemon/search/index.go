@@ -62,6 +62,7 @@ type Index struct {
 
 	wake   chan struct{}
 	rounds atomic.Int64       // background catch-ups so far
+	size   atomic.Int64       // Bytes
 	stop   context.CancelFunc // ends the follower, between batches
 	ctx    context.Context
 	done   chan struct{}
@@ -138,6 +139,7 @@ func (x *Index) openLocked() error {
 		return fmt.Errorf("index version %q, want %q", v, schemaVersion)
 	}
 	x.db = db
+	x.measureLocked()
 	return nil
 }
 
@@ -323,7 +325,9 @@ func (x *Index) dropPrunedLocked(first, last int64) error {
 	if _, err := tx.Exec(`DELETE FROM docs WHERE seq < ?`, cut); err != nil {
 		return err
 	}
-	return tx.Commit()
+	err = tx.Commit()
+	x.measureLocked()
+	return err
 }
 
 func (x *Index) addLocked(rs []receiptstore.Stored) error {
@@ -351,7 +355,9 @@ func (x *Index) addLocked(rs []receiptstore.Stored) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	err = tx.Commit()
+	x.measureLocked()
+	return err
 }
 
 // Rebuild throws the index away and builds it again from every receipt
@@ -371,6 +377,31 @@ func (x *Index) Rebuild(ctx context.Context) (int64, error) {
 	}
 	return x.Count()
 }
+
+// Bytes is the size of what the index holds: its database's pages in use
+// (the write-ahead log's included, the free ones not), less those of an
+// empty index, as of its last change; the storage budgets count it
+// (broker: storage.go). It never waits for a catch-up.
+func (x *Index) Bytes() int64 { return x.size.Load() }
+
+// measureLocked updates Bytes after a change.
+func (x *Index) measureLocked() {
+	if x.db == nil {
+		x.size.Store(0)
+		return
+	}
+	var pages, free, size int64
+	if err := errors.Join(x.db.QueryRow(`PRAGMA page_count`).Scan(&pages),
+		x.db.QueryRow(`PRAGMA freelist_count`).Scan(&free),
+		x.db.QueryRow(`PRAGMA page_size`).Scan(&size)); err != nil {
+		return
+	}
+	x.size.Store(max(0, (pages-free)*size-emptyIndexBytes))
+}
+
+// emptyIndexBytes is about what an index without documents takes (its
+// schema and the FTS5 tables' first pages).
+const emptyIndexBytes = 64 << 10
 
 // Count is how many receipts the index holds.
 func (x *Index) Count() (int64, error) {

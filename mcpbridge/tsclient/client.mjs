@@ -40,7 +40,7 @@ const callOn = async (c, name, args, progress, signal) => {
   const seen = [];
   const o = progress || signal ? { signal, onprogress: progress ? (p) => seen.push(p.message || '') : undefined } : undefined;
   const r = modern ? await c.callTool({ name, arguments: args }, o) : await c.callTool({ name, arguments: args }, undefined, o);
-  return { isError: !!r.isError, sc: r.structuredContent || {}, progress: seen, text: (r.content || []).map((c) => c.text || '').join('\n') };
+  return { isError: !!r.isError, sc: r.structuredContent || {}, progress: seen, text: (r.content || []).map((c) => c.text || '').join('\n'), links: (r.content || []).filter((c) => c.type === 'resource_link').map((c) => c.uri) };
 };
 const call = (name, args, progress) => callOn(client, name, args, progress);
 
@@ -52,6 +52,10 @@ let r = await call('terminal_plan', { argv: ['pwd'] });
 out({ step: 'plan_pwd', ...r });
 r = await call('terminal_execute', { plan_id: r.sc.plan_id }, true);
 out({ step: 'execute_pwd', ...r });
+// One call: planned and, being allowed, run (its result is checked
+// against terminal_run's output schema by the SDK).
+r = await call('terminal_run', { argv: ['pwd'] });
+out({ step: 'run_pwd', ...r });
 
 r = await call('terminal_plan', { argv: ['sudo', 'ls'] });
 out({ step: 'plan_sudo', ...r });

@@ -296,12 +296,13 @@ export function planView(main, ctx, id) {
         ['Network', p.network ? 'yes' : 'no'],
         ['Runs project code', p.runs_project_code ? 'yes' : 'no'],
         ['Credentials', (d.credentials || []).length ? h('span', { id: 'plan-credentials' }, d.credentials.join(', ')) : ''],
+        ['Privileged', d.privileged ? h('strong', { id: 'plan-privileged' }, 'yes: runs as real host root (not root in a user namespace)') : ''],
         ['Sandbox', h('span', { id: 'sandbox' }, sandboxText(d.sandbox || p.sandbox))],
         ['Rules', (d.rules || []).join(', ')],
         ['Policy', d.policy_version]])]);
 
     // The canonical request: exactly what an approval is for.
-    const canon = { argv: d.argv, exec_argv: d.exec_argv, cwd: d.cwd, env: d.env, credentials: d.credentials, mode: d.mode, timeout_seconds: d.timeout_seconds,
+    const canon = { argv: d.argv, exec_argv: d.exec_argv, cwd: d.cwd, env: d.env, credentials: d.credentials, privileged: d.privileged || undefined, mode: d.mode, timeout_seconds: d.timeout_seconds,
       resolved_path: d.resolved_path, binary_sha256: d.binary_sha256, run_as: d.run_as };
     // Prefer the daemon's own canonical request (the bytes whose sha256 is the
     // hash); fall back to the decision's fields if the policy has changed since.

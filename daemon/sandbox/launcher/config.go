@@ -93,6 +93,12 @@ type Config struct {
 	// UserNS: termd is not root, so the launcher makes its private mount
 	// namespace inside a new user namespace that maps only its own uid/gid.
 	UserNS bool `json:"userns,omitempty"`
+	// UserNSFD: a user namespace (an index into the extra descriptors,
+	// FirstFD + n; 0 = none) whose mapping the "idmap" mounts take and
+	// which the launcher enters after its mounts, becoming uid 0 in it
+	// (unless the credentials say otherwise): a command run for root holds
+	// an unprivileged uid on the host (sandbox.RootMap).
+	UserNSFD int `json:"userns_fd,omitempty"`
 	// SayConfined: the launcher says Confined once it has confined itself
 	// (termd waits for it to open the launcher's mount namespace).
 	SayConfined bool `json:"say_confined,omitempty"`
@@ -137,7 +143,8 @@ type Config struct {
 // protecting the wrong file.
 type Mount struct {
 	// Kind: "readonly" binds Path onto itself read-only; "hide" covers Path
-	// with an empty read-only directory (or /dev/null for a file).
+	// with an empty read-only directory (or /dev/null for a file); "idmap"
+	// binds Path onto itself idmapped through Config.UserNSFD's mapping.
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 }
@@ -183,6 +190,9 @@ func (c Config) Encode() []byte {
 	}
 	if c.UserNS {
 		kv("userns", "1")
+	}
+	if c.UserNSFD > 0 {
+		kv("userns_fd", strconv.Itoa(c.UserNSFD))
 	}
 	for _, m := range c.Mounts {
 		kv(m.Kind, m.Path)

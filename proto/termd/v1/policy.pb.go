@@ -444,7 +444,8 @@ func (x *ListCredentialsResponse) GetCredentials() []*CredentialInfo {
 }
 
 // CredentialInfo describes a credential: its name, scopes and source, never
-// its value.
+// its value. A caller that is not an operator gets name, programs, inject
+// and readable only: source, path and principals are left empty.
 type CredentialInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// An environment variable name (GH_TOKEN).

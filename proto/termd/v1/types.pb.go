@@ -659,7 +659,13 @@ type CommandRequest struct {
 	// Credentials (names, docs/CREDENTIALS.md) the command receives in its
 	// environment; termd reads their values when it starts. Part of the
 	// canonical request by name only.
-	Credentials   []string `protobuf:"bytes,9,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	Credentials []string `protobuf:"bytes,9,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	// Run as real host root (Linux, termd as root): a command that runs as
+	// root otherwise holds uid 0 only inside a user namespace and an
+	// unprivileged uid on the host (docs/SANDBOX.md). A privileged plan always
+	// needs a person's approval, whatever the mode, and no grant covers it.
+	// Part of the canonical request.
+	Privileged    bool `protobuf:"varint,10,opt,name=privileged,proto3" json:"privileged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -755,6 +761,13 @@ func (x *CommandRequest) GetCredentials() []string {
 		return x.Credentials
 	}
 	return nil
+}
+
+func (x *CommandRequest) GetPrivileged() bool {
+	if x != nil {
+		return x.Privileged
+	}
+	return false
 }
 
 // TerminalOptions asks for a pseudo-terminal of this size.
@@ -914,7 +927,10 @@ type Decision struct {
 	// The pseudo-terminal the execution runs on (sizes defaulted), when asked for.
 	Tty *TerminalOptions `protobuf:"bytes,22,opt,name=tty,proto3" json:"tty,omitempty"`
 	// The credentials (names, sorted) the execution receives.
-	Credentials   []string `protobuf:"bytes,23,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	Credentials []string `protobuf:"bytes,23,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	// The plan runs as real host root (CommandRequest.privileged): asked,
+	// always.
+	Privileged    bool `protobuf:"varint,24,opt,name=privileged,proto3" json:"privileged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1108,6 +1124,13 @@ func (x *Decision) GetCredentials() []string {
 		return x.Credentials
 	}
 	return nil
+}
+
+func (x *Decision) GetPrivileged() bool {
+	if x != nil {
+		return x.Privileged
+	}
+	return false
 }
 
 // SandboxProfile is how the kernel confines an execution (docs/SANDBOX.md).
@@ -2601,7 +2624,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\xf3\x02\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\x93\x03\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
@@ -2611,7 +2634,11 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x12\x18\n" +
 	"\asandbox\x18\a \x01(\tR\asandbox\x12+\n" +
 	"\x03tty\x18\b \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x12 \n" +
-	"\vcredentials\x18\t \x03(\tR\vcredentials\x1a6\n" +
+	"\vcredentials\x18\t \x03(\tR\vcredentials\x12\x1e\n" +
+	"\n" +
+	"privileged\x18\n" +
+	" \x01(\bR\n" +
+	"privileged\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
@@ -2623,7 +2650,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"PolicyStep\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xd7\x06\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xf7\x06\n" +
 	"\bDecision\x12+\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x11.termd.v1.VerdictR\averdict\x12\"\n" +
 	"\x04risk\x18\x02 \x01(\x0e2\x0e.termd.v1.RiskR\x04risk\x12\x18\n" +
@@ -2648,7 +2675,10 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\texec_argv\x18\x14 \x03(\tR\bexecArgv\x122\n" +
 	"\asandbox\x18\x15 \x01(\v2\x18.termd.v1.SandboxProfileR\asandbox\x12+\n" +
 	"\x03tty\x18\x16 \x01(\v2\x19.termd.v1.TerminalOptionsR\x03tty\x12 \n" +
-	"\vcredentials\x18\x17 \x03(\tR\vcredentials\x1a6\n" +
+	"\vcredentials\x18\x17 \x03(\tR\vcredentials\x12\x1e\n" +
+	"\n" +
+	"privileged\x18\x18 \x01(\bR\n" +
+	"privileged\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +

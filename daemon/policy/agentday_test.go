@@ -1,0 +1,88 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/termd/termd/internal/cmdline"
+)
+
+// TestBenchPolicyAgentDay decides an ordinary agent day (testdata/agentday.txt,
+// 190 commands) in confirm mode, with the sandbox fully enforced and with it
+// unavailable, and counts what is denied, what asks and what runs without
+// approval (issue 31: nothing ordinary is hard-denied). It fails when an
+// everyday command is denied or a kept denial is not. `make bench` prints the
+// counts (TERMD_BENCH=1).
+func TestBenchPolicyAgentDay(t *testing.T) {
+	f := newFixture(t)
+	for _, fl := range []string{"package.json", "index.js", "test/a.test.js", "tests/test_a.py", "fix.patch", "requirements.txt", "web/package.json", "Makefile", "go.mod", "Cargo.toml"} {
+		mustWrite(t, f.ws+"/"+fl, "x\n")
+	}
+	if err := os.Chmod(f.ws+"/script.sh", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("testdata/agentday.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		argv []string
+		kept bool
+	}
+	var day []line
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		cmd, mark, _ := strings.Cut(l, "##")
+		argv, err := cmdline.Split(strings.TrimSpace(cmd))
+		if err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		day = append(day, line{argv, strings.TrimSpace(mark) == "kept"})
+	}
+	if len(day) < 150 {
+		t.Fatalf("the agent day has %d commands; it needs at least 150", len(day))
+	}
+	report := func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		if os.Getenv("TERMD_BENCH") != "" {
+			fmt.Println("BENCH policy-agentday: " + s)
+		}
+		t.Log(s)
+	}
+	enforced := f.ctx
+	enforced.Sandbox, enforced.SandboxBy = true, "Landlock"
+	for _, c := range []struct {
+		name string
+		ctx  Context
+	}{{"sandbox enforced", enforced}, {"sandbox unavailable", f.ctx}} {
+		var denied, asked, ran, kept int
+		var askedLines []string
+		for _, l := range day {
+			d := f.pol.Decide(Request{Argv: l.argv, Cwd: f.ws, Mode: ModeConfirm}, c.ctx)
+			switch {
+			case l.kept:
+				kept++
+				if d.Verdict != Deny || !hasReason(d, "even inside the sandbox") {
+					t.Errorf("%s: kept denial %q: %s %q", c.name, l.argv, d.Verdict, d.Reasons)
+				}
+			case d.Verdict == Deny:
+				denied++
+				t.Errorf("%s: everyday command %q denied: %q", c.name, l.argv, d.Reasons)
+			case d.Verdict == Ask:
+				asked++
+				askedLines = append(askedLines, cmdline.Quote(l.argv))
+			default:
+				ran++
+			}
+		}
+		report("%-20s everyday %d: denied %d, asked %d, ran without approval %d; kept hard denials %d", c.name+":", len(day)-kept, denied, asked, ran, kept)
+		if c.ctx.Sandbox {
+			report("asked with the sandbox enforced: %s", strings.Join(askedLines, " | "))
+		}
+	}
+}
