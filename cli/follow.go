@@ -42,6 +42,7 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 		receipt    *termdv1.ReceiptSummary
 		gotEvent   bool
 		wantCancel bool
+		lagged     bool
 	)
 	cancelExec := func() {
 		fmt.Fprintf(a.stderr, "termctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", execID)
@@ -114,6 +115,10 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 				if _, err := w.Write(out.Data); err != nil && !errors.Is(err, syscall.EPIPE) {
 					return err
 				}
+			case termdv1.EventKind_EVENT_KIND_LAGGED:
+				// termd skipped this reader ahead: the session's commands
+				// wrote more than its event ring holds before it read on.
+				lagged = true
 			case termdv1.EventKind_EVENT_KIND_PAUSED:
 				if isTerminal(a.stderr) {
 					fmt.Fprintln(a.stderr, "termctl: paused (termctl resume "+execID+")")
@@ -150,6 +155,9 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 			}
 			if final == nil {
 				return exitWith(ExitRefused, fmt.Errorf("the execution stream of plan %s ended without a result: see `termctl receipts list`", planID))
+			}
+			if lagged {
+				fmt.Fprintf(a.stderr, "termctl: this termctl fell behind termd's events (the session's commands wrote faster than it read) and some of the output was skipped here; `termctl output %s` reads what termd kept\n", final.Id)
 			}
 			res.Execution = final
 			res.ReceiptID = final.ReceiptId

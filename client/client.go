@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -85,6 +86,7 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 	}
 	conn, err := grpc.NewClient("unix://"+socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialer(socket, operatorSocket(socket))),
 		grpc.WithChainUnaryInterceptor(unaryInterceptor(socket, md, o.CallTimeout)),
 		grpc.WithChainStreamInterceptor(streamInterceptor(socket, md)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
@@ -93,6 +95,37 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 		return nil, fmt.Errorf("connecting to termd at %s: %w", socket, err)
 	}
 	return FromConn(conn, socket), nil
+}
+
+// operatorSocket is where the operator socket of socket is:
+// $TERMD_OPERATOR_SOCKET, or beside socket under its usual name.
+func operatorSocket(socket string) string {
+	if s := os.Getenv(wire.OperatorSocketEnv); s != "" {
+		return s
+	}
+	return wire.OperatorSocket(socket)
+}
+
+// dialer connects to the operator socket when this process may open it
+// (root, termd's own user), else to the shared socket. termd accepts from
+// the operator socket whatever agents do to the shared one. A shared socket
+// whose queue of connections waiting to be accepted is full (clients
+// connecting in a loop) refuses a connect with EAGAIN at once: the dialer
+// then waits for its turn (waitConnect) until the call's connect deadline.
+func dialer(socket, operator string) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, _ string) (net.Conn, error) {
+		var d net.Dialer
+		if operator != "" {
+			if c, err := d.DialContext(ctx, "unix", operator); err == nil {
+				return c, nil
+			}
+		}
+		c, err := d.DialContext(ctx, "unix", socket)
+		for errors.Is(err, syscall.EAGAIN) && ctx.Err() == nil {
+			c, err = waitConnect(ctx, socket)
+		}
+		return c, err
+	}
 }
 
 // FromConn wraps an established connection (tests that dial with their own
@@ -240,6 +273,12 @@ func wrap(socket string, err error) error {
 			e.Message = "termd refused the connection: " + why
 			break
 		}
+		if strings.Contains(st.Message(), "resource temporarily unavailable") {
+			// EAGAIN from connect: the accept queue stayed full.
+			e.Message = "termd did not take the connection in time: the queue of connections waiting at " + socket + " stayed full (a client is connecting in a loop)"
+			e.Hint = "try again; operators (root, termd's user) reach termd on its operator socket, which no agent can fill"
+			break
+		}
 		if strings.Contains(st.Message(), "permission denied") {
 			// The daemon is there; this user may not open its socket.
 			e.Message = "this user may not connect to termd's socket " + socket + " (permission denied)"
@@ -292,7 +331,7 @@ func refusal(socket string) (string, bool) {
 
 // transportFailure tells a connection failure from an Unavailable answer of the daemon.
 func transportFailure(msg string) bool {
-	for _, p := range []string{"connection error", "transport", "dial", "connection refused", "no such file", "connection reset", "EOF", "closing", "draining", "permission denied"} {
+	for _, p := range []string{"connection error", "transport", "dial", "connection refused", "no such file", "connection reset", "EOF", "closing", "draining", "permission denied", "resource temporarily unavailable"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

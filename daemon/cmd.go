@@ -25,6 +25,7 @@ type Flags struct {
 	LogLevel   string
 	LogFormat  string
 	ConsoleURL string
+	Private    []string
 }
 
 // absPath makes a path given on the command line absolute (relative to the
@@ -66,6 +67,9 @@ func (f *Flags) LoadConfig() (*config.Config, error) {
 	}
 	if f.ConsoleURL != "" {
 		c.ConsoleURL = f.ConsoleURL
+	}
+	for _, p := range f.Private {
+		c.PrivatePaths = append(c.PrivatePaths, absPath(p))
 	}
 	if err := c.ApplyDefaults(); err != nil {
 		return nil, err
@@ -130,6 +134,7 @@ configured grace, and exits.`,
 	fl.StringVar(&f.LogLevel, "log-level", "", "debug, info, warn or error")
 	fl.StringVar(&f.LogFormat, "log-format", "", "text or json")
 	fl.StringVar(&f.ConsoleURL, "console-url", "", "web console base URL used in approval links")
+	fl.StringArrayVar(&f.Private, "private", nil, "add a file or directory no execution may read or name (private_paths: the gateway's token file, log files; repeatable)")
 	return entry.Prepare(cmd, buildinfo.String())
 }
 

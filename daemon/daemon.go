@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -46,8 +47,12 @@ type Daemon struct {
 	broker   *broker.Broker
 
 	activated bool // the socket came from the service manager (systemd socket activation)
-	metrics   *metrics.Recorder
-	metricsLn *metrics.Server
+	// opListener is the operator socket (nil: operator_socket: none);
+	// opActivated says the service manager made it.
+	opListener  net.Listener
+	opActivated bool
+	metrics     *metrics.Recorder
+	metricsLn   *metrics.Server
 }
 
 // New prepares a daemon: state directory, logging and the socket.
@@ -65,7 +70,7 @@ func New(cfg *config.Config, flags *Flags) (*Daemon, error) {
 		d.close()
 		return nil, err
 	}
-	l, err := server.Activated()
+	l, op, err := server.Activated()
 	if err == nil && l != nil {
 		d.activated = true
 		if a := l.Addr().String(); a != cfg.Socket {
@@ -79,9 +84,31 @@ func New(cfg *config.Config, flags *Flags) (*Daemon, error) {
 		return nil, err
 	}
 	d.listener = l
+	if op != nil {
+		d.opActivated = true
+	} else if cfg.OperatorSocket != "" {
+		// Also beside an activated socket whose unit passed no operator
+		// socket (termd-operator.socket): termd makes it and removes it.
+		op, err = server.ListenOperator(cfg.OperatorSocket)
+		if errors.Is(err, server.ErrSocketPathTooLong) {
+			// Beside a socket whose path is already near the limit: serve
+			// without it rather than not at all, and say so.
+			d.log.Warn("no operator socket: operators share the socket with agents", "error", err)
+			op, err = nil, nil
+		}
+		if err != nil {
+			l.Close()
+			d.close()
+			return nil, err
+		}
+	}
+	d.opListener = op
 	if cfg.MetricsListen != "" {
 		if d.metricsLn, err = d.metrics.Serve(cfg.MetricsListen, d.log); err != nil {
 			l.Close()
+			if op != nil {
+				op.Close()
+			}
 			d.close()
 			return nil, err
 		}
@@ -250,9 +277,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if addr := os.Getenv("TERMD_DEBUG_PPROF"); addr != "" {
 		startPprof(addr, d.log, d.broker.StageReport)
 	}
-	d.log.Info("termd listening", "socket", cfg.Socket, "state_dir", cfg.StateDir, "workspaces", cfg.Workspaces, "pid", os.Getpid())
-	errc := make(chan error, 1)
+	opSock := ""
+	if d.opListener != nil {
+		opSock = d.opListener.Addr().String()
+	}
+	d.log.Info("termd listening", "socket", cfg.Socket, "operator_socket", opSock, "state_dir", cfg.StateDir, "workspaces", cfg.Workspaces, "pid", os.Getpid())
+	errc := make(chan error, 2)
 	go func() { errc <- d.srv.Serve(d.listener) }()
+	if d.opListener != nil {
+		go func() { errc <- d.srv.Serve(d.opListener) }()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -265,6 +299,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.metricsLn.Close()
 	if !d.activated { // an activated socket belongs to the service manager
 		_ = os.Remove(cfg.Socket)
+	}
+	if d.opListener != nil && !d.opActivated {
+		_ = os.Remove(opSock)
 	}
 	d.close()
 	d.log.Info("termd stopped")
@@ -286,9 +323,9 @@ func (d *Daemon) Reload() {
 		return
 	}
 	old := d.config()
-	if cfg.Socket != old.Socket || cfg.StateDir != old.StateDir {
-		d.log.Warn("socket and state_dir changes take effect after a restart", "socket", old.Socket, "state_dir", old.StateDir)
-		cfg.Socket, cfg.StateDir = old.Socket, old.StateDir
+	if cfg.Socket != old.Socket || cfg.StateDir != old.StateDir || cfg.OperatorSocket != old.OperatorSocket {
+		d.log.Warn("socket, operator_socket and state_dir changes take effect after a restart", "socket", old.Socket, "operator_socket", old.OperatorSocket, "state_dir", old.StateDir)
+		cfg.Socket, cfg.StateDir, cfg.OperatorSocket = old.Socket, old.StateDir, old.OperatorSocket
 	}
 	d.mu.Lock()
 	d.cfg = cfg

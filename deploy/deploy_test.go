@@ -20,6 +20,7 @@ import (
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/internal/harness"
 	"github.com/termd/termd/internal/manpages"
+	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -77,6 +78,7 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 		"bin/termd": 0o755, "bin/termd-launch": 0o755, "bin/termctl": 0o755, "bin/termd-mcp": 0o755, "bin/termd-gateway": 0o755,
 		"lib/systemd/system/termd.service":          0o644,
 		"lib/systemd/system/termd.socket":           0o644,
+		"lib/systemd/system/termd-operator.socket":  0o644,
 		"lib/systemd/system/termd-gateway.service":  0o644,
 		"share/systemd/user/termd.service":          0o644,
 		"share/systemd/user/termd.socket":           0o644,
@@ -110,6 +112,15 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 			t.Errorf("termd.socket lacks %s", s)
 		}
 	}
+	op, _ := os.ReadFile(filepath.Join(prefix, "lib/systemd/system/termd-operator.socket"))
+	for _, s := range []string{"SocketMode=0600", "SocketUser=root", "ListenStream=/run/termd/termd-operator.sock", "FileDescriptorName=termd-operator", "Service=termd.service"} {
+		if !strings.Contains(string(op), s) {
+			t.Errorf("termd-operator.socket lacks %s", s)
+		}
+	}
+	if !strings.Contains(string(unit), "Sockets=termd.socket termd-operator.socket") {
+		t.Error("termd.service does not inherit the operator socket (Sockets=)")
+	}
 	// The installed config names every key and sets the system values.
 	y, _ := os.ReadFile(filepath.Join(prefix, "etc/termd/termd.yaml"))
 	c := config.Default()
@@ -139,7 +150,7 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 			harness.Missing(t, "systemd-analyze is not installed: run scripts/ci-deps.sh")
 		}
 		sys := filepath.Join(prefix, "lib/systemd/system")
-		cmd := exec.Command(sa, "verify", filepath.Join(sys, "termd.socket"), filepath.Join(sys, "termd.service"), filepath.Join(sys, "termd-gateway.service"))
+		cmd := exec.Command(sa, "verify", filepath.Join(sys, "termd.socket"), filepath.Join(sys, "termd-operator.socket"), filepath.Join(sys, "termd.service"), filepath.Join(sys, "termd-gateway.service"))
 		if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 			t.Errorf("systemd-analyze verify (system units): %v\n%s", err, out)
 		}
@@ -215,28 +226,36 @@ func TestSocketActivation(t *testing.T) {
 	ws := filepath.Join(dir, "work")
 	os.MkdirAll(filepath.Dir(sock), 0o755)
 	os.MkdirAll(ws, 0o755)
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
+	// The service manager's two sockets (termd.socket, termd-operator.socket).
+	opSock := filepath.Join(dir, "run", "termd-operator.sock")
+	var files []*os.File
+	for _, p := range []string{sock, opSock} {
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ul := l.(*net.UnixListener)
+		ul.SetUnlinkOnClose(false)
+		f, err := ul.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		files = append(files, f)
 	}
-	ul := l.(*net.UnixListener)
-	ul.SetUnlinkOnClose(false)
-	f, err := ul.File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	logf, _ := os.Create(filepath.Join(dir, "termd.log"))
 	defer logf.Close()
 	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, termd,
 		"--socket", sock, "--state-dir", filepath.Join(dir, "state"), "--workspace", ws)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LISTEN_FDS=1", "LISTEN_FDNAMES=termd"}
-	cmd.ExtraFiles = []*os.File{f}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LISTEN_FDS=2", "LISTEN_FDNAMES=termd:termd-operator"}
+	cmd.ExtraFiles = files
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	for _, f := range files {
+		f.Close()
+	}
 	done := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(done) }()
@@ -252,17 +271,25 @@ func TestSocketActivation(t *testing.T) {
 			t.Logf("termd log:\n%s", b)
 		}
 	})
-	c, err := client.Dial(sock)
-	if err != nil {
-		t.Fatal(err)
+	// Root's client goes through the operator socket; told of none, through
+	// the shared one. Both are served.
+	for _, op := range []string{"", filepath.Join(dir, "no-operator.sock")} {
+		t.Setenv(wire.OperatorSocketEnv, op)
+		c, err := client.Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.WaitReady(ctxT(t)); err != nil {
+			t.Fatalf("client did not get through the inherited socket (operator socket %q): %v", op, err)
+		}
+		st, err := c.Daemon.GetStatus(ctxT(t), &termdv1.GetStatusRequest{})
+		if err != nil || st.Caller.GetRole() != termdv1.Role_ROLE_OPERATOR {
+			t.Fatalf("status over the activated socket (operator socket %q): %v %v", op, st, err)
+		}
 	}
-	defer c.Close()
-	if err := c.WaitReady(ctxT(t)); err != nil {
-		t.Fatalf("client did not get through the inherited socket: %v", err)
-	}
-	st, err := c.Daemon.GetStatus(ctxT(t), &termdv1.GetStatusRequest{})
-	if err != nil || st.Caller.GetRole() != termdv1.Role_ROLE_OPERATOR {
-		t.Fatalf("status over the activated socket: %v %v", st, err)
+	if b, _ := os.ReadFile(filepath.Join(dir, "termd.log")); !strings.Contains(string(b), "operator_socket="+opSock) {
+		t.Fatalf("termd did not take the inherited operator socket:\n%s", b)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -275,8 +302,10 @@ func TestSocketActivation(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("termd did not stop on SIGTERM")
 	}
-	if _, err := os.Lstat(sock); err != nil {
-		t.Fatalf("termd removed the socket the service manager owns: %v", err)
+	for _, p := range []string{sock, opSock} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("termd removed the socket the service manager owns: %v", err)
+		}
 	}
 	// The service manager still holds the socket: a new connection queues
 	// until the next start instead of failing.

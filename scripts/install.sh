@@ -11,7 +11,7 @@
 #
 # Installs:
 #   PREFIX/bin/{termd,termd-launch,termctl,termd-mcp,termd-gateway}  0755
-#   PREFIX/lib/systemd/system/{termd.service,termd.socket,termd-gateway.service}  0644
+#   PREFIX/lib/systemd/system/{termd.service,termd.socket,termd-operator.socket,termd-gateway.service}  0644
 #   PREFIX/share/systemd/user/{termd.service,termd.socket}        0644
 #   PREFIX/share/termd/launchd/*.plist                            0644
 #   PREFIX/share/doc/termd/{CONFIG.md,OPERATIONS.md}              0644
@@ -38,7 +38,7 @@ case "$PREFIX" in /*) ;; *) echo "install.sh: PREFIX must be an absolute path (g
 here=$(cd "$(dirname "$0")/.." && pwd)
 root="$DESTDIR$PREFIX"
 bins="termd termd-launch termctl termd-mcp termd-gateway"
-sysunits="termd.service termd.socket termd-gateway.service"
+sysunits="termd.service termd.socket termd-operator.socket termd-gateway.service"
 userunits="termd.service termd.socket"
 plists="dev.termd.termd.plist dev.termd.termd.user.plist"
 docs="CONFIG.md OPERATIONS.md"
@@ -50,7 +50,7 @@ fi
 
 if [ $uninstall = 1 ]; then
 	if [ $systemd_running = 1 ]; then
-		systemctl disable --now termd-gateway.service termd.service termd.socket >/dev/null 2>&1 || true
+		systemctl disable --now termd-gateway.service termd.service termd.socket termd-operator.socket >/dev/null 2>&1 || true
 	fi
 	for b in $bins; do rm -f "$root/bin/$b"; done
 	for u in $sysunits; do rm -f "$root/lib/systemd/system/$u"; done
@@ -139,7 +139,7 @@ fi
 [ $systemd_running = 1 ] && systemctl daemon-reload || true
 echo "termd installed into $root."
 if [ $is_root = 1 ] && [ -z "$DESTDIR" ]; then
-	echo "next: systemctl enable --now termd.socket   (then: $PREFIX/bin/termd doctor --config $PREFIX/etc/termd/termd.yaml)"
+	echo "next: systemctl enable --now termd.socket termd-operator.socket   (then: $PREFIX/bin/termd doctor --config $PREFIX/etc/termd/termd.yaml)"
 else
 	echo "next (per user): systemctl --user daemon-reload && systemctl --user enable --now termd.socket"
 fi

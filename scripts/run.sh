@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # make run: termd (and termd-gateway with the web console) on embedded
 # defaults, state in ./.run, this checkout as the workspace. Ctrl-C stops both.
+# ./.run (socket, state, the console's operator token, logs) is inside the
+# workspace, so termd is told it is private (--private): no command it runs
+# can read it, and the policy refuses commands that name it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -20,7 +23,7 @@ if answers; then
 	exit 1
 fi
 
-args=(--socket "$sock" --state-dir "$run/state" --workspace "$root")
+args=(--socket "$sock" --state-dir "$run/state" --workspace "$root" --private "$run")
 if [ -x bin/termd-gateway ]; then args+=(--console-url "$console"); fi
 bin/termd "${args[@]}" 2> >(tee -a "$run/termd.log" >&2) &
 termd_pid=$!
@@ -49,9 +52,9 @@ fi
 cat <<MSG
 
 termd is running.
-  socket:     $sock
+  socket:     $sock  (root and your user also: $run/termd-operator.sock)
   state:      $run/state (receipts, signing keys)
-  workspace:  $root
+  workspace:  $root  ($run is private: no command termd runs can read it)
 
 Next, in another terminal:
   export TERMD_SOCKET=$sock

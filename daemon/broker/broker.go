@@ -266,6 +266,7 @@ func (b *Broker) protectedPaths() []string {
 		p = append(p, cfg.Policy)
 	}
 	p = append(p, cfg.Secrets...)
+	p = append(p, b.privatePaths()...)
 	p = append(p, b.projectPolicyPaths()...)
 	if cfg.Adviser.APIKeyFile != "" {
 		p = append(p, cfg.Adviser.APIKeyFile)

@@ -39,6 +39,11 @@ type execRec struct {
 	proc     *runner.Process
 	finished bool
 	done     chan struct{}
+	// ends are the events finish published last for it (FINISHED, then
+	// RECEIPT_SIGNED when the receipt was stored), set under b.mu just
+	// before done is closed: a foreground client that lagged past them is
+	// sent them again (ExecuteAndWait).
+	ends []*termdv1.Event
 
 	// stopReason explains a cancel that did not come from a caller's Cancel
 	// (session closed or expired, daemon shutting down).
@@ -253,7 +258,40 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 		if ev.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED && ev.GetReceipt().GetPlanId() == planID {
 			return nil
 		}
+		if ev.Kind != termdv1.EventKind_EVENT_KIND_LAGGED && ev.Kind != termdv1.EventKind_EVENT_KIND_FINISHED {
+			continue
+		}
+		// A reader that fell behind the session's ring (other executions
+		// of the session wrote a lot) may have been skipped past this
+		// execution's end: without it the stream would wait forever. The
+		// end events it missed are sent again (they keep their seq). An
+		// end without a stored receipt ends at FINISHED.
+		missed, over := b.endsUpTo(e, ev.Seq)
+		if ev.Kind == termdv1.EventKind_EVENT_KIND_LAGGED {
+			for _, m := range missed {
+				if err := send(m); err != nil {
+					return err
+				}
+			}
+		}
+		if over {
+			return nil
+		}
 	}
+}
+
+// endsUpTo returns e's end events with a seq at most seq, and whether its
+// last end event is among them (nothing more will come for e).
+func (b *Broker) endsUpTo(e *execRec, seq uint64) (missed []*termdv1.Event, over bool) {
+	b.mu.Lock()
+	ends := e.ends
+	b.unlock()
+	for _, ev := range ends {
+		if ev.Seq <= seq {
+			missed = append(missed, ev)
+		}
+	}
+	return missed, len(ends) > 0 && ends[len(ends)-1].Seq <= seq
 }
 
 func eventOf(ev *termdv1.Event, execID, planID string) bool {
@@ -841,10 +879,14 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	s.dropRunning(e)
 	s.touch(b.Now())
 	snap := proto.Clone(ee).(*termdv1.Execution)
-	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_FINISHED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
+	if ev := b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_FINISHED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} }); ev != nil {
+		e.ends = append(e.ends, ev)
+	}
 	if stored != nil {
 		sum := summaryOf(stored)
-		b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
+		if ev := b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} }); ev != nil {
+			e.ends = append(e.ends, ev)
+		}
 	}
 	if e.closeSessionAfter && !s.busy() {
 		b.publishSessionClosed(s)

@@ -81,7 +81,7 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		Home:           home,
 		Tmp:            tmp,
 		Cwd:            d.Cwd,
-		Hidden:         b.hiddenPaths(),
+		Hidden:         append(b.hiddenPaths(), b.privatePaths()...),
 		ProtectedNames: pol.ProtectedNames(),
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,

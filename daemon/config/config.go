@@ -78,6 +78,7 @@ type Connections struct {
 	MaxStreams        int      `yaml:"max_streams" doc:"concurrent calls (streams) one connection may carry" default:"128"`
 	MaxMessageBytes   int      `yaml:"max_message_bytes" doc:"largest request message termd accepts" default:"4194304"`
 	CallsPerPrincipal int      `yaml:"calls_per_principal" doc:"unary calls one principal (a uid, or a gateway token) may have in flight at once; more are refused at once with RESOURCE_EXHAUSTED; operators are not limited (event streams have sessions.max_streams)" default:"32"`
+	AcceptRate        int      `yaml:"accept_rate" doc:"new connections one uid may open per second on the shared socket, in bursts of up to per_uid; past it termd closes them at once, before any other work, so a uid connecting in a loop costs termd little and others still get in (operators are not limited, and have the operator socket)" default:"64"`
 }
 
 // Storage bounds what executions may store in the state directory.
@@ -121,6 +122,7 @@ type Adviser struct {
 type Config struct {
 	Socket          string       `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
 	SocketGroup     string       `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
+	OperatorSocket  string       `yaml:"operator_socket" doc:"a second unix socket that only root and termd's own user can open (mode 0600): operators reach termd on it whatever agents do to the shared socket, and termctl, termd-mcp and termd-gateway use it when they can open it; none turns it off. Clients find it beside the socket by name; elsewhere, tell them with TERMD_OPERATOR_SOCKET" default:"beside socket, with -operator before .sock (termd.sock: termd-operator.sock)"`
 	StateDir        string       `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
 	Policy          string       `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
 	RecipesDir      string       `yaml:"recipes_dir" doc:"directory of operator recipes (*.yaml, *.yml, *.json; docs/RECIPES.md), read on every list and run; each adds to the built-in catalog or replaces the built-in of the same name; empty: only the built-in catalog"`
@@ -136,6 +138,7 @@ type Config struct {
 	Approvals       Approvals    `yaml:"approvals"`
 	ShutdownGrace   Duration     `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
 	ConsoleURL      string       `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
+	PrivatePaths    []string     `yaml:"private_paths" doc:"more files and directories of termd's and the gateway's (the gateway's token file or state directory, log files, the directory of make run): no execution can read them (covered in its mount namespace) and the policy refuses commands that name them, like state_dir"`
 	Secrets         []string     `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
 	Credentials     []Credential `yaml:"credentials" doc:"named secrets a plan may ask for by name (--credential NAME); each entry: name (GH_TOKEN), one source (file: a path read at each execution, owned by root or termd's user and not group/world readable; value: in this file, which must then be 0600; neither: the entry of that name in credentials_file), programs (names or absolute paths that may receive it; empty: any), principals (uids, users, groups, roles, tokens that may ask; empty: anyone who may plan), inject (env: the variable holds the value; file: a 0600 file in the execution's private TMPDIR, the variable holds its path). See docs/CREDENTIALS.md"`
 	CredentialsFile string       `yaml:"credentials_file" doc:"a NAME=value store (one per line, # comments) read at each execution for credentials entries with no value or file; must be mode 0600 or stricter"`
@@ -173,6 +176,7 @@ func Default() *Config {
 			MaxStreams:        128,
 			MaxMessageBytes:   4 << 20,
 			CallsPerPrincipal: 32,
+			AcceptRate:        64,
 		},
 		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000},
 		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
@@ -266,6 +270,12 @@ func (c *Config) ApplyDefaults() error {
 			return errors.New("socket: no path given and XDG_RUNTIME_DIR is unset; pass --socket PATH")
 		}
 	}
+	switch c.OperatorSocket {
+	case "":
+		c.OperatorSocket = wire.OperatorSocket(c.Socket)
+	case "none":
+		c.OperatorSocket = ""
+	}
 	if c.StateDir == "" {
 		if root {
 			c.StateDir = "/var/lib/termd"
@@ -302,6 +312,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Socket != "" && !filepath.IsAbs(c.Socket) {
 		return fmt.Errorf("socket: %q must be an absolute path", c.Socket)
+	}
+	if c.OperatorSocket != "" && c.OperatorSocket != "none" {
+		if !filepath.IsAbs(c.OperatorSocket) {
+			return fmt.Errorf("operator_socket: %q must be an absolute path (or none)", c.OperatorSocket)
+		}
+		if filepath.Clean(c.OperatorSocket) == filepath.Clean(c.Socket) {
+			return fmt.Errorf("operator_socket: %q is the socket itself; give it a path of its own, or none", c.OperatorSocket)
+		}
+	}
+	for i, p := range c.PrivatePaths {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("private_paths[%d]: %q must be an absolute path", i, p)
+		}
 	}
 	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
 		return fmt.Errorf("state_dir: %q must be an absolute path", c.StateDir)
@@ -506,6 +529,9 @@ func (c Connections) validate() error {
 	}
 	if c.CallsPerPrincipal < 1 || c.CallsPerPrincipal > 100000 {
 		return fmt.Errorf("connections.calls_per_principal: %d is out of range 1..100000", c.CallsPerPrincipal)
+	}
+	if c.AcceptRate < 1 || c.AcceptRate > 1000000 {
+		return fmt.Errorf("connections.accept_rate: %d is out of range 1..1000000", c.AcceptRate)
 	}
 	if c.MaxMessageBytes < 64<<10 || c.MaxMessageBytes > 64<<20 {
 		return fmt.Errorf("connections.max_message_bytes: %d is out of range 65536..67108864", c.MaxMessageBytes)

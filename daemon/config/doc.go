@@ -90,7 +90,8 @@ func Markdown() string {
 
 termd reads one YAML file (` + "`termd --config FILE`" + `). Every key is optional; unknown keys
 and bad values are errors that name the file, line and key, and termd refuses to start (on
-SIGHUP it keeps the last good config). Command-line flags (` + "`--socket`, `--state-dir`, `--policy`,\n`--workspace`, `--log-level`, `--log-format`, `--console-url`" + `) override the file.
+SIGHUP it keeps the last good config). Command-line flags (` + "`--socket`, `--state-dir`, `--policy`,\n`--workspace`, `--log-level`, `--log-format`, `--console-url`, `--private`" + `) override the file
+(` + "`--workspace` and `--private`" + ` add to the lists).
 
 Durations are written as Go durations: ` + "`30s`, `15m`, `1h`" + `.
 

@@ -31,12 +31,32 @@ import (
 // client preface and an empty SETTINGS frame and then idles, silent sends
 // nothing). It prints "dialed N" and then, for each line read on stdin, how
 // many of its connections the daemon has closed; it exits when stdin closes.
+// MODE loop connects and closes at once, again and again, from N goroutines,
+// and answers each line with how many connects succeeded so far.
 const floodHelperEnv = "TERMD_E2E_FLOOD_HELPER"
 
 func floodHelper(spec string) int {
 	f := strings.Fields(spec)
 	n, _ := strconv.Atoi(f[1])
 	var closed atomic.Int64
+	if f[2] == "loop" {
+		for i := 0; i < n; i++ {
+			go func() {
+				for {
+					if c, err := net.Dial("unix", f[0]); err == nil {
+						closed.Add(1)
+						c.Close()
+					}
+				}
+			}()
+		}
+		fmt.Println("dialed 0")
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			fmt.Printf("%d\n", closed.Load())
+		}
+		return 0
+	}
 	var conns []net.Conn
 	for i := 0; i < n; i++ {
 		c, err := net.Dial("unix", f[0])

@@ -15,13 +15,15 @@ import (
 // listenFDsStart is the first inherited descriptor (SD_LISTEN_FDS_START).
 const listenFDsStart = 3
 
-// Activated returns the listening unix socket handed over by a service
+// Activated returns the listening unix sockets handed over by a service
 // manager (systemd socket activation: LISTEN_PID, LISTEN_FDS and optionally
-// LISTEN_FDNAMES), or nil when termd was not socket-activated. The
+// LISTEN_FDNAMES), or nils when termd was not socket-activated. The
 // variables are removed from the environment so commands termd runs never
-// see them. When several sockets are passed, the one named "termd" (or the
-// first unix stream socket) is used.
-func Activated() (net.Listener, error) {
+// see them. The socket named "termd" (or the first unix stream socket not
+// named "termd-operator") is the shared socket; the one named
+// "termd-operator" (termd-operator.socket) is the operator socket, nil when
+// none was passed.
+func Activated() (shared, operator net.Listener, err error) {
 	pidStr, fdsStr := os.Getenv("LISTEN_PID"), os.Getenv("LISTEN_FDS")
 	names := os.Getenv("LISTEN_FDNAMES")
 	defer func() {
@@ -30,51 +32,76 @@ func Activated() (net.Listener, error) {
 		os.Unsetenv("LISTEN_FDNAMES")
 	}()
 	if fdsStr == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if pid, err := strconv.Atoi(pidStr); err != nil || pid != os.Getpid() {
 		// Meant for another process (e.g. inherited through a shell).
-		return nil, nil
+		return nil, nil, nil
 	}
 	n, err := strconv.Atoi(fdsStr)
 	if err != nil || n < 1 {
-		return nil, fmt.Errorf("socket activation: LISTEN_FDS=%q is not a positive count", fdsStr)
+		return nil, nil, fmt.Errorf("socket activation: LISTEN_FDS=%q is not a positive count", fdsStr)
 	}
 	var fdNames []string
 	if names != "" {
 		fdNames = strings.Split(names, ":")
 	}
-	pick := -1
+	pick, op := -1, -1
 	for i := 0; i < n; i++ {
 		fd := listenFDsStart + i
 		syscall.CloseOnExec(fd)
 		if !isUnixStreamListener(fd) {
 			continue
 		}
-		if i < len(fdNames) && fdNames[i] == "termd" {
-			pick = fd
-			break
+		name := ""
+		if i < len(fdNames) {
+			name = fdNames[i]
 		}
-		if pick < 0 {
+		switch {
+		case name == "termd-operator":
+			if op < 0 {
+				op = fd
+			}
+		case name == "termd":
+			pick = fd
+		case pick < 0:
 			pick = fd
 		}
 	}
 	if pick < 0 {
-		return nil, fmt.Errorf("socket activation: none of the %d inherited descriptors is a listening unix stream socket (check ListenStream= in termd.socket)", n)
-	}
-	f := os.NewFile(uintptr(pick), "termd.socket")
-	l, err := net.FileListener(f) // dups the descriptor
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("socket activation: fd %d: %w", pick, err)
+		return nil, nil, fmt.Errorf("socket activation: none of the %d inherited descriptors is a listening unix stream socket (check ListenStream= in termd.socket)", n)
 	}
 	// Close the descriptors we do not use.
 	for i := 0; i < n; i++ {
-		if fd := listenFDsStart + i; fd != pick {
+		if fd := listenFDsStart + i; fd != pick && fd != op {
 			syscall.Close(fd)
 		}
 	}
-	shareDir(l.Addr().String())
+	if op >= 0 {
+		if operator, err = fileListener(op, "termd-operator.socket"); err != nil {
+			syscall.Close(pick)
+			return nil, nil, err
+		}
+	}
+	if shared, err = fileListener(pick, "termd.socket"); err != nil {
+		if operator != nil {
+			operator.Close()
+		}
+		return nil, nil, err
+	}
+	shareDir(shared.Addr().String())
+	return shared, operator, nil
+}
+
+// fileListener turns an inherited descriptor into a listener (and closes
+// the descriptor: the listener holds a dup of it).
+func fileListener(fd int, name string) (net.Listener, error) {
+	f := os.NewFile(uintptr(fd), name)
+	l, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("socket activation: fd %d (%s): %w", fd, name, err)
+	}
 	return l, nil
 }
 

@@ -25,37 +25,78 @@ type admission struct {
 	mu      sync.Mutex
 	perUID  map[uint32]int
 	others  int // connections of non-operators
+	rate    map[uint32]*bucket
 	total   atomic.Int64
 	refused atomic.Int64
 }
 
-func newAdmission(s *Server) *admission {
-	return &admission{s: s, perUID: map[uint32]int{}}
+// bucket holds the new connections a uid may still open (a token bucket
+// refilled at connections.accept_rate a second, up to connections.per_uid).
+type bucket struct {
+	tokens float64
+	last   time.Time
 }
 
-// admit counts the connection in, or returns why it is refused.
-func (a *admission) admit(info PeerInfo) (operator bool, refusal string) {
+// maxBuckets bounds the rate map: past it, full buckets are forgotten.
+const maxBuckets = 4096
+
+func newAdmission(s *Server) *admission {
+	return &admission{s: s, perUID: map[uint32]int{}, rate: map[uint32]*bucket{}}
+}
+
+// overRate takes one new connection from uid's bucket, or reports that the
+// uid has opened connections faster than connections.accept_rate. a.mu is held.
+func (a *admission) overRate(uid uint32, lim config.Connections, now time.Time) bool {
+	b := a.rate[uid]
+	if b == nil {
+		if len(a.rate) >= maxBuckets {
+			for u, old := range a.rate {
+				if old.tokens+now.Sub(old.last).Seconds()*float64(lim.AcceptRate) >= float64(lim.PerUID) {
+					delete(a.rate, u)
+				}
+			}
+		}
+		b = &bucket{tokens: float64(lim.PerUID), last: now}
+		a.rate[uid] = b
+	}
+	b.tokens = min(float64(lim.PerUID), b.tokens+now.Sub(b.last).Seconds()*float64(lim.AcceptRate))
+	b.last = now
+	if b.tokens < 1 {
+		return true
+	}
+	b.tokens--
+	return false
+}
+
+// admit counts the connection in, or returns why it is refused; quiet says
+// the refusal is of a uid connecting in a loop, closed without a word.
+func (a *admission) admit(info PeerInfo) (operator bool, refusal string, quiet bool) {
 	cfg := a.s.cfg()
 	role := cfg.RoleOf(info.UID, info.GID)
 	if role == config.RoleNone {
-		return false, fmt.Sprintf("uid %d has no role in termd's config (add it to roles.operators, roles.agents or roles.viewers)", info.UID)
+		return false, fmt.Sprintf("uid %d has no role in termd's config (add it to roles.operators, roles.agents or roles.viewers)", info.UID), false
 	}
 	operator = role == config.RoleOperator
 	lim := cfg.Connections
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.perUID[info.UID] >= lim.PerUID {
-		return operator, fmt.Sprintf("uid %d already holds %d connections to termd (connections.per_uid); close some, or raise connections.per_uid in termd's config", info.UID, lim.PerUID)
+		return operator, fmt.Sprintf("uid %d already holds %d connections to termd (connections.per_uid); close some, or raise connections.per_uid in termd's config", info.UID, lim.PerUID), false
 	}
 	if !operator && a.others >= lim.Global {
-		return operator, fmt.Sprintf("termd already serves %d connections (connections.global); try again later, or raise connections.global in termd's config", lim.Global)
+		return operator, fmt.Sprintf("termd already serves %d connections (connections.global); try again later, or raise connections.global in termd's config", lim.Global), false
+	}
+	// Checked last, so only connections that would be admitted use up
+	// the uid's rate (a uid at its per_uid cap is told that instead).
+	if !operator && a.overRate(info.UID, lim, time.Now()) {
+		return operator, fmt.Sprintf("uid %d opens new connections to termd faster than %d a second (connections.accept_rate); reuse a connection, or raise connections.accept_rate in termd's config", info.UID, lim.AcceptRate), true
 	}
 	a.perUID[info.UID]++
 	if !operator {
 		a.others++
 	}
 	a.total.Add(1)
-	return operator, ""
+	return operator, "", false
 }
 
 func (a *admission) release(info PeerInfo, operator bool) {
@@ -92,10 +133,16 @@ func (l *admittedListener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		operator, why := l.a.admit(info)
+		operator, why, quiet := l.a.admit(info)
 		if why != "" {
 			if l.a.refused.Add(1)%1000 == 1 { // a flood must not flood the log too
 				l.log("refused a connection", "uid", info.UID, "pid", info.PID, "reason", why, "refused_so_far", l.a.refused.Load())
+			}
+			if quiet && lingering.Load() >= maxLingering/2 {
+				// A uid connecting in a loop: its connections cost termd
+				// an accept and a close, no more, while many are refused.
+				uc.Close()
+				continue
 			}
 			refuse(uc, why)
 			continue

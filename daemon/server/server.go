@@ -138,24 +138,8 @@ func Listen(path, group string) (net.Listener, error) {
 	if err := os.Chmod(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("socket directory %s: %w", dir, err)
 	}
-	if st, err := os.Lstat(path); err == nil {
-		if st.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("socket %s exists and is not a socket; remove it or choose another --socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("socket %s: another termd is already listening there", path)
-		}
-		_ = os.Remove(path)
-	}
-	old := syscall.Umask(0o117)
-	l, err := net.Listen("unix", path)
-	syscall.Umask(old)
+	l, err := listenAt(path, 0o660, "--socket")
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o660); err != nil {
-		l.Close()
 		return nil, err
 	}
 	if group != "" {
@@ -169,6 +153,50 @@ func Listen(path, group string) (net.Listener, error) {
 			return nil, fmt.Errorf("socket_group %s: %w", group, err)
 		}
 		_ = os.Chown(dir, -1, gid)
+	}
+	return l, nil
+}
+
+// ErrSocketPathTooLong: the operator socket's path does not fit a sockaddr_un.
+var ErrSocketPathTooLong = errors.New("operator socket path too long")
+
+// ListenOperator creates the operator socket: mode 0600, so only root and
+// termd's own user can connect, whatever agents do to the shared socket. Its
+// directory is made 0750 when missing and otherwise left as it is (it is
+// usually the shared socket's).
+func ListenOperator(path string) (net.Listener, error) {
+	if len(path) >= len(syscall.RawSockaddrUnix{}.Path) {
+		return nil, fmt.Errorf("%w: %s is %d bytes long, a unix socket path may have at most %d: set operator_socket to a shorter path (or none)", ErrSocketPathTooLong, path, len(path), len(syscall.RawSockaddrUnix{}.Path)-1)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("operator socket directory %s: %w", dir, err)
+	}
+	return listenAt(path, 0o600, "operator_socket")
+}
+
+// listenAt listens on a unix socket at path with mode, replacing a stale
+// socket file (one nothing listens on). what names the setting to change.
+func listenAt(path string, mode os.FileMode, what string) (net.Listener, error) {
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket %s exists and is not a socket; remove it or choose another %s", path, what)
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("socket %s: another termd is already listening there", path)
+		}
+		_ = os.Remove(path)
+	}
+	old := syscall.Umask(0o777 &^ int(mode))
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		l.Close()
+		return nil, err
 	}
 	return l, nil
 }

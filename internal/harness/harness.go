@@ -92,6 +92,9 @@ type Options struct {
 	Env []string
 	// Socket overrides the socket path (default: inside the test directory).
 	Socket string
+	// Workspace overrides the workspace (default: work/ inside the test
+	// directory); it must exist.
+	Workspace string
 	// Bin runs this termd binary (with the termd-launch beside it) instead
 	// of the one built from this tree: A/B against another build in one run.
 	Bin string
@@ -138,6 +141,9 @@ func Start(t testing.TB, o Options) *Daemon {
 	}
 	if o.Socket != "" {
 		d.Socket = o.Socket
+	}
+	if o.Workspace != "" {
+		d.Workspace = o.Workspace
 	}
 	if err := os.MkdirAll(d.Workspace, 0o755); err != nil {
 		t.Fatal(err)

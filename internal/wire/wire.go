@@ -7,6 +7,7 @@ package wire
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Metadata keys a transport may send. The daemon only ever lowers a caller's
@@ -25,6 +26,19 @@ const SystemSocket = "/run/termd/termd.sock"
 // runtime directory ($XDG_RUNTIME_DIR).
 func UserSocket(runtimeDir string) string {
 	return filepath.Join(runtimeDir, "termd", "termd.sock")
+}
+
+// OperatorSocketEnv names the operator socket when it is not beside the
+// socket under its usual name (operator_socket in termd's config).
+const OperatorSocketEnv = "TERMD_OPERATOR_SOCKET"
+
+// OperatorSocket is the operator socket that goes with socket: beside it,
+// its name with "-operator" before ".sock" (termd.sock: termd-operator.sock).
+// Only root and termd's own user can open it (mode 0600), so no agent can
+// crowd operators off it.
+func OperatorSocket(socket string) string {
+	dir, base := filepath.Split(socket)
+	return filepath.Join(dir, strings.TrimSuffix(base, ".sock")+"-operator.sock")
 }
 
 // DefaultSocket returns $TERMD_SOCKET, else the per-user or system socket path.

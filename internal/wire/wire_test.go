@@ -26,3 +26,17 @@ func TestDefaultSocket(t *testing.T) {
 		t.Errorf("without XDG_RUNTIME_DIR: %q, want %q", got, SystemSocket)
 	}
 }
+
+// The operator socket is beside the socket, named after it.
+func TestOperatorSocket(t *testing.T) {
+	for sock, want := range map[string]string{
+		"/run/termd/termd.sock":  "/run/termd/termd-operator.sock",
+		"/x/.run/termd.sock":     "/x/.run/termd-operator.sock",
+		"/tmp/t/run/broker":      "/tmp/t/run/broker-operator.sock",
+		"/tmp/t/run/broker.sock": "/tmp/t/run/broker-operator.sock",
+	} {
+		if got := OperatorSocket(sock); got != want {
+			t.Errorf("OperatorSocket(%q) = %q, want %q", sock, got, want)
+		}
+	}
+}
