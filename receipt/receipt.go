@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.4"
+const SchemaVersion = "1.5"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -111,8 +111,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.4 receipt. Field names are part of the published
-// schema (schema/receipt-1.4.json); do not rename them.
+// Receipt is a schema 1.5 receipt. Field names are part of the published
+// schema (schema/receipt-1.5.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -173,6 +173,10 @@ type Receipt struct {
 	// (schema 1.4; absent when none). Never a value.
 	Credentials []string `json:"credentials,omitempty"`
 
+	// GitIdentity is the git author/committer identity termd offered the
+	// command (schema 1.5; absent when the request set its own).
+	GitIdentity *GitIdentity `json:"git_identity,omitempty"`
+
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
 
@@ -197,6 +201,17 @@ type Sandbox struct {
 	NetworkNamespace    bool     `json:"network_namespace"`
 	CapabilitiesDropped bool     `json:"capabilities_dropped"`
 	Missing             []string `json:"missing,omitempty"`
+}
+
+// GitIdentity is the git identity termd gave an execution as git's
+// lowest-precedence (system) config: a repository's or HOME's user.name
+// and user.email, and GIT_AUTHOR_*/GIT_COMMITTER_* in the request, win.
+type GitIdentity struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	// Source is "config" (the principal's git_identity entry) or
+	// "default" (NAME (via termd) <NAME@HOST>).
+	Source string `json:"source"`
 }
 
 // Terminal is a PTY execution's terminal and its inputs (docs/TERMINALS.md).

@@ -21,9 +21,9 @@ func testReceipt() *Receipt {
 	}
 }
 
-// Receipts are written as 1.4 (the sandbox record of 1.1, grant_id of 1.2,
-// the terminal of 1.3, credentials of 1.4); receipts written as 1.3 before
-// credentials, as 1.2 before terminals,
+// Receipts are written as 1.5 (the sandbox record of 1.1, grant_id of 1.2,
+// the terminal of 1.3, credentials of 1.4, git_identity of 1.5); receipts
+// written as 1.4 before git identities, as 1.3 before credentials, as 1.2 before terminals,
 // receipts written as 1.0 before the sandbox and as 1.1 before grants keep
 // verifying against their own schema, and an older receipt cannot carry a
 // newer member.
@@ -51,8 +51,25 @@ func TestSchemaVersionsVerify(t *testing.T) {
 		{Seq: 2, At: time.Now(), By: "root", Kind: "input_taken"},
 	}}
 	cur.Credentials = []string{"GH_TOKEN", "NPM_TOKEN"}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.4" {
-		t.Fatalf("a 1.4 receipt with its sandbox, grant, terminal inputs and credentials: %v (schema %s)", err, cur.SchemaVersion)
+	cur.GitIdentity = &GitIdentity{Name: "nobody (via termd)", Email: "nobody@host", Source: "default"}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.5" {
+		t.Fatalf("a 1.5 receipt with its sandbox, grant, terminal inputs, credentials and git identity: %v (schema %s)", err, cur.SchemaVersion)
+	}
+	badGit := testReceipt()
+	badGit.GitIdentity = &GitIdentity{Name: "x", Email: "a@b", Source: "guessed"}
+	if _, err := VerifyJSON(sign(badGit), keys); err == nil {
+		t.Fatal("a git identity source that is neither config nor default passed the schema")
+	}
+
+	v14 := testReceipt()
+	v14.SchemaVersion = "1.4"
+	v14.Credentials = cur.Credentials
+	if _, err := VerifyJSON(sign(v14), keys); err != nil {
+		t.Fatalf("a 1.4 receipt no longer verifies: %v", err)
+	}
+	v14.GitIdentity = cur.GitIdentity
+	if _, err := VerifyJSON(sign(v14), keys); err == nil || !strings.Contains(err.Error(), "1.4") {
+		t.Fatalf("a 1.4 receipt with git_identity must not match schema 1.4: %v", err)
 	}
 	badCred := testReceipt()
 	badCred.Credentials = []string{"gh token"}

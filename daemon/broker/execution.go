@@ -28,6 +28,7 @@ import (
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // execRec is one execution. Guarded by Broker.mu unless noted.
@@ -61,6 +62,9 @@ type execRec struct {
 	redactor *receiptstore.Redactor
 	// credentials are the names of the credentials it received.
 	credentials []string
+	// gitIdentity is the git identity termd supplied (nil: the request
+	// set its own); set before the spawn.
+	gitIdentity *receipt.GitIdentity
 
 	// launch confines the command (nil: no sandbox); sandbox is what the
 	// receipt records of it; tmp is its private TMPDIR, removed at the end.
@@ -601,6 +605,9 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	}
 	for k, v := range fixed {
 		env[k] = v
+	}
+	if e.gitIdentity, err = b.supplyGitIdentity(env, tmp, requester, uid, gid); err != nil {
+		return runner.Spec{}, err
 	}
 	if len(d.Credentials) > 0 {
 		values, err := b.injectCredentials(d, env, tmp, uid, gid)
