@@ -82,6 +82,28 @@ func TestGitCommitIdentity(t *testing.T) {
 	gitHere("config", "--unset", "user.name")
 	gitHere("config", "--unset", "user.email")
 
+	// git run by a build (make), not planned itself: the identity is the
+	// system config there (HOME's ~/.gitconfig would still apply over it).
+	if err := os.WriteFile(filepath.Join(ws, "Makefile"), []byte("c:\n\tgit commit -q --allow-empty -m viamake\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitHere("add", "Makefile")
+	gitHere("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "makefile")
+	mp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{Request: &termdv1.CommandRequest{Argv: []string{"make", "-s", "c"}, Cwd: ws}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp.Plan.State == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		if _, err := d.Client.Plans.ApprovePlan(ctxT(t), &termdv1.ApprovePlanRequest{PlanId: mp.Plan.Id, RequestHash: mp.Plan.Decision.RequestHash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, mrec, mout, merr := runToEnd(t, d.Client, mp.Plan)
+	mrc := receiptJSON(t, d.Client, mrec.Id)
+	if who := gitHere("log", "-1", "--format=%an <%ae>|%s"); mrec.Status != "succeeded" || who != "Ops Root <ops@example.com>|viamake" || mrc["git_identity"] == nil {
+		t.Fatalf("git commit run by make: %s %q (receipt git_identity %v)\n%s%s", mrec.Status, who, mrc["git_identity"], mout, merr)
+	}
+
 	// No entry for the principal: NAME (via termd) <NAME@HOST>.
 	if err := os.WriteFile(d.ConfigPath, []byte(strings.Replace(readFile(t, d.ConfigPath), `"0": {name: "Ops Root", email: ops@example.com}`, `"4242": {name: "Someone Else", email: else@example.com}`, 1)), 0o600); err != nil {
 		t.Fatal(err)
