@@ -200,6 +200,11 @@ func (a *app) finish(ex *termdv1.Execution, rc *termdv1.ReceiptSummary) error {
 		return commandExit(code)
 	case termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT:
 		note("the command timed out after %s", time.Duration(ex.DurationMs)*time.Millisecond)
+		if strings.HasPrefix(ex.Error, "the terminal was idle") {
+			note("%s", ex.Error)
+		} else {
+			note("give it longer: termctl run --timeout DURATION (e.g. --timeout 30m) -- COMMAND; at most the policy's limits.max_timeout")
+		}
 		return exitWith(ExitTimedOut, nil)
 	case termdv1.ExecutionState_EXECUTION_STATE_CANCELLED:
 		note("the command was cancelled")

@@ -179,6 +179,10 @@ type Receipt struct {
 	// (schema 1.4; absent when none). Never a value.
 	Credentials []string `json:"credentials,omitempty"`
 
+	// GitIdentity is the git author/committer identity termd offered the
+	// command (schema 1.5; absent when the request set its own).
+	GitIdentity *GitIdentity `json:"git_identity,omitempty"`
+
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
 
@@ -203,6 +207,17 @@ type Sandbox struct {
 	NetworkNamespace    bool     `json:"network_namespace"`
 	CapabilitiesDropped bool     `json:"capabilities_dropped"`
 	Missing             []string `json:"missing,omitempty"`
+}
+
+// GitIdentity is the git identity termd gave an execution as git's
+// lowest-precedence (system) config: a repository's or HOME's user.name
+// and user.email, and GIT_AUTHOR_*/GIT_COMMITTER_* in the request, win.
+type GitIdentity struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	// Source is "config" (the principal's git_identity entry) or
+	// "default" (NAME (via termd) <NAME@HOST>).
+	Source string `json:"source"`
 }
 
 // Terminal is a PTY execution's terminal and its inputs (docs/TERMINALS.md).

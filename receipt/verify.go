@@ -31,10 +31,10 @@ var schema14 []byte
 //go:embed schema/receipt-1.3.json
 var schema13 []byte
 
-// schema10 to schema13 are the earlier schemas: receipts written before 1.1
-// (no sandbox), before 1.2 (no grant_id), before 1.3 (no terminal) and
-// before 1.4 (no credentials) and before 1.5 (no privileged, host_uid)
-// keep verifying.
+// schema10 to schema14 are the earlier schemas: receipts written before 1.1
+// (no sandbox), before 1.2 (no grant_id), before 1.3 (no terminal), before
+// 1.4 (no credentials) and before 1.5 (no privileged, run_as.host_uid,
+// git_identity) keep verifying.
 //
 //go:embed schema/receipt-1.2.json
 var schema12 []byte

@@ -22,9 +22,9 @@ func testReceipt() *Receipt {
 }
 
 // Receipts are written as 1.5 (the sandbox record of 1.1, grant_id of 1.2,
-// the terminal of 1.3, credentials of 1.4, privileged and run_as.host_uid of
-// 1.5); receipts written as 1.4 before privileged, as 1.3 before
-// credentials, as 1.2 before terminals,
+// the terminal of 1.3, credentials of 1.4, privileged, run_as.host_uid and
+// git_identity of 1.5); receipts written as 1.4 before privileged and git
+// identities, as 1.3 before credentials, as 1.2 before terminals,
 // receipts written as 1.0 before the sandbox and as 1.1 before grants keep
 // verifying against their own schema, and an older receipt cannot carry a
 // newer member.
@@ -53,13 +53,19 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	}}
 	cur.Credentials = []string{"GH_TOKEN", "NPM_TOKEN"}
 	cur.RunAs = &RunAs{User: "root", UID: 0, GID: 0, HostUID: 65533}
+	cur.GitIdentity = &GitIdentity{Name: "nobody (via termd)", Email: "nobody@host", Source: "default"}
 	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.5" {
-		t.Fatalf("a 1.5 receipt with its sandbox, grant, terminal inputs, credentials and host uid: %v (schema %s)", err, cur.SchemaVersion)
+		t.Fatalf("a 1.5 receipt with its sandbox, grant, terminal inputs, credentials, host uid and git identity: %v (schema %s)", err, cur.SchemaVersion)
 	}
 	pr := testReceipt()
 	pr.RunAs, pr.Privileged = &RunAs{User: "root"}, true
 	if _, err := VerifyJSON(sign(pr), keys); err != nil {
 		t.Fatalf("a 1.5 receipt of a privileged run: %v", err)
+	}
+	badGit := testReceipt()
+	badGit.GitIdentity = &GitIdentity{Name: "x", Email: "a@b", Source: "guessed"}
+	if _, err := VerifyJSON(sign(badGit), keys); err == nil {
+		t.Fatal("a git identity source that is neither config nor default passed the schema")
 	}
 
 	v14 := testReceipt()
@@ -75,6 +81,10 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	v14.Privileged, v14.RunAs = false, cur.RunAs
 	if _, err := VerifyJSON(sign(v14), keys); err == nil || !strings.Contains(err.Error(), "1.4") {
 		t.Fatalf("a 1.4 receipt with run_as.host_uid must not match schema 1.4: %v", err)
+	}
+	v14.RunAs, v14.GitIdentity = nil, cur.GitIdentity
+	if _, err := VerifyJSON(sign(v14), keys); err == nil || !strings.Contains(err.Error(), "1.4") {
+		t.Fatalf("a 1.4 receipt with git_identity must not match schema 1.4: %v", err)
 	}
 	badCred := testReceipt()
 	badCred.Credentials = []string{"gh token"}

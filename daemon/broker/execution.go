@@ -28,6 +28,7 @@ import (
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // execRec is one execution. Guarded by Broker.mu unless noted.
@@ -66,6 +67,11 @@ type execRec struct {
 	redactor *receiptstore.Redactor
 	// credentials are the names of the credentials it received.
 	credentials []string
+	// gitIdentity is the git identity termd supplied (nil: the request
+	// set its own); set before the spawn.
+	gitIdentity *receipt.GitIdentity
+	// timeout is the command's time limit; set before the spawn.
+	timeout time.Duration
 
 	// launch confines the command (nil: no sandbox); sandbox is what the
 	// receipt records of it; tmp is its private TMPDIR, removed at the end.
@@ -641,6 +647,9 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	for k, v := range fixed {
 		env[k] = v
 	}
+	if e.gitIdentity, err = b.supplyGitIdentity(env, tmp, requester, uid, gid); err != nil {
+		return runner.Spec{}, err
+	}
 	if len(d.Credentials) > 0 {
 		values, err := b.injectCredentials(d, env, tmp, uid, gid)
 		if err != nil {
@@ -665,6 +674,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	if timeout <= 0 {
 		timeout = lim.DefaultTimeout
 	}
+	e.timeout = timeout
 	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
 		ls := &liveStream{publish: func(at int64, data []byte) { b.publishOutput(e, s, at, data) }}
 		ls.red = e.redactor.NewStream(eventWriter{ls}, 0)
@@ -706,6 +716,17 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 			e.out[s].write(chunk)
 		},
 	}, nil
+}
+
+// timeoutDetail says that a command ran out of time and how to ask for more:
+// timeout_seconds (MCP) or --timeout (termctl), up to the policy's
+// max_timeout.
+func timeoutDetail(timeout, max time.Duration) string {
+	msg := fmt.Sprintf("the command ran for its time limit of %s and was ended", timeout)
+	if max > timeout {
+		return msg + fmt.Sprintf("; to give it longer, plan it again with a longer limit: timeout_seconds (MCP, e.g. %d) or termctl run --timeout %s; at most the policy's limits.max_timeout of %s", int(max.Seconds()), max, max)
+	}
+	return msg + "; that is the policy's limits.max_timeout: an operator may raise it (docs/POLICY.md), or split the work"
 }
 
 func joinPath(dirs []string) string {
@@ -805,6 +826,8 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		detail = "the command could not be started: " + res.Err.Error()
 	} else if res.IdleTimedOut {
 		detail = fmt.Sprintf("the terminal was idle (no output and no input) for %s and the execution was ended", e.hub.idle)
+	} else if res.Status == runner.StatusTimedOut {
+		detail = timeoutDetail(e.timeout, b.Policy.Current().Limits().MaxTimeout)
 	} else if res.Status == runner.StatusOutputLimit {
 		detail = fmt.Sprintf("the command wrote more than the output budget of %d bytes (policy limits.output_budget) and was ended; its first %d bytes per stream are kept", b.Policy.Current().Limits().OutputBudget, b.Policy.Current().Limits().OutputBytes)
 	} else if res.Status == runner.StatusCancelled {

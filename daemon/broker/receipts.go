@@ -147,6 +147,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 		r.Terminal = e.hub.receiptTerminal()
 	}
 	r.Credentials = e.credentials
+	r.GitIdentity = e.gitIdentity
 	e.redactor.RedactReceipt(r)
 	return r
 }

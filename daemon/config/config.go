@@ -120,37 +120,44 @@ type Adviser struct {
 
 // Config is the whole daemon configuration file.
 type Config struct {
-	Socket          string       `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
-	SocketGroup     string       `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
-	OperatorSocket  string       `yaml:"operator_socket" doc:"a second unix socket that only root and termd's own user can open (mode 0600): operators reach termd on it whatever agents do to the shared socket, and termctl, termd-mcp and termd-gateway use it when they can open it; none turns it off. Clients find it beside the socket by name; elsewhere, tell them with TERMD_OPERATOR_SOCKET" default:"beside socket, with -operator before .sock (termd.sock: termd-operator.sock)"`
-	StateDir        string       `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
-	Policy          string       `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
-	RecipesDir      string       `yaml:"recipes_dir" doc:"directory of operator recipes (*.yaml, *.yml, *.json; docs/RECIPES.md), read on every list and run; each adds to the built-in catalog or replaces the built-in of the same name; empty: only the built-in catalog"`
-	ProjectPolicy   string       `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
-	Workspaces      []string     `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
-	LogLevel        string       `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
-	LogFormat       string       `yaml:"log_format" doc:"text or json" default:"text"`
-	Roles           Roles        `yaml:"roles"`
-	Sessions        Sessions     `yaml:"sessions"`
-	Connections     Connections  `yaml:"connections" doc:"limits on connections to the socket and calls on them (docs/OPERATIONS.md, Limits)"`
-	Plans           Plans        `yaml:"plans" doc:"bounds on the plans each principal may make termd hold in memory and in the plan journal (docs/OPERATIONS.md, Limits)"`
-	Storage         Storage      `yaml:"storage" doc:"budgets for receipts and the free-space floor of the state directory (docs/OPERATIONS.md, Storage)"`
-	Approvals       Approvals    `yaml:"approvals"`
-	ShutdownGrace   Duration     `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
-	ConsoleURL      string       `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
-	PrivatePaths    []string     `yaml:"private_paths" doc:"more files and directories of termd's and the gateway's (the gateway's token file or state directory, log files, the directory of make run): no execution can read them (covered in its mount namespace) and the policy refuses commands that name them, like state_dir"`
-	Secrets         []string     `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
-	Credentials     []Credential `yaml:"credentials" doc:"named secrets a plan may ask for by name (--credential NAME); each entry: name (GH_TOKEN), one source (file: a path read at each execution, owned by root or termd's user and not group/world readable; value: in this file, which must then be 0600; neither: the entry of that name in credentials_file), programs (names or absolute paths that may receive it; empty: any), principals (uids, users, groups, roles, tokens that may ask; empty: anyone who may plan), inject (env: the variable holds the value; file: a 0600 file in the execution's private TMPDIR, the variable holds its path). See docs/CREDENTIALS.md"`
-	CredentialsFile string       `yaml:"credentials_file" doc:"a NAME=value store (one per line, # comments) read at each execution for credentials entries with no value or file; must be mode 0600 or stricter"`
-	MetricsListen   string       `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
-	Adviser         Adviser      `yaml:"adviser"`
-	RunAsRequester  *bool        `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
-	Sandbox         string       `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
-	SandboxLauncher string       `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
-	RootMapUID      uint32       `yaml:"sandbox_root_map_uid" doc:"when termd is root (Linux), a command run for root without a privileged plan is uid 0 in a user namespace and this unprivileged uid (and gid) on the host, with the workspace, HOME and TMPDIR mounted idmapped so what it creates there stays root's: pick a uid no account or service uses. See docs/SANDBOX.md" default:"65533"`
+	Socket          string                 `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
+	SocketGroup     string                 `yaml:"socket_group" doc:"group that owns the socket (people and agents in it may connect)"`
+	OperatorSocket  string                 `yaml:"operator_socket" doc:"a second unix socket that only root and termd's own user can open (mode 0600): operators reach termd on it whatever agents do to the shared socket, and termctl, termd-mcp and termd-gateway use it when they can open it; none turns it off. Clients find it beside the socket by name; elsewhere, tell them with TERMD_OPERATOR_SOCKET" default:"beside socket, with -operator before .sock (termd.sock: termd-operator.sock)"`
+	StateDir        string                 `yaml:"state_dir" doc:"receipts, keys and plans live here (mode 0700)" default:"$XDG_STATE_HOME/termd, or /var/lib/termd for root"`
+	Policy          string                 `yaml:"policy" doc:"policy file; empty means the embedded default policy"`
+	RecipesDir      string                 `yaml:"recipes_dir" doc:"directory of operator recipes (*.yaml, *.yml, *.json; docs/RECIPES.md), read on every list and run; each adds to the built-in catalog or replaces the built-in of the same name; empty: only the built-in catalog"`
+	ProjectPolicy   string                 `yaml:"project_policy" doc:"path, relative to each workspace root, of a project policy that may only narrow the system policy for that workspace (kind: project); empty turns project policies off" default:".termd/policy.yaml"`
+	Workspaces      []string               `yaml:"workspaces" doc:"workspace roots: commands run only inside these" default:"the current directory"`
+	LogLevel        string                 `yaml:"log_level" doc:"debug, info, warn or error" default:"info"`
+	LogFormat       string                 `yaml:"log_format" doc:"text or json" default:"text"`
+	Roles           Roles                  `yaml:"roles"`
+	Sessions        Sessions               `yaml:"sessions"`
+	Connections     Connections            `yaml:"connections" doc:"limits on connections to the socket and calls on them (docs/OPERATIONS.md, Limits)"`
+	Plans           Plans                  `yaml:"plans" doc:"bounds on the plans each principal may make termd hold in memory and in the plan journal (docs/OPERATIONS.md, Limits)"`
+	Storage         Storage                `yaml:"storage" doc:"budgets for receipts and the free-space floor of the state directory (docs/OPERATIONS.md, Storage)"`
+	Approvals       Approvals              `yaml:"approvals"`
+	ShutdownGrace   Duration               `yaml:"shutdown_grace" doc:"on SIGTERM, running executions get this long to finish before they are ended" default:"10s"`
+	ConsoleURL      string                 `yaml:"console_url" doc:"base URL of the web console, used in approval links (e.g. http://127.0.0.1:8765)"`
+	PrivatePaths    []string               `yaml:"private_paths" doc:"more files and directories of termd's and the gateway's (the gateway's token file or state directory, log files, the directory of make run): no execution can read them (covered in its mount namespace) and the policy refuses commands that name them, like state_dir"`
+	Secrets         []string               `yaml:"secrets" doc:"files whose contents are secrets to redact everywhere (each must be 0600)"`
+	Credentials     []Credential           `yaml:"credentials" doc:"named secrets a plan may ask for by name (--credential NAME); each entry: name (GH_TOKEN), one source (file: a path read at each execution, owned by root or termd's user and not group/world readable; value: in this file, which must then be 0600; neither: the entry of that name in credentials_file), programs (names or absolute paths that may receive it; empty: any), principals (uids, users, groups, roles, tokens that may ask; empty: anyone who may plan), inject (env: the variable holds the value; file: a 0600 file in the execution's private TMPDIR, the variable holds its path). See docs/CREDENTIALS.md"`
+	GitIdentity     map[string]GitIdentity `yaml:"git_identity" doc:"the git author and committer identity commands get when neither the request nor a git config sets one, by principal: a user name, a numeric uid or token:NAME, mapped to {name, email}; a principal not listed gets NAME (via termd) <NAME@HOST>. It is a config file of the lowest precedence (git's global config where the policy keeps the caller's ~/.gitconfig out, else its system config), so a repository's own user.name and user.email, and GIT_AUTHOR_*/GIT_COMMITTER_* in the request, still win; receipts record it (git_identity)"`
+	CredentialsFile string                 `yaml:"credentials_file" doc:"a NAME=value store (one per line, # comments) read at each execution for credentials entries with no value or file; must be mode 0600 or stricter"`
+	MetricsListen   string                 `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
+	Adviser         Adviser                `yaml:"adviser"`
+	RunAsRequester  *bool                  `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
+	Sandbox         string                 `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
+	SandboxLauncher string                 `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
+	RootMapUID      uint32                 `yaml:"sandbox_root_map_uid" doc:"when termd is root (Linux), a command run for root without a privileged plan is uid 0 in a user namespace and this unprivileged uid (and gid) on the host, with the workspace, HOME and TMPDIR mounted idmapped so what it creates there stays root's: pick a uid no account or service uses. See docs/SANDBOX.md" default:"65533"`
 
 	// Source is the file the config came from ("" for defaults only).
 	Source string `yaml:"-"`
+}
+
+// GitIdentity is a git author/committer name and email.
+type GitIdentity struct {
+	Name  string `yaml:"name"`
+	Email string `yaml:"email"`
 }
 
 // Default returns the configuration used when no file is given.
@@ -445,6 +452,9 @@ func (c *Config) Validate() error {
 		if err := CheckSecretFile(s); err != nil {
 			return fmt.Errorf("secrets[%d]: %v", i, err)
 		}
+	}
+	if err := c.validateGitIdentity(); err != nil {
+		return err
 	}
 	if err := c.validateCredentials(); err != nil {
 		return err

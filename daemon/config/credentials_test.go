@@ -97,3 +97,33 @@ func TestCredentialPrincipals(t *testing.T) {
 		t.Fatal("role scoping")
 	}
 }
+
+func TestGitIdentityConfig(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"git_identity:\n  alice: {name: Alice}\n", "git_identity.alice.email: empty"},
+		{"git_identity:\n  alice: {name: \"A <x>\", email: a@example.com}\n", "must not contain <"},
+		{"git_identity:\n  alice: {name: Alice, mail: a@example.com}\n", `unknown key "mail"`},
+	} {
+		c := Default()
+		err := Parse(c, []byte(tc.yaml))
+		if err == nil {
+			err = c.validateGitIdentity()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want an error containing %q", tc.yaml, err, tc.want)
+		}
+	}
+	c := Default()
+	if err := Parse(c, []byte("git_identity:\n  alice: {name: Alice Example, email: alice@example.com}\n  \"1001\": {name: U, email: u@example.com}\n")); err != nil || c.validateGitIdentity() != nil {
+		t.Fatal(err)
+	}
+	if id, src := c.GitIdentityFor("alice", 1000); id.Name != "Alice Example" || src != "config" {
+		t.Fatalf("by name: %v %s", id, src)
+	}
+	if id, src := c.GitIdentityFor("bob", 1001); id.Email != "u@example.com" || src != "config" {
+		t.Fatalf("by uid: %v %s", id, src)
+	}
+	if id, src := c.GitIdentityFor("token:ci", 0); id.Name != "ci (via termd)" || !strings.HasPrefix(id.Email, "ci@") || src != "default" {
+		t.Fatalf("default for a token: %v %s", id, src)
+	}
+}

@@ -70,6 +70,8 @@ func typeName(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.Slice:
 		return "list of " + typeName(t.Elem()) + "s"
+	case reflect.Map:
+		return "mapping"
 	case reflect.Uint32, reflect.Int, reflect.Int64:
 		return "integer"
 	case reflect.Bool:
@@ -193,6 +195,9 @@ func exampleValue(k Key) string {
 	}
 	if strings.HasPrefix(k.Type, "list") {
 		return " []"
+	}
+	if k.Type == "mapping" {
+		return " {}"
 	}
 	if k.Default != "" && !strings.ContainsAny(k.Default, " $,") {
 		return " " + k.Default

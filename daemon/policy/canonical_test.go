@@ -33,7 +33,7 @@ func TestRequestHashCoversTheCanonicalRequest(t *testing.T) {
 		t.Fatal("a different cwd gave the same request hash")
 	}
 	// Another policy version is another request.
-	other, err := Parse("other.yaml", []byte(strings.Replace(string(DefaultYAML()), "max_timeout: 30m", "max_timeout: 29m", 1)))
+	other, err := Parse("other.yaml", []byte(strings.Replace(string(DefaultYAML()), "max_timeout: 1h", "max_timeout: 59m", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}

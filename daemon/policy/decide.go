@@ -284,6 +284,10 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 	d.Mode = mode
 	d.Timeout = req.Timeout
 	switch {
+	case req.Timeout == 0 && req.TTY != nil && p.limits.MaxTimeout > 0:
+		// A terminal is ended by its idle limit while someone uses it:
+		// its time limit is the policy's maximum unless it asks for less.
+		d.Timeout = p.limits.MaxTimeout
 	case req.Timeout == 0:
 		d.Timeout = p.limits.DefaultTimeout
 	case req.Timeout < 0:

@@ -22,7 +22,7 @@ func TestDefaultLoads(t *testing.T) {
 		t.Fatalf("trusted path %v", p.TrustedPath())
 	}
 	l := p.Limits()
-	if l.DefaultTimeout != 2*time.Minute || l.MaxTimeout != 30*time.Minute || l.OutputBytes <= 0 || l.Pids <= 0 {
+	if l.DefaultTimeout != 10*time.Minute || l.MaxTimeout != time.Hour || l.OutputBytes <= 0 || l.Pids <= 0 {
 		t.Fatalf("limits %+v", l)
 	}
 	if !p.NetworkAllowed() {
@@ -80,7 +80,7 @@ func TestStrictLoading(t *testing.T) {
 		{"failing match", `match: [[wc, -l, f]]`, `match: [[wc, --bogus, f]]`, "does not match", "id: read.wc"},
 		{"failing not_match", `not_match: [[file, -S, f]]`, `not_match: [[file, -b, f]]`, "not_match example", "id: read.file"},
 		{"bad mode", "default_mode: confirm", "default_mode: yolo", "unknown mode", "default_mode"},
-		{"bad duration", "default_timeout: 2m", "default_timeout: soon", "positive duration", "default_timeout"},
+		{"bad duration", "default_timeout: 10m", "default_timeout: soon", "positive duration", "default_timeout"},
 		{"relative trusted path", "trusted_path: [/usr/local/bin,", "trusted_path: [bin,", "clean absolute", "trusted_path"},
 		{"bad version", "version: 1", "version: 2", "version must be 1", "version"},
 		{"wrong type", "network: true", "network: [1]", "", "network"},
