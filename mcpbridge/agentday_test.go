@@ -122,20 +122,25 @@ func setUpDay(t *testing.T, ws string) {
 	}
 }
 
-// askKind names why a plan asks, from its reasons: what issue 31 expects
-// to ask, or "other".
+// askKind names why a plan asks, from its reasons (the policy's words): what
+// issue 31 expects to ask, or "other". Publishing to a remote (git push)
+// counts as the network.
 func askKind(reasons []string) string {
-	r := strings.ToLower(strings.Join(reasons, " "))
+	r := strings.Join(reasons, " ")
+	has := func(words ...string) bool {
+		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(r, w) })
+	}
 	switch {
-	case strings.Contains(r, "network"):
-		return "network"
-	case strings.Contains(r, "privilege"), strings.Contains(r, "root"):
+	case has("privileged", "real host root"):
 		return "privilege"
-	case strings.Contains(r, "outside the workspace"), strings.Contains(r, "outside a workspace"):
+	case has("uses the network", "from the network", "to a remote", "from a remote"):
+		return "network"
+	case has("outside the workspace"):
 		return "outside paths"
-	case strings.Contains(r, "entry file"):
+	case has("is an entry file"):
 		return "entry files"
-	case strings.Contains(r, "remov"), strings.Contains(r, "delet"), strings.Contains(r, "history"), strings.Contains(r, "discard"):
+	case has("removes files", "(rule git.history)", "(history)", "discards", "abandons"),
+		has("(rule git.") && has("is not a plain edit"):
 		return "removal/history"
 	}
 	return "other"
@@ -192,7 +197,11 @@ func playDay(t *testing.T, d *harness.Daemon, cs *mcp.ClientSession, day []dayLi
 			continue
 		case "awaiting_approval":
 			kind := askKind(reasons())
-			tl.asks[kind] = append(tl.asks[kind], l.line+map[bool]string{true: " — " + strings.Join(reasons(), "; ")}[kind == "other"])
+			name := l.line
+			if rs := reasons(); kind == "other" && len(rs) > 0 {
+				name += " (" + rs[0] + ")"
+			}
+			tl.asks[kind] = append(tl.asks[kind], name)
 			id := str(run, "plan_id")
 			p, err := d.Client.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: id})
 			if err != nil {
