@@ -870,3 +870,26 @@ func TestInlineLauncherConfinesBeforeRelease(t *testing.T) {
 		}
 	}
 }
+
+// A cache directory's grant binds to the directory below HOME, opened
+// without following a link: one swapped for a link to a directory outside
+// after termd made it grants nothing there (the rest of the profile holds).
+func TestCacheGrantFollowsNoLink(t *testing.T) {
+	f := newFixture(t)
+	real := filepath.Join(f.paths.Home, ".cache", "real")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(f.paths.Home, ".cache", "linked")
+	if err := os.Symlink(f.outside, link); err != nil {
+		t.Fatal(err)
+	}
+	ro := readOnly
+	ro.Cache = []string{real, link}
+	expect(t, f.do(&ro, "write", filepath.Join(real, "x")), "ok", "read-only writes its cache")
+	expect(t, f.do(&ro, "write", filepath.Join(f.outside, "x")), "denied", "a cache linked outside")
+	expect(t, f.do(&ro, "write", filepath.Join(f.ws, "x")), "denied", "read-only writes the workspace")
+	if _, err := os.Lstat(filepath.Join(f.outside, "x")); err == nil {
+		t.Error("the command wrote outside through its cache's link")
+	}
+}
