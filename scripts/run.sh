@@ -15,7 +15,11 @@ port="${TERMD_CONSOLE_PORT:-8765}"
 console="http://127.0.0.1:$port"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
+# Ctrl-C (or TERM) is how make run is meant to end: stop both, exit 0, so
+# make does not report "Error 130".
+stop() { trap - EXIT; cleanup; echo "termd stopped." >&2; exit 0; }
+trap cleanup EXIT
+trap stop INT TERM
 
 answers() { bin/termctl --socket "$sock" status >/dev/null 2>&1; }
 if answers; then
