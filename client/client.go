@@ -287,10 +287,13 @@ func wrap(socket string, err error) error {
 		}
 		e.Message = "termd is not reachable at " + socket
 		e.Hint = "start it with `make run` or `termd --socket " + socket + "`, or point --socket / TERMD_SOCKET at the right path"
-		if local, err := filepath.Abs(".run/termd.sock"); err == nil && local != socket {
-			if fi, err := os.Stat(local); err == nil && fi.Mode()&os.ModeSocket != 0 {
-				e.Hint = "a termd started by `make run` listens at " + local + ": `export TERMD_SOCKET=" + local + "` (or pass --socket " + local + ")"
-			}
+		if fi, err := os.Stat(socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			// The file is there but nothing listens: a termd that was killed
+			// (make run stopped) left it, and TERMD_SOCKET may still name it.
+			e.Message = "termd is not running at " + socket + " (the socket file is left over from a termd that stopped)"
+		}
+		if local, err := filepath.Abs(".run/termd.sock"); err == nil && local != socket && answers(local) {
+			e.Hint = "a termd started by `make run` listens at " + local + ": `export TERMD_SOCKET=" + local + "` (or pass --socket " + local + ")"
 		}
 	case codes.PermissionDenied:
 		e.Hint = "ask an operator, or check the roles in the daemon's config"
@@ -337,4 +340,15 @@ func transportFailure(msg string) bool {
 		}
 	}
 	return false
+}
+
+// answers says whether something accepts connections on the unix socket
+// path: a socket file a stopped termd left behind does not.
+func answers(path string) bool {
+	c, err := net.DialTimeout("unix", path, 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
