@@ -246,11 +246,11 @@ type TerminalInput struct {
 	Seq  int64     `json:"seq"`
 	At   time.Time `json:"at"`
 	By   string    `json:"by"`
-	Kind string    `json:"kind"` // input, resize or input_taken
+	Kind string    `json:"kind"` // input, resize, input_taken or input_released (1.6)
 	// Text is what was typed, redacted; keys as <NAME>.
 	Text string `json:"text"`
-	// SHA256 is the hex digest of the raw bytes written ("" for resize
-	// and input_taken).
+	// SHA256 is the hex digest of the raw bytes written ("" for resize,
+	// input_taken and input_released).
 	SHA256 string `json:"sha256"`
 }
 

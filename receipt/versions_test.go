@@ -69,6 +69,16 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	if _, err := VerifyJSON(sign(v15), keys); err != nil {
 		t.Fatalf("a 1.5 receipt no longer verifies: %v", err)
 	}
+	v15.Terminal = &Terminal{Rows: 24, Cols: 80, Inputs: []TerminalInput{{Seq: 1, At: time.Now(), By: "root", Kind: "input_released", Text: "to agent"}}}
+	if _, err := VerifyJSON(sign(v15), keys); err == nil {
+		t.Fatal("a 1.5 receipt with an input_released terminal input must not match schema 1.5")
+	}
+	rel := testReceipt()
+	rel.Terminal = v15.Terminal
+	if _, err := VerifyJSON(sign(rel), keys); err != nil {
+		t.Fatalf("a 1.6 receipt with an input_released terminal input: %v", err)
+	}
+	v15.Terminal = nil
 	v15.Stdin = cur.Stdin
 	if _, err := VerifyJSON(sign(v15), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
 		t.Fatalf("a 1.5 receipt with stdin must not match schema 1.5: %v", err)

@@ -2603,7 +2603,8 @@ func (*Event_Terminal) isEvent_Payload() {}
 type TerminalEvent struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
-	// "input", "resize", "input_taken", "attached" or "detached".
+	// "input", "resize", "input_taken", "input_released", "attached" or
+	// "detached".
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The principal name that did it.
 	By string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
@@ -2612,7 +2613,9 @@ type TerminalEvent struct {
 	// For input: sha256 (hex) of the raw bytes written to the terminal.
 	Sha256 string `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
 	// For resize: the new size.
-	Size          *TerminalOptions `protobuf:"bytes,6,opt,name=size,proto3" json:"size,omitempty"`
+	Size *TerminalOptions `protobuf:"bytes,6,opt,name=size,proto3" json:"size,omitempty"`
+	// For input_taken and input_released: who holds the input now.
+	Holder        string `protobuf:"bytes,30,opt,name=holder,proto3" json:"holder,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2687,6 +2690,13 @@ func (x *TerminalEvent) GetSize() *TerminalOptions {
 		return x.Size
 	}
 	return nil
+}
+
+func (x *TerminalEvent) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
 }
 
 var File_termd_v1_types_proto protoreflect.FileDescriptor
@@ -2907,14 +2917,15 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\asession\x18\x0e \x01(\v2\x11.termd.v1.SessionH\x00R\asession\x124\n" +
 	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceipt\x125\n" +
 	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminalB\t\n" +
-	"\apayload\"\xb1\x01\n" +
+	"\apayload\"\xc9\x01\n" +
 	"\rTerminalEvent\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02by\x18\x03 \x01(\tR\x02by\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
 	"\x06sha256\x18\x05 \x01(\tR\x06sha256\x12-\n" +
-	"\x04size\x18\x06 \x01(\v2\x19.termd.v1.TerminalOptionsR\x04size*P\n" +
+	"\x04size\x18\x06 \x01(\v2\x19.termd.v1.TerminalOptionsR\x04size\x12\x16\n" +
+	"\x06holder\x18\x1e \x01(\tR\x06holder*P\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_VIEWER\x10\x01\x12\x0e\n" +
