@@ -274,13 +274,13 @@ func (b *Broker) openJournal(path string) error {
 			b.Log.Warn("plan journal: bad plan record", "plan", id, "error", err)
 			continue
 		}
+		b.settleRestoredPlan(p, ran)
+		// An open plan's stdin (one that ran, as its receipt proves, needs none).
 		if len(r.Stdin) > 0 && isOpenState(p.State) {
 			if err := json.Unmarshal(r.Stdin, &rec.stdin); err != nil {
-				b.Log.Warn("plan journal: bad plan record", "plan", id, "error", err)
-				continue
+				b.Log.Warn("plan journal: bad stdin in a plan record; the plan is refused when it starts (plan the command again with its input)", "plan", id, "error", err)
 			}
 		}
-		b.settleRestoredPlan(p, ran)
 		b.plans[id] = rec
 		s.plans = append(s.plans, id)
 		b.restorePlanUseLocked(rec)
