@@ -25,9 +25,9 @@ const detachKey = 0x1d
 const detachHelp = "Ctrl-] then d"
 
 func newAttach(a *app) *cobra.Command {
-	var take bool
+	var take, release bool
 	cmd := &cobra.Command{
-		Use:   "attach EXECUTION_ID [--take]",
+		Use:   "attach EXECUTION_ID [--take | --release]",
 		Short: "Attach this terminal to a PTY execution: watch it, type into it",
 		Long: `attach connects your terminal to a PTY execution (one started with
 ` + "`termctl run --tty`" + `, or a tty plan from an agent): it shows the current screen, then
@@ -42,21 +42,47 @@ SIGINT to its foreground process group), not to termctl. The window size
 follows yours while you hold the input.
 
 attach exits with the command's exit code when it ends while attached (as
-run does), and 0 when you detach.`,
+run does), and 0 when you detach.
+
+--release hands the input back to the execution's requester (the agent that
+started it can type again) and returns without attaching: the holder who
+took it, or an operator, may.`,
 		Example: `  termctl attach 7d0a...c2
-  termctl attach --take 7d0a...c2     # take the input over (an operator, or the requester)`,
+  termctl attach --take 7d0a...c2     # take the input over (an operator, or the requester)
+  termctl attach --release 7d0a...c2  # hand it back to the requester`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs(runningIDs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if take && release {
+				return usageErr(errors.New("--take and --release do not go together: take the input, or hand it back"))
+			}
 			ctx, c, err := a.dial(cmd)
 			if err != nil {
 				return err
+			}
+			if release {
+				return a.releaseInput(ctx, c, args[0])
 			}
 			return a.attach(ctx, c, args[0], take)
 		},
 	}
 	cmd.Flags().BoolVar(&take, "take", false, "take the input over (operators, or the requester while no operator holds it)")
+	cmd.Flags().BoolVar(&release, "release", false, "hand the input back to the execution's requester and return (its holder, or an operator)")
 	return cmd
+}
+
+// releaseInput hands a terminal's input back to its requester.
+func (a *app) releaseInput(ctx context.Context, c *client.Client, id string) error {
+	resp, err := c.Terminals.ReleaseInput(ctx, &termdv1.ReleaseInputRequest{ExecutionId: id})
+	if err != nil {
+		return fmt.Errorf("handing back the input of %s: %w", id, err)
+	}
+	e := resp.GetExecution()
+	if ok, err := a.printData(e); ok {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "execution %s: %s holds the input\n", e.GetId(), e.GetInputHolder())
+	return nil
 }
 
 // attach runs one attached session; it returns the command's exit when the
@@ -241,10 +267,12 @@ func (t *attached) follow(ctx context.Context, fd int) {
 // event tells the user about what others do on the terminal.
 func (t *attached) event(ev *termdv1.Event) {
 	te := ev.GetTerminal()
-	if te == nil || te.GetKind() != "input_taken" {
-		return
+	switch te.GetKind() {
+	case "input_taken":
+		fmt.Fprintf(t.a.stderr, "%stermctl: %s took the input (%s)%s", t.nl, te.GetBy(), te.GetText(), t.nl)
+	case "input_released":
+		fmt.Fprintf(t.a.stderr, "%stermctl: %s handed the input back (%s)%s", t.nl, te.GetBy(), te.GetText(), t.nl)
 	}
-	fmt.Fprintf(t.a.stderr, "%stermctl: %s took the input (%s)%s", t.nl, te.GetBy(), te.GetText(), t.nl)
 }
 
 // localSize is the size of the terminal on stdout (or stdin), if any.

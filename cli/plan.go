@@ -84,6 +84,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"cwd", d.GetCwd(),
 		"credentials", strings.Join(credentialNames(p), " "),
 		"privileged", privilegedWords(d.GetPrivileged() || p.GetRequest().GetPrivileged()),
+		"stdin", stdinWords(d.GetStdin()),
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
@@ -118,6 +119,14 @@ func privilegedWords(on bool) string {
 		return ""
 	}
 	return "yes: runs as real host root (no user namespace), approved by a person every time"
+}
+
+// stdinWords describes a plan's standard input ("" when it reads /dev/null).
+func stdinWords(in *termdv1.StdinInfo) string {
+	if in == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d bytes (keyed sha256 %s)", in.GetBytes(), in.GetSha256())
 }
 
 // credentialNames are the credentials a plan receives (the request's when
@@ -159,6 +168,7 @@ func canonicalLines(w io.Writer, p *termdv1.Plan) error {
 		"  network", yesNo(d.GetNetwork()),
 		"  run as", d.GetRunAs(),
 		"  privileged", privilegedWords(d.GetPrivileged()),
+		"  stdin", stdinWords(d.GetStdin()),
 		"  policy", d.GetPolicyVersion(),
 		"  decision", verdictWord(d.GetVerdict())+" ("+riskWord(d.GetRisk())+")",
 		"  request hash", d.GetRequestHash(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"regexp"
@@ -32,12 +33,16 @@ type requestFlags struct {
 	privileged bool
 	// tty asks for a pseudo-terminal (run --tty); nil: none.
 	tty *termdv1.TerminalOptions
+	// stdin (-i) sends termctl's standard input as the command's; unset,
+	// it is sent when it is a pipe or a file (readStdin).
+	stdin bool
 }
 
 func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout bool) {
 	fs := cmd.Flags()
 	if withSession {
 		fs.StringVar(&f.session, "session", "", "session to plan in (default: the most recent session termctl opened for you, or a new one)")
+		fs.BoolVarP(&f.stdin, "stdin", "i", false, "send termctl's standard input to the command (default: when it is a pipe or a file, not a terminal; --stdin=false: never, the command reads /dev/null); at most termd's plans.max_stdin_bytes (1 MiB by default)")
 	}
 	fs.StringVar(&f.cwd, "cwd", "", "working directory; must be inside a workspace (default: the current directory)")
 	fs.StringVar(&f.command, "command", "", "the command as one string, split like a shell would but never run by one (instead of ARGV)")
@@ -149,6 +154,54 @@ func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {
 	return req, nil
 }
 
+// maxStdin is the most stdin termctl sends: a request travels in one
+// message (connections.max_message_bytes, 4 MiB by default), and termd's
+// own limit (plans.max_stdin_bytes) is at most 3 MiB.
+const maxStdin = 3 << 20
+
+// readStdin is the command's stdin: in, read to its end, with -i; without
+// the flag, when in is a pipe or a regular file (as in
+// "echo hi | termctl run -- cat"), never a terminal; nil with
+// --stdin=false or for a terminal (--tty) plan, whose input is typed.
+func (f *requestFlags) readStdin(cmd *cobra.Command, in io.Reader) ([]byte, error) {
+	if in == nil || f.tty != nil || cmd.Flags().Lookup("stdin") == nil {
+		if f.stdin && f.tty != nil {
+			return nil, usageErr(errors.New("--stdin and --tty do not go together: a terminal's input is what you type into it"))
+		}
+		return nil, nil
+	}
+	if cmd.Flags().Changed("stdin") {
+		if !f.stdin {
+			return nil, nil
+		}
+	} else if !pipedOrFile(in) {
+		return nil, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxStdin+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading stdin for the command: %w", err)
+	}
+	if len(data) > maxStdin {
+		return nil, usageErr(fmt.Errorf("stdin is more than %d MiB, more than termd takes with a plan (plans.max_stdin_bytes, 1 MiB by default): put the input in a file in the workspace and pass its name (or give --stdin=false)", maxStdin>>20))
+	}
+	return data, nil
+}
+
+// pipedOrFile says whether in is a pipe or a regular file (not a
+// terminal, /dev/null or a socket a parent may hold open).
+func pipedOrFile(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	m := st.Mode()
+	return m.IsRegular() || m&os.ModeNamedPipe != 0
+}
+
 // credentialName is the shape of a credential's name.
 var credentialName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
@@ -162,6 +215,9 @@ func (a *app) timeout() time.Duration { return 30 * time.Second }
 func (a *app) plan(cmd *cobra.Command, rf *requestFlags, args []string) (*termdv1.Plan, *client.Client, error) {
 	req, err := rf.build(args)
 	if err != nil {
+		return nil, nil, err
+	}
+	if req.Stdin, err = rf.readStdin(cmd, a.stdin); err != nil {
 		return nil, nil, err
 	}
 	ctx, c, err := a.dial(cmd)

@@ -45,6 +45,7 @@ type PlanInput struct {
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
 	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"read-only or workspace-write (default: the policy's choice; a program termd has no grammar for runs read-only: if it fails writing in the workspace, plan it again with workspace-write)"`
 	Credentials    []string          `json:"credentials,omitempty" jsonschema:"names of operator-defined secrets (e.g. GH_TOKEN) to put in its environment (you never see the values); needs approval unless a grant covers it"`
+	Stdin          string            `json:"stdin,omitempty" jsonschema:"text the command reads on its standard input (default: none); at most termd's plans.max_stdin_bytes (1 MiB)"`
 	TTY            *TTYInput         `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
 }
 
@@ -442,7 +443,7 @@ func commandRequest(in PlanInput) (*termdv1.CommandRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty, Credentials: in.Credentials}, nil
+	return &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty, Credentials: in.Credentials, Stdin: []byte(in.Stdin)}, nil
 }
 
 // createPlan plans cr in the session asked for, or in this client's own.

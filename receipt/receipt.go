@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.5"
+const SchemaVersion = "1.6"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -114,8 +114,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.5 receipt. Field names are part of the published
-// schema (schema/receipt-1.5.json); do not rename them.
+// Receipt is a schema 1.6 receipt. Field names are part of the published
+// schema (schema/receipt-1.6.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -183,6 +183,10 @@ type Receipt struct {
 	// command (schema 1.5; absent when the request set its own).
 	GitIdentity *GitIdentity `json:"git_identity,omitempty"`
 
+	// Stdin is the standard input the plan gave the command (schema 1.6;
+	// absent: /dev/null).
+	Stdin *Stdin `json:"stdin,omitempty"`
+
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
 
@@ -207,6 +211,13 @@ type Sandbox struct {
 	NetworkNamespace    bool     `json:"network_namespace"`
 	CapabilitiesDropped bool     `json:"capabilities_dropped"`
 	Missing             []string `json:"missing,omitempty"`
+}
+
+// Stdin is a command's standard input by size and keyed digest
+// (HMAC-SHA256 with the digest key, as command_sha256).
+type Stdin struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 // GitIdentity is the git identity termd gave an execution as git's
@@ -235,11 +246,11 @@ type TerminalInput struct {
 	Seq  int64     `json:"seq"`
 	At   time.Time `json:"at"`
 	By   string    `json:"by"`
-	Kind string    `json:"kind"` // input, resize or input_taken
+	Kind string    `json:"kind"` // input, resize, input_taken or input_released (1.6)
 	// Text is what was typed, redacted; keys as <NAME>.
 	Text string `json:"text"`
-	// SHA256 is the hex digest of the raw bytes written ("" for resize
-	// and input_taken).
+	// SHA256 is the hex digest of the raw bytes written ("" for resize,
+	// input_taken and input_released).
 	SHA256 string `json:"sha256"`
 }
 

@@ -54,13 +54,39 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	cur.Credentials = []string{"GH_TOKEN", "NPM_TOKEN"}
 	cur.RunAs = &RunAs{User: "root", UID: 0, GID: 0, HostUID: 65533}
 	cur.GitIdentity = &GitIdentity{Name: "nobody (via termd)", Email: "nobody@host", Source: "default"}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.5" {
-		t.Fatalf("a 1.5 receipt with its sandbox, grant, terminal inputs, credentials, host uid and git identity: %v (schema %s)", err, cur.SchemaVersion)
+	cur.Stdin = &Stdin{Bytes: 3, SHA256: strings.Repeat("9", 64)}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.6" {
+		t.Fatalf("a 1.6 receipt with its sandbox, grant, terminal inputs, credentials, host uid, git identity and stdin: %v (schema %s)", err, cur.SchemaVersion)
+	}
+	badStdin := testReceipt()
+	badStdin.Stdin = &Stdin{Bytes: 0, SHA256: "zz"}
+	if _, err := VerifyJSON(sign(badStdin), keys); err == nil {
+		t.Fatal("a stdin of 0 bytes with a malformed digest passed the schema")
+	}
+	v15 := testReceipt()
+	v15.SchemaVersion = "1.5"
+	v15.GitIdentity = cur.GitIdentity
+	if _, err := VerifyJSON(sign(v15), keys); err != nil {
+		t.Fatalf("a 1.5 receipt no longer verifies: %v", err)
+	}
+	v15.Terminal = &Terminal{Rows: 24, Cols: 80, Inputs: []TerminalInput{{Seq: 1, At: time.Now(), By: "root", Kind: "input_released", Text: "to agent"}}}
+	if _, err := VerifyJSON(sign(v15), keys); err == nil {
+		t.Fatal("a 1.5 receipt with an input_released terminal input must not match schema 1.5")
+	}
+	rel := testReceipt()
+	rel.Terminal = v15.Terminal
+	if _, err := VerifyJSON(sign(rel), keys); err != nil {
+		t.Fatalf("a 1.6 receipt with an input_released terminal input: %v", err)
+	}
+	v15.Terminal = nil
+	v15.Stdin = cur.Stdin
+	if _, err := VerifyJSON(sign(v15), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
+		t.Fatalf("a 1.5 receipt with stdin must not match schema 1.5: %v", err)
 	}
 	pr := testReceipt()
 	pr.RunAs, pr.Privileged = &RunAs{User: "root"}, true
 	if _, err := VerifyJSON(sign(pr), keys); err != nil {
-		t.Fatalf("a 1.5 receipt of a privileged run: %v", err)
+		t.Fatalf("a 1.6 receipt of a privileged run: %v", err)
 	}
 	badGit := testReceipt()
 	badGit.GitIdentity = &GitIdentity{Name: "x", Email: "a@b", Source: "guessed"}

@@ -67,6 +67,9 @@ func decisionProto(d policy.Decision) *termdv1.Decision {
 		Credentials:     slices.Clone(d.Credentials),
 		Privileged:      d.Privileged,
 	}
+	if d.Stdin != nil {
+		out.Stdin = &termdv1.StdinInfo{Bytes: uint64(d.Stdin.Bytes), Sha256: d.Stdin.SHA256}
+	}
 	for _, s := range d.Steps {
 		out.Steps = append(out.Steps, &termdv1.PolicyStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
 	}
@@ -164,6 +167,7 @@ func redactRequest(b *Broker, r *termdv1.CommandRequest) *termdv1.CommandRequest
 	c.Argv = b.Redactor.RedactAll(c.Argv)
 	c.Command = b.Redactor.Redact(c.Command)
 	c.Cwd = b.Redactor.Redact(c.Cwd)
+	c.Stdin = nil // the plan holds it (planRec.stdin); the decision describes it
 	for k, v := range c.Env {
 		c.Env[k] = b.redactEnvValue(k, v)
 	}

@@ -72,6 +72,9 @@ type execRec struct {
 	gitIdentity *receipt.GitIdentity
 	// timeout is the command's time limit; set before the spawn.
 	timeout time.Duration
+	// stdin is the command's standard input (its plan's), until spec
+	// opens it for the command; nil: /dev/null.
+	stdin []byte
 
 	// launch confines the command (nil: no sandbox); sandbox is what the
 	// receipt records of it; tmp is its private TMPDIR, removed at the end.
@@ -363,6 +366,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		b.unlock()
 		return nil, errdefs.Exhausted("%s already has %d commands running (the per-principal cap, sessions.max_running); wait for one to finish, or cancel one (`termctl sessions list` shows them)", p.p.Requester.GetName(), n)
 	}
+	stdin := p.stdin // let go of by the transition: the execution holds it now
 	// Reserve the plan so it cannot start twice while we re-check outside the lock.
 	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING); err != nil {
 		b.unlock()
@@ -376,6 +380,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		begun:       begun,
 		storageTail: tail,
 		redactor:    b.Redactor,
+		stdin:       stdin,
 		e: &termdv1.Execution{
 			PlanId:    p.p.Id,
 			SessionId: s.id,
@@ -469,6 +474,9 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		return nil
 	}
 	proc, err := b.Runner.Start(spec)
+	if spec.Stdin != nil {
+		spec.Stdin.Close() // the command has its own descriptor
+	}
 	e.spawned = time.Now()
 	e.stage[stageSpawn] = e.spawned.Sub(checked)
 	if !released.IsZero() {
@@ -661,6 +669,10 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		}
 		e.redactor, e.credentials = b.Redactor.With(forms...), slices.Clone(d.Credentials)
 	}
+	stdinFile, err := b.stdinFile(e, d, tmp, uid, gid)
+	if err != nil {
+		return runner.Spec{}, err
+	}
 	envList := make([]string, 0, len(env))
 	for k, v := range env {
 		envList = append(envList, k+"="+v)
@@ -709,6 +721,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		Launch:       e.launch,
 		NewHash:      b.Keys.NewDigest,
 		TTY:          tty,
+		Stdin:        stdinFile,
 		OnOutput: func(s runner.Stream, off int64, chunk []byte) {
 			if e.hub != nil {
 				e.hub.feed(off, chunk)

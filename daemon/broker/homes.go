@@ -60,10 +60,33 @@ func (b *Broker) homeBase() string {
 	}
 	c.key, c.private = key, false
 	c.base = sibling
-	if insideAny(sibling, cfg.Workspaces) || !onlyTermdWrites(filepath.Dir(sibling)) {
+	if !siblingUsable(sibling, cfg.Workspaces) {
 		c.base, c.private = b.privateHomeBase(cfg.StateDir, ""), true
 	}
 	return c.base
+}
+
+// siblingUsable says whether the sibling base <state>-home may hold the
+// homes: outside every workspace, in a directory only termd can write.
+func siblingUsable(sibling string, workspaces []string) bool {
+	return !insideAny(sibling, workspaces) && onlyTermdWrites(filepath.Dir(sibling))
+}
+
+// HomeBase is where termd keeps the commands' private homes and TMPDIRs
+// for a state directory and workspaces, as it would choose it, making
+// nothing (for termd doctor): the sibling <state>-home, or, private, the
+// base recorded in <state>/home-base ("" when none was made yet; termd
+// makes one under a random name in the temporary directory).
+func HomeBase(stateDir string, workspaces []string) (base string, private bool) {
+	sibling := stateDir + "-home"
+	if siblingUsable(sibling, workspaces) {
+		return sibling, false
+	}
+	data, err := os.ReadFile(filepath.Join(stateDir, homeBaseRecord))
+	if err != nil {
+		return "", true
+	}
+	return strings.TrimSpace(string(data)), true
 }
 
 // onlyTermdWrites says whether dir is a directory owned by root or termd's

@@ -116,6 +116,8 @@ type journalRecord struct {
 	Request    *policy.Request `json:"request,omitempty"`
 	// Decision is what the plan was decided on (re-checked before it runs).
 	Decision *policy.Decision `json:"decision,omitempty"`
+	// Stdin is an open plan's standard input (planRec.stdin).
+	Stdin []byte `json:"stdin,omitempty"`
 }
 
 // replayRecord is a journalRecord as replay reads it: a plan's request and
@@ -128,6 +130,7 @@ type replayRecord struct {
 	Plan       json.RawMessage `json:"plan,omitempty"`
 	Request    json.RawMessage `json:"request,omitempty"`
 	Decision   json.RawMessage `json:"decision,omitempty"`
+	Stdin      json.RawMessage `json:"stdin,omitempty"`
 }
 
 var pjm = protojson.MarshalOptions{UseProtoNames: true}
@@ -272,6 +275,12 @@ func (b *Broker) openJournal(path string) error {
 			continue
 		}
 		b.settleRestoredPlan(p, ran)
+		// An open plan's stdin (one that ran, as its receipt proves, needs none).
+		if len(r.Stdin) > 0 && isOpenState(p.State) {
+			if err := json.Unmarshal(r.Stdin, &rec.stdin); err != nil {
+				b.Log.Warn("plan journal: bad stdin in a plan record; the plan is refused when it starts (plan the command again with its input)", "plan", id, "error", err)
+			}
+		}
 		b.plans[id] = rec
 		s.plans = append(s.plans, id)
 		b.restorePlanUseLocked(rec)
@@ -568,8 +577,7 @@ func planLine(pp *termdv1.Plan, rec *planRec) ([]byte, error) {
 			return nil, fmt.Errorf("encoding the request and decision of plan %s: %w", pp.Id, err)
 		}
 		t := append([]byte(`,"request":`), req...)
-		t = append(append(t, `,"decision":`...), dec...)
-		tail = append(t, "}\n"...)
+		tail = append(append(t, `,"decision":`...), dec...)
 		rec.journalTail = tail
 	}
 	rec.bodyMu.Unlock()
@@ -577,9 +585,22 @@ func planLine(pp *termdv1.Plan, rec *planRec) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	line := make([]byte, 0, len(`{"kind":"plan","plan":`)+len(plan)+len(tail))
+	// An open plan's stdin goes with it until it runs (then the intent and
+	// the receipt are the record, and the bytes are let go); written after
+	// the decision, as json.Marshal of journalRecord would.
+	var stdin []byte
+	if isOpenState(pp.State) && rec.stdin != nil { // lazy records (not open) are written outside b.mu
+		if stdin, err = json.Marshal(rec.stdin); err != nil {
+			return nil, err
+		}
+	}
+	line := make([]byte, 0, len(`{"kind":"plan","plan":`)+len(plan)+len(tail)+len(`,"stdin":`)+len(stdin)+2)
 	line = append(append(line, `{"kind":"plan","plan":`...), plan...)
-	return append(line, tail...), nil
+	line = append(line, tail...)
+	if stdin != nil {
+		line = append(append(line, `,"stdin":`...), stdin...)
+	}
+	return append(line, "}\n"...), nil
 }
 
 // keepEncodingsBelow is the record size above which a plan's encodings are

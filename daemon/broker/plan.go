@@ -46,6 +46,11 @@ type planRec struct {
 	inFinished    bool
 	forgotten     bool  // journal.fmu (also read by lazy journal writes)
 	jbytes        int64 // size of its current journal record (journal.fmu)
+
+	// stdin is the command's standard input (req.Stdin describes it),
+	// held while the plan may still run and journalled with it (planLine);
+	// let go when it starts or settles (trackPlanLocked).
+	stdin []byte
 }
 
 // transitions is the plan state machine (ARCHITECTURE §5), in one place.
@@ -177,6 +182,10 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		// receipt and the journal each keep copies of the request.
 		return policy.Request{}, errdefs.Invalid("the request is %s; termd accepts at most %s of argv, command, cwd and env together (plans.max_request_bytes, %d): put long input in a file in the workspace and pass its name", bytesWord(int64(n)), bytesWord(int64(max)), max)
 	}
+	stdin, err := b.stdinOf(r)
+	if err != nil {
+		return policy.Request{}, err
+	}
 	pol := b.Policy.Current()
 	mode := pol.DefaultMode()
 	if r.Mode != termdv1.Mode_MODE_UNSPECIFIED {
@@ -210,9 +219,35 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		// Names only: values are read when an execution starts.
 		Credentials: slices.Clone(r.Credentials),
 		Privileged:  r.Privileged,
+		Stdin:       stdin,
 	}, nil
 }
 
+// stdinOf checks a request's stdin against plans.max_stdin_bytes and
+// describes it for the canonical request: its size and keyed SHA-256 (as
+// command_sha256, so a short secret piped in cannot be recovered from a
+// receipt by hashing guesses). nil: none (/dev/null).
+func (b *Broker) stdinOf(r *termdv1.CommandRequest) (*policy.Stdin, error) {
+	if len(r.Stdin) == 0 {
+		return nil, nil
+	}
+	if max := b.Config().Plans.MaxStdinBytes; len(r.Stdin) > max {
+		if max == 0 {
+			return nil, errdefs.Invalid("stdin is refused here (plans.max_stdin_bytes is 0): put the input in a file in the workspace and pass its name")
+		}
+		return nil, errdefs.Invalid("stdin is %s; termd accepts at most %s of stdin per plan (plans.max_stdin_bytes, %d): put larger input in a file in the workspace and pass its name", bytesWord(int64(len(r.Stdin))), bytesWord(int64(max)), max)
+	}
+	if r.Tty != nil {
+		return nil, errdefs.Invalid("stdin cannot be given to a terminal (tty) plan: its input is what is typed into it (`termctl send`, `termctl attach`); drop the tty or the stdin")
+	}
+	return &policy.Stdin{Bytes: int64(len(r.Stdin)), SHA256: b.Keys.Digest(r.Stdin)}, nil
+}
+
+// heldBytes is what a plan of r holds: its request and its stdin.
+func heldBytes(r *termdv1.CommandRequest) int64 { return int64(requestBytes(r) + len(r.Stdin)) }
+
+// requestBytes is the size of a request's argv, command, cwd, env and
+// credential names (plans.max_request_bytes); not its stdin.
 func requestBytes(r *termdv1.CommandRequest) int {
 	n := len(r.Command) + len(r.Cwd)
 	for _, a := range r.Argv {
@@ -275,7 +310,7 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 	if err != nil {
 		return nil, err
 	}
-	if err := b.planRoomLocked(caller, s, int64(requestBytes(r))); err != nil {
+	if err := b.planRoomLocked(caller, s, heldBytes(r)); err != nil {
 		return nil, err
 	}
 	p := b.newPlanLocked(caller, s, r, req, dec, "")
@@ -338,7 +373,10 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
 	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
 	who := principalKey(caller)
-	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.useLocked(who), reqBytes: int64(requestBytes(r))}
+	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.useLocked(who), reqBytes: heldBytes(r)}
+	if req.Stdin != nil && dec.Verdict != policy.Deny { // a blocked plan never runs
+		rec.stdin = slices.Clone(r.Stdin)
+	}
 	if b.Metrics != nil {
 		b.Metrics.PlanDecided(string(dec.Verdict))
 	}
@@ -551,6 +589,14 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 		return nil, err
 	}
 	req, s, r := old.req, old.session, old.p.Request
+	if req.Stdin != nil {
+		if old.stdin == nil {
+			b.unlock()
+			return nil, errdefs.Precondition("plan %s read %s of stdin, which termd holds only until a plan runs, expires or is denied: plan the command again with its input", id, bytesWord(req.Stdin.Bytes))
+		}
+		r = proto.Clone(r).(*termdv1.CommandRequest)
+		r.Stdin = old.stdin
+	}
 	b.unlock()
 	// The new plan is the caller's: it gets no mode the caller could not ask
 	// for (an agent replanning an operator's trusted plan is decided in the
@@ -569,7 +615,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 			return nil, err
 		}
 	}
-	if err := b.planRoomLocked(caller, s, int64(requestBytes(r))); err != nil {
+	if err := b.planRoomLocked(caller, s, heldBytes(r)); err != nil {
 		return nil, err
 	}
 	p := b.newPlanLocked(caller, s, r, req, dec, id)

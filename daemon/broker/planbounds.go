@@ -74,6 +74,9 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 			d = -1
 		}
 		p.open = open
+		if !open {
+			p.stdin = nil // it started (which took it) or settled
+		}
 		p.use.open += d
 		p.use.openBytes += int64(d) * p.reqBytes
 		p.session.open += d
@@ -194,7 +197,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 func (b *Broker) restorePlanUseLocked(p *planRec) {
 	p.who = principalKey(p.p.Requester)
 	p.use = b.useLocked(p.who)
-	p.reqBytes = int64(requestBytes(p.p.Request))
+	p.reqBytes = int64(requestBytes(p.p.Request) + len(p.stdin))
 	b.trackPlanLocked(p)
 }
 

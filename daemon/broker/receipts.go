@@ -71,6 +71,9 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		AdviceDigest: p.p.AdviceDigest,
 		Privileged:   d.Privileged,
 	}
+	if d.Stdin != nil {
+		r.Stdin = &receipt.Stdin{Bytes: d.Stdin.Bytes, SHA256: d.Stdin.SHA256}
+	}
 	if a := p.p.Approval; a != nil {
 		ap := receiptPrincipal(a.Approver)
 		r.Approver = &ap

@@ -169,7 +169,13 @@ func (h *termHub) record(by *termdv1.Principal, kind, text, digest string, size 
 		h.dropped++
 	}
 	h.mu.Unlock()
-	h.publish(&termdv1.TerminalEvent{Kind: kind, By: by.GetName(), Text: text, Sha256: digest, Size: size})
+	te := &termdv1.TerminalEvent{Kind: kind, By: by.GetName(), Text: text, Sha256: digest, Size: size}
+	if kind == "input_taken" || kind == "input_released" {
+		h.mu.Lock()
+		te.Holder = h.holder.GetName()
+		h.mu.Unlock()
+	}
+	h.publish(te)
 }
 
 func (h *termHub) publish(te *termdv1.TerminalEvent) {
@@ -475,6 +481,31 @@ func (h *termHub) take(caller *termdv1.Principal) error {
 	h.mu.Unlock()
 	h.record(caller, "input_taken", "from "+cur.GetName(), "", nil)
 	return nil
+}
+
+// ReleaseInput hands a terminal's input back to its requester: called by
+// the holder who took it (or an operator), so the agent that started the
+// program can type again. Nothing changes when the requester holds it.
+func (b *Broker) ReleaseInput(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
+	h, e, _, err := b.runningHub(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	req := e.plan.p.Requester
+	h.mu.Lock()
+	cur := h.holder
+	switch {
+	case principalKey(cur) == principalKey(req):
+		h.mu.Unlock()
+		return b.executionSnapshot(e), nil
+	case principalKey(cur) != principalKey(caller) && !isOperator(caller):
+		h.mu.Unlock()
+		return nil, errdefs.Permission("the input of execution %s is held by %s; only its holder or an operator may hand it back to %s", e.id, cur.GetName(), req.GetName())
+	}
+	h.holder = proto.Clone(req).(*termdv1.Principal)
+	h.mu.Unlock()
+	h.record(caller, "input_released", "to "+req.GetName(), "", nil)
+	return b.executionSnapshot(e), nil
 }
 
 // ResizeTerminal sets the terminal's size (the input holder or an operator).

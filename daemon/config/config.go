@@ -97,6 +97,7 @@ type Plans struct {
 	MaxOpenBytes    int64 `yaml:"max_open_bytes" doc:"request bytes of one principal's open plans together; past it new plans are refused like max_open; a plan's journal record and memory hold its request about eight times over" default:"4194304"`
 	MaxJournalBytes int64 `yaml:"max_journal_bytes" doc:"bytes of the plan journal (plans.jsonl) one principal's plans may hold; past it its oldest finished plans are forgotten (their receipts stay), and when its open plans alone fill it, new plans are refused" default:"67108864"`
 	KeepFinished    int   `yaml:"keep_finished" doc:"finished plans (run, denied, blocked or expired) kept per principal for plan listings; older ones are forgotten from memory and the journal, their receipts stay" default:"1000"`
+	MaxStdinBytes   int   `yaml:"max_stdin_bytes" doc:"bytes of standard input one plan may carry (termctl run -i, or a pipe; the stdin of CommandRequest); a plan holds them in memory and the journal until it runs, and they count against max_open_bytes; 0 refuses stdin" default:"1048576"`
 }
 
 // Approvals bounds approvals.
@@ -185,7 +186,7 @@ func Default() *Config {
 			CallsPerPrincipal: 32,
 			AcceptRate:        64,
 		},
-		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000},
+		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000, MaxStdinBytes: 1 << 20},
 		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
 		ShutdownGrace:  Duration(10 * time.Second),
@@ -517,6 +518,10 @@ func (p Plans) validate() error {
 	}
 	if p.KeepFinished < 0 || p.KeepFinished > 1000000 {
 		return fmt.Errorf("plans.keep_finished: %d is out of range 0..1000000", p.KeepFinished)
+	}
+	if p.MaxStdinBytes < 0 || p.MaxStdinBytes > 3<<20 {
+		// A request travels in one message (connections.max_message_bytes, 4 MiB by default).
+		return fmt.Errorf("plans.max_stdin_bytes: %d is out of range 0..3145728 (3 MiB: a request and its stdin travel in one message)", p.MaxStdinBytes)
 	}
 	return nil
 }

@@ -87,6 +87,7 @@ func Run(o Options) []Check {
 	cs = append(cs, adviserChecks(c)...)
 	cs = append(cs, credentialChecks(c)...)
 	cs = append(cs, storageCheck(c))
+	cs = append(cs, homeChecks(c, daemonUID(c))...)
 	if c.MetricsListen != "" {
 		add("metrics", OK, "Prometheus metrics on http://"+c.MetricsListen+"/metrics (loopback only)", "")
 	} else {
@@ -242,12 +243,17 @@ func sandboxedWrites(p *policy.Policy) string {
 }
 
 // roleChecks says plainly when agents and operators share a uid.
+// daemonUID is termd's user: the socket's owner, else doctor's own.
+func daemonUID(c *config.Config) uint32 {
+	if st, err := os.Stat(c.Socket); err == nil {
+		return uidOf(st) // the socket belongs to the daemon's user
+	}
+	return uint32(os.Geteuid())
+}
+
 func roleChecks(c *config.Config) []Check {
 	var cs []Check
-	daemonUID := uint32(os.Geteuid())
-	if st, err := os.Stat(c.Socket); err == nil {
-		daemonUID = uidOf(st) // the socket belongs to the daemon's user
-	}
+	daemonUID := daemonUID(c)
 	ops := map[uint32]string{0: "root (always an operator)"}
 	ops[daemonUID] = "termd's own uid (always an operator)"
 	for _, u := range c.Roles.Operators.UIDs {

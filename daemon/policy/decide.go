@@ -39,6 +39,16 @@ type Request struct {
 	// Privileged asks to run as real host root (no user namespace): the
 	// decision then asks, whatever the mode (invariant 12).
 	Privileged bool
+	// Stdin is what the command reads on its standard input, by size and
+	// digest (the broker holds the bytes); nil: /dev/null.
+	Stdin *Stdin `json:"stdin,omitempty"`
+}
+
+// Stdin is a command's standard input by size and SHA-256 (hex). It is part
+// of the canonical request: a plan approved for one input runs with no other.
+type Stdin struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 // Context is what the daemon knows, not the caller.
@@ -101,8 +111,10 @@ type Decision struct {
 	// sorted.
 	Credentials []string `json:"credentials,omitempty"`
 	// Privileged: the command runs as real host root; asked, always.
-	Privileged bool   `json:"privileged,omitempty"`
-	Steps      []Step `json:"steps"`
+	Privileged bool `json:"privileged,omitempty"`
+	// Stdin is the command's standard input by size and digest, or nil.
+	Stdin *Stdin `json:"stdin,omitempty"`
+	Steps []Step `json:"steps"`
 }
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -173,6 +185,10 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 		s.raise(Ask, RiskHigh, "privileged: the command runs as real host root (its files, sockets and secrets), not as root in a user namespace; a person approves each such plan, in every mode")
 		s.step("privileged", string(d.Verdict), "runs as real host root")
 	}
+	if req.Stdin != nil {
+		in := *req.Stdin
+		d.Stdin = &in
+	}
 	d.RequestHash = hashRequest(p.canonical(d))
 	return d
 }
@@ -206,6 +222,9 @@ type canonRequest struct {
 	// Privileged: absent when false (the hash of an ordinary request is
 	// what it was before the field existed).
 	Privileged bool `json:"privileged,omitempty"`
+	// Stdin by size and SHA-256; absent without one (the hash of a request
+	// without stdin is what it was before the field existed).
+	Stdin *Stdin `json:"stdin,omitempty"`
 }
 
 // canonTerminal is a terminal in the canonical request, in the same units
@@ -232,6 +251,7 @@ func (p *Policy) canonical(d Decision) canonRequest {
 		Limits:  canonLimits{OutputBytes: l.OutputBytes, MemoryBytes: l.MemoryBytes, Pids: l.Pids, GraceMS: l.Grace.Milliseconds()},
 		Network: d.Network, RunAs: d.RunAs, PolicyVersion: d.PolicyVersion, Verdict: d.Verdict, Risk: d.Risk,
 		ProjectFiles: d.ProjectFiles, Sandbox: d.Sandbox, Credentials: d.Credentials, Privileged: d.Privileged,
+		Stdin: d.Stdin,
 	}
 	if t := d.TTY; t != nil {
 		c.TTY = &canonTerminal{Rows: t.Rows, Cols: t.Cols, IdleMS: t.Idle.Milliseconds()}

@@ -244,7 +244,8 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 // its launcher inline).
 func (lp *launcherPool) fits(spec Spec) bool {
 	l := spec.Launch
-	if lp == nil || l == nil || spec.TTY != nil || !spec.NoNetwork || len(l.Prefix) > 0 || l.Config.UserNS || len(l.Files) > launcher.MaxPassedFDs {
+	// A pre-started launcher's stdin is /dev/null: a spec with its own starts inline.
+	if lp == nil || l == nil || spec.TTY != nil || spec.Stdin != nil || !spec.NoNetwork || len(l.Prefix) > 0 || l.Config.UserNS || len(l.Files) > launcher.MaxPassedFDs {
 		return false
 	}
 	if path := lp.path.Load(); path != nil {

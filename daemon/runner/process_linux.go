@@ -139,6 +139,9 @@ func (p *Process) spawn() (err error) {
 	}
 	var writers [2]*os.File
 	stdin := devnull
+	if spec.Stdin != nil {
+		stdin = spec.Stdin
+	}
 	defer func() {
 		for _, w := range writers {
 			if w != nil {

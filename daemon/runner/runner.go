@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -125,6 +126,10 @@ type Spec struct {
 	// session with the terminal as its controlling tty, and everything it
 	// writes is one stream (Stdout). Nil: stdin from /dev/null, two pipes.
 	TTY *TTY
+	// Stdin, when set, is the command's standard input (a file the caller
+	// opened; the caller closes it once Start returned); nil: /dev/null.
+	// Not with TTY, whose slave is the input.
+	Stdin *os.File
 	// OnOutput receives output as it arrives, in order per stream, from the
 	// stream's reader goroutine. chunk is only valid during the call (like
 	// io.Writer); the callback must not block for long (it stalls the command).
@@ -237,6 +242,9 @@ func validate(s *Spec) error {
 	}
 	if s.NewHash == nil {
 		s.NewHash = sha256.New
+	}
+	if s.Stdin != nil && s.TTY != nil {
+		return errors.New("a terminal execution reads its terminal: it takes no Stdin")
 	}
 	if len(s.Argv) == 0 {
 		s.Argv = []string{s.Path}

@@ -110,6 +110,9 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 		l.Close()
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential}
+	if spec.Stdin != nil {
+		cmd.Stdin = spec.Stdin // an *os.File: the child gets the descriptor itself
+	}
 	if spec.BeforeRelease != nil {
 		if err := spec.BeforeRelease(); err != nil {
 			return p.failed(err), nil

@@ -80,6 +80,7 @@ var minRole = map[string]config.Role{
 	"/termd.v1.TerminalService/GetScreen":      config.RoleViewer,
 	"/termd.v1.TerminalService/ResizeTerminal": config.RoleAgent,
 	"/termd.v1.TerminalService/TakeInput":      config.RoleAgent,
+	"/termd.v1.TerminalService/ReleaseInput":   config.RoleAgent,
 
 	"/termd.v1.WorkspaceService/ListWorkspaceFiles": config.RoleAgent,
 	"/termd.v1.WorkspaceService/ReadWorkspaceFile":  config.RoleAgent,

@@ -38,3 +38,8 @@ func (s terminalSvc) TakeInput(ctx context.Context, r *termdv1.TakeInputRequest)
 	e, err := s.b.TakeInput(ctx, who(ctx), r.ExecutionId)
 	return &termdv1.TakeInputResponse{Execution: e}, err
 }
+
+func (s terminalSvc) ReleaseInput(ctx context.Context, r *termdv1.ReleaseInputRequest) (*termdv1.ReleaseInputResponse, error) {
+	e, err := s.b.ReleaseInput(ctx, who(ctx), r.ExecutionId)
+	return &termdv1.ReleaseInputResponse{Execution: e}, err
+}

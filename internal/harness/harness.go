@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -334,7 +335,19 @@ var Nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
 // RunAs runs a built binary as another user (cred nil: as the test's user).
 func (d *Daemon) RunAs(cred *syscall.Credential, name string, env []string, args ...string) (string, string, int) {
 	d.t.Helper()
+	return d.run(cred, nil, name, env, args)
+}
+
+// RunInput is Run with in as the binary's standard input (a pipe).
+func (d *Daemon) RunInput(in io.Reader, name string, args ...string) (string, string, int) {
+	d.t.Helper()
+	return d.run(nil, in, name, nil, args)
+}
+
+func (d *Daemon) run(cred *syscall.Credential, in io.Reader, name string, env, args []string) (string, string, int) {
+	d.t.Helper()
 	cmd := exec.Command(Bin(d.t, name), args...)
+	cmd.Stdin = in
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		env = append([]string{"HOME=/tmp"}, env...)

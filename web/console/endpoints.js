@@ -45,11 +45,12 @@ export const executions = {
 };
 
 // A PTY execution's terminal: type (whoever holds the input), read the
-// rendered screen, take the input over (operators), watch it live (SSE).
+// rendered screen, take the input over (operators) and hand it back, watch it live (SSE).
 export const terminals = {
   send: (eid, inputs, wait) => api('POST', '/v1/executions/' + id(eid) + ':send', wait ? { inputs, wait } : { inputs }),
   screen: (eid) => api('GET', '/v1/executions/' + id(eid) + '/screen'),
   takeInput: (eid) => api('POST', '/v1/executions/' + id(eid) + ':take-input', {}),
+  releaseInput: (eid) => api('POST', '/v1/executions/' + id(eid) + ':release-input', {}),
   streamURL: (eid, ticket, since) => '/v1/executions/' + id(eid) + '/terminal/stream' + query({ ticket, since_offset: since >= 0 ? since : undefined }),
 };
 

@@ -231,7 +231,7 @@ export function planView(main, ctx, id) {
         exec = (await rest.executions.get(plan.execution_id)).execution;
         if (exec.tty) {
           // A terminal shows its rendered screen, not raw output with escape codes.
-          if (!term) { term = terminalPanel(ctx, exec.id); clear(termSlot, term.el); }
+          if (!term) { term = terminalPanel(ctx, exec.id, plan.requester?.name); clear(termSlot, term.el); }
           term.update(exec);
         } else if (first) { output.hidden = false; fetchOutput('OUTPUT_STREAM_STDOUT'); fetchOutput('OUTPUT_STREAM_STDERR'); }
       }

@@ -2,7 +2,8 @@
 // screen (a VT emulator in termd); this draws its lines and cursor as a
 // monospace grid, updated from the gateway's terminal stream (SSE), and
 // sends keystrokes with :send when this principal holds the input. Watchers
-// see it read-only; an operator can take the input over.
+// see it read-only; an operator can take the input over and hand it back to
+// the requester.
 import * as rest from './endpoints.js';
 import { h, clear, errorBox } from './dom.js';
 
@@ -54,13 +55,14 @@ export function renderScreen(pre, screen) {
 
 // terminalPanel returns the panel element and an update(exec) to call when
 // the execution changes (input holder, state), and stop() on leaving.
-export function terminalPanel(ctx, execID) {
+export function terminalPanel(ctx, execID, requester) {
   const screen = h('pre', { class: 'terminal', id: 'terminal', tabindex: 0, role: 'textbox', 'aria-label': 'Terminal', 'aria-readonly': 'true', 'aria-live': 'off' });
   const who = h('p', { class: 'hint', id: 'terminal-holder' });
   const err = h('div');
   const take = h('button', { type: 'button', id: 'take-input', hidden: true }, 'Take input');
+  const release = h('button', { type: 'button', id: 'release-input', hidden: true }, 'Hand input back');
   const el = h('section', { class: 'card', 'aria-labelledby': 'terminal-title', id: 'terminal-panel' },
-    h('h2', { id: 'terminal-title' }, 'Terminal'), who, screen, h('div', { class: 'row' }, take), err);
+    h('h2', { id: 'terminal-title' }, 'Terminal'), who, screen, h('div', { class: 'row' }, take, release), err);
   let exec = null;
   let es = null;
   let stopped = false;
@@ -78,7 +80,19 @@ export function terminalPanel(ctx, execID) {
     else if (holding()) who.textContent = 'You hold the input: click the terminal and type.';
     else who.textContent = 'Read-only: ' + (exec?.input_holder || 'the requester') + ' holds the input.';
     take.hidden = !(live && ctx.canApprove && !holding());
+    // The holder who took it hands it back to the requester (who may then type again).
+    release.hidden = !(live && holding() && requester && exec.input_holder !== requester);
+    release.textContent = 'Hand input back' + (requester ? ' to ' + requester : '');
   };
+
+  release.addEventListener('click', async () => {
+    release.disabled = true;
+    clear(err);
+    try {
+      exec = (await rest.terminals.releaseInput(execID)).execution;
+      sync();
+    } catch (ex) { clear(err, errorBox(ex)); } finally { release.disabled = false; }
+  });
 
   take.addEventListener('click', async () => {
     take.disabled = true;
@@ -120,7 +134,8 @@ export function terminalPanel(ctx, execID) {
     src.addEventListener('EVENT_KIND_TERMINAL', (e) => {
       try {
         const ev = JSON.parse(e.data);
-        if (ev.terminal?.kind === 'input_taken' && exec) { exec.input_holder = ev.terminal.by; sync(); }
+        const k = ev.terminal?.kind;
+        if ((k === 'input_taken' || k === 'input_released') && exec) { exec.input_holder = ev.terminal.holder || ev.terminal.by; sync(); }
       } catch { /* ignore */ }
     });
     src.addEventListener('EVENT_KIND_FINISHED', () => { ended = true; sync(); });

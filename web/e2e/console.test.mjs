@@ -364,7 +364,18 @@ await test('terminal: a watcher reads only, an operator takes the input over', a
   await page.waitForFunction(() => (document.getElementById('terminal').textContent.match(/taken over/g) || []).length >= 2);
   must(!(await term.textContent()).includes('ignored'), 'a watcher\'s keystrokes reached the terminal');
   await shot('terminal-taken-over');
-  await page.keyboard.press('Control+D');
+  // The operator hands the input back: the requester (root, here termctl) types again.
+  const execID = (r.stdout.match(/termctl output ([0-9a-f-]{36})/) || [])[1];
+  must(execID, 'no execution id in: ' + r.stdout);
+  await page.getByRole('button', { name: 'Hand input back to root' }).click();
+  await page.locator('#terminal-holder', { hasText: 'Read-only: root holds the input' }).waitFor();
+  must(await page.locator('#take-input').isVisible(), 'after handing it back the operator cannot take the input again');
+  const send = (...a) => spawnSync(process.env.TERMCTL, ['send', execID, ...a], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const back = send('--line', 'handed back');
+  must(back.status === 0, 'the requester could not type after the hand-back: ' + back.status + ' ' + back.stderr);
+  await page.waitForFunction(() => (document.getElementById('terminal').textContent.match(/handed back/g) || []).length >= 2);
+  await shot('terminal-handed-back');
+  must(send('--key', 'ctrl_d').status === 0, 'the requester could not end cat');
   await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
 });
 

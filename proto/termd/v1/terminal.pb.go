@@ -1084,6 +1084,94 @@ func (x *TakeInputResponse) GetExecution() *Execution {
 	return nil
 }
 
+type ReleaseInputRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ExecutionId   string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseInputRequest) Reset() {
+	*x = ReleaseInputRequest{}
+	mi := &file_termd_v1_terminal_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseInputRequest) ProtoMessage() {}
+
+func (x *ReleaseInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_terminal_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseInputRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseInputRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_terminal_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReleaseInputRequest) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+type ReleaseInputResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Execution     *Execution             `protobuf:"bytes,1,opt,name=execution,proto3" json:"execution,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseInputResponse) Reset() {
+	*x = ReleaseInputResponse{}
+	mi := &file_termd_v1_terminal_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseInputResponse) ProtoMessage() {}
+
+func (x *ReleaseInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_terminal_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseInputResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseInputResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_terminal_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReleaseInputResponse) GetExecution() *Execution {
+	if x != nil {
+		return x.Execution
+	}
+	return nil
+}
+
 var File_termd_v1_terminal_proto protoreflect.FileDescriptor
 
 const file_termd_v1_terminal_proto_rawDesc = "" +
@@ -1152,6 +1240,10 @@ const file_termd_v1_terminal_proto_rawDesc = "" +
 	"\x10TakeInputRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\"F\n" +
 	"\x11TakeInputResponse\x121\n" +
+	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\"8\n" +
+	"\x13ReleaseInputRequest\x12!\n" +
+	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\"I\n" +
+	"\x14ReleaseInputResponse\x121\n" +
 	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution*\x97\x03\n" +
 	"\vTerminalKey\x12\x1c\n" +
 	"\x18TERMINAL_KEY_UNSPECIFIED\x10\x00\x12\x16\n" +
@@ -1177,13 +1269,14 @@ const file_termd_v1_terminal_proto_rawDesc = "" +
 	"\x12READY_REASON_QUIET\x10\x02\x12\x18\n" +
 	"\x14READY_REASON_PATTERN\x10\x03\x12\x17\n" +
 	"\x13READY_REASON_EXITED\x10\x04\x12\x18\n" +
-	"\x14READY_REASON_TIMEOUT\x10\x052\xd3\x04\n" +
+	"\x14READY_REASON_TIMEOUT\x10\x052\xdb\x05\n" +
 	"\x0fTerminalService\x12U\n" +
 	"\x0eAttachTerminal\x12\x1f.termd.v1.AttachTerminalRequest\x1a .termd.v1.AttachTerminalResponse0\x01\x12s\n" +
 	"\tSendInput\x12\x1a.termd.v1.SendInputRequest\x1a\x1b.termd.v1.SendInputResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/executions/{execution_id}:send\x12r\n" +
 	"\tGetScreen\x12\x1a.termd.v1.GetScreenRequest\x1a\x1b.termd.v1.GetScreenResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/executions/{execution_id}/screen\x12\x84\x01\n" +
 	"\x0eResizeTerminal\x12\x1f.termd.v1.ResizeTerminalRequest\x1a .termd.v1.ResizeTerminalResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/v1/executions/{execution_id}:resize\x12y\n" +
-	"\tTakeInput\x12\x1a.termd.v1.TakeInputRequest\x1a\x1b.termd.v1.TakeInputResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/v1/executions/{execution_id}:take-inputB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\tTakeInput\x12\x1a.termd.v1.TakeInputRequest\x1a\x1b.termd.v1.TakeInputResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/v1/executions/{execution_id}:take-input\x12\x85\x01\n" +
+	"\fReleaseInput\x12\x1d.termd.v1.ReleaseInputRequest\x1a\x1e.termd.v1.ReleaseInputResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/v1/executions/{execution_id}:release-inputB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_terminal_proto_rawDescOnce sync.Once
@@ -1198,7 +1291,7 @@ func file_termd_v1_terminal_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_terminal_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_termd_v1_terminal_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_termd_v1_terminal_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_termd_v1_terminal_proto_goTypes = []any{
 	(TerminalKey)(0),               // 0: termd.v1.TerminalKey
 	(ReadyReason)(0),               // 1: termd.v1.ReadyReason
@@ -1215,41 +1308,46 @@ var file_termd_v1_terminal_proto_goTypes = []any{
 	(*ResizeTerminalResponse)(nil), // 12: termd.v1.ResizeTerminalResponse
 	(*TakeInputRequest)(nil),       // 13: termd.v1.TakeInputRequest
 	(*TakeInputResponse)(nil),      // 14: termd.v1.TakeInputResponse
-	(*OutputChunk)(nil),            // 15: termd.v1.OutputChunk
-	(*Event)(nil),                  // 16: termd.v1.Event
-	(*Execution)(nil),              // 17: termd.v1.Execution
-	(*TerminalOptions)(nil),        // 18: termd.v1.TerminalOptions
+	(*ReleaseInputRequest)(nil),    // 15: termd.v1.ReleaseInputRequest
+	(*ReleaseInputResponse)(nil),   // 16: termd.v1.ReleaseInputResponse
+	(*OutputChunk)(nil),            // 17: termd.v1.OutputChunk
+	(*Event)(nil),                  // 18: termd.v1.Event
+	(*Execution)(nil),              // 19: termd.v1.Execution
+	(*TerminalOptions)(nil),        // 20: termd.v1.TerminalOptions
 }
 var file_termd_v1_terminal_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.TerminalInput.key:type_name -> termd.v1.TerminalKey
 	2,  // 1: termd.v1.AttachTerminalResponse.screen:type_name -> termd.v1.Screen
-	15, // 2: termd.v1.AttachTerminalResponse.output:type_name -> termd.v1.OutputChunk
-	16, // 3: termd.v1.AttachTerminalResponse.event:type_name -> termd.v1.Event
+	17, // 2: termd.v1.AttachTerminalResponse.output:type_name -> termd.v1.OutputChunk
+	18, // 3: termd.v1.AttachTerminalResponse.event:type_name -> termd.v1.Event
 	3,  // 4: termd.v1.SendInputRequest.inputs:type_name -> termd.v1.TerminalInput
 	4,  // 5: termd.v1.SendInputRequest.wait:type_name -> termd.v1.WaitSpec
-	17, // 6: termd.v1.SendInputResponse.execution:type_name -> termd.v1.Execution
+	19, // 6: termd.v1.SendInputResponse.execution:type_name -> termd.v1.Execution
 	1,  // 7: termd.v1.SendInputResponse.ready:type_name -> termd.v1.ReadyReason
 	2,  // 8: termd.v1.SendInputResponse.screen:type_name -> termd.v1.Screen
 	2,  // 9: termd.v1.GetScreenResponse.screen:type_name -> termd.v1.Screen
-	17, // 10: termd.v1.GetScreenResponse.execution:type_name -> termd.v1.Execution
-	18, // 11: termd.v1.ResizeTerminalRequest.size:type_name -> termd.v1.TerminalOptions
-	17, // 12: termd.v1.ResizeTerminalResponse.execution:type_name -> termd.v1.Execution
-	17, // 13: termd.v1.TakeInputResponse.execution:type_name -> termd.v1.Execution
-	5,  // 14: termd.v1.TerminalService.AttachTerminal:input_type -> termd.v1.AttachTerminalRequest
-	7,  // 15: termd.v1.TerminalService.SendInput:input_type -> termd.v1.SendInputRequest
-	9,  // 16: termd.v1.TerminalService.GetScreen:input_type -> termd.v1.GetScreenRequest
-	11, // 17: termd.v1.TerminalService.ResizeTerminal:input_type -> termd.v1.ResizeTerminalRequest
-	13, // 18: termd.v1.TerminalService.TakeInput:input_type -> termd.v1.TakeInputRequest
-	6,  // 19: termd.v1.TerminalService.AttachTerminal:output_type -> termd.v1.AttachTerminalResponse
-	8,  // 20: termd.v1.TerminalService.SendInput:output_type -> termd.v1.SendInputResponse
-	10, // 21: termd.v1.TerminalService.GetScreen:output_type -> termd.v1.GetScreenResponse
-	12, // 22: termd.v1.TerminalService.ResizeTerminal:output_type -> termd.v1.ResizeTerminalResponse
-	14, // 23: termd.v1.TerminalService.TakeInput:output_type -> termd.v1.TakeInputResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	19, // 10: termd.v1.GetScreenResponse.execution:type_name -> termd.v1.Execution
+	20, // 11: termd.v1.ResizeTerminalRequest.size:type_name -> termd.v1.TerminalOptions
+	19, // 12: termd.v1.ResizeTerminalResponse.execution:type_name -> termd.v1.Execution
+	19, // 13: termd.v1.TakeInputResponse.execution:type_name -> termd.v1.Execution
+	19, // 14: termd.v1.ReleaseInputResponse.execution:type_name -> termd.v1.Execution
+	5,  // 15: termd.v1.TerminalService.AttachTerminal:input_type -> termd.v1.AttachTerminalRequest
+	7,  // 16: termd.v1.TerminalService.SendInput:input_type -> termd.v1.SendInputRequest
+	9,  // 17: termd.v1.TerminalService.GetScreen:input_type -> termd.v1.GetScreenRequest
+	11, // 18: termd.v1.TerminalService.ResizeTerminal:input_type -> termd.v1.ResizeTerminalRequest
+	13, // 19: termd.v1.TerminalService.TakeInput:input_type -> termd.v1.TakeInputRequest
+	15, // 20: termd.v1.TerminalService.ReleaseInput:input_type -> termd.v1.ReleaseInputRequest
+	6,  // 21: termd.v1.TerminalService.AttachTerminal:output_type -> termd.v1.AttachTerminalResponse
+	8,  // 22: termd.v1.TerminalService.SendInput:output_type -> termd.v1.SendInputResponse
+	10, // 23: termd.v1.TerminalService.GetScreen:output_type -> termd.v1.GetScreenResponse
+	12, // 24: termd.v1.TerminalService.ResizeTerminal:output_type -> termd.v1.ResizeTerminalResponse
+	14, // 25: termd.v1.TerminalService.TakeInput:output_type -> termd.v1.TakeInputResponse
+	16, // 26: termd.v1.TerminalService.ReleaseInput:output_type -> termd.v1.ReleaseInputResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_terminal_proto_init() }
@@ -1275,7 +1373,7 @@ func file_termd_v1_terminal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_terminal_proto_rawDesc), len(file_termd_v1_terminal_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

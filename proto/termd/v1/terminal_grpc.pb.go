@@ -24,6 +24,7 @@ const (
 	TerminalService_GetScreen_FullMethodName      = "/termd.v1.TerminalService/GetScreen"
 	TerminalService_ResizeTerminal_FullMethodName = "/termd.v1.TerminalService/ResizeTerminal"
 	TerminalService_TakeInput_FullMethodName      = "/termd.v1.TerminalService/TakeInput"
+	TerminalService_ReleaseInput_FullMethodName   = "/termd.v1.TerminalService/ReleaseInput"
 )
 
 // TerminalServiceClient is the client API for TerminalService service.
@@ -48,6 +49,9 @@ type TerminalServiceClient interface {
 	// TakeInput makes the caller the input holder (an operator, or the
 	// requester while no operator holds it). It is an event.
 	TakeInput(ctx context.Context, in *TakeInputRequest, opts ...grpc.CallOption) (*TakeInputResponse, error)
+	// ReleaseInput hands the input back to the execution's requester (the
+	// holder who took it, or an operator). It is an event.
+	ReleaseInput(ctx context.Context, in *ReleaseInputRequest, opts ...grpc.CallOption) (*ReleaseInputResponse, error)
 }
 
 type terminalServiceClient struct {
@@ -117,6 +121,16 @@ func (c *terminalServiceClient) TakeInput(ctx context.Context, in *TakeInputRequ
 	return out, nil
 }
 
+func (c *terminalServiceClient) ReleaseInput(ctx context.Context, in *ReleaseInputRequest, opts ...grpc.CallOption) (*ReleaseInputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseInputResponse)
+	err := c.cc.Invoke(ctx, TerminalService_ReleaseInput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TerminalServiceServer is the server API for TerminalService service.
 // All implementations must embed UnimplementedTerminalServiceServer
 // for forward compatibility.
@@ -139,6 +153,9 @@ type TerminalServiceServer interface {
 	// TakeInput makes the caller the input holder (an operator, or the
 	// requester while no operator holds it). It is an event.
 	TakeInput(context.Context, *TakeInputRequest) (*TakeInputResponse, error)
+	// ReleaseInput hands the input back to the execution's requester (the
+	// holder who took it, or an operator). It is an event.
+	ReleaseInput(context.Context, *ReleaseInputRequest) (*ReleaseInputResponse, error)
 	mustEmbedUnimplementedTerminalServiceServer()
 }
 
@@ -163,6 +180,9 @@ func (UnimplementedTerminalServiceServer) ResizeTerminal(context.Context, *Resiz
 }
 func (UnimplementedTerminalServiceServer) TakeInput(context.Context, *TakeInputRequest) (*TakeInputResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TakeInput not implemented")
+}
+func (UnimplementedTerminalServiceServer) ReleaseInput(context.Context, *ReleaseInputRequest) (*ReleaseInputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseInput not implemented")
 }
 func (UnimplementedTerminalServiceServer) mustEmbedUnimplementedTerminalServiceServer() {}
 func (UnimplementedTerminalServiceServer) testEmbeddedByValue()                         {}
@@ -268,6 +288,24 @@ func _TerminalService_TakeInput_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TerminalService_ReleaseInput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseInputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TerminalServiceServer).ReleaseInput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TerminalService_ReleaseInput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TerminalServiceServer).ReleaseInput(ctx, req.(*ReleaseInputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TerminalService_ServiceDesc is the grpc.ServiceDesc for TerminalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -290,6 +328,10 @@ var TerminalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TakeInput",
 			Handler:    _TerminalService_TakeInput_Handler,
+		},
+		{
+			MethodName: "ReleaseInput",
+			Handler:    _TerminalService_ReleaseInput_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -665,7 +665,13 @@ type CommandRequest struct {
 	// unprivileged uid on the host (docs/SANDBOX.md). A privileged plan always
 	// needs a person's approval, whatever the mode, and no grant covers it.
 	// Part of the canonical request.
-	Privileged    bool `protobuf:"varint,10,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	Privileged bool `protobuf:"varint,10,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	// What the command reads on its standard input (at most the daemon's
+	// plans.max_stdin_bytes; empty: /dev/null). Part of the canonical request
+	// by size and SHA-256, not by its bytes; a plan holds the bytes until it
+	// runs (not with tty: type into a terminal instead). Plans and events
+	// never carry it back: see Decision.stdin.
+	Stdin         []byte `protobuf:"bytes,11,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -770,6 +776,66 @@ func (x *CommandRequest) GetPrivileged() bool {
 	return false
 }
 
+func (x *CommandRequest) GetStdin() []byte {
+	if x != nil {
+		return x.Stdin
+	}
+	return nil
+}
+
+// StdinInfo is what a plan's standard input was: its size and SHA-256.
+type StdinInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bytes         uint64                 `protobuf:"varint,1,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Sha256        string                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StdinInfo) Reset() {
+	*x = StdinInfo{}
+	mi := &file_termd_v1_types_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StdinInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StdinInfo) ProtoMessage() {}
+
+func (x *StdinInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StdinInfo.ProtoReflect.Descriptor instead.
+func (*StdinInfo) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StdinInfo) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *StdinInfo) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
 // TerminalOptions asks for a pseudo-terminal of this size.
 type TerminalOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -786,7 +852,7 @@ type TerminalOptions struct {
 
 func (x *TerminalOptions) Reset() {
 	*x = TerminalOptions{}
-	mi := &file_termd_v1_types_proto_msgTypes[2]
+	mi := &file_termd_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +864,7 @@ func (x *TerminalOptions) String() string {
 func (*TerminalOptions) ProtoMessage() {}
 
 func (x *TerminalOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[2]
+	mi := &file_termd_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +877,7 @@ func (x *TerminalOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalOptions.ProtoReflect.Descriptor instead.
 func (*TerminalOptions) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TerminalOptions) GetRows() uint32 {
@@ -847,7 +913,7 @@ type PolicyStep struct {
 
 func (x *PolicyStep) Reset() {
 	*x = PolicyStep{}
-	mi := &file_termd_v1_types_proto_msgTypes[3]
+	mi := &file_termd_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +925,7 @@ func (x *PolicyStep) String() string {
 func (*PolicyStep) ProtoMessage() {}
 
 func (x *PolicyStep) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[3]
+	mi := &file_termd_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +938,7 @@ func (x *PolicyStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyStep.ProtoReflect.Descriptor instead.
 func (*PolicyStep) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PolicyStep) GetName() string {
@@ -930,14 +996,17 @@ type Decision struct {
 	Credentials []string `protobuf:"bytes,23,rep,name=credentials,proto3" json:"credentials,omitempty"`
 	// The plan runs as real host root (CommandRequest.privileged): asked,
 	// always.
-	Privileged    bool `protobuf:"varint,24,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	Privileged bool `protobuf:"varint,24,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	// The command's standard input (CommandRequest.stdin) by size and
+	// SHA-256; absent: /dev/null.
+	Stdin         *StdinInfo `protobuf:"bytes,30,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_termd_v1_types_proto_msgTypes[4]
+	mi := &file_termd_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1018,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[4]
+	mi := &file_termd_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1031,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Decision) GetVerdict() Verdict {
@@ -1133,6 +1202,13 @@ func (x *Decision) GetPrivileged() bool {
 	return false
 }
 
+func (x *Decision) GetStdin() *StdinInfo {
+	if x != nil {
+		return x.Stdin
+	}
+	return nil
+}
+
 // SandboxProfile is how the kernel confines an execution (docs/SANDBOX.md).
 type SandboxProfile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1158,7 +1234,7 @@ type SandboxProfile struct {
 
 func (x *SandboxProfile) Reset() {
 	*x = SandboxProfile{}
-	mi := &file_termd_v1_types_proto_msgTypes[5]
+	mi := &file_termd_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1246,7 @@ func (x *SandboxProfile) String() string {
 func (*SandboxProfile) ProtoMessage() {}
 
 func (x *SandboxProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[5]
+	mi := &file_termd_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1259,7 @@ func (x *SandboxProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxProfile.ProtoReflect.Descriptor instead.
 func (*SandboxProfile) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SandboxProfile) GetProfile() string {
@@ -1252,7 +1328,7 @@ type Preview struct {
 
 func (x *Preview) Reset() {
 	*x = Preview{}
-	mi := &file_termd_v1_types_proto_msgTypes[6]
+	mi := &file_termd_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1340,7 @@ func (x *Preview) String() string {
 func (*Preview) ProtoMessage() {}
 
 func (x *Preview) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[6]
+	mi := &file_termd_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1353,7 @@ func (x *Preview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preview.ProtoReflect.Descriptor instead.
 func (*Preview) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Preview) GetProgram() string {
@@ -1343,7 +1419,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_termd_v1_types_proto_msgTypes[7]
+	mi := &file_termd_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1431,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[7]
+	mi := &file_termd_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1444,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Limits) GetTimeoutSeconds() uint32 {
@@ -1419,7 +1495,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_termd_v1_types_proto_msgTypes[8]
+	mi := &file_termd_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1507,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[8]
+	mi := &file_termd_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1520,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Approval) GetApprover() *Principal {
@@ -1487,7 +1563,7 @@ type Denial struct {
 
 func (x *Denial) Reset() {
 	*x = Denial{}
-	mi := &file_termd_v1_types_proto_msgTypes[9]
+	mi := &file_termd_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1575,7 @@ func (x *Denial) String() string {
 func (*Denial) ProtoMessage() {}
 
 func (x *Denial) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[9]
+	mi := &file_termd_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1588,7 @@ func (x *Denial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Denial.ProtoReflect.Descriptor instead.
 func (*Denial) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Denial) GetDeniedBy() *Principal {
@@ -1569,7 +1645,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_termd_v1_types_proto_msgTypes[10]
+	mi := &file_termd_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1657,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[10]
+	mi := &file_termd_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1670,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Plan) GetId() string {
@@ -1770,7 +1846,7 @@ type Execution struct {
 
 func (x *Execution) Reset() {
 	*x = Execution{}
-	mi := &file_termd_v1_types_proto_msgTypes[11]
+	mi := &file_termd_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1858,7 @@ func (x *Execution) String() string {
 func (*Execution) ProtoMessage() {}
 
 func (x *Execution) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[11]
+	mi := &file_termd_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1871,7 @@ func (x *Execution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Execution.ProtoReflect.Descriptor instead.
 func (*Execution) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Execution) GetId() string {
@@ -1957,7 +2033,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_termd_v1_types_proto_msgTypes[12]
+	mi := &file_termd_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2045,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[12]
+	mi := &file_termd_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2058,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Session) GetId() string {
@@ -2068,7 +2144,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_termd_v1_types_proto_msgTypes[13]
+	mi := &file_termd_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2156,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[13]
+	mi := &file_termd_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2169,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OutputChunk) GetExecutionId() string {
@@ -2135,7 +2211,7 @@ type Lagged struct {
 
 func (x *Lagged) Reset() {
 	*x = Lagged{}
-	mi := &file_termd_v1_types_proto_msgTypes[14]
+	mi := &file_termd_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2223,7 @@ func (x *Lagged) String() string {
 func (*Lagged) ProtoMessage() {}
 
 func (x *Lagged) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[14]
+	mi := &file_termd_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2236,7 @@ func (x *Lagged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lagged.ProtoReflect.Descriptor instead.
 func (*Lagged) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Lagged) GetResumeFromSeq() uint64 {
@@ -2199,7 +2275,7 @@ type ReceiptSummary struct {
 
 func (x *ReceiptSummary) Reset() {
 	*x = ReceiptSummary{}
-	mi := &file_termd_v1_types_proto_msgTypes[15]
+	mi := &file_termd_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2287,7 @@ func (x *ReceiptSummary) String() string {
 func (*ReceiptSummary) ProtoMessage() {}
 
 func (x *ReceiptSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[15]
+	mi := &file_termd_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2300,7 @@ func (x *ReceiptSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptSummary.ProtoReflect.Descriptor instead.
 func (*ReceiptSummary) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReceiptSummary) GetId() string {
@@ -2344,7 +2420,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_termd_v1_types_proto_msgTypes[16]
+	mi := &file_termd_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2432,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[16]
+	mi := &file_termd_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2445,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2527,7 +2603,8 @@ func (*Event_Terminal) isEvent_Payload() {}
 type TerminalEvent struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
-	// "input", "resize", "input_taken", "attached" or "detached".
+	// "input", "resize", "input_taken", "input_released", "attached" or
+	// "detached".
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The principal name that did it.
 	By string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
@@ -2536,14 +2613,16 @@ type TerminalEvent struct {
 	// For input: sha256 (hex) of the raw bytes written to the terminal.
 	Sha256 string `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
 	// For resize: the new size.
-	Size          *TerminalOptions `protobuf:"bytes,6,opt,name=size,proto3" json:"size,omitempty"`
+	Size *TerminalOptions `protobuf:"bytes,6,opt,name=size,proto3" json:"size,omitempty"`
+	// For input_taken and input_released: who holds the input now.
+	Holder        string `protobuf:"bytes,30,opt,name=holder,proto3" json:"holder,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TerminalEvent) Reset() {
 	*x = TerminalEvent{}
-	mi := &file_termd_v1_types_proto_msgTypes[17]
+	mi := &file_termd_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2634,7 @@ func (x *TerminalEvent) String() string {
 func (*TerminalEvent) ProtoMessage() {}
 
 func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[17]
+	mi := &file_termd_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2647,7 @@ func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalEvent.ProtoReflect.Descriptor instead.
 func (*TerminalEvent) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TerminalEvent) GetExecutionId() string {
@@ -2613,6 +2692,13 @@ func (x *TerminalEvent) GetSize() *TerminalOptions {
 	return nil
 }
 
+func (x *TerminalEvent) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
 var File_termd_v1_types_proto protoreflect.FileDescriptor
 
 const file_termd_v1_types_proto_rawDesc = "" +
@@ -2624,7 +2710,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\x93\x03\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\xa9\x03\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
@@ -2638,10 +2724,14 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"privileged\x18\n" +
 	" \x01(\bR\n" +
-	"privileged\x1a6\n" +
+	"privileged\x12\x14\n" +
+	"\x05stdin\x18\v \x01(\fR\x05stdin\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"9\n" +
+	"\tStdinInfo\x12\x14\n" +
+	"\x05bytes\x18\x01 \x01(\x04R\x05bytes\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\"k\n" +
 	"\x0fTerminalOptions\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
 	"\x04cols\x18\x02 \x01(\rR\x04cols\x120\n" +
@@ -2650,7 +2740,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"PolicyStep\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xf7\x06\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xa2\a\n" +
 	"\bDecision\x12+\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x11.termd.v1.VerdictR\averdict\x12\"\n" +
 	"\x04risk\x18\x02 \x01(\x0e2\x0e.termd.v1.RiskR\x04risk\x12\x18\n" +
@@ -2678,7 +2768,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\vcredentials\x18\x17 \x03(\tR\vcredentials\x12\x1e\n" +
 	"\n" +
 	"privileged\x18\x18 \x01(\bR\n" +
-	"privileged\x1a6\n" +
+	"privileged\x12)\n" +
+	"\x05stdin\x18\x1e \x01(\v2\x13.termd.v1.StdinInfoR\x05stdin\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
@@ -2826,14 +2917,15 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\asession\x18\x0e \x01(\v2\x11.termd.v1.SessionH\x00R\asession\x124\n" +
 	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceipt\x125\n" +
 	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminalB\t\n" +
-	"\apayload\"\xb1\x01\n" +
+	"\apayload\"\xc9\x01\n" +
 	"\rTerminalEvent\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02by\x18\x03 \x01(\tR\x02by\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
 	"\x06sha256\x18\x05 \x01(\tR\x06sha256\x12-\n" +
-	"\x04size\x18\x06 \x01(\v2\x19.termd.v1.TerminalOptionsR\x04size*P\n" +
+	"\x04size\x18\x06 \x01(\v2\x19.termd.v1.TerminalOptionsR\x04size\x12\x16\n" +
+	"\x06holder\x18\x1e \x01(\tR\x06holder*P\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_VIEWER\x10\x01\x12\x0e\n" +
@@ -2921,7 +3013,7 @@ func file_termd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_termd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: termd.v1.Role
 	(Mode)(0),                     // 1: termd.v1.Mode
@@ -2933,81 +3025,83 @@ var file_termd_v1_types_proto_goTypes = []any{
 	(EventKind)(0),                // 7: termd.v1.EventKind
 	(*Principal)(nil),             // 8: termd.v1.Principal
 	(*CommandRequest)(nil),        // 9: termd.v1.CommandRequest
-	(*TerminalOptions)(nil),       // 10: termd.v1.TerminalOptions
-	(*PolicyStep)(nil),            // 11: termd.v1.PolicyStep
-	(*Decision)(nil),              // 12: termd.v1.Decision
-	(*SandboxProfile)(nil),        // 13: termd.v1.SandboxProfile
-	(*Preview)(nil),               // 14: termd.v1.Preview
-	(*Limits)(nil),                // 15: termd.v1.Limits
-	(*Approval)(nil),              // 16: termd.v1.Approval
-	(*Denial)(nil),                // 17: termd.v1.Denial
-	(*Plan)(nil),                  // 18: termd.v1.Plan
-	(*Execution)(nil),             // 19: termd.v1.Execution
-	(*Session)(nil),               // 20: termd.v1.Session
-	(*OutputChunk)(nil),           // 21: termd.v1.OutputChunk
-	(*Lagged)(nil),                // 22: termd.v1.Lagged
-	(*ReceiptSummary)(nil),        // 23: termd.v1.ReceiptSummary
-	(*Event)(nil),                 // 24: termd.v1.Event
-	(*TerminalEvent)(nil),         // 25: termd.v1.TerminalEvent
-	nil,                           // 26: termd.v1.CommandRequest.EnvEntry
-	nil,                           // 27: termd.v1.Decision.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(*StdinInfo)(nil),             // 10: termd.v1.StdinInfo
+	(*TerminalOptions)(nil),       // 11: termd.v1.TerminalOptions
+	(*PolicyStep)(nil),            // 12: termd.v1.PolicyStep
+	(*Decision)(nil),              // 13: termd.v1.Decision
+	(*SandboxProfile)(nil),        // 14: termd.v1.SandboxProfile
+	(*Preview)(nil),               // 15: termd.v1.Preview
+	(*Limits)(nil),                // 16: termd.v1.Limits
+	(*Approval)(nil),              // 17: termd.v1.Approval
+	(*Denial)(nil),                // 18: termd.v1.Denial
+	(*Plan)(nil),                  // 19: termd.v1.Plan
+	(*Execution)(nil),             // 20: termd.v1.Execution
+	(*Session)(nil),               // 21: termd.v1.Session
+	(*OutputChunk)(nil),           // 22: termd.v1.OutputChunk
+	(*Lagged)(nil),                // 23: termd.v1.Lagged
+	(*ReceiptSummary)(nil),        // 24: termd.v1.ReceiptSummary
+	(*Event)(nil),                 // 25: termd.v1.Event
+	(*TerminalEvent)(nil),         // 26: termd.v1.TerminalEvent
+	nil,                           // 27: termd.v1.CommandRequest.EnvEntry
+	nil,                           // 28: termd.v1.Decision.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
 }
 var file_termd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.Principal.role:type_name -> termd.v1.Role
-	26, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
+	27, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
 	1,  // 2: termd.v1.CommandRequest.mode:type_name -> termd.v1.Mode
-	10, // 3: termd.v1.CommandRequest.tty:type_name -> termd.v1.TerminalOptions
+	11, // 3: termd.v1.CommandRequest.tty:type_name -> termd.v1.TerminalOptions
 	2,  // 4: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
 	3,  // 5: termd.v1.Decision.risk:type_name -> termd.v1.Risk
-	27, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
+	28, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
 	1,  // 7: termd.v1.Decision.mode:type_name -> termd.v1.Mode
-	11, // 8: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
-	13, // 9: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
-	10, // 10: termd.v1.Decision.tty:type_name -> termd.v1.TerminalOptions
-	13, // 11: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
-	8,  // 12: termd.v1.Approval.approver:type_name -> termd.v1.Principal
-	28, // 13: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
-	28, // 14: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 15: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
-	28, // 16: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
-	4,  // 17: termd.v1.Plan.state:type_name -> termd.v1.PlanState
-	9,  // 18: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
-	12, // 19: termd.v1.Plan.decision:type_name -> termd.v1.Decision
-	14, // 20: termd.v1.Plan.preview:type_name -> termd.v1.Preview
-	15, // 21: termd.v1.Plan.limits:type_name -> termd.v1.Limits
-	8,  // 22: termd.v1.Plan.requester:type_name -> termd.v1.Principal
-	16, // 23: termd.v1.Plan.approval:type_name -> termd.v1.Approval
-	17, // 24: termd.v1.Plan.denial:type_name -> termd.v1.Denial
-	28, // 25: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	28, // 26: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
-	28, // 27: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 28: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
-	28, // 29: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	28, // 30: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
-	10, // 31: termd.v1.Execution.tty:type_name -> termd.v1.TerminalOptions
-	8,  // 32: termd.v1.Session.owner:type_name -> termd.v1.Principal
-	28, // 33: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	28, // 34: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	28, // 35: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
-	6,  // 36: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
-	28, // 37: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
-	28, // 38: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
-	7,  // 39: termd.v1.Event.kind:type_name -> termd.v1.EventKind
-	28, // 40: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	18, // 41: termd.v1.Event.plan:type_name -> termd.v1.Plan
-	19, // 42: termd.v1.Event.execution:type_name -> termd.v1.Execution
-	21, // 43: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
-	22, // 44: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
-	20, // 45: termd.v1.Event.session:type_name -> termd.v1.Session
-	23, // 46: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
-	25, // 47: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
-	10, // 48: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	12, // 8: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
+	14, // 9: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
+	11, // 10: termd.v1.Decision.tty:type_name -> termd.v1.TerminalOptions
+	10, // 11: termd.v1.Decision.stdin:type_name -> termd.v1.StdinInfo
+	14, // 12: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
+	8,  // 13: termd.v1.Approval.approver:type_name -> termd.v1.Principal
+	29, // 14: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
+	29, // 15: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 16: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
+	29, // 17: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
+	4,  // 18: termd.v1.Plan.state:type_name -> termd.v1.PlanState
+	9,  // 19: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
+	13, // 20: termd.v1.Plan.decision:type_name -> termd.v1.Decision
+	15, // 21: termd.v1.Plan.preview:type_name -> termd.v1.Preview
+	16, // 22: termd.v1.Plan.limits:type_name -> termd.v1.Limits
+	8,  // 23: termd.v1.Plan.requester:type_name -> termd.v1.Principal
+	17, // 24: termd.v1.Plan.approval:type_name -> termd.v1.Approval
+	18, // 25: termd.v1.Plan.denial:type_name -> termd.v1.Denial
+	29, // 26: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	29, // 27: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	29, // 28: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 29: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
+	29, // 30: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	29, // 31: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	11, // 32: termd.v1.Execution.tty:type_name -> termd.v1.TerminalOptions
+	8,  // 33: termd.v1.Session.owner:type_name -> termd.v1.Principal
+	29, // 34: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	29, // 35: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	29, // 36: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	6,  // 37: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
+	29, // 38: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
+	29, // 39: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
+	7,  // 40: termd.v1.Event.kind:type_name -> termd.v1.EventKind
+	29, // 41: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	19, // 42: termd.v1.Event.plan:type_name -> termd.v1.Plan
+	20, // 43: termd.v1.Event.execution:type_name -> termd.v1.Execution
+	22, // 44: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
+	23, // 45: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
+	21, // 46: termd.v1.Event.session:type_name -> termd.v1.Session
+	24, // 47: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
+	26, // 48: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
+	11, // 49: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_types_proto_init() }
@@ -3015,7 +3109,7 @@ func file_termd_v1_types_proto_init() {
 	if File_termd_v1_types_proto != nil {
 		return
 	}
-	file_termd_v1_types_proto_msgTypes[16].OneofWrappers = []any{
+	file_termd_v1_types_proto_msgTypes[17].OneofWrappers = []any{
 		(*Event_Plan)(nil),
 		(*Event_Execution)(nil),
 		(*Event_Output)(nil),
@@ -3030,7 +3124,7 @@ func file_termd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_types_proto_rawDesc), len(file_termd_v1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
