@@ -27,7 +27,7 @@ import (
 // key covers them and the mirror, so changing one builds a new one.
 const (
 	rootfsSuite    = "bookworm"
-	rootfsPackages = "systemd,systemd-sysv,dbus"
+	rootfsPackages = "systemd,systemd-sysv,dbus,libpam-systemd"
 )
 
 // landlockFilter lets the container's processes use Landlock, which

@@ -86,19 +86,19 @@ func TestCgroupLayoutDetection(t *testing.T) {
 		{
 			name: "hybrid in systemd-nspawn: v1 read-only, v2 writable", mountinfo: nspawnHybridMountinfo, cgroup: nspawnHybridCgroup,
 			writable: roFS([]string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"}),
-			kind: "hybrid", v2: "/sys/fs/cgroup/unified",
+			kind:     "hybrid", v2: "/sys/fs/cgroup/unified",
 			missing: []string{"pids limits (a plan's max_pids, fork bombs) are not enforced: the v1 pids hierarchy at /sys/fs/cgroup/pids is read-only", "memory limits (a plan's max_memory) are not enforced: the v1 memory hierarchy at /sys/fs/cgroup/memory is read-only"},
 		},
 		{
 			name: "hybrid host, v1 delegated", mountinfo: hostHybridMountinfo, cgroup: hostHybridCgroup,
 			writable: roFS(nil),
-			kind: "hybrid", v2: "/sys/fs/cgroup/unified",
+			kind:     "hybrid", v2: "/sys/fs/cgroup/unified",
 			v1: map[string]string{"pids": "/sys/fs/cgroup/pids", "memory": "/sys/fs/cgroup/memory"},
 		},
 		{
 			name: "hybrid host, v1 pids not ours", mountinfo: hostHybridMountinfo, cgroup: hostHybridCgroup,
 			writable: roFS(nil, "/sys/fs/cgroup/pids/system.slice/termd.service"),
-			kind: "hybrid", v2: "/sys/fs/cgroup/unified",
+			kind:     "hybrid", v2: "/sys/fs/cgroup/unified",
 			v1:      map[string]string{"memory": "/sys/fs/cgroup/memory"},
 			missing: []string{"pids limits (a plan's max_pids, fork bombs) are not enforced: termd's v1 pids cgroup /sys/fs/cgroup/pids/system.slice/termd.service is not writable (permission denied)"},
 		},

@@ -119,18 +119,18 @@ const (
 
 // Support is what this host can enforce.
 type Support struct {
-	LandlockABI int  // 0 = no Landlock
+	LandlockABI int // 0 = no Landlock
 	// LandlockRefused: the kernel has Landlock but this environment refuses
 	// its system calls (EPERM: a container's seccomp filter).
 	LandlockRefused bool
-	Seccomp     bool // seccomp filters can be installed
-	MountNS     bool // private mount namespaces (root: CAP_SYS_ADMIN; else a user namespace)
-	UserNS      bool // termd is not root: the launcher makes them in an unprivileged user namespace
-	NetNS       bool // empty network namespaces
-	CapDrop     bool // the capability bounding set can be emptied (CAP_SETPCAP)
-	Launcher    string
-	LauncherErr string // why the launcher cannot be used ("" = it can)
-	Platform    string // "linux-landlock", "macos-seatbelt", or "" (none)
+	Seccomp         bool // seccomp filters can be installed
+	MountNS         bool // private mount namespaces (root: CAP_SYS_ADMIN; else a user namespace)
+	UserNS          bool // termd is not root: the launcher makes them in an unprivileged user namespace
+	NetNS           bool // empty network namespaces
+	CapDrop         bool // the capability bounding set can be emptied (CAP_SETPCAP)
+	Launcher        string
+	LauncherErr     string // why the launcher cannot be used ("" = it can)
+	Platform        string // "linux-landlock", "macos-seatbelt", or "" (none)
 }
 
 // LandlockRefusedText says that the environment, not the kernel, refuses
