@@ -415,10 +415,19 @@ func TestSystemdNspawnShippedUnits(t *testing.T) {
 
 	t.Run("reload", func(t *testing.T) {
 		c.t = t
+		// systemctl reload returns once SIGHUP is sent (ExecReload);
+		// termd reloads a moment later and logs msg: wait for that line.
+		reload := func(msg string) {
+			n := strings.Count(c.journal("termd.service"), `msg="`+msg)
+			c.must("systemctl", "reload", "termd")
+			for strings.Count(c.journal("termd.service"), `msg="`+msg) == n {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 		before := c.must("termctl", "receipts", "list")
 		// A new policy: cat denied.
 		c.must("sed", "-i", "s/{id: read.cat, program: cat, decision: allow/{id: read.cat, program: cat, decision: deny/", polPath)
-		c.must("systemctl", "reload", "termd")
+		reload("policy reloaded")
 		if out, code := c.as("alice", ws, "termctl policy check -- cat f.txt"); code != 4 {
 			t.Errorf("after reload with cat denied: policy check exit %d, want 4 (denied)\n%s", code, out)
 		}
@@ -430,12 +439,12 @@ func TestSystemdNspawnShippedUnits(t *testing.T) {
 			t.Errorf("receipts lost over the reload:\nbefore\n%s\nafter\n%s", before, after)
 		}
 		c.must("sed", "-i", "s/{id: read.cat, program: cat, decision: deny/{id: read.cat, program: cat, decision: allow/", polPath)
-		c.must("systemctl", "reload", "termd")
+		reload("policy reloaded")
 
 		// A broken config: the old one stays, the journal says why.
 		good := c.must("cat", cfgPath)
 		c.must("sh", "-c", "printf 'roles: [unclosed\\n' >> "+cfgPath)
-		c.must("systemctl", "reload", "termd")
+		reload("config reload refused")
 		if out, code := c.as("alice", ws, "termctl run -- cat f.txt"); code != 0 || !strings.Contains(out, "hello") {
 			t.Errorf("after a broken config's reload alice lost her role or cat its rule: exit %d\n%s", code, out)
 		}
@@ -445,7 +454,7 @@ func TestSystemdNspawnShippedUnits(t *testing.T) {
 		}
 		t.Logf("journal on the broken config:\n%s", lastLines(j, 3))
 		c.must("sh", "-c", "cat > "+cfgPath+" <<'EOF'\n"+good+"EOF")
-		c.must("systemctl", "reload", "termd")
+		reload("config reloaded")
 	})
 
 	t.Run("restart during an execution", func(t *testing.T) {
@@ -536,18 +545,25 @@ func TestSystemdNspawnShippedUnits(t *testing.T) {
 			t.Fatalf("the gateway wrote no token:\n%s", c.journal("termd-gateway.service"))
 		}
 		curl := func(args ...string) (string, int) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			// curl from the host in the container's network namespace.
-			cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(c.pid), "-n", "--", "curl", "-s", "--retry", "50", "--retry-connrefused", "--retry-delay", "0", "-o", "/dev/stderr", "-w", "%{http_code}"}, args...)...)
-			var body strings.Builder
-			cmd.Stderr = &body
-			code, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("curl %v: %v\n%s", args, err, body.String())
+			// curl from the host in the container's network namespace,
+			// again while the gateway is not listening yet (exit 7).
+			for i := 0; ; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(c.pid), "-n", "--", "curl", "-s", "-w", "\n%{http_code}"}, args...)...)
+				out, err := cmd.Output()
+				cancel()
+				if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 7 && i < 200 {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				if err != nil {
+					t.Fatalf("curl %v: %v\n%s", args, err, out)
+				}
+				s := string(out)
+				nl := strings.LastIndexByte(s, '\n')
+				n, _ := strconv.Atoi(s[nl+1:])
+				return s[:nl], n
 			}
-			n, _ := strconv.Atoi(string(code))
-			return body.String(), n
 		}
 		page, code := curl("http://127.0.0.1:8765/")
 		if code != 200 || !strings.Contains(page, "<html") {
