@@ -36,7 +36,10 @@ vet:
 # instead of skipping; with TERMD_REQUIRE_SANDBOX=1 the sandbox tests fail
 # (never skip) on a host that cannot enforce the sandbox.
 REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI|TestOpenAPIDocument)$$
-TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1
+# The systemd-nspawn test (deploy) keeps the Debian root file system it boots
+# in the build directory, keyed by its package list: debootstrap runs once.
+ROOTFS_CACHE ?= $(abspath $(BIN))/rootfs
+TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1 TERMD_ROOTFS_CACHE=$(ROOTFS_CACHE)
 unit:
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(REAL_COMPONENT_TESTS)' ./...
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -v -run '$(REAL_COMPONENT_TESTS)' ./gateway ./mcpbridge

@@ -161,8 +161,11 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		d.log.Info("cgroup delegation", "detail", d.runner.LeafMove)
 	}
 	caps := d.runner.Capabilities()
-	if caps.CgroupV2 == "" {
-		d.log.Warn("cgroup v2 unavailable: executions are bounded by process group and subreaper only")
+	for _, m := range caps.CgroupMissing {
+		d.log.Warn("cgroups: "+m, "layout", caps.Layout)
+	}
+	if caps.CgroupV2 != "" && len(caps.CgroupMissing) == 0 {
+		d.log.Info("cgroups: each execution gets its own cgroup with pids and memory limits", "layout", caps.Layout, "v2", caps.CgroupV2)
 	}
 	sup, mode := sandbox.ForHost(cfg.SandboxLauncher, cfg.Sandbox)
 	switch level := sup.Level(mode); {

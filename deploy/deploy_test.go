@@ -101,7 +101,7 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 	if !strings.Contains(string(unit), "ExecStart="+prefix+"/bin/termd --config "+prefix+"/etc/termd/termd.yaml") {
 		t.Errorf("unit does not point at the prefix:\n%s", unit)
 	}
-	for _, s := range []string{"KillMode=mixed", "Delegate=yes", "StateDirectory=termd", "RuntimeDirectory=termd", "ProtectSystem=strict", "PrivateTmp=yes", "Restart=on-failure"} {
+	for _, s := range []string{"KillMode=mixed", "Delegate=yes", "StateDirectory=termd", "ReadWritePaths=-/home -/root -/srv -/var/tmp -/run/termd", "ProtectSystem=strict", "PrivateTmp=yes", "Restart=on-failure"} {
 		if !strings.Contains(string(unit), s) {
 			t.Errorf("termd.service lacks %s", s)
 		}

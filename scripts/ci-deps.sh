@@ -10,7 +10,8 @@ if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
 
 # Debian packages: Chromium (browser tests), Node.js and npm (browser and
 # TypeScript MCP client tests), systemd-analyze (deploy unit checks),
-# script(1) (termctl on a terminal), openssl (offline key check).
+# script(1) (termctl on a terminal), openssl (offline key check),
+# systemd-nspawn, debootstrap and curl (the shipped units under a booted systemd).
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
@@ -18,6 +19,11 @@ command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+# A real systemd booted in a container (deploy's systemd-nspawn test), and
+# curl to reach its gateway.
+command -v systemd-nspawn >/dev/null 2>&1 || need_apt+=(systemd-container)
+command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	echo "ci-deps: installing ${need_apt[*]} (apt)"
 	$sudo apt-get update -qq

@@ -369,9 +369,56 @@ static int empty_tmpfs(void) {
 // directory (or /dev/null for a file) over it, "idmap" binds it onto itself
 // through the user namespace userns_fd's mapping (a file the command, uid 0
 // inside that namespace, creates there is owned by uid 0 on the disk).
-static void apply_mount(const char *kind, const char *path, int userns_fd) {
+// open_nofollow opens the absolute path as O_PATH without following a
+// symbolic link anywhere in it. Where openat2 is refused (systemd's
+// RestrictSUIDSGID= answers it ENOSYS, since a filter cannot read its
+// open_how), it walks the path one component at a time: a component that
+// is a symbolic link (opened as itself under O_NOFOLLOW) or ".." is ELOOP.
+static int open_nofollow(const char *path) {
 	struct tl_open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	int target = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	int fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return fd;
+	if (path[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	char *copy = strdup(path);
+	if (!copy) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int dir = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
+	char *save = NULL;
+	for (char *c = strtok_r(copy, "/", &save); dir >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "..")) {
+			close(dir);
+			dir = -1;
+			errno = ELOOP;
+			break;
+		}
+		if (!strcmp(c, "."))
+			continue;
+		int next = openat(dir, c, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		int e = errno;
+		close(dir);
+		dir = next;
+		errno = e;
+		struct stat st;
+		if (dir >= 0 && fstat(dir, &st) == 0 && S_ISLNK(st.st_mode)) {
+			close(dir);
+			dir = -1;
+			errno = ELOOP;
+		}
+	}
+	int e = errno;
+	free(copy);
+	errno = e;
+	return dir;
+}
+
+static void apply_mount(const char *kind, const char *path, int userns_fd) {
+	int target = open_nofollow(path);
 	if (target < 0 && errno == ENOENT)
 		return; // gone since the plan was checked: nothing to cover
 	if (target < 0)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
 )
 
 func kernelChecks() []Check {
@@ -25,13 +26,11 @@ func kernelChecks() []Check {
 	}
 	_ = runner.EnableSubreaper()
 	c := runner.Probe()
-	switch {
-	case c.CgroupV2 != "" && c.Hybrid:
-		add("cgroups", OK, "cgroup hybrid layout: v2 at "+c.CgroupV2+" gives each execution its own cgroup (membership, kill, freeze); v1 controllers give limits", "")
-	case c.CgroupV2 != "":
-		add("cgroups", OK, "cgroup v2 at "+c.CgroupV2+": each execution gets its own cgroup", "")
-	default:
-		add("cgroups", Warn, "no cgroup v2 hierarchy: executions are bounded by process group, /proc scans and the subreaper only (a process that escapes its group may survive)", "mount cgroup2 (mount -t cgroup2 none /sys/fs/cgroup/unified) or boot with systemd.unified_cgroup_hierarchy=1")
+	if c.CgroupV2 != "" {
+		add("cgroups", OK, fmt.Sprintf("cgroup layout %s: v2 at %s gives each execution its own cgroup (membership, kill, freeze)", c.Layout, c.CgroupV2), "")
+	}
+	for _, m := range c.CgroupMissing {
+		add("cgroups", Warn, "cgroup layout "+c.Layout+": "+m, "docs/OPERATIONS.md (\"Cgroups\")")
 	}
 	if c.CgroupV2 != "" {
 		if c.Kill {
@@ -44,27 +43,18 @@ func kernelChecks() []Check {
 		} else {
 			add("cgroups", Warn, "no cgroup.freeze: pause/resume uses SIGSTOP/SIGCONT on the process group", "a 5.2+ kernel with cgroup v2")
 		}
-	}
-	v2pids, v2mem := slices.Contains(c.Controllers, "pids"), slices.Contains(c.Controllers, "memory")
-	switch {
-	case v2pids && v2mem:
-		add("limits", OK, "pids and memory limits via cgroup v2 controllers", "")
-	case c.V1Pids != "" || c.V1Memory != "":
-		var have, lack []string
+		var have []string
 		for _, x := range [][2]string{{"pids", c.V1Pids}, {"memory", c.V1Memory}} {
-			if x[1] != "" {
-				have = append(have, "v1 "+x[0]+" at "+x[1])
-			} else {
-				lack = append(lack, x[0])
+			switch {
+			case slices.Contains(c.Controllers, x[0]):
+				have = append(have, x[0]+" via cgroup v2")
+			case x[1] != "":
+				have = append(have, x[0]+" via v1 at "+x[1])
 			}
 		}
-		if len(lack) == 0 {
-			add("limits", OK, "pids and memory limits via "+strings.Join(have, ", "), "")
-		} else {
-			add("limits", Warn, "limits via "+strings.Join(have, ", ")+"; no "+strings.Join(lack, ", ")+" limit", "mount the missing v1 controller or use cgroup v2 with Delegate=yes")
+		if len(have) > 0 {
+			add("limits", OK, "limits enforced: "+strings.Join(have, ", "), "")
 		}
-	default:
-		add("limits", Warn, "no pids or memory controller available to termd: executions run without pids/memory limits (timeouts and output caps still apply)", "run under systemd with Delegate=yes (see deploy/systemd/termd.service)")
 	}
 	abi := landlockABI()
 	switch {
@@ -110,6 +100,9 @@ func landlockCheckFrom(lsm []byte, enabled bool, abi int, errno unix.Errno) Chec
 			msg += " (not listed in /sys/kernel/security/lsm)"
 		}
 		return Check{Area: "landlock", Status: OK, Message: msg}
+	case errno == unix.EPERM:
+		// The kernel has it; a seccomp filter (a container's) refuses it.
+		return Check{Area: "landlock", Status: Fail, Message: "Landlock refused by this environment: commands are not filesystem-confined", Fix: sandbox.LandlockRefusedText}
 	case errno == unix.EOPNOTSUPP:
 		return Check{Area: "landlock", Status: Warn, Message: "Landlock is built in but disabled at boot: commands are not filesystem-confined by Landlock", Fix: "add landlock to the lsm= kernel parameter"}
 	default:

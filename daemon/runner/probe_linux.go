@@ -3,8 +3,10 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +31,14 @@ type Capabilities struct {
 	NetNS bool
 	// Subreaper: this process is a child subreaper (see EnableSubreaper).
 	Subreaper bool
+	// Layout is the cgroup layout found: "unified" (v2 only), "hybrid" (v1
+	// controllers beside a v2 hierarchy), "v1" (no v2) or "none".
+	Layout string
+	// CgroupMissing says, in words and with what to do, what termd cannot
+	// use of the cgroup layout (a read-only or undelegated hierarchy, a
+	// missing controller, so a limit that is not enforced); empty when
+	// executions get their own cgroup and both limits.
+	CgroupMissing []string
 }
 
 // Probe inspects /proc and /sys to see what this host offers. It may create and
@@ -36,13 +46,20 @@ type Capabilities struct {
 func Probe() Capabilities {
 	var c Capabilities
 	mounts := cgroupMounts()
-	c.CgroupV2 = mounts.v2
-	c.V1Pids = mounts.v1["pids"]
-	c.V1Memory = mounts.v1["memory"]
-	c.Hybrid = c.CgroupV2 != "" && len(mounts.v1) > 0
+	self := ownCgroup("")
+	var ctls []string
+	if mounts.v2 != "" {
+		ctls = readControllers(filepath.Join(mounts.v2, self.v2, "cgroup.controllers"))
+	}
+	lay := detectLayout(mounts, self, ctls, writableDir)
+	c.Layout, c.CgroupMissing = lay.kind, lay.missing
+	c.CgroupV2 = lay.v2
+	c.V1Pids = lay.v1["pids"]
+	c.V1Memory = lay.v1["memory"]
+	c.Hybrid = mounts.v2 != "" && len(mounts.v1) > 0
 	if c.CgroupV2 != "" {
-		own := filepath.Join(c.CgroupV2, ownCgroup("").v2)
-		c.Controllers = readControllers(filepath.Join(own, "cgroup.controllers"))
+		own := filepath.Join(c.CgroupV2, self.v2)
+		c.Controllers = ctls
 		c.Kill, c.Freeze = probeKillFreeze(c.CgroupV2, own)
 	}
 	c.NetNS = hasCapSysAdmin() && exists("/proc/self/ns/net")
@@ -51,20 +68,28 @@ func Probe() Capabilities {
 }
 
 type mountSet struct {
-	v2 string
-	v1 map[string]string // controller -> mount point
+	v2   string
+	v2ro bool              // the v2 mount is read-only
+	v1   map[string]string // controller -> mount point
+	v1ro map[string]bool   // controller -> its mount is read-only
 }
 
 // cgroupMounts parses /proc/self/mountinfo for cgroup and cgroup2 mounts.
 func cgroupMounts() mountSet {
-	ms := mountSet{v1: map[string]string{}}
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return ms
+		return mountSet{v1: map[string]string{}, v1ro: map[string]bool{}}
 	}
 	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// parseMountinfo reads cgroup and cgroup2 mounts from a mountinfo table.
+func parseMountinfo(r io.Reader) mountSet {
+	ms := mountSet{v1: map[string]string{}, v1ro: map[string]bool{}}
 	var v2s []string
-	sc := bufio.NewScanner(f)
+	v2ro := map[string]bool{}
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
@@ -79,15 +104,18 @@ func cgroupMounts() mountSet {
 			continue
 		}
 		mp := unescapeMount(pre[4])
+		ro := len(pre) >= 6 && slices.Contains(strings.Split(pre[5], ","), "ro")
 		switch post[0] {
 		case "cgroup2":
 			v2s = append(v2s, mp)
+			v2ro[mp] = ro
 		case "cgroup":
 			if len(post) >= 3 {
 				for _, o := range strings.Split(post[2], ",") {
 					if o == "pids" || o == "memory" || o == "freezer" {
 						if _, ok := ms.v1[o]; !ok {
 							ms.v1[o] = mp
+							ms.v1ro[o] = ro
 						}
 					}
 				}
@@ -98,13 +126,13 @@ func cgroupMounts() mountSet {
 	for _, want := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		for _, m := range v2s {
 			if m == want {
-				ms.v2 = m
+				ms.v2, ms.v2ro = m, v2ro[m]
 				return ms
 			}
 		}
 	}
 	if len(v2s) > 0 {
-		ms.v2 = v2s[0]
+		ms.v2, ms.v2ro = v2s[0], v2ro[v2s[0]]
 	}
 	return ms
 }
@@ -134,14 +162,16 @@ type ownPaths struct {
 
 // ownCgroup parses /proc/<pid>/cgroup ("" = self).
 func ownCgroup(pid string) ownPaths {
-	p := ownPaths{v2: "", v1: map[string]string{}}
 	if pid == "" {
 		pid = "self"
 	}
-	data, err := os.ReadFile("/proc/" + pid + "/cgroup")
-	if err != nil {
-		return p
-	}
+	data, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+	return parseProcCgroup(data)
+}
+
+// parseProcCgroup parses a /proc/PID/cgroup file.
+func parseProcCgroup(data []byte) ownPaths {
+	p := ownPaths{v2: "", v1: map[string]string{}}
 	for _, line := range strings.Split(string(data), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {

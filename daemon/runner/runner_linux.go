@@ -93,16 +93,23 @@ func newWithoutPools(o Options) (*Runner, error) {
 	}
 	r.selfSid, _ = unix.Getsid(0)
 	r.selfPgid = unix.Getpgrp()
-	if o.NoCgroups || r.caps.CgroupV2 == "" {
+	mount := r.caps.CgroupV2
+	if o.CgroupParent != "" && mount == "" {
+		// An explicit parent need not be below termd's own cgroup, which
+		// the probe found unusable: any writable v2 mount will do.
+		if ms := cgroupMounts(); !ms.v2ro {
+			mount = ms.v2
+		}
+	}
+	if o.NoCgroups || mount == "" {
 		return r, nil
 	}
 	own := ownCgroup("")
-	mount := r.caps.CgroupV2
 	parent := o.CgroupParent
 	if parent == "" {
-		if !r.caps.Hybrid {
-			r.LeafMove = moveToLeaf(mount, own.v2, r.self)
-		}
+		// On a hybrid host too: a v2 hierarchy that holds pids or memory
+		// (controllers v1 does not) gives limits only from a leaf.
+		r.LeafMove = moveToLeaf(mount, own.v2, r.self)
 		parent = filepath.Join(mount, own.v2, "termd")
 	}
 	parent = filepath.Clean(parent)
@@ -111,7 +118,14 @@ func newWithoutPools(o Options) (*Runner, error) {
 		return nil, fmt.Errorf("cgroup parent %s is not below the cgroup v2 mount %s", parent, mount)
 	}
 	if err := r.mkParent(mount, parent); err != nil {
-		return nil, err
+		if o.CgroupParent != "" {
+			return nil, err
+		}
+		// Never every spawn failing: without a parent of its own, termd
+		// bounds executions without cgroups and says so.
+		r.caps.CgroupMissing = append(r.caps.CgroupMissing, fmt.Sprintf("%v: executions get no cgroup of their own (process groups, /proc scans and the subreaper bound them) and no pids/memory limits; %s", err, delegateFix))
+		r.caps.CgroupV2, r.caps.V1Pids, r.caps.V1Memory = "", "", ""
+		return r, nil
 	}
 	if o.CgroupParent == "" && unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
 		// Another user's termd made the shared parent (an unprivileged termd
@@ -120,6 +134,7 @@ func newWithoutPools(o Options) (*Runner, error) {
 		r.LeafMove = "cgroup parent " + parent + " belongs to another user: executions use the process-group fallback"
 		return r, nil
 	}
+	r.caps.CgroupV2 = mount
 	r.parent = parent
 	r.parentRel = "/" + rel
 	if !o.NoV1 {
@@ -130,7 +145,20 @@ func newWithoutPools(o Options) (*Runner, error) {
 			}
 			ownDir := filepath.Join(m, own.v1[ctl])
 			d := filepath.Join(ownDir, filepath.Base(parent))
-			if err := r.mkdirTracked(d); err != nil {
+			err := r.mkdirTracked(d)
+			if err == nil {
+				// It may have been there already, on a hierarchy this
+				// termd cannot write (a container's read-only v1 mount
+				// shows the host's directories).
+				err = writableDir(d)
+			}
+			if err != nil {
+				r.caps.CgroupMissing = append(r.caps.CgroupMissing, fmt.Sprintf("%s limits are not enforced: the v1 %s cgroup %s cannot be used (%v); %s", ctl, ctl, d, err, delegateFix))
+				if ctl == "pids" {
+					r.caps.V1Pids = ""
+				} else {
+					r.caps.V1Memory = ""
+				}
 				continue // v1 limits are optional
 			}
 			r.ownV1[ctl] = ownDir

@@ -27,10 +27,12 @@ type Capabilities struct {
 	V1Pids, V1Memory string
 	NetNS            bool
 	Subreaper        bool
+	Layout           string   // "none" here
+	CgroupMissing    []string // nothing: there are no cgroups to miss
 }
 
 // Probe reports that none of the Linux containment features exist here.
-func Probe() Capabilities { return Capabilities{} }
+func Probe() Capabilities { return Capabilities{Layout: "none"} }
 
 // EnableSubreaper is Linux-only.
 func EnableSubreaper() error {

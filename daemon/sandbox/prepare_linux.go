@@ -46,8 +46,13 @@ func handledFS(abi int) uint64 {
 // Probe says what this host can enforce; launcherPath is termd-launch.
 func Probe(launcherPath string) Support {
 	s := Support{Platform: "linux-landlock", Launcher: launcherPath}
-	if v, err := landlockABI(); err == nil {
+	switch v, err := landlockABI(); {
+	case err == nil:
 		s.LandlockABI = v
+	case err == unix.EPERM:
+		// A kernel without Landlock answers ENOSYS or EOPNOTSUPP; EPERM
+		// is a seccomp filter's (nspawn's, Docker's default profile).
+		s.LandlockRefused = true
 	}
 	s.Seccomp = seccomp.Supported()
 	caps := effectiveCaps()

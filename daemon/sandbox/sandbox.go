@@ -119,16 +119,27 @@ const (
 
 // Support is what this host can enforce.
 type Support struct {
-	LandlockABI int  // 0 = no Landlock
-	Seccomp     bool // seccomp filters can be installed
-	MountNS     bool // private mount namespaces (root: CAP_SYS_ADMIN; else a user namespace)
-	UserNS      bool // termd is not root: the launcher makes them in an unprivileged user namespace
-	NetNS       bool // empty network namespaces
-	CapDrop     bool // the capability bounding set can be emptied (CAP_SETPCAP)
-	Launcher    string
-	LauncherErr string // why the launcher cannot be used ("" = it can)
-	Platform    string // "linux-landlock", "macos-seatbelt", or "" (none)
+	LandlockABI int // 0 = no Landlock
+	// LandlockRefused: the kernel has Landlock but this environment refuses
+	// its system calls (EPERM: a container's seccomp filter).
+	LandlockRefused bool
+	Seccomp         bool // seccomp filters can be installed
+	MountNS         bool // private mount namespaces (root: CAP_SYS_ADMIN; else a user namespace)
+	UserNS          bool // termd is not root: the launcher makes them in an unprivileged user namespace
+	NetNS           bool // empty network namespaces
+	CapDrop         bool // the capability bounding set can be emptied (CAP_SETPCAP)
+	Launcher        string
+	LauncherErr     string // why the launcher cannot be used ("" = it can)
+	Platform        string // "linux-landlock", "macos-seatbelt", or "" (none)
 }
+
+// LandlockRefusedText says that the environment, not the kernel, refuses
+// Landlock, and how to allow it.
+const LandlockRefusedText = "Landlock is in the kernel but this environment refuses its system calls (EPERM, from a seccomp filter: a container's). " +
+	"Allow landlock_create_ruleset, landlock_add_rule and landlock_restrict_self: " +
+	"systemd-nspawn --system-call-filter=\"landlock_create_ruleset landlock_add_rule landlock_restrict_self\" (or SystemCallFilter= in the .nspawn file); " +
+	"Docker: docker run --security-opt seccomp=PROFILE.json, with Docker's default profile plus the three calls in its allow list; " +
+	"Podman: podman run --security-opt seccomp=PROFILE.json (the same profile), or seccomp_profile in containers.conf (docs/OPERATIONS.md, \"Containers\")"
 
 // MinLandlockABI is the ABI full enforcement needs: file-system rights with
 // truncate (3), TCP rules (4) and signal/abstract-socket scoping (6).
@@ -151,6 +162,8 @@ func (s Support) Missing() []string {
 		out = append(out, s.LauncherErr)
 	}
 	switch {
+	case s.LandlockABI == 0 && s.LandlockRefused:
+		out = append(out, LandlockRefusedText)
 	case s.LandlockABI == 0:
 		out = append(out, "Landlock is not available (Linux 5.13 or later with landlock in the lsm= boot parameter, e.g. lsm=landlock,lockdown,yama,integrity,apparmor)")
 	case s.LandlockABI < MinLandlockABI:
@@ -172,7 +185,7 @@ func (s Support) Missing() []string {
 // where the kernel can confine (Landlock, or macOS sandbox-exec), best
 // effort elsewhere.
 func (s Support) DefaultMode() Mode {
-	if (s.Platform == "linux-landlock" && s.LandlockABI > 0) || (s.Platform == "macos-seatbelt" && s.LauncherErr == "") {
+	if (s.Platform == "linux-landlock" && (s.LandlockABI > 0 || s.LandlockRefused)) || (s.Platform == "macos-seatbelt" && s.LauncherErr == "") {
 		return Required
 	}
 	return BestEffort
