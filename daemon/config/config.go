@@ -214,7 +214,7 @@ func Default() *Config {
 		ShutdownGrace:  Duration(10 * time.Second),
 		RunAsRequester: &t,
 		ProjectPolicy:  ".termd/policy.yaml",
-		Export: Export{OTLP: OTLP{Timeout: Duration(10 * time.Second), Batch: 256, MaxBackoff: Duration(30 * time.Second)}},
+		Export:         Export{OTLP: OTLP{Timeout: Duration(10 * time.Second), Batch: 256, MaxBackoff: Duration(30 * time.Second)}},
 		Adviser: Adviser{
 			Enabled:     &t,
 			BaseURL:     "https://api.deepseek.com",

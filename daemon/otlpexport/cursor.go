@@ -61,8 +61,8 @@ type Status struct {
 	Protocol      string    `json:"protocol"`
 	HeadSeq       int64     `json:"head_seq"`
 	ExportedSeq   int64     `json:"exported_seq"`
-	Exported      int64     `json:"exported"`       // receipts acknowledged since termd started
-	Skipped       int64     `json:"skipped"`        // pruned before they could be exported
+	Exported      int64     `json:"exported"` // receipts acknowledged since termd started
+	Skipped       int64     `json:"skipped"`  // pruned before they could be exported
 	LastError     string    `json:"last_error,omitempty"`
 	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
 	LastSuccessAt time.Time `json:"last_success_at,omitzero"`

@@ -413,5 +413,5 @@ func (c *collect) take() []sdklog.Record {
 }
 
 func (c *collect) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
-func (c *collect) Shutdown(context.Context) error                          { return nil }
-func (c *collect) ForceFlush(context.Context) error                        { return nil }
+func (c *collect) Shutdown(context.Context) error                         { return nil }
+func (c *collect) ForceFlush(context.Context) error                       { return nil }
