@@ -36,4 +36,12 @@ for d in web/e2e mcpbridge/tsclient mcpbridge/conformance gateway/openapilint; d
 	echo "ci-deps: npm ci in $d"
 	(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
 done
+# Go modules of the test OpenTelemetry Collector (tools/otelcol, its own
+# module so the product does not depend on the collector): downloaded here
+# into the module cache, so the test that builds it (internal/harness,
+# cached per go.sum under ~/.cache/termd-test) needs no network.
+if ! (cd tools/otelcol && GOWORK=off GOFLAGS=-mod=mod go mod download); then
+	echo "ci-deps: cannot download the Go modules of tools/otelcol (the test collector): is the Go module proxy reachable?" >&2
+	exit 1
+fi
 echo "ci-deps: test dependencies are present"

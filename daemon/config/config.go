@@ -127,7 +127,7 @@ type Export struct {
 // Keys left empty fall back to the OTEL_EXPORTER_OTLP_* environment
 // variables, as in every OpenTelemetry SDK; keys set here win over them.
 type OTLP struct {
-	Enabled    *bool             `yaml:"enabled" doc:"set false to export nothing even when an endpoint is set here or in the environment" default:"true when an endpoint is set"`
+	Enabled    *bool             `yaml:"enabled" doc:"set false to export nothing even when an endpoint is set here or in the environment; true exports only when an endpoint is set" default:"true"`
 	Endpoint   string            `yaml:"endpoint" doc:"collector URL, http:// (plain) or https:// (TLS): for grpc http://HOST:4317; for http/protobuf http://HOST:4318 (/v1/logs is added when the URL has no path)" default:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT; none: export off"`
 	Protocol   string            `yaml:"protocol" doc:"grpc or http/protobuf" default:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf"`
 	Headers    map[string]string `yaml:"headers" doc:"headers sent with every export (e.g. authorization); when set they replace OTEL_EXPORTER_OTLP_HEADERS; a config holding a secret here must be mode 0600" default:"OTEL_EXPORTER_OTLP_LOGS_HEADERS, else OTEL_EXPORTER_OTLP_HEADERS"`
@@ -167,7 +167,7 @@ type Config struct {
 	CredentialsFile string                 `yaml:"credentials_file" doc:"a NAME=value store (one per line, # comments) read at each execution for credentials entries with no value or file; must be mode 0600 or stricter"`
 	MetricsListen   string                 `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
 	Adviser         Adviser                `yaml:"adviser"`
-	Export          Export                 `yaml:"export"`
+	Export          Export                 `yaml:"export" doc:"copies of what termd records, sent to other systems (docs/EXPORT.md)"`
 	RunAsRequester  *bool                  `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
 	Sandbox         string                 `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
 	SandboxLauncher string                 `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
