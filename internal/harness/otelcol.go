@@ -290,7 +290,7 @@ func parseOTLPJSON(line []byte) ([]LogRecord, error) {
 			} `json:"resource"`
 			ScopeLogs []struct {
 				LogRecords []struct {
-					Attributes []otlpKV   `json:"attributes"`
+					Attributes []otlpKV  `json:"attributes"`
 					Body       otlpValue `json:"body"`
 				} `json:"logRecords"`
 			} `json:"scopeLogs"`
