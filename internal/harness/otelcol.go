@@ -36,14 +36,18 @@ var (
 // proxy), the test is skipped, or fails under TERMD_TEST_REQUIRE_ALL.
 func OtelcolBin(t testing.TB) string {
 	t.Helper()
-	otelcolOnce.Do(func() { otelcolBin, otelcolErr = buildOtelcol() })
+	otelcolOnce.Do(func() { otelcolBin, otelcolErr = BuildOtelcol() })
 	if otelcolErr != nil {
 		Missing(t, "the test OpenTelemetry Collector (tools/otelcol) cannot be built: %v", otelcolErr)
 	}
 	return otelcolBin
 }
 
-func buildOtelcol() (string, error) {
+// BuildOtelcol builds the test collector unless the cached binary is
+// current, and returns its path. scripts/ci-deps.sh runs it (through
+// internal/harness/buildotelcol) before the tests, so `make test` does not
+// spend the cold build inside a test's time limit.
+func BuildOtelcol() (string, error) {
 	src := filepath.Join(repoRoot(), "tools", "otelcol")
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum", "main.go"} {
