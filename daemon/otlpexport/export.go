@@ -29,6 +29,8 @@ import (
 	otellog "go.opentelemetry.io/otel/log"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/termd/termd/daemon/config"
@@ -121,7 +123,14 @@ func newSDKExporter(set Settings) (sdklog.Exporter, error) {
 	// termd retries itself (with the cursor), so the SDK's own retry is off:
 	// a failure is seen at once, logged and counted.
 	if set.Protocol == config.OTLPGRPC {
-		opts := []otlploggrpc.Option{otlploggrpc.WithTimeout(set.timeout()), otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: false})}
+		opts := []otlploggrpc.Option{otlploggrpc.WithTimeout(set.timeout()), otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: false}),
+			// gRPC's own reconnect backoff grows to 120s: after a long outage
+			// the collector would wait that long for termd. Capped like
+			// termd's retries instead.
+			otlploggrpc.WithDialOption(grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: set.maxBackoff()},
+				MinConnectTimeout: set.timeout(),
+			}))}
 		if set.fromConfig {
 			opts = append(opts, otlploggrpc.WithEndpointURL(set.Endpoint))
 		}
