@@ -30,19 +30,22 @@ vet:
 	$(GO) vet ./...
 	GOOS=darwin $(GO) build ./...   # non-Linux builds keep compiling
 
-# Tests that drive outside components (a browser, the TypeScript MCP SDK) run
+# Tests that drive outside components (a browser, the TypeScript MCP SDK, an
+# OpenTelemetry Collector built by scripts/ci-deps.sh) run
 # verbosely after the rest, so the output shows they ran. With
 # TERMD_TEST_REQUIRE_ALL=1 a test whose real component is missing fails
 # instead of skipping; with TERMD_REQUIRE_SANDBOX=1 the sandbox tests fail
 # (never skip) on a host that cannot enforce the sandbox.
-REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI|TestOpenAPIDocument)$$
+REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI|TestOpenAPIDocument|TestOTLPExportToCollector)$$
 # The systemd-nspawn test (deploy) keeps the Debian root file system it boots
 # in the build directory, keyed by its package list: debootstrap runs once.
+# The test OpenTelemetry Collector is built once into the build directory too.
 ROOTFS_CACHE ?= $(abspath $(BIN))/rootfs
-TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1 TERMD_ROOTFS_CACHE=$(ROOTFS_CACHE)
+OTELCOL_CACHE ?= $(abspath $(BIN))/otelcol
+TEST_ENV := TERMD_TEST_REQUIRE_ALL=1 TERMD_REQUIRE_SANDBOX=1 TERMD_ROOTFS_CACHE=$(ROOTFS_CACHE) TERMD_OTELCOL_CACHE=$(OTELCOL_CACHE)
 unit:
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -skip '$(REAL_COMPONENT_TESTS)' ./...
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -v -run '$(REAL_COMPONENT_TESTS)' ./gateway ./mcpbridge
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m -v -run '$(REAL_COMPONENT_TESTS)' ./gateway ./mcpbridge ./daemon/e2e
 
 fuzz:
 	@set -e; for f in $(FUZZ); do \

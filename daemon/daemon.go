@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/metrics"
+	"github.com/termd/termd/daemon/otlpexport"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/recipes"
@@ -44,6 +46,7 @@ type Daemon struct {
 	runner   *runner.Runner
 	store    *receiptstore.Store
 	search   *search.Index
+	export   *otlpexport.Exporter // nil when OTLP export is off
 	broker   *broker.Broker
 
 	activated bool // the socket came from the service manager (systemd socket activation)
@@ -143,6 +146,9 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	}
 	// Before the broker starts: receipts it appends at start are indexed too.
 	d.search = search.Open(filepath.Join(cfg.StateDir, "search.db"), d.store, d.log)
+	if err := d.startExport(cfg); err != nil {
+		return err
+	}
 	if err := runner.EnableSubreaper(); err != nil {
 		d.log.Warn("no child subreaper: double-forked children are found through cgroups only", "error", err)
 	}
@@ -219,6 +225,7 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		OpenPlans:          func() int { _, n := d.broker.PlanStats(); return n },
 		JournalBytes:       func() int { n, _, _ := d.broker.JournalStats(); return int(n) },
 	})
+	d.observeExport()
 	d.srv.RegisterDaemon(d.broker)
 	d.srv.RegisterBroker(d.broker)
 	d.srv.RegisterRecipes(recipes.New(d.broker, func() string { return d.config().RecipesDir }))
@@ -254,6 +261,7 @@ func adviserFrom(cfg *config.Config, red *receiptstore.Redactor, log *slog.Logge
 }
 
 func (d *Daemon) close() {
+	d.export.Close()
 	if d.search != nil {
 		_ = d.search.Close()
 	}
@@ -329,6 +337,9 @@ func (d *Daemon) Reload() {
 	if cfg.Socket != old.Socket || cfg.StateDir != old.StateDir || cfg.OperatorSocket != old.OperatorSocket {
 		d.log.Warn("socket, operator_socket and state_dir changes take effect after a restart", "socket", old.Socket, "operator_socket", old.OperatorSocket, "state_dir", old.StateDir)
 		cfg.Socket, cfg.StateDir, cfg.OperatorSocket = old.Socket, old.StateDir, old.OperatorSocket
+	}
+	if !reflect.DeepEqual(cfg.Export, old.Export) {
+		d.log.Warn("export changes take effect after a restart; exporting as before")
 	}
 	d.mu.Lock()
 	d.cfg = cfg

@@ -42,4 +42,14 @@ for d in web/e2e mcpbridge/tsclient mcpbridge/conformance gateway/openapilint; d
 	echo "ci-deps: npm ci in $d"
 	(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
 done
+# The test OpenTelemetry Collector (tools/otelcol, its own module so the
+# product does not depend on the collector): built here, once per change of
+# its go.mod/go.sum/main.go, and cached in the build directory (bin/otelcol,
+# where make test looks), so the export tests find it ready (a cold build
+# takes minutes).
+if ! bin=$(TERMD_OTELCOL_CACHE="$(pwd)/bin/otelcol" go run ./internal/harness/buildotelcol); then
+	echo "ci-deps: cannot build the test collector (tools/otelcol): its Go modules come from the Go module proxy" >&2
+	exit 1
+fi
+echo "ci-deps: test collector $bin"
 echo "ci-deps: test dependencies are present"

@@ -119,6 +119,28 @@ type Adviser struct {
 	History     int      `yaml:"history" doc:"messages of conversation kept per session" default:"20"`
 }
 
+// Export sends what termd records to other systems (docs/EXPORT.md).
+type Export struct {
+	OTLP OTLP `yaml:"otlp" doc:"every signed receipt as an OpenTelemetry log record over OTLP, to a collector or any OTLP backend; the standard OTEL_EXPORTER_OTLP_* environment variables work too, and setting an endpoint (here or there) turns it on. Changes take effect after a restart. See docs/EXPORT.md"`
+}
+
+// OTLP configures the OTLP log exporter of receipts (daemon/otlpexport).
+// Keys left empty fall back to the OTEL_EXPORTER_OTLP_* environment
+// variables, as in every OpenTelemetry SDK; keys set here win over them.
+type OTLP struct {
+	Enabled    *bool             `yaml:"enabled" doc:"set false to export nothing even when an endpoint is set here or in the environment; true exports only when an endpoint is set" default:"true"`
+	Endpoint   string            `yaml:"endpoint" doc:"collector URL, http:// (plain) or https:// (TLS): for grpc http://HOST:4317; for http/protobuf http://HOST:4318 (/v1/logs is added when the URL has no path)" default:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT; none: export off"`
+	Protocol   string            `yaml:"protocol" doc:"grpc or http/protobuf" default:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf"`
+	Headers    map[string]string `yaml:"headers" doc:"headers sent with every export (e.g. authorization); when set they replace OTEL_EXPORTER_OTLP_HEADERS; a config holding a secret here must be mode 0600" default:"OTEL_EXPORTER_OTLP_LOGS_HEADERS, else OTEL_EXPORTER_OTLP_HEADERS"`
+	CAFile     string            `yaml:"ca_file" doc:"PEM file of the CA that signed the collector's certificate (https endpoints)" default:"OTEL_EXPORTER_OTLP_CERTIFICATE, else the system roots"`
+	CertFile   string            `yaml:"cert_file" doc:"PEM client certificate for a collector that asks for one (mutual TLS); needs key_file" default:"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"`
+	KeyFile    string            `yaml:"key_file" doc:"PEM private key of cert_file; must be mode 0600 or stricter" default:"OTEL_EXPORTER_OTLP_CLIENT_KEY"`
+	Timeout    Duration          `yaml:"timeout" doc:"time limit of one export request" default:"10s"`
+	HostName   string            `yaml:"host_name" doc:"the host name records carry (host.name), so a backend tells hosts apart" default:"the machine's host name"`
+	Batch      int               `yaml:"batch" doc:"receipts sent in one export request at most (fewer when they add up to more than 3 MiB); also the most termd holds in memory for export: the rest wait in the receipt store" default:"256"`
+	MaxBackoff Duration          `yaml:"max_backoff" doc:"longest wait between retries while the collector cannot be reached or refuses (the wait doubles from 250ms up to this)" default:"30s"`
+}
+
 // Config is the whole daemon configuration file.
 type Config struct {
 	Socket          string                 `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
@@ -146,6 +168,7 @@ type Config struct {
 	CredentialsFile string                 `yaml:"credentials_file" doc:"a NAME=value store (one per line, # comments) read at each execution for credentials entries with no value or file; must be mode 0600 or stricter"`
 	MetricsListen   string                 `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
 	Adviser         Adviser                `yaml:"adviser"`
+	Export          Export                 `yaml:"export" doc:"copies of what termd records, sent to other systems (docs/EXPORT.md)"`
 	RunAsRequester  *bool                  `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
 	Sandbox         string                 `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
 	SandboxLauncher string                 `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
@@ -192,6 +215,7 @@ func Default() *Config {
 		ShutdownGrace:  Duration(10 * time.Second),
 		RunAsRequester: &t,
 		ProjectPolicy:  ".termd/policy.yaml",
+		Export:         Export{OTLP: OTLP{Timeout: Duration(10 * time.Second), Batch: 256, MaxBackoff: Duration(30 * time.Second)}},
 		Adviser: Adviser{
 			Enabled:     &t,
 			BaseURL:     "https://api.deepseek.com",
@@ -458,6 +482,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateCredentials(); err != nil {
+		return err
+	}
+	if err := c.Export.OTLP.validate(c.Source); err != nil {
 		return err
 	}
 	a := c.Adviser

@@ -8,6 +8,7 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -26,6 +27,7 @@ import (
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/credentials"
+	"github.com/termd/termd/daemon/otlpexport"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/internal/loopback"
@@ -93,8 +95,42 @@ func Run(o Options) []Check {
 	} else {
 		add("metrics", OK, "metrics off (set metrics_listen: 127.0.0.1:9464 to enable)", "")
 	}
+	cs = append(cs, exportCheck(c))
 	cs = append(cs, reachable(c.Socket, o.Timeout))
 	return cs
+}
+
+// exportCheck says whether receipts go out over OTLP and how far behind
+// the exporter is, from what the daemon last wrote in the state directory.
+func exportCheck(c *config.Config) Check {
+	set, err := otlpexport.Resolve(c.Export.OTLP, os.Getenv)
+	if err != nil {
+		return Check{Area: "export", Status: Fail, Message: "OTLP export: " + oneLine(err.Error()), Fix: "fix the value named above (docs/EXPORT.md); termd refuses to start with it"}
+	}
+	st, serr := otlpexport.ReadStatus(c.StateDir)
+	if serr != nil {
+		if errors.Is(serr, fs.ErrNotExist) {
+			msg := "OTLP export " + set.Why
+			if set.Enabled {
+				msg += " (as this shell's environment sees it); termd has not exported yet"
+			}
+			return Check{Area: "export", Status: OK, Message: msg}
+		}
+		return Check{Area: "export", Status: Warn, Message: "OTLP export status unreadable: " + oneLine(serr.Error()), Fix: "termd rewrites it while it exports; remove it if it persists"}
+	}
+	msg := fmt.Sprintf("OTLP export to %s (%s): %d receipt(s) behind (acknowledged through seq %d of %d, as of %s)",
+		st.Endpoint, st.Protocol, st.Lag(), st.ExportedSeq, st.HeadSeq, st.Updated.Local().Format(time.RFC3339))
+	if st.Skipped > 0 {
+		msg += fmt.Sprintf("; %d receipt(s) were pruned before they could be exported", st.Skipped)
+	}
+	if st.LastError != "" && st.LastErrorAt.After(st.LastSuccessAt) {
+		return Check{Area: "export", Status: Warn, Message: msg + "; failing since " + st.LastErrorAt.Local().Format(time.RFC3339) + ": " + oneLine(st.LastError),
+			Fix: "make the collector at " + st.Endpoint + " reachable; the receipts wait in the chain and go out when it answers (termd retries with backoff)"}
+	}
+	if st.Skipped > 0 {
+		return Check{Area: "export", Status: Warn, Message: msg, Fix: "prune only receipts the backend holds (termd_otlp_export_lag_receipts on /metrics is 0)"}
+	}
+	return Check{Area: "export", Status: OK, Message: msg}
 }
 
 // Failed reports whether any check failed.

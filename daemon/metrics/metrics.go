@@ -151,6 +151,27 @@ func (r *Recorder) Observe(g Gauges) {
 	}
 }
 
+// ExportGauges are the OTLP receipt exporter's figures (docs/EXPORT.md).
+type ExportGauges struct {
+	Lag         func() int64   // receipts in the chain not yet acknowledged by the collector
+	Exported    func() int64   // seq of the last acknowledged receipt
+	Failures    func() int64   // failed export attempts since start
+	LastSuccess func() float64 // unix time of the last acknowledged batch (0: none yet)
+}
+
+// ObserveExport registers the exporter's gauges.
+func (r *Recorder) ObserveExport(g ExportGauges) {
+	if r == nil {
+		return
+	}
+	r.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "termd_otlp_export_lag_receipts", Help: "Receipts in the chain that the OTLP collector has not acknowledged yet (they are exported when it does)."}, func() float64 { return float64(g.Lag()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "termd_otlp_exported_seq", Help: "Seq of the last receipt the OTLP collector acknowledged (the durable export cursor)."}, func() float64 { return float64(g.Exported()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "termd_otlp_export_failures_total", Help: "OTLP export attempts that failed (collector unreachable or refusing); each is retried with backoff."}, func() float64 { return float64(g.Failures()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "termd_otlp_export_last_success_timestamp_seconds", Help: "Unix time of the last batch the OTLP collector acknowledged (0: none since start)."}, g.LastSuccess),
+	)
+}
+
 // Handler serves the registry in the Prometheus text format.
 func (r *Recorder) Handler() http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{})

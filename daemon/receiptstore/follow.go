@@ -21,15 +21,25 @@ type Stored struct {
 
 // OnChange registers fn to be called after every commit that appended
 // receipts and after every prune. It runs in the store's single writer, so
-// it must not block (signal a channel, do the work elsewhere). Set it once,
-// before receipts are appended.
+// it must not block (signal a channel, do the work elsewhere). Each
+// follower (the search index, the OTLP exporter) registers once, before
+// receipts are appended.
 func (s *Store) OnChange(fn func()) {
-	s.onChange.Store(&fn)
+	s.onChangeMu.Lock()
+	defer s.onChangeMu.Unlock()
+	var fns []func()
+	if old := s.onChange.Load(); old != nil {
+		fns = append(fns, *old...)
+	}
+	fns = append(fns, fn)
+	s.onChange.Store(&fns)
 }
 
 func (s *Store) changed() {
-	if fn := s.onChange.Load(); fn != nil {
-		(*fn)()
+	if fns := s.onChange.Load(); fns != nil {
+		for _, fn := range *fns {
+			fn()
+		}
 	}
 }
 

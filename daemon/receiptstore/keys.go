@@ -107,8 +107,13 @@ func readPrivateFile(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// writeFileAtomic writes data to path via a temp file, fsync and rename, and
-// fsyncs the directory, so a crash leaves the old or the new file.
+// WriteFileAtomic writes data to path via a temp file, fsync and rename, and
+// fsyncs the directory, so a crash leaves the old or the new file (the keys
+// here, the OTLP exporter's cursor).
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm)
+}
+
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")

@@ -130,7 +130,8 @@ type Store struct {
 	usage   usage
 	txUsage []usageEntry
 	// onChange is told of appended and pruned receipts (follow.go).
-	onChange atomic.Pointer[func()]
+	onChange   atomic.Pointer[[]func()]
+	onChangeMu sync.Mutex
 }
 
 // Open opens (creating if needed) the store at path, a file in the state
