@@ -84,21 +84,10 @@ func TestNoResponseAfterCancelled(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"terminal_execute","arguments":{"plan_id":"` + plan + `","wait_seconds":120}}}`)
 	time.Sleep(1500 * time.Millisecond) // let it start (either way it must end cancelled)
 	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"test"}}`)
-	id := 10
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		id++
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"terminal_status","arguments":{"plan_id":%q}}}`, id, plan))
-		st := result(await(id))
-		if st["done"] == true && str(st, "receipt_id") != "" {
-			if str(st, "state") != "cancelled" {
-				t.Errorf("the cancelled call's command ended %v", st)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sleep 60 not ended after its call was cancelled: %v", st)
-		}
-	}
+	waitCancelled(t, plan, func(id int, body string) map[string]any {
+		send(body)
+		return result(await(id))
+	})
 	// The handler has returned by now (it cancelled the command before the
 	// receipt existed); one more round trip flushes anything it wrote.
 	send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
@@ -194,20 +183,7 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 	go func() { stream <- events(exec.Body) }()
 	time.Sleep(1500 * time.Millisecond) // let it start (either way it must end cancelled)
 	open(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"test"}}`, nil).Body.Close()
-	id := 10
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		id++
-		st := call(id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"terminal_status","arguments":{"plan_id":%q}}}`, id, plan))
-		if st["done"] == true && str(st, "receipt_id") != "" {
-			if str(st, "state") != "cancelled" {
-				t.Errorf("the cancelled call's command ended %v", st)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sleep 60 not ended after its call was cancelled: %v", st)
-		}
-	}
+	waitCancelled(t, plan, call)
 	// The handler has returned (it cancelled the command before the receipt
 	// existed): the call's stream ends, without a response to 3.
 	var got []event
@@ -247,5 +223,25 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 			}
 		}
 		resp.Body.Close()
+	}
+}
+
+// waitCancelled polls terminal_status (call sends a request with that id
+// and returns its structured result) until plan's command ended with a
+// receipt, which must say cancelled.
+func waitCancelled(t *testing.T, plan string, call func(id int, body string) map[string]any) {
+	t.Helper()
+	for id, deadline := 11, time.Now().Add(time.Minute); ; id++ {
+		st := call(id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"terminal_status","arguments":{"plan_id":%q}}}`, id, plan))
+		if st["done"] == true && str(st, "receipt_id") != "" {
+			if str(st, "state") != "cancelled" {
+				t.Errorf("the cancelled call's command ended %v", st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep 60 not ended after its call was cancelled: %v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
