@@ -165,6 +165,7 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 		return nil
 	}
 	init := open(initBody, nil)
+	_, _ = io.Copy(io.Discard, init.Body) // the whole stream: the session stands once it is answered
 	init.Body.Close()
 	sid := init.Header.Get("Mcp-Session-Id")
 	if sid == "" {
@@ -172,7 +173,9 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 	}
 	hdr["Mcp-Session-Id"] = sid
 	hdr["Mcp-Protocol-Version"] = "2025-11-25"
-	open(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil).Body.Close()
+	ack := open(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	_, _ = io.Copy(io.Discard, ack.Body)
+	ack.Body.Close()
 	plan := str(call(2, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal_plan","arguments":{"argv":["sleep","60"]}}}`), "plan_id")
 	if plan == "" {
 		t.Fatal("no plan")
