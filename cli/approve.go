@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,17 +30,21 @@ same requester that the policy would ask about run without asking:
   once              this plan only (the default)
   request           this exact request (same request hash) for the rest of the session
   session-pattern   a pattern for the rest of the session
+  workspace-request this exact request from any session of the same requester
+                    until --ttl (default 8h, approvals.workspace_grant_ttl):
+                    it survives an MCP client's restart, which opens a new session
   workspace-pattern a pattern in the plan's workspace until --ttl (default 7 days)
 A pattern is the approved command with <any> for each operand (or option
 value) that may vary: --pattern 'git commit -m <any>'. The program, its
 subcommand and options stay fixed; the policy still decides every request,
 a grant never turns a denial into an approval, and it covers only the same
 program file (path and hash), policy version, entry files and sandbox profile.
---ttl caps a grant (at most 30 days).`,
+--ttl caps a grant (at most approvals.max_grant_ttl, 30 days by default).`,
 		Example: `  termctl pending
   termctl approve 3f1c...e9
   termctl approve 3f1c...e9 --hash 9b2e...41
   termctl approve 3f1c...e9 --remember session-pattern --pattern 'git commit -m <any>'
+  termctl approve 3f1c...e9 --remember workspace-request --ttl 4h
   termctl approve 3f1c...e9 --remember workspace-pattern --pattern 'npm install <any>' --ttl 72h`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeIDs(awaitingPlans),
@@ -87,9 +92,9 @@ program file (path and hash), policy version, entry files and sandbox profile.
 		},
 	}
 	cmd.Flags().StringVar(&hash, "hash", "", "approve only if the plan's request hash is this one")
-	cmd.Flags().StringVar(&remember, "remember", "once", "remember the approval: once, request, session-pattern or workspace-pattern")
+	cmd.Flags().StringVar(&remember, "remember", "once", "remember the approval: once, request, session-pattern, workspace-request or workspace-pattern")
 	cmd.Flags().StringVar(&pattern, "pattern", "", "with a pattern scope: the command with <any> for operands that may vary")
-	cmd.Flags().DurationVar(&ttl, "ttl", 0, "with --remember: how long the grant lasts (at most 720h)")
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "with --remember: how long the grant lasts (at most the daemon's approvals.max_grant_ttl, 720h by default)")
 	return cmd
 }
 
@@ -99,21 +104,23 @@ func grantSpec(remember, pattern string, ttl time.Duration) (*termdv1.GrantSpec,
 		"once":              termdv1.GrantScope_GRANT_SCOPE_ONCE,
 		"request":           termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST,
 		"session-pattern":   termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN,
+		"workspace-request": termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST,
 		"workspace-pattern": termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN,
 	}
 	scope, ok := scopes[remember]
 	if !ok {
-		return nil, usageErr(fmt.Errorf("--remember %q: want once, request, session-pattern or workspace-pattern", remember))
+		return nil, usageErr(fmt.Errorf("--remember %q: want once, request, session-pattern, workspace-request or workspace-pattern", remember))
 	}
-	if ttl < 0 || ttl > 30*24*time.Hour {
-		return nil, usageErr(fmt.Errorf("--ttl %s: a grant lasts at most 720h (30 days)", ttl))
+	// The daemon holds the upper bound (approvals.max_grant_ttl).
+	if ttl < 0 || (ttl > 0 && ttl < time.Second) || ttl/time.Second > math.MaxUint32 {
+		return nil, usageErr(fmt.Errorf("--ttl %s: give a duration of at least 1s, such as 8h (the daemon caps it at approvals.max_grant_ttl, 720h by default)", ttl))
 	}
 	if pattern != "" && scope != termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN && scope != termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN {
 		return nil, usageErr(fmt.Errorf("--pattern needs --remember session-pattern or workspace-pattern"))
 	}
 	if scope == termdv1.GrantScope_GRANT_SCOPE_ONCE {
 		if ttl != 0 {
-			return nil, usageErr(fmt.Errorf("--ttl needs --remember request, session-pattern or workspace-pattern"))
+			return nil, usageErr(fmt.Errorf("--ttl needs --remember request, session-pattern, workspace-request or workspace-pattern"))
 		}
 		return nil, nil
 	}

@@ -19,7 +19,7 @@ func TestAgentPlanOperatorApproves(t *testing.T) {
 		t.Fatalf("agent plan: exit %d %s", code, errOut)
 	}
 	p := decode[planJSON](t, out)
-	if p.State != "PLAN_STATE_AWAITING_APPROVAL" {
+	if p.State != "awaiting_approval" {
 		t.Fatalf("want awaiting approval, got %s", p.State)
 	}
 

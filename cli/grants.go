@@ -17,12 +17,17 @@ func grantScopeWord(s termdv1.GrantScope) string {
 		return "session-pattern"
 	case termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN:
 		return "workspace-pattern"
+	case termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST:
+		return "workspace-request"
 	}
 	return "once"
 }
 
 // grantWhat says in a few words what a grant covers.
 func grantWhat(g *termdv1.Grant) string {
+	if g.RequestHash != "" && g.SessionId == "" {
+		return "request " + g.RequestHash + " from any session of " + principalWord(g.Principal) + " in workspace " + g.Workspace
+	}
 	if g.RequestHash != "" {
 		return "request " + g.RequestHash + " in session " + g.SessionId
 	}
@@ -70,7 +75,9 @@ func newGrants(a *app) *cobra.Command {
 		Use:   "grants [list|revoke GRANT_ID]",
 		Short: "List and revoke remembered approvals (grants)",
 		Long: `A grant is an operator's approval remembered beyond one plan (` + "`termctl approve\nPLAN --remember ...`" + `): this exact request for the rest of a session, or a
-pattern such as ` + "`git commit -m <any>`" + ` for a session or a workspace. A plan the
+pattern such as ` + "`git commit -m <any>`" + ` for a session or a workspace, or
+this exact request from any session of the requester in its workspace for a
+while (workspace-request: it survives an MCP client's restart). A plan the
 policy would ask about runs without asking when an active grant covers it, and
 its receipt names the grant. A grant lapses when the policy changes, ends with
 its session or at its expiry, and ends at once when revoked.`,

@@ -14,7 +14,7 @@ func TestPlanShowsDecisionAndNextStep(t *testing.T) {
 	d := start(t)
 
 	p := plan(t, d, nil, "ls", "-la")
-	if p.State != "PLAN_STATE_PLANNED" || p.Decision.Verdict != "VERDICT_ALLOW" || p.Decision.RequestHash == "" || p.ID == "" || p.SessionID == "" {
+	if p.State != "planned" || p.Decision.Verdict != "allow" || p.Decision.RequestHash == "" || p.ID == "" || p.SessionID == "" {
 		t.Fatalf("ls should be planned and allowed with a hash: %+v", p)
 	}
 	if !strings.HasSuffix(p.Decision.ResolvedPath, "/ls") {
@@ -22,12 +22,12 @@ func TestPlanShowsDecisionAndNextStep(t *testing.T) {
 	}
 
 	ask := plan(t, d, []string{"--mode", "confirm"}, "touch", "notes.txt")
-	if ask.State != "PLAN_STATE_AWAITING_APPROVAL" || ask.Decision.Verdict != "VERDICT_ASK" {
+	if ask.State != "awaiting_approval" || ask.Decision.Verdict != "ask" {
 		t.Fatalf("touch in confirm mode should await approval: %+v", ask)
 	}
 
 	blocked := plan(t, d, nil, "bash", "-c", "true")
-	if blocked.State != "PLAN_STATE_BLOCKED" || len(blocked.Decision.Reasons) == 0 {
+	if blocked.State != "blocked" || len(blocked.Decision.Reasons) == 0 {
 		t.Fatalf("bash -c should be blocked with reasons: %+v", blocked)
 	}
 

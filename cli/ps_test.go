@@ -43,7 +43,7 @@ func TestPsListsRunningExecutions(t *testing.T) {
 		t.Fatalf("agent ps: %d %s", code, errOut)
 	}
 	got := decode[psJSON](t, out)
-	if len(got.Executions) != 1 || got.Executions[0].Argv[1] != "31" || got.Executions[0].Execution.State != "EXECUTION_STATE_RUNNING" {
+	if len(got.Executions) != 1 || got.Executions[0].Argv[1] != "31" || got.Executions[0].Execution.State != "running" {
 		t.Fatalf("the agent should see only its own sleep 31: %s", out)
 	}
 

@@ -17,7 +17,7 @@ import (
 
 type receiptRow struct {
 	ID       string `json:"id"`
-	Seq      string `json:"seq"`
+	Seq      int64  `json:"seq"`
 	PlanID   string `json:"plan_id"`
 	Status   string `json:"status"`
 	ExitCode int    `json:"exit_code"`
@@ -135,7 +135,7 @@ func TestReceiptsListShowExportVerifyOffline(t *testing.T) {
 		t.Fatalf("a receipt as --public-key: %q", errOut)
 	}
 	// The wrong file (a plan) is named for what it is not, without any key.
-	planFile := write("plan.json", `{"id":"`+p.ID+`","state":"PLAN_STATE_SUCCEEDED"}`)
+	planFile := write("plan.json", `{"id":"`+p.ID+`","state":"succeeded"}`)
 	_, errOut = expect(t, d, 1, append(offline, "receipt", "verify", planFile)...)
 	if !strings.Contains(errOut, "not a termd receipt") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 		t.Fatalf("verifying a plan file should say in one line it is not a receipt, got %q", errOut)

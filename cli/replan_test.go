@@ -9,7 +9,7 @@ func TestReplanMakesANewPlan(t *testing.T) {
 	if np.ID == "" || np.ID == p.ID || np.ReplannedFrom != p.ID {
 		t.Fatalf("replan should make a new plan from %s, got %+v", p.ID, np)
 	}
-	if np.State != "PLAN_STATE_AWAITING_APPROVAL" {
+	if np.State != "awaiting_approval" {
 		t.Fatalf("the new plan is decided again (ask), got %s", np.State)
 	}
 	expect(t, d, 1, "replan", "no-such-plan")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -165,17 +164,15 @@ func (a *app) watchOnce(ctx context.Context, c *client.Client, session string, c
 
 func (a *app) printEvent(ev *termdv1.Event, global bool) error {
 	if a.output != "table" {
-		raw, err := pj.Marshal(ev)
-		if err != nil {
-			return err
-		}
 		if a.output == "json" {
-			var buf json.RawMessage = raw
-			compact, _ := json.Marshal(buf)
-			_, err = fmt.Fprintln(a.stdout, string(compact))
+			raw, err := toJSON(ev)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, string(raw))
 			return err
 		}
-		_, err = a.printData(ev)
+		_, err := a.printData(ev)
 		if err == nil {
 			_, err = fmt.Fprintln(a.stdout, "---")
 		}

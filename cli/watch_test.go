@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestWatchResumesAfterDaemonRestart(t *testing.T) {
 	expect(t, d, 0, "execute", p.ID, "--follow")
 	eventually(t, "watch to print the first execution", func() bool {
 		out, _ := w.output()
-		return strings.Contains(out, p.ID) && strings.Contains(out, "EVENT_KIND_RECEIPT_SIGNED")
+		return strings.Contains(out, p.ID) && strings.Contains(out, `"receipt_signed"`)
 	})
 
 	d.Stop()
@@ -47,7 +48,7 @@ func TestWatchResumesAfterDaemonRestart(t *testing.T) {
 	expect(t, d, 0, "execute", p2.ID, "--follow")
 	eventually(t, "watch to reconnect and print the second execution", func() bool {
 		out, _ := w.output()
-		return strings.Contains(out, p2.ID) && strings.Count(out, "EVENT_KIND_RECEIPT_SIGNED") >= 2
+		return strings.Contains(out, p2.ID) && strings.Count(out, `"receipt_signed"`) >= 2
 	})
 	_, errOut := w.output()
 	if !strings.Contains(errOut, "reconnecting") {
@@ -58,12 +59,12 @@ func TestWatchResumesAfterDaemonRestart(t *testing.T) {
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		ev := decode[struct {
-			GlobalSeq string `json:"global_seq"`
+			GlobalSeq int64  `json:"global_seq"`
 			Kind      string `json:"kind"`
 			SessionID string `json:"session_id"`
 			Time      string `json:"time"`
 		}](t, line)
-		key := ev.Time + ev.Kind + ev.GlobalSeq
+		key := fmt.Sprint(ev.Time, ev.Kind, ev.GlobalSeq)
 		if seen[key] {
 			t.Errorf("event printed twice: %s", line)
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -170,7 +171,9 @@ func playDay(t *testing.T, d *harness.Daemon, cs *mcp.ClientSession, day []dayLi
 		if !l.kept {
 			tl.everyday++
 		}
-		run, res := call(t, cs, "terminal_run", map[string]any{"argv": l.argv, "timeout_seconds": 300, "wait_seconds": 600}, false)
+		// The client waits as long as the call may (a cold build on a busy
+		// machine takes minutes), not call's usual 2 minutes.
+		run, res := callWithin(t, cs, "terminal_run", map[string]any{"argv": l.argv, "timeout_seconds": 300, "wait_seconds": 600}, false, 11*time.Minute)
 		tl.calls++
 		reasons := func() []string {
 			var out []string
@@ -210,7 +213,7 @@ func playDay(t *testing.T, d *harness.Daemon, cs *mcp.ClientSession, day []dayLi
 			if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: id, RequestHash: p.GetPlan().GetDecision().GetRequestHash()}); err != nil {
 				t.Fatalf("approving %q: %v", l.line, err)
 			}
-			run, res = call(t, cs, "terminal_execute", map[string]any{"plan_id": id, "wait_seconds": 600}, false)
+			run, res = callWithin(t, cs, "terminal_execute", map[string]any{"plan_id": id, "wait_seconds": 600}, false, 11*time.Minute)
 			tl.calls++
 		case "":
 			t.Fatalf("terminal_run %q: no state: %s", l.line, text(res))

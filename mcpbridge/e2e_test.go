@@ -255,7 +255,13 @@ func connect(t *testing.T, d *harness.Daemon, tr transport, rec *clientRecorder,
 // call calls a tool and decodes its structured content.
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, progress bool) (map[string]any, *mcp.CallToolResult) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	return callWithin(t, cs, name, args, progress, 2*time.Minute)
+}
+
+// callWithin is call with the client giving up after limit.
+func callWithin(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, progress bool, limit time.Duration) (map[string]any, *mcp.CallToolResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
 	if progress {

@@ -90,6 +90,7 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 		// handler sees it, and terminal_execute cancels the command.
 		PropagateRequestCancellation: true,
 	})
+	cancels := &httpCancels{} // no response after notifications/cancelled (cancelled.go)
 	want := []byte("Bearer " + o.Token)
 	origins := slices.Clone(o.AllowedOrigins)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +131,29 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 			}
 			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
 		case toStateful:
-			stateful.ServeHTTP(w, r)
+			sid := r.Header.Get("Mcp-Session-Id")
+			if sid == "" {
+				stateful.ServeHTTP(w, r)
+				return
+			}
+			if r.Method == http.MethodPost && r.Body != nil {
+				body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+				r.Body.Close()
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+					return
+				} else if err != nil {
+					http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				cancels.note(sid, body)
+			}
+			stateful.ServeHTTP(&sseFilter{ResponseWriter: w, h: cancels, sid: sid}, r)
+			if r.Method == http.MethodDelete {
+				cancels.forget(sid)
+			}
 		default:
 			stateless.ServeHTTP(w, r)
 		}

@@ -21,9 +21,10 @@ import (
 )
 
 // Grants are remembered approvals: an operator approving a plan may let the
-// approval stand for this exact request for the rest of the session, or for
-// a pattern of requests (`git commit -m <any>`) in the session or the
-// workspace, until it expires. A new plan that the policy decides "ask" is
+// approval stand for this exact request for the rest of the session or, in
+// its workspace, from any session of the principal for a bounded time (so it
+// survives an MCP client's restart), or for a pattern of requests
+// (`git commit -m <any>`) in the session or the workspace, until it expires. A new plan that the policy decides "ask" is
 // approved by a grant that covers it: same principal, same session or
 // workspace, a request that fits the pattern, and a fresh decision inside the
 // grant's binding (program path and hash, policy version, entry files,
@@ -32,7 +33,6 @@ import (
 // restart; revoking one ends it at once.
 
 const (
-	maxGrantTTL          = 30 * 24 * time.Hour
 	defaultWorkspaceTTL  = 7 * 24 * time.Hour
 	keepEndedGrants      = 7 * 24 * time.Hour
 	grantStatusActive    = "active"
@@ -88,28 +88,34 @@ func requestArgv(req policy.Request) []string {
 // makes it durable once the approval is.
 func (b *Broker) newGrantLocked(caller *termdv1.Principal, p *planRec, spec *termdv1.GrantSpec) (*grantRec, error) {
 	scope := spec.GetScope()
+	const scopes = "once, session-request, session-pattern, workspace-request or workspace-pattern"
 	switch scope {
 	case termdv1.GrantScope_GRANT_SCOPE_UNSPECIFIED, termdv1.GrantScope_GRANT_SCOPE_ONCE:
 		if spec.GetPattern() != "" || spec.GetTtlSeconds() != 0 {
-			return nil, errdefs.Invalid("a pattern or ttl needs a scope that remembers the approval: session-request, session-pattern or workspace-pattern")
+			return nil, errdefs.Invalid("a pattern or ttl needs a scope that remembers the approval: session-request, session-pattern, workspace-request or workspace-pattern")
 		}
 		return nil, nil
-	case termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST:
+	case termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST, termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST:
 		if spec.GetPattern() != "" {
-			return nil, errdefs.Invalid("scope session-request covers this exact request; use session-pattern or workspace-pattern for a pattern")
+			return nil, errdefs.Invalid("scope %s covers this exact request; use session-pattern or workspace-pattern for a pattern", scopeWord(scope))
 		}
 	case termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN, termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN:
 	default:
-		return nil, errdefs.Invalid("unknown grant scope %v (want once, session-request, session-pattern or workspace-pattern)", scope)
+		return nil, errdefs.Invalid("unknown grant scope %v (want %s)", scope, scopes)
 	}
 	ttl := time.Duration(spec.GetTtlSeconds()) * time.Second
-	if ttl > maxGrantTTL {
-		return nil, errdefs.Invalid("a grant lasts at most 30 days; ttl %s is longer", ttl)
+	maxTTL := b.Config().Approvals.MaxGrantTTL.D()
+	if ttl > maxTTL {
+		return nil, errdefs.Invalid("a grant lasts at most %s (approvals.max_grant_ttl); ttl %s is longer", ttlWords(maxTTL), ttl)
 	}
 	if ttl == 0 {
-		ttl = maxGrantTTL // session scopes end with the session anyway
-		if scope == termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN {
-			ttl = defaultWorkspaceTTL
+		switch scope {
+		case termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN:
+			ttl = min(defaultWorkspaceTTL, maxTTL)
+		case termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST:
+			ttl = b.Config().Approvals.WorkspaceGrantTTL.D()
+		default:
+			ttl = maxTTL // session scopes end with the session anyway
 		}
 	}
 	now := b.Now()
@@ -134,7 +140,7 @@ func (b *Broker) newGrantLocked(caller *termdv1.Principal, p *planRec, spec *ter
 		Status:         grantStatusActive,
 	}
 	rec := &grantRec{g: g, bind: bind}
-	if scope == termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST {
+	if scope == termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST || scope == termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST {
 		g.RequestHash = d.RequestHash
 	} else {
 		pt, err := b.Policy.Current().ParsePattern(spec.GetPattern(), requestArgv(p.req))
@@ -143,15 +149,25 @@ func (b *Broker) newGrantLocked(caller *termdv1.Principal, p *planRec, spec *ter
 		}
 		rec.pattern = pt
 		g.Pattern = b.Redactor.Redact(pt.String())
+	}
+	if scope != termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST {
 		g.Workspace = b.workspaceOf(p.req.Cwd)
 		if g.Workspace == "" {
-			return nil, errdefs.Precondition("plan %s does not run in a workspace; a pattern grant needs one", p.p.Id)
+			return nil, errdefs.Precondition("plan %s does not run in a workspace; a %s grant needs one", p.p.Id, scopeWord(scope))
 		}
 	}
-	if scope == termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN {
+	if scope == termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN || scope == termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST {
 		g.SessionId = ""
 	}
 	return rec, nil
+}
+
+// ttlWords is a grant lifetime as people say it: "30 days", "8h0m0s".
+func ttlWords(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
 }
 
 // storeGrantLocked records a new grant durably and makes it active.
@@ -217,7 +233,8 @@ func (b *Broker) grantUncoveredLocked(r *grantRec, requester *termdv1.Principal,
 		}
 	case !r.pattern.Matches(d.Argv):
 		return "the command does not fit " + g.Pattern
-	case b.workspaceOf(d.Cwd) != g.Workspace:
+	}
+	if g.Workspace != "" && b.workspaceOf(d.Cwd) != g.Workspace {
 		return "it runs outside the granted workspace " + g.Workspace
 	}
 	if why := r.bind.Uncovered(d); why != "" {

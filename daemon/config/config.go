@@ -103,6 +103,9 @@ type Plans struct {
 // Approvals bounds approvals.
 type Approvals struct {
 	TTL Duration `yaml:"ttl" doc:"a plan awaiting approval, or approved but not run, expires after this long" default:"15m"`
+	// Grants (remembered approvals, docs/POLICY.md).
+	WorkspaceGrantTTL Duration `yaml:"workspace_grant_ttl" doc:"how long a workspace-request grant (this exact request from any session of the principal: it survives an MCP client's restart) lasts when the approval names no --ttl" default:"8h"`
+	MaxGrantTTL       Duration `yaml:"max_grant_ttl" doc:"no grant lasts longer than this, whatever its scope or --ttl (session scopes also end with their session)" default:"720h"`
 }
 
 // Adviser configures the optional OpenAI-compatible adviser (DeepSeek by default).
@@ -211,7 +214,7 @@ func Default() *Config {
 		},
 		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000, MaxStdinBytes: 1 << 20},
 		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
-		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
+		Approvals:      Approvals{TTL: Duration(15 * time.Minute), WorkspaceGrantTTL: Duration(8 * time.Hour), MaxGrantTTL: Duration(30 * 24 * time.Hour)},
 		ShutdownGrace:  Duration(10 * time.Second),
 		RunAsRequester: &t,
 		ProjectPolicy:  ".termd/policy.yaml",
@@ -457,6 +460,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Approvals.TTL.D() < time.Second {
 		return fmt.Errorf("approvals.ttl: %s is too short (at least 1s)", c.Approvals.TTL.D())
+	}
+	if c.Approvals.MaxGrantTTL.D() < time.Second {
+		return fmt.Errorf("approvals.max_grant_ttl: %s is too short (at least 1s)", c.Approvals.MaxGrantTTL.D())
+	}
+	if w := c.Approvals.WorkspaceGrantTTL.D(); w < time.Second || w > c.Approvals.MaxGrantTTL.D() {
+		return fmt.Errorf("approvals.workspace_grant_ttl: %s must be at least 1s and at most approvals.max_grant_ttl (%s)", w, c.Approvals.MaxGrantTTL.D())
 	}
 	if c.ConsoleURL != "" {
 		u, err := url.Parse(c.ConsoleURL)

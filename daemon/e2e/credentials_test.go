@@ -236,10 +236,10 @@ credentials:
 		t.Helper()
 		out, errOut, code := agent("plan", "-o", "json", "--credential", "GH_TOKEN", "--", "git", "ls-remote", url)
 		show("agent plan", out+errOut)
-		var p termdv1.Plan
-		if code != 0 || protojson.Unmarshal([]byte(out), &p) != nil {
+		if code != 0 {
 			t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
 		}
+		p := printedPlan(t, d, out)
 		if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || strings.Join(p.GetDecision().GetCredentials(), ",") != "GH_TOKEN" {
 			t.Fatalf("a plan receiving a credential must ask in confirm mode: %v %v", p.State, p.GetDecision().GetReasons())
 		}
@@ -321,10 +321,10 @@ credentials:
 	// inject: file: the variable names a file in the execution's private
 	// TMPDIR holding the value; the file is gone when the execution ends.
 	out, errOut, code = agent("plan", "-o", "json", "--mode", "confirm", "--credential", "FILE_TOKEN", "--", "sh", "-c", fileProbe)
-	var fp termdv1.Plan
-	if err := protojson.Unmarshal([]byte(out), &fp); err != nil || code != 0 {
-		t.Fatalf("file credential plan: %v\n%s%s", err, out, errOut)
+	if code != 0 {
+		t.Fatalf("file credential plan: exit %d\n%s%s", code, out, errOut)
 	}
+	fp := printedPlan(t, d, out)
 	if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: fp.Id, RequestHash: fp.Decision.RequestHash}); err != nil {
 		t.Fatal(err)
 	}
@@ -343,10 +343,7 @@ credentials:
 		t.Fatal(err)
 	}
 	out, errOut, _ = agent("plan", "-o", "json", "--credential", "GH_TOKEN", "--", "git", "ls-remote", url)
-	var p termdv1.Plan
-	if err := protojson.Unmarshal([]byte(out), &p); err != nil {
-		t.Fatalf("%v\n%s%s", err, out, errOut)
-	}
+	p := printedPlan(t, d, out)
 	if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
 		t.Fatal(err)
 	}
@@ -395,4 +392,21 @@ credentials:
 			}
 		}
 	}
+}
+
+// printedPlan is the plan `termctl plan -o json` printed (its id read from
+// the output, the plan itself from the daemon).
+func printedPlan(t *testing.T, d *harness.Daemon, out string) *termdv1.Plan {
+	t.Helper()
+	var printed struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &printed); err != nil || printed.ID == "" {
+		t.Fatalf("termctl plan -o json printed no plan (%v):\n%s", err, out)
+	}
+	got, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: printed.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Plan
 }

@@ -100,11 +100,11 @@ func TestRoleComesFromUID(t *testing.T) {
 	requireRoot(t)
 	d := harness.Start(t, harness.Options{Config: "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534]\n"})
 	out, errOut, code := d.RunAs(harness.Nobody, "termctl", nil, "status", "-o", "json")
-	if code != 0 || !strings.Contains(out, `"ROLE_AGENT"`) || !strings.Contains(out, `"uid": 65534`) {
+	if code != 0 || !strings.Contains(out, `"role": "agent"`) || !strings.Contains(out, `"uid": 65534`) {
 		t.Fatalf("nobody should be an agent: code %d\n%s%s", code, out, errOut)
 	}
 	out, _, _ = d.Run("termctl", "status", "-o", "json")
-	if !strings.Contains(out, `"ROLE_OPERATOR"`) {
+	if !strings.Contains(out, `"role": "operator"`) {
 		t.Fatalf("root should be an operator:\n%s", out)
 	}
 }
@@ -123,14 +123,14 @@ func TestSIGHUPKeepsLastGoodConfig(t *testing.T) {
 	d := harness.Start(t, harness.Options{Config: "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534]\n"})
 	role := func() string {
 		out, errOut, _ := d.RunAs(harness.Nobody, "termctl", nil, "status", "-o", "json")
-		for _, r := range []string{"ROLE_AGENT", "ROLE_VIEWER"} {
-			if strings.Contains(out, r) {
+		for _, r := range []string{"agent", "viewer"} {
+			if strings.Contains(out, `"role": "`+r+`"`) {
 				return r
 			}
 		}
 		return "none: " + errOut
 	}
-	if r := role(); r != "ROLE_AGENT" {
+	if r := role(); r != "agent" {
 		t.Fatalf("start: role %s", r)
 	}
 	os.WriteFile(d.ConfigPath, []byte("socket_group: \"65534\"\nroles:\n  viewers: {uids: [65534]}\n  bogus: 1\n"), 0o600)
@@ -139,13 +139,13 @@ func TestSIGHUPKeepsLastGoodConfig(t *testing.T) {
 	if !strings.Contains(d.Log(), "bogus") {
 		t.Fatalf("the log should say what was wrong:\n%s", d.Log())
 	}
-	if r := role(); r != "ROLE_AGENT" {
+	if r := role(); r != "agent" {
 		t.Fatalf("after a broken reload the old config must hold; role %s", r)
 	}
 	os.WriteFile(d.ConfigPath, []byte("socket_group: \"65534\"\nroles:\n  viewers: {uids: [65534]}\n"), 0o600)
 	d.Signal(syscall.SIGHUP)
 	waitFor(t, func() bool { return strings.Contains(d.Log(), "config reloaded") }, "reload in the log")
-	if r := role(); r != "ROLE_VIEWER" {
+	if r := role(); r != "viewer" {
 		t.Fatalf("after a good reload the new config must hold; role %s", r)
 	}
 }

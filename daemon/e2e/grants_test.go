@@ -111,7 +111,7 @@ func TestGrantsRememberApprovals(t *testing.T) {
 	var ap struct {
 		ID string `json:"id"`
 	}
-	if err := json.Unmarshal([]byte(out), &ap); err != nil || ap.ID == "" || !strings.Contains(out, "PLAN_STATE_AWAITING_APPROVAL") || strings.Contains(out, g.Id) {
+	if err := json.Unmarshal([]byte(out), &ap); err != nil || ap.ID == "" || !strings.Contains(out, `"state": "awaiting_approval"`) || strings.Contains(out, g.Id) {
 		t.Fatalf("the agent's commit must await approval, not use the operator's grant: code %d err %v\n%s%s", code, err, out, errOut)
 	}
 	_, errOut, code = d.RunAs(harness.Nobody, "termctl", nil, "approve", ap.ID, "--remember", "session-pattern", "--pattern", "git commit -m <any>")

@@ -78,7 +78,9 @@ export function approvalsView(main, ctx) {
   function rememberControls(p) {
     const scope = h('select', { id: 'scope-' + p.id, 'aria-label': 'Remember this approval' },
       [['', 'This plan once'], ['GRANT_SCOPE_SESSION_REQUEST', 'This exact request, for the session'],
-        ['GRANT_SCOPE_SESSION_PATTERN', 'A pattern, for the session'], ['GRANT_SCOPE_WORKSPACE_PATTERN', 'A pattern, in this workspace (7 days)']]
+        ['GRANT_SCOPE_SESSION_PATTERN', 'A pattern, for the session'],
+        ['GRANT_SCOPE_WORKSPACE_REQUEST', 'This exact request, in this workspace from any session (8 h by default; survives an agent restart)'],
+        ['GRANT_SCOPE_WORKSPACE_PATTERN', 'A pattern, in this workspace (7 days)']]
         .map(([v, t]) => h('option', { value: v }, t)));
     const pattern = h('input', { type: 'text', id: 'pattern-' + p.id, class: 'pattern', value: argvText(p.decision?.argv) || '', hidden: true,
       'aria-label': 'Pattern: the command with <any> for each operand that may vary' });
@@ -118,7 +120,7 @@ export function grantsView(main, ctx) {
   main.append(h('h1', {}, 'Grants'),
     h('p', { class: 'muted' }, 'Approvals an operator chose to remember. A plan the policy would ask about runs without asking when an active grant covers it; its receipt names the grant.'),
     h('label', { class: 'check', for: 'include-ended' }, all, 'Include revoked, expired and lapsed grants'), list);
-  const scopeText = { GRANT_SCOPE_SESSION_REQUEST: 'exact request', GRANT_SCOPE_SESSION_PATTERN: 'session pattern', GRANT_SCOPE_WORKSPACE_PATTERN: 'workspace pattern' };
+  const scopeText = { GRANT_SCOPE_SESSION_REQUEST: 'exact request', GRANT_SCOPE_SESSION_PATTERN: 'session pattern', GRANT_SCOPE_WORKSPACE_PATTERN: 'workspace pattern', GRANT_SCOPE_WORKSPACE_REQUEST: 'workspace request' };
   async function load() {
     try {
       const r = await rest.grants.list(all.checked);

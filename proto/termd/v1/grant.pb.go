@@ -36,6 +36,11 @@ const (
 	GrantScope_GRANT_SCOPE_SESSION_PATTERN GrantScope = 3
 	// A pattern for the plan's workspace, until the grant expires (at most 30 days).
 	GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN GrantScope = 4
+	// This exact request (same request hash) from any session of the same
+	// principal, in the plan's workspace, until the grant expires (default
+	// approvals.workspace_grant_ttl, 8h): it outlives the session, so it
+	// survives an MCP client's restart (one conversation per process).
+	GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST GrantScope = 5
 )
 
 // Enum value maps for GrantScope.
@@ -46,6 +51,7 @@ var (
 		2: "GRANT_SCOPE_SESSION_REQUEST",
 		3: "GRANT_SCOPE_SESSION_PATTERN",
 		4: "GRANT_SCOPE_WORKSPACE_PATTERN",
+		5: "GRANT_SCOPE_WORKSPACE_REQUEST",
 	}
 	GrantScope_value = map[string]int32{
 		"GRANT_SCOPE_UNSPECIFIED":       0,
@@ -53,6 +59,7 @@ var (
 		"GRANT_SCOPE_SESSION_REQUEST":   2,
 		"GRANT_SCOPE_SESSION_PATTERN":   3,
 		"GRANT_SCOPE_WORKSPACE_PATTERN": 4,
+		"GRANT_SCOPE_WORKSPACE_REQUEST": 5,
 	}
 )
 
@@ -91,7 +98,9 @@ type GrantSpec struct {
 	// vary, e.g. `git commit -m <any>`. Empty: the plan's argv (nothing varies).
 	Pattern string `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"`
 	// How long the grant lasts; 0 = the session's life for session scopes
-	// (at most 30 days), 7 days for the workspace scope. At most 30 days.
+	// (at most approvals.max_grant_ttl, 30 days by default), 7 days for the
+	// workspace pattern scope, approvals.workspace_grant_ttl (8h) for the
+	// workspace request scope. At most approvals.max_grant_ttl.
 	TtlSeconds    uint32 `protobuf:"varint,3,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -160,11 +169,11 @@ type Grant struct {
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// Session scopes: the session it belongs to.
 	SessionId string `protobuf:"bytes,7,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// Workspace scope: the workspace root it covers.
+	// Workspace scopes: the workspace root it covers.
 	Workspace string `protobuf:"bytes,8,opt,name=workspace,proto3" json:"workspace,omitempty"`
 	// Pattern scopes: the pattern (`<any>` marks a varying operand).
 	Pattern string `protobuf:"bytes,9,opt,name=pattern,proto3" json:"pattern,omitempty"`
-	// Session request scope: the exact request hash.
+	// Request scopes: the exact request hash.
 	RequestHash    string   `protobuf:"bytes,10,opt,name=request_hash,json=requestHash,proto3" json:"request_hash,omitempty"`
 	ProgramPath    string   `protobuf:"bytes,11,opt,name=program_path,json=programPath,proto3" json:"program_path,omitempty"`
 	ProgramSha256  string   `protobuf:"bytes,12,opt,name=program_sha256,json=programSha256,proto3" json:"program_sha256,omitempty"`
@@ -604,14 +613,15 @@ const file_termd_v1_grant_proto_rawDesc = "" +
 	"\x12RevokeGrantRequest\x12\x19\n" +
 	"\bgrant_id\x18\x01 \x01(\tR\agrantId\"<\n" +
 	"\x13RevokeGrantResponse\x12%\n" +
-	"\x05grant\x18\x01 \x01(\v2\x0f.termd.v1.GrantR\x05grant*\xa4\x01\n" +
+	"\x05grant\x18\x01 \x01(\v2\x0f.termd.v1.GrantR\x05grant*\xc7\x01\n" +
 	"\n" +
 	"GrantScope\x12\x1b\n" +
 	"\x17GRANT_SCOPE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10GRANT_SCOPE_ONCE\x10\x01\x12\x1f\n" +
 	"\x1bGRANT_SCOPE_SESSION_REQUEST\x10\x02\x12\x1f\n" +
 	"\x1bGRANT_SCOPE_SESSION_PATTERN\x10\x03\x12!\n" +
-	"\x1dGRANT_SCOPE_WORKSPACE_PATTERN\x10\x042\xe0\x01\n" +
+	"\x1dGRANT_SCOPE_WORKSPACE_PATTERN\x10\x04\x12!\n" +
+	"\x1dGRANT_SCOPE_WORKSPACE_REQUEST\x10\x052\xe0\x01\n" +
 	"\fGrantService\x12[\n" +
 	"\n" +
 	"ListGrants\x12\x1b.termd.v1.ListGrantsRequest\x1a\x1c.termd.v1.ListGrantsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
