@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.5"
+const SchemaVersion = "1.6"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -114,8 +114,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.5 receipt. Field names are part of the published
-// schema (schema/receipt-1.5.json); do not rename them.
+// Receipt is a schema 1.6 receipt. Field names are part of the published
+// schema (schema/receipt-1.6.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -197,14 +197,17 @@ type Receipt struct {
 
 // Sandbox is the kernel confinement of one execution (docs/SANDBOX.md).
 type Sandbox struct {
-	Profile             string   `json:"profile"`
-	Level               string   `json:"level"` // full, partial or none
-	Mode                string   `json:"mode"`  // required, best_effort or off
-	Platform            string   `json:"platform,omitempty"`
-	LandlockABI         int      `json:"landlock_abi,omitempty"`
-	Seccomp             bool     `json:"seccomp"`
-	MountNamespace      bool     `json:"mount_namespace"`
-	NetworkNamespace    bool     `json:"network_namespace"`
+	Profile          string `json:"profile"`
+	Level            string `json:"level"` // full, partial or none
+	Mode             string `json:"mode"`  // required, best_effort or off
+	Platform         string `json:"platform,omitempty"`
+	LandlockABI      int    `json:"landlock_abi,omitempty"`
+	Seccomp          bool   `json:"seccomp"`
+	MountNamespace   bool   `json:"mount_namespace"`
+	NetworkNamespace bool   `json:"network_namespace"`
+	// NetworkMode is the network the plan gave the execution (schema 1.6:
+	// none, workspace-loopback, host or egress:NAME).
+	NetworkMode         string   `json:"network_mode,omitempty"`
 	CapabilitiesDropped bool     `json:"capabilities_dropped"`
 	Missing             []string `json:"missing,omitempty"`
 }
