@@ -88,8 +88,12 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,
 		RootMap:        b.rootMap(uid, d.Privileged),
+		NetNS:          e.netns != nil,
 	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
+	if err == nil && e.netFallback != "" {
+		rec.Missing = append(rec.Missing, e.netFallback)
+	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		var refused *sandbox.RefusedError
@@ -226,6 +230,8 @@ func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
 // execution's private temporary directory (everything the command left in it).
 func (e *execRec) releaseSandbox() {
 	e.launch.Close()
+	e.netns.Release()
+	e.netns = nil
 	if e.tmp != "" {
 		// The command's user's tree: removed through descriptors, following
 		// no link it left there.
