@@ -1381,7 +1381,7 @@ func (c *command) modeAdjust() bool {
 		case c.unknownRO:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: the policy does not know this command of "+pc.tool+"; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
 		case c.confined:
-			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network beyond its workspace loopback, writes only in the workspace, enforced by the kernel)")
 		case c.plainFree:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: sandboxed-workspace-write: allowed without approval, "+c.plainWhy+" (policy setting sandboxed_workspace_writes: allow)")
 		}
