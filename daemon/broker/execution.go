@@ -625,7 +625,6 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	if err := b.networkAvailable(d); err != nil {
 		return runner.Spec{}, err
 	}
-	e.netMode = d.Sandbox.NetworkMode
 	b.joinLoopback(e, d)
 	home, err := b.homeFor(uid, gid)
 	if err != nil {
