@@ -25,7 +25,7 @@ import (
 //go:embed schema/receipt-1.6.json
 var SchemaJSON []byte
 
-// schema15 is 1.6 without stdin.
+// schema15 is 1.6 without stdin, input_released and sandbox.network_mode.
 //
 //go:embed schema/receipt-1.5.json
 var schema15 []byte
@@ -39,7 +39,7 @@ var schema13 []byte
 // schema10 to schema15 are the earlier schemas: receipts written before 1.1
 // (no sandbox), before 1.2 (no grant_id), before 1.3 (no terminal), before
 // 1.4 (no credentials), before 1.5 (no privileged, run_as.host_uid,
-// git_identity) and before 1.6 (no stdin) keep verifying.
+// git_identity) and before 1.6 (no stdin, input_released, sandbox.network_mode) keep verifying.
 //
 //go:embed schema/receipt-1.2.json
 var schema12 []byte

@@ -86,6 +86,8 @@ type Broker struct {
 	// are the plans settled since the mutex was taken, placed at unlock.
 	planUse map[string]*planUse
 	settled []*planRec
+	// net holds the workspace loopbacks and port forwards (network.go).
+	net netState
 
 	stop chan struct{}
 	done chan struct{}
@@ -189,6 +191,7 @@ func (b *Broker) Shutdown(grace time.Duration) {
 		<-finished
 	}
 	b.closeTmpSpares()
+	b.closeNetwork()
 	close(b.stop)
 	<-b.done
 	b.mu.Lock()
@@ -248,6 +251,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 		{Name: "network_namespace", Available: caps.NetNS},
 		{Name: "subreaper", Available: caps.Subreaper},
 		b.sandboxCapability(),
+		b.loopbackCapability(),
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/netns"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
@@ -81,6 +82,15 @@ type execRec struct {
 	launch  *launcher.Launch
 	sandbox *sandbox.Record
 	tmp     string
+	// netMode is the plan's network (netmode.Mode), for the receipt; set
+	// before the spawn. netns is its hold on its workspace loopback (nil:
+	// none; released with the sandbox), netKey that loopback's key (kept
+	// after the release: port forwards find the loopback by it), and
+	// netFallback why it ran with no network instead ("" when it did not).
+	netMode     string
+	netns       *netns.Handle
+	netKey      netns.Key
+	netFallback string
 
 	// begun is when Execute was called; stage holds the stage durations
 	// known so far (see stages.go), completed by finish.
@@ -431,7 +441,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	draft := b.draftReceipt(p, now)
 	draft.Credentials = e.credentials
-	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Network && b.Runner.Capabilities().NetNS)
+	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Sandbox.Network && b.Runner.Capabilities().NetNS, fresh.Sandbox.NetworkMode)
 	e.receiptHostIdentity(draft)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.
@@ -620,6 +630,10 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 			}
 		}
 	}
+	if err := b.networkAvailable(d); err != nil {
+		return runner.Spec{}, err
+	}
+	b.joinLoopback(e, d)
 	home, err := b.homeFor(uid, gid)
 	if err != nil {
 		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
@@ -716,7 +730,9 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		OutputBudget: lim.OutputBudget,
 		MemoryMax:    lim.MemoryBytes,
 		PidsMax:      lim.Pids,
-		NoNetwork:    !d.Network,
+		NoNetwork:    !d.Sandbox.Network && e.netns == nil,
+		JoinNetNS:    e.netns != nil,
+		NetNSFD:      e.netns.Fd(),
 		Credential:   cred,
 		Launch:       e.launch,
 		NewHash:      b.Keys.NewDigest,

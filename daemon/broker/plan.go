@@ -220,6 +220,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		Credentials: slices.Clone(r.Credentials),
 		Privileged:  r.Privileged,
 		Stdin:       stdin,
+		Network:     r.Network,
 	}, nil
 }
 
@@ -271,6 +272,7 @@ func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 		}
 	}
 	ctx.Credentials = b.credentialScopes(caller)
+	ctx.EgressLists = b.egressLists()
 	return ctx
 }
 

@@ -477,6 +477,8 @@ const (
 	EventKind_EVENT_KIND_LAGGED            EventKind = 14
 	// Something happened on a PTY execution's terminal (input, resize, input taken, attach).
 	EventKind_EVENT_KIND_TERMINAL EventKind = 15
+	// A port forward into a workspace loopback opened or closed (portforward.proto).
+	EventKind_EVENT_KIND_PORT_FORWARD EventKind = 30
 )
 
 // Enum value maps for EventKind.
@@ -498,6 +500,7 @@ var (
 		13: "EVENT_KIND_SESSION_CLOSED",
 		14: "EVENT_KIND_LAGGED",
 		15: "EVENT_KIND_TERMINAL",
+		30: "EVENT_KIND_PORT_FORWARD",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":       0,
@@ -516,6 +519,7 @@ var (
 		"EVENT_KIND_SESSION_CLOSED":    13,
 		"EVENT_KIND_LAGGED":            14,
 		"EVENT_KIND_TERMINAL":          15,
+		"EVENT_KIND_PORT_FORWARD":      30,
 	}
 )
 
@@ -671,7 +675,16 @@ type CommandRequest struct {
 	// by size and SHA-256, not by its bytes; a plan holds the bytes until it
 	// runs (not with tty: type into a terminal instead). Plans and events
 	// never carry it back: see Decision.stdin.
-	Stdin         []byte `protobuf:"bytes,11,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Stdin []byte `protobuf:"bytes,11,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// Network the execution gets (docs/SANDBOX.md, "Network"): "" lets the
+	// policy choose ("workspace-loopback" for offline work, "host" for a
+	// program that needs the network, which asks); "none" (an empty network
+	// namespace, no TCP at all); "workspace-loopback" (a loopback shared by
+	// this principal's executions in this workspace, no route out); "host"
+	// (the host's network: always asked in confirm mode); "egress:NAME"
+	// (only the hosts of the configured allow-list NAME, through termd's
+	// proxy). Anything else is refused. Part of the canonical request.
+	Network       string `protobuf:"bytes,12,opt,name=network,proto3" json:"network,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -781,6 +794,13 @@ func (x *CommandRequest) GetStdin() []byte {
 		return x.Stdin
 	}
 	return nil
+}
+
+func (x *CommandRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
 }
 
 // StdinInfo is what a plan's standard input was: its size and SHA-256.
@@ -1227,7 +1247,11 @@ type SandboxProfile struct {
 	Enforcement string `protobuf:"bytes,6,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
 	// The program's own cache directories under the private HOME ("~/…"),
 	// writable in either profile.
-	Cache         []string `protobuf:"bytes,7,rep,name=cache,proto3" json:"cache,omitempty"`
+	Cache []string `protobuf:"bytes,7,rep,name=cache,proto3" json:"cache,omitempty"`
+	// The network the execution gets: "none", "workspace-loopback", "host" or
+	// "egress:NAME" (CommandRequest.network). network is true exactly for
+	// "host".
+	NetworkMode   string `protobuf:"bytes,8,opt,name=network_mode,json=networkMode,proto3" json:"network_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1309,6 +1333,13 @@ func (x *SandboxProfile) GetCache() []string {
 		return x.Cache
 	}
 	return nil
+}
+
+func (x *SandboxProfile) GetNetworkMode() string {
+	if x != nil {
+		return x.NetworkMode
+	}
+	return ""
 }
 
 // Preview says, before anything runs, what the command may do.
@@ -2413,6 +2444,7 @@ type Event struct {
 	//	*Event_Session
 	//	*Event_Receipt
 	//	*Event_Terminal
+	//	*Event_PortForward
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2553,6 +2585,15 @@ func (x *Event) GetTerminal() *TerminalEvent {
 	return nil
 }
 
+func (x *Event) GetPortForward() *PortForwardEvent {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PortForward); ok {
+			return x.PortForward
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -2585,6 +2626,10 @@ type Event_Terminal struct {
 	Terminal *TerminalEvent `protobuf:"bytes,16,opt,name=terminal,proto3,oneof"`
 }
 
+type Event_PortForward struct {
+	PortForward *PortForwardEvent `protobuf:"bytes,30,opt,name=port_forward,json=portForward,proto3,oneof"`
+}
+
 func (*Event_Plan) isEvent_Payload() {}
 
 func (*Event_Execution) isEvent_Payload() {}
@@ -2598,6 +2643,112 @@ func (*Event_Session) isEvent_Payload() {}
 func (*Event_Receipt) isEvent_Payload() {}
 
 func (*Event_Terminal) isEvent_Payload() {}
+
+func (*Event_PortForward) isEvent_Payload() {}
+
+// PortForwardEvent says who opened or closed which forward (kind "opened" or
+// "closed").
+type PortForwardEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The forward's id, host address, target and who opened it.
+	ForwardId    string `protobuf:"bytes,2,opt,name=forward_id,json=forwardId,proto3" json:"forward_id,omitempty"`
+	LocalAddress string `protobuf:"bytes,3,opt,name=local_address,json=localAddress,proto3" json:"local_address,omitempty"`
+	RemotePort   uint32 `protobuf:"varint,4,opt,name=remote_port,json=remotePort,proto3" json:"remote_port,omitempty"`
+	Principal    string `protobuf:"bytes,5,opt,name=principal,proto3" json:"principal,omitempty"`
+	Workspace    string `protobuf:"bytes,6,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	By           string `protobuf:"bytes,7,opt,name=by,proto3" json:"by,omitempty"`
+	// For "closed": why.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardEvent) Reset() {
+	*x = PortForwardEvent{}
+	mi := &file_termd_v1_types_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardEvent) ProtoMessage() {}
+
+func (x *PortForwardEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardEvent.ProtoReflect.Descriptor instead.
+func (*PortForwardEvent) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PortForwardEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetForwardId() string {
+	if x != nil {
+		return x.ForwardId
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetLocalAddress() string {
+	if x != nil {
+		return x.LocalAddress
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetRemotePort() uint32 {
+	if x != nil {
+		return x.RemotePort
+	}
+	return 0
+}
+
+func (x *PortForwardEvent) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetWorkspace() string {
+	if x != nil {
+		return x.Workspace
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
 
 // TerminalEvent is one thing that happened on a PTY execution's terminal.
 type TerminalEvent struct {
@@ -2622,7 +2773,7 @@ type TerminalEvent struct {
 
 func (x *TerminalEvent) Reset() {
 	*x = TerminalEvent{}
-	mi := &file_termd_v1_types_proto_msgTypes[18]
+	mi := &file_termd_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2785,7 @@ func (x *TerminalEvent) String() string {
 func (*TerminalEvent) ProtoMessage() {}
 
 func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[18]
+	mi := &file_termd_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2798,7 @@ func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalEvent.ProtoReflect.Descriptor instead.
 func (*TerminalEvent) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TerminalEvent) GetExecutionId() string {
@@ -2710,7 +2861,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\xa9\x03\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\xc3\x03\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
@@ -2725,7 +2876,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"privileged\x18\n" +
 	" \x01(\bR\n" +
 	"privileged\x12\x14\n" +
-	"\x05stdin\x18\v \x01(\fR\x05stdin\x1a6\n" +
+	"\x05stdin\x18\v \x01(\fR\x05stdin\x12\x18\n" +
+	"\anetwork\x18\f \x01(\tR\anetwork\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"9\n" +
@@ -2772,7 +2924,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x05stdin\x18\x1e \x01(\v2\x13.termd.v1.StdinInfoR\x05stdin\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdd\x01\n" +
 	"\x0eSandboxProfile\x12\x18\n" +
 	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\bR\anetwork\x12\x12\n" +
@@ -2780,7 +2932,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x04read\x18\x04 \x03(\tR\x04read\x12\x14\n" +
 	"\x05write\x18\x05 \x03(\tR\x05write\x12 \n" +
 	"\venforcement\x18\x06 \x01(\tR\venforcement\x12\x14\n" +
-	"\x05cache\x18\a \x03(\tR\x05cache\"\xec\x01\n" +
+	"\x05cache\x18\a \x03(\tR\x05cache\x12!\n" +
+	"\fnetwork_mode\x18\b \x01(\tR\vnetworkMode\"\xec\x01\n" +
 	"\aPreview\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x16\n" +
 	"\x06writes\x18\x02 \x03(\tR\x06writes\x12\x18\n" +
@@ -2900,7 +3053,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	" \x01(\tR\trequester\x12\x1a\n" +
 	"\bapprover\x18\v \x01(\tR\bapprover\x12!\n" +
 	"\frequest_hash\x18\f \x01(\tR\vrequestHash\x12\x1a\n" +
-	"\bdecision\x18\r \x01(\tR\bdecision\"\x8f\x04\n" +
+	"\bdecision\x18\r \x01(\tR\bdecision\"\xd0\x04\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -2916,8 +3069,20 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x06lagged\x18\r \x01(\v2\x10.termd.v1.LaggedH\x00R\x06lagged\x12-\n" +
 	"\asession\x18\x0e \x01(\v2\x11.termd.v1.SessionH\x00R\asession\x124\n" +
 	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceipt\x125\n" +
-	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminalB\t\n" +
-	"\apayload\"\xc9\x01\n" +
+	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminal\x12?\n" +
+	"\fport_forward\x18\x1e \x01(\v2\x1a.termd.v1.PortForwardEventH\x00R\vportForwardB\t\n" +
+	"\apayload\"\xef\x01\n" +
+	"\x10PortForwardEvent\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1d\n" +
+	"\n" +
+	"forward_id\x18\x02 \x01(\tR\tforwardId\x12#\n" +
+	"\rlocal_address\x18\x03 \x01(\tR\flocalAddress\x12\x1f\n" +
+	"\vremote_port\x18\x04 \x01(\rR\n" +
+	"remotePort\x12\x1c\n" +
+	"\tprincipal\x18\x05 \x01(\tR\tprincipal\x12\x1c\n" +
+	"\tworkspace\x18\x06 \x01(\tR\tworkspace\x12\x0e\n" +
+	"\x02by\x18\a \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"\xc9\x01\n" +
 	"\rTerminalEvent\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
@@ -2980,7 +3145,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\fOutputStream\x12\x1d\n" +
 	"\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n" +
-	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xc2\x03\n" +
+	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xdf\x03\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aEVENT_KIND_SESSION_CREATED\x10\x01\x12\x1b\n" +
@@ -2998,7 +3163,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x19EVENT_KIND_RECEIPT_SIGNED\x10\f\x12\x1d\n" +
 	"\x19EVENT_KIND_SESSION_CLOSED\x10\r\x12\x15\n" +
 	"\x11EVENT_KIND_LAGGED\x10\x0e\x12\x17\n" +
-	"\x13EVENT_KIND_TERMINAL\x10\x0fB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\x13EVENT_KIND_TERMINAL\x10\x0f\x12\x1b\n" +
+	"\x17EVENT_KIND_PORT_FORWARD\x10\x1eB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_types_proto_rawDescOnce sync.Once
@@ -3013,7 +3179,7 @@ func file_termd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_termd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: termd.v1.Role
 	(Mode)(0),                     // 1: termd.v1.Mode
@@ -3041,19 +3207,20 @@ var file_termd_v1_types_proto_goTypes = []any{
 	(*Lagged)(nil),                // 23: termd.v1.Lagged
 	(*ReceiptSummary)(nil),        // 24: termd.v1.ReceiptSummary
 	(*Event)(nil),                 // 25: termd.v1.Event
-	(*TerminalEvent)(nil),         // 26: termd.v1.TerminalEvent
-	nil,                           // 27: termd.v1.CommandRequest.EnvEntry
-	nil,                           // 28: termd.v1.Decision.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*PortForwardEvent)(nil),      // 26: termd.v1.PortForwardEvent
+	(*TerminalEvent)(nil),         // 27: termd.v1.TerminalEvent
+	nil,                           // 28: termd.v1.CommandRequest.EnvEntry
+	nil,                           // 29: termd.v1.Decision.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
 }
 var file_termd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.Principal.role:type_name -> termd.v1.Role
-	27, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
+	28, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
 	1,  // 2: termd.v1.CommandRequest.mode:type_name -> termd.v1.Mode
 	11, // 3: termd.v1.CommandRequest.tty:type_name -> termd.v1.TerminalOptions
 	2,  // 4: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
 	3,  // 5: termd.v1.Decision.risk:type_name -> termd.v1.Risk
-	28, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
+	29, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
 	1,  // 7: termd.v1.Decision.mode:type_name -> termd.v1.Mode
 	12, // 8: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
 	14, // 9: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
@@ -3061,10 +3228,10 @@ var file_termd_v1_types_proto_depIdxs = []int32{
 	10, // 11: termd.v1.Decision.stdin:type_name -> termd.v1.StdinInfo
 	14, // 12: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
 	8,  // 13: termd.v1.Approval.approver:type_name -> termd.v1.Principal
-	29, // 14: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
-	29, // 15: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 14: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
+	30, // 15: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
 	8,  // 16: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
-	29, // 17: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
+	30, // 17: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
 	4,  // 18: termd.v1.Plan.state:type_name -> termd.v1.PlanState
 	9,  // 19: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
 	13, // 20: termd.v1.Plan.decision:type_name -> termd.v1.Decision
@@ -3073,35 +3240,36 @@ var file_termd_v1_types_proto_depIdxs = []int32{
 	8,  // 23: termd.v1.Plan.requester:type_name -> termd.v1.Principal
 	17, // 24: termd.v1.Plan.approval:type_name -> termd.v1.Approval
 	18, // 25: termd.v1.Plan.denial:type_name -> termd.v1.Denial
-	29, // 26: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	29, // 27: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
-	29, // 28: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 26: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	30, // 27: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 28: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
 	5,  // 29: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
-	29, // 30: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	29, // 31: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	30, // 30: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	30, // 31: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
 	11, // 32: termd.v1.Execution.tty:type_name -> termd.v1.TerminalOptions
 	8,  // 33: termd.v1.Session.owner:type_name -> termd.v1.Principal
-	29, // 34: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	29, // 35: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	29, // 36: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 34: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	30, // 35: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	30, // 36: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	6,  // 37: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
-	29, // 38: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
-	29, // 39: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
+	30, // 38: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
+	30, // 39: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
 	7,  // 40: termd.v1.Event.kind:type_name -> termd.v1.EventKind
-	29, // 41: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	30, // 41: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
 	19, // 42: termd.v1.Event.plan:type_name -> termd.v1.Plan
 	20, // 43: termd.v1.Event.execution:type_name -> termd.v1.Execution
 	22, // 44: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
 	23, // 45: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
 	21, // 46: termd.v1.Event.session:type_name -> termd.v1.Session
 	24, // 47: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
-	26, // 48: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
-	11, // 49: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	27, // 48: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
+	26, // 49: termd.v1.Event.port_forward:type_name -> termd.v1.PortForwardEvent
+	11, // 50: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_types_proto_init() }
@@ -3117,6 +3285,7 @@ func file_termd_v1_types_proto_init() {
 		(*Event_Session)(nil),
 		(*Event_Receipt)(nil),
 		(*Event_Terminal)(nil),
+		(*Event_PortForward)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3124,7 +3293,7 @@ func file_termd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_types_proto_rawDesc), len(file_termd_v1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
