@@ -172,7 +172,7 @@ func TestSchemaVersionsVerify(t *testing.T) {
 
 	v11 := testReceipt()
 	v11.SchemaVersion = "1.1"
-	v11.Sandbox = v15.Sandbox
+	v11.Sandbox = v15n.Sandbox
 	v11.Sandbox.NetworkMode = ""
 	if _, err := VerifyJSON(sign(v11), keys); err != nil {
 		t.Fatalf("a 1.1 receipt no longer verifies: %v", err)
