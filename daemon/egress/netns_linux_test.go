@@ -1,0 +1,139 @@
+//go:build linux
+
+package egress
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// newNetns makes a new, empty network namespace on a thread that is then
+// discarded, and returns a descriptor of it.
+func newNetns(t *testing.T) int {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("TERMD_REQUIRE_SANDBOX") != "" {
+			t.Fatal("network namespaces need root")
+		}
+		t.Skip("network namespaces need root")
+	}
+	ch := make(chan int, 1)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		ch <- fd
+	}()
+	select {
+	case fd := <-ch:
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	return -1
+}
+
+// inNetns runs f on a thread inside the namespace nsfd (then discards it).
+func inNetns(nsfd int, f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
+			panic(err)
+		}
+		f()
+	}()
+	<-done
+}
+
+// The listener lives in the execution's namespace (reachable only from
+// there, at 127.0.0.1), and the proxy connects out from the daemon's.
+func TestListenInNetnsReachesOutFromTheHost(t *testing.T) {
+	nsfd := newNetns(t)
+	up, err := net.Listen("tcp", "127.0.0.1:0") // the daemon's namespace
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+			c.Close()
+		}
+	}()
+	port := portOf(t, up.Addr().String())
+	l, err := ParseList("t", []string{"up.test:" + port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{List: l, Hosts: pin("up.test")})
+	defer p.Close()
+	ln, err := ListenInNetns(nsfd, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(ln)
+	paddr := ln.Addr().String()
+
+	// From the daemon's namespace the proxy's port is not there.
+	if c, err := net.Dial("tcp", paddr); err == nil {
+		c.Close()
+		t.Fatalf("the proxy at %s answered in the daemon's namespace", paddr)
+	}
+	var got string
+	var upDirect error
+	inNetns(nsfd, func() {
+		// Inside, the upstream is not reachable directly...
+		if c, err := net.Dial("tcp", up.Addr().String()); err == nil {
+			c.Close()
+		} else {
+			upDirect = err
+		}
+		// ...but through the proxy it is.
+		c, err := net.Dial("tcp", paddr)
+		if err != nil {
+			got = err.Error()
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET http://up.test:%s/ HTTP/1.1\r\nHost: up.test:%s\r\n\r\n", port, port)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			got = err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		got = resp.Status + " " + string(b)
+	})
+	if upDirect == nil {
+		t.Error("the upstream was reachable from inside the namespace without the proxy")
+	}
+	if got != "200 OK ok" {
+		t.Fatalf("through the proxy from inside the namespace: %q", got)
+	}
+	if d := p.Summary().Destinations; len(d) != 1 || d[0].BytesDown == 0 {
+		t.Fatalf("destinations %+v", d)
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package egress
+
+import (
+	"errors"
+	"net"
+)
+
+// ListenInNetns needs Linux network namespaces.
+func ListenInNetns(nsfd int, addr string) (net.Listener, error) {
+	return nil, errors.New("the egress proxy needs Linux network namespaces")
+}
