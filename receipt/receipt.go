@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.5"
+const SchemaVersion = "1.6"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -114,8 +114,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.5 receipt. Field names are part of the published
-// schema (schema/receipt-1.5.json); do not rename them.
+// Receipt is a schema 1.6 receipt. Field names are part of the published
+// schema (schema/receipt-1.6.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`
@@ -183,6 +183,10 @@ type Receipt struct {
 	// command (schema 1.5; absent when the request set its own).
 	GitIdentity *GitIdentity `json:"git_identity,omitempty"`
 
+	// Egress is what the execution reached through the allow-list proxy
+	// (schema 1.6; absent unless its network mode was egress:NAME).
+	Egress *Egress `json:"egress,omitempty"`
+
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
 
@@ -207,6 +211,39 @@ type Sandbox struct {
 	NetworkNamespace    bool     `json:"network_namespace"`
 	CapabilitiesDropped bool     `json:"capabilities_dropped"`
 	Missing             []string `json:"missing,omitempty"`
+}
+
+// Egress lists the destinations an execution reached through termd's
+// allow-list proxy and the attempts it refused (docs/SANDBOX.md, Network).
+type Egress struct {
+	AllowList    string              `json:"allow_list"`
+	Destinations []EgressDestination `json:"destinations"`
+	Refused      []EgressRefusal     `json:"refused"`
+	// Dropped counts destinations and refusals past the bound of 256 each.
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// EgressDestination is one host and port reached, with the bytes sent to it
+// (up) and received from it (down).
+type EgressDestination struct {
+	Host        string `json:"host"`
+	Port        int    `json:"port"`
+	Address     string `json:"address,omitempty"`
+	Connections int64  `json:"connections"`
+	BytesUp     int64  `json:"bytes_up"`
+	BytesDown   int64  `json:"bytes_down"`
+}
+
+// EgressRefusal is a refused (or failed) attempt: host, port, a stable
+// reason (not_on_allow_list, port_not_allowed, ip_literal_not_listed,
+// private_address, resolve_failed, connect_failed, bad_request,
+// too_many_connections), its detail and how many times.
+type EgressRefusal struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+	Count  int64  `json:"count"`
 }
 
 // GitIdentity is the git identity termd gave an execution as git's

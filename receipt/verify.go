@@ -19,11 +19,14 @@ import (
 	"github.com/termd/termd/internal/schemacheck"
 )
 
-// SchemaJSON is the current receipt JSON Schema (1.5, draft 2020-12). The
+// SchemaJSON is the current receipt JSON Schema (1.6, draft 2020-12). The
 // gateway serves it as is.
 //
-//go:embed schema/receipt-1.5.json
+//go:embed schema/receipt-1.6.json
 var SchemaJSON []byte
+
+//go:embed schema/receipt-1.5.json
+var schema15 []byte
 
 //go:embed schema/receipt-1.4.json
 var schema14 []byte
@@ -47,10 +50,10 @@ var schema10 []byte
 var schema11 []byte
 
 // SchemaURL is the $id of SchemaJSON.
-const SchemaURL = "https://termd.dev/schema/receipt-1.5.json"
+const SchemaURL = "https://termd.dev/schema/receipt-1.6.json"
 
 // Schemas are the schema documents by schema_version.
-var Schemas = map[string][]byte{"1.0": schema10, "1.1": schema11, "1.2": schema12, "1.3": schema13, "1.4": schema14, SchemaVersion: SchemaJSON}
+var Schemas = map[string][]byte{"1.0": schema10, "1.1": schema11, "1.2": schema12, "1.3": schema13, "1.4": schema14, "1.5": schema15, SchemaVersion: SchemaJSON}
 
 type compiled struct {
 	once sync.Once
@@ -58,7 +61,7 @@ type compiled struct {
 	err  error
 }
 
-var compiledByVersion = map[string]*compiled{"1.0": {}, "1.1": {}, "1.2": {}, "1.3": {}, "1.4": {}, SchemaVersion: {}}
+var compiledByVersion = map[string]*compiled{"1.0": {}, "1.1": {}, "1.2": {}, "1.3": {}, "1.4": {}, "1.5": {}, SchemaVersion: {}}
 
 // compiledSchema is the schema of one receipt version, compiled on first use
 // (nothing is done at start: termctl's start-up does not pay for it).
@@ -76,7 +79,7 @@ func compiledSchema(version string) (*schemacheck.Schema, error) {
 	return cs.s, cs.err
 }
 
-func supportedVersions() string { return "1.0, 1.1, 1.2, 1.3, 1.4 and " + SchemaVersion }
+func supportedVersions() string { return "1.0, 1.1, 1.2, 1.3, 1.4, 1.5 and " + SchemaVersion }
 
 // ValidateSchema checks a receipt document against the schema of its
 // schema_version.

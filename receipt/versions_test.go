@@ -54,13 +54,30 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	cur.Credentials = []string{"GH_TOKEN", "NPM_TOKEN"}
 	cur.RunAs = &RunAs{User: "root", UID: 0, GID: 0, HostUID: 65533}
 	cur.GitIdentity = &GitIdentity{Name: "nobody (via termd)", Email: "nobody@host", Source: "default"}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.5" {
-		t.Fatalf("a 1.5 receipt with its sandbox, grant, terminal inputs, credentials, host uid and git identity: %v (schema %s)", err, cur.SchemaVersion)
+	cur.Egress = &Egress{AllowList: "registries", Destinations: []EgressDestination{{Host: "registry.npmjs.org", Port: 443, Address: "104.16.0.1", Connections: 2, BytesUp: 900, BytesDown: 40000}},
+		Refused: []EgressRefusal{{Host: "evil.example", Port: 443, Reason: "not_on_allow_list", Detail: "evil.example is not on allow-list \"registries\"", Count: 3}}}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.6" {
+		t.Fatalf("a 1.6 receipt with its sandbox, grant, terminal inputs, credentials, host uid, git identity and egress: %v (schema %s)", err, cur.SchemaVersion)
+	}
+	badEgress := testReceipt()
+	badEgress.Egress = &Egress{AllowList: "registries", Destinations: []EgressDestination{}, Refused: []EgressRefusal{{Host: "x", Port: 1, Reason: "felt like it", Count: 1}}}
+	if _, err := VerifyJSON(sign(badEgress), keys); err == nil {
+		t.Fatal("an egress refusal with an unknown reason passed the schema")
+	}
+	v15 := testReceipt()
+	v15.SchemaVersion = "1.5"
+	v15.GitIdentity, v15.RunAs = cur.GitIdentity, cur.RunAs
+	if _, err := VerifyJSON(sign(v15), keys); err != nil {
+		t.Fatalf("a 1.5 receipt no longer verifies: %v", err)
+	}
+	v15.Egress = cur.Egress
+	if _, err := VerifyJSON(sign(v15), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
+		t.Fatalf("a 1.5 receipt with egress must not match schema 1.5: %v", err)
 	}
 	pr := testReceipt()
 	pr.RunAs, pr.Privileged = &RunAs{User: "root"}, true
 	if _, err := VerifyJSON(sign(pr), keys); err != nil {
-		t.Fatalf("a 1.5 receipt of a privileged run: %v", err)
+		t.Fatalf("a 1.6 receipt of a privileged run: %v", err)
 	}
 	badGit := testReceipt()
 	badGit.GitIdentity = &GitIdentity{Name: "x", Email: "a@b", Source: "guessed"}
