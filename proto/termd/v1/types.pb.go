@@ -477,6 +477,10 @@ const (
 	EventKind_EVENT_KIND_LAGGED            EventKind = 14
 	// Something happened on a PTY execution's terminal (input, resize, input taken, attach).
 	EventKind_EVENT_KIND_TERMINAL EventKind = 15
+	// The egress proxy refused (or could not complete) a connection of an
+	// execution with network egress:NAME: reported once per host, port and
+	// reason, so an agent learns what to ask for. The receipt counts them all.
+	EventKind_EVENT_KIND_EGRESS_REFUSED EventKind = 30
 )
 
 // Enum value maps for EventKind.
@@ -498,6 +502,7 @@ var (
 		13: "EVENT_KIND_SESSION_CLOSED",
 		14: "EVENT_KIND_LAGGED",
 		15: "EVENT_KIND_TERMINAL",
+		30: "EVENT_KIND_EGRESS_REFUSED",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":       0,
@@ -516,6 +521,7 @@ var (
 		"EVENT_KIND_SESSION_CLOSED":    13,
 		"EVENT_KIND_LAGGED":            14,
 		"EVENT_KIND_TERMINAL":          15,
+		"EVENT_KIND_EGRESS_REFUSED":    30,
 	}
 )
 
@@ -2337,6 +2343,7 @@ type Event struct {
 	//	*Event_Session
 	//	*Event_Receipt
 	//	*Event_Terminal
+	//	*Event_EgressRefused
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2477,6 +2484,15 @@ func (x *Event) GetTerminal() *TerminalEvent {
 	return nil
 }
 
+func (x *Event) GetEgressRefused() *EgressRefusal {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_EgressRefused); ok {
+			return x.EgressRefused
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -2509,6 +2525,10 @@ type Event_Terminal struct {
 	Terminal *TerminalEvent `protobuf:"bytes,16,opt,name=terminal,proto3,oneof"`
 }
 
+type Event_EgressRefused struct {
+	EgressRefused *EgressRefusal `protobuf:"bytes,30,opt,name=egress_refused,json=egressRefused,proto3,oneof"`
+}
+
 func (*Event_Plan) isEvent_Payload() {}
 
 func (*Event_Execution) isEvent_Payload() {}
@@ -2522,6 +2542,107 @@ func (*Event_Session) isEvent_Payload() {}
 func (*Event_Receipt) isEvent_Payload() {}
 
 func (*Event_Terminal) isEvent_Payload() {}
+
+func (*Event_EgressRefused) isEvent_Payload() {}
+
+// EgressRefusal is a destination termd's egress proxy refused for an
+// execution (docs/SANDBOX.md, Network).
+type EgressRefusal struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	PlanId      string                 `protobuf:"bytes,2,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// The allow-list the execution ran with (its network is egress:NAME).
+	AllowList string `protobuf:"bytes,3,opt,name=allow_list,json=allowList,proto3" json:"allow_list,omitempty"`
+	Host      string `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
+	Port      uint32 `protobuf:"varint,5,opt,name=port,proto3" json:"port,omitempty"`
+	// not_on_allow_list, port_not_allowed, ip_literal_not_listed,
+	// private_address, resolve_failed, connect_failed, bad_request or
+	// too_many_connections.
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// In words, with what would allow it.
+	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EgressRefusal) Reset() {
+	*x = EgressRefusal{}
+	mi := &file_termd_v1_types_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EgressRefusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EgressRefusal) ProtoMessage() {}
+
+func (x *EgressRefusal) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EgressRefusal.ProtoReflect.Descriptor instead.
+func (*EgressRefusal) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *EgressRefusal) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetAllowList() string {
+	if x != nil {
+		return x.AllowList
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *EgressRefusal) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
 
 // TerminalEvent is one thing that happened on a PTY execution's terminal.
 type TerminalEvent struct {
@@ -2543,7 +2664,7 @@ type TerminalEvent struct {
 
 func (x *TerminalEvent) Reset() {
 	*x = TerminalEvent{}
-	mi := &file_termd_v1_types_proto_msgTypes[17]
+	mi := &file_termd_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2676,7 @@ func (x *TerminalEvent) String() string {
 func (*TerminalEvent) ProtoMessage() {}
 
 func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[17]
+	mi := &file_termd_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2689,7 @@ func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalEvent.ProtoReflect.Descriptor instead.
 func (*TerminalEvent) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TerminalEvent) GetExecutionId() string {
@@ -2809,7 +2930,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	" \x01(\tR\trequester\x12\x1a\n" +
 	"\bapprover\x18\v \x01(\tR\bapprover\x12!\n" +
 	"\frequest_hash\x18\f \x01(\tR\vrequestHash\x12\x1a\n" +
-	"\bdecision\x18\r \x01(\tR\bdecision\"\x8f\x04\n" +
+	"\bdecision\x18\r \x01(\tR\bdecision\"\xd1\x04\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -2825,8 +2946,18 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x06lagged\x18\r \x01(\v2\x10.termd.v1.LaggedH\x00R\x06lagged\x12-\n" +
 	"\asession\x18\x0e \x01(\v2\x11.termd.v1.SessionH\x00R\asession\x124\n" +
 	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceipt\x125\n" +
-	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminalB\t\n" +
-	"\apayload\"\xb1\x01\n" +
+	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminal\x12@\n" +
+	"\x0eegress_refused\x18\x1e \x01(\v2\x17.termd.v1.EgressRefusalH\x00R\regressRefusedB\t\n" +
+	"\apayload\"\xc2\x01\n" +
+	"\rEgressRefusal\x12!\n" +
+	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x17\n" +
+	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12\x1d\n" +
+	"\n" +
+	"allow_list\x18\x03 \x01(\tR\tallowList\x12\x12\n" +
+	"\x04host\x18\x04 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x05 \x01(\rR\x04port\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"\xb1\x01\n" +
 	"\rTerminalEvent\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
@@ -2888,7 +3019,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\fOutputStream\x12\x1d\n" +
 	"\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n" +
-	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xc2\x03\n" +
+	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xe1\x03\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aEVENT_KIND_SESSION_CREATED\x10\x01\x12\x1b\n" +
@@ -2906,7 +3037,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x19EVENT_KIND_RECEIPT_SIGNED\x10\f\x12\x1d\n" +
 	"\x19EVENT_KIND_SESSION_CLOSED\x10\r\x12\x15\n" +
 	"\x11EVENT_KIND_LAGGED\x10\x0e\x12\x17\n" +
-	"\x13EVENT_KIND_TERMINAL\x10\x0fB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\x13EVENT_KIND_TERMINAL\x10\x0f\x12\x1d\n" +
+	"\x19EVENT_KIND_EGRESS_REFUSED\x10\x1eB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_types_proto_rawDescOnce sync.Once
@@ -2921,7 +3053,7 @@ func file_termd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_termd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: termd.v1.Role
 	(Mode)(0),                     // 1: termd.v1.Mode
@@ -2948,29 +3080,30 @@ var file_termd_v1_types_proto_goTypes = []any{
 	(*Lagged)(nil),                // 22: termd.v1.Lagged
 	(*ReceiptSummary)(nil),        // 23: termd.v1.ReceiptSummary
 	(*Event)(nil),                 // 24: termd.v1.Event
-	(*TerminalEvent)(nil),         // 25: termd.v1.TerminalEvent
-	nil,                           // 26: termd.v1.CommandRequest.EnvEntry
-	nil,                           // 27: termd.v1.Decision.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(*EgressRefusal)(nil),         // 25: termd.v1.EgressRefusal
+	(*TerminalEvent)(nil),         // 26: termd.v1.TerminalEvent
+	nil,                           // 27: termd.v1.CommandRequest.EnvEntry
+	nil,                           // 28: termd.v1.Decision.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
 }
 var file_termd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.Principal.role:type_name -> termd.v1.Role
-	26, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
+	27, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
 	1,  // 2: termd.v1.CommandRequest.mode:type_name -> termd.v1.Mode
 	10, // 3: termd.v1.CommandRequest.tty:type_name -> termd.v1.TerminalOptions
 	2,  // 4: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
 	3,  // 5: termd.v1.Decision.risk:type_name -> termd.v1.Risk
-	27, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
+	28, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
 	1,  // 7: termd.v1.Decision.mode:type_name -> termd.v1.Mode
 	11, // 8: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
 	13, // 9: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
 	10, // 10: termd.v1.Decision.tty:type_name -> termd.v1.TerminalOptions
 	13, // 11: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
 	8,  // 12: termd.v1.Approval.approver:type_name -> termd.v1.Principal
-	28, // 13: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
-	28, // 14: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 13: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
+	29, // 14: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
 	8,  // 15: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
-	28, // 16: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
+	29, // 16: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
 	4,  // 17: termd.v1.Plan.state:type_name -> termd.v1.PlanState
 	9,  // 18: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
 	12, // 19: termd.v1.Plan.decision:type_name -> termd.v1.Decision
@@ -2979,35 +3112,36 @@ var file_termd_v1_types_proto_depIdxs = []int32{
 	8,  // 22: termd.v1.Plan.requester:type_name -> termd.v1.Principal
 	16, // 23: termd.v1.Plan.approval:type_name -> termd.v1.Approval
 	17, // 24: termd.v1.Plan.denial:type_name -> termd.v1.Denial
-	28, // 25: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	28, // 26: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
-	28, // 27: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 25: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	29, // 26: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	29, // 27: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
 	5,  // 28: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
-	28, // 29: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	28, // 30: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	29, // 29: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	29, // 30: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
 	10, // 31: termd.v1.Execution.tty:type_name -> termd.v1.TerminalOptions
 	8,  // 32: termd.v1.Session.owner:type_name -> termd.v1.Principal
-	28, // 33: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	28, // 34: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	28, // 35: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 33: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	29, // 34: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	29, // 35: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	6,  // 36: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
-	28, // 37: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
-	28, // 38: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
+	29, // 37: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
+	29, // 38: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
 	7,  // 39: termd.v1.Event.kind:type_name -> termd.v1.EventKind
-	28, // 40: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	29, // 40: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
 	18, // 41: termd.v1.Event.plan:type_name -> termd.v1.Plan
 	19, // 42: termd.v1.Event.execution:type_name -> termd.v1.Execution
 	21, // 43: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
 	22, // 44: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
 	20, // 45: termd.v1.Event.session:type_name -> termd.v1.Session
 	23, // 46: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
-	25, // 47: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
-	10, // 48: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	26, // 47: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
+	25, // 48: termd.v1.Event.egress_refused:type_name -> termd.v1.EgressRefusal
+	10, // 49: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_types_proto_init() }
@@ -3023,6 +3157,7 @@ func file_termd_v1_types_proto_init() {
 		(*Event_Session)(nil),
 		(*Event_Receipt)(nil),
 		(*Event_Terminal)(nil),
+		(*Event_EgressRefused)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3030,7 +3165,7 @@ func file_termd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_types_proto_rawDesc), len(file_termd_v1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
