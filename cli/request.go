@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/termd/termd/client"
+	"github.com/termd/termd/internal/netmode"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -30,6 +31,8 @@ type requestFlags struct {
 	credentials []string
 	// privileged asks to run as real host root (always asked).
 	privileged bool
+	// network is the network asked for (netmode): "" = the policy's choice.
+	network string
 	// tty asks for a pseudo-terminal (run --tty); nil: none.
 	tty *termdv1.TerminalOptions
 }
@@ -44,6 +47,7 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable `K=V` for the command (repeatable; only names the policy allows)")
 	fs.StringArrayVar(&f.credentials, "credential", nil, "credential `NAME` the command receives in its environment (repeatable; `termctl credentials` lists yours); termd reads the value when it runs, you never see it")
 	fs.BoolVar(&f.privileged, "privileged", false, "run as real host root (termd as root, Linux): without it a command run for root is root only inside a user namespace and an unprivileged uid on the host; a privileged plan always needs a person's approval")
+	fs.StringVar(&f.network, "network", "", "network: none, workspace-loopback (127.0.0.1 shared with your other executions in this workspace, nothing outside), host (asked in confirm mode) or egress:NAME (an allow-list in termd's config); default: the policy's (workspace-loopback, or host for a program that needs the network)")
 	fs.StringVar(&f.mode, "mode", "", "policy mode: inspect, confirm or trusted (default: the policy's)")
 	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox profile: read-only or workspace-write (default: the policy's; a program without a grammar runs read-only unless given workspace-write, which makes it project code)")
 	if withTimeout {
@@ -51,6 +55,7 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	}
 	_ = cmd.RegisterFlagCompletionFunc("mode", completeWords("inspect", "confirm", "trusted"))
 	_ = cmd.RegisterFlagCompletionFunc("sandbox", completeWords("read-only", "workspace-write"))
+	_ = cmd.RegisterFlagCompletionFunc("network", completeWords("none", "workspace-loopback", "host", "egress:"))
 	// Everything after the first argument belongs to the command, so
 	// `termctl plan ls -la` works as well as `termctl plan -- ls -la`.
 	fs.SetInterspersed(false)
@@ -145,6 +150,10 @@ func (f *requestFlags) build(argv []string) (*termdv1.CommandRequest, error) {
 	}
 	req.Credentials = f.credentials
 	req.Privileged = f.privileged
+	if _, _, err := netmode.Parse(f.network); err != nil {
+		return nil, usageErr(fmt.Errorf("--network: %w", err))
+	}
+	req.Network = f.network
 	req.Tty = f.tty
 	return req, nil
 }

@@ -201,14 +201,17 @@ type Receipt struct {
 
 // Sandbox is the kernel confinement of one execution (docs/SANDBOX.md).
 type Sandbox struct {
-	Profile             string   `json:"profile"`
-	Level               string   `json:"level"` // full, partial or none
-	Mode                string   `json:"mode"`  // required, best_effort or off
-	Platform            string   `json:"platform,omitempty"`
-	LandlockABI         int      `json:"landlock_abi,omitempty"`
-	Seccomp             bool     `json:"seccomp"`
-	MountNamespace      bool     `json:"mount_namespace"`
-	NetworkNamespace    bool     `json:"network_namespace"`
+	Profile          string `json:"profile"`
+	Level            string `json:"level"` // full, partial or none
+	Mode             string `json:"mode"`  // required, best_effort or off
+	Platform         string `json:"platform,omitempty"`
+	LandlockABI      int    `json:"landlock_abi,omitempty"`
+	Seccomp          bool   `json:"seccomp"`
+	MountNamespace   bool   `json:"mount_namespace"`
+	NetworkNamespace bool   `json:"network_namespace"`
+	// NetworkMode is the network the plan gave the execution (schema 1.6:
+	// none, workspace-loopback, host or egress:NAME).
+	NetworkMode         string   `json:"network_mode,omitempty"`
 	CapabilitiesDropped bool     `json:"capabilities_dropped"`
 	Missing             []string `json:"missing,omitempty"`
 }

@@ -36,8 +36,8 @@ var schema13 []byte
 
 // schema10 to schema14 are the earlier schemas: receipts written before 1.1
 // (no sandbox), before 1.2 (no grant_id), before 1.3 (no terminal), before
-// 1.4 (no credentials) and before 1.5 (no privileged, run_as.host_uid,
-// git_identity) keep verifying.
+// 1.4 (no credentials), before 1.5 (no privileged, run_as.host_uid,
+// git_identity) and before 1.6 (no sandbox.network_mode) keep verifying.
 //
 //go:embed schema/receipt-1.2.json
 var schema12 []byte

@@ -21,9 +21,10 @@ func testReceipt() *Receipt {
 	}
 }
 
-// Receipts are written as 1.5 (the sandbox record of 1.1, grant_id of 1.2,
+// Receipts are written as 1.6 (the sandbox record of 1.1, grant_id of 1.2,
 // the terminal of 1.3, credentials of 1.4, privileged, run_as.host_uid and
-// git_identity of 1.5); receipts written as 1.4 before privileged and git
+// git_identity of 1.5, sandbox.network_mode of 1.6); receipts written as
+// 1.5 before network modes, as 1.4 before privileged and git
 // identities, as 1.3 before credentials, as 1.2 before terminals,
 // receipts written as 1.0 before the sandbox and as 1.1 before grants keep
 // verifying against their own schema, and an older receipt cannot carry a
@@ -45,7 +46,7 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	}
 
 	cur := testReceipt()
-	cur.Sandbox = &Sandbox{Profile: "workspace-write", Level: "full", Mode: "required", Platform: "linux-landlock", LandlockABI: 7, Seccomp: true, MountNamespace: true, NetworkNamespace: true, CapabilitiesDropped: true}
+	cur.Sandbox = &Sandbox{Profile: "workspace-write", Level: "full", Mode: "required", Platform: "linux-landlock", LandlockABI: 7, Seccomp: true, MountNamespace: true, NetworkNamespace: true, NetworkMode: "workspace-loopback", CapabilitiesDropped: true}
 	cur.GrantID = "g-1234"
 	cur.Terminal = &Terminal{Rows: 24, Cols: 80, IdleTimeoutMs: 600000, Inputs: []TerminalInput{
 		{Seq: 1, At: time.Now(), By: "agent", Kind: "input", Text: "1+1<ENTER>", SHA256: strings.Repeat("f", 64)},
@@ -56,28 +57,46 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	cur.GitIdentity = &GitIdentity{Name: "nobody (via termd)", Email: "nobody@host", Source: "default"}
 	cur.Egress = &Egress{AllowList: "registries", Destinations: []EgressDestination{{Host: "registry.npmjs.org", Port: 443, Address: "104.16.0.1", Connections: 2, BytesUp: 900, BytesDown: 40000}},
 		Refused: []EgressRefusal{{Host: "evil.example", Port: 443, Reason: "not_on_allow_list", Detail: "evil.example is not on allow-list \"registries\"", Count: 3}}}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.6" {
-		t.Fatalf("a 1.6 receipt with its sandbox, grant, terminal inputs, credentials, host uid, git identity and egress: %v (schema %s)", err, cur.SchemaVersion)
-	}
 	badEgress := testReceipt()
 	badEgress.Egress = &Egress{AllowList: "registries", Destinations: []EgressDestination{}, Refused: []EgressRefusal{{Host: "x", Port: 1, Reason: "felt like it", Count: 1}}}
 	if _, err := VerifyJSON(sign(badEgress), keys); err == nil {
 		t.Fatal("an egress refusal with an unknown reason passed the schema")
 	}
-	v15 := testReceipt()
-	v15.SchemaVersion = "1.5"
-	v15.GitIdentity, v15.RunAs = cur.GitIdentity, cur.RunAs
-	if _, err := VerifyJSON(sign(v15), keys); err != nil {
-		t.Fatalf("a 1.5 receipt no longer verifies: %v", err)
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.6" {
+		t.Fatalf("a 1.6 receipt with its sandbox and network mode, grant, terminal inputs, credentials, host uid, git identity and egress: %v (schema %s)", err, cur.SchemaVersion)
 	}
-	v15.Egress = cur.Egress
-	if _, err := VerifyJSON(sign(v15), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
-		t.Fatalf("a 1.5 receipt with egress must not match schema 1.5: %v", err)
+	for _, m := range []string{"none", "host", "egress:npm-registry"} {
+		nm := testReceipt()
+		nm.Sandbox = &Sandbox{Profile: "read-only", Level: "full", Mode: "required", NetworkMode: m}
+		if _, err := VerifyJSON(sign(nm), keys); err != nil {
+			t.Fatalf("a 1.6 receipt with network mode %s: %v", m, err)
+		}
+	}
+	badNet := testReceipt()
+	badNet.Sandbox = &Sandbox{Profile: "read-only", Level: "full", Mode: "required", NetworkMode: "everything"}
+	if _, err := VerifyJSON(sign(badNet), keys); err == nil {
+		t.Fatal("an unknown network mode passed the schema")
 	}
 	pr := testReceipt()
 	pr.RunAs, pr.Privileged = &RunAs{User: "root"}, true
 	if _, err := VerifyJSON(sign(pr), keys); err != nil {
 		t.Fatalf("a 1.6 receipt of a privileged run: %v", err)
+	}
+
+	v15 := testReceipt()
+	v15.SchemaVersion = "1.5"
+	v15.RunAs, v15.Privileged, v15.GitIdentity = cur.RunAs, true, cur.GitIdentity
+	v15.Sandbox = &Sandbox{Profile: "read-only", Level: "full", Mode: "required", NetworkNamespace: true}
+	if _, err := VerifyJSON(sign(v15), keys); err != nil {
+		t.Fatalf("a 1.5 receipt no longer verifies: %v", err)
+	}
+	v15.Sandbox.NetworkMode = "none"
+	if _, err := VerifyJSON(sign(v15), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
+		t.Fatalf("a 1.5 receipt with sandbox.network_mode must not match schema 1.5: %v", err)
+	}
+	v15.Sandbox.NetworkMode, v15.Egress = "", cur.Egress
+	if _, err := VerifyJSON(sign(v15), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
+		t.Fatalf("a 1.5 receipt with egress must not match schema 1.5: %v", err)
 	}
 	badGit := testReceipt()
 	badGit.GitIdentity = &GitIdentity{Name: "x", Email: "a@b", Source: "guessed"}
@@ -138,7 +157,8 @@ func TestSchemaVersionsVerify(t *testing.T) {
 
 	v11 := testReceipt()
 	v11.SchemaVersion = "1.1"
-	v11.Sandbox = cur.Sandbox
+	v11.Sandbox = v15.Sandbox
+	v11.Sandbox.NetworkMode = ""
 	if _, err := VerifyJSON(sign(v11), keys); err != nil {
 		t.Fatalf("a 1.1 receipt no longer verifies: %v", err)
 	}

@@ -116,12 +116,13 @@ func previewOf(d policy.Decision) *termdv1.Preview {
 
 func sandboxProto(sb policy.SandboxProfile) *termdv1.SandboxProfile {
 	return &termdv1.SandboxProfile{
-		Profile: sb.Profile,
-		Network: sb.Network,
-		Exec:    slices.Clone(sb.Exec),
-		Read:    slices.Clone(sb.Read),
-		Write:   slices.Clone(sb.Write),
-		Cache:   slices.Clone(sb.Cache),
+		Profile:     sb.Profile,
+		Network:     sb.Network,
+		NetworkMode: sb.NetworkMode,
+		Exec:        slices.Clone(sb.Exec),
+		Read:        slices.Clone(sb.Read),
+		Write:       slices.Clone(sb.Write),
+		Cache:       slices.Clone(sb.Cache),
 	}
 }
 

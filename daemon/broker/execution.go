@@ -78,6 +78,9 @@ type execRec struct {
 	launch  *launcher.Launch
 	sandbox *sandbox.Record
 	tmp     string
+	// netMode is the plan's network (netmode.Mode), for the receipt; set
+	// before the spawn.
+	netMode string
 
 	// begun is when Execute was called; stage holds the stage durations
 	// known so far (see stages.go), completed by finish.
@@ -426,7 +429,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	draft := b.draftReceipt(p, now)
 	draft.Credentials = e.credentials
-	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Network && b.Runner.Capabilities().NetNS)
+	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Sandbox.Network && b.Runner.Capabilities().NetNS, fresh.Sandbox.NetworkMode)
 	e.receiptHostIdentity(draft)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.
@@ -612,6 +615,10 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 			}
 		}
 	}
+	if err := b.networkAvailable(d); err != nil {
+		return runner.Spec{}, err
+	}
+	e.netMode = d.Sandbox.NetworkMode
 	home, err := b.homeFor(uid, gid)
 	if err != nil {
 		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
@@ -704,7 +711,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		OutputBudget: lim.OutputBudget,
 		MemoryMax:    lim.MemoryBytes,
 		PidsMax:      lim.Pids,
-		NoNetwork:    !d.Network,
+		NoNetwork:    !d.Sandbox.Network,
 		Credential:   cred,
 		Launch:       e.launch,
 		NewHash:      b.Keys.NewDigest,

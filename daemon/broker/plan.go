@@ -210,6 +210,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 		// Names only: values are read when an execution starts.
 		Credentials: slices.Clone(r.Credentials),
 		Privileged:  r.Privileged,
+		Network:     r.Network,
 	}, nil
 }
 
@@ -236,6 +237,7 @@ func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 		}
 	}
 	ctx.Credentials = b.credentialScopes(caller)
+	ctx.EgressLists = b.egressLists()
 	return ctx
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/internal/netmode"
 	"github.com/termd/termd/internal/safefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
@@ -56,10 +57,11 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
 	}
 	prof := sandbox.Profile{
-		Name:    sandbox.Name(d.Sandbox.Profile),
-		Network: d.Sandbox.Network,
-		Exec:    d.Sandbox.Exec,
-		Write:   d.Sandbox.Write,
+		Name:        sandbox.Name(d.Sandbox.Profile),
+		Network:     d.Sandbox.Network,
+		NetworkMode: netmode.Mode(d.Sandbox.NetworkMode),
+		Exec:        d.Sandbox.Exec,
+		Write:       d.Sandbox.Write,
 	}
 	for _, c := range d.Sandbox.Cache {
 		// "~/…" under the private HOME; made (as the command's user) so a
@@ -189,11 +191,12 @@ func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
 }
 
 // receiptSandbox is the receipt's record of what confined an execution.
-func receiptSandbox(r *sandbox.Record, netns bool) *receipt.Sandbox {
+func receiptSandbox(r *sandbox.Record, netns bool, mode string) *receipt.Sandbox {
 	if r == nil {
 		return nil
 	}
 	return &receipt.Sandbox{
+		NetworkMode:         mode,
 		Profile:             string(r.Profile),
 		Level:               string(r.Level),
 		Mode:                string(r.Mode),

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/internal/cmdline"
+	"github.com/termd/termd/internal/netmode"
 	"github.com/termd/termd/internal/program"
 )
 
@@ -39,6 +40,9 @@ type Request struct {
 	// Privileged asks to run as real host root (no user namespace): the
 	// decision then asks, whatever the mode (invariant 12).
 	Privileged bool
+	// Network is the network asked for (netmode.Parse): "" lets the policy
+	// choose.
+	Network string
 }
 
 // Context is what the daemon knows, not the caller.
@@ -59,6 +63,10 @@ type Context struct {
 	// Credentials are the credentials this caller may ask for, by name
 	// (others are "not defined for you", whether they exist or not).
 	Credentials map[string]CredentialScope
+	// EgressLists are the names of the configured egress allow-lists; nil
+	// (no such configuration) accepts any well-formed "egress:NAME", which
+	// the daemon then refuses at execution unless it runs an egress proxy.
+	EgressLists []string
 }
 
 // Step is one stage of a decision, for explain.
@@ -122,6 +130,7 @@ type decideCtx struct {
 	sandboxBy  string
 	// credentials the caller may ask for (Context.Credentials).
 	credentials map[string]CredentialScope
+	egressLists []string
 	// paths is this decision's memo of the path components it resolved.
 	paths pathMemo
 }
@@ -154,7 +163,7 @@ func (p *Policy) Decide(req Request, ctx Context) (d Decision) {
 			d = Decision{Verdict: Deny, Risk: RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox, sandboxBy: ctx.SandboxBy, credentials: ctx.Credentials, paths: pathMemo{}}
+	dc := &decideCtx{home: ctx.Home, sandbox: ctx.Sandbox, sandboxBy: ctx.SandboxBy, credentials: ctx.Credentials, egressLists: ctx.EgressLists, paths: pathMemo{}}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
 			dc.workspaces = append(dc.workspaces, dc.paths.resolve(w, 0))
@@ -274,6 +283,7 @@ func (p *Policy) decide(req Request, ctx *decideCtx, depth int) Decision {
 	default:
 		s.deny(RiskLow, fmt.Sprintf("sandbox %q is not a profile: ask for %s or %s, or leave it empty for the policy's choice", req.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite))
 	}
+	checkNetwork(req.Network, ctx, s)
 	if _, err := ParseMode(string(mode)); err != nil {
 		s.deny(RiskLow, err.Error())
 		mode = ModeInspect
@@ -695,6 +705,8 @@ type command struct {
 	sys, proj      []*rule  // matched rules per layer
 
 	askedWrite, write, unknownRO, confined bool
+	// netMode: the network the execution gets (network.go).
+	netMode netmode.Mode
 	// plainFree: a plain write the sandbox confines to the workspace runs
 	// without approval (sandboxed_workspace_writes: allow); plainWhy is
 	// the step's detail either way.
@@ -916,7 +928,7 @@ func (c *command) wrapper() bool {
 	for k, v := range w.env {
 		env[k] = v // checked against the env policy as the command's own
 	}
-	sub := Request{Argv: w.inner, Cwd: c.req.Cwd, Env: env, Mode: c.req.Mode, Timeout: c.req.Timeout, Sandbox: c.req.Sandbox, TTY: c.req.TTY}
+	sub := Request{Argv: w.inner, Cwd: c.req.Cwd, Env: env, Mode: c.req.Mode, Timeout: c.req.Timeout, Sandbox: c.req.Sandbox, TTY: c.req.TTY, Network: c.req.Network}
 	if w.chdir != "" {
 		sub.Cwd = resolvePath(c.cwd, w.chdir)
 	}
@@ -1219,6 +1231,7 @@ func (c *command) effects() bool {
 		}
 	}
 	d.Writes = c.writes
+	c.netMode = networkFor(c.req.Network, pc, s)
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
 	c.write = pc.write || len(c.writes) > 0 || pc.unparsed
@@ -1279,7 +1292,9 @@ func (c *command) sandbox() bool {
 	// fully enforced: offline project code that writes only there needs no
 	// approval (see docs/SANDBOX.md, "Approval economy").
 	c.confined = ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
-	c.s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%t enforced=%t", d.Sandbox.Network, ctx.sandbox))
+	d.Sandbox.NetworkMode = string(c.netMode)
+	d.Sandbox.Network = c.netMode == netmode.Host
+	c.s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%s enforced=%t", d.Sandbox.NetworkMode, ctx.sandbox))
 	return true
 }
 

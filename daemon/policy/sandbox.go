@@ -22,8 +22,11 @@ type SandboxProfile struct {
 	// beneath the workspace roots except protected paths, exec of system
 	// directories and the workspace).
 	Profile string `json:"profile"`
-	// Network: the execution keeps the network.
+	// Network: the execution keeps the host's network (NetworkMode host).
 	Network bool `json:"network"`
+	// NetworkMode is the network the execution gets (netmode.Mode: none,
+	// workspace-loopback, host or egress:NAME); see network.go.
+	NetworkMode string `json:"network_mode,omitempty"`
 	// Exec: what a read-only execution may execute (the program, its
 	// interpreter, the helpers the program's spec declares).
 	Exec []string `json:"exec,omitempty"`

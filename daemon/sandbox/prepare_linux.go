@@ -140,7 +140,7 @@ func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, 
 	}()
 	rules := buildRules(p, paths)
 	if sup.LandlockABI > 0 {
-		f, err := rulesetFile(rules, p.Network, sup.LandlockABI)
+		f, err := rulesetFile(rules, p.Network || paths.NetNS, sup.LandlockABI)
 		if err != nil {
 			if mode == Required {
 				return nil, rec, fmt.Errorf("sandbox: building the Landlock ruleset: %w", err)

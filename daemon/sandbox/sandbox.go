@@ -24,6 +24,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/termd/termd/internal/netmode"
 )
 
 // Name names a profile.
@@ -45,9 +47,14 @@ const (
 // confines it. It is decided by the policy and bound to approvals.
 type Profile struct {
 	Name Name `json:"name"`
-	// Network: the execution may use the network (no empty network namespace,
-	// no Landlock TCP rules).
+	// Network: the execution may use the host's network (no network
+	// namespace of its own, no Landlock TCP rules): NetworkMode host.
 	Network bool `json:"network"`
+	// NetworkMode is the plan's network (netmode.Mode). Under "none"
+	// Landlock (ABI 4+) refuses every TCP bind and connect; in a network
+	// namespace termd joined for it (Paths.NetNS: the workspace loopback)
+	// TCP is left to that namespace, which reaches nothing outside.
+	NetworkMode netmode.Mode `json:"network_mode,omitempty"`
 	// Exec lists what a read-only execution may execute besides nothing:
 	// the resolved program, its ELF interpreter or #! interpreter, and the
 	// helper directories its grammar declares.
@@ -74,9 +81,12 @@ func (p Profile) Validate() error {
 func (p Profile) String() string {
 	var b strings.Builder
 	b.WriteString(string(p.Name))
-	if p.Network {
+	switch {
+	case p.Network:
 		b.WriteString(", network")
-	} else {
+	case p.NetworkMode != "" && p.NetworkMode != netmode.None:
+		b.WriteString(", network " + string(p.NetworkMode))
+	default:
 		b.WriteString(", no network")
 	}
 	if len(p.Write) > 0 {
@@ -242,6 +252,10 @@ type Paths struct {
 	// are root's on the disk. Root's files elsewhere read as another user's
 	// and root-only sockets refuse it. 0: the command keeps its uid.
 	RootMap uint32
+	// NetNS: the execution runs in a network namespace termd made for it
+	// and joined it to (the workspace loopback), which reaches nothing
+	// outside, so Landlock leaves TCP alone.
+	NetNS bool
 	// Terminal: the execution runs on a pseudo-terminal, so /dev/tty (its
 	// controlling terminal, which pagers open) may be read, written and
 	// controlled.

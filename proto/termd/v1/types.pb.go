@@ -671,7 +671,16 @@ type CommandRequest struct {
 	// unprivileged uid on the host (docs/SANDBOX.md). A privileged plan always
 	// needs a person's approval, whatever the mode, and no grant covers it.
 	// Part of the canonical request.
-	Privileged    bool `protobuf:"varint,10,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	Privileged bool `protobuf:"varint,10,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	// Network the execution gets (docs/SANDBOX.md, "Network"): "" lets the
+	// policy choose ("workspace-loopback" for offline work, "host" for a
+	// program that needs the network, which asks); "none" (an empty network
+	// namespace, no TCP at all); "workspace-loopback" (a loopback shared by
+	// this principal's executions in this workspace, no route out); "host"
+	// (the host's network: always asked in confirm mode); "egress:NAME"
+	// (only the hosts of the configured allow-list NAME, through termd's
+	// proxy). Anything else is refused. Part of the canonical request.
+	Network       string `protobuf:"bytes,12,opt,name=network,proto3" json:"network,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -774,6 +783,13 @@ func (x *CommandRequest) GetPrivileged() bool {
 		return x.Privileged
 	}
 	return false
+}
+
+func (x *CommandRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
 }
 
 // TerminalOptions asks for a pseudo-terminal of this size.
@@ -1157,7 +1173,11 @@ type SandboxProfile struct {
 	Enforcement string `protobuf:"bytes,6,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
 	// The program's own cache directories under the private HOME ("~/…"),
 	// writable in either profile.
-	Cache         []string `protobuf:"bytes,7,rep,name=cache,proto3" json:"cache,omitempty"`
+	Cache []string `protobuf:"bytes,7,rep,name=cache,proto3" json:"cache,omitempty"`
+	// The network the execution gets: "none", "workspace-loopback", "host" or
+	// "egress:NAME" (CommandRequest.network). network is true exactly for
+	// "host".
+	NetworkMode   string `protobuf:"bytes,8,opt,name=network_mode,json=networkMode,proto3" json:"network_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1239,6 +1259,13 @@ func (x *SandboxProfile) GetCache() []string {
 		return x.Cache
 	}
 	return nil
+}
+
+func (x *SandboxProfile) GetNetworkMode() string {
+	if x != nil {
+		return x.NetworkMode
+	}
+	return ""
 }
 
 // Preview says, before anything runs, what the command may do.
@@ -2745,7 +2772,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\x93\x03\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\"\xad\x03\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
@@ -2759,7 +2786,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"privileged\x18\n" +
 	" \x01(\bR\n" +
-	"privileged\x1a6\n" +
+	"privileged\x12\x18\n" +
+	"\anetwork\x18\f \x01(\tR\anetwork\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
@@ -2802,7 +2830,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"privileged\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdd\x01\n" +
 	"\x0eSandboxProfile\x12\x18\n" +
 	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\bR\anetwork\x12\x12\n" +
@@ -2810,7 +2838,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x04read\x18\x04 \x03(\tR\x04read\x12\x14\n" +
 	"\x05write\x18\x05 \x03(\tR\x05write\x12 \n" +
 	"\venforcement\x18\x06 \x01(\tR\venforcement\x12\x14\n" +
-	"\x05cache\x18\a \x03(\tR\x05cache\"\xec\x01\n" +
+	"\x05cache\x18\a \x03(\tR\x05cache\x12!\n" +
+	"\fnetwork_mode\x18\b \x01(\tR\vnetworkMode\"\xec\x01\n" +
 	"\aPreview\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x16\n" +
 	"\x06writes\x18\x02 \x03(\tR\x06writes\x12\x18\n" +

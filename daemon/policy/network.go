@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/termd/termd/internal/netmode"
+)
+
+// checkNetwork refuses a network the caller asked for that is not a mode, or
+// an egress allow-list the configuration does not name.
+func checkNetwork(asked string, ctx *decideCtx, s *state) {
+	_, name, err := netmode.Parse(asked)
+	if err != nil {
+		s.deny(RiskLow, err.Error())
+		return
+	}
+	if name != "" && ctx.egressLists != nil && !slices.Contains(ctx.egressLists, name) {
+		known := "none is configured"
+		if len(ctx.egressLists) > 0 {
+			known = "configured: " + strings.Join(ctx.egressLists, ", ")
+		}
+		s.deny(RiskLow, fmt.Sprintf("network %q names no egress allow-list (%s); add it to termd's config or ask for another network", asked, known))
+	}
+}
+
+// networkFor decides the network of a command from what it asked for and
+// whether its program needs the network (pc.net), and sets pc.net to what
+// the rest of the decision must weigh: a network that reaches nothing
+// outside (none, the workspace loopback) costs no approval, so a program
+// that wants the network but is held to one counts as offline; host (and an
+// egress allow-list) counts as network use, asked in confirm mode.
+//
+//	asked ""                   -> host when the program needs the network, else workspace-loopback
+//	asked none / loopback      -> that, offline
+//	asked host / egress:NAME   -> that, network use
+func networkFor(asked string, pc *parsed, s *state) netmode.Mode {
+	m, _, err := netmode.Parse(asked)
+	if err != nil {
+		return netmode.None // denied in checkNetwork; the strictest mode for the record
+	}
+	switch {
+	case m == "" && pc.net:
+		m = netmode.Host
+	case m == "":
+		m = netmode.WorkspaceLoopback
+	case m.Contained():
+		if pc.net {
+			s.step("network", string(m), pc.cmdName()+" would use the network; it gets "+string(m)+" and reaches nothing outside")
+		}
+		pc.net = false
+	default: // host, egress:NAME
+		pc.net = true
+	}
+	return m
+}
