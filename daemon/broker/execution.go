@@ -27,6 +27,7 @@ import (
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/sandbox/launcher"
+	"github.com/termd/termd/internal/netmode"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -81,6 +82,9 @@ type execRec struct {
 	// netMode is the plan's network (netmode.Mode), for the receipt; set
 	// before the spawn.
 	netMode string
+	// egress is the allow-list proxy of a network egress:NAME execution
+	// (egress.go); nil otherwise.
+	egress *egressRun
 
 	// begun is when Execute was called; stage holds the stage durations
 	// known so far (see stages.go), completed by finish.
@@ -619,6 +623,11 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		return runner.Spec{}, err
 	}
 	e.netMode = d.Sandbox.NetworkMode
+	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
+		if err := b.startEgress(e, m); err != nil {
+			return runner.Spec{}, err
+		}
+	}
 	home, err := b.homeFor(uid, gid)
 	if err != nil {
 		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
@@ -653,6 +662,11 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	}
 	for k, v := range fixed {
 		env[k] = v
+	}
+	if e.egress != nil {
+		for k, v := range e.egress.env {
+			env[k] = v
+		}
 	}
 	if e.gitIdentity, err = b.supplyGitIdentity(env, tmp, requester, uid, gid); err != nil {
 		return runner.Spec{}, err

@@ -89,6 +89,9 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		Terminal:       d.TTY != nil,
 		RootMap:        b.rootMap(uid, d.Privileged),
 	}
+	if e.egress != nil {
+		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
+	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
 	if err != nil {
 		_ = os.RemoveAll(tmp)
@@ -226,6 +229,7 @@ func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
 // execution's private temporary directory (everything the command left in it).
 func (e *execRec) releaseSandbox() {
 	e.launch.Close()
+	e.stopEgress()
 	if e.tmp != "" {
 		// The command's user's tree: removed through descriptors, following
 		// no link it left there.

@@ -44,6 +44,37 @@ func ListenInNetns(nsfd int, addr string) (net.Listener, error) {
 	return r.l, r.err
 }
 
+// NewNetns makes a new network namespace with loopback up and no other
+// interface (so no route out), and returns a descriptor of it (close it when
+// done; the namespace lives while the descriptor or a process holds it). It
+// is made on a locked OS thread that is then discarded.
+func NewNetns() (int, error) {
+	type result struct {
+		fd  int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		// No UnlockOSThread: the thread ends with the goroutine.
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			ch <- result{-1, fmt.Errorf("make a network namespace: %w", err)}
+			return
+		}
+		if err := loopbackUp(); err != nil {
+			ch <- result{-1, err}
+			return
+		}
+		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			err = fmt.Errorf("open the new network namespace: %w", err)
+		}
+		ch <- result{fd, err}
+	}()
+	r := <-ch
+	return r.fd, r.err
+}
+
 // loopbackUp sets lo up in the calling thread's network namespace.
 func loopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)

@@ -15,8 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// newNetns makes a new, empty network namespace on a thread that is then
-// discarded, and returns a descriptor of it.
+// newNetns makes a namespace with NewNetns (root only).
 func newNetns(t *testing.T) int {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -25,29 +24,12 @@ func newNetns(t *testing.T) int {
 		}
 		t.Skip("network namespaces need root")
 	}
-	ch := make(chan int, 1)
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- err
-			return
-		}
-		ch <- fd
-	}()
-	select {
-	case fd := <-ch:
-		t.Cleanup(func() { unix.Close(fd) })
-		return fd
-	case err := <-errc:
+	fd, err := NewNetns()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return -1
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
 }
 
 // inNetns runs f on a thread inside the namespace nsfd (then discards it).

@@ -11,3 +11,8 @@ import (
 func ListenInNetns(nsfd int, addr string) (net.Listener, error) {
 	return nil, errors.New("the egress proxy needs Linux network namespaces")
 }
+
+// NewNetns needs Linux network namespaces.
+func NewNetns() (int, error) {
+	return -1, errors.New("the egress proxy needs Linux network namespaces")
+}
