@@ -38,7 +38,7 @@ func TestPackageFetchThroughRegistries(t *testing.T) {
 		}
 	}
 	// Not package fetches: they ask even with the registries list.
-	for _, argv := range [][]string{{"curl", "https://registry.npmjs.org/"}, {"go", "get", "example.com/x"}, {"npm", "exec", "x"}, {"npm", "update"}} {
+	for _, argv := range [][]string{{"curl", "https://registry.npmjs.org/"}, {"go", "get", "example.com/x"}, {"npm", "exec", "x"}, {"npm", "update"}, {"npm", "install", "leftpad"}, {"npm", "add", "leftpad"}} {
 		if d := decide(argv, "egress:registries"); d.Verdict == Allow {
 			t.Errorf("%q with egress:registries: allowed, want ask or deny (%v)", argv, d.Reasons)
 		}

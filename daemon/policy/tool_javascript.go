@@ -80,6 +80,11 @@ func postJSInstall(p *parsed) {
 	for i := range p.operands {
 		p.operands[i].kind = KOther // package specs
 	}
+	if len(p.operands) > 0 {
+		// npm install PKG adds a dependency (package.json and the lock
+		// file change): not a plain fetch of what the project names.
+		p.fetch = false
+	}
 }
 
 func postJSConfig(p *parsed) {
