@@ -119,3 +119,10 @@ func TestListenInNetnsReachesOutFromTheHost(t *testing.T) {
 		t.Fatalf("destinations %+v", d)
 	}
 }
+
+func TestSelfTest(t *testing.T) {
+	newNetns(t) // root, or skip
+	if err := SelfTest(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,3 +16,8 @@ func ListenInNetns(nsfd int, addr string) (net.Listener, error) {
 func NewNetns() (int, error) {
 	return -1, errors.New("the egress proxy needs Linux network namespaces")
 }
+
+// SelfTest needs Linux network namespaces.
+func SelfTest() error {
+	return errors.New("the egress proxy needs Linux network namespaces")
+}
