@@ -215,7 +215,7 @@ var verbs = []struct {
 }{
 	{"run", newPlan}, {"run", newRun}, {"run", newExecute}, {"run", newOutput}, {"run", newPs}, {"run", newWatch},
 	{"run", newPause}, {"run", newResume}, {"run", newCancel}, {"run", newReplan}, {"run", newSessions}, {"run", newRecipe},
-	{"run", newAttach}, {"run", newSend}, {"run", newScreen},
+	{"run", newAttach}, {"run", newSend}, {"run", newScreen}, {"run", newPortForward},
 	{"approve", newPending}, {"approve", newApprove}, {"approve", newDeny}, {"approve", newGrants},
 	{"evidence", newPolicy}, {"evidence", newReceipts}, {"evidence", newReceipt}, {"evidence", newAudit},
 	{"more", newAsk}, {"more", newStatus}, {"more", newVersion}, {"more", newCredentials},

@@ -55,6 +55,7 @@ type Client struct {
 	Grants     termdv1.GrantServiceClient
 	Recipes    termdv1.RecipeServiceClient
 	Terminals  termdv1.TerminalServiceClient
+	Forwards   termdv1.PortForwardServiceClient
 }
 
 // Dial connects to the daemon's unix socket. It does not wait for the daemon;
@@ -146,6 +147,7 @@ func FromConn(conn *grpc.ClientConn, socket string) *Client {
 		Grants:     termdv1.NewGrantServiceClient(conn),
 		Recipes:    termdv1.NewRecipeServiceClient(conn),
 		Terminals:  termdv1.NewTerminalServiceClient(conn),
+		Forwards:   termdv1.NewPortForwardServiceClient(conn),
 	}
 }
 

@@ -116,6 +116,7 @@ struct config {
 	int nmounts, nkinds;
 	int userns;
 	int userns_fd; // idmapped mounts and the command's user namespace, or -1
+	int netns_fd;  // a network namespace to join first (a workspace loopback), or -1
 	int new_mountns;
 	int say_confined;
 	char *cwd;
@@ -264,6 +265,7 @@ static void parse(char *buf, size_t len, struct config *c) {
 	memset(c, 0, sizeof *c);
 	c->ruleset_fd = -1;
 	c->userns_fd = -1;
+	c->netns_fd = -1;
 	size_t i = 0;
 	while (i < len) {
 		char *key = buf + i;
@@ -298,6 +300,8 @@ static void parse(char *buf, size_t len, struct config *c) {
 			c->userns = 1;
 		} else if (!strcmp(key, "userns_fd")) {
 			c->userns_fd = number(key, val);
+		} else if (!strcmp(key, "netns_fd")) {
+			c->netns_fd = number(key, val);
 		} else if (!strcmp(key, "say_confined")) {
 			c->say_confined = 1;
 		} else if (!strcmp(key, "mountns")) {
@@ -428,6 +432,16 @@ static void enter_userns(void) {
 }
 
 static void confine(struct config *c) {
+	// A pre-started launcher was born in a pooled empty network namespace;
+	// a plan on a workspace loopback joins that one first, while the
+	// launcher still holds its capabilities in the namespace's owner (the
+	// initial user namespace): after a user namespace below it, setns
+	// would be refused.
+	if (c->netns_fd >= 0) {
+		if (setns(c->netns_fd, CLONE_NEWNET) < 0)
+			fail("sandbox: joining the workspace loopback's network namespace: %s", strerror(errno));
+		close(c->netns_fd);
+	}
 	// A pre-started launcher makes its private mount namespace itself (an
 	// inline one was cloned into it), enters the command's directory (an
 	// inline one was started there) and takes the daemon's priority (an

@@ -86,6 +86,8 @@ type Broker struct {
 	// are the plans settled since the mutex was taken, placed at unlock.
 	planUse map[string]*planUse
 	settled []*planRec
+	// net holds the workspace loopbacks and port forwards (network.go).
+	net netState
 
 	stop chan struct{}
 	done chan struct{}
@@ -189,6 +191,7 @@ func (b *Broker) Shutdown(grace time.Duration) {
 		<-finished
 	}
 	b.closeTmpSpares()
+	b.closeNetwork()
 	close(b.stop)
 	<-b.done
 	b.mu.Lock()

@@ -93,6 +93,15 @@ func (b *Broker) startEgress(e *execRec, m netmode.Mode) error {
 	return nil
 }
 
+// netNSFD is the namespace the execution joins: its egress namespace, or
+// its workspace loopback's (-1: none).
+func (e *execRec) netNSFD() int {
+	if e.egress != nil {
+		return e.egress.nsfd
+	}
+	return e.netns.Fd()
+}
+
 // stopEgress ends e's proxy (closing its connections), keeps its account
 // for the receipt and lets go of the namespace. Safe to call more than once.
 func (e *execRec) stopEgress() {

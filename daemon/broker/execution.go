@@ -22,6 +22,7 @@ import (
 
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
+	"github.com/termd/termd/daemon/netns"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
@@ -80,8 +81,14 @@ type execRec struct {
 	sandbox *sandbox.Record
 	tmp     string
 	// netMode is the plan's network (netmode.Mode), for the receipt; set
-	// before the spawn.
-	netMode string
+	// before the spawn. netns is its hold on its workspace loopback (nil:
+	// none; released with the sandbox), netKey that loopback's key (kept
+	// after the release: port forwards find the loopback by it), and
+	// netFallback why it ran with no network instead ("" when it did not).
+	netMode     string
+	netns       *netns.Handle
+	netKey      netns.Key
+	netFallback string
 	// egress is the allow-list proxy of a network egress:NAME execution
 	// (egress.go); nil otherwise.
 	egress *egressRun
@@ -628,6 +635,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 			return runner.Spec{}, err
 		}
 	}
+	b.joinLoopback(e, d)
 	home, err := b.homeFor(uid, gid)
 	if err != nil {
 		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
@@ -725,7 +733,9 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		OutputBudget: lim.OutputBudget,
 		MemoryMax:    lim.MemoryBytes,
 		PidsMax:      lim.Pids,
-		NoNetwork:    !d.Sandbox.Network,
+		NoNetwork:    !d.Sandbox.Network && e.netns == nil,
+		JoinNetNS:    e.netns != nil || e.egress != nil,
+		NetNSFD:      e.netNSFD(),
 		Credential:   cred,
 		Launch:       e.launch,
 		NewHash:      b.Keys.NewDigest,

@@ -88,11 +88,15 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,
 		RootMap:        b.rootMap(uid, d.Privileged),
+		NetNS:          e.netns != nil,
 	}
 	if e.egress != nil {
 		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
 	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
+	if err == nil && e.netFallback != "" {
+		rec.Missing = append(rec.Missing, e.netFallback)
+	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		var refused *sandbox.RefusedError
@@ -230,6 +234,8 @@ func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
 func (e *execRec) releaseSandbox() {
 	e.launch.Close()
 	e.stopEgress()
+	e.netns.Release()
+	e.netns = nil
 	if e.tmp != "" {
 		// The command's user's tree: removed through descriptors, following
 		// no link it left there.

@@ -192,10 +192,18 @@ type Config struct {
 	RunAsRequester  *bool                  `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
 	Sandbox         string                 `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
 	SandboxLauncher string                 `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
+	Network         Network                `yaml:"network" doc:"workspace loopbacks and port forwards (docs/SANDBOX.md, Network)"`
 	RootMapUID      uint32                 `yaml:"sandbox_root_map_uid" doc:"when termd is root (Linux), a command run for root without a privileged plan is uid 0 in a user namespace and this unprivileged uid (and gid) on the host, with the workspace, HOME and TMPDIR mounted idmapped so what it creates there stays root's: pick a uid no account or service uses. See docs/SANDBOX.md" default:"65533"`
 
 	// Source is the file the config came from ("" for defaults only).
 	Source string `yaml:"-"`
+}
+
+// Network bounds the workspace loopbacks (the network namespace the
+// executions of one principal in one workspace share) and port forwards.
+type Network struct {
+	WorkspaceIdle Duration `yaml:"workspace_idle" doc:"a workspace loopback no execution or port forward uses is removed after this long (what listened in it is gone with its executions anyway)" default:"10m"`
+	MaxForwards   int      `yaml:"max_forwards" doc:"port forwards one principal may hold open at once" default:"16"`
 }
 
 // GitIdentity is a git author/committer name and email.
@@ -232,6 +240,7 @@ func Default() *Config {
 		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000},
 		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute)},
+		Network:        Network{WorkspaceIdle: Duration(10 * time.Minute), MaxForwards: 16},
 		ShutdownGrace:  Duration(10 * time.Second),
 		Egress:         Egress{MaxConnections: 128},
 		RunAsRequester: &t,
@@ -474,6 +483,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.IdleTimeout.D() < time.Second {
 		return fmt.Errorf("sessions.idle_timeout: %s is too short (at least 1s)", c.Sessions.IdleTimeout.D())
+	}
+	if c.Network.WorkspaceIdle.D() <= 0 {
+		return fmt.Errorf("network.workspace_idle: %s must be positive, e.g. 10m", c.Network.WorkspaceIdle.D())
+	}
+	if c.Network.MaxForwards < 1 {
+		return fmt.Errorf("network.max_forwards: %d must be at least 1", c.Network.MaxForwards)
 	}
 	if c.Approvals.TTL.D() < time.Second {
 		return fmt.Errorf("approvals.ttl: %s is too short (at least 1s)", c.Approvals.TTL.D())

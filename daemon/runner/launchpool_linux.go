@@ -222,7 +222,7 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 	// takes the daemon's priority when it gets its execution.
 	// Forked into its v2 cgroup (CgroupFD) and then moved into the v1 ones
 	// (joinV1): it waits for its execution before it forks anything.
-	proc, err := r.forkIn(nil, &nsfd, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil)
+	proc, err := r.forkIn(nil, &nsfd, false, path, []string{launcher.ArgvZero, launcher.Pooled}, attr, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}
@@ -244,7 +244,11 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 // its launcher inline).
 func (lp *launcherPool) fits(spec Spec) bool {
 	l := spec.Launch
-	if lp == nil || l == nil || spec.TTY != nil || !spec.NoNetwork || len(l.Prefix) > 0 || l.Config.UserNS || len(l.Files) > launcher.MaxPassedFDs {
+	files := len(l.Files)
+	if spec.JoinNetNS {
+		files++ // the workspace loopback, joined by the launcher
+	}
+	if lp == nil || l == nil || spec.TTY != nil || !(spec.NoNetwork || spec.JoinNetNS) || len(l.Prefix) > 0 || l.Config.UserNS || files > launcher.MaxPassedFDs {
 		return false
 	}
 	if path := lp.path.Load(); path != nil {
@@ -387,7 +391,21 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	}
 	c.SetNice, c.Nice = true, r.nice
 	c.SayConfined = c.MountNS
-	err = pl.send(c.Encode(), spec.Launch.Files)
+	files := spec.Launch.Files
+	if spec.JoinNetNS {
+		// Born in a pooled empty namespace, it joins the workspace
+		// loopback before anything else (launcher.Config.NetNSFD).
+		fd, derr := unix.FcntlInt(uintptr(spec.NetNSFD), unix.F_DUPFD_CLOEXEC, 0)
+		if derr != nil {
+			spec.Launch.Close()
+			return fail(fmt.Errorf("the workspace loopback's descriptor: %w", derr))
+		}
+		ns := os.NewFile(uintptr(fd), "workspace-netns")
+		defer ns.Close()
+		c.NetNSFD = launcher.FirstFD + len(files)
+		files = append(files[:len(files):len(files)], ns)
+	}
+	err = pl.send(c.Encode(), files)
 	spec.Launch.Close() // the launcher holds its copies now
 	if err != nil {
 		return fail(err)

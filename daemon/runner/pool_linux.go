@@ -173,10 +173,9 @@ func (np *netnsPool) take() int {
 	}
 }
 
-// enter moves the calling locked thread into the namespace fd, so that the
-// child it forks next is born there; leave moves it back.
-func (np *netnsPool) enter(fd int) error { return unix.Setns(fd, unix.CLONE_NEWNET) }
-func (np *netnsPool) leave() error       { return unix.Setns(np.own, unix.CLONE_NEWNET) }
+// leaveNetNS moves the calling locked thread back into the daemon's network
+// namespace (forkIn entered one so that the child it forked was born there).
+func (r *Runner) leaveNetNS() error { return unix.Setns(r.ownNet, unix.CLONE_NEWNET) }
 
 func (np *netnsPool) close() {
 	if np == nil {

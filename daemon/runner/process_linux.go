@@ -205,7 +205,18 @@ func (p *Process) spawn() (err error) {
 			unix.Close(nsfd) // the child holds the namespace now; nothing else may
 		}
 	}()
-	if spec.NoNetwork {
+	switch {
+	case spec.JoinNetNS:
+		if !r.caps.NetNS || r.ownNet < 0 {
+			return p.spawnFailed(errors.New("cannot join the workspace loopback: this daemon cannot enter network namespaces (it needs CAP_SYS_ADMIN)"))
+		}
+		fd, err := unix.FcntlInt(uintptr(spec.NetNSFD), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return p.spawnFailed(fmt.Errorf("the workspace loopback's descriptor: %w", err))
+		}
+		nsfd = fd
+		p.netns = true
+	case spec.NoNetwork:
 		if r.caps.NetNS {
 			if nsfd = r.netns.take(); nsfd < 0 {
 				sys.Cloneflags |= syscall.CLONE_NEWNET
@@ -251,11 +262,11 @@ func (p *Process) spawn() (err error) {
 	var proc *os.Process
 	startOnce := func() error {
 		var serr error
-		proc, serr = r.forkIn(p.cg, &nsfd, path, argv, attr, p.done)
+		proc, serr = r.forkIn(p.cg, &nsfd, spec.JoinNetNS, path, argv, attr, p.done)
 		return serr
 	}
 	err = startOnce()
-	if err != nil && p.netns && !spec.RequireNoNetwork && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+	if err != nil && p.netns && !spec.RequireNoNetwork && !spec.JoinNetNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
 		sys.Cloneflags &^= syscall.CLONE_NEWNET
 		p.netns = false
 		if nsfd >= 0 {
@@ -321,7 +332,10 @@ func (p *Process) spawn() (err error) {
 // else, so it ends, but only once hold is closed (the child's end: Pdeathsig
 // fires when the forking thread ends); with hold nil the child is killed
 // and the start fails instead.
-func (r *Runner) forkIn(cg *execCgroup, nsfd *int, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
+//
+// join: *nsfd is a namespace the command must be born in (a workspace
+// loopback): failing to enter it fails the start instead.
+func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
 	sys := attr.Sys
 	var proc *os.Process
 	var serr error
@@ -337,13 +351,20 @@ func (r *Runner) forkIn(cg *execCgroup, nsfd *int, path string, argv []string, a
 		}
 		leaveNS := func() error { return nil }
 		if *nsfd >= 0 {
-			if err := r.netns.enter(*nsfd); err != nil {
-				// Not entered: make a namespace at clone instead.
+			if err := unix.Setns(*nsfd, unix.CLONE_NEWNET); err != nil {
 				unix.Close(*nsfd)
 				*nsfd = -1
+				if join {
+					serr = fmt.Errorf("entering the workspace loopback: %w", err)
+					if leave() != nil {
+						return ended
+					}
+					return nil
+				}
+				// Not entered: make a namespace at clone instead.
 				sys.Cloneflags |= syscall.CLONE_NEWNET
 			} else {
-				leaveNS = r.netns.leave
+				leaveNS = r.leaveNetNS
 			}
 		}
 		proc, serr = os.StartProcess(path, argv, attr)

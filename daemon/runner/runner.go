@@ -104,6 +104,13 @@ type Spec struct {
 	// RequireNoNetwork makes an unavailable network namespace a spawn failure
 	// instead of running with the network (Result.NetNSApplied tells which).
 	RequireNoNetwork bool
+	// JoinNetNS: the command is born in the network namespace NetNSFD (a
+	// workspace loopback's) instead of a fresh one: the spawning thread
+	// enters it before the fork, or a pre-started launcher joins it before
+	// anything else. The runner uses its own duplicate; the caller keeps
+	// NetNSFD. Failing to join fails the spawn (it never falls back).
+	JoinNetNS bool
+	NetNSFD   int
 
 	Credential *syscall.Credential // nil = run as the daemon's user
 	// Launch, when set, starts the command through the confining launcher

@@ -37,6 +37,7 @@ type Runner struct {
 	young   time.Duration  // youngRun, unless a test sets another
 
 	netns  *netnsPool  // nil: no pool (Options.NoPool, or no network namespaces)
+	ownNet int         // the daemon's network namespace (-1: cannot make or enter others)
 	cgPool *cgroupPool // nil: no pool (Options.NoPool, or no cgroups)
 	// launchers: pre-started termd-launch processes (nil: Options.NoPool,
 	// or no cgroups or network namespaces).
@@ -93,6 +94,12 @@ func newWithoutPools(o Options) (*Runner, error) {
 	}
 	r.selfSid, _ = unix.Getsid(0)
 	r.selfPgid = unix.Getpgrp()
+	r.ownNet = -1
+	if r.caps.NetNS {
+		if fd, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			r.ownNet = fd
+		}
+	}
 	if o.NoCgroups || r.caps.CgroupV2 == "" {
 		return r, nil
 	}

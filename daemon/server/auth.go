@@ -81,6 +81,11 @@ var minRole = map[string]config.Role{
 	"/termd.v1.TerminalService/ResizeTerminal": config.RoleAgent,
 	"/termd.v1.TerminalService/TakeInput":      config.RoleAgent,
 
+	// An agent forwards into and lists its own loopbacks; operators see and close every forward.
+	"/termd.v1.PortForwardService/PortForward":      config.RoleAgent,
+	"/termd.v1.PortForwardService/ListPortForwards": config.RoleViewer,
+	"/termd.v1.PortForwardService/ClosePortForward": config.RoleAgent,
+
 	"/termd.v1.WorkspaceService/ListWorkspaceFiles": config.RoleAgent,
 	"/termd.v1.WorkspaceService/ReadWorkspaceFile":  config.RoleAgent,
 }

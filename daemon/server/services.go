@@ -25,6 +25,7 @@ func (s *Server) RegisterBroker(b *broker.Broker) {
 	termdv1.RegisterWorkspaceServiceServer(g, workspaceSvc{b: b})
 	termdv1.RegisterGrantServiceServer(g, grantSvc{b: b})
 	termdv1.RegisterTerminalServiceServer(g, terminalSvc{b: b})
+	termdv1.RegisterPortForwardServiceServer(g, portForwardSvc{b: b})
 }
 
 var who = PrincipalFrom

@@ -99,6 +99,11 @@ type Config struct {
 	// (unless the credentials say otherwise): a command run for root holds
 	// an unprivileged uid on the host (sandbox.RootMap).
 	UserNSFD int `json:"userns_fd,omitempty"`
+	// NetNSFD: a network namespace (an index into the extra descriptors,
+	// FirstFD + n; 0 = none) the launcher joins before anything else: a
+	// pre-started launcher, born in a pooled empty namespace, running a plan
+	// on a workspace loopback.
+	NetNSFD int `json:"netns_fd,omitempty"`
 	// SayConfined: the launcher says Confined once it has confined itself
 	// (termd waits for it to open the launcher's mount namespace).
 	SayConfined bool `json:"say_confined,omitempty"`
@@ -178,6 +183,9 @@ func (c Config) Encode() []byte {
 	// says why) instead of never saying Confined while termd waits for it.
 	if c.SayConfined {
 		kv("say_confined", "1")
+	}
+	if c.NetNSFD > 0 {
+		kv("netns_fd", strconv.Itoa(c.NetNSFD))
 	}
 	if c.MountNS {
 		kv("mountns", "1")

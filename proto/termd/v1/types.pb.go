@@ -477,10 +477,12 @@ const (
 	EventKind_EVENT_KIND_LAGGED            EventKind = 14
 	// Something happened on a PTY execution's terminal (input, resize, input taken, attach).
 	EventKind_EVENT_KIND_TERMINAL EventKind = 15
+	// A port forward into a workspace loopback opened or closed (portforward.proto).
+	EventKind_EVENT_KIND_PORT_FORWARD EventKind = 30
 	// The egress proxy refused (or could not complete) a connection of an
 	// execution with network egress:NAME: reported once per host, port and
 	// reason, so an agent learns what to ask for. The receipt counts them all.
-	EventKind_EVENT_KIND_EGRESS_REFUSED EventKind = 30
+	EventKind_EVENT_KIND_EGRESS_REFUSED EventKind = 31
 )
 
 // Enum value maps for EventKind.
@@ -502,7 +504,8 @@ var (
 		13: "EVENT_KIND_SESSION_CLOSED",
 		14: "EVENT_KIND_LAGGED",
 		15: "EVENT_KIND_TERMINAL",
-		30: "EVENT_KIND_EGRESS_REFUSED",
+		30: "EVENT_KIND_PORT_FORWARD",
+		31: "EVENT_KIND_EGRESS_REFUSED",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":       0,
@@ -521,7 +524,8 @@ var (
 		"EVENT_KIND_SESSION_CLOSED":    13,
 		"EVENT_KIND_LAGGED":            14,
 		"EVENT_KIND_TERMINAL":          15,
-		"EVENT_KIND_EGRESS_REFUSED":    30,
+		"EVENT_KIND_PORT_FORWARD":      30,
+		"EVENT_KIND_EGRESS_REFUSED":    31,
 	}
 )
 
@@ -2370,6 +2374,7 @@ type Event struct {
 	//	*Event_Session
 	//	*Event_Receipt
 	//	*Event_Terminal
+	//	*Event_PortForward
 	//	*Event_EgressRefused
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
@@ -2511,6 +2516,15 @@ func (x *Event) GetTerminal() *TerminalEvent {
 	return nil
 }
 
+func (x *Event) GetPortForward() *PortForwardEvent {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PortForward); ok {
+			return x.PortForward
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetEgressRefused() *EgressRefusal {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_EgressRefused); ok {
@@ -2552,8 +2566,12 @@ type Event_Terminal struct {
 	Terminal *TerminalEvent `protobuf:"bytes,16,opt,name=terminal,proto3,oneof"`
 }
 
+type Event_PortForward struct {
+	PortForward *PortForwardEvent `protobuf:"bytes,30,opt,name=port_forward,json=portForward,proto3,oneof"`
+}
+
 type Event_EgressRefused struct {
-	EgressRefused *EgressRefusal `protobuf:"bytes,30,opt,name=egress_refused,json=egressRefused,proto3,oneof"`
+	EgressRefused *EgressRefusal `protobuf:"bytes,31,opt,name=egress_refused,json=egressRefused,proto3,oneof"`
 }
 
 func (*Event_Plan) isEvent_Payload() {}
@@ -2569,6 +2587,8 @@ func (*Event_Session) isEvent_Payload() {}
 func (*Event_Receipt) isEvent_Payload() {}
 
 func (*Event_Terminal) isEvent_Payload() {}
+
+func (*Event_PortForward) isEvent_Payload() {}
 
 func (*Event_EgressRefused) isEvent_Payload() {}
 
@@ -2671,6 +2691,110 @@ func (x *EgressRefusal) GetDetail() string {
 	return ""
 }
 
+// PortForwardEvent says who opened or closed which forward (kind "opened" or
+// "closed").
+type PortForwardEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The forward's id, host address, target and who opened it.
+	ForwardId    string `protobuf:"bytes,2,opt,name=forward_id,json=forwardId,proto3" json:"forward_id,omitempty"`
+	LocalAddress string `protobuf:"bytes,3,opt,name=local_address,json=localAddress,proto3" json:"local_address,omitempty"`
+	RemotePort   uint32 `protobuf:"varint,4,opt,name=remote_port,json=remotePort,proto3" json:"remote_port,omitempty"`
+	Principal    string `protobuf:"bytes,5,opt,name=principal,proto3" json:"principal,omitempty"`
+	Workspace    string `protobuf:"bytes,6,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	By           string `protobuf:"bytes,7,opt,name=by,proto3" json:"by,omitempty"`
+	// For "closed": why.
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardEvent) Reset() {
+	*x = PortForwardEvent{}
+	mi := &file_termd_v1_types_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardEvent) ProtoMessage() {}
+
+func (x *PortForwardEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardEvent.ProtoReflect.Descriptor instead.
+func (*PortForwardEvent) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PortForwardEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetForwardId() string {
+	if x != nil {
+		return x.ForwardId
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetLocalAddress() string {
+	if x != nil {
+		return x.LocalAddress
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetRemotePort() uint32 {
+	if x != nil {
+		return x.RemotePort
+	}
+	return 0
+}
+
+func (x *PortForwardEvent) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetWorkspace() string {
+	if x != nil {
+		return x.Workspace
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *PortForwardEvent) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // TerminalEvent is one thing that happened on a PTY execution's terminal.
 type TerminalEvent struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -2691,7 +2815,7 @@ type TerminalEvent struct {
 
 func (x *TerminalEvent) Reset() {
 	*x = TerminalEvent{}
-	mi := &file_termd_v1_types_proto_msgTypes[18]
+	mi := &file_termd_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2827,7 @@ func (x *TerminalEvent) String() string {
 func (*TerminalEvent) ProtoMessage() {}
 
 func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[18]
+	mi := &file_termd_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2840,7 @@ func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalEvent.ProtoReflect.Descriptor instead.
 func (*TerminalEvent) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TerminalEvent) GetExecutionId() string {
@@ -2959,7 +3083,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	" \x01(\tR\trequester\x12\x1a\n" +
 	"\bapprover\x18\v \x01(\tR\bapprover\x12!\n" +
 	"\frequest_hash\x18\f \x01(\tR\vrequestHash\x12\x1a\n" +
-	"\bdecision\x18\r \x01(\tR\bdecision\"\xd1\x04\n" +
+	"\bdecision\x18\r \x01(\tR\bdecision\"\x92\x05\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -2975,8 +3099,9 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x06lagged\x18\r \x01(\v2\x10.termd.v1.LaggedH\x00R\x06lagged\x12-\n" +
 	"\asession\x18\x0e \x01(\v2\x11.termd.v1.SessionH\x00R\asession\x124\n" +
 	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceipt\x125\n" +
-	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminal\x12@\n" +
-	"\x0eegress_refused\x18\x1e \x01(\v2\x17.termd.v1.EgressRefusalH\x00R\regressRefusedB\t\n" +
+	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminal\x12?\n" +
+	"\fport_forward\x18\x1e \x01(\v2\x1a.termd.v1.PortForwardEventH\x00R\vportForward\x12@\n" +
+	"\x0eegress_refused\x18\x1f \x01(\v2\x17.termd.v1.EgressRefusalH\x00R\regressRefusedB\t\n" +
 	"\apayload\"\xc2\x01\n" +
 	"\rEgressRefusal\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x17\n" +
@@ -2986,7 +3111,18 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x04host\x18\x04 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x05 \x01(\rR\x04port\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x16\n" +
-	"\x06detail\x18\a \x01(\tR\x06detail\"\xb1\x01\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"\xef\x01\n" +
+	"\x10PortForwardEvent\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1d\n" +
+	"\n" +
+	"forward_id\x18\x02 \x01(\tR\tforwardId\x12#\n" +
+	"\rlocal_address\x18\x03 \x01(\tR\flocalAddress\x12\x1f\n" +
+	"\vremote_port\x18\x04 \x01(\rR\n" +
+	"remotePort\x12\x1c\n" +
+	"\tprincipal\x18\x05 \x01(\tR\tprincipal\x12\x1c\n" +
+	"\tworkspace\x18\x06 \x01(\tR\tworkspace\x12\x0e\n" +
+	"\x02by\x18\a \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"\xb1\x01\n" +
 	"\rTerminalEvent\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x0e\n" +
@@ -3048,7 +3184,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\fOutputStream\x12\x1d\n" +
 	"\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n" +
-	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xe1\x03\n" +
+	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xfe\x03\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aEVENT_KIND_SESSION_CREATED\x10\x01\x12\x1b\n" +
@@ -3066,8 +3202,9 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x19EVENT_KIND_RECEIPT_SIGNED\x10\f\x12\x1d\n" +
 	"\x19EVENT_KIND_SESSION_CLOSED\x10\r\x12\x15\n" +
 	"\x11EVENT_KIND_LAGGED\x10\x0e\x12\x17\n" +
-	"\x13EVENT_KIND_TERMINAL\x10\x0f\x12\x1d\n" +
-	"\x19EVENT_KIND_EGRESS_REFUSED\x10\x1eB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\x13EVENT_KIND_TERMINAL\x10\x0f\x12\x1b\n" +
+	"\x17EVENT_KIND_PORT_FORWARD\x10\x1e\x12\x1d\n" +
+	"\x19EVENT_KIND_EGRESS_REFUSED\x10\x1fB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_types_proto_rawDescOnce sync.Once
@@ -3082,7 +3219,7 @@ func file_termd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_termd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: termd.v1.Role
 	(Mode)(0),                     // 1: termd.v1.Mode
@@ -3110,29 +3247,30 @@ var file_termd_v1_types_proto_goTypes = []any{
 	(*ReceiptSummary)(nil),        // 23: termd.v1.ReceiptSummary
 	(*Event)(nil),                 // 24: termd.v1.Event
 	(*EgressRefusal)(nil),         // 25: termd.v1.EgressRefusal
-	(*TerminalEvent)(nil),         // 26: termd.v1.TerminalEvent
-	nil,                           // 27: termd.v1.CommandRequest.EnvEntry
-	nil,                           // 28: termd.v1.Decision.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*PortForwardEvent)(nil),      // 26: termd.v1.PortForwardEvent
+	(*TerminalEvent)(nil),         // 27: termd.v1.TerminalEvent
+	nil,                           // 28: termd.v1.CommandRequest.EnvEntry
+	nil,                           // 29: termd.v1.Decision.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
 }
 var file_termd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.Principal.role:type_name -> termd.v1.Role
-	27, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
+	28, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
 	1,  // 2: termd.v1.CommandRequest.mode:type_name -> termd.v1.Mode
 	10, // 3: termd.v1.CommandRequest.tty:type_name -> termd.v1.TerminalOptions
 	2,  // 4: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
 	3,  // 5: termd.v1.Decision.risk:type_name -> termd.v1.Risk
-	28, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
+	29, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
 	1,  // 7: termd.v1.Decision.mode:type_name -> termd.v1.Mode
 	11, // 8: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
 	13, // 9: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
 	10, // 10: termd.v1.Decision.tty:type_name -> termd.v1.TerminalOptions
 	13, // 11: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
 	8,  // 12: termd.v1.Approval.approver:type_name -> termd.v1.Principal
-	29, // 13: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
-	29, // 14: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 13: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
+	30, // 14: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
 	8,  // 15: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
-	29, // 16: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
+	30, // 16: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
 	4,  // 17: termd.v1.Plan.state:type_name -> termd.v1.PlanState
 	9,  // 18: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
 	12, // 19: termd.v1.Plan.decision:type_name -> termd.v1.Decision
@@ -3141,36 +3279,37 @@ var file_termd_v1_types_proto_depIdxs = []int32{
 	8,  // 22: termd.v1.Plan.requester:type_name -> termd.v1.Principal
 	16, // 23: termd.v1.Plan.approval:type_name -> termd.v1.Approval
 	17, // 24: termd.v1.Plan.denial:type_name -> termd.v1.Denial
-	29, // 25: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	29, // 26: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
-	29, // 27: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 25: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	30, // 26: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 27: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
 	5,  // 28: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
-	29, // 29: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	29, // 30: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	30, // 29: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	30, // 30: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
 	10, // 31: termd.v1.Execution.tty:type_name -> termd.v1.TerminalOptions
 	8,  // 32: termd.v1.Session.owner:type_name -> termd.v1.Principal
-	29, // 33: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	29, // 34: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	29, // 35: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 33: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	30, // 34: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	30, // 35: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	6,  // 36: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
-	29, // 37: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
-	29, // 38: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
+	30, // 37: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
+	30, // 38: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
 	7,  // 39: termd.v1.Event.kind:type_name -> termd.v1.EventKind
-	29, // 40: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	30, // 40: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
 	18, // 41: termd.v1.Event.plan:type_name -> termd.v1.Plan
 	19, // 42: termd.v1.Event.execution:type_name -> termd.v1.Execution
 	21, // 43: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
 	22, // 44: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
 	20, // 45: termd.v1.Event.session:type_name -> termd.v1.Session
 	23, // 46: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
-	26, // 47: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
-	25, // 48: termd.v1.Event.egress_refused:type_name -> termd.v1.EgressRefusal
-	10, // 49: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	27, // 47: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
+	26, // 48: termd.v1.Event.port_forward:type_name -> termd.v1.PortForwardEvent
+	25, // 49: termd.v1.Event.egress_refused:type_name -> termd.v1.EgressRefusal
+	10, // 50: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_types_proto_init() }
@@ -3186,6 +3325,7 @@ func file_termd_v1_types_proto_init() {
 		(*Event_Session)(nil),
 		(*Event_Receipt)(nil),
 		(*Event_Terminal)(nil),
+		(*Event_PortForward)(nil),
 		(*Event_EgressRefused)(nil),
 	}
 	type x struct{}
@@ -3194,7 +3334,7 @@ func file_termd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_types_proto_rawDesc), len(file_termd_v1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
