@@ -324,6 +324,8 @@ func eventOf(ev *termdv1.Event, execID, planID string) bool {
 		return p.Receipt.PlanId == planID
 	case *termdv1.Event_Lagged:
 		return true
+	case *termdv1.Event_EgressRefused:
+		return p.EgressRefused.ExecutionId == execID
 	}
 	return false
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -32,18 +31,11 @@ func newNetns(t *testing.T) int {
 	return fd
 }
 
-// inNetns runs f on a thread inside the namespace nsfd (then discards it).
+// inNetns runs f on a thread inside the namespace nsfd.
 func inNetns(nsfd int, f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
-			panic(err)
-		}
-		f()
-	}()
-	<-done
+	if err := onThread(nsfd, func() error { f(); return nil }); err != nil {
+		panic(err)
+	}
 }
 
 // The listener lives in the execution's namespace (reachable only from

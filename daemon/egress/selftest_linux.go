@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -56,32 +55,22 @@ func SelfTest() error {
 	p := New(Options{List: l, Hosts: map[string]netip.Addr{name: netip.MustParseAddr("127.0.0.1")}})
 	defer p.Close()
 	go func() { _ = p.Serve(ln) }()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // discarded with the goroutine: it joins the namespace
-		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
-			done <- fmt.Errorf("enter the namespace: %w", err)
-			return
-		}
+	return onThread(nsfd, func() error {
 		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 		if err != nil {
-			done <- fmt.Errorf("reach the proxy from inside the namespace: %w", err)
-			return
+			return fmt.Errorf("reach the proxy from inside the namespace: %w", err)
 		}
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		fmt.Fprintf(c, "GET http://%s:%d/ HTTP/1.1\r\nHost: %s:%d\r\n\r\n", name, port, name, port)
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
-			done <- fmt.Errorf("read the proxy's answer: %w", err)
-			return
+			return fmt.Errorf("read the proxy's answer: %w", err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 || string(b) != "ok" {
-			done <- fmt.Errorf("the proxy answered %s %q", resp.Status, b)
-			return
+			return fmt.Errorf("the proxy answered %s %q", resp.Status, b)
 		}
-		done <- nil
-	}()
-	return <-done
+		return nil
+	})
 }
