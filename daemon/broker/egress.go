@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/termd/termd/daemon/egress"
@@ -29,9 +28,15 @@ type egressRun struct {
 	summary *receipt.Egress
 }
 
-// egressListNames are the configured allow-lists' names (nil when the
-// config cannot be read: every egress: plan is then refused by name).
+// egressListNames are the configured allow-lists' names, for the policy.
+// nil when this daemon cannot run the proxy (no network namespaces, not
+// root): the policy then gives package fetches the host network (asked)
+// instead of egress:registries, and an egress:NAME plan is refused at its
+// start with the reason (egressReady).
 func (b *Broker) egressListNames() []string {
+	if !b.Runner.Capabilities().NetNS || os.Geteuid() != 0 {
+		return nil
+	}
 	lists, err := b.Config().EgressLists()
 	if err != nil {
 		return []string{}
@@ -147,13 +152,4 @@ func (b *Broker) publishEgressRefused(e *execRec, list string, r egress.Refusal)
 			Host: r.Host, Port: uint32(r.Port), Reason: r.Reason, Detail: r.Detail,
 		}}
 	})
-}
-
-// egressHint is a one-line summary of refusals for a result's hints.
-func egressHint(r *receipt.Egress) string {
-	if r == nil || len(r.Refused) == 0 {
-		return ""
-	}
-	first := r.Refused[0]
-	return fmt.Sprintf("the egress proxy (allow-list %s) refused %d destination(s), e.g. %s:%d (%s); add them to an allow-list in termd's config, or replan with another network", r.AllowList, len(r.Refused), first.Host, first.Port, first.Reason)
 }
