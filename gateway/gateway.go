@@ -181,6 +181,7 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 		gw.RegisterGrantServiceHandler,
 		gw.RegisterRecipeServiceHandler,
 		gw.RegisterTerminalServiceHandler,
+		gw.RegisterPortForwardServiceHandler,
 	}
 	for _, reg := range regs {
 		if err := reg(ctx, mux, conn); err != nil {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
+	"github.com/termd/termd/internal/netmode"
 	"github.com/termd/termd/internal/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -44,6 +45,7 @@ type PlanInput struct {
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
 	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"read-only or workspace-write (default: the policy's choice; a program termd has no grammar for runs read-only: if it fails writing in the workspace, plan it again with workspace-write)"`
+	Network        string            `json:"network,omitempty" jsonschema:"none, workspace-loopback (127.0.0.1 shared with your other commands in this workspace, nothing outside), host (needs approval) or egress:NAME (default: workspace-loopback, host for a program that needs the network)"`
 	Credentials    []string          `json:"credentials,omitempty" jsonschema:"names of operator-defined secrets (e.g. GH_TOKEN) to put in its environment (you never see the values); needs approval unless a grant covers it"`
 	TTY            *TTYInput         `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
 }
@@ -196,6 +198,7 @@ func (b *Bridge) addTools() {
 	b.addRecipeTools()
 	b.addTerminalTools()
 	b.addHistoryTool()
+	b.addPortForwardTool()
 }
 
 // addTool adds a tool whose input schema is inferred from In, with Go
@@ -438,11 +441,14 @@ func commandRequest(in PlanInput) (*termdv1.CommandRequest, error) {
 	default:
 		return nil, fmt.Errorf("sandbox %q is not a profile. Next: use read-only or workspace-write, or omit it", in.Sandbox)
 	}
+	if _, _, err := netmode.Parse(in.Network); err != nil {
+		return nil, fmt.Errorf("%v. Next: omit network for the policy's choice", err)
+	}
 	tty, err := ttyOptions(in.TTY)
 	if err != nil {
 		return nil, err
 	}
-	return &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Tty: tty, Credentials: in.Credentials}, nil
+	return &termdv1.CommandRequest{Argv: argv, Command: command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: uint32(in.TimeoutSeconds), Sandbox: in.Sandbox, Network: in.Network, Tty: tty, Credentials: in.Credentials}, nil
 }
 
 // createPlan plans cr in the session asked for, or in this client's own.

@@ -251,6 +251,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 		{Name: "network_namespace", Available: caps.NetNS},
 		{Name: "subreaper", Available: caps.Subreaper},
 		b.sandboxCapability(),
+		b.loopbackCapability(),
 	}
 }
 

@@ -426,15 +426,16 @@ func (b *Broker) ClosePortForward(caller *termdv1.Principal, id string) (*termdv
 	return f.snapshot(), nil
 }
 
-// loopbackStatus says what the workspace loopbacks hold (status, doctor).
-func (b *Broker) loopbackStatus() (available bool, detail string) {
+// loopbackCapability is the workspace-loopback line of the daemon's status:
+// whether there are any, and how many loopbacks and forwards are open.
+func (b *Broker) loopbackCapability() *termdv1.Capability {
 	m, why := b.loopbacks()
 	if m == nil {
-		return false, why
+		return &termdv1.Capability{Name: "workspace_loopback", Detail: why + "; plans on network workspace-loopback run with no network"}
 	}
-	ls := m.List()
+	n := len(m.List())
 	b.net.mu.Lock()
 	nf := len(b.net.fwds)
 	b.net.mu.Unlock()
-	return true, fmt.Sprintf("%d workspace loopbacks, %d port forwards open", len(ls), nf)
+	return &termdv1.Capability{Name: "workspace_loopback", Available: true, Detail: fmt.Sprintf("%d workspace loopbacks, %d port forwards open", n, nf)}
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/netns"
 	"github.com/termd/termd/daemon/runner"
 )
 
@@ -70,6 +71,13 @@ func kernelChecks() []Check {
 	switch {
 	case c.NetNS:
 		add("netns", OK, "network namespaces available: commands the policy marks offline run with no network", "")
+		// The workspace loopback: made, loopback up, entered, listened and
+		// connected on inside, as termd does for each principal and workspace.
+		if err := netns.Check(); err != nil {
+			add("netns", Fail, "workspace loopbacks do not work: "+oneLine(err.Error()), "check that termd runs as root with CAP_SYS_ADMIN and that no seccomp filter refuses setns/unshare; until then plans on network workspace-loopback run with no network")
+		} else {
+			add("netns", OK, "workspace loopbacks work: a namespace per principal and workspace is made with its loopback up, joined, and reached by port forwards (docs/SANDBOX.md, Network)", "")
+		}
 	case abi >= 4:
 		// User mode: no namespace of its own, but the launcher's Landlock
 		// ruleset refuses TCP.

@@ -1389,7 +1389,7 @@ func (c *command) modeAdjust() bool {
 		case c.fetchFree:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: a package fetch runs without approval inside the "+d.Sandbox.Profile+" sandbox with network "+string(c.netMode)+" (it reaches only the package registries, through termd's proxy; install scripts run contained: writes only in the workspace and its caches, enforced by the kernel)")
 		case c.confined:
-			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network, writes only in the workspace, enforced by the kernel)")
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network beyond its workspace loopback, writes only in the workspace, enforced by the kernel)")
 		case c.plainFree:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: sandboxed-workspace-write: allowed without approval, "+c.plainWhy+" (policy setting sandboxed_workspace_writes: allow)")
 		}

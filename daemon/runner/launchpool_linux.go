@@ -244,11 +244,14 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 // its launcher inline).
 func (lp *launcherPool) fits(spec Spec) bool {
 	l := spec.Launch
+	if lp == nil || l == nil {
+		return false
+	}
 	files := len(l.Files)
 	if spec.JoinNetNS {
 		files++ // the workspace loopback, joined by the launcher
 	}
-	if lp == nil || l == nil || spec.TTY != nil || !(spec.NoNetwork || spec.JoinNetNS) || len(l.Prefix) > 0 || l.Config.UserNS || files > launcher.MaxPassedFDs {
+	if spec.TTY != nil || !(spec.NoNetwork || spec.JoinNetNS) || len(l.Prefix) > 0 || l.Config.UserNS || files > launcher.MaxPassedFDs {
 		return false
 	}
 	if path := lp.path.Load(); path != nil {

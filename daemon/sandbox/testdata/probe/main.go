@@ -6,7 +6,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -41,6 +43,22 @@ func main() {
 		c, err = net.DialTimeout("tcp", arg(2), 2*time.Second)
 		if err == nil {
 			c.Close()
+		}
+	case "serve": // serve PORT TEXT: a dev server: answer every HTTP request on 127.0.0.1:PORT with TEXT, until killed
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:"+arg(2)); err == nil {
+			fmt.Println("listening on", ln.Addr())
+			text := arg(3)
+			err = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, text) }))
+		}
+	case "get": // get HOST:PORT: an HTTP GET of http://HOST:PORT/, printing "got: BODY"
+		cl := &http.Client{Timeout: 5 * time.Second}
+		var resp *http.Response
+		if resp, err = cl.Get("http://" + arg(2) + "/"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			fmt.Printf("got: %s\n", body)
+			return
 		}
 	case "dial": // dial SOCKET: connect to a unix socket by its path
 		var c net.Conn
