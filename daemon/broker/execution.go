@@ -631,7 +631,6 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	if err := b.networkAvailable(d); err != nil {
 		return runner.Spec{}, err
 	}
-	e.netMode = d.Sandbox.NetworkMode
 	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
 		if err := b.startEgress(e, m); err != nil {
 			return runner.Spec{}, err

@@ -85,31 +85,39 @@ func (b *Broker) networkAvailable(d policy.Decision) error {
 	return nil
 }
 
-// joinLoopback gives an execution on network workspace-loopback a hold on
-// its principal's namespace for its workspace (released with its sandbox).
-// Where there are no network namespaces it runs in an empty one (or, without
-// those either, with Landlock refusing TCP), and its record says so.
+// joinLoopback records an execution's network and, on network
+// workspace-loopback, gives it a hold on its principal's namespace for its
+// workspace (released with its sandbox). Where there are no network
+// namespaces it runs with no network instead (an empty namespace, or
+// Landlock refusing TCP), and its receipt says so. What port forwards read
+// (netMode, netKey) is set under b.mu.
 func (b *Broker) joinLoopback(e *execRec, d policy.Decision) {
-	if netmode.Mode(d.Sandbox.NetworkMode) != netmode.WorkspaceLoopback {
-		return
-	}
-	ws := b.workspaceOf(d.Cwd)
-	m, why := b.loopbacks()
-	if m == nil || ws == "" {
-		if ws == "" {
-			why = "the working directory is in no workspace root"
+	var (
+		h        *netns.Handle
+		key      netns.Key
+		fallback string
+	)
+	if netmode.Mode(d.Sandbox.NetworkMode) == netmode.WorkspaceLoopback {
+		ws := b.workspaceOf(d.Cwd)
+		m, why := b.loopbacks()
+		switch {
+		case ws == "":
+			fallback = "workspace loopback unavailable (the working directory is in no workspace root): the command ran with no network"
+		case m == nil:
+			fallback = "workspace loopback unavailable (" + why + "): the command ran with no network"
+		default:
+			key = netns.Key{Principal: e.who, Workspace: ws}
+			var err error
+			if h, err = m.Acquire(key); err != nil {
+				fallback = "workspace loopback unavailable (" + err.Error() + "): the command ran with no network"
+				b.Log.Warn("workspace loopback", "principal", key.Principal, "workspace", ws, "error", err)
+				key = netns.Key{}
+			}
 		}
-		e.netFallback = "workspace loopback unavailable (" + why + "): the command ran with no network"
-		return
 	}
-	key := netns.Key{Principal: e.who, Workspace: ws}
-	h, err := m.Acquire(key)
-	if err != nil {
-		e.netFallback = "workspace loopback unavailable (" + err.Error() + "): the command ran with no network"
-		b.Log.Warn("workspace loopback", "principal", key.Principal, "workspace", ws, "error", err)
-		return
-	}
-	e.netns, e.netKey = h, key
+	b.mu.Lock()
+	e.netMode, e.netns, e.netKey, e.netFallback = d.Sandbox.NetworkMode, h, key, fallback
+	b.unlock()
 }
 
 // forward is one open port forward.
@@ -152,9 +160,6 @@ func (b *Broker) PortForward(ctx context.Context, caller *termdv1.Principal, r *
 	if m == nil {
 		return errdefs.Precondition("port forwarding needs workspace loopbacks: %s", why)
 	}
-	if err := b.forwardQuota(caller); err != nil {
-		return err
-	}
 	h, err := m.Hold(key)
 	if err != nil {
 		return errdefs.Precondition("%v; start the server with --network workspace-loopback (the default for offline commands) and forward while it runs", err)
@@ -173,12 +178,11 @@ func (b *Broker) PortForward(ctx context.Context, caller *termdv1.Principal, r *
 			LocalAddress: ln.Addr().String(), RemotePort: r.RemotePort, OpenedAt: timestamppb.Now(),
 		},
 	}
-	b.net.mu.Lock()
-	if b.net.fwds == nil {
-		b.net.fwds = map[string]*forward{}
+	if err := b.addForward(f); err != nil {
+		ln.Close()
+		h.Release()
+		return err
 	}
-	b.net.fwds[f.pf.Id] = f
-	b.net.mu.Unlock()
 	b.publishForward(f, "opened", "")
 	b.Log.Info("port forward opened", "forward", f.pf.Id, "by", caller.GetName(), "local", f.pf.LocalAddress, "remote_port", r.RemotePort, "principal", key.Principal, "workspace", key.Workspace)
 	go f.serve(m)
@@ -206,7 +210,7 @@ func (b *Broker) PortForward(ctx context.Context, caller *termdv1.Principal, r *
 // operator.
 func (b *Broker) forwardTarget(caller *termdv1.Principal, execID, sessionID string) (netns.Key, string, string, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	switch {
 	case execID != "" && sessionID != "":
 		return netns.Key{}, "", "", errdefs.Invalid("give an execution or a session, not both")
@@ -248,21 +252,26 @@ func (b *Broker) forwardTarget(caller *termdv1.Principal, execID, sessionID stri
 	return netns.Key{}, "", "", errdefs.Invalid("name the execution (or session) whose workspace loopback to forward into")
 }
 
-// forwardQuota bounds the forwards one principal holds open.
-func (b *Broker) forwardQuota(caller *termdv1.Principal) error {
+// addForward registers f unless its opener already holds
+// network.max_forwards open forwards.
+func (b *Broker) addForward(f *forward) error {
 	max := b.Config().Network.MaxForwards
-	who := principalKey(caller)
+	who := principalKey(f.owner)
 	b.net.mu.Lock()
 	defer b.net.mu.Unlock()
 	n := 0
-	for _, f := range b.net.fwds {
-		if principalKey(f.owner) == who {
+	for _, o := range b.net.fwds {
+		if principalKey(o.owner) == who {
 			n++
 		}
 	}
 	if n >= max {
 		return errdefs.Exhausted("you hold %d port forwards open, the most network.max_forwards allows; close one (termctl port-forward --close ID)", n)
 	}
+	if b.net.fwds == nil {
+		b.net.fwds = map[string]*forward{}
+	}
+	b.net.fwds[f.pf.Id] = f
 	return nil
 }
 
