@@ -260,8 +260,12 @@ func (p *Proxy) open(ctx context.Context, c net.Conn, req *http.Request, host st
 			lastErr = err
 			continue
 		}
+		if !p.track(up) { // closing: Close ends upstream connections too
+			up.Close()
+			return nil, false
+		}
 		ctr := p.acct.connect(host, port, a.String())
-		return &countingConn{Conn: up, ctr: ctr}, true
+		return &countingConn{Conn: up, ctr: ctr, p: p}, true
 	}
 	p.refuse(c, req, host, port, ReasonDialFailed, lastErr.Error())
 	return nil, false
@@ -382,10 +386,19 @@ func relay(client, up net.Conn) {
 	<-done
 }
 
-// countingConn counts bytes to (up) and from (down) a destination.
+// countingConn counts bytes to (up) and from (down) a destination; Close
+// also stops the proxy tracking it.
 type countingConn struct {
 	net.Conn
 	ctr *destCounter
+	p   *Proxy
+}
+
+func (c *countingConn) Close() error {
+	c.p.mu.Lock()
+	delete(c.p.conns, c.Conn)
+	c.p.mu.Unlock()
+	return c.Conn.Close()
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {

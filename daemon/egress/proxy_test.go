@@ -229,3 +229,44 @@ func TestProxyRefusesLoopbackFromTheSystemResolver(t *testing.T) {
 		t.Errorf("localhost: %d %q %q", code, reason, body)
 	}
 }
+
+// Past MaxConns a connection is refused (and counted); Close ends a tunnel
+// that is still open.
+func TestProxyConnectionBoundAndClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // holds every connection open
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	port := portOf(t, ln.Addr().String())
+	p, paddr := startProxy(t, []string{"held.test:" + port}, Options{Hosts: pin("held.test"), MaxConns: 1})
+	c, err := net.Dial("tcp", paddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT held.test:%s HTTP/1.1\r\nHost: held.test:%s\r\n\r\n", port, port)
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("first tunnel: %v %v", resp, err)
+	}
+	if code, reason, _ := connect(t, paddr, "held.test:"+port); code != 503 || reason != ReasonBusy {
+		t.Errorf("second connection with MaxConns 1: %d %q", code, reason)
+	}
+	p.Close() // must end the open tunnel, not wait for it
+	if _, err := br.ReadByte(); err == nil {
+		t.Error("the tunnel stayed open after Close")
+	}
+	if r := p.Summary().Refused; len(r) != 1 || r[0].Reason != ReasonBusy {
+		t.Errorf("refusals %+v", r)
+	}
+}
