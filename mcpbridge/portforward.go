@@ -17,7 +17,7 @@ type PortForwardInput struct {
 	SessionID   string `json:"session_id,omitempty" jsonschema:"a session: the loopback of its latest execution"`
 	RemotePort  int    `json:"remote_port,omitempty" jsonschema:"the port the server listens on at 127.0.0.1 inside the workspace"`
 	LocalPort   int    `json:"local_port,omitempty" jsonschema:"the port on the host's 127.0.0.1 (default: a free one)"`
-	TTLSeconds  int    `json:"ttl_seconds,omitempty" jsonschema:"keep it open this long (default 600, max 3600), or until this MCP client goes away"`
+	TTLSeconds  int    `json:"ttl_seconds,omitempty" jsonschema:"keep it open this long (default 600, max 3600)"`
 	Close       string `json:"close,omitempty" jsonschema:"close this forward id instead"`
 }
 
@@ -41,7 +41,7 @@ func (b *Bridge) addPortForwardTool() {
 	addTool(b.server, &mcp.Tool{
 		Name:        "terminal_port_forward",
 		Title:       "Forward a port to the host",
-		Description: "Make a dev server in your workspace loopback (commands on network workspace-loopback, the default, share 127.0.0.1 per workspace) reachable at 127.0.0.1:PORT on the host, for ttl_seconds or until this client goes away; close: ID ends it early.",
+		Description: "Make a dev server on your workspace loopback reachable at 127.0.0.1:PORT on the host, for ttl_seconds or until this client goes away; close: ID ends it.",
 		Annotations: &mcp.ToolAnnotations{Title: "Forward a port to the host", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 	}, b.portForward)
 }
