@@ -56,6 +56,9 @@ func TestBenchPolicyAgentDay(t *testing.T) {
 	}
 	enforced := f.ctx
 	enforced.Sandbox, enforced.SandboxBy = true, "Landlock"
+	// termd as root runs the egress proxy with its built-in allow-list of
+	// package registries (egress.allow_lists; docs/SANDBOX.md, Network).
+	enforced.EgressLists = []string{"registries"}
 	for _, c := range []struct {
 		name string
 		ctx  Context
