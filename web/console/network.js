@@ -113,11 +113,17 @@ export function networkPanel(ctx) {
     } catch (e) { clear(fwds, errorBox(e)); }
   }
   const stop = watchForwards(ctx, loadForwards, () => n > 0);
+  // One line per destination and reason, with how many times so far.
+  const seen = new Map();
   const off = ctx.on((ev) => {
     const r = ev.egress_refused;
     if (!r || !exec || r.execution_id !== exec.id) return;
     liveBox.hidden = false;
-    liveList.append(h('li', { dataset: { reason: r.reason } }, h('code', {}, r.host + ':' + r.port), ' refused: ', r.reason, r.detail ? ' — ' + r.detail : ''));
+    const key = r.host + ':' + r.port + ' ' + r.reason;
+    const n = (seen.get(key)?.n || 0) + 1;
+    const li = h('li', { dataset: { reason: r.reason } }, h('code', {}, r.host + ':' + r.port), ' refused: ', r.reason, n > 1 ? ' (' + n + ' times)' : '', r.detail ? ' — ' + r.detail : '');
+    if (seen.has(key)) seen.get(key).li.replaceWith(li); else liveList.append(li);
+    seen.set(key, { n, li });
   });
   return {
     el,
