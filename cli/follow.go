@@ -134,6 +134,11 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 				}
 			case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
 				receipt = ev.GetReceipt()
+			case termdv1.EventKind_EVENT_KIND_EGRESS_REFUSED:
+				// On stderr as it happens: what the command could not reach.
+				if r := ev.GetEgressRefused(); r != nil {
+					fmt.Fprintf(a.stderr, "termctl: egress refused %s:%d (%s): %s\n", r.Host, r.Port, r.Reason, r.Detail)
+				}
 			}
 		case err := <-errc:
 			if !errors.Is(err, io.EOF) {

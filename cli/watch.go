@@ -233,6 +233,9 @@ func eventDetail(ev *termdv1.Event) string {
 			s += ": " + te.Text
 		}
 		return s
+	case *termdv1.Event_EgressRefused:
+		r := p.EgressRefused
+		return fmt.Sprintf("egress refused %s:%d for %s (allow-list %s, %s): %s", r.Host, r.Port, r.ExecutionId, r.AllowList, r.Reason, r.Detail)
 	case *termdv1.Event_PortForward:
 		pe := p.PortForward
 		s := fmt.Sprintf("forward %s %s by %s: http://%s -> 127.0.0.1:%d in the loopback of %s (%s)", pe.ForwardId, pe.Kind, pe.By, pe.LocalAddress, pe.RemotePort, pe.Principal, pe.Workspace)

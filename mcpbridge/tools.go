@@ -682,6 +682,11 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 			notify(func() string { return fmt.Sprintf("execution %s %s", final.GetId(), execState(final)) })
 		case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
 			receiptID, shared = ev.GetReceipt().GetId(), m.GetShareReceiptJson()
+		case termdv1.EventKind_EVENT_KIND_EGRESS_REFUSED:
+			r := ev.GetEgressRefused()
+			notify(func() string {
+				return fmt.Sprintf("egress refused %s:%d (%s): %s", r.GetHost(), r.GetPort(), r.GetReason(), r.GetDetail())
+			})
 		}
 	}
 	if cancelledByClient(ctx) {

@@ -186,6 +186,9 @@ type Receipt struct {
 	// Stdin is the standard input the plan gave the command (schema 1.6;
 	// absent: /dev/null).
 	Stdin *Stdin `json:"stdin,omitempty"`
+	// Egress is what the execution reached through the allow-list proxy
+	// (schema 1.6; absent unless its network mode was egress:NAME).
+	Egress *Egress `json:"egress,omitempty"`
 
 	AdviceDigest    string `json:"advice_digest,omitempty"`
 	SharingRedacted bool   `json:"sharing_redacted,omitempty"`
@@ -221,6 +224,39 @@ type Sandbox struct {
 type Stdin struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+}
+
+// Egress lists the destinations an execution reached through termd's
+// allow-list proxy and the attempts it refused (docs/SANDBOX.md, Network).
+type Egress struct {
+	AllowList    string              `json:"allow_list"`
+	Destinations []EgressDestination `json:"destinations"`
+	Refused      []EgressRefusal     `json:"refused"`
+	// Dropped counts destinations and refusals past the bound of 256 each.
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// EgressDestination is one host and port reached, with the bytes sent to it
+// (up) and received from it (down).
+type EgressDestination struct {
+	Host        string `json:"host"`
+	Port        int    `json:"port"`
+	Address     string `json:"address,omitempty"`
+	Connections int64  `json:"connections"`
+	BytesUp     int64  `json:"bytes_up"`
+	BytesDown   int64  `json:"bytes_down"`
+}
+
+// EgressRefusal is a refused (or failed) attempt: host, port, a stable
+// reason (not_on_allow_list, port_not_allowed, ip_literal_not_listed,
+// private_address, resolve_failed, connect_failed, bad_request,
+// too_many_connections), its detail and how many times.
+type EgressRefusal struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+	Count  int64  `json:"count"`
 }
 
 // GitIdentity is the git identity termd gave an execution as git's

@@ -84,6 +84,16 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	if _, err := VerifyJSON(sign(v15), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
 		t.Fatalf("a 1.5 receipt with stdin must not match schema 1.5: %v", err)
 	}
+	cur.Egress = &Egress{AllowList: "registries", Destinations: []EgressDestination{{Host: "registry.npmjs.org", Port: 443, Address: "104.16.0.1", Connections: 2, BytesUp: 900, BytesDown: 40000}},
+		Refused: []EgressRefusal{{Host: "evil.example", Port: 443, Reason: "not_on_allow_list", Detail: "evil.example is not on allow-list \"registries\"", Count: 3}}}
+	badEgress := testReceipt()
+	badEgress.Egress = &Egress{AllowList: "registries", Destinations: []EgressDestination{}, Refused: []EgressRefusal{{Host: "x", Port: 1, Reason: "felt like it", Count: 1}}}
+	if _, err := VerifyJSON(sign(badEgress), keys); err == nil {
+		t.Fatal("an egress refusal with an unknown reason passed the schema")
+	}
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.6" {
+		t.Fatalf("a 1.6 receipt with its sandbox and network mode, grant, terminal inputs, credentials, host uid, git identity and egress: %v (schema %s)", err, cur.SchemaVersion)
+	}
 	for _, m := range []string{"none", "host", "egress:npm-registry"} {
 		nm := testReceipt()
 		nm.Sandbox = &Sandbox{Profile: "read-only", Level: "full", Mode: "required", NetworkMode: m}
@@ -112,6 +122,10 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	v15n.Sandbox.NetworkMode = "none"
 	if _, err := VerifyJSON(sign(v15n), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
 		t.Fatalf("a 1.5 receipt with sandbox.network_mode must not match schema 1.5: %v", err)
+	}
+	v15n.Sandbox.NetworkMode, v15n.Egress = "", cur.Egress
+	if _, err := VerifyJSON(sign(v15n), keys); err == nil || !strings.Contains(err.Error(), "1.5") {
+		t.Fatalf("a 1.5 receipt with egress must not match schema 1.5: %v", err)
 	}
 	badGit := testReceipt()
 	badGit.GitIdentity = &GitIdentity{Name: "x", Email: "a@b", Source: "guessed"}

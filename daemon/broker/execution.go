@@ -28,6 +28,7 @@ import (
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/sandbox/launcher"
+	"github.com/termd/termd/internal/netmode"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -91,6 +92,9 @@ type execRec struct {
 	netns       *netns.Handle
 	netKey      netns.Key
 	netFallback string
+	// egress is the allow-list proxy of a network egress:NAME execution
+	// (egress.go); nil otherwise.
+	egress *egressRun
 
 	// begun is when Execute was called; stage holds the stage durations
 	// known so far (see stages.go), completed by finish.
@@ -323,6 +327,8 @@ func eventOf(ev *termdv1.Event, execID, planID string) bool {
 		return p.Receipt.PlanId == planID
 	case *termdv1.Event_Lagged:
 		return true
+	case *termdv1.Event_EgressRefused:
+		return p.EgressRefused.ExecutionId == execID
 	}
 	return false
 }
@@ -633,6 +639,11 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	if err := b.networkAvailable(d); err != nil {
 		return runner.Spec{}, err
 	}
+	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
+		if err := b.startEgress(e, m); err != nil {
+			return runner.Spec{}, err
+		}
+	}
 	b.joinLoopback(e, d)
 	home, err := b.homeFor(uid, gid)
 	if err != nil {
@@ -668,6 +679,11 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 	}
 	for k, v := range fixed {
 		env[k] = v
+	}
+	if e.egress != nil {
+		for k, v := range e.egress.env {
+			env[k] = v
+		}
 	}
 	if e.gitIdentity, err = b.supplyGitIdentity(env, tmp, requester, uid, gid); err != nil {
 		return runner.Spec{}, err
@@ -731,8 +747,8 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		MemoryMax:    lim.MemoryBytes,
 		PidsMax:      lim.Pids,
 		NoNetwork:    !d.Sandbox.Network && e.netns == nil,
-		JoinNetNS:    e.netns != nil,
-		NetNSFD:      e.netns.Fd(),
+		JoinNetNS:    e.netns != nil || e.egress != nil,
+		NetNSFD:      e.netNSFD(),
 		Credential:   cred,
 		Launch:       e.launch,
 		NewHash:      b.Keys.NewDigest,

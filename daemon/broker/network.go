@@ -74,13 +74,13 @@ func (b *Broker) closeNetwork() {
 // egressLists are the names of the configured egress allow-lists for the
 // policy (policy.Context.EgressLists); nil: none are configured (see
 // NETWORK-SEAM.md: the egress proxy hooks in here).
-func (b *Broker) egressLists() []string { return nil }
+func (b *Broker) egressLists() []string { return b.egressListNames() }
 
 // networkAvailable refuses, before anything is prepared, a plan whose
 // network this daemon cannot give.
 func (b *Broker) networkAvailable(d policy.Decision) error {
 	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
-		return errdefs.Precondition("network %s needs termd's egress proxy, which this daemon does not run; replan with network none, workspace-loopback or host", m)
+		return b.egressReady(m)
 	}
 	return nil
 }

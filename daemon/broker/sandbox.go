@@ -90,6 +90,9 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		RootMap:        b.rootMap(uid, d.Privileged),
 		NetNS:          e.netns != nil,
 	}
+	if e.egress != nil {
+		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
+	}
 	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
 	if err == nil && e.netFallback != "" {
 		rec.Missing = append(rec.Missing, e.netFallback)
@@ -230,6 +233,7 @@ func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
 // execution's private temporary directory (everything the command left in it).
 func (e *execRec) releaseSandbox() {
 	e.launch.Close()
+	e.stopEgress()
 	e.netns.Release()
 	e.netns = nil
 	if e.tmp != "" {

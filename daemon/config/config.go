@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/user"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termd/termd/daemon/egress"
 	"github.com/termd/termd/internal/loopback"
 	"github.com/termd/termd/internal/wire"
 	"go.yaml.in/yaml/v3"
@@ -144,6 +146,47 @@ type OTLP struct {
 	MaxBackoff Duration          `yaml:"max_backoff" doc:"longest wait between retries while the collector cannot be reached or refuses (the wait doubles from 250ms up to this)" default:"30s"`
 }
 
+// Egress configures the allow-list proxy (package egress).
+type Egress struct {
+	AllowLists     map[string][]string `yaml:"allow_lists" doc:"named allow-lists, NAME: [entries]; an entry is a host name (registry.npmjs.org), *.domain (names beneath domain), an IP address or CIDR, each optionally with :PORT or :* (without a port: 80 and 443). A list named like a built-in one replaces it; built in: registries (npm, Go modules, PyPI, crates). Names resolving to loopback, private or link-local addresses are refused unless the address is listed or pinned in hosts" default:"registries"`
+	Hosts          map[string]string   `yaml:"hosts" doc:"NAME: ADDRESS pins the proxy's resolution of a name, like /etc/hosts, for air-gapped mirrors and tests; a pinned address is accepted even when it is private (the operator named it). Only the proxy sees it: it does not change name resolution anywhere else"`
+	MaxConnections int                 `yaml:"max_connections" doc:"connections one execution may hold open through the proxy at once; past it new ones are refused (too_many_connections)" default:"128"`
+}
+
+// EgressLists returns the configured allow-lists over the built-in ones,
+// parsed.
+func (c *Config) EgressLists() (map[string]*egress.List, error) {
+	raw := egress.DefaultLists()
+	for name, entries := range c.Egress.AllowLists {
+		raw[name] = entries
+	}
+	out := make(map[string]*egress.List, len(raw))
+	for name, entries := range raw {
+		l, err := egress.ParseList(name, entries)
+		if err != nil {
+			return nil, fmt.Errorf("egress.allow_lists: %v", err)
+		}
+		out[name] = l
+	}
+	return out, nil
+}
+
+// EgressHosts returns egress.hosts parsed.
+func (c *Config) EgressHosts() (map[string]netip.Addr, error) {
+	out := make(map[string]netip.Addr, len(c.Egress.Hosts))
+	for name, addr := range c.Egress.Hosts {
+		a, err := netip.ParseAddr(strings.Trim(addr, "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("egress.hosts: %s: %q is not an IP address", name, addr)
+		}
+		if _, err := egress.ParseList("hosts", []string{name}); err != nil || strings.ContainsAny(name, "*:/") {
+			return nil, fmt.Errorf("egress.hosts: %q is not a host name", name)
+		}
+		out[egress.NormalizeHost(name)] = a.Unmap()
+	}
+	return out, nil
+}
+
 // Config is the whole daemon configuration file.
 type Config struct {
 	Socket          string                 `yaml:"socket" doc:"unix socket path; created with mode 0660 in a 0750 directory" default:"$XDG_RUNTIME_DIR/termd/termd.sock, or /run/termd/termd.sock for root"`
@@ -172,6 +215,7 @@ type Config struct {
 	MetricsListen   string                 `yaml:"metrics_listen" doc:"loopback address for Prometheus metrics (e.g. 127.0.0.1:9464); empty = off"`
 	Adviser         Adviser                `yaml:"adviser"`
 	Export          Export                 `yaml:"export" doc:"copies of what termd records, sent to other systems (docs/EXPORT.md)"`
+	Egress          Egress                 `yaml:"egress" doc:"the allow-list proxy executions with network mode egress:NAME reach the network through (docs/SANDBOX.md, Network)"`
 	RunAsRequester  *bool                  `yaml:"run_as_requester" doc:"when termd is root, run commands as the requesting principal's uid/gid" default:"true"`
 	Sandbox         string                 `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
 	SandboxLauncher string                 `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
@@ -225,6 +269,7 @@ func Default() *Config {
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute), WorkspaceGrantTTL: Duration(8 * time.Hour), MaxGrantTTL: Duration(30 * 24 * time.Hour)},
 		Network:        Network{WorkspaceIdle: Duration(10 * time.Minute), MaxForwards: 16},
 		ShutdownGrace:  Duration(10 * time.Second),
+		Egress:         Egress{MaxConnections: 128},
 		RunAsRequester: &t,
 		ProjectPolicy:  ".termd/policy.yaml",
 		Export:         Export{OTLP: OTLP{Timeout: Duration(10 * time.Second), Batch: 256, MaxBackoff: Duration(30 * time.Second)}},
@@ -510,6 +555,15 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Export.OTLP.validate(c.Source); err != nil {
 		return err
+	}
+	if _, err := c.EgressLists(); err != nil {
+		return err
+	}
+	if _, err := c.EgressHosts(); err != nil {
+		return err
+	}
+	if m := c.Egress.MaxConnections; m < 1 || m > 10000 {
+		return fmt.Errorf("egress.max_connections: %d is out of range 1..10000", m)
 	}
 	a := c.Adviser
 	if a.BaseURL != "" {

@@ -17,6 +17,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/credentials"
+	"github.com/termd/termd/daemon/egress"
 	"github.com/termd/termd/daemon/otlpexport"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
@@ -90,6 +92,7 @@ func Run(o Options) []Check {
 	cs = append(cs, credentialChecks(c)...)
 	cs = append(cs, storageCheck(c))
 	cs = append(cs, homeChecks(c, daemonUID(c))...)
+	cs = append(cs, egressCheck(c))
 	if c.MetricsListen != "" {
 		add("metrics", OK, "Prometheus metrics on http://"+c.MetricsListen+"/metrics (loopback only)", "")
 	} else {
@@ -426,6 +429,29 @@ func groupOf(st os.FileInfo) string {
 
 // sandboxCheck says how much of every plan's sandbox profile this host and
 // config enforce (docs/SANDBOX.md).
+// egressCheck lists the egress allow-lists and runs the proxy's whole path
+// once (a namespace, the listener inside it, a fetch through it).
+func egressCheck(c *config.Config) Check {
+	lists, err := c.EgressLists()
+	if err != nil {
+		return Check{Area: "egress", Status: Fail, Message: oneLine(err.Error()), Fix: "fix the entry named above (docs/SANDBOX.md, Allow-lists)"}
+	}
+	var names []string
+	for n, l := range lists {
+		names = append(names, fmt.Sprintf("%s (%d entries)", n, len(l.Hosts())))
+	}
+	sort.Strings(names)
+	what := "allow-lists " + strings.Join(names, ", ")
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		return Check{Area: "egress", Status: Warn, Message: what + "; the egress proxy needs Linux network namespaces and termd running as root: plans with network egress:NAME are refused and package fetches ask for the host network",
+			Fix: "run termd as root (system service) on Linux"}
+	}
+	if err := egress.SelfTest(); err != nil {
+		return Check{Area: "egress", Status: Fail, Message: "the egress proxy does not work here: " + oneLine(err.Error()), Fix: "check that termd can create network namespaces (unshare -n true) and listen on 127.0.0.1"}
+	}
+	return Check{Area: "egress", Status: OK, Message: what + "; proxy checked: listener inside a new network namespace, a fetch through it to a pinned name answered"}
+}
+
 func sandboxCheck(c *config.Config) Check {
 	sup, mode := sandbox.ForHost(c.SandboxLauncher, c.Sandbox)
 	level, detail := sup.Describe(mode)

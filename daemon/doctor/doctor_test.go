@@ -57,6 +57,11 @@ func TestDoctorOnThisMachine(t *testing.T) {
 	wantLine(t, out, `^OK +policy +embedded default policy .*sandboxed_workspace_writes: allow, plain workspace writes run without approval`)
 	wantLine(t, out, `^OK +daemon +termd .* answers at `)
 	wantLine(t, out, `^OK +storage +state directory holds .* free on its filesystem \(floor storage.min_free_bytes 512.0 MiB\)`)
+	if os.Geteuid() == 0 {
+		wantLine(t, out, `^OK +egress +allow-lists registries \(9 entries\); proxy checked: listener inside a new network namespace, a fetch through it to a pinned name answered`)
+	} else {
+		wantLine(t, out, `^WARN +egress +allow-lists registries .*needs Linux network namespaces and termd running as root`)
+	}
 	if strings.Contains(out, "FAIL ") {
 		t.Errorf("FAIL on a healthy daemon:\n%s", out)
 	}

@@ -725,6 +725,9 @@ type command struct {
 	sys, proj      []*rule  // matched rules per layer
 
 	askedWrite, write, unknownRO, confined bool
+	// fetchFree: a package fetch held by the sandbox and the registries
+	// allow-list (fetch.go).
+	fetchFree bool
 	// netMode: the network the execution gets (network.go).
 	netMode netmode.Mode
 	// plainFree: a plain write the sandbox confines to the workspace runs
@@ -1251,7 +1254,7 @@ func (c *command) effects() bool {
 		}
 	}
 	d.Writes = c.writes
-	c.netMode = networkFor(c.req.Network, pc, s)
+	c.netMode = networkFor(fetchNetwork(c.req.Network, pc, c.ctx), pc, s)
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
 	c.write = pc.write || len(c.writes) > 0 || pc.unparsed
@@ -1311,9 +1314,12 @@ func (c *command) sandbox() bool {
 	// The kernel holds project code to the workspace when the sandbox is
 	// fully enforced: offline project code that writes only there needs no
 	// approval (see docs/SANDBOX.md, "Approval economy").
-	c.confined = ctx.sandbox && pc.code && !pc.net && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
 	d.Sandbox.NetworkMode = string(c.netMode)
 	d.Sandbox.Network = c.netMode == netmode.Host
+	// A package fetch through the registries allow-list is held like
+	// offline project code (fetch.go).
+	c.fetchFree = c.fetchContained()
+	c.confined = ctx.sandbox && pc.code && (!pc.net || c.fetchFree) && len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0
 	c.s.step("sandbox", d.Sandbox.Profile, fmt.Sprintf("network=%s enforced=%t", d.Sandbox.NetworkMode, ctx.sandbox))
 	return true
 }
@@ -1381,7 +1387,7 @@ func (c *command) modeAdjust() bool {
 		}
 	case ModeConfirm:
 		var why []string
-		free := c.confined || c.unknownRO // the kernel holds it; see the sandbox stage
+		free := c.confined || c.unknownRO || c.fetchFree // the kernel holds it; see the sandbox stage
 		if outcome, detail := c.sandboxedWrite(); outcome != "" {
 			s.step("sandboxed-workspace-write", outcome, detail)
 			c.plainFree = outcome == "allow"
@@ -1393,13 +1399,15 @@ func (c *command) modeAdjust() bool {
 		if pc.code && !free {
 			why = append(why, "runs project code")
 		}
-		if pc.net {
+		if pc.net && !c.fetchFree {
 			why = append(why, "uses the network")
 		}
 		switch {
 		case len(why) > 0 || d.Verdict != Allow:
 		case c.unknownRO:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: the policy does not know this command of "+pc.tool+"; it runs without approval inside the read-only sandbox (it can read what cat could and print it; plan with sandbox workspace-write to let it write in the workspace, as project code)")
+		case c.fetchFree:
+			s.d.Reasons = append(s.d.Reasons, "confirm mode: a package fetch runs without approval inside the "+d.Sandbox.Profile+" sandbox with network "+string(c.netMode)+" (it reaches only the package registries, through termd's proxy; install scripts run contained: writes only in the workspace and its caches, enforced by the kernel)")
 		case c.confined:
 			s.d.Reasons = append(s.d.Reasons, "confirm mode: project code runs without approval inside the "+d.Sandbox.Profile+" sandbox (no network beyond its workspace loopback, writes only in the workspace, enforced by the kernel)")
 		case c.plainFree:

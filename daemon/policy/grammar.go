@@ -91,6 +91,10 @@ type cmdSpec struct {
 	custom func(p *parsed, args []string) error
 	// effects
 	write, net, code bool
+	// fetch: the command's network use is fetching packages from a package
+	// registry (npm install, go mod download): it gets the egress
+	// allow-list registries unless the request names a network (fetch.go).
+	fetch bool
 	// plainWrite: the command's writes are edits of the files its operands
 	// name (git: of the repository's index and objects), nothing that
 	// discards work or lands where the policy did not look, so a fully
@@ -142,6 +146,7 @@ type parsed struct {
 	write    bool
 	net      bool
 	code     bool
+	fetch    bool // a package-registry fetch (cmdSpec.fetch)
 	unparsed bool // tool without grammar
 	// recursive: directory operands are read recursively (grep -r, rg,
 	// cp -r, tar -c, diff -r).
@@ -331,6 +336,7 @@ func parseLevel(p *parsed, c *cmdSpec, parent *cmdSpec, args []string) error {
 	p.write = p.write || c.write
 	p.net = p.net || c.net
 	p.code = p.code || c.code
+	p.fetch = p.fetch || c.fetch
 	if c.free {
 		for _, a := range args {
 			p.operands = append(p.operands, operand{value: a, kind: KOther})

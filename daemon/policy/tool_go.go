@@ -56,7 +56,7 @@ func registerGo() {
 		return c
 	}
 	modSubs := subs(
-		goSub("download", &cmdSpec{net: true, opts: list(o("-json"), o("-x"), o("-reuse=", R))}),
+		goSub("download", &cmdSpec{net: true, fetch: true, opts: list(o("-json"), o("-x"), o("-reuse=", R))}),
 		goSub("tidy", &cmdSpec{net: true, write: true, opts: list(o("-v"), o("-e"), o("-x"), o("-diff"), o("-go="), o("-compat="))}),
 		goSub("graph", &cmdSpec{opts: list(o("-x"), o("-go="))}),
 		goSub("why", &cmdSpec{opts: list(o("-m"), o("-vendor"))}),

@@ -45,6 +45,11 @@ func registerJS() {
 				p.ask(RiskHigh, "%s dlx downloads a package and runs its program (project code from the network)", p.tool)
 			}}),
 		}
+		if tool == "npm" {
+			// npm install and npm ci fetch from the registry (fetch.go);
+			// pnpm and yarn also run their project's own hooks.
+			m["install"].fetch, m["ci"].fetch = true, true
+		}
 		al := map[string]string{"i": "install", "isntall": "install", "in": "install", "t": "test", "tst": "test", "run-script": "run", "rum": "run", "urn": "run", "list": "ls", "ll": "ls", "la": "ls", "v": "view", "show": "view", "c": "config", "x": "exec", "rm": "remove", "r": "remove", "un": "remove", "uninstall": "remove", "unlink": "remove", "up": "update", "upgrade": "update", "clean-install": "ci", "install-clean": "ci", "ic": "ci", "rb": "rebuild", "ddp": "dedupe"}
 		if tool != "npm" {
 			// yarn obeys a checkout's yarn-path / yarnPath and plugins, pnpm its
@@ -74,6 +79,11 @@ func postJSInstall(p *parsed) {
 	}
 	for i := range p.operands {
 		p.operands[i].kind = KOther // package specs
+	}
+	if len(p.operands) > 0 {
+		// npm install PKG adds a dependency (package.json and the lock
+		// file change): not a plain fetch of what the project names.
+		p.fetch = false
 	}
 }
 

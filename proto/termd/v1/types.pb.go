@@ -479,6 +479,10 @@ const (
 	EventKind_EVENT_KIND_TERMINAL EventKind = 15
 	// A port forward into a workspace loopback opened or closed (portforward.proto).
 	EventKind_EVENT_KIND_PORT_FORWARD EventKind = 30
+	// The egress proxy refused (or could not complete) a connection of an
+	// execution with network egress:NAME: reported once per host, port and
+	// reason, so an agent learns what to ask for. The receipt counts them all.
+	EventKind_EVENT_KIND_EGRESS_REFUSED EventKind = 31
 )
 
 // Enum value maps for EventKind.
@@ -501,6 +505,7 @@ var (
 		14: "EVENT_KIND_LAGGED",
 		15: "EVENT_KIND_TERMINAL",
 		30: "EVENT_KIND_PORT_FORWARD",
+		31: "EVENT_KIND_EGRESS_REFUSED",
 	}
 	EventKind_value = map[string]int32{
 		"EVENT_KIND_UNSPECIFIED":       0,
@@ -520,6 +525,7 @@ var (
 		"EVENT_KIND_LAGGED":            14,
 		"EVENT_KIND_TERMINAL":          15,
 		"EVENT_KIND_PORT_FORWARD":      30,
+		"EVENT_KIND_EGRESS_REFUSED":    31,
 	}
 )
 
@@ -2445,6 +2451,7 @@ type Event struct {
 	//	*Event_Receipt
 	//	*Event_Terminal
 	//	*Event_PortForward
+	//	*Event_EgressRefused
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2594,6 +2601,15 @@ func (x *Event) GetPortForward() *PortForwardEvent {
 	return nil
 }
 
+func (x *Event) GetEgressRefused() *EgressRefusal {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_EgressRefused); ok {
+			return x.EgressRefused
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -2630,6 +2646,10 @@ type Event_PortForward struct {
 	PortForward *PortForwardEvent `protobuf:"bytes,30,opt,name=port_forward,json=portForward,proto3,oneof"`
 }
 
+type Event_EgressRefused struct {
+	EgressRefused *EgressRefusal `protobuf:"bytes,31,opt,name=egress_refused,json=egressRefused,proto3,oneof"`
+}
+
 func (*Event_Plan) isEvent_Payload() {}
 
 func (*Event_Execution) isEvent_Payload() {}
@@ -2645,6 +2665,107 @@ func (*Event_Receipt) isEvent_Payload() {}
 func (*Event_Terminal) isEvent_Payload() {}
 
 func (*Event_PortForward) isEvent_Payload() {}
+
+func (*Event_EgressRefused) isEvent_Payload() {}
+
+// EgressRefusal is a destination termd's egress proxy refused for an
+// execution (docs/SANDBOX.md, Network).
+type EgressRefusal struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
+	PlanId      string                 `protobuf:"bytes,2,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// The allow-list the execution ran with (its network is egress:NAME).
+	AllowList string `protobuf:"bytes,3,opt,name=allow_list,json=allowList,proto3" json:"allow_list,omitempty"`
+	Host      string `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
+	Port      uint32 `protobuf:"varint,5,opt,name=port,proto3" json:"port,omitempty"`
+	// not_on_allow_list, port_not_allowed, ip_literal_not_listed,
+	// private_address, resolve_failed, connect_failed, bad_request or
+	// too_many_connections.
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// In words, with what would allow it.
+	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EgressRefusal) Reset() {
+	*x = EgressRefusal{}
+	mi := &file_termd_v1_types_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EgressRefusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EgressRefusal) ProtoMessage() {}
+
+func (x *EgressRefusal) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_types_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EgressRefusal.ProtoReflect.Descriptor instead.
+func (*EgressRefusal) Descriptor() ([]byte, []int) {
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EgressRefusal) GetExecutionId() string {
+	if x != nil {
+		return x.ExecutionId
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetAllowList() string {
+	if x != nil {
+		return x.AllowList
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *EgressRefusal) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *EgressRefusal) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
 
 // PortForwardEvent says who opened or closed which forward (kind "opened" or
 // "closed").
@@ -2666,7 +2787,7 @@ type PortForwardEvent struct {
 
 func (x *PortForwardEvent) Reset() {
 	*x = PortForwardEvent{}
-	mi := &file_termd_v1_types_proto_msgTypes[18]
+	mi := &file_termd_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2678,7 +2799,7 @@ func (x *PortForwardEvent) String() string {
 func (*PortForwardEvent) ProtoMessage() {}
 
 func (x *PortForwardEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[18]
+	mi := &file_termd_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2691,7 +2812,7 @@ func (x *PortForwardEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortForwardEvent.ProtoReflect.Descriptor instead.
 func (*PortForwardEvent) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PortForwardEvent) GetKind() string {
@@ -2773,7 +2894,7 @@ type TerminalEvent struct {
 
 func (x *TerminalEvent) Reset() {
 	*x = TerminalEvent{}
-	mi := &file_termd_v1_types_proto_msgTypes[19]
+	mi := &file_termd_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +2906,7 @@ func (x *TerminalEvent) String() string {
 func (*TerminalEvent) ProtoMessage() {}
 
 func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_types_proto_msgTypes[19]
+	mi := &file_termd_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +2919,7 @@ func (x *TerminalEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalEvent.ProtoReflect.Descriptor instead.
 func (*TerminalEvent) Descriptor() ([]byte, []int) {
-	return file_termd_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_termd_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TerminalEvent) GetExecutionId() string {
@@ -3053,7 +3174,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	" \x01(\tR\trequester\x12\x1a\n" +
 	"\bapprover\x18\v \x01(\tR\bapprover\x12!\n" +
 	"\frequest_hash\x18\f \x01(\tR\vrequestHash\x12\x1a\n" +
-	"\bdecision\x18\r \x01(\tR\bdecision\"\xd0\x04\n" +
+	"\bdecision\x18\r \x01(\tR\bdecision\"\x92\x05\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3070,8 +3191,18 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\asession\x18\x0e \x01(\v2\x11.termd.v1.SessionH\x00R\asession\x124\n" +
 	"\areceipt\x18\x0f \x01(\v2\x18.termd.v1.ReceiptSummaryH\x00R\areceipt\x125\n" +
 	"\bterminal\x18\x10 \x01(\v2\x17.termd.v1.TerminalEventH\x00R\bterminal\x12?\n" +
-	"\fport_forward\x18\x1e \x01(\v2\x1a.termd.v1.PortForwardEventH\x00R\vportForwardB\t\n" +
-	"\apayload\"\xef\x01\n" +
+	"\fport_forward\x18\x1e \x01(\v2\x1a.termd.v1.PortForwardEventH\x00R\vportForward\x12@\n" +
+	"\x0eegress_refused\x18\x1f \x01(\v2\x17.termd.v1.EgressRefusalH\x00R\regressRefusedB\t\n" +
+	"\apayload\"\xc2\x01\n" +
+	"\rEgressRefusal\x12!\n" +
+	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x17\n" +
+	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12\x1d\n" +
+	"\n" +
+	"allow_list\x18\x03 \x01(\tR\tallowList\x12\x12\n" +
+	"\x04host\x18\x04 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x05 \x01(\rR\x04port\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"\xef\x01\n" +
 	"\x10PortForwardEvent\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1d\n" +
 	"\n" +
@@ -3145,7 +3276,7 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\fOutputStream\x12\x1d\n" +
 	"\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n" +
-	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xdf\x03\n" +
+	"\x14OUTPUT_STREAM_STDERR\x10\x02*\xfe\x03\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aEVENT_KIND_SESSION_CREATED\x10\x01\x12\x1b\n" +
@@ -3164,7 +3295,8 @@ const file_termd_v1_types_proto_rawDesc = "" +
 	"\x19EVENT_KIND_SESSION_CLOSED\x10\r\x12\x15\n" +
 	"\x11EVENT_KIND_LAGGED\x10\x0e\x12\x17\n" +
 	"\x13EVENT_KIND_TERMINAL\x10\x0f\x12\x1b\n" +
-	"\x17EVENT_KIND_PORT_FORWARD\x10\x1eB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\x17EVENT_KIND_PORT_FORWARD\x10\x1e\x12\x1d\n" +
+	"\x19EVENT_KIND_EGRESS_REFUSED\x10\x1fB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_types_proto_rawDescOnce sync.Once
@@ -3179,7 +3311,7 @@ func file_termd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_termd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_termd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_termd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: termd.v1.Role
 	(Mode)(0),                     // 1: termd.v1.Mode
@@ -3207,20 +3339,21 @@ var file_termd_v1_types_proto_goTypes = []any{
 	(*Lagged)(nil),                // 23: termd.v1.Lagged
 	(*ReceiptSummary)(nil),        // 24: termd.v1.ReceiptSummary
 	(*Event)(nil),                 // 25: termd.v1.Event
-	(*PortForwardEvent)(nil),      // 26: termd.v1.PortForwardEvent
-	(*TerminalEvent)(nil),         // 27: termd.v1.TerminalEvent
-	nil,                           // 28: termd.v1.CommandRequest.EnvEntry
-	nil,                           // 29: termd.v1.Decision.EnvEntry
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(*EgressRefusal)(nil),         // 26: termd.v1.EgressRefusal
+	(*PortForwardEvent)(nil),      // 27: termd.v1.PortForwardEvent
+	(*TerminalEvent)(nil),         // 28: termd.v1.TerminalEvent
+	nil,                           // 29: termd.v1.CommandRequest.EnvEntry
+	nil,                           // 30: termd.v1.Decision.EnvEntry
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_termd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: termd.v1.Principal.role:type_name -> termd.v1.Role
-	28, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
+	29, // 1: termd.v1.CommandRequest.env:type_name -> termd.v1.CommandRequest.EnvEntry
 	1,  // 2: termd.v1.CommandRequest.mode:type_name -> termd.v1.Mode
 	11, // 3: termd.v1.CommandRequest.tty:type_name -> termd.v1.TerminalOptions
 	2,  // 4: termd.v1.Decision.verdict:type_name -> termd.v1.Verdict
 	3,  // 5: termd.v1.Decision.risk:type_name -> termd.v1.Risk
-	29, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
+	30, // 6: termd.v1.Decision.env:type_name -> termd.v1.Decision.EnvEntry
 	1,  // 7: termd.v1.Decision.mode:type_name -> termd.v1.Mode
 	12, // 8: termd.v1.Decision.steps:type_name -> termd.v1.PolicyStep
 	14, // 9: termd.v1.Decision.sandbox:type_name -> termd.v1.SandboxProfile
@@ -3228,10 +3361,10 @@ var file_termd_v1_types_proto_depIdxs = []int32{
 	10, // 11: termd.v1.Decision.stdin:type_name -> termd.v1.StdinInfo
 	14, // 12: termd.v1.Preview.sandbox:type_name -> termd.v1.SandboxProfile
 	8,  // 13: termd.v1.Approval.approver:type_name -> termd.v1.Principal
-	30, // 14: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
-	30, // 15: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 14: termd.v1.Approval.approved_at:type_name -> google.protobuf.Timestamp
+	31, // 15: termd.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
 	8,  // 16: termd.v1.Denial.denied_by:type_name -> termd.v1.Principal
-	30, // 17: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
+	31, // 17: termd.v1.Denial.denied_at:type_name -> google.protobuf.Timestamp
 	4,  // 18: termd.v1.Plan.state:type_name -> termd.v1.PlanState
 	9,  // 19: termd.v1.Plan.request:type_name -> termd.v1.CommandRequest
 	13, // 20: termd.v1.Plan.decision:type_name -> termd.v1.Decision
@@ -3240,36 +3373,37 @@ var file_termd_v1_types_proto_depIdxs = []int32{
 	8,  // 23: termd.v1.Plan.requester:type_name -> termd.v1.Principal
 	17, // 24: termd.v1.Plan.approval:type_name -> termd.v1.Approval
 	18, // 25: termd.v1.Plan.denial:type_name -> termd.v1.Denial
-	30, // 26: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	30, // 27: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
-	30, // 28: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 26: termd.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	31, // 27: termd.v1.Plan.updated_at:type_name -> google.protobuf.Timestamp
+	31, // 28: termd.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
 	5,  // 29: termd.v1.Execution.state:type_name -> termd.v1.ExecutionState
-	30, // 30: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	30, // 31: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	31, // 30: termd.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	31, // 31: termd.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
 	11, // 32: termd.v1.Execution.tty:type_name -> termd.v1.TerminalOptions
 	8,  // 33: termd.v1.Session.owner:type_name -> termd.v1.Principal
-	30, // 34: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	30, // 35: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	30, // 36: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 34: termd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	31, // 35: termd.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	31, // 36: termd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	6,  // 37: termd.v1.OutputChunk.stream:type_name -> termd.v1.OutputStream
-	30, // 38: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
-	30, // 39: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
+	31, // 38: termd.v1.ReceiptSummary.started_at:type_name -> google.protobuf.Timestamp
+	31, // 39: termd.v1.ReceiptSummary.finished_at:type_name -> google.protobuf.Timestamp
 	7,  // 40: termd.v1.Event.kind:type_name -> termd.v1.EventKind
-	30, // 41: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	31, // 41: termd.v1.Event.time:type_name -> google.protobuf.Timestamp
 	19, // 42: termd.v1.Event.plan:type_name -> termd.v1.Plan
 	20, // 43: termd.v1.Event.execution:type_name -> termd.v1.Execution
 	22, // 44: termd.v1.Event.output:type_name -> termd.v1.OutputChunk
 	23, // 45: termd.v1.Event.lagged:type_name -> termd.v1.Lagged
 	21, // 46: termd.v1.Event.session:type_name -> termd.v1.Session
 	24, // 47: termd.v1.Event.receipt:type_name -> termd.v1.ReceiptSummary
-	27, // 48: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
-	26, // 49: termd.v1.Event.port_forward:type_name -> termd.v1.PortForwardEvent
-	11, // 50: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	28, // 48: termd.v1.Event.terminal:type_name -> termd.v1.TerminalEvent
+	27, // 49: termd.v1.Event.port_forward:type_name -> termd.v1.PortForwardEvent
+	26, // 50: termd.v1.Event.egress_refused:type_name -> termd.v1.EgressRefusal
+	11, // 51: termd.v1.TerminalEvent.size:type_name -> termd.v1.TerminalOptions
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_termd_v1_types_proto_init() }
@@ -3286,6 +3420,7 @@ func file_termd_v1_types_proto_init() {
 		(*Event_Receipt)(nil),
 		(*Event_Terminal)(nil),
 		(*Event_PortForward)(nil),
+		(*Event_EgressRefused)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3293,7 +3428,7 @@ func file_termd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_types_proto_rawDesc), len(file_termd_v1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
