@@ -95,19 +95,23 @@ export function forwardsView(main, ctx) {
 // seen live and, once signed, the receipt's destinations and refusals.
 export function networkPanel(ctx) {
   const el = h('section', { class: 'card', 'aria-labelledby': 'network-title', id: 'network', hidden: true });
-  const mode = h('div');
+  const modeEl = h('div');
+  let mode = '';
   const fwds = h('div', { id: 'exec-forwards' });
   const liveList = h('ul', { id: 'egress-live', class: 'reasons', 'aria-live': 'polite' });
   const liveBox = h('div', { hidden: true }, h('h3', {}, 'Refused connections, live'), liveList);
   const egress = h('div');
-  el.append(h('h2', { id: 'network-title' }, 'Network'), mode, liveBox, egress, fwds);
+  el.append(h('h2', { id: 'network-title' }, 'Network'), modeEl, liveBox, egress, fwds);
   let exec = null;
+  let planID = '';
   let n = 0;
   async function loadForwards() {
     if (!exec) return;
     try {
       const fs = ((await rest.forwards.list()).forwards || []).filter((f) => f.execution_id === exec.id);
       n = fs.length;
+      // A server on the workspace loopback is what a forward reaches.
+      if (!fs.length && mode !== 'workspace-loopback') { clear(fwds); return; }
       clear(fwds, h('h3', {}, 'Port forwards'), fs.length ? forwardsTable(ctx, fs, false, loadForwards)
         : h('p', { class: 'hint' }, 'None open. A server this execution listens on is reached from the host with ', h('code', {}, 'termctl port-forward ' + exec.id + ' PORT'), '.'));
     } catch (e) { clear(fwds, errorBox(e)); }
@@ -117,7 +121,7 @@ export function networkPanel(ctx) {
   const seen = new Map();
   const off = ctx.on((ev) => {
     const r = ev.egress_refused;
-    if (!r || !exec || r.execution_id !== exec.id) return;
+    if (!r || !(r.plan_id === planID || (exec && r.execution_id === exec.id))) return;
     liveBox.hidden = false;
     const key = r.host + ':' + r.port + ' ' + r.reason;
     const n = (seen.get(key)?.n || 0) + 1;
@@ -129,8 +133,9 @@ export function networkPanel(ctx) {
     el,
     // plan: the plan (its decided mode); ex: its execution, or null.
     update(plan, ex) {
+      planID = plan.id;
       const m = plan.decision?.sandbox?.network_mode;
-      if (m) { el.hidden = false; clear(mode, kv([['Mode', h('span', { id: 'network-mode' }, modeText(m))]])); }
+      if (m && m !== mode) { mode = m; el.hidden = false; clear(modeEl, kv([['Mode', h('span', { id: 'network-mode' }, modeText(m))]])); }
       if (ex && !exec) { exec = ex; el.hidden = false; loadForwards(); }
     },
     // receipt: the parsed receipt JSON; shows its egress account.

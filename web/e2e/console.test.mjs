@@ -3,7 +3,7 @@
 // passes TERMD_CONSOLE_URL and TERMD_CONSOLE_TOKEN. Screenshots of every
 // step go to artifacts/ (gitignored).
 import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { spawn, spawnSync } from 'node:child_process';
 import { join, dirname } from 'node:path';
@@ -127,7 +127,7 @@ await test('read-only command: live output and a verified receipt', async () => 
   await submitPlan();
   await page.locator('#stdout', { hasText: 'hello from the console' }).waitFor();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
-  must((await page.locator('#sandbox').textContent()).startsWith('read-only, no network'), 'plan page does not show the sandbox profile');
+  must((await page.locator('#sandbox').textContent()).startsWith('read-only, workspace loopback'), 'plan page does not show the sandbox profile: ' + await page.locator('#sandbox').textContent());
   must(await page.locator('#sandbox-warning').isHidden(), 'a fully enforced sandbox shows a warning');
   await shot('read-only-output-and-receipt');
   await page.locator('#receipt-title ~ dl a').first().click();
@@ -432,6 +432,35 @@ await test('port forward: listed live with its link, the plan shows its network 
     pf.kill();
     spawnSync(process.env.TERMCTL, ['cancel', execID], { env });
   }
+});
+
+await test('egress: a refused connection shows live, the receipt\'s destinations and refusals show', async () => {
+  const up = process.env.TERMD_UPSTREAM;
+  must(up && process.env.TERMD_WORKSPACE, 'TERMD_UPSTREAM and TERMD_WORKSPACE are needed for the egress test');
+  const go = join(process.env.TERMD_WORKSPACE, 'egress-go');
+  await planForm({ argv: ['python3', 'egress_probe.py', 'http://blocked.test/x', 'http://' + up + '/', go], mode: 'MODE_TRUSTED' });
+  await page.fill('#network', 'egress console');
+  await page.getByRole('button', { name: 'Plan', exact: true }).click();
+  await page.getByText('Network is none, workspace-loopback, host or egress:NAME').waitFor();
+  await page.fill('#network', 'egress:console');
+  await submitPlan();
+  await page.locator('#network-mode', { hasText: 'egress:console' }).waitFor();
+  // The page watches the plan: let the probe try the unlisted host.
+  writeFileSync(go, '');
+  await page.locator('#egress-live li[data-reason="not_on_allow_list"]', { hasText: 'blocked.test:80' }).waitFor();
+  await shot('egress-refused-live');
+  await page.locator('#stdout', { hasText: 'hello from upstream.test' }).waitFor();
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  const dest = page.locator('#egress-destinations tbody tr', { hasText: up });
+  await dest.waitFor();
+  const cells = await dest.locator('td').allTextContents();
+  must(Number(cells[3]) > 0 && Number(cells[4]) > 0, 'the destination has no bytes up and down: ' + cells.join(' | '));
+  await page.locator('#egress-refused tbody tr', { hasText: 'blocked.test:80' }).filter({ hasText: 'not_on_allow_list' }).waitFor();
+  await shot('egress-receipt');
+  // The receipt's own page shows the mode and the same account.
+  await page.locator('#receipt-title ~ dl a').first().click();
+  await page.locator('#receipt-network-mode', { hasText: 'egress:console' }).waitFor();
+  await page.locator('#egress-destinations tbody tr', { hasText: up }).waitFor();
 });
 
 await test('no script errors', async () => {
