@@ -112,6 +112,7 @@ export function networkPanel(ctx) {
       n = fs.length;
       // A server on the workspace loopback is what a forward reaches.
       if (!fs.length && mode !== 'workspace-loopback') { clear(fwds); return; }
+      el.hidden = false;
       clear(fwds, h('h3', {}, 'Port forwards'), fs.length ? forwardsTable(ctx, fs, false, loadForwards)
         : h('p', { class: 'hint' }, 'None open. A server this execution listens on is reached from the host with ', h('code', {}, 'termctl port-forward ' + exec.id + ' PORT'), '.'));
     } catch (e) { clear(fwds, errorBox(e)); }
@@ -123,11 +124,12 @@ export function networkPanel(ctx) {
     const r = ev.egress_refused;
     if (!r || !(r.plan_id === planID || (exec && r.execution_id === exec.id))) return;
     liveBox.hidden = false;
+    el.hidden = false;
     const key = r.host + ':' + r.port + ' ' + r.reason;
-    const n = (seen.get(key)?.n || 0) + 1;
-    const li = h('li', { dataset: { reason: r.reason } }, h('code', {}, r.host + ':' + r.port), ' refused: ', r.reason, n > 1 ? ' (' + n + ' times)' : '', r.detail ? ' — ' + r.detail : '');
+    const times = (seen.get(key)?.times || 0) + 1;
+    const li = h('li', { dataset: { reason: r.reason } }, h('code', {}, r.host + ':' + r.port), ' refused: ', r.reason, times > 1 ? ' (' + times + ' times)' : '', r.detail ? ' — ' + r.detail : '');
     if (seen.has(key)) seen.get(key).li.replaceWith(li); else liveList.append(li);
-    seen.set(key, { n, li });
+    seen.set(key, { times, li });
   });
   return {
     el,
@@ -136,10 +138,14 @@ export function networkPanel(ctx) {
       planID = plan.id;
       const m = plan.decision?.sandbox?.network_mode;
       if (m && m !== mode) { mode = m; el.hidden = false; clear(modeEl, kv([['Mode', h('span', { id: 'network-mode' }, modeText(m))]])); }
-      if (ex && !exec) { exec = ex; el.hidden = false; loadForwards(); }
+      if (ex && !exec) { exec = ex; loadForwards(); }
     },
     // receipt: the parsed receipt JSON; shows its egress account.
-    receipt(rc) { clear(egress, egressSection(rc)); },
+    receipt(rc) {
+      const sec = egressSection(rc);
+      if (sec) el.hidden = false;
+      clear(egress, sec);
+    },
     stop() { stop(); off(); },
   };
 }
