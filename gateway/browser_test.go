@@ -1,6 +1,10 @@
 package gateway_test
 
 import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,8 +46,26 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(credDir, "token"), []byte(credValue), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An upstream an egress execution reaches by name through termd's proxy
+	// (allow-list "console"; the name is pinned to the local server).
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintln(w, "hello from upstream.test")
+	}))
+	t.Cleanup(upstream.Close)
+	upPort := upstream.Listener.Addr().(*net.TCPAddr).Port
 	d := harness.Start(t, harness.Options{AskWrites: true, // touch is the page's command that needs approval
-		Config: "credentials:\n  - {name: CONSOLE_TOKEN, file: " + filepath.Join(credDir, "token") + ", programs: [git]}\n"})
+		Config: "credentials:\n  - {name: CONSOLE_TOKEN, file: " + filepath.Join(credDir, "token") + ", programs: [git]}\n" +
+			fmt.Sprintf("egress:\n  allow_lists:\n    console: [\"upstream.test:%d\"]\n  hosts:\n    upstream.test: 127.0.0.1\n", upPort)})
+	// The egress probe: once the page watches (the go file), one fetch the
+	// proxy refuses, then one it carries.
+	probe := "import os, sys, time, urllib.request\n" +
+		"refused, allowed, go = sys.argv[1:4]\n" +
+		"while not os.path.exists(go):\n    time.sleep(0.2)\n" +
+		"try:\n    urllib.request.urlopen(refused, timeout=20).read()\nexcept Exception as e:\n    print('refused:', e)\n" +
+		"print(urllib.request.urlopen(allowed, timeout=20).read().decode())\n"
+	if err := os.WriteFile(filepath.Join(d.Workspace, "egress_probe.py"), []byte(probe), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A recipe that prints, waits and prints again: the page is reloaded while it runs.
 	if err := os.WriteFile(filepath.Join(d.Workspace, "Makefile"), []byte("slow:\n\t@echo before\n\t@sleep 3\n\t@echo after\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -57,7 +79,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	g := startGateway(t, d)
 	cmd := exec.Command(node, "console.test.mjs")
 	cmd.Dir = e2e
-	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace, "TERMD_TEST_CREDENTIAL_VALUE="+credValue)
+	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace, "TERMD_TEST_CREDENTIAL_VALUE="+credValue,
+		fmt.Sprintf("TERMD_UPSTREAM=upstream.test:%d", upPort))
 	out, err := cmd.CombinedOutput()
 	t.Logf("console.test.mjs:\n%s", out)
 	if err != nil {

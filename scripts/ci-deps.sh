@@ -24,6 +24,8 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v systemd-nspawn >/dev/null 2>&1 || need_apt+=(systemd-container)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# python3: the dev server (http.server) and egress probe of the gateway and browser tests.
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	echo "ci-deps: installing ${need_apt[*]} (apt)"
 	$sudo apt-get update -qq

@@ -6,6 +6,7 @@ import * as rest from './endpoints.js';
 import { h, clear, errorBox, short } from './dom.js';
 import { planFormView, planView } from './plan.js';
 import { recipesView } from './recipes.js';
+import { forwardsView } from './network.js';
 import { approvalsView, grantsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
 
 const main = document.getElementById('main');
@@ -25,6 +26,7 @@ const routes = [
   [/^\/receipts$/, receiptsView, 'receipts'],
   [/^\/receipts\/([^/]+)$/, receiptView, 'receipts'],
   [/^\/recipes$/, recipesView, 'recipes'],
+  [/^\/forwards$/, forwardsView, 'forwards'],
 ];
 
 const ctx = {

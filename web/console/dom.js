@@ -93,8 +93,11 @@ export function richText(s) {
 }
 
 // sandboxText is a plan's sandbox profile in words, e.g.
-// "workspace-write, no network (full enforcement)".
+// "workspace-write, workspace loopback (full enforcement)".
+const NETWORK_WORDS = { none: 'no network', 'workspace-loopback': 'workspace loopback', host: 'host network' };
 export function sandboxText(sb) {
   if (!sb || !sb.profile) return '';
-  return sb.profile + (sb.network ? ', network' : ', no network') + (sb.enforcement ? ' (' + sb.enforcement + ' enforcement)' : '');
+  const m = sb.network_mode;
+  const net = m ? NETWORK_WORDS[m] || m.replace(/^egress:/, 'egress through ') : (sb.network ? 'network' : 'no network');
+  return sb.profile + ', ' + net + (sb.enforcement ? ' (' + sb.enforcement + ' enforcement)' : '');
 }

@@ -64,6 +64,13 @@ export const receipts = {
   shareExport: (rid) => api('GET', '/v1/receipts/' + id(rid) + ':export?share=true'),
 };
 
+// Port forwards into workspace loopbacks: opened by termctl port-forward (the
+// forward lasts while its call does); listed and closed here.
+export const forwards = {
+  list: () => api('GET', '/v1/port-forwards'),
+  close: (fid) => api('POST', '/v1/port-forwards/' + id(fid) + ':close', {}),
+};
+
 export const grants = {
   list: (all) => api('GET', '/v1/grants' + query({ all })),
   revoke: (gid) => api('POST', '/v1/grants/' + id(gid) + ':revoke', {}),

@@ -2,6 +2,7 @@
 // receipt's page with verification, raw JSON, download and share export.
 import * as rest from './endpoints.js';
 import { h, clear, short, words, badge, kv, errorBox, empty, argvText, when, download, exitText, sandboxText } from './dom.js';
+import { modeText, egressSection } from './network.js';
 
 function planRow(p) {
   const st = short(p.state, 'PLAN_STATE_');
@@ -59,6 +60,7 @@ export function approvalsView(main, ctx) {
         h('span', { class: 'muted' }, 'by ' + (p.requester?.name || 'unknown') + ' · ' + when(p.created_at) + ' · expires ' + when(p.expires_at))),
       (d.reasons || []).length ? h('ul', { class: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
       kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
+        ['Network mode', modeText(d.sandbox?.network_mode)],
         ['Sandbox', sandboxText(d.sandbox)],
         ['Request hash', h('code', { class: 'hash' }, d.request_hash)]]),
       ctx.canApprove ? rememberControls(p) : null,
@@ -265,7 +267,9 @@ export function receiptView(main, ctx, id) {
       const v = await rest.receipts.verify(r.receipt_json);
       const s = r.summary || {};
       let pretty = r.receipt_json;
-      try { pretty = JSON.stringify(JSON.parse(r.receipt_json), null, 2); } catch { /* show as is */ }
+      let rc = null;
+      try { rc = JSON.parse(r.receipt_json); pretty = JSON.stringify(rc, null, 2); } catch { /* show as is */ }
+      const netMode = rc?.sandbox?.network_mode;
       const shareOut = h('div');
       const check = (ok) => (ok ? h('span', { class: 'ok' }, '✔ yes') : h('span', { class: 'bad' }, '✘ no'));
       clear(top,
@@ -301,6 +305,9 @@ export function receiptView(main, ctx, id) {
             } }, 'Share export…')),
           h('p', { class: 'hint' }, 'Verify offline, without termd: ', h('code', {}, 'termctl receipts verify receipt-' + id + '.json --public-key termd-receipts.pem')),
           shareOut),
+        netMode || rc?.egress ? h('section', { class: 'card', 'aria-labelledby': 'receipt-network-title' },
+          h('h2', { id: 'receipt-network-title' }, 'Network'),
+          kv([['Mode', h('span', { id: 'receipt-network-mode' }, modeText(netMode))]]), egressSection(rc)) : null,
         h('section', { class: 'card', 'aria-labelledby': 'raw-title' }, h('h2', { id: 'raw-title' }, 'Raw JSON'), h('pre', { id: 'receipt-json' }, pretty)));
     } catch (e) {
       clear(top, errorBox(e.status === 404 ? 'No receipt ' + id + ' (or you may not see it).' : e));

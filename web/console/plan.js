@@ -3,6 +3,7 @@
 import * as rest from './endpoints.js';
 import { h, clear, short, words, badge, kv, errorBox, empty, argvText, b64decode, when, exitText, richText, sandboxText } from './dom.js';
 import { terminalPanel } from './terminal.js';
+import { networkPanel } from './network.js';
 
 const FORM_KEY = 'termd.planDraft';
 
@@ -22,6 +23,8 @@ export function planFormView(main, ctx) {
     h('option', { value: 'MODE_CONFIRM' }, 'confirm — asks before risky changes and network use'),
     h('option', { value: 'MODE_TRUSTED' }, 'trusted — no approvals, denials hold'));
   const timeout = h('input', { type: 'number', id: 'timeout', name: 'timeout', min: 0, step: 1, placeholder: 'policy default' });
+  const network = h('input', { type: 'text', id: 'network', name: 'network', spellcheck: 'false', autocomplete: 'off', list: 'network-modes', placeholder: 'policy default' });
+  const networkModes = h('datalist', { id: 'network-modes' }, ['none', 'workspace-loopback', 'host', 'egress:registries'].map((v) => h('option', { value: v })));
   const autorun = h('input', { type: 'checkbox', id: 'autorun', checked: true });
   const tty = h('input', { type: 'checkbox', id: 'tty' });
   const argvBox = h('div', {}, h('label', { for: 'argv' }, 'Arguments ', h('span', { class: 'hint' }, 'one per line, taken literally')), argv);
@@ -54,6 +57,7 @@ export function planFormView(main, ctx) {
     h('div', { class: 'grid' },
       h('div', {}, h('label', { for: 'mode' }, 'Mode'), mode),
       h('div', {}, h('label', { for: 'timeout' }, 'Timeout (seconds)'), timeout)),
+    h('label', { for: 'network' }, 'Network ', h('span', { class: 'hint' }, 'none, workspace-loopback, host or egress:ALLOW-LIST; empty: workspace-loopback, or host for a program that needs the network')), network, networkModes,
     h('label', { class: 'check', for: 'tty' }, tty, 'On a terminal (an interactive program: a REPL, a prompt, less; 24×80)'),
     h('label', { class: 'check', for: 'autorun' }, autorun, 'Run at once when the policy allows it'),
     err,
@@ -82,6 +86,11 @@ export function planFormView(main, ctx) {
     if (names.length) req.credentials = names;
     if (mode.value) req.mode = mode.value;
     if (timeout.value) req.timeout_seconds = Number(timeout.value);
+    const net = network.value.trim();
+    if (net && !/^(none|workspace-loopback|host|egress:[A-Za-z0-9._-]{1,64})$/.test(net)) {
+      clear(err, errorBox('Network is none, workspace-loopback, host or egress:NAME (NAME: an allow-list in termd\'s config, letters, digits, . _ -).')); network.focus(); return;
+    }
+    if (net) req.network = net;
     if (tty.checked) req.tty = { rows: 24, cols: 80 };
     submit.disabled = true;
     try {
@@ -173,7 +182,8 @@ export function planView(main, ctx, id) {
   // What happens now comes first; the decision and canonical request follow
   // (render moves the approval card up while a person must act on it).
   const termSlot = h('div');
-  main.append(title, err, summary, approval, execution, termSlot, output, receipt, decision);
+  const net = networkPanel(ctx);
+  main.append(title, err, summary, approval, execution, termSlot, output, net.el, receipt, decision);
   let term = null;
   const pending = sessionStorage.getItem('termd.flash');
   if (pending) { sessionStorage.removeItem('termd.flash'); ctx.flash(pending); }
@@ -238,6 +248,7 @@ export function planView(main, ctx, id) {
       if (gone) return;
       clear(err);
       render();
+      net.update(plan, exec);
       const rid = plan.receipt_id || exec?.receipt_id;
       if (rid && rid !== receiptShown) { receiptShown = rid; showReceipt(rid); }
     } catch (e) {
@@ -358,6 +369,7 @@ export function planView(main, ctx, id) {
     try {
       const r = await rest.receipts.get(rid);
       const v = await rest.receipts.verify(r.receipt_json);
+      try { net.receipt(JSON.parse(r.receipt_json)); } catch { /* the raw JSON is on the receipt's page */ }
       clear(receipt, h('h2', { id: 'receipt-title' }, 'Receipt'),
         h('p', { id: 'receipt-verdict', class: v.valid ? 'ok' : 'bad' }, v.valid ? '✔ Receipt verified' : '✘ Receipt does not verify'),
         kv([['Receipt', h('a', { href: '/receipts/' + encodeURIComponent(rid) }, rid)], ['Status', r.summary?.status], ['Exit code', exitText(r.summary?.exit_code)],
@@ -388,7 +400,7 @@ export function planView(main, ctx, id) {
     if (es === 'RUNNING' || es === 'PAUSED' || (exec && !receiptShown)) load();
   }, 3000);
   load();
-  return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); if (term) term.stop(); };
+  return () => { gone = true; off(); clearInterval(poll); clearTimeout(timer); if (term) term.stop(); net.stop(); };
 }
 
 // consoleStep says a plan's next step in the console's words: the daemon

@@ -3,9 +3,9 @@
 // passes TERMD_CONSOLE_URL and TERMD_CONSOLE_TOKEN. Screenshots of every
 // step go to artifacts/ (gitignored).
 import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -127,7 +127,7 @@ await test('read-only command: live output and a verified receipt', async () => 
   await submitPlan();
   await page.locator('#stdout', { hasText: 'hello from the console' }).waitFor();
   await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
-  must((await page.locator('#sandbox').textContent()).startsWith('read-only, no network'), 'plan page does not show the sandbox profile');
+  must((await page.locator('#sandbox').textContent()).startsWith('read-only, workspace loopback'), 'plan page does not show the sandbox profile: ' + await page.locator('#sandbox').textContent());
   must(await page.locator('#sandbox-warning').isHidden(), 'a fully enforced sandbox shows a warning');
   await shot('read-only-output-and-receipt');
   await page.locator('#receipt-title ~ dl a').first().click();
@@ -377,6 +377,90 @@ await test('terminal: a watcher reads only, an operator takes the input over', a
   await shot('terminal-handed-back');
   must(send('--key', 'ctrl_d').status === 0, 'the requester could not end cat');
   await page.locator('#exec-title .badge', { hasText: 'succeeded' }).waitFor();
+});
+
+await test('port forward: listed live with its link, the plan shows its network mode, Close ends termctl port-forward', async () => {
+  must(process.env.TERMCTL && process.env.TERMD_WORKSPACE, 'TERMCTL and TERMD_WORKSPACE are needed to start a dev server and forward to it');
+  const env = { ...process.env, NO_COLOR: '1' };
+  // root (the test) starts a dev server on its workspace loopback.
+  const r = spawnSync(process.env.TERMCTL, ['run', '--detach', '--mode', 'trusted', '--', 'python3', '-m', 'http.server', '--bind', '127.0.0.1', '18473'], { encoding: 'utf8', cwd: process.env.TERMD_WORKSPACE, env });
+  must(r.status === 0, 'termctl run --detach python3 -m http.server: ' + r.status + ' ' + r.stderr);
+  const planID = (r.stderr.match(/plan ([0-9a-f-]{36})/) || [])[1];
+  const execID = (r.stdout.match(/termctl output ([0-9a-f-]{36})/) || [])[1];
+  must(planID && execID, 'no plan or execution id in: ' + r.stderr + r.stdout);
+  await page.getByRole('link', { name: 'Forwards' }).click();
+  await page.getByText('No port forwards are open.').waitFor();
+  // termctl port-forward holds the forward while it runs; the page lists it without a reload.
+  const pf = spawn(process.env.TERMCTL, ['port-forward', execID, '0:18473'], { env });
+  let pfOut = '';
+  pf.stdout.on('data', (b) => { pfOut += b; });
+  pf.stderr.on('data', (b) => { pfOut += b; });
+  const exited = new Promise((res) => pf.on('exit', (code) => res(code)));
+  try {
+    const opened = page.waitForFunction(() => document.querySelector('#forwards tr[data-forward]'));
+    await opened;
+    const m = pfOut.match(/forwarding (http:\/\/127\.0\.0\.1:\d+) .*\nforward (\S+);/);
+    must(m, 'termctl port-forward did not say its address: ' + pfOut);
+    const [, addr, fid] = m;
+    const row = page.locator(`#forwards tr[data-forward="${fid}"]`);
+    await row.waitFor();
+    const href = await row.locator('a.forward-open').getAttribute('href');
+    must(href === addr + '/', 'the Open link is ' + href + ', want ' + addr + '/');
+    must((await row.textContent()).includes('127.0.0.1:18473'), 'the row does not name the remote port: ' + await row.textContent());
+    // The link answers: the dev server's listing comes through the forward (once it listens).
+    let body = '';
+    for (let i = 0; i < 120 && !body.includes('Directory listing'); i++) {
+      try { body = await (await fetch(href)).text(); } catch { await new Promise((res) => setTimeout(res, 500)); }
+    }
+    must(body.includes('Directory listing'), 'the Open link did not reach the dev server: ' + body.slice(0, 200));
+    await shot('forwards');
+    // The plan's page shows its network mode and the forward into its execution.
+    await page.goto(url + '/plans/' + planID);
+    await page.locator('#network-mode', { hasText: 'workspace-loopback' }).waitFor();
+    await page.locator(`#exec-forwards tr[data-forward="${fid}"] a.forward-open[href="${href}"]`).waitFor();
+    await shot('plan-network');
+    // Close (operator) ends the forward and termctl port-forward with it.
+    await page.getByRole('link', { name: 'Forwards' }).click();
+    await row.getByRole('button', { name: 'Close' }).click();
+    await row.waitFor({ state: 'detached' });
+    const code = await exited;
+    must(code !== 0 && pfOut.includes('was closed'), 'termctl port-forward after Close: exit ' + code + ' ' + pfOut);
+    let refused = false;
+    try { await fetch(href); } catch { refused = true; }
+    must(refused, 'the host port still answers after Close');
+  } finally {
+    pf.kill();
+    spawnSync(process.env.TERMCTL, ['cancel', execID], { env });
+  }
+});
+
+await test('egress: a refused connection shows live, the receipt\'s destinations and refusals show', async () => {
+  const up = process.env.TERMD_UPSTREAM;
+  must(up && process.env.TERMD_WORKSPACE, 'TERMD_UPSTREAM and TERMD_WORKSPACE are needed for the egress test');
+  const go = join(process.env.TERMD_WORKSPACE, 'egress-go');
+  await planForm({ argv: ['python3', 'egress_probe.py', 'http://blocked.test/x', 'http://' + up + '/', go], mode: 'MODE_TRUSTED' });
+  await page.fill('#network', 'egress console');
+  await page.getByRole('button', { name: 'Plan', exact: true }).click();
+  await page.getByText('Network is none, workspace-loopback, host or egress:NAME').waitFor();
+  await page.fill('#network', 'egress:console');
+  await submitPlan();
+  await page.locator('#network-mode', { hasText: 'egress:console' }).waitFor();
+  // The page watches the plan: let the probe try the unlisted host.
+  writeFileSync(go, '');
+  await page.locator('#egress-live li[data-reason="not_on_allow_list"]', { hasText: 'blocked.test:80' }).waitFor();
+  await shot('egress-refused-live');
+  await page.locator('#stdout', { hasText: 'hello from upstream.test' }).waitFor();
+  await page.locator('#receipt-verdict', { hasText: 'Receipt verified' }).waitFor();
+  const dest = page.locator('#egress-destinations tbody tr', { hasText: up });
+  await dest.waitFor();
+  const cells = await dest.locator('td').allTextContents();
+  must(Number(cells[3]) > 0 && Number(cells[4]) > 0, 'the destination has no bytes up and down: ' + cells.join(' | '));
+  await page.locator('#egress-refused tbody tr', { hasText: 'blocked.test:80' }).filter({ hasText: 'not_on_allow_list' }).waitFor();
+  await shot('egress-receipt');
+  // The receipt's own page shows the mode and the same account.
+  await page.locator('#receipt-title ~ dl a').first().click();
+  await page.locator('#receipt-network-mode', { hasText: 'egress:console' }).waitFor();
+  await page.locator('#egress-destinations tbody tr', { hasText: up }).waitFor();
 });
 
 await test('no script errors', async () => {
