@@ -35,7 +35,9 @@ func TestPortForwardRoute(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &er); err != nil || code != 200 {
 		t.Fatalf("execute: %d %s", code, raw)
 	}
-	defer func() { e.do("POST", "/v1/executions/"+er.Execution.ID+":cancel", e.Operator, map[string]any{}).Body.Close() }()
+	defer func() {
+		e.do("POST", "/v1/executions/"+er.Execution.ID+":cancel", e.Operator, map[string]any{}).Body.Close()
+	}()
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -281,4 +281,3 @@ func TestPortForwardReachesTheWorkspaceLoopback(t *testing.T) {
 		t.Errorf("%s accepts connections after an operator closed it", first.Forward.LocalAddress)
 	}
 }
-
