@@ -1251,7 +1251,7 @@ func (c *command) effects() bool {
 		}
 	}
 	d.Writes = c.writes
-	c.netMode = networkFor(c.req.Network, pc, s)
+	c.netMode = networkFor(c.req.Network, pc, c.ctx.sandbox, s)
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
 	c.write = pc.write || len(c.writes) > 0 || pc.unparsed
