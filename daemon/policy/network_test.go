@@ -145,6 +145,7 @@ func TestLoopbackClients(t *testing.T) {
 		{"curl", "--resolve", "localhost:80:203.0.113.7", "http://localhost/"},
 		{"curl", "--connect-to", "::example.com:", "http://127.0.0.1/"},
 		{"curl", "--alt-svc", "alt.txt", "https://localhost/"},
+		{"xargs", "curl", "-s"}, // its URLs come from its input
 	} {
 		d := decide(enforced, ModeConfirm, "", argv...)
 		if d.Verdict == Allow || d.Sandbox.NetworkMode == "workspace-loopback" {
