@@ -52,7 +52,7 @@ func (f *requestFlags) register(cmd *cobra.Command, withSession, withTimeout boo
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable `K=V` for the command (repeatable; only names the policy allows)")
 	fs.StringArrayVar(&f.credentials, "credential", nil, "credential `NAME` the command receives in its environment (repeatable; `termctl credentials` lists yours); termd reads the value when it runs, you never see it")
 	fs.BoolVar(&f.privileged, "privileged", false, "run as real host root (termd as root, Linux): without it a command run for root is root only inside a user namespace and an unprivileged uid on the host; a privileged plan always needs a person's approval")
-	fs.StringVar(&f.network, "network", "", "network: none, workspace-loopback (127.0.0.1 shared with your other executions in this workspace, nothing outside), host (asked in confirm mode) or egress:NAME (an allow-list in termd's config); default: the policy's (workspace-loopback, or host for a program that needs the network)")
+	fs.StringVar(&f.network, "network", "", "network: none, workspace-loopback (127.0.0.1 shared with your other executions in this workspace, nothing outside), host (asked in confirm mode) or egress:NAME (an allow-list in termd's config); default: the policy's (workspace-loopback, or host for a program that needs the network; curl or wget to loopback URLs only: workspace-loopback)")
 	fs.StringVar(&f.mode, "mode", "", "policy mode: inspect, confirm or trusted (default: the policy's)")
 	fs.StringVar(&f.sandbox, "sandbox", "", "sandbox profile: read-only or workspace-write (default: the policy's; a program without a grammar runs read-only unless given workspace-write, which makes it project code)")
 	if withTimeout {

@@ -38,12 +38,20 @@ func netDaemon(t *testing.T, extraConfig string) *harness.Daemon {
 // execution that keeps running) and waits until it listens.
 func startServer(t *testing.T, d *harness.Daemon, port int, text string) *termdv1.Execution {
 	t.Helper()
+	return startDevServer(t, d, []string{"probe", "serve", fmt.Sprint(port), text}, "listening on 127.0.0.1:")
+}
+
+// startDevServer starts argv as root in a session of its own, which must
+// run without approval on the workspace loopback, and waits until its
+// output says ready.
+func startDevServer(t *testing.T, d *harness.Daemon, argv []string, ready string) *termdv1.Execution {
+	t.Helper()
 	ss, err := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{Label: "dev server"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := d.Client.Plans.CreatePlan(ctxT(t), &termdv1.CreatePlanRequest{SessionId: ss.Session.Id, Request: &termdv1.CommandRequest{
-		Argv: []string{"probe", "serve", fmt.Sprint(port), text}, Cwd: d.Workspace, TimeoutSeconds: 300}})
+		Argv: argv, Cwd: d.Workspace, TimeoutSeconds: 300}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +69,7 @@ func startServer(t *testing.T, d *harness.Daemon, port int, text string) *termdv
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		out, err := d.Client.Executions.ReadOutput(ctxT(t), &termdv1.ReadOutputRequest{ExecutionId: ex.Execution.Id})
-		if err == nil && strings.Contains(string(out.Data), "listening on 127.0.0.1:") {
+		if err == nil && strings.Contains(string(out.Data), ready) {
 			return ex.Execution
 		}
 		g, gerr := d.Client.Executions.GetExecution(ctxT(t), &termdv1.GetExecutionRequest{ExecutionId: ex.Execution.Id})

@@ -10,10 +10,11 @@ import (
 )
 
 // TestBenchPolicyAgentDay decides an ordinary agent day (testdata/agentday.txt,
-// 190 commands) in confirm mode, with the sandbox fully enforced and with it
+// 197 commands) in confirm mode, with the sandbox fully enforced and with it
 // unavailable, and counts what is denied, what asks and what runs without
 // approval (issue 31: nothing ordinary is hard-denied). It fails when an
-// everyday command is denied or a kept denial is not. `make bench` prints the
+// everyday command is denied, a kept denial is not, or a line marked runs
+// (a curl to the principal's dev server) asks with the sandbox enforced. `make bench` prints the
 // counts (TERMD_BENCH=1).
 func TestBenchPolicyAgentDay(t *testing.T) {
 	f := newFixture(t)
@@ -28,8 +29,8 @@ func TestBenchPolicyAgentDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	type line struct {
-		argv []string
-		kept bool
+		argv       []string
+		kept, runs bool
 	}
 	var day []line
 	for _, l := range strings.Split(string(data), "\n") {
@@ -42,7 +43,7 @@ func TestBenchPolicyAgentDay(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", l, err)
 		}
-		day = append(day, line{argv, strings.TrimSpace(mark) == "kept"})
+		day = append(day, line{argv, strings.TrimSpace(mark) == "kept", strings.TrimSpace(mark) == "runs"})
 	}
 	if len(day) < 150 {
 		t.Fatalf("the agent day has %d commands; it needs at least 150", len(day))
@@ -76,6 +77,9 @@ func TestBenchPolicyAgentDay(t *testing.T) {
 			case d.Verdict == Deny:
 				denied++
 				t.Errorf("%s: everyday command %q denied: %q", c.name, l.argv, d.Reasons)
+			case d.Verdict == Ask && l.runs && c.ctx.Sandbox:
+				asked++
+				t.Errorf("%s: %q asks, but must run without approval: %q", c.name, l.argv, d.Reasons)
 			case d.Verdict == Ask:
 				asked++
 				askedLines = append(askedLines, cmdline.Quote(l.argv))

@@ -1254,7 +1254,7 @@ func (c *command) effects() bool {
 		}
 	}
 	d.Writes = c.writes
-	c.netMode = networkFor(fetchNetwork(c.req.Network, pc, c.ctx), pc, s)
+	c.netMode = networkFor(fetchNetwork(c.req.Network, pc, c.ctx), pc, c.ctx.sandbox, s)
 	d.Network = pc.net
 	d.RunsProjectCode = pc.code
 	c.write = pc.write || len(c.writes) > 0 || pc.unparsed

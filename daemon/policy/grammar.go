@@ -163,6 +163,10 @@ type parsed struct {
 	// notPlain: why the options used make a plain write more than an edit
 	// (opt.notPlain).
 	notPlain []string
+	// loopback: a network client (curl, wget) whose every destination is a
+	// loopback address, with no option that sends it elsewhere
+	// (loopbackOnly): networkFor may hold it to the workspace loopback.
+	loopback bool
 }
 
 func (p *parsed) has(names ...string) bool {

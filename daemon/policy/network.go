@@ -33,16 +33,30 @@ func checkNetwork(asked string, ctx *decideCtx, s *state) {
 // egress allow-list) counts as network use, asked in confirm mode.
 //
 //	asked ""                   -> host when the program needs the network, else workspace-loopback
+//	                              (a client whose every URL is loopback: workspace-loopback, offline,
+//	                              when the sandbox is fully enforced)
 //	asked none / loopback      -> that, offline
 //	asked host / egress:NAME   -> that, network use
-func networkFor(asked string, pc *parsed, s *state) netmode.Mode {
+//
+// The loopback client's inference rests on enforcement: on the workspace
+// loopback it reaches the principal's own namespace or, where termd cannot
+// make one, nothing (Landlock refuses TCP); without a fully enforced sandbox
+// that fallback is not certain, and 127.0.0.1 could be the host's own.
+func networkFor(asked string, pc *parsed, enforced bool, s *state) netmode.Mode {
 	m, _, err := netmode.Parse(asked)
 	if err != nil {
 		return netmode.None // denied in checkNetwork; the strictest mode for the record
 	}
 	switch {
+	case m == "" && pc.net && pc.loopback && enforced:
+		m = netmode.WorkspaceLoopback
+		s.step("network", string(m), pc.cmdName()+" reaches only loopback addresses: it gets the workspace loopback (the principal's dev servers, nothing outside)")
+		pc.net = false
 	case m == "" && pc.net:
 		m = netmode.Host
+		if pc.loopback {
+			s.step("network", string(m), pc.cmdName()+" reaches only loopback addresses, but without a fully enforced sandbox the workspace loopback is not certain to hold it: it gets host")
+		}
 	case m == "":
 		m = netmode.WorkspaceLoopback
 	case m.Contained():

@@ -36,7 +36,8 @@ func TestNetworkMode(t *testing.T) {
 		{"host", []string{"make"}, "host", Ask, true},
 		{"host", []string{"ls"}, "host", Ask, true},
 		{"", []string{"curl", "https://example.com"}, "host", Ask, true},
-		{"workspace-loopback", []string{"curl", "http://127.0.0.1:8000/"}, "workspace-loopback", Ask, false}, // asked by its rule, not for the network
+		{"workspace-loopback", []string{"curl", "http://127.0.0.1:8000/"}, "workspace-loopback", Allow, false},
+		{"workspace-loopback", []string{"curl", "https://example.com"}, "workspace-loopback", Allow, false}, // held there: reaches nothing outside
 		{"egress:npm", []string{"ls"}, "egress:npm", Ask, true},
 	} {
 		d := decide(c.network, c.argv...)
@@ -67,4 +68,154 @@ func TestNetworkMode(t *testing.T) {
 	if d := decide("egress:pypi", "ls"); d.Verdict == Deny {
 		t.Errorf("a configured allow-list: %s %v", d.Verdict, d.Reasons)
 	}
+}
+
+// A network client whose every destination is loopback (issue 32: an agent
+// iterating on a dev server) gets the workspace loopback and costs no
+// approval in confirm mode when the sandbox is fully enforced; a URL that is
+// not loopback, an option that sends the request elsewhere, an explicit
+// host network or an unenforced sandbox keep host (asked); its files are
+// still decided as writes.
+func TestLoopbackClients(t *testing.T) {
+	f := newFixture(t)
+	enforced := f.ctx
+	enforced.Sandbox, enforced.SandboxBy = true, "Landlock"
+	decide := func(ctx Context, mode Mode, network string, argv ...string) Decision {
+		t.Helper()
+		return f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: mode, Network: network}, ctx)
+	}
+	// Loopback only: runs without approval, offline, read-only.
+	for _, argv := range [][]string{
+		{"curl", "http://127.0.0.1:8080/"},
+		{"curl", "-s", "http://localhost:3000/api?x=1"},
+		{"curl", "-sS", "-f", "127.0.0.1:8080"},
+		{"curl", "localhost"},
+		{"curl", "HTTP://LocalHost:80/"},
+		{"curl", "https://127.0.0.2:8443/"},
+		{"curl", "http://[::1]:8080/"},
+		{"curl", "-g", "http://[::1]/"},
+		{"curl", "http://user:pw@127.0.0.1:8080/"},
+		{"curl", "http://127.0.0.1:/"},
+		{"curl", "-sL", "http://127.0.0.1:8080/a", "http://localhost:8081/b"},
+		{"curl", "--url", "http://127.0.0.1:1/"},
+		{"curl", "-X", "POST", "-H", "Content-Type: application/json", "-d", `{"a":1}`, "http://127.0.0.1:8080/api"},
+		{"curl", "-s", "http://127.0.0.1:8080/page{1,2}"},
+		{"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:8080/"},
+		{"wget", "-qO-", "http://127.0.0.1:8080/"},
+		{"wget", "-O", "-", "localhost:8080"},
+		{"wget", "--spider", "http://127.0.0.1/"},
+		{"timeout", "10", "curl", "-s", "http://127.0.0.1:8080/"},
+	} {
+		d := decide(enforced, ModeConfirm, "", argv...)
+		if d.Verdict != Allow || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || d.Sandbox.Network || !d.ReadOnly || d.Sandbox.Profile != SandboxReadOnly {
+			t.Errorf("%q: %s network %v mode %q (host %v) read-only %v profile %s, want allow on the workspace loopback, read-only; %q",
+				argv, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Sandbox.Network, d.ReadOnly, d.Sandbox.Profile, d.Reasons)
+		}
+		if !hasStep(d, "network", "reaches only loopback addresses") {
+			t.Errorf("%q: no network step says why it gets the workspace loopback: %+v", argv, d.Steps)
+		}
+	}
+	// Anything else that reaches out: host, asked for the network.
+	for _, argv := range [][]string{
+		{"curl", "https://example.com"},
+		{"curl", "http://127.0.0.1:8080/", "https://example.com/"},
+		{"curl", "--url", "http://example.test/", "http://127.0.0.1:8080/"},
+		{"wget", "-qO-", "http://127.0.0.1:8080/", "http://example.test/"},
+		{"curl", "http://127.0.0.1.example.com/"},
+		{"curl", "http://localhost.example.com/"},
+		{"curl", "http://127.0.0.1@example.com/"},
+		{"curl", "http://127.0.0.1:8080@example.com/"},
+		{"curl", "http://a@127.0.0.1@example.com/"},
+		{"curl", "http://127.1/"},
+		{"curl", "http://2130706433/"},
+		{"curl", "http://0x7f.0.0.1/"},
+		{"curl", "http://0177.0.0.1/"},
+		{"curl", "http://%31%32%37.0.0.1/"},
+		{"curl", "http://localhost./"},
+		{"curl", "http://0.0.0.0:8080/"},
+		{"curl", "http://169.254.169.254/"},
+		{"curl", "http://[::2]/"},
+		{"curl", "http://[::1%25lo]/"},
+		{"curl", "http://::1/"},
+		{"curl", "http://127.0.0.1:80x/"},
+		{"curl", "http://{127.0.0.1,example.com}/"},
+		{"curl", "http://127.0.0.1{,.example.com}/"},
+		{"curl", "-x", "http://127.0.0.1:3128", "http://127.0.0.1:8080/"},
+		{"curl", "--proxy", "http://proxy.example:3128", "http://localhost/"},
+		{"curl", "--resolve", "localhost:80:203.0.113.7", "http://localhost/"},
+		{"curl", "--connect-to", "::example.com:", "http://127.0.0.1/"},
+		{"curl", "--alt-svc", "alt.txt", "https://localhost/"},
+		{"xargs", "curl", "-s"}, // its URLs come from its input
+	} {
+		d := decide(enforced, ModeConfirm, "", argv...)
+		if d.Verdict == Allow || d.Sandbox.NetworkMode == "workspace-loopback" {
+			t.Errorf("%q: %s on network %q, want it asked (or denied) off the workspace loopback; %q", argv, d.Verdict, d.Sandbox.NetworkMode, d.Reasons)
+		}
+	}
+	// Options the grammar does not know make curl unknown code (its
+	// arguments unread), never a loopback client.
+	for _, argv := range [][]string{
+		{"curl", "--unix-socket", "/run/docker.sock", "http://localhost/v1.43/containers/json"},
+		{"curl", "--preproxy", "socks5://example.com", "http://localhost/"},
+	} {
+		d := decide(enforced, ModeConfirm, "", argv...)
+		if hasStep(d, "network", "reaches only loopback") || !hasReason(d, "runs as unknown code") {
+			t.Errorf("%q: decided as a loopback client, or not as unknown code: %q %+v", argv, d.Reasons, d.Steps)
+		}
+	}
+	// Asked for host, or an unenforced sandbox: host, asked.
+	for _, c := range []struct {
+		ctx     Context
+		network string
+		why     string
+	}{{enforced, "host", "uses the network"}, {f.ctx, "", "uses the network"}} {
+		d := decide(c.ctx, ModeConfirm, c.network, "curl", "http://127.0.0.1:8080/")
+		if d.Verdict != Ask || !d.Network || d.Sandbox.NetworkMode != "host" || !hasReason(d, c.why) {
+			t.Errorf("curl to the loopback with network %q, sandbox enforced %v: %s network %v mode %q; %q", c.network, c.ctx.Sandbox, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Reasons)
+		}
+	}
+	if d := decide(f.ctx, ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); !hasStep(d, "network", "without a fully enforced sandbox") {
+		t.Errorf("an unenforced sandbox does not say why a loopback curl keeps host: %+v", d.Steps)
+	}
+	// Writes are decided as writes: offline, but asked (curl and wget are
+	// not plain edits), and a protected name is refused as before.
+	for _, argv := range [][]string{
+		{"curl", "-o", "page.html", "http://127.0.0.1:8080/"},
+		{"curl", "-sO", "http://127.0.0.1:8080/app.js"},
+		{"curl", "--output-dir", "build", "-o", "x.html", "http://localhost:8080/"},
+		{"wget", "http://127.0.0.1:8080/"},
+	} {
+		d := decide(enforced, ModeConfirm, "", argv...)
+		if d.Verdict != Ask || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || len(d.Writes) == 0 || !hasReason(d, "writes") || hasReason(d, "uses the network") {
+			t.Errorf("%q: %s network %v mode %q writes %v; want asked for its writes only; %q", argv, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Writes, d.Reasons)
+		}
+	}
+	// Standard output and /dev/null are no files: nothing written.
+	for _, argv := range [][]string{{"curl", "-o", "-", "http://127.0.0.1:8080/"}, {"curl", "-so", "/dev/null", "http://127.0.0.1:8080/"}, {"wget", "-O", "/dev/null", "http://127.0.0.1:8080/"}} {
+		if d := decide(enforced, ModeConfirm, "", argv...); d.Verdict != Allow || len(d.Writes) > 0 || !d.ReadOnly {
+			t.Errorf("%q: %s writes %v; want allowed, read-only; %q", argv, d.Verdict, d.Writes, d.Reasons)
+		}
+	}
+	if d := decide(enforced, ModeConfirm, "", "wget", "-O", "-", "-O", "out.html", "http://127.0.0.1:8080/"); d.Verdict != Ask || !contains(d.Writes, f.ws+"/out.html") {
+		t.Errorf("wget -O - -O out.html: %s writes %v; %q", d.Verdict, d.Writes, d.Reasons)
+	}
+	if d := decide(enforced, ModeConfirm, "", "curl", "-o", ".bashrc", "http://127.0.0.1:8080/"); d.Verdict != Deny {
+		t.Errorf("curl -o .bashrc from the loopback: %s %q", d.Verdict, d.Reasons)
+	}
+	if d := decide(enforced, ModeConfirm, "", "curl", "-K", "cfg", "http://127.0.0.1:8080/"); d.Verdict != Deny || !hasReason(d, "reads options from a file") {
+		t.Errorf("curl -K to the loopback: %s %q", d.Verdict, d.Reasons)
+	}
+	// curl never reads ~/.curlrc: -q comes first.
+	if d := decide(enforced, ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); len(d.ExecArgv) < 2 || d.ExecArgv[1] != "-q" {
+		t.Errorf("curl's exec argv %q does not start with -q", d.ExecArgv)
+	}
+}
+
+func hasStep(d Decision, name, sub string) bool {
+	for _, st := range d.Steps {
+		if (st.Name == name || st.Name == "inner "+name) && strings.Contains(st.Detail, sub) {
+			return true
+		}
+	}
+	return false
 }

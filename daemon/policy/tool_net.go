@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -120,11 +122,98 @@ func postCurl(p *parsed) {
 			}
 		}
 	}
+	dropOutputSinks(p, "-o")
 	for _, op := range p.paths {
 		if op.kind == KPathWrite {
 			p.write = true
 		}
 	}
+	p.loopback = loopbackOnly(p, urls, !p.has("-g"), curlElsewhere...)
+}
+
+// dropOutputSinks forgets the output option values that name no file: "-"
+// (standard output) and /dev/null (which every sandbox profile may write),
+// so `curl -s -o /dev/null -w '%{http_code}' URL` and `wget -qO- URL` write
+// nothing. It reports whether every value of the option was one.
+func dropOutputSinks(p *parsed, name string) bool {
+	all := true
+	p.paths = slices.DeleteFunc(p.paths, func(op operand) bool {
+		if op.from == nil || op.from.names[0] != name {
+			return false
+		}
+		sink := op.value == "-" || op.value == "/dev/null"
+		all = all && sink
+		return sink
+	})
+	return all
+}
+
+// curlElsewhere are the curl options that send a request somewhere other
+// than its URL's host: a proxy (-x), a host mapped to another address
+// (--resolve, --connect-to), an alternative-services file (--alt-svc).
+// Options the grammar does not know (--unix-socket, --preproxy, --doh-url)
+// make the command unknown code, never a loopback client.
+var curlElsewhere = []string{"-x", "--resolve", "--connect-to", "--alt-svc"}
+
+// loopbackOnly: there is at least one URL, every URL names a loopback host
+// (loopbackURL) and no option in elsewhere is used. Such a client reaches
+// nothing but a loopback, so the policy may hold it to the workspace
+// loopback (networkFor); its files are decided as before.
+func loopbackOnly(p *parsed, urls []string, globs bool, elsewhere ...string) bool {
+	if len(urls) == 0 || p.has(elsewhere...) {
+		return false
+	}
+	for _, u := range urls {
+		if !loopbackURL(u, globs) {
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackURL reports whether a URL as curl and wget take it (with or
+// without an http/https scheme, user and port) names a loopback host:
+// localhost, an address in 127.0.0.0/8 written as four decimal numbers, or
+// [::1]. Anything unusual is not loopback: a second '@', another spelling
+// of an address (127.1, 0x7f000001, %-escapes), a port that is not digits,
+// and, when curl expands globs, '{' or '}' or a '[' that does not open an
+// IPv6 address in the host part.
+func loopbackURL(u string, globs bool) bool {
+	rest := u
+	if i := strings.Index(rest, "://"); i >= 0 {
+		if scheme := strings.ToLower(rest[:i]); scheme != "http" && scheme != "https" {
+			return false
+		}
+		rest = rest[i+3:]
+	}
+	auth := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		auth = rest[:i]
+	}
+	if strings.Count(auth, "@") > 1 || (globs && strings.ContainsAny(auth, "{}")) {
+		return false
+	}
+	if i := strings.IndexByte(auth, '@'); i >= 0 {
+		auth = auth[i+1:]
+	}
+	host, port, v6 := auth, "", false
+	if strings.HasPrefix(auth, "[") {
+		j := strings.IndexByte(auth, ']')
+		if j < 0 {
+			return false
+		}
+		host, port, v6 = auth[1:j], auth[j+1:], true
+	} else if i := strings.IndexByte(auth, ':'); i >= 0 {
+		host, port = auth[:i], auth[i:]
+	}
+	if port != "" && (port[0] != ':' || strings.Trim(port[1:], "0123456789") != "") {
+		return false
+	}
+	if !v6 && strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Is6() == v6 && a.Zone() == "" && a.IsLoopback()
 }
 
 // curlFormFiles records the files a -F value reads: name=@file,
@@ -199,10 +288,13 @@ func urlFileName(u string, dflt string) string {
 }
 
 func postWget(p *parsed) {
+	var urls []string
 	for _, op := range p.operands {
 		checkURL(p, op.value)
+		urls = append(urls, op.value)
 	}
-	if p.has("--spider") || contains(p.values("-O"), "-") {
+	p.loopback = loopbackOnly(p, urls, false)
+	if sinks := dropOutputSinks(p, "-O"); p.has("--spider") || len(p.values("-O")) > 0 && sinks {
 		p.write = false
 	}
 	for _, o := range []string{"-r", "-m", "-p"} {
