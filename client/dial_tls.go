@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -89,6 +90,7 @@ func dialTLS(target string, o Options) (*Client, error) {
 		return nil, err
 	}
 	md := o.metadata()
+	tlsConfigs.Store(label, cfg)
 	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
 		// A host cut off is noticed within about 40s even when no call
@@ -112,6 +114,9 @@ func wrapTLS(target string, st *status.Status, e *Error) error {
 		if !transportFailure(msg) && !strings.Contains(msg, "tls:") {
 			break
 		}
+		if why, ok := tlsRefusal(target); ok {
+			msg = why // what termd said in its TLS alert, which gRPC may not pass on
+		}
 		switch {
 		case strings.Contains(msg, "certificate required"), strings.Contains(msg, "bad certificate"), strings.Contains(msg, "unknown certificate authority"), strings.Contains(msg, "certificate unknown"):
 			// termd refused this client's certificate during the handshake.
@@ -133,4 +138,37 @@ func wrapTLS(target string, st *status.Status, e *Error) error {
 		e.Hint = "termd did not answer in time"
 	}
 	return e
+}
+
+// tlsConfigs are the client TLS configurations by target label, for
+// tlsRefusal.
+var tlsConfigs sync.Map
+
+// tlsRefusal asks termd, on a connection of its own, why it refuses this
+// client's handshake: in TLS 1.3 the client's handshake completes before
+// termd checks its certificate, so gRPC often reports only a broken pipe,
+// while termd's alert ("certificate required", "unknown certificate
+// authority") says why. Used only after a call has failed to connect.
+func tlsRefusal(target string) (string, bool) {
+	v, ok := tlsConfigs.Load(target)
+	if !ok {
+		return "", false
+	}
+	cfg := v.(*tls.Config).Clone()
+	cfg.NextProtos = []string{"h2"}
+	d := &net.Dialer{Timeout: time.Second}
+	c, err := tls.DialWithDialer(d, "tcp", TLSAddress(target), cfg)
+	if err != nil {
+		return err.Error(), true
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")); err != nil && strings.Contains(err.Error(), "tls:") {
+		return err.Error(), true
+	}
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil && strings.Contains(err.Error(), "tls:") {
+		return err.Error(), true
+	}
+	return "", false
 }
