@@ -26,7 +26,9 @@ func tlsChecks(c *config.Config) []Check {
 		return []Check{{Area: "tls", Status: OK, Message: "no TCP listener (listen_tls.address is empty): termd is reachable on its unix sockets only"}}
 	}
 	var cs []Check
-	add := func(st Status, msg, fix string) { cs = append(cs, Check{Area: "tls", Status: st, Message: msg, Fix: fix}) }
+	add := func(st Status, msg, fix string) {
+		cs = append(cs, Check{Area: "tls", Status: st, Message: msg, Fix: fix})
+	}
 	for _, f := range []struct{ key, path string }{{"cert_file", l.CertFile}, {"key_file", l.KeyFile}, {"client_ca_file", l.ClientCAFile}} {
 		if _, err := os.Stat(f.path); err != nil {
 			add(Fail, "listen_tls."+f.key+": "+oneLine(err.Error()), "put the PEM file there (docs/FLEET.md shows how to make it); termd refuses to start without it")
