@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -214,6 +215,31 @@ func TestTLSCertHasNoStandingOnAnotherHost(t *testing.T) {
 	out, errOut, code := a.Run("termctl", append(remote, "status", "-o", "json")...)
 	if code != 0 || !strings.Contains(out, `"name": "ops-a"`) || !strings.Contains(out, `"role": "operator"`) {
 		t.Fatalf("termctl status over mutual TLS: exit %d\n%s%s", code, out, errOut)
+	}
+	// termctl plan over mutual TLS opens the certificate's own session, not
+	// the one root's local termctl holds (termctl runs as root here too).
+	local, errOut, code := a.Run("termctl", "plan", "-o", "json", "--", "id", "-u")
+	if code != 0 {
+		t.Fatalf("local termctl plan: %d %s", code, errOut)
+	}
+	viaTLS, errOut, code := a.Run("termctl", append(remote, "plan", "-o", "json", "--", "id", "-u")...)
+	if code != 0 {
+		t.Fatalf("termctl plan over mutual TLS: %d %s", code, errOut)
+	}
+	var lp, rp struct {
+		SessionID string `json:"session_id"`
+		Requester struct {
+			Name string `json:"name"`
+		} `json:"requester"`
+	}
+	if err := json.Unmarshal([]byte(local), &lp); err != nil || lp.SessionID == "" {
+		t.Fatalf("local plan JSON: %v\n%s", err, local)
+	}
+	if err := json.Unmarshal([]byte(viaTLS), &rp); err != nil || rp.SessionID == "" {
+		t.Fatalf("remote plan JSON: %v\n%s", err, viaTLS)
+	}
+	if rp.SessionID == lp.SessionID || rp.Requester.Name != "ops-a" {
+		t.Fatalf("the certificate's plan went into session %s by %q; root's local session is %s", rp.SessionID, rp.Requester.Name, lp.SessionID)
 	}
 	// The same certificate has no standing on host B.
 	_, errOut, code = b.RunEnv("termctl", []string{"TERMD_ADDR=tls://" + addrB, "TERMD_TLS_CERT=" + opsA.CertFile, "TERMD_TLS_KEY=" + opsA.KeyFile, "TERMD_TLS_CA=" + opsA.CAFile}, "status")
