@@ -294,7 +294,7 @@ the same way on the machine termd is installed on.`,
 			if err != nil {
 				return err
 			}
-			r, err := c.Policy.LintPolicy(ctx, &termdv1.LintPolicyRequest{Name: file, Text: string(text)})
+			r, err := c.LintPolicy(ctx, file, text)
 			if err != nil {
 				if client.Code(err) == codes.Unavailable {
 					return fmt.Errorf("linting %s: %w; `termd policy lint %s` checks it with no daemon", file, err, file)

@@ -86,14 +86,14 @@ func (b *Bridge) executionID(ctx context.Context, in ExecutionInput) (string, er
 	case in.PlanID == "":
 		return "", errors.New("execution_id or plan_id is required. Next: pass the execution_id from terminal_execute, or the plan_id you executed")
 	}
-	p, err := b.c.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: in.PlanID})
+	p, err := b.c.Plan(ctx, in.PlanID)
 	if err != nil {
 		return "", failure(err, "pass a plan_id from terminal_plan")
 	}
-	if id := p.GetPlan().GetExecutionId(); id != "" {
+	if id := p.GetExecutionId(); id != "" {
 		return id, nil
 	}
-	return "", fmt.Errorf("plan %s has not run (it is %s). Next: run it with terminal_execute", in.PlanID, planState(p.GetPlan()))
+	return "", fmt.Errorf("plan %s has not run (it is %s). Next: run it with terminal_execute", in.PlanID, planState(p))
 }
 
 func (b *Bridge) execute(ctx context.Context, req *mcp.CallToolRequest, in ExecuteInput) (*mcp.CallToolResult, *ExecutionView, error) {
@@ -252,18 +252,18 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	defer qcancel()
 	if w.exec == nil {
 		// Nothing arrived in time: find the execution through its plan.
-		p, perr := b.c.Plans.GetPlan(qctx, &termdv1.GetPlanRequest{PlanId: planID})
+		p, perr := b.c.Plan(qctx, planID)
 		if perr != nil {
 			return nil, perr
 		}
-		if p.GetPlan().GetExecutionId() == "" {
-			return nil, fmt.Errorf("plan %s did not start within %s (state %s)", planID, wait, planState(p.GetPlan()))
+		if p.GetExecutionId() == "" {
+			return nil, fmt.Errorf("plan %s did not start within %s (state %s)", planID, wait, planState(p))
 		}
-		w.exec = &termdv1.Execution{Id: p.GetPlan().GetExecutionId(), PlanId: planID, State: termdv1.ExecutionState_EXECUTION_STATE_RUNNING}
+		w.exec = &termdv1.Execution{Id: p.GetExecutionId(), PlanId: planID, State: termdv1.ExecutionState_EXECUTION_STATE_RUNNING}
 	}
 	if final == nil || (receiptID == "" && final.GetReceiptId() == "") {
-		if g, gerr := b.c.Executions.GetExecution(qctx, &termdv1.GetExecutionRequest{ExecutionId: w.exec.GetId()}); gerr == nil {
-			w.exec = g.GetExecution()
+		if g, gerr := b.c.Execution(qctx, w.exec.GetId()); gerr == nil {
+			w.exec = g
 		}
 	}
 	if receiptID == "" {
@@ -300,14 +300,14 @@ func (b *Bridge) cancelRun(ctx context.Context, planID, execID string) error {
 	if execID == "" {
 		// Started, but its id had not arrived: find it through the plan.
 		for range 20 {
-			p, err := b.c.Plans.GetPlan(qctx, &termdv1.GetPlanRequest{PlanId: planID})
+			p, err := b.c.Plan(qctx, planID)
 			if err != nil {
 				return err
 			}
-			if execID = p.GetPlan().GetExecutionId(); execID != "" {
+			if execID = p.GetExecutionId(); execID != "" {
 				break
 			}
-			if s := p.GetPlan().GetState(); s != termdv1.PlanState_PLAN_STATE_PLANNED && s != termdv1.PlanState_PLAN_STATE_APPROVED {
+			if s := p.GetState(); s != termdv1.PlanState_PLAN_STATE_PLANNED && s != termdv1.PlanState_PLAN_STATE_APPROVED {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -316,7 +316,7 @@ func (b *Bridge) cancelRun(ctx context.Context, planID, execID string) error {
 	if execID == "" {
 		return fmt.Errorf("terminal_execute of plan %s was cancelled before it started", planID)
 	}
-	if _, err := b.c.Executions.CancelExecution(qctx, &termdv1.CancelExecutionRequest{ExecutionId: execID}); err != nil && client.Code(err) != codes.FailedPrecondition {
+	if _, err := b.c.CancelExecution(qctx, execID); err != nil && client.Code(err) != codes.FailedPrecondition {
 		b.log.Warn("cancelling the execution of a cancelled call", "execution", execID, "err", err)
 		return err
 	}
@@ -328,11 +328,11 @@ func (b *Bridge) status(ctx context.Context, req *mcp.CallToolRequest, in Execut
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: id})
+	ex, err := b.c.Execution(ctx, id)
 	if err != nil {
 		return nil, nil, failure(err, "")
 	}
-	v := executionView(g.GetExecution())
+	v := executionView(ex)
 	v.ResourceURI = executionURI(v.ExecutionID)
 	if v.Done && v.ReceiptID != "" {
 		v.Receipt = b.sharedReceipt(ctx, v.ReceiptID)
@@ -353,20 +353,11 @@ func (b *Bridge) control(action string) mcp.ToolHandlerFor[ExecutionInput, *Exec
 		var ex *termdv1.Execution
 		switch action {
 		case "pause":
-			var r *termdv1.PauseExecutionResponse
-			if r, err = b.c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: id}); err == nil {
-				ex = r.GetExecution()
-			}
+			ex, err = b.c.PauseExecution(ctx, id)
 		case "resume":
-			var r *termdv1.ResumeExecutionResponse
-			if r, err = b.c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: id}); err == nil {
-				ex = r.GetExecution()
-			}
+			ex, err = b.c.ResumeExecution(ctx, id)
 		case "cancel":
-			var r *termdv1.CancelExecutionResponse
-			if r, err = b.c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: id}); err == nil {
-				ex = r.GetExecution()
-			}
+			ex, err = b.c.CancelExecution(ctx, id)
 		}
 		if err != nil {
 			return nil, nil, failure(err, "check its state with terminal_status")

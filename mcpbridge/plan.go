@@ -55,7 +55,7 @@ type RetryInput struct {
 func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInput) (*mcp.CallToolResult, *PlanView, error) {
 	// Second round of a URL elicitation: the plan exists; report where it stands.
 	if len(req.Params.InputResponses) > 0 && req.Params.RequestState != "" {
-		resp, err := b.c.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: req.Params.RequestState})
+		p, err := b.c.Plan(ctx, req.Params.RequestState)
 		if err != nil {
 			return nil, nil, failure(err, "")
 		}
@@ -65,7 +65,7 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 				action = er.Action
 			}
 		}
-		return b.planResult(ctx, req, resp.GetPlan(), action, false)
+		return b.planResult(ctx, req, p, action, false)
 	}
 	cr, err := commandRequest(in)
 	if err != nil {
@@ -113,7 +113,7 @@ func (b *Bridge) createPlan(ctx context.Context, req *mcp.CallToolRequest, asked
 	if err != nil {
 		return nil, failure(err, "")
 	}
-	resp, err := b.c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: sid, Request: cr})
+	p, err := b.c.CreatePlan(ctx, sid, cr)
 	if err != nil && pooled && (sessionGone(err) || sessionFull(err)) {
 		full := sessionFull(err)
 		b.sessions.forget(sid)
@@ -125,13 +125,13 @@ func (b *Bridge) createPlan(ctx context.Context, req *mcp.CallToolRequest, asked
 			}()
 		}
 		if sid, _, err = b.session(ctx, req, ""); err == nil {
-			resp, err = b.c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: sid, Request: cr})
+			p, err = b.c.CreatePlan(ctx, sid, cr)
 		}
 	}
 	if err != nil {
 		return nil, failure(err, "")
 	}
-	return resp.GetPlan(), nil
+	return p, nil
 }
 
 // planResult reports a plan. A plan awaiting approval names the approve
@@ -187,9 +187,9 @@ func (b *Bridge) retry(ctx context.Context, req *mcp.CallToolRequest, in RetryIn
 	if in.PlanID == "" {
 		return nil, nil, errors.New("plan_id is required. Next: pass the plan_id of an earlier terminal_plan result")
 	}
-	resp, err := b.c.Plans.Replan(ctx, &termdv1.ReplanRequest{PlanId: in.PlanID})
+	p, err := b.c.Replan(ctx, in.PlanID)
 	if err != nil {
 		return nil, nil, failure(err, "")
 	}
-	return b.planResult(ctx, req, resp.GetPlan(), "", true)
+	return b.planResult(ctx, req, p, "", true)
 }

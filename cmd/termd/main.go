@@ -21,5 +21,5 @@ func daemonStatus(ctx context.Context, socket string) (*termdv1.GetStatusRespons
 		return nil, err
 	}
 	defer c.Close()
-	return c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+	return c.Status(ctx)
 }
