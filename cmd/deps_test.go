@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,6 +58,66 @@ func TestClientsDoNotLinkTheDaemon(t *testing.T) {
 			}
 			if strings.HasPrefix(dep, module+"daemon/") || dep == module+"daemon" {
 				t.Errorf("%s links %s: clients reach the daemon through client/ and the socket (`termctl policy lint` asks termd's LintPolicy); move what they share into a package outside daemon/", bin, dep)
+			}
+		}
+	}
+}
+
+// What each client package may import of termd's own (docs/ARCHITECTURE.md,
+// "Layout"): client/ only the API and internal/wire; the three front ends
+// client/, the API and the small shared packages (internal/…, receipt,
+// recipe), never each other or daemon/…; their mains only their front end;
+// the bench floors only the API.
+func TestClientPackagesImportWhatTheyMay(t *testing.T) {
+	shared := func(imp string) bool {
+		switch {
+		case imp == "proto/termd/v1", imp == "receipt", imp == "recipe":
+			return true
+		case strings.HasPrefix(imp, "internal/") && imp != "internal/harness":
+			return true
+		}
+		return false
+	}
+	frontEnd := func(extra ...string) func(string) bool {
+		return func(imp string) bool {
+			return imp == "client" || shared(imp) || slices.Contains(extra, imp)
+		}
+	}
+	only := func(allowed ...string) func(string) bool {
+		return func(imp string) bool { return slices.Contains(allowed, imp) }
+	}
+	may := map[string]func(string) bool{
+		"client":            only("internal/wire", "proto/termd/v1"),
+		"cli":               frontEnd(),
+		"mcpbridge":         frontEnd(),
+		"gateway":           frontEnd("gateway/internal/gen/termd/v1", "web"),
+		"cmd/termctl":       only("cli"),
+		"cmd/termd-mcp":     only("mcpbridge"),
+		"cmd/termd-gateway": only("gateway"),
+		"bench/clifloor":    only("proto/termd/v1"),
+		"bench/mcpfloor":    only("proto/termd/v1"),
+	}
+	var pkgs []string
+	for p := range may {
+		pkgs = append(pkgs, "./"+p)
+	}
+	for _, line := range goListLines(t, append([]string{"-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, pkgs...)...) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(f[0], module)
+		ok := may[pkg]
+		if ok == nil {
+			t.Errorf("go list answered for %s, which has no rule here", f[0])
+			continue
+		}
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			if own := strings.TrimPrefix(imp, module); !ok(own) {
+				t.Errorf("%s imports %s: see docs/ARCHITECTURE.md for what a client package may import", pkg, own)
 			}
 		}
 	}
