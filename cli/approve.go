@@ -53,11 +53,10 @@ program file (path and hash), policy version, entry files and sandbox profile.
 			if err != nil {
 				return err
 			}
-			got, err := c.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: args[0]})
+			p, err := c.Plan(ctx, args[0])
 			if err != nil {
 				return fmt.Errorf("reading plan %s: %w", args[0], err)
 			}
-			p := got.Plan
 			want := p.GetDecision().GetRequestHash()
 			if hash != "" && hash != want {
 				return exitWith(ExitRefused, fmt.Errorf("plan %s now has request hash %s, not the %s you gave: review it again with `termctl pending`", p.Id, want, hash))

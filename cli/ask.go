@@ -82,7 +82,7 @@ func (a *app) ask(ctx context.Context, c *client.Client, req *termdv1.AdviseRequ
 	// termd answers status even without an adviser; asking first tells "termd
 	// is down" apart from "no adviser configured".
 	sctx, cancel := context.WithTimeout(ctx, a.timeout())
-	st, err := c.Daemon.GetStatus(sctx, &termdv1.GetStatusRequest{})
+	st, err := c.Status(sctx)
 	cancel()
 	if err != nil {
 		return err

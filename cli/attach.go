@@ -158,12 +158,12 @@ func (a *app) attach(ctx context.Context, c *client.Client, id string, take bool
 	cancel()
 	gctx, gcancel := context.WithTimeout(context.Background(), a.timeout())
 	defer gcancel()
-	ex, err := c.Executions.GetExecution(gctx, &termdv1.GetExecutionRequest{ExecutionId: id})
+	ex, err := c.Execution(gctx, id)
 	if err != nil {
 		return err
 	}
 	fmt.Fprint(a.stderr, nl)
-	return a.finish(ex.GetExecution(), ended.GetReceipt())
+	return a.finish(ex, ended.GetReceipt())
 }
 
 // paint draws a screen: on a terminal, cleared and with the cursor placed;

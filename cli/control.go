@@ -19,27 +19,18 @@ var (
 	newPause = controlVerb("pause", "Freeze a running command (every process it started)",
 		`pause freezes every process of a running execution (cgroup freezer, or
 SIGSTOP where there is none). Its time limit keeps counting.`,
-		func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
-			r, err := c.Executions.PauseExecution(ctx, &termdv1.PauseExecutionRequest{ExecutionId: id})
-			return r.GetExecution(), err
-		}, "paused")
+		(*client.Client).PauseExecution, "paused")
 	newResume = controlVerb("resume", "Resume a paused command",
 		`resume thaws an execution that pause froze.`,
-		func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
-			r, err := c.Executions.ResumeExecution(ctx, &termdv1.ResumeExecutionRequest{ExecutionId: id})
-			return r.GetExecution(), err
-		}, "resumed")
+		(*client.Client).ResumeExecution, "resumed")
 	newCancel = controlVerb("cancel", "Cancel a running or paused command (it still gets a receipt)",
 		`cancel ends an execution, running or paused: its processes get SIGTERM, then
 SIGKILL after a grace period. The execution ends "cancelled" with a signed
 receipt, and whoever follows it exits 130.`,
-		func(ctx context.Context, c *client.Client, id string) (*termdv1.Execution, error) {
-			r, err := c.Executions.CancelExecution(ctx, &termdv1.CancelExecutionRequest{ExecutionId: id})
-			return r.GetExecution(), err
-		}, "cancelled")
+		(*client.Client).CancelExecution, "cancelled")
 )
 
-func controlVerb(name, short, long string, call func(context.Context, *client.Client, string) (*termdv1.Execution, error), done string) func(*app) *cobra.Command {
+func controlVerb(name, short, long string, call func(*client.Client, context.Context, string) (*termdv1.Execution, error), done string) func(*app) *cobra.Command {
 	return func(a *app) *cobra.Command {
 		return &cobra.Command{
 			Use:   name + " EXECUTION_ID|SESSION_ID",
@@ -58,7 +49,7 @@ func controlVerb(name, short, long string, call func(context.Context, *client.Cl
 				if err != nil {
 					return err
 				}
-				ex, err := call(ctx, c, id)
+				ex, err := call(c, ctx, id)
 				if err != nil {
 					return fmt.Errorf("%s execution %s: %w", name, id, err)
 				}
@@ -75,22 +66,22 @@ func controlVerb(name, short, long string, call func(context.Context, *client.Cl
 // resolveExecution accepts an execution id, or a session id meaning its
 // active execution.
 func resolveExecution(ctx context.Context, c *client.Client, id string) (string, error) {
-	_, err := c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: id})
+	_, err := c.Execution(ctx, id)
 	if err == nil {
 		return id, nil
 	}
 	if code := client.Code(err); code != codes.NotFound && code != codes.InvalidArgument {
 		return "", fmt.Errorf("looking up execution %s: %w", id, err)
 	}
-	s, serr := c.Sessions.GetSession(ctx, &termdv1.GetSessionRequest{SessionId: id})
+	s, serr := c.Session(ctx, id)
 	if serr != nil {
 		if client.Code(serr) == codes.NotFound || client.Code(serr) == codes.InvalidArgument {
 			return "", exitWith(ExitError, errors.New("no execution or session "+id+" that you may see: `termctl sessions list` shows sessions and what runs in them"))
 		}
 		return "", fmt.Errorf("looking up session %s: %w", id, serr)
 	}
-	if s.Session.ActiveExecutionId == "" {
+	if s.GetActiveExecutionId() == "" {
 		return "", fmt.Errorf("session %s has no running execution", id)
 	}
-	return s.Session.ActiveExecutionId, nil
+	return s.GetActiveExecutionId(), nil
 }

@@ -47,7 +47,7 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 	cancelExec := func() {
 		fmt.Fprintf(a.stderr, "termctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", execID)
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, cerr := c.Executions.CancelExecution(cctx, &termdv1.CancelExecutionRequest{ExecutionId: execID})
+		_, cerr := c.CancelExecution(cctx, execID)
 		ccancel()
 		if cerr != nil {
 			fmt.Fprintf(a.stderr, "termctl: cancelling: %v\n", cerr)
@@ -152,10 +152,10 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 			if final == nil && execID != "" {
 				// The stream ended without a final state: ask for it.
 				gctx, gcancel := context.WithTimeout(context.Background(), 10*time.Second)
-				got, gerr := c.Executions.GetExecution(gctx, &termdv1.GetExecutionRequest{ExecutionId: execID})
+				got, gerr := c.Execution(gctx, execID)
 				gcancel()
 				if gerr == nil {
-					final = got.Execution
+					final = got
 				}
 			}
 			if final == nil {

@@ -2,13 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 
 	"github.com/termd/termd/client"
-	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -264,23 +266,49 @@ func newPolicyShow(a *app) *cobra.Command {
 	}
 }
 
+// maxPolicyText is the largest policy termd loads (4 MiB), checked here so
+// a larger file is named before it is sent.
+const maxPolicyText = 4 << 20
+
 func newPolicyLint(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "lint FILE",
-		Short: "Check a policy file offline, examples included (no daemon needed)",
-		Long: `lint loads a policy file the way termd would, validating it strictly and
-checking every example it carries (match / not_match), and prints the first
-problem as FILE:LINE: reason. It needs no daemon: lint before you reload.`,
-		Example: `  termctl policy lint /etc/termd/policy.yaml && termctl policy reload`,
-		Args:    cobra.ExactArgs(1),
+		Short: "Check a policy file before installing it, examples included",
+		Long: `lint sends a policy file to termd, which checks it the way it would load it,
+strictly and with every example it carries (match / not_match), and installs
+nothing; the first problem is printed as FILE:LINE: reason. Lint before you
+reload. With no daemon running, ` + "`termd policy lint FILE`" + ` checks the file
+the same way on the machine termd is installed on.`,
+		Example: `  termctl policy lint /etc/termd/policy.yaml && termctl policy reload
+  termd policy lint policy.yaml     # no daemon needed`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := policy.Lint(args[0]); err != nil {
+			file := args[0]
+			text, err := os.ReadFile(file)
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			if len(text) > maxPolicyText {
+				return fmt.Errorf("%s: policy file too large (%d bytes; termd loads at most 4 MiB)", file, len(text))
+			}
+			ctx, c, err := a.dial(cmd)
+			if err != nil {
 				return err
 			}
-			if ok, err := a.printData(map[string]any{"file": args[0], "ok": true}); ok {
+			r, err := c.LintPolicy(ctx, file, text)
+			if err != nil {
+				if client.Code(err) == codes.Unavailable {
+					return fmt.Errorf("linting %s: %w; `termd policy lint %s` checks it with no daemon", file, err, file)
+				}
+				return fmt.Errorf("linting %s: %w", file, err)
+			}
+			if !r.Valid {
+				return errors.New(r.Problem)
+			}
+			if ok, err := a.printData(map[string]any{"file": file, "ok": true}); ok {
 				return err
 			}
-			_, err := fmt.Fprintf(a.stdout, "%s: ok\n", args[0])
+			_, err = fmt.Fprintf(a.stdout, "%s: ok\n", file)
 			return err
 		},
 	}

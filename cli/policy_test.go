@@ -79,7 +79,8 @@ func TestPolicyShowReloadLint(t *testing.T) {
 		t.Fatalf("policy reload: %q", out)
 	}
 
-	// lint is offline: no daemon at this socket.
+	// termctl lints through the running termd (it links no policy engine);
+	// `termd policy lint` needs no daemon; both name the file and the line.
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	if err := os.WriteFile(good, policy.DefaultYAML(), 0o644); err != nil {
@@ -89,12 +90,35 @@ func TestPolicyShowReloadLint(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("no_such_key: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := ok(t, d, "--socket", filepath.Join(dir, "none.sock"), "policy", "lint", good); !strings.Contains(out, "ok") {
+	if out := ok(t, d, "policy", "lint", good); out != good+": ok\n" {
 		t.Fatalf("lint of the default policy: %q", out)
 	}
-	_, errOut := expect(t, d, 1, "--socket", filepath.Join(dir, "none.sock"), "policy", "lint", bad)
-	if !strings.Contains(errOut, bad) {
-		t.Fatalf("lint should name the file with its problem, got %q", errOut)
+	if out := decode[map[string]any](t, ok(t, d, "policy", "lint", "-o", "json", good)); out["file"] != good || out["ok"] != true {
+		t.Fatalf("lint -o json: %v", out)
+	}
+	_, errOut := expect(t, d, 1, "policy", "lint", bad)
+	if !strings.Contains(errOut, bad+":1: ") {
+		t.Fatalf("lint should name the file and line of its problem, got %q", errOut)
+	}
+	_, errOut = expect(t, d, 1, "--socket", filepath.Join(dir, "none.sock"), "policy", "lint", good)
+	if !strings.Contains(errOut, "termd policy lint "+good) {
+		t.Fatalf("lint with no daemon should point at `termd policy lint`, got %q", errOut)
+	}
+	_, errOut = expect(t, d, 1, "policy", "lint", filepath.Join(dir, "missing.yaml"))
+	if !strings.Contains(errOut, filepath.Join(dir, "missing.yaml")+": ") {
+		t.Fatalf("lint of a missing file should name it, got %q", errOut)
+	}
+
+	// termd policy lint is offline: no daemon at this socket.
+	none := []string{"TERMD_SOCKET=" + filepath.Join(dir, "none.sock")}
+	if out, errOut, code := d.RunEnv("termd", none, "policy", "lint", good); code != 0 || out != good+": ok\n" {
+		t.Fatalf("termd policy lint of the default policy: exit %d %q %q", code, out, errOut)
+	}
+	if out, _, code := d.RunEnv("termd", none, "policy", "lint", "-o", "json", good); code != 0 || decode[map[string]any](t, out)["ok"] != true {
+		t.Fatalf("termd policy lint -o json: exit %d %q", code, out)
+	}
+	if _, errOut, code := d.RunEnv("termd", none, "policy", "lint", bad); code != 1 || !strings.Contains(errOut, bad+":1: ") {
+		t.Fatalf("termd policy lint of a bad file: exit %d, %q", code, errOut)
 	}
 }
 

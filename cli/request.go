@@ -100,8 +100,8 @@ func (f *requestFlags) sessionFor(ctx context.Context, c *client.Client) string 
 			return best.GetId()
 		}
 	}
-	if cs, err := c.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: cliSessionLabel}); err == nil {
-		return cs.GetSession().GetId()
+	if s, err := c.CreateSession(ctx, cliSessionLabel); err == nil {
+		return s.GetId()
 	}
 	return "" // the daemon's choice (e.g. at the session cap)
 }
@@ -244,10 +244,10 @@ func (a *app) plan(cmd *cobra.Command, rf *requestFlags, args []string) (*termdv
 		return nil, nil, err
 	}
 	stop := a.spin("planning")
-	resp, err := c.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: rf.sessionFor(ctx, c), Request: req})
+	p, err := c.CreatePlan(ctx, rf.sessionFor(ctx, c), req)
 	stop()
 	if err != nil {
 		return nil, nil, fmt.Errorf("planning failed: %w", err)
 	}
-	return resp.Plan, c, nil
+	return p, c, nil
 }

@@ -145,7 +145,7 @@ func (a *app) approveForRun(ctx context.Context, c *client.Client, p *termdv1.Pl
 	if !yes {
 		// Only operators can approve; do not ask anyone else.
 		sctx, cancel := context.WithTimeout(ctx, a.timeout())
-		st, err := c.Daemon.GetStatus(sctx, &termdv1.GetStatusRequest{})
+		st, err := c.Status(sctx)
 		cancel()
 		if err != nil {
 			return err

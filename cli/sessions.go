@@ -63,14 +63,14 @@ command (which still gets a receipt) and ends its event streams.`,
 			if err != nil {
 				return err
 			}
-			resp, err := c.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: label})
+			s, err := c.CreateSession(ctx, label)
 			if err != nil {
 				return fmt.Errorf("opening a session: %w", err)
 			}
-			if ok, err := a.printData(resp.Session); ok {
+			if ok, err := a.printData(s); ok {
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "%s\nuse it: termctl plan --session %s -- ARGV...\n", resp.Session.Id, resp.Session.Id)
+			_, err = fmt.Fprintf(a.stdout, "%s\nuse it: termctl plan --session %s -- ARGV...\n", s.Id, s.Id)
 			return err
 		},
 	}

@@ -20,7 +20,7 @@ func newStatus(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+			st, err := c.Status(ctx)
 			if err != nil {
 				return err
 			}

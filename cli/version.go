@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/termd/termd/internal/buildinfo"
-	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 func newVersion(a *app) *cobra.Command {
@@ -20,7 +19,7 @@ func newVersion(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := c.Daemon.GetVersion(ctx, &termdv1.GetVersionRequest{})
+			v, err := c.Version(ctx)
 			if err != nil {
 				return err
 			}

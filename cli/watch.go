@@ -69,7 +69,7 @@ func (a *app) watch(ctx context.Context, c *client.Client, session string, curso
 		// A restarted daemon numbers its events afresh: resuming from the old
 		// cursor would skip the new ones.
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := c.Daemon.GetStatus(sctx, &termdv1.GetStatusRequest{})
+		st, err := c.Status(sctx)
 		scancel()
 		if err == nil {
 			t := st.GetStartedAt().AsTime()
@@ -135,9 +135,9 @@ func (a *app) watchOnce(ctx context.Context, c *client.Client, session string, c
 				// A session stream ends when the session closes; make sure
 				// that was why (not a daemon stopping) before giving up.
 				gctx, gcancel := context.WithTimeout(context.Background(), 5*time.Second)
-				s, gerr := c.Sessions.GetSession(gctx, &termdv1.GetSessionRequest{SessionId: session})
+				s, gerr := c.Session(gctx, session)
 				gcancel()
-				if gerr == nil && s.Session.Closed {
+				if gerr == nil && s.GetClosed() {
 					return true, n, nil
 				}
 			}
@@ -254,8 +254,8 @@ func sessionClosed(ctx context.Context, c *client.Client, session string) bool {
 	}
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s, err := c.Sessions.GetSession(gctx, &termdv1.GetSessionRequest{SessionId: session})
-	return err == nil && s.Session.Closed
+	s, err := c.Session(gctx, session)
+	return err == nil && s.GetClosed()
 }
 
 func orAll(session string) string {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,15 +42,11 @@ func goListLines(t *testing.T, args ...string) []string {
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
+// clientBinaries are the binaries that reach termd only through its socket.
+var clientBinaries = []string{"termctl", "termd-mcp", "termd-gateway"}
+
 func TestClientsDoNotLinkTheDaemon(t *testing.T) {
-	allowed := map[string]map[string]bool{
-		// termctl policy lint checks a policy file before it is installed,
-		// without a daemon: it links the engine (whose tables are lazy).
-		"termctl":       {module + "daemon/policy": true},
-		"termd-mcp":     {},
-		"termd-gateway": {},
-	}
-	for bin, ok := range allowed {
+	for _, bin := range clientBinaries {
 		for _, dep := range goList(t, "-deps", "./cmd/"+bin) {
 			if strings.Contains(dep, "sqlite") {
 				t.Errorf("%s links %s: the receipt store belongs to the daemon; verify receipts with package receipt", bin, dep)
@@ -59,8 +56,68 @@ func TestClientsDoNotLinkTheDaemon(t *testing.T) {
 					t.Errorf("%s links %s: its package initialisation runs at every start (receipt and recipe schemas are checked by internal/schemacheck; man pages come from internal/manpages)", bin, dep)
 				}
 			}
-			if strings.HasPrefix(dep, module+"daemon/") && !ok[dep] {
-				t.Errorf("%s links %s: clients reach the daemon through client/ and the socket; move what they share into a package outside daemon/", bin, dep)
+			if strings.HasPrefix(dep, module+"daemon/") || dep == module+"daemon" {
+				t.Errorf("%s links %s: clients reach the daemon through client/ and the socket (`termctl policy lint` asks termd's LintPolicy); move what they share into a package outside daemon/", bin, dep)
+			}
+		}
+	}
+}
+
+// What each client package may import of termd's own (docs/ARCHITECTURE.md,
+// "Layout"): client/ only the API and internal/wire; the three front ends
+// client/, the API and the small shared packages (internal/…, receipt,
+// recipe), never each other or daemon/…; their mains only their front end;
+// the bench floors only the API.
+func TestClientPackagesImportWhatTheyMay(t *testing.T) {
+	shared := func(imp string) bool {
+		switch {
+		case imp == "proto/termd/v1", imp == "receipt", imp == "recipe":
+			return true
+		case strings.HasPrefix(imp, "internal/") && imp != "internal/harness":
+			return true
+		}
+		return false
+	}
+	frontEnd := func(extra ...string) func(string) bool {
+		return func(imp string) bool {
+			return imp == "client" || shared(imp) || slices.Contains(extra, imp)
+		}
+	}
+	only := func(allowed ...string) func(string) bool {
+		return func(imp string) bool { return slices.Contains(allowed, imp) }
+	}
+	may := map[string]func(string) bool{
+		"client":            only("internal/wire", "proto/termd/v1"),
+		"cli":               frontEnd(),
+		"mcpbridge":         frontEnd(),
+		"gateway":           frontEnd("gateway/internal/gen/termd/v1", "web"),
+		"cmd/termctl":       only("cli"),
+		"cmd/termd-mcp":     only("mcpbridge"),
+		"cmd/termd-gateway": only("gateway"),
+		"bench/clifloor":    only("proto/termd/v1"),
+		"bench/mcpfloor":    only("proto/termd/v1"),
+	}
+	var pkgs []string
+	for p := range may {
+		pkgs = append(pkgs, "./"+p)
+	}
+	for _, line := range goListLines(t, append([]string{"-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, pkgs...)...) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(f[0], module)
+		ok := may[pkg]
+		if ok == nil {
+			t.Errorf("go list answered for %s, which has no rule here", f[0])
+			continue
+		}
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			if own := strings.TrimPrefix(imp, module); !ok(own) {
+				t.Errorf("%s imports %s: see docs/ARCHITECTURE.md for what a client package may import", pkg, own)
 			}
 		}
 	}
@@ -101,20 +158,26 @@ func TestOnlyTheGatewayLinksGrpcGateway(t *testing.T) {
 }
 
 // The daemon's transport takes the socket path and metadata keys from
-// internal/wire, not from the client library.
-func TestDaemonServerDoesNotImportClient(t *testing.T) {
-	for _, pkg := range []string{"./daemon/server", "./daemon/config", "./daemon/broker"} {
-		for _, dep := range goList(t, "-deps", pkg) {
-			if dep == module+"client" {
-				t.Errorf("%s imports %s", pkg, dep)
+// internal/wire, not from the client library; what the daemon's own command
+// line asks a running termd (`termd doctor`) is handed in by cmd/termd.
+func TestDaemonDoesNotImportClient(t *testing.T) {
+	for _, line := range goListLines(t, "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./daemon/...") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], module+"daemon") {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if imp == module+"client" {
+				t.Errorf("%s imports %s: pass what it needs of a running termd in from cmd/termd (see daemon.Deps)", f[0], imp)
 			}
 		}
 	}
 }
 
-// termctl does no avoidable work before main: the policy engine's tables
-// are built on first use, and its whole package initialisation stays small
-// (it was 26,000 allocations when the receipt schema validator was linked).
+// termctl does no avoidable work before main: it links no daemon package
+// (the policy engine's init was ~1,300 allocations of it), and its whole
+// package initialisation stays small (it was 26,000 allocations when the
+// receipt schema validator was linked).
 func TestTermctlInitIsSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds termctl")
@@ -128,34 +191,30 @@ func TestTermctlInitIsSmall(t *testing.T) {
 	cmd := exec.Command(bin, "--help")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	out, _ := cmd.CombinedOutput()
-	// "init github.com/termd/termd/daemon/policy @12 ms, 0.9 ms clock, 127856 bytes, 1348 allocs"
-	total, policyInit := 0, -1
+	// "init github.com/termd/termd/internal/wire @12 ms, 0.9 ms clock, 127856 bytes, 1348 allocs"
+	total, lines := 0, 0
 	for _, line := range strings.Split(string(out), "\n") {
 		if !strings.HasPrefix(line, "init ") {
 			continue
 		}
+		lines++
 		f := strings.Fields(line)
 		allocs, err := strconv.Atoi(f[len(f)-2])
 		if err != nil {
 			t.Fatalf("cannot read %q", line)
 		}
 		total += allocs
-		if f[1] == module+"daemon/policy" {
-			policyInit = allocs
+		if strings.HasPrefix(f[1], module+"daemon") {
+			t.Errorf("termctl initialises %s at start: clients link no daemon package", f[1])
 		}
 	}
 	if runtime.GOOS != "linux" {
 		return
 	}
-	if policyInit < 0 {
-		t.Fatalf("no init line for daemon/policy in termctl's inittrace:\n%s", out)
+	if lines == 0 {
+		t.Fatalf("no init lines in termctl's inittrace:\n%s", out)
 	}
-	// The eager tables cost ~7,200 allocations; what is left is a few
-	// package-level sets and regular expressions.
-	if policyInit > 3000 {
-		t.Errorf("daemon/policy's init makes %d allocations at termctl's start: build tool tables on first use", policyInit)
-	}
-	// About 4,100 today: gRPC, protobuf descriptors, the policy engine's sets.
+	// About 2,300 today: gRPC and the protobuf descriptors.
 	if total > 8000 {
 		t.Errorf("termctl's package initialisation makes %d allocations before main (budget 8,000): find the package with GODEBUG=inittrace=1 and make its work lazy", total)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/doctor"
 	"github.com/termd/termd/internal/buildinfo"
 	"github.com/termd/termd/internal/entry"
 )
@@ -83,8 +84,16 @@ func (f *Flags) LoadConfig() (*config.Config, error) {
 	return c, nil
 }
 
+// Deps are what termd's command line is handed by its main, for what no
+// package under daemon/ may link itself.
+type Deps struct {
+	// DaemonStatus is how `termd doctor` asks a running termd for its
+	// status: cmd/termd dials through client/.
+	DaemonStatus doctor.StatusFunc
+}
+
 // NewCommand is termd's command line.
-func NewCommand() *cobra.Command {
+func NewCommand(deps Deps) *cobra.Command {
 	var f Flags
 	cmd := &cobra.Command{
 		Use:   "termd",
@@ -120,7 +129,7 @@ configured grace, and exits.`,
 		},
 	}
 	for _, sub := range subcommands {
-		cmd.AddCommand(sub())
+		cmd.AddCommand(sub(deps))
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())
@@ -139,7 +148,7 @@ configured grace, and exits.`,
 }
 
 // subcommands are added by their own files (e.g. `termd doctor`).
-var subcommands []func() *cobra.Command
+var subcommands []func(Deps) *cobra.Command
 
 // Main runs termd and returns the process exit code.
-func Main() int { return entry.Run(NewCommand(), os.Args[1:], os.Stderr) }
+func Main(deps Deps) int { return entry.Run(NewCommand(deps), os.Args[1:], os.Stderr) }

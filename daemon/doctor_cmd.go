@@ -25,7 +25,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 func (e *exitError) ExitCode() int { return e.code }
 
-func newDoctorCmd() *cobra.Command {
+func newDoctorCmd(deps Deps) *cobra.Command {
 	var f Flags
 	var output string
 	cmd := &cobra.Command{
@@ -48,7 +48,7 @@ Run it as the user termd runs as (root for the system service).`,
 			if cfgErr != nil {
 				cfg = partialConfig(&f)
 			}
-			cs := doctor.Run(doctor.Options{Config: cfg, ConfigErr: cfgErr})
+			cs := doctor.Run(doctor.Options{Config: cfg, ConfigErr: cfgErr, DaemonStatus: deps.DaemonStatus})
 			w := cmd.OutOrStdout()
 			if output == "json" {
 				if err := doctor.WriteJSON(w, cs); err != nil {
@@ -104,7 +104,7 @@ func partialConfig(f *Flags) *config.Config {
 	return c
 }
 
-func newConfigDefaultCmd() *cobra.Command {
+func newConfigDefaultCmd(Deps) *cobra.Command {
 	var set []string
 	cmd := &cobra.Command{
 		Use:    "config-default",
@@ -132,7 +132,7 @@ func newConfigDefaultCmd() *cobra.Command {
 	return cmd
 }
 
-func newPolicyDefaultCmd() *cobra.Command {
+func newPolicyDefaultCmd(Deps) *cobra.Command {
 	return &cobra.Command{
 		Use:    "policy-default",
 		Short:  "Print the embedded default policy",

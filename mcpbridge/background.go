@@ -129,11 +129,11 @@ func (b *Bridge) readExecution(ctx context.Context, req *mcp.ReadResourceRequest
 	if err != nil {
 		return nil, err
 	}
-	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: id})
+	ex, err := b.c.Execution(ctx, id)
 	if err != nil {
 		return nil, resourceErr(uri, err)
 	}
-	v := executionView(g.GetExecution())
+	v := executionView(ex)
 	v.ResourceURI = uri
 	data, _ := json.MarshalIndent(v, "", "  ")
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
@@ -165,11 +165,11 @@ func (b *Bridge) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if err != nil {
 		return err
 	}
-	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: id})
+	ex, err := b.c.Execution(ctx, id)
 	if err != nil {
 		return resourceErr(req.Params.URI, err)
 	}
-	return b.watchEnd(ctx, g.GetExecution())
+	return b.watchEnd(ctx, ex)
 }
 
 // unsubscribe leaves the watch running: it ends with the execution, and
@@ -251,8 +251,8 @@ func (b *Bridge) recheckAll(sid string, sw *sessionWatch) {
 func (b *Bridge) recheck(sid, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	g, err := b.c.Executions.GetExecution(ctx, &termdv1.GetExecutionRequest{ExecutionId: id})
-	if err == nil && execDone(g.GetExecution()) {
+	ex, err := b.c.Execution(ctx, id)
+	if err == nil && execDone(ex) {
 		b.announce(sid, id)
 	}
 }

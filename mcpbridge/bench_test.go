@@ -136,7 +136,7 @@ func TestBenchBridge(t *testing.T) {
 		t.Fatalf("building the trivial binary: %v\n%s", err, out)
 	}
 	// The floor: the SDK, gRPC and the generated API initialised and an MCP
-	// server with one hand-written tool answering (internal/benchfloor/mcpfloor).
+	// server with one hand-written tool answering (bench/mcpfloor).
 	floorDir, err := os.MkdirTemp("", "mcpfloor-") // the floor runs as the bridge does (nobody)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestBenchBridge(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(floorDir) })
 	_ = os.Chmod(floorDir, 0o755)
 	floorBin := filepath.Join(floorDir, "mcpfloor")
-	fb := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", floorBin, "./internal/benchfloor/mcpfloor")
+	fb := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", floorBin, "./bench/mcpfloor")
 	fb.Dir = ".."
 	if out, err := fb.CombinedOutput(); err != nil {
 		t.Fatalf("building the floor binary: %v\n%s", err, out)

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/termd/termd/client"
-	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 // Instructions tell an agent the flow, in the server info every client sees.
@@ -131,7 +130,7 @@ func (b *Bridge) consoleURLFor(ctx context.Context, planID string) string {
 	u, at := b.consoleURL, b.consoleAt
 	b.mu.Unlock()
 	if at.IsZero() || (u == "" && time.Since(at) > 30*time.Second) {
-		st, err := b.c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+		st, err := b.c.Status(ctx)
 		if err == nil {
 			u = st.GetConsoleUrl()
 			b.mu.Lock()

@@ -57,7 +57,7 @@ func (b *Bridge) addPrompts() {
 		if id == "" {
 			return nil, invalidParams("the receipt_id argument is required: pass an id from terminal_execute or terminal_status")
 		}
-		r, err := b.c.Receipts.GetReceipt(ctx, &termdv1.GetReceiptRequest{ReceiptId: id})
+		r, err := b.c.Receipt(ctx, id)
 		if err != nil {
 			return nil, rpcError(err, "pass a receipt_id from a terminal_execute or terminal_status result")
 		}
@@ -151,7 +151,7 @@ func (b *Bridge) readReceipt(ctx context.Context, req *mcp.ReadResourceRequest) 
 	if id == "" || strings.ContainsAny(id, "/?#") {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	r, err := b.c.Receipts.GetReceipt(ctx, &termdv1.GetReceiptRequest{ReceiptId: id})
+	r, err := b.c.Receipt(ctx, id)
 	if err != nil {
 		return nil, resourceErr(uri, err)
 	}
@@ -185,7 +185,7 @@ func (b *Bridge) workspaceRoots(ctx context.Context) []string {
 	if roots != nil {
 		return roots
 	}
-	st, err := b.c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+	st, err := b.c.Status(ctx)
 	if err != nil {
 		return nil
 	}

@@ -49,11 +49,11 @@ func (p *sessionPool) get(ctx context.Context, key, label string) (string, error
 	if len(p.byKey) >= p.max && !p.reclaimLocked(ctx) {
 		return "", fmt.Errorf("termd-mcp already holds %d daemon sessions for its other clients, each with work pending (--max-sessions %d). Next: finish or cancel their plans, or ask the user to raise --max-sessions", len(p.byKey), p.max)
 	}
-	resp, err := p.c.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: label})
+	created, err := p.c.CreateSession(ctx, label)
 	if err != nil {
 		return "", err
 	}
-	s := &pooled{id: resp.GetSession().GetId(), used: time.Now()}
+	s := &pooled{id: created.GetId(), used: time.Now()}
 	p.byKey[key] = s
 	return s.id, nil
 }
@@ -121,14 +121,14 @@ func (p *sessionPool) closeIdle(ctx context.Context) (closed int) {
 // may still want: no running execution and no plan that is planned,
 // awaiting approval or approved.
 func (p *sessionPool) closeIfIdle(ctx context.Context, id string) bool {
-	g, err := p.c.Sessions.GetSession(ctx, &termdv1.GetSessionRequest{SessionId: id})
+	s, err := p.c.Session(ctx, id)
 	if err != nil {
 		return sessionGone(err) // gone already: nothing to keep
 	}
-	if g.GetSession().GetClosed() {
+	if s.GetClosed() {
 		return true
 	}
-	if g.GetSession().GetActiveExecutionId() != "" {
+	if s.GetActiveExecutionId() != "" {
 		return false
 	}
 	pending, err := p.c.Plans.ListPlans(ctx, &termdv1.ListPlansRequest{SessionId: id, Limit: 1, States: []termdv1.PlanState{

@@ -24,8 +24,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
-	"github.com/termd/termd/client"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/credentials"
 	"github.com/termd/termd/daemon/egress"
@@ -61,7 +62,15 @@ type Options struct {
 	ConfigErr error
 	// Timeout bounds the reachability check (default 2s).
 	Timeout time.Duration
+	// DaemonStatus asks the termd at socket for its status; its errors
+	// carry gRPC status codes. cmd/termd passes one that dials through
+	// client/ (no package under daemon/ links the client). Nil: the daemon
+	// is not asked.
+	DaemonStatus StatusFunc
 }
+
+// StatusFunc asks the termd listening at socket for its status.
+type StatusFunc func(ctx context.Context, socket string) (*termdv1.GetStatusResponse, error)
 
 // Run performs every check.
 func Run(o Options) []Check {
@@ -100,7 +109,9 @@ func Run(o Options) []Check {
 	}
 	cs = append(cs, exportCheck(c))
 	cs = append(cs, tlsChecks(c)...)
-	cs = append(cs, reachable(c.Socket, o.Timeout))
+	if o.DaemonStatus != nil {
+		cs = append(cs, reachable(o.DaemonStatus, c.Socket, o.Timeout))
+	}
 	return cs
 }
 
@@ -266,7 +277,7 @@ func policyCheck(c *config.Config) Check {
 	}
 	p, err := policy.LoadFile(c.Policy)
 	if err != nil {
-		return Check{Area: "policy", Status: Fail, Message: "policy " + c.Policy + " is invalid: " + oneLine(err.Error()), Fix: "fix the line named above, then `termctl policy lint " + c.Policy + "`; termd refuses to start with it"}
+		return Check{Area: "policy", Status: Fail, Message: "policy " + c.Policy + " is invalid: " + oneLine(err.Error()), Fix: "fix the line named above, then `termd policy lint " + c.Policy + "`; termd refuses to start with it"}
 	}
 	if st, err := os.Stat(c.Policy); err == nil && st.Mode().Perm()&0o022 != 0 {
 		return Check{Area: "policy", Status: Fail, Message: fmt.Sprintf("policy %s has mode %04o: others may change what commands are allowed", c.Policy, st.Mode().Perm()), Fix: "chmod 644 " + c.Policy + " (owned by root)"}
@@ -384,21 +395,16 @@ func adviserChecks(c *config.Config) []Check {
 	return cs
 }
 
-func reachable(socket string, timeout time.Duration) Check {
+func reachable(daemonStatus StatusFunc, socket string, timeout time.Duration) Check {
 	if timeout <= 0 {
 		timeout = 2 * time.Second
 	}
-	c, err := client.Dial(socket)
-	if err != nil {
-		return Check{Area: "daemon", Status: Warn, Message: "cannot reach termd at " + socket + ": " + oneLine(err.Error()), Fix: "start it (systemctl start termd.socket, or termd --config FILE)"}
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	st, err := c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+	st, err := daemonStatus(ctx, socket)
 	if err != nil {
 		msg := oneLine(err.Error())
-		if client.Code(err).String() == "PermissionDenied" || client.Code(err).String() == "Unauthenticated" {
+		if c := status.Code(err); c == codes.PermissionDenied || c == codes.Unauthenticated {
 			return Check{Area: "daemon", Status: Warn, Message: "termd at " + socket + " answers but refuses this user: " + msg, Fix: "join the socket's group (usermod -aG termd USER) and get a role in termd.yaml"}
 		}
 		return Check{Area: "daemon", Status: Warn, Message: "termd is not answering at " + socket + ": " + msg, Fix: "start it (systemctl start termd.socket, or termd --config FILE)"}

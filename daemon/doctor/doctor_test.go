@@ -204,3 +204,15 @@ func TestDoctorTLSListener(t *testing.T) {
 	}
 	wantLine(t, out, `^FAIL +tls +listen_tls.key_file: .*has mode 0644.*chmod 600`)
 }
+
+// A termd that turns this user away answers: doctor tells that from a
+// daemon that is not there, by the gRPC code of the refusal (termd doctor's
+// status call is handed in by cmd/termd and dials through client/).
+func TestDoctorSaysWhenTermdRefusesThisUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs doctor as another uid: run it as root (as CI does)")
+	}
+	d := harness.Start(t, harness.Options{Config: "socket_group: \"65534\"\n"})
+	out, errOut, _ := d.RunAs(harness.Nobody, "termd", nil, "doctor", "--socket", d.Socket)
+	wantLine(t, out+errOut, `^WARN +daemon +termd at .* answers but refuses this user: termd refused the connection: .*uid 65534 has no role`)
+}

@@ -128,9 +128,9 @@ func (t *toolSpec) workDir(pc *parsed, cwd string) string {
 	return dir
 }
 
-// The registry, built on first use rather than in init: termctl links the
-// engine only for `policy lint`, and `termctl status` must not pay for the
-// tables on every start.
+// The registry, built on first use rather than in init: termd's commands
+// that decide nothing (`termd --help`, `termd doctor`) must not pay for the
+// tables at every start.
 var (
 	toolTable    = map[string]*toolSpec{}
 	envReadHooks []func(map[string]string) []string

@@ -63,6 +63,8 @@ var minRole = map[string]config.Role{
 	// Operators see every credential, agents the ones they may ask for,
 	// viewers (who cannot plan) none.
 	"/termd.v1.PolicyService/ListCredentials": config.RoleViewer,
+	// Linting checks a text and installs nothing (like ValidateRecipe).
+	"/termd.v1.PolicyService/LintPolicy": config.RoleViewer,
 
 	"/termd.v1.AdviserService/Advise": config.RoleAgent,
 

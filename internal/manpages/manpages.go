@@ -19,7 +19,7 @@ import (
 // Roots are the binaries' command trees, by name.
 func Roots() []*cobra.Command {
 	return []*cobra.Command{
-		daemon.NewCommand(),
+		daemon.NewCommand(daemon.Deps{}),
 		cli.NewRoot(io.Discard, io.Discard, nil),
 		mcpbridge.NewCommand(io.Discard),
 		gateway.NewCommand(io.Discard),

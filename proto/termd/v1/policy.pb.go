@@ -363,6 +363,124 @@ func (x *ReloadPolicyResponse) GetPreviousVersion() string {
 	return ""
 }
 
+type LintPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file name the problem is reported against (FILE:LINE: reason);
+	// nothing is read from it. Empty: "policy".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The policy text (YAML), at most 4 MiB.
+	Text          string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LintPolicyRequest) Reset() {
+	*x = LintPolicyRequest{}
+	mi := &file_termd_v1_policy_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LintPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LintPolicyRequest) ProtoMessage() {}
+
+func (x *LintPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_policy_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LintPolicyRequest.ProtoReflect.Descriptor instead.
+func (*LintPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LintPolicyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LintPolicyRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type LintPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Valid bool                   `protobuf:"varint,1,opt,name=valid,proto3" json:"valid,omitempty"`
+	// The first problem as NAME:LINE: reason (NAME: reason without a line);
+	// empty when valid.
+	Problem string `protobuf:"bytes,2,opt,name=problem,proto3" json:"problem,omitempty"`
+	// The problem's line in the text, 0 when it has none.
+	Line          uint32 `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LintPolicyResponse) Reset() {
+	*x = LintPolicyResponse{}
+	mi := &file_termd_v1_policy_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LintPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LintPolicyResponse) ProtoMessage() {}
+
+func (x *LintPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_termd_v1_policy_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LintPolicyResponse.ProtoReflect.Descriptor instead.
+func (*LintPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LintPolicyResponse) GetValid() bool {
+	if x != nil {
+		return x.Valid
+	}
+	return false
+}
+
+func (x *LintPolicyResponse) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
+}
+
+func (x *LintPolicyResponse) GetLine() uint32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
 type ListCredentialsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -371,7 +489,7 @@ type ListCredentialsRequest struct {
 
 func (x *ListCredentialsRequest) Reset() {
 	*x = ListCredentialsRequest{}
-	mi := &file_termd_v1_policy_proto_msgTypes[6]
+	mi := &file_termd_v1_policy_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -383,7 +501,7 @@ func (x *ListCredentialsRequest) String() string {
 func (*ListCredentialsRequest) ProtoMessage() {}
 
 func (x *ListCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_policy_proto_msgTypes[6]
+	mi := &file_termd_v1_policy_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -396,7 +514,7 @@ func (x *ListCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_termd_v1_policy_proto_rawDescGZIP(), []int{6}
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{8}
 }
 
 type ListCredentialsResponse struct {
@@ -408,7 +526,7 @@ type ListCredentialsResponse struct {
 
 func (x *ListCredentialsResponse) Reset() {
 	*x = ListCredentialsResponse{}
-	mi := &file_termd_v1_policy_proto_msgTypes[7]
+	mi := &file_termd_v1_policy_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +538,7 @@ func (x *ListCredentialsResponse) String() string {
 func (*ListCredentialsResponse) ProtoMessage() {}
 
 func (x *ListCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_policy_proto_msgTypes[7]
+	mi := &file_termd_v1_policy_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +551,7 @@ func (x *ListCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_termd_v1_policy_proto_rawDescGZIP(), []int{7}
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListCredentialsResponse) GetCredentials() []*CredentialInfo {
@@ -471,7 +589,7 @@ type CredentialInfo struct {
 
 func (x *CredentialInfo) Reset() {
 	*x = CredentialInfo{}
-	mi := &file_termd_v1_policy_proto_msgTypes[8]
+	mi := &file_termd_v1_policy_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +601,7 @@ func (x *CredentialInfo) String() string {
 func (*CredentialInfo) ProtoMessage() {}
 
 func (x *CredentialInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_termd_v1_policy_proto_msgTypes[8]
+	mi := &file_termd_v1_policy_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +614,7 @@ func (x *CredentialInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialInfo.ProtoReflect.Descriptor instead.
 func (*CredentialInfo) Descriptor() ([]byte, []int) {
-	return file_termd_v1_policy_proto_rawDescGZIP(), []int{8}
+	return file_termd_v1_policy_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CredentialInfo) GetName() string {
@@ -580,7 +698,14 @@ const file_termd_v1_policy_proto_rawDesc = "" +
 	"\x14ReloadPolicyResponse\x12\x18\n" +
 	"\achanged\x18\x01 \x01(\bR\achanged\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12)\n" +
-	"\x10previous_version\x18\x03 \x01(\tR\x0fpreviousVersion\"\x18\n" +
+	"\x10previous_version\x18\x03 \x01(\tR\x0fpreviousVersion\";\n" +
+	"\x11LintPolicyRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"X\n" +
+	"\x12LintPolicyResponse\x12\x14\n" +
+	"\x05valid\x18\x01 \x01(\bR\x05valid\x12\x18\n" +
+	"\aproblem\x18\x02 \x01(\tR\aproblem\x12\x12\n" +
+	"\x04line\x18\x03 \x01(\rR\x04line\"\x18\n" +
 	"\x16ListCredentialsRequest\"U\n" +
 	"\x17ListCredentialsResponse\x12:\n" +
 	"\vcredentials\x18\x01 \x03(\v2\x18.termd.v1.CredentialInfoR\vcredentials\"\xda\x01\n" +
@@ -594,13 +719,15 @@ const file_termd_v1_policy_proto_rawDesc = "" +
 	"\x04path\x18\x05 \x01(\tR\x04path\x12\x16\n" +
 	"\x06inject\x18\x06 \x01(\tR\x06inject\x12\x1a\n" +
 	"\breadable\x18\a \x01(\bR\breadable\x12\x18\n" +
-	"\aproblem\x18\b \x01(\tR\aproblem2\xb0\x03\n" +
+	"\aproblem\x18\b \x01(\tR\aproblem2\x95\x04\n" +
 	"\rPolicyService\x12g\n" +
 	"\vCheckPolicy\x12\x1c.termd.v1.CheckPolicyRequest\x1a\x1d.termd.v1.CheckPolicyResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/policy:check\x12X\n" +
 	"\tGetPolicy\x12\x1a.termd.v1.GetPolicyRequest\x1a\x1b.termd.v1.GetPolicyResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
 	"/v1/policy\x12o\n" +
 	"\x0fListCredentials\x12 .termd.v1.ListCredentialsRequest\x1a!.termd.v1.ListCredentialsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/credentials\x12k\n" +
-	"\fReloadPolicy\x12\x1d.termd.v1.ReloadPolicyRequest\x1a\x1e.termd.v1.ReloadPolicyResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/v1/policy:reloadB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
+	"\fReloadPolicy\x12\x1d.termd.v1.ReloadPolicyRequest\x1a\x1e.termd.v1.ReloadPolicyResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/v1/policy:reload\x12c\n" +
+	"\n" +
+	"LintPolicy\x12\x1b.termd.v1.LintPolicyRequest\x1a\x1c.termd.v1.LintPolicyResponse\"\x1a\x82\xd3\xe4\x93\x02\x14:\x01*\"\x0f/v1/policy:lintB/Z-github.com/termd/termd/proto/termd/v1;termdv1b\x06proto3"
 
 var (
 	file_termd_v1_policy_proto_rawDescOnce sync.Once
@@ -614,7 +741,7 @@ func file_termd_v1_policy_proto_rawDescGZIP() []byte {
 	return file_termd_v1_policy_proto_rawDescData
 }
 
-var file_termd_v1_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_termd_v1_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_termd_v1_policy_proto_goTypes = []any{
 	(*CheckPolicyRequest)(nil),      // 0: termd.v1.CheckPolicyRequest
 	(*CheckPolicyResponse)(nil),     // 1: termd.v1.CheckPolicyResponse
@@ -622,30 +749,34 @@ var file_termd_v1_policy_proto_goTypes = []any{
 	(*GetPolicyResponse)(nil),       // 3: termd.v1.GetPolicyResponse
 	(*ReloadPolicyRequest)(nil),     // 4: termd.v1.ReloadPolicyRequest
 	(*ReloadPolicyResponse)(nil),    // 5: termd.v1.ReloadPolicyResponse
-	(*ListCredentialsRequest)(nil),  // 6: termd.v1.ListCredentialsRequest
-	(*ListCredentialsResponse)(nil), // 7: termd.v1.ListCredentialsResponse
-	(*CredentialInfo)(nil),          // 8: termd.v1.CredentialInfo
-	(*CommandRequest)(nil),          // 9: termd.v1.CommandRequest
-	(*Decision)(nil),                // 10: termd.v1.Decision
-	(Mode)(0),                       // 11: termd.v1.Mode
-	(*Limits)(nil),                  // 12: termd.v1.Limits
+	(*LintPolicyRequest)(nil),       // 6: termd.v1.LintPolicyRequest
+	(*LintPolicyResponse)(nil),      // 7: termd.v1.LintPolicyResponse
+	(*ListCredentialsRequest)(nil),  // 8: termd.v1.ListCredentialsRequest
+	(*ListCredentialsResponse)(nil), // 9: termd.v1.ListCredentialsResponse
+	(*CredentialInfo)(nil),          // 10: termd.v1.CredentialInfo
+	(*CommandRequest)(nil),          // 11: termd.v1.CommandRequest
+	(*Decision)(nil),                // 12: termd.v1.Decision
+	(Mode)(0),                       // 13: termd.v1.Mode
+	(*Limits)(nil),                  // 14: termd.v1.Limits
 }
 var file_termd_v1_policy_proto_depIdxs = []int32{
-	9,  // 0: termd.v1.CheckPolicyRequest.request:type_name -> termd.v1.CommandRequest
-	10, // 1: termd.v1.CheckPolicyResponse.decision:type_name -> termd.v1.Decision
-	11, // 2: termd.v1.GetPolicyResponse.default_mode:type_name -> termd.v1.Mode
-	12, // 3: termd.v1.GetPolicyResponse.limits:type_name -> termd.v1.Limits
-	8,  // 4: termd.v1.ListCredentialsResponse.credentials:type_name -> termd.v1.CredentialInfo
+	11, // 0: termd.v1.CheckPolicyRequest.request:type_name -> termd.v1.CommandRequest
+	12, // 1: termd.v1.CheckPolicyResponse.decision:type_name -> termd.v1.Decision
+	13, // 2: termd.v1.GetPolicyResponse.default_mode:type_name -> termd.v1.Mode
+	14, // 3: termd.v1.GetPolicyResponse.limits:type_name -> termd.v1.Limits
+	10, // 4: termd.v1.ListCredentialsResponse.credentials:type_name -> termd.v1.CredentialInfo
 	0,  // 5: termd.v1.PolicyService.CheckPolicy:input_type -> termd.v1.CheckPolicyRequest
 	2,  // 6: termd.v1.PolicyService.GetPolicy:input_type -> termd.v1.GetPolicyRequest
-	6,  // 7: termd.v1.PolicyService.ListCredentials:input_type -> termd.v1.ListCredentialsRequest
+	8,  // 7: termd.v1.PolicyService.ListCredentials:input_type -> termd.v1.ListCredentialsRequest
 	4,  // 8: termd.v1.PolicyService.ReloadPolicy:input_type -> termd.v1.ReloadPolicyRequest
-	1,  // 9: termd.v1.PolicyService.CheckPolicy:output_type -> termd.v1.CheckPolicyResponse
-	3,  // 10: termd.v1.PolicyService.GetPolicy:output_type -> termd.v1.GetPolicyResponse
-	7,  // 11: termd.v1.PolicyService.ListCredentials:output_type -> termd.v1.ListCredentialsResponse
-	5,  // 12: termd.v1.PolicyService.ReloadPolicy:output_type -> termd.v1.ReloadPolicyResponse
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
+	6,  // 9: termd.v1.PolicyService.LintPolicy:input_type -> termd.v1.LintPolicyRequest
+	1,  // 10: termd.v1.PolicyService.CheckPolicy:output_type -> termd.v1.CheckPolicyResponse
+	3,  // 11: termd.v1.PolicyService.GetPolicy:output_type -> termd.v1.GetPolicyResponse
+	9,  // 12: termd.v1.PolicyService.ListCredentials:output_type -> termd.v1.ListCredentialsResponse
+	5,  // 13: termd.v1.PolicyService.ReloadPolicy:output_type -> termd.v1.ReloadPolicyResponse
+	7,  // 14: termd.v1.PolicyService.LintPolicy:output_type -> termd.v1.LintPolicyResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -663,7 +794,7 @@ func file_termd_v1_policy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_termd_v1_policy_proto_rawDesc), len(file_termd_v1_policy_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	PolicyService_GetPolicy_FullMethodName       = "/termd.v1.PolicyService/GetPolicy"
 	PolicyService_ListCredentials_FullMethodName = "/termd.v1.PolicyService/ListCredentials"
 	PolicyService_ReloadPolicy_FullMethodName    = "/termd.v1.PolicyService/ReloadPolicy"
+	PolicyService_LintPolicy_FullMethodName      = "/termd.v1.PolicyService/LintPolicy"
 )
 
 // PolicyServiceClient is the client API for PolicyService service.
@@ -41,6 +42,12 @@ type PolicyServiceClient interface {
 	ListCredentials(ctx context.Context, in *ListCredentialsRequest, opts ...grpc.CallOption) (*ListCredentialsResponse, error)
 	// ReloadPolicy reloads the policy file; a bad file keeps the last good policy.
 	ReloadPolicy(ctx context.Context, in *ReloadPolicyRequest, opts ...grpc.CallOption) (*ReloadPolicyResponse, error)
+	// LintPolicy checks a policy text the way termd loads a policy file,
+	// strictly and with every example it carries (match / not_match), and
+	// installs nothing: a client lints a file before it is installed without
+	// linking the policy engine (`termd policy lint FILE` does the same with
+	// no daemon).
+	LintPolicy(ctx context.Context, in *LintPolicyRequest, opts ...grpc.CallOption) (*LintPolicyResponse, error)
 }
 
 type policyServiceClient struct {
@@ -91,6 +98,16 @@ func (c *policyServiceClient) ReloadPolicy(ctx context.Context, in *ReloadPolicy
 	return out, nil
 }
 
+func (c *policyServiceClient) LintPolicy(ctx context.Context, in *LintPolicyRequest, opts ...grpc.CallOption) (*LintPolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LintPolicyResponse)
+	err := c.cc.Invoke(ctx, PolicyService_LintPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PolicyServiceServer is the server API for PolicyService service.
 // All implementations must embed UnimplementedPolicyServiceServer
 // for forward compatibility.
@@ -107,6 +124,12 @@ type PolicyServiceServer interface {
 	ListCredentials(context.Context, *ListCredentialsRequest) (*ListCredentialsResponse, error)
 	// ReloadPolicy reloads the policy file; a bad file keeps the last good policy.
 	ReloadPolicy(context.Context, *ReloadPolicyRequest) (*ReloadPolicyResponse, error)
+	// LintPolicy checks a policy text the way termd loads a policy file,
+	// strictly and with every example it carries (match / not_match), and
+	// installs nothing: a client lints a file before it is installed without
+	// linking the policy engine (`termd policy lint FILE` does the same with
+	// no daemon).
+	LintPolicy(context.Context, *LintPolicyRequest) (*LintPolicyResponse, error)
 	mustEmbedUnimplementedPolicyServiceServer()
 }
 
@@ -128,6 +151,9 @@ func (UnimplementedPolicyServiceServer) ListCredentials(context.Context, *ListCr
 }
 func (UnimplementedPolicyServiceServer) ReloadPolicy(context.Context, *ReloadPolicyRequest) (*ReloadPolicyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReloadPolicy not implemented")
+}
+func (UnimplementedPolicyServiceServer) LintPolicy(context.Context, *LintPolicyRequest) (*LintPolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LintPolicy not implemented")
 }
 func (UnimplementedPolicyServiceServer) mustEmbedUnimplementedPolicyServiceServer() {}
 func (UnimplementedPolicyServiceServer) testEmbeddedByValue()                       {}
@@ -222,6 +248,24 @@ func _PolicyService_ReloadPolicy_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PolicyService_LintPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LintPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PolicyServiceServer).LintPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PolicyService_LintPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PolicyServiceServer).LintPolicy(ctx, req.(*LintPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PolicyService_ServiceDesc is the grpc.ServiceDesc for PolicyService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -244,6 +288,10 @@ var PolicyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReloadPolicy",
 			Handler:    _PolicyService_ReloadPolicy_Handler,
+		},
+		{
+			MethodName: "LintPolicy",
+			Handler:    _PolicyService_LintPolicy_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

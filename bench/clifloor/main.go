@@ -1,4 +1,4 @@
-// Command benchfloor is the floor `make bench` holds termctl's start-up
+// Command clifloor is the floor `make bench` holds termctl's start-up
 // against: the least a Go client of termd must link and do for `termctl
 // version` — a cobra root, a gRPC connection over the unix socket and one
 // GetVersion call, through the generated API package — and nothing else.
@@ -18,7 +18,7 @@ import (
 
 func main() {
 	root := &cobra.Command{
-		Use:  "benchfloor",
+		Use:  "clifloor",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			conn, err := grpc.NewClient("unix://"+os.Getenv("TERMD_SOCKET"), grpc.WithTransportCredentials(insecure.NewCredentials()))
