@@ -23,7 +23,7 @@ import (
 // reaped) and termd's own /debug/stages, against baselines measured in the
 // same process and run: a bare 4 KiB append + fdatasync (what each of the
 // intent and the receipt commits cannot avoid) and a bare fork/exec of
-// /bin/true (what the spawn and exit stages cannot avoid). With
+// /bin/pwd, the same command (what the spawn and exit stages cannot avoid). With
 // TERMD_BENCH_ARCHFLOOR=PATH (a floor binary built outside the project, e.g.
 // ../shared/bench/archfloor) its pairs run in rounds alternating with
 // termd's, and the ratios are printed. TERMD_BENCH_ROUNDS (default 4) and
@@ -66,14 +66,17 @@ func TestBenchStages(t *testing.T) {
 	for r := range rounds {
 		for k := range sides {
 			s := sides[(r+k)%len(sides)]
-			c0 := treeCPU(s.pids)
+			c0 := cpuOf(s.pids)
 			cmd := exec.Command("python3", script, "pairs", "--port", s.port, "--era", "modern", "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
 			cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+s.path, "MCP_BENCH_TOKEN="+s.token)
 			out, err := cmd.Output()
 			if err != nil {
 				t.Fatalf("mcp_pairs.py against %s: %v\n%s", s.name, err, out)
 			}
-			s.cpu += treeCPU(s.pids) - c0
+			c1 := cpuOf(s.pids)
+			for i := range c1 {
+				s.cpu[i] += c1[i] - c0[i]
+			}
 			s.pairs += n + warmup
 			var res pairsResult
 			if err := json.Unmarshal(out, &res); err != nil {
@@ -92,9 +95,11 @@ func TestBenchStages(t *testing.T) {
 
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
 	as, fe := harness.Pct(appendSync, 50), harness.Pct(forkExec, 50)
-	harness.Bench(t, fmt.Sprintf("stages: same-run baselines: append 4 KiB + fdatasync median %s, fork/exec /bin/true median %s; load average %s -> %s", ms(as), ms(fe), load0, load1))
+	harness.Bench(t, fmt.Sprintf("stages: same-run baselines: append 4 KiB + fdatasync median %s, fork/exec /bin/pwd median %s; load average %s -> %s", ms(as), ms(fe), load0, load1))
 	for _, s := range sides {
-		harness.Bench(t, fmt.Sprintf("stages: %s: MCP pair median per round %v; server CPU per pair %s", s.name, roundMs(s.medians), ms(s.cpu/time.Duration(s.pairs))))
+		per := func(d time.Duration) string { return ms(d / time.Duration(s.pairs)) }
+		harness.Bench(t, fmt.Sprintf("stages: %s: MCP pair median per round %v; server CPU per pair %s (daemon %s + its reaped children %s + MCP server %s)",
+			s.name, roundMs(s.medians), per(s.total()), per(s.cpu[0]), per(s.cpu[1]), per(s.cpu[2])))
 	}
 	if len(sides) == 2 {
 		var ratios []string
@@ -102,7 +107,7 @@ func TestBenchStages(t *testing.T) {
 			ratios = append(ratios, fmt.Sprintf("%.2fx", float64(sides[0].medians[r])/float64(sides[1].medians[r])))
 		}
 		harness.Bench(t, fmt.Sprintf("stages: termd / floor: pair median per round %s; server CPU per pair %.2fx",
-			strings.Join(ratios, " "), float64(sides[0].cpu)/float64(sides[0].pairs)/(float64(sides[1].cpu)/float64(sides[1].pairs))))
+			strings.Join(ratios, " "), float64(sides[0].total())/float64(sides[0].pairs)/(float64(sides[1].total())/float64(sides[1].pairs))))
 	}
 	for _, l := range strings.Split(strings.TrimSpace(stages), "\n") {
 		harness.Bench(t, "stages: "+l)
@@ -115,11 +120,13 @@ type benchSide struct {
 	port    string
 	path    string
 	token   string
-	pids    []int // whose CPU (own and reaped children's) counts
+	pids    []int // the daemon side, then the MCP side: whose CPU counts
 	medians []time.Duration
-	cpu     time.Duration
+	cpu     [3]time.Duration // the daemon's own, its reaped children's, the MCP side's (with its children's)
 	pairs   int
 }
+
+func (s *benchSide) total() time.Duration { return s.cpu[0] + s.cpu[1] + s.cpu[2] }
 
 // startArchfloor starts an archfloor binary's gRPC side and MCP side, the
 // commands run in workspace.
@@ -180,12 +187,14 @@ func bareAppendSync(t *testing.T, dir string, n int) []time.Duration {
 	return out
 }
 
-// bareForkExec is n fork/execs of /bin/true, each waited for.
+// bareForkExec is n fork/execs of /bin/pwd, each waited for.
 func bareForkExec(t *testing.T, n int) []time.Duration {
 	out := make([]time.Duration, n)
 	for i := range out {
 		start := time.Now()
-		if err := exec.Command("/bin/true").Run(); err != nil {
+		cmd := exec.Command("/bin/pwd")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"} // as the harness's daemon passes on
+		if err := cmd.Run(); err != nil {
 			t.Fatal(err)
 		}
 		out[i] = time.Since(start)
@@ -193,14 +202,12 @@ func bareForkExec(t *testing.T, n int) []time.Duration {
 	return out
 }
 
-// treeCPU is the CPU the processes used so far, their own threads' (to the
-// nanosecond) and their reaped children's (in ticks).
-func treeCPU(pids []int) time.Duration {
-	var sum time.Duration
-	for _, pid := range pids {
-		sum += harness.ThreadsCPU(pid) + procCPU(pid, true) - procCPU(pid, false) // + the reaped children's
-	}
-	return sum
+// cpuOf is the CPU used so far by the daemon side pids[0] (its threads', to
+// the nanosecond; the children it reaped, in ticks) and by the MCP side
+// pids[1] with its reaped children.
+func cpuOf(pids []int) [3]time.Duration {
+	reaped := func(pid int) time.Duration { return procCPU(pid, true) - procCPU(pid, false) }
+	return [3]time.Duration{harness.ThreadsCPU(pids[0]), reaped(pids[0]), harness.ThreadsCPU(pids[1]) + reaped(pids[1])}
 }
 
 func roundMs(ds []time.Duration) string {
