@@ -863,7 +863,6 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		e.hub.proc.Store(nil)
 		e.hub.end()
 	}
-	e.releaseSandbox()
 	b.mu.Lock()
 	p := e.plan
 	detail := ""
@@ -886,12 +885,19 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	if e.storageTail != "" {
 		detail = strings.TrimPrefix(detail+"; "+e.storageTail, "; ")
 	}
-	r := b.finalReceipt(p, e, res, detail)
+	r := b.finalReceipt(p, e, res, detail) // stops the egress proxy: its summary is in r
 	b.unlock()
 
+	// The sandbox (private TMPDIR, network namespace, launcher files) is
+	// let go of while the receipt commits, off the result's path: nothing
+	// in the receipt depends on it, and it is gone before anything below
+	// (the final state, the events) says the execution ended.
+	released := make(chan struct{})
+	go func() { e.releaseSandbox(); close(released) }()
 	ended := time.Now()
 	var wt receiptstore.WriteTimes
 	stored, err := b.Store.AppendTimed(r, &wt)
+	<-released
 	if stored != nil {
 		b.shares.put(stored)
 	}
