@@ -405,6 +405,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		},
 	}
 	e.e.Id = e.id
+	e.stage[stagePlan] = p.planned
 	s.addRunning(e)
 	s.touch(now)
 	p.p.ExecutionId = e.id
@@ -897,21 +898,22 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	ended := time.Now()
 	var wt receiptstore.WriteTimes
 	stored, err := b.Store.AppendTimed(r, &wt)
+	receipted := time.Now()
 	<-released
 	if stored != nil {
 		b.shares.put(stored)
 	}
-	if !e.spawned.IsZero() && res.Err == nil && err == nil {
-		t := e.stage
+	timed := !e.spawned.IsZero() && res.Err == nil && err == nil
+	t := e.stage
+	if timed {
 		t[stageRun] = ended.Sub(e.spawned)
 		if !res.ExitedAt.IsZero() {
 			t[stageExit] = res.ExitedAt.Sub(e.spawned)
 			t[stageTeardown] = res.FinishedAt.Sub(res.ExitedAt)
 		}
-		t[stageReceipt] = time.Since(ended)
+		t[stageReceipt] = receipted.Sub(ended)
 		t.write(stageReceiptEncode, wt)
-		t[stageTotal] = time.Since(e.begun)
-		b.stages.add(t)
+		t[stageTotal] = receipted.Sub(e.begun)
 	}
 
 	b.mu.Lock()
@@ -967,6 +969,10 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	}
 	close(e.done)
 	b.unlock()
+	if timed {
+		t[stageSettle] = time.Since(receipted)
+		b.stages.add(t)
+	}
 	record()
 	b.running.Done()
 }
