@@ -38,7 +38,12 @@ func TestBenchStages(t *testing.T) {
 	if err != nil {
 		t.Skip("mcp_pairs.py not found: set MCP_PAIRS")
 	}
-	rounds, n := envInt("TERMD_BENCH_ROUNDS", 4), envInt("TERMD_BENCH_PAIRS", 100)
+	rounds, n := 4, 100
+	for name, v := range map[string]*int{"TERMD_BENCH_ROUNDS": &rounds, "TERMD_BENCH_PAIRS": &n} {
+		if x, err := strconv.Atoi(os.Getenv(name)); err == nil && x > 0 {
+			*v = x
+		}
+	}
 	const warmup = 5
 	load0 := loadAvg()
 	stagesAddr := freeLoopback(t)
@@ -226,11 +231,4 @@ func fetch(t *testing.T, u string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
