@@ -405,6 +405,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		},
 	}
 	e.e.Id = e.id
+	e.stage[stagePlan] = p.planned
 	s.addRunning(e)
 	s.touch(now)
 	p.p.ExecutionId = e.id
@@ -863,7 +864,6 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		e.hub.proc.Store(nil)
 		e.hub.end()
 	}
-	e.releaseSandbox()
 	b.mu.Lock()
 	p := e.plan
 	detail := ""
@@ -886,26 +886,34 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	if e.storageTail != "" {
 		detail = strings.TrimPrefix(detail+"; "+e.storageTail, "; ")
 	}
-	r := b.finalReceipt(p, e, res, detail)
+	r := b.finalReceipt(p, e, res, detail) // stops the egress proxy: its summary is in r
 	b.unlock()
 
+	// The sandbox (private TMPDIR, network namespace, launcher files) is
+	// let go of while the receipt commits, off the result's path: nothing
+	// in the receipt depends on it, and it is gone before anything below
+	// (the final state, the events) says the execution ended.
+	released := make(chan struct{})
+	go func() { e.releaseSandbox(); close(released) }()
 	ended := time.Now()
 	var wt receiptstore.WriteTimes
 	stored, err := b.Store.AppendTimed(r, &wt)
+	receipted := time.Now()
+	<-released
 	if stored != nil {
 		b.shares.put(stored)
 	}
-	if !e.spawned.IsZero() && res.Err == nil && err == nil {
-		t := e.stage
+	timed := !e.spawned.IsZero() && res.Err == nil && err == nil
+	t := e.stage
+	if timed {
 		t[stageRun] = ended.Sub(e.spawned)
 		if !res.ExitedAt.IsZero() {
 			t[stageExit] = res.ExitedAt.Sub(e.spawned)
 			t[stageTeardown] = res.FinishedAt.Sub(res.ExitedAt)
 		}
-		t[stageReceipt] = time.Since(ended)
+		t[stageReceipt] = receipted.Sub(ended)
 		t.write(stageReceiptEncode, wt)
-		t[stageTotal] = time.Since(e.begun)
-		b.stages.add(t)
+		t[stageTotal] = receipted.Sub(e.begun)
 	}
 
 	b.mu.Lock()
@@ -961,6 +969,10 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	}
 	close(e.done)
 	b.unlock()
+	if timed {
+		t[stageSettle] = time.Since(receipted)
+		b.stages.add(t)
+	}
 	record()
 	b.running.Done()
 }

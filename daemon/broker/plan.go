@@ -51,6 +51,11 @@ type planRec struct {
 	// held while the plan may still run and journalled with it (planLine);
 	// let go when it starts or settles (trackPlanLocked).
 	stdin []byte
+
+	// planned is how long CreatePlan took in the daemon (decision, record,
+	// journal), reported as the plan stage of the execution that runs it
+	// (stages.go); 0 for plans made otherwise (replans, grants).
+	planned time.Duration
 }
 
 // transitions is the plan state machine (ARCHITECTURE §5), in one place.
@@ -298,6 +303,7 @@ func (b *Broker) CheckPolicy(_ context.Context, caller *termdv1.Principal, r *te
 // CreatePlan decides a request and records it as a plan. A denied request
 // becomes a blocked plan with a decision receipt, so everyone sees why.
 func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessionID string, r *termdv1.CommandRequest) (*termdv1.Plan, error) {
+	begun := time.Now()
 	req, err := b.policyRequest(caller, r)
 	if err != nil {
 		return nil, err
@@ -316,7 +322,9 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 		return nil, err
 	}
 	p := b.newPlanLocked(caller, s, r, req, dec, "")
-	return proto.Clone(p.p).(*termdv1.Plan), nil
+	out := proto.Clone(p.p).(*termdv1.Plan)
+	p.planned = time.Since(begun)
+	return out, nil
 }
 
 // planSessionLocked finds the session a new plan goes into: the given one,

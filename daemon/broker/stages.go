@@ -15,7 +15,8 @@ import (
 // (Broker.StageReport, served at /debug/stages on the TERMD_DEBUG_PPROF
 // listener), so where the time goes can be seen without patching code.
 const (
-	stageCheck         = iota // reserve the plan, re-decide, build the spec (sandbox included)
+	stagePlan          = iota // CreatePlan of the plan that ran, in the daemon: decide, record, journal (0 for plans made otherwise)
+	stageCheck                // reserve the plan, re-decide, build the spec (sandbox included)
 	stageIntent               // commit the durable intent (overlaps the launcher's start)
 	stageIntentEncode         // part of intent: its JSON (receiptstore.WriteTimes)
 	stageIntentWait           // part of intent: hand-offs to the store's writer and back
@@ -33,12 +34,13 @@ const (
 	stageReceiptApply         // part of receipt: BEGIN, seal (seq, prev_hash, signatures), insert
 	stageReceiptCommit        // part of receipt: COMMIT, the WAL's frames and fsync
 	stageTotal                // from Execute to the receipt
+	stageSettle               // from the receipt to the execution's end being told (final state, events, the sandbox's release joined)
 	nStages
 )
 
-var stageNames = [nStages]string{"check", "intent", "intent/encode", "intent/wait", "intent/apply", "intent/commit",
+var stageNames = [nStages]string{"plan", "check", "intent", "intent/encode", "intent/wait", "intent/apply", "intent/commit",
 	"launch", "release", "spawn", "exit", "teardown", "run",
-	"receipt", "receipt/encode", "receipt/wait", "receipt/apply", "receipt/commit", "total"}
+	"receipt", "receipt/encode", "receipt/wait", "receipt/apply", "receipt/commit", "total", "settle"}
 
 // write puts where a durable write's time went into the four stages from
 // first (stageIntentEncode or stageReceiptEncode) on.

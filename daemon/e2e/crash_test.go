@@ -198,14 +198,15 @@ func TestStageReport(t *testing.T) {
 	if !strings.Contains(got, "over the last 3 executions") {
 		t.Fatalf("stage report:\n%s", got)
 	}
-	for _, s := range []string{"check", "intent", "intent/encode", "intent/wait", "intent/apply", "intent/commit", "launch", "release", "spawn", "exit", "teardown", "run",
-		"receipt", "receipt/encode", "receipt/wait", "receipt/apply", "receipt/commit", "total"} {
+	for _, s := range []string{"plan", "check", "intent", "intent/encode", "intent/wait", "intent/apply", "intent/commit", "launch", "release", "spawn", "exit", "teardown", "run",
+		"receipt", "receipt/encode", "receipt/wait", "receipt/apply", "receipt/commit", "total", "settle"} {
 		if !regexp.MustCompile(`(?m)^` + s + `\s+\S*s\s+\S*s$`).MatchString(got) {
 			t.Errorf("no p50/p90 for stage %s:\n%s", s, got)
 		}
 	}
-	// The commits' parts are filled in: a durable commit takes time.
-	for _, s := range []string{"intent/commit", "receipt/commit"} {
+	// The commits' parts are filled in: a durable commit takes time; so
+	// do the plan's decision and the end's being told.
+	for _, s := range []string{"intent/commit", "receipt/commit", "plan", "settle"} {
 		if regexp.MustCompile(`(?m)^` + s + `\s+0s\s`).MatchString(got) {
 			t.Errorf("stage %s reads 0:\n%s", s, got)
 		}
