@@ -48,8 +48,15 @@ func TestBenchFloor(t *testing.T) {
 	rounds, per, seconds := envInt("TERMD_BENCH_ROUNDS", 6), envInt("TERMD_BENCH_PAIRS", 40), envInt("TERMD_BENCH_SECONDS", 20)
 	// 32 clients of one principal: each holds a session and runs one
 	// command at a time (the defaults are 8 and 8).
-	d := harness.Start(t, harness.Options{Config: agentConfig + "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n"})
-	hb := startHTTPBridge(t, d)
+	// TERMD_BENCH_PROFILES=DIR: termd's and termd-mcp's heap profiles
+	// after the 32-client run (DIR/termd-heap.pb.gz, DIR/bridge-heap.pb.gz).
+	profiles := os.Getenv("TERMD_BENCH_PROFILES")
+	var termdPprof, bridgePprof string
+	if profiles != "" {
+		termdPprof, bridgePprof = freeLoopback(t), freeLoopback(t)
+	}
+	d := harness.Start(t, harness.Options{Config: agentConfig + "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n", Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
+	hb := startHTTPBridgeProfiled(t, d, bridgePprof)
 	fl := startFloor(t, d.Workspace)
 	termd := &server{name: "termd", url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}}
 
@@ -93,16 +100,30 @@ func TestBenchFloor(t *testing.T) {
 	for _, clients := range []int{8, 32} {
 		for k := range 2 {
 			s := []*server{termd, fl}[k]
-			l0 := loadavg()
+			l0, c0 := loadavg(), s.cpu()
 			res := s.concurrent(t, clients, time.Duration(seconds)*time.Second)
-			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-5s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed; load average %s -> %s",
-				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, l0, loadavg()))
+			c := (s.cpu() - c0) / time.Duration(max(1, len(res.ok)))
+			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-5s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed, CPU/pair %v; load average %s -> %s",
+				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, ms(c), l0, loadavg()))
 			if res.failed > 0 {
 				t.Logf("%s, %d clients: first failure: %s", s.name, clients, res.firstErr)
 			}
 		}
 		harness.Bench(t, fmt.Sprintf("floor: peak RSS after %d clients: termd %d MB + termd-mcp %d MB = %d MB (VmRSS now %d + %d MB); floor %d MB",
 			clients, hwm(d.Pid()), hwm(hb.cmd.Process.Pid), hwm(d.Pid())+hwm(hb.cmd.Process.Pid), harness.StatusKB(d.Pid(), "VmRSS")>>10, harness.StatusKB(hb.cmd.Process.Pid, "VmRSS")>>10, serverHWM(fl)))
+	}
+	if profiles != "" {
+		for name, addr := range map[string]string{"termd": termdPprof, "bridge": bridgePprof} {
+			resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err := os.WriteFile(filepath.Join(profiles, name+"-heap.pb.gz"), body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	harness.Bench(t, "floor: the seed (term_mcp_deepseek v1.0.0, Python) is not run here; issue 35 measured it, in its own run, at 6.1/6.4 ms a pair, 199 pairs/s p99 100 ms with 8 clients, 156 pairs/s with 32, peak RSS 80 MB")
 }
