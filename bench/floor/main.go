@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command floor is what termd's MCP plan+execute pair is measured against in
 // `make bench` (mcpbridge's TestBenchFloor): the same required parts and
 // nothing else. Two processes, as termd-mcp and termd:
