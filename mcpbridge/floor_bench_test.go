@@ -159,19 +159,6 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// childrenCPU is the CPU time of pid's reaped children (cutime + cstime).
-func childrenCPU(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	cu, _ := strconv.ParseInt(f[13], 10, 64)
-	cs, _ := strconv.ParseInt(f[14], 10, 64)
-	return time.Duration(cu+cs) * time.Second / 100
-}
-
 // startFloor builds bench/floor and starts its broker (state beside the
 // workspace) and its MCP server (in the workspace, so pwd answers it).
 func startFloor(t *testing.T, workspace string) *server {
@@ -235,7 +222,7 @@ type server struct {
 func (s *server) cpu() time.Duration {
 	var sum time.Duration
 	for _, p := range s.pids {
-		sum += harness.ThreadsCPU(p) + childrenCPU(p)
+		sum += harness.ThreadsCPU(p) + harness.ChildrenCPU(p)
 	}
 	return sum
 }
