@@ -431,6 +431,15 @@ func (cg *execCgroup) populated() bool {
 	return len(cg.procs()) > 0
 }
 
+// emptyV2: the v2 cgroup has no member process (cgroup.events says so).
+func (cg *execCgroup) emptyV2() bool {
+	if cg.v2 == "" {
+		return false
+	}
+	data, err := cg.readFile(filepath.Join(cg.v2, "cgroup.events"))
+	return err == nil && bytes.Contains(data, []byte("populated 0"))
+}
+
 // signal sends sig to every member, once.
 func (cg *execCgroup) signal(sig syscall.Signal) {
 	for _, p := range cg.procs() {

@@ -30,6 +30,7 @@ import (
 type pooledLauncher struct {
 	proc  *os.Process
 	pidfd int
+	ns    int    // the network namespace it was born in (-1: none kept)
 	start uint64 // start ticks of proc, read when it was started
 	cg    *execCgroup
 	ctl   *os.File    // our end of the configuration socket
@@ -48,6 +49,10 @@ func (pl *pooledLauncher) discard(r *Runner) {
 	pl.out[0].Close()
 	pl.out[1].Close()
 	pl.cg.killAll(time.Second)
+	if pl.ns >= 0 {
+		r.netns.recycle(pl.ns) // nothing but the launcher was in it
+		pl.ns = -1
+	}
 	r.removeLater(pl.cg)
 }
 
@@ -161,7 +166,7 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 			cg.remove()
 		}
 	}()
-	pl = &pooledLauncher{cg: cg, pidfd: -1}
+	pl = &pooledLauncher{cg: cg, pidfd: -1, ns: -1}
 	var child [3]*os.File // stdout, stderr, report
 	for i, dst := range []**os.File{&pl.out[0], &pl.out[1], &pl.rep} {
 		rd, w, err := os.Pipe()
@@ -233,6 +238,13 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}
 	pl.proc = proc
+	// Kept, whether pooled or made at clone: its execution may hand it
+	// back to the pool (reusableNetNS).
+	if nsfd >= 0 {
+		pl.ns, nsfd = nsfd, -1
+	} else if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", proc.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		pl.ns = fd
+	}
 	if pi, ok := readProc(proc.Pid); ok {
 		pl.start = pi.start // here, not on the execution's path
 	}
@@ -360,6 +372,7 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	p.cg, p.name, p.netns = pl.cg, filepath.Base(pl.cg.v2), true
 	p.pidfd = pl.pidfd
 	p.pipes = pl.out
+	p.ns, pl.ns = pl.ns, -1 // spawnFailed closes it
 	fail := func(err error) error {
 		p.closeMountNS()
 		pl.ctl.Close()
@@ -394,6 +407,11 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	}
 	c.SetNice, c.Nice = true, r.nice
 	c.SayConfined = c.MountNS
+	// A joined launcher leaves its pooled namespace before anything runs.
+	if !spec.JoinNetNS && !reusableNetNS(c) && p.ns >= 0 {
+		unix.Close(p.ns)
+		p.ns = -1
+	}
 	files := spec.Launch.Files
 	if spec.JoinNetNS {
 		// Born in a pooled empty namespace, it joins the workspace

@@ -55,11 +55,20 @@ func newCapture(s Stream, limit int64, h hash.Hash, onOut func(Stream, int64, []
 	return &capture{stream: s, limit: limit, h: h, onOut: onOut, budget: b}
 }
 
-const readBufSize = 128 << 10
+// A stream is read into a firstReadSize buffer until a read fills it, then
+// into a readBufSize one. Most commands print little: with a 128 KiB
+// buffer from the start, every execution allocated 256 KiB (zeroed) for a
+// `pwd`, 32 running at once held 8 MiB of them, and the allocations alone
+// set the daemon's GC pace under load; a chatty command gets the large
+// buffer at its second read.
+const (
+	firstReadSize = 4 << 10
+	readBufSize   = 128 << 10
+)
 
 // pump reads r to EOF (or error). It is the only writer of c.h.
 func (c *capture) pump(r io.Reader) {
-	buf := make([]byte, readBufSize)
+	buf := make([]byte, firstReadSize)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -67,6 +76,9 @@ func (c *capture) pump(r io.Reader) {
 		}
 		if err != nil {
 			break
+		}
+		if n == len(buf) && len(buf) < readBufSize {
+			buf = make([]byte, readBufSize)
 		}
 	}
 	sum := hex.EncodeToString(c.h.Sum(nil))

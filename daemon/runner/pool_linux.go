@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,13 +13,18 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
 // Spawn pools. Making a network namespace and a cgroup directory is most of
 // what a spawn costs beyond fork and exec, so both are made ahead, in the
-// background, and handed out one per execution: never reused (a namespace's
-// descriptor is closed once the child is in it, a cgroup is removed after
-// its execution, as without a pool), and made inline when a pool is empty.
+// background, and handed out one per execution, made inline when a pool is
+// empty. A cgroup is removed after its execution (as without a pool): its
+// usage counters (cpu.stat, memory.stat) cannot be reset and the next
+// execution could read them. A network namespace is reused when nothing of
+// its execution can be left in it (netnsPool.recycle): see reusableNetNS for
+// which executions qualify and pristineNetNS for what is checked.
 
 // poolSize is how many of each a pool keeps ready.
 const poolSize = 4
@@ -73,25 +79,38 @@ func (r *Runner) refillQuiet() bool {
 	return r.gate.busy == 0
 }
 
-// netnsPool keeps fresh network namespaces, as descriptors, made by one
-// dedicated thread.
+// netnsPool keeps network namespaces, as descriptors: fresh ones made by one
+// dedicated thread, and ones whose execution ended, checked by that thread
+// (recycle).
 type netnsPool struct {
 	own   int           // the daemon's own network namespace
-	ready chan int      // namespaces no process has entered yet
+	ready chan int      // empty namespaces: fresh, or reused and checked
+	back  chan int      // namespaces whose execution ended, to check (recycle)
 	quiet func() bool   // may fill now (Runner.refillQuiet)
 	kick  chan struct{} // the gate became quiet: refill
 	stop  chan struct{}
 	done  chan struct{}
 	err   atomic.Pointer[error] // why the filler stopped early
 	once  sync.Once
+
+	mu     sync.Mutex // recycle against close
+	closed bool
+	// made, reused, dropped: namespaces made, handed back after a check,
+	// and let go (a check failed, or the pool was full).
+	made, reused, dropped atomic.Uint64
 }
+
+// netnsKept bounds the namespaces the pool holds (ready plus waiting for
+// their check): fresh ones are made up to poolSize, reused ones kept up to
+// this many; beyond it a namespace whose execution ended is let go.
+const netnsKept = 4 * poolSize
 
 func newNetnsPool(quiet func() bool) (*netnsPool, error) {
 	own, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open the daemon's network namespace: %w", err)
 	}
-	np := &netnsPool{own: own, ready: make(chan int, poolSize), quiet: quiet, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	np := &netnsPool{own: own, ready: make(chan int, netnsKept), back: make(chan int, netnsKept), quiet: quiet, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go np.fill()
 	return np, nil
 }
@@ -103,12 +122,17 @@ func newNetnsPool(quiet func() bool) (*netnsPool, error) {
 // no execution is starting or young (refillGate), not when a namespace is
 // taken: then it would compete with the spawn, the intent's commit and the
 // command for the CPU.
+//
+// Namespaces handed back (recycle) are checked at once, gate or not: a
+// check is a few reads, where making a namespace is a quarter of a
+// millisecond of CPU here and as much again for the kernel to tear the
+// old one down.
 func (np *netnsPool) fill() {
 	defer close(np.done)
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), poolNice)
 	for {
-		for len(np.ready) < cap(np.ready) && np.quiet() { // only fill sends: never blocks
+		for len(np.ready) < poolSize && len(np.back) == 0 && np.quiet() {
 			select {
 			case <-np.stop:
 				return
@@ -119,14 +143,126 @@ func (np *netnsPool) fill() {
 				np.err.Store(&err)
 				return // executions make their namespaces at clone, as without a pool
 			}
-			np.ready <- fd
+			np.made.Add(1)
+			np.put(fd)
 		}
 		select {
 		case <-np.kick:
+		case fd := <-np.back:
+			if err := np.check(fd); err != nil {
+				np.err.Store(&err)
+				return // the thread is in another namespace: it ends with the goroutine
+			}
 		case <-np.stop:
 			return
 		}
 	}
+}
+
+// put adds an empty namespace to the ready ones, or lets it go when the
+// pool is full.
+func (np *netnsPool) put(fd int) bool {
+	select {
+	case np.ready <- fd:
+		return true
+	default:
+		unix.Close(fd)
+		np.dropped.Add(1)
+		return false
+	}
+}
+
+// recycle hands back the namespace of an execution that ended (see
+// reusableNetNS): the filler checks it (pristineNetNS) and makes it ready
+// again, or lets it go. The pool owns fd from here.
+func (np *netnsPool) recycle(fd int) {
+	if np == nil {
+		unix.Close(fd)
+		return
+	}
+	np.mu.Lock()
+	defer np.mu.Unlock()
+	if np.closed || np.err.Load() != nil {
+		unix.Close(fd)
+		return
+	}
+	select {
+	case np.back <- fd:
+	default:
+		unix.Close(fd)
+		np.dropped.Add(1)
+	}
+}
+
+// check enters the namespace fd on the filler's thread, keeps it when
+// pristineNetNS says it is as a fresh one, and returns to the daemon's
+// namespace; an error means the thread could not return.
+func (np *netnsPool) check(fd int) error {
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		unix.Close(fd)
+		np.dropped.Add(1)
+		return nil
+	}
+	clean := pristineNetNS() == nil
+	if err := unix.Setns(np.own, unix.CLONE_NEWNET); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("return to the daemon's network namespace: %w", err)
+	}
+	if !clean {
+		unix.Close(fd)
+		np.dropped.Add(1)
+		return nil
+	}
+	if np.put(fd) {
+		np.reused.Add(1)
+	}
+	return nil
+}
+
+// pristineNetNS says, on a thread inside a network namespace, whether it is
+// as a fresh one is: no socket at all (not even a TCP socket in TIME_WAIT),
+// one device, the loopback, down and without an address. nil: pristine.
+func pristineNetNS() error {
+	st, err := os.ReadFile("/proc/thread-self/net/sockstat")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "sockets:" && f[2] != "0":
+			return fmt.Errorf("%s sockets in use", f[2])
+		case len(f) >= 7 && f[0] == "TCP:" && f[5] == "tw" && f[6] != "0": // (orphan counts the host's)
+			return fmt.Errorf("TCP sockets left in TIME_WAIT: %s", f[6])
+		}
+	}
+	dev, err := os.ReadFile("/proc/thread-self/net/dev")
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(string(dev)), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(strings.TrimSpace(lines[2]), "lo:") {
+		return fmt.Errorf("devices other than the loopback: %q", lines[2:])
+	}
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	if ifr.Uint16()&unix.IFF_UP != 0 {
+		return errors.New("the loopback is up")
+	}
+	if err := unix.IoctlIfreq(s, unix.SIOCGIFADDR, ifr); !errors.Is(err, unix.EADDRNOTAVAIL) {
+		return fmt.Errorf("the loopback has an address (%v)", err)
+	}
+	return nil
 }
 
 // refill asks the filler to top the pool up.
@@ -173,6 +309,49 @@ func (np *netnsPool) take() int {
 	}
 }
 
+// reusableNetNS says whether the network namespace of an execution whose
+// launcher has configuration c may serve another execution once every
+// process of it is gone. What outlives a namespace's processes is what a
+// capability changes (devices, addresses, routes, firewall rules) or the
+// host's uid 0 may write without one (its net sysctls), and sockets passed
+// to a process outside. So the launcher must empty the capability bounding
+// set with no_new_privs (DropCaps, NoNewPrivs: no exec gains one back) and
+// the command must not be the host's uid 0 (it switches to another uid, or
+// it is root mapped to an unprivileged uid by a user namespace); and
+// pristineNetNS checks, at every reuse, that no socket is left.
+func reusableNetNS(c launcher.Config) bool {
+	return c.DropCaps && c.NoNewPrivs && !c.UserNS && (c.UserNSFD > 0 || (c.SetCred && c.UID != 0))
+}
+
+// keepNetNS keeps the namespace the execution's command was born in for
+// reuse (releaseNetNS): *nsfd, the pooled one it was forked in (taken from
+// the caller, which then closes nothing), or the one its clone made.
+func (p *Process) keepNetNS(nsfd *int, pid int) {
+	if *nsfd >= 0 {
+		p.ns, *nsfd = *nsfd, -1
+		return
+	}
+	if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		p.ns = fd
+	}
+}
+
+// releaseNetNS lets the ended execution's network namespace go: back to
+// the pool when no process of the execution is left (its v2 cgroup is
+// empty, and without a capability none can have left it), else closed.
+func (p *Process) releaseNetNS() {
+	fd := p.ns
+	if fd < 0 {
+		return
+	}
+	p.ns = -1
+	if p.cg == nil || !p.cg.emptyV2() {
+		unix.Close(fd)
+		return
+	}
+	p.r.netns.recycle(fd)
+}
+
 // leaveNetNS moves the calling locked thread back into the daemon's network
 // namespace (forkIn entered one so that the child it forked was born there).
 func (r *Runner) leaveNetNS() error { return unix.Setns(r.ownNet, unix.CLONE_NEWNET) }
@@ -182,11 +361,16 @@ func (np *netnsPool) close() {
 		return
 	}
 	np.once.Do(func() {
+		np.mu.Lock()
+		np.closed = true
+		np.mu.Unlock()
 		close(np.stop)
 		<-np.done
 		for {
 			select {
 			case fd := <-np.ready:
+				unix.Close(fd)
+			case fd := <-np.back:
 				unix.Close(fd)
 			default:
 				unix.Close(np.own)
@@ -447,7 +631,7 @@ func (r *Runner) poolStatus() string {
 	case r.netns.err.Load() != nil:
 		parts = append(parts, "network namespaces: made at spawn ("+(*r.netns.err.Load()).Error()+")")
 	default:
-		parts = append(parts, fmt.Sprintf("network namespaces: %d ready", len(r.netns.ready)))
+		parts = append(parts, fmt.Sprintf("network namespaces: %d ready (%d made, %d reused, %d let go)", len(r.netns.ready), r.netns.made.Load(), r.netns.reused.Load(), r.netns.dropped.Load()))
 	}
 	if r.cgPool == nil {
 		parts = append(parts, "cgroups: made at spawn")

@@ -510,3 +510,80 @@ func TestCgroupEndFilesKeptOpen(t *testing.T) {
 		t.Errorf("after remove: %v still open, directory left %v", held, exists(cg.v2))
 	}
 }
+
+// A network namespace handed back to the pool is made ready again only when
+// it is as a fresh one: one with a socket left in it (an abstract unix
+// listener held from outside), or whose loopback was brought up, is let go.
+func TestRecycledNetnsChecked(t *testing.T) {
+	if !Probe().NetNS || os.Geteuid() != 0 {
+		t.Skip("needs network namespaces and root")
+	}
+	r := newRunner(t, Options{})
+	waitPool(t, r, poolSize, 0)
+	np := r.netns
+	// fresh makes a namespace on a locked thread and runs in inside it.
+	fresh := func(in func()) int {
+		var fd int
+		var err error
+		lockedThread(func() <-chan struct{} {
+			if fd, err = np.make(); err != nil {
+				return ended
+			}
+			if err = unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+				return ended
+			}
+			in()
+			if err = r.leaveNetNS(); err != nil {
+				return ended
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	waitCount := func(what string, c interface{ Load() uint64 }, want uint64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for c.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s", what, r.poolStatus())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	dropped, reused := np.dropped.Load(), np.reused.Load()
+	var held int
+	np.recycle(fresh(func() {
+		var err error
+		if held, err = unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			t.Error(err)
+		}
+		if err := unix.Bind(held, &unix.SockaddrUnix{Name: fmt.Sprintf("@termd-recycle-%d", os.Getpid())}); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer unix.Close(held)
+	waitCount("a namespace with a socket left was not let go", &np.dropped, dropped+1)
+	np.recycle(fresh(func() {
+		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer unix.Close(s)
+		ifr, _ := unix.NewIfreq("lo")
+		ifr.SetUint16(unix.IFF_UP)
+		if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
+			t.Error(err)
+		}
+	}))
+	waitCount("a namespace whose loopback is up was not let go", &np.dropped, dropped+2)
+	if np.reused.Load() != reused {
+		t.Fatalf("a namespace with something left in it was reused: %s", r.poolStatus())
+	}
+	np.recycle(fresh(func() {}))
+	waitCount("an untouched namespace was not reused", &np.reused, reused+1)
+	t.Log(r.poolStatus())
+}

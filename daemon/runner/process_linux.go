@@ -33,6 +33,10 @@ type Process struct {
 	start uint64 // start ticks of the main process
 	cg    *execCgroup
 	netns bool
+	// ns is the network namespace the command was born in, kept to be
+	// reused once the execution has ended (-1: none, or not reusable; see
+	// reusableNetNS and releaseNetNS).
+	ns int
 	// prestarted: the main process is a pre-started launcher (launchpool_linux.go).
 	prestarted bool
 	out        [2]*capture
@@ -73,6 +77,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 		id:       id,
 		name:     cgroupName(id),
 		pidfd:    -1,
+		ns:       -1,
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
 		tracked:  map[int]uint64{},
@@ -291,6 +296,9 @@ func (p *Process) spawn() (err error) {
 	if p.cg != nil {
 		p.cg.settle()
 	}
+	if p.netns && !spec.JoinNetNS && spec.Launch != nil && reusableNetNS(launchConfig(spec, nil)) {
+		p.keepNetNS(&nsfd, proc.Pid)
+	}
 	var st uint64
 	if pi, ok := readProc(proc.Pid); ok {
 		st = pi.start
@@ -401,6 +409,10 @@ func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv 
 var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (p *Process) spawnFailed(err error) error {
+	if p.ns >= 0 {
+		unix.Close(p.ns)
+		p.ns = -1
+	}
 	if p.cg != nil {
 		p.cg.killAll(time.Second)
 		p.cg.remove()
@@ -675,6 +687,7 @@ loop:
 	}
 	var limits []string
 	cgPath := ""
+	p.releaseNetNS() // before the cgroup goes: its emptiness is what lets the namespace serve again
 	if p.cg != nil {
 		limits = p.cg.applied
 		cgPath = p.cg.v2

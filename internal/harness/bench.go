@@ -77,17 +77,27 @@ func Bench(t testing.TB, line string) {
 }
 
 // CPUTime is the user+system CPU time process pid has used so far.
-func CPUTime(pid int) time.Duration {
+func CPUTime(pid int) time.Duration { return statTicks(pid, 11, 12) }
+
+// ChildrenCPU is the user+system CPU time of the children process pid has
+// reaped so far (theirs and their reaped children's).
+func ChildrenCPU(pid int) time.Duration { return statTicks(pid, 13, 14) }
+
+// statTicks sums fields of /proc/PID/stat counted after the command (state
+// is 0; utime 11, stime 12, cutime 13, cstime 14), in clock ticks.
+func statTicks(pid int, fields ...int) time.Duration {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
 	s := string(data)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	// Fields after the command: state is f[0]; utime f[11], stime f[12].
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	var sum int64
+	for _, i := range fields {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		sum += n
+	}
+	return time.Duration(sum) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
 // StatusKB reads a kB field (VmRSS, VmHWM) of /proc/PID/status.

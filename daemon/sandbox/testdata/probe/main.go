@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -164,6 +165,58 @@ func main() {
 		}
 		fmt.Printf("forks=%d current=%s max=%s\n", n, strings.TrimSpace(string(cur)), strings.TrimSpace(string(max)))
 		return
+	case "leave": // leave NAME PORT: a child in its own session holds an abstract unix listener @NAME, TCP and UDP sockets on :PORT and a file TMPDIR/NAME; prints "left netns=... pid=CHILD" and exits
+		if os.Getenv("PROBE_HOLD") == "1" {
+			fmt.Println("holding")
+			os.Stdout.Close()
+			for {
+				syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)
+			}
+		}
+		var held []*os.File
+		ua, uerr := net.Listen("unix", "@"+arg(2))
+		if uerr != nil {
+			err = uerr
+			break
+		}
+		f1, _ := ua.(*net.UnixListener).File()
+		held = append(held, f1)
+		if tl, terr := net.Listen("tcp", ":"+arg(3)); terr == nil {
+			f2, _ := tl.(*net.TCPListener).File()
+			held = append(held, f2)
+		}
+		if pc, perr := net.ListenPacket("udp", ":"+arg(3)); perr == nil {
+			f3, _ := pc.(*net.UDPConn).File()
+			held = append(held, f3)
+		}
+		_ = os.WriteFile(os.Getenv("TMPDIR")+"/"+arg(2), []byte("left\n"), 0o600)
+		c := exec.Command(os.Args[0], os.Args[1:]...)
+		c.Env = append(os.Environ(), "PROBE_HOLD=1")
+		c.ExtraFiles = held
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, _ := c.StdoutPipe()
+		if err = c.Start(); err != nil {
+			break
+		}
+		line := make([]byte, 8)
+		_, _ = io.ReadFull(out, line) // "holding\n": it has them
+		n := socketsInUse()
+		fmt.Printf("left netns=%s pid=%d sockets=%d\n", netnsID(), c.Process.Pid, n)
+		return
+	case "netstate": // netstate NAME PORT: its network namespace, the sockets in use in it, whether @NAME and 127.0.0.1:PORT answer, whether TMPDIR/NAME exists
+		n := socketsInUse()
+		ns := netnsID()
+		answer := func(network, addr string) string {
+			c, err := net.DialTimeout(network, addr, time.Second)
+			if err != nil {
+				return "no"
+			}
+			c.Close()
+			return "yes"
+		}
+		_, serr := os.Stat(os.Getenv("TMPDIR") + "/" + arg(2))
+		fmt.Printf("netns=%s sockets=%d abstract=%s tcp=%s tmpfile=%v\n", ns, n, answer("unix", "@"+arg(2)), answer("tcp", "127.0.0.1:"+arg(3)), serr == nil)
+		return
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown action "+os.Args[1])
 		os.Exit(2)
@@ -181,4 +234,39 @@ func main() {
 	default:
 		fmt.Println("error:", err)
 	}
+}
+
+// socketsInUse is the count of sockets in this network namespace
+// (/proc/net/sockstat, "sockets: used N"); -1 when unreadable.
+func socketsInUse() int {
+	data, err := os.ReadFile("/proc/self/net/sockstat")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "sockets: used "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// netnsID names this network namespace for good: its inode number (which
+// the kernel gives again once the namespace is freed) and its cookie
+// (SO_NETNS_COOKIE, never given again).
+func netnsID() string {
+	ino, _ := os.Readlink("/proc/self/ns/net")
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return ino + "/?"
+	}
+	defer unix.Close(fd)
+	cookie, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	if err != nil {
+		return ino + "/?"
+	}
+	return fmt.Sprintf("%s/%d", ino, cookie)
 }

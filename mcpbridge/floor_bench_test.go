@@ -1,0 +1,435 @@
+package mcpbridge_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+// TestBenchFloor holds termd-mcp + termd against the project's floor
+// (bench/floor: a go-sdk MCP server whose tools call a gRPC broker over a
+// unix socket that appends an intent + fdatasync, fork/execs, appends the
+// receipt + fdatasync), both driven by the same Go MCP client over
+// streamable HTTP (one kept-alive connection a client, as mcp_pairs.py):
+//
+//   - the `pwd` plan+execute pair, stateless 2026-07-28 ("modern") and
+//     stateful 2025-11-25 ("legacy"), in alternating rounds: medians, the
+//     ratio to the floor per round, and the servers' CPU per pair (threads
+//     of termd + termd-mcp + the children termd reaped, against the
+//     floor's two processes + theirs);
+//   - 8 and 32 concurrent clients for TERMD_BENCH_SECONDS (default 20) on
+//     each: pairs/s, p50, p99, the worst pair and failed pairs, with the
+//     load average;
+//   - peak RSS (VmHWM) of termd + termd-mcp after the rounds and after each
+//     concurrency level (and the floor's).
+//
+// TERMD_BENCH_ROUNDS (default 6) and TERMD_BENCH_PAIRS (default 40 a round
+// and era) shorten or lengthen the rounds. Nothing is downloaded.
+func TestBenchFloor(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1 to run the floor benchmark")
+	}
+	needRoot(t)
+	rounds, per, seconds := envInt("TERMD_BENCH_ROUNDS", 6), envInt("TERMD_BENCH_PAIRS", 40), envInt("TERMD_BENCH_SECONDS", 20)
+	// 32 clients of one principal: each holds a session and runs one
+	// command at a time (the defaults are 8 and 8).
+	// TERMD_BENCH_PROFILES=DIR: termd's and termd-mcp's heap profiles
+	// after the 32-client run (DIR/termd-heap.pb.gz, DIR/bridge-heap.pb.gz).
+	profiles := os.Getenv("TERMD_BENCH_PROFILES")
+	var termdPprof, bridgePprof string
+	if profiles != "" {
+		termdPprof, bridgePprof = freeLoopback(t), freeLoopback(t)
+	}
+	d := harness.Start(t, harness.Options{Config: agentConfig + "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n", Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
+	hb := startHTTPBridgeProfiled(t, d, bridgePprof)
+	fl := startFloor(t, d.Workspace)
+	termd := &server{name: "termd", url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}}
+
+	harness.Bench(t, fmt.Sprintf("floor: MCP HTTP pwd pair, %d alternating rounds of %d pairs an era; CPU = threads + reaped children of termd + termd-mcp vs of the floor's broker + MCP server", rounds, per))
+	harness.Bench(t, fmt.Sprintf("floor: %-5s %21s %21s %7s %21s %21s %7s %24s", "round", "modern floor", "termd", "ratio", "legacy floor", "termd", "ratio", "CPU/pair termd vs floor"))
+	var all [2][2][]time.Duration // side, era
+	var cpu [2]time.Duration
+	var pairs [2]int
+	for r := range rounds {
+		var med [2][2]time.Duration
+		var rcpu [2]time.Duration
+		for k := range 2 {
+			i := (r + k) % 2
+			s := []*server{fl, termd}[i]
+			c0 := s.cpu()
+			for e, era := range []string{"modern", "legacy"} {
+				ds, failed := s.series(t, era, per, 3)
+				if failed > 0 {
+					t.Errorf("%s %s: %d failed pairs", s.name, era, failed)
+				}
+				med[i][e] = harness.Pct(ds, 50)
+				all[i][e] = append(all[i][e], ds...)
+			}
+			rcpu[i] = s.cpu() - c0
+			cpu[i] += rcpu[i]
+			pairs[i] += 2 * (per + 3)
+		}
+		n := time.Duration(2 * (per + 3))
+		harness.Bench(t, fmt.Sprintf("floor: %-5d %21v %21v %6.2fx %21v %21v %6.2fx %11v vs %v %5.2fx", r+1,
+			ms(med[0][0]), ms(med[1][0]), ratio(med[1][0], med[0][0]), ms(med[0][1]), ms(med[1][1]), ratio(med[1][1], med[0][1]),
+			ms(rcpu[1]/n), ms(rcpu[0]/n), ratio(rcpu[1], rcpu[0])))
+	}
+	for e, era := range []string{"modern", "legacy"} {
+		f, m := harness.Pct(all[0][e], 50), harness.Pct(all[1][e], 50)
+		harness.Bench(t, fmt.Sprintf("floor: %s pair median: termd %v vs floor %v: ratio %.2fx (target <= 1.3x; p90 %v vs %v)", era, ms(m), ms(f), ratio(m, f), ms(harness.Pct(all[1][e], 90)), ms(harness.Pct(all[0][e], 90))))
+	}
+	tc, fc := cpu[1]/time.Duration(pairs[1]), cpu[0]/time.Duration(pairs[0])
+	harness.Bench(t, fmt.Sprintf("floor: server CPU per pair: termd + termd-mcp + children %v vs floor %v: ratio %.2fx (target <= 1.5x)", ms(tc), ms(fc), ratio(tc, fc)))
+	harness.Bench(t, fmt.Sprintf("floor: peak RSS after the rounds: termd %d MB + termd-mcp %d MB = %d MB; floor %d MB", hwm(d.Pid()), hwm(hb.cmd.Process.Pid), hwm(d.Pid())+hwm(hb.cmd.Process.Pid), serverHWM(fl)))
+
+	for _, clients := range []int{8, 32} {
+		for k := range 2 {
+			s := []*server{termd, fl}[k]
+			l0, c0 := loadavg(), s.cpu()
+			res := s.concurrent(t, clients, time.Duration(seconds)*time.Second)
+			c := (s.cpu() - c0) / time.Duration(max(1, len(res.ok)))
+			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-5s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed, CPU/pair %v; load average %s -> %s",
+				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, ms(c), l0, loadavg()))
+			if res.failed > 0 {
+				t.Logf("%s, %d clients: first failure: %s", s.name, clients, res.firstErr)
+			}
+		}
+		harness.Bench(t, fmt.Sprintf("floor: peak RSS after %d clients: termd %d MB + termd-mcp %d MB = %d MB (VmRSS now %d + %d MB); floor %d MB",
+			clients, hwm(d.Pid()), hwm(hb.cmd.Process.Pid), hwm(d.Pid())+hwm(hb.cmd.Process.Pid), harness.StatusKB(d.Pid(), "VmRSS")>>10, harness.StatusKB(hb.cmd.Process.Pid, "VmRSS")>>10, serverHWM(fl)))
+	}
+	if profiles != "" {
+		for name, addr := range map[string]string{"termd": termdPprof, "bridge": bridgePprof} {
+			resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err := os.WriteFile(filepath.Join(profiles, name+"-heap.pb.gz"), body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	harness.Bench(t, "floor: the seed (term_mcp_deepseek v1.0.0, Python) is not run here; issue 35 measured it, in its own run, at 6.1/6.4 ms a pair, 199 pairs/s p99 100 ms with 8 clients, 156 pairs/s with 32, peak RSS 80 MB")
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(max(b, 1)) }
+
+// hwm is VmHWM of pid in MB.
+func hwm(pid int) int64 { return harness.StatusKB(pid, "VmHWM") >> 10 }
+
+func serverHWM(s *server) int64 {
+	var sum int64
+	for _, p := range s.pids {
+		sum += hwm(p)
+	}
+	return sum
+}
+
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// startFloor builds bench/floor and starts its broker (state beside the
+// workspace) and its MCP server (in the workspace, so pwd answers it).
+func startFloor(t *testing.T, workspace string) *server {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "floor")
+	b := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", bin, "./bench/floor")
+	b.Dir = ".."
+	if out, err := b.CombinedOutput(); err != nil {
+		t.Fatalf("building bench/floor: %v\n%s", err, out)
+	}
+	sock, state, tok := filepath.Join(dir, "floor.sock"), filepath.Join(dir, "state"), filepath.Join(dir, "token")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tok, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		c.Dir = workspace
+		c.Stderr = os.Stderr
+		return c
+	}
+	br := start("broker", sock, state)
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = br.Process.Kill(); _ = br.Wait() })
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m := start("mcp", sock, "127.0.0.1:0", tok)
+	out, err := m.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Process.Kill(); _ = m.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the floor's MCP server: %v", err)
+	}
+	_, url, _ := strings.Cut(strings.TrimSpace(line), "serving ")
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return &server{name: "floor", url: url, token: testToken, pids: []int{br.Process.Pid, m.Process.Pid}}
+}
+
+// server is one side of the comparison: its URL and its processes.
+type server struct {
+	name, url, token string
+	pids             []int
+}
+
+// cpu is the CPU its processes and their reaped children used so far.
+func (s *server) cpu() time.Duration {
+	var sum time.Duration
+	for _, p := range s.pids {
+		sum += harness.ThreadsCPU(p) + harness.ChildrenCPU(p)
+	}
+	return sum
+}
+
+// series runs warmup + n pairs on one new client and returns the n pair
+// times and how many of all failed.
+func (s *server) series(t *testing.T, era string, n, warmup int) ([]time.Duration, int) {
+	t.Helper()
+	c, err := s.client(era)
+	if err != nil {
+		t.Fatalf("%s %s: %v", s.name, era, err)
+	}
+	defer c.close()
+	failed := 0
+	var ds []time.Duration
+	for i := range n + warmup {
+		d, err := c.pair()
+		if err != nil {
+			if failed == 0 {
+				t.Logf("%s %s: %v", s.name, era, err)
+			}
+			failed++
+			continue
+		}
+		if i >= warmup {
+			ds = append(ds, d)
+		}
+	}
+	return ds, failed
+}
+
+type loadResult struct {
+	ok       []time.Duration
+	failed   int
+	firstErr string
+	wall     time.Duration
+}
+
+// concurrent runs clients clients (modern era), each its own connection
+// and session, pairing back to back for d.
+func (s *server) concurrent(t *testing.T, clients int, d time.Duration) loadResult {
+	t.Helper()
+	var mu sync.Mutex
+	var res loadResult
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := s.client("modern")
+			if err != nil {
+				t.Errorf("%s: %v", s.name, err)
+				return
+			}
+			defer c.close()
+			var mine []time.Duration
+			for time.Now().Before(end) {
+				p, err := c.pair()
+				if err != nil {
+					if failed.Add(1) == 1 {
+						mu.Lock()
+						res.firstErr = err.Error()
+						mu.Unlock()
+					}
+					continue
+				}
+				mine = append(mine, p)
+			}
+			mu.Lock()
+			res.ok = append(res.ok, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.wall = time.Since(start)
+	res.failed = int(failed.Load())
+	return res
+}
+
+// mcpPairs is a plain MCP client over streamable HTTP, one kept-alive
+// connection, in the stateless 2026-07-28 form (every request carries
+// the protocol version and client data in _meta, and MCP-Protocol-Version,
+// Mcp-Method and Mcp-Name headers) or the 2025-11-25 session form
+// (initialize, then Mcp-Session-Id).
+type mcpPairs struct {
+	s       *server
+	era     string
+	hc      *http.Client
+	id      int
+	session string // the MCP session (legacy)
+	termd   string // the session its plans go to (from the first plan)
+}
+
+func (s *server) client(era string) (*mcpPairs, error) {
+	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true, DialContext: (&net.Dialer{}).DialContext}
+	c := &mcpPairs{s: s, era: era, hc: &http.Client{Transport: tr, Timeout: 2 * time.Minute}}
+	if era == "legacy" {
+		h, _, err := c.post(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
+			"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "bench", "version": "1"}}}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("initialize: %w", err)
+		}
+		if c.session = h.Get("Mcp-Session-Id"); c.session == "" {
+			return nil, fmt.Errorf("initialize: no Mcp-Session-Id")
+		}
+		if _, _, err := c.post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}, map[string]string{"Mcp-Session-Id": c.session, "MCP-Protocol-Version": "2025-11-25"}); err != nil {
+			return nil, fmt.Errorf("initialized: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func (c *mcpPairs) close() { c.hc.CloseIdleConnections() }
+
+// post sends one JSON-RPC message and returns the response's headers and
+// its JSON-RPC answer (the last one in an event stream).
+func (c *mcpPairs) post(msg map[string]any, headers map[string]string) (http.Header, map[string]any, error) {
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, c.s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.s.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, nil, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, raw)
+	}
+	var answer map[string]any
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+		err = json.Unmarshal(t, &answer)
+	} else {
+		for _, l := range strings.Split(string(raw), "\n") {
+			if d, ok := strings.CutPrefix(l, "data:"); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(strings.TrimSpace(d)), &m) == nil && (m["result"] != nil || m["error"] != nil) {
+					answer = m
+				}
+			}
+		}
+	}
+	return resp.Header, answer, err
+}
+
+// tool calls a tool and returns its structured result.
+func (c *mcpPairs) tool(name string, args map[string]any) (map[string]any, error) {
+	c.id++
+	params := map[string]any{"name": name, "arguments": args}
+	headers := map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": c.session}
+	if c.era == "modern" {
+		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientInfo": map[string]any{"name": "bench", "version": "1"}}
+		headers = map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+	}
+	_, answer, err := c.post(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": "tools/call", "params": params}, headers)
+	if err != nil {
+		return nil, err
+	}
+	res, _ := answer["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	if res == nil || res["isError"] == true || sc == nil {
+		return nil, fmt.Errorf("%s: %.300v", name, answer)
+	}
+	return sc, nil
+}
+
+// pair plans and executes pwd and returns the time both took.
+func (c *mcpPairs) pair() (time.Duration, error) {
+	start := time.Now()
+	args := map[string]any{"command": "pwd"}
+	if c.termd != "" {
+		args["session_id"] = c.termd
+	}
+	p, err := c.tool("terminal_plan", args)
+	if err != nil {
+		return 0, err
+	}
+	if p["state"] != "planned" {
+		return 0, fmt.Errorf("plan: state %v", p["state"])
+	}
+	if c.termd == "" {
+		c.termd, _ = p["session_id"].(string)
+	}
+	x, err := c.tool("terminal_execute", map[string]any{"plan_id": p["plan_id"]})
+	if err != nil {
+		return 0, err
+	}
+	if x["state"] != "succeeded" {
+		return 0, fmt.Errorf("execute: state %v", x["state"])
+	}
+	return time.Since(start), nil
+}
