@@ -88,7 +88,7 @@ func (a *app) printPlan(w io.Writer, p *termdv1.Plan) error {
 		"mode", modeWord(d.GetMode()),
 		"timeout", timeout,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", client.SandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
+		"sandbox", client.SandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetworkMode(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
 		"network", d.GetSandbox().GetNetworkMode(),
 		"summary", pv.GetSummary(),
 		"rules", strings.Join(d.GetRules(), ", "),

@@ -44,6 +44,7 @@ type checkJSON struct {
 type checkSandbox struct {
 	Profile     string   `json:"profile"`
 	Network     bool     `json:"network"`
+	NetworkMode string   `json:"network_mode,omitempty"`
 	Exec        []string `json:"exec,omitempty"`
 	Read        []string `json:"read,omitempty"`
 	Write       []string `json:"write,omitempty"`
@@ -116,7 +117,7 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 				PolicyVersion:   d.GetPolicyVersion(),
 			}
 			if sb := d.GetSandbox(); sb != nil {
-				out.Sandbox = checkSandbox{Profile: sb.Profile, Network: sb.Network, Exec: sb.Exec, Read: sb.Read, Write: sb.Write, Enforcement: sb.Enforcement}
+				out.Sandbox = checkSandbox{Profile: sb.Profile, Network: sb.Network, NetworkMode: sb.NetworkMode, Exec: sb.Exec, Read: sb.Read, Write: sb.Write, Enforcement: sb.Enforcement}
 			}
 			for _, s := range d.GetSteps() {
 				out.Steps = append(out.Steps, checkStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
@@ -170,7 +171,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 		"cwd", out.Cwd,
 		"mode", out.Mode,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", client.SandboxWords(out.Sandbox.Profile, out.Sandbox.Network, out.Sandbox.Enforcement),
+		"sandbox", client.SandboxWords(out.Sandbox.Profile, out.Sandbox.NetworkMode, out.Sandbox.Network, out.Sandbox.Enforcement),
 		"rules", strings.Join(out.Rules, ", "),
 		"policy", out.PolicyVersion,
 		"request hash", out.RequestHash,

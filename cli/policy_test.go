@@ -146,7 +146,7 @@ func TestPolicyCheckShowsTheSandbox(t *testing.T) {
 	if n := decode[sb](t, out); n.Sandbox.Profile != "read-only" {
 		t.Errorf("touch --sandbox read-only: %+v", n.Sandbox)
 	}
-	if out := ok(t, d, "policy", "check", "--", "ls"); !strings.Contains(out, "sandbox:") || !strings.Contains(out, "read-only, no network") {
+	if out := ok(t, d, "policy", "check", "--", "ls"); !strings.Contains(out, "sandbox:") || !strings.Contains(out, "read-only, workspace loopback") {
 		t.Errorf("the table output has no sandbox line:\n%s", out)
 	}
 	expect(t, d, 2, "policy", "check", "--sandbox", "everything", "--", "ls")

@@ -357,7 +357,7 @@ func TestBridgeOverTransports(t *testing.T) {
 			if res.IsError || str(plan, "state") != "planned" {
 				t.Fatalf("plan echo: %s", text(res))
 			}
-			if dec, _ := plan["decision"].(map[string]any); !strings.HasPrefix(str(dec, "sandbox"), "read-only, no network") {
+			if dec, _ := plan["decision"].(map[string]any); !strings.HasPrefix(str(dec, "sandbox"), "read-only, workspace loopback") {
 				t.Errorf("the plan does not say how the kernel confines it: %v", dec["sandbox"])
 			}
 			ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(plan, "plan_id"), "detail": true}, true)

@@ -157,7 +157,7 @@ func decisionView(d *termdv1.Decision) *DecisionView {
 		Mode:          enumWord(d.GetMode().String(), "MODE_"),
 		Network:       d.GetNetwork(),
 		ReadOnly:      d.GetReadOnly(),
-		Sandbox:       client.SandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
+		Sandbox:       client.SandboxWords(d.GetSandbox().GetProfile(), d.GetSandbox().GetNetworkMode(), d.GetSandbox().GetNetwork(), d.GetSandbox().GetEnforcement()),
 		Writes:        d.GetWrites(),
 		TimeoutSecs:   d.GetTimeoutSeconds(),
 		PolicyVersion: d.GetPolicyVersion(),

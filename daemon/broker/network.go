@@ -73,7 +73,7 @@ func (b *Broker) closeNetwork() {
 
 // egressLists are the names of the configured egress allow-lists for the
 // policy (policy.Context.EgressLists); nil: none are configured (see
-// NETWORK-SEAM.md: the egress proxy hooks in here).
+// daemon/egress, the proxy that serves them).
 func (b *Broker) egressLists() []string { return b.egressListNames() }
 
 // networkAvailable refuses, before anything is prepared, a plan whose

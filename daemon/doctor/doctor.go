@@ -108,6 +108,7 @@ func Run(o Options) []Check {
 		add("metrics", OK, "metrics off (set metrics_listen: 127.0.0.1:9464 to enable)", "")
 	}
 	cs = append(cs, exportCheck(c))
+	cs = append(cs, tlsChecks(c)...)
 	if o.DaemonStatus != nil {
 		cs = append(cs, reachable(o.DaemonStatus, c.Socket, o.Timeout))
 	}
