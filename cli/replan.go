@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 func newReplan(a *app) *cobra.Command {
@@ -23,14 +21,14 @@ has its own id and request hash and needs its own approval when it asks for one.
 			if err != nil {
 				return err
 			}
-			resp, err := c.Plans.Replan(ctx, &termdv1.ReplanRequest{PlanId: args[0]})
+			p, err := c.Replan(ctx, args[0])
 			if err != nil {
 				return fmt.Errorf("replanning %s: %w", args[0], err)
 			}
-			if ok, err := a.printData(resp.Plan); ok {
+			if ok, err := a.printData(p); ok {
 				return err
 			}
-			return a.printPlan(a.stdout, resp.Plan)
+			return a.printPlan(a.stdout, p)
 		},
 	}
 }

@@ -79,7 +79,7 @@ func (f *requestFlags) sessionFor(ctx context.Context, c *client.Client) string 
 	if client.IsTLSTarget(c.Socket) {
 		// Over mutual TLS this process's uid means nothing to termd: the
 		// session must be this certificate's.
-		st, err := c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+		st, err := c.Status(ctx)
 		me := st.GetCaller()
 		mine = func(o *termdv1.Principal) bool {
 			return err == nil && o.GetCert() != "" && o.GetCert() == me.GetCert() && o.GetName() == me.GetName()
