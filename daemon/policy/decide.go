@@ -1433,7 +1433,7 @@ func (c *command) modeAdjust() bool {
 // exec: the argv and environment the program is forced to run with.
 func (c *command) execPlan() bool {
 	p, d, base := c.p, c.d, c.base
-	ps := p.spec.Programs[base]
+	ps := p.programs[base]
 	if c.project != nil && c.project.program {
 		ps = programSpec{} // mandatory arguments belong to the tool of that name, not to this file
 	}

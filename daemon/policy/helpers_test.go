@@ -16,7 +16,7 @@ type fixture struct {
 	ctx                            Context
 }
 
-var fixturePrograms = strings.Fields(`ls cat head tail wc stat file du df pwd grep egrep fgrep rg find sort uniq cut tr diff
+var fixturePrograms = strings.Fields(`ls cat head tail wc stat file du df pwd grep egrep fgrep rg fd fdfind find sort uniq cut tr diff
 sed awk mawk gawk tar gzip gunzip zcat cp mv rm rmdir mkdir touch ln chmod git go make npm pnpm yarn cargo pytest curl wget sleep echo
 date env true false printf yes python3 node perl ruby php bash sh zsh dash timeout nice nohup xargs watch flock script busybox
 stdbuf setsid strace ssh sudo su doas pkexec nc dd base64 uv more top htop

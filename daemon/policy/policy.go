@@ -194,6 +194,8 @@ type pathsSpec struct {
 	Protected      []string `yaml:"protected" json:"protected"`
 }
 
+// programSpec is a policy's programs.<name> entry: what it adds to the
+// tool spec's forced settings (programs.go).
 type programSpec struct {
 	ExecEnv  map[string]string `yaml:"exec_env" json:"exec_env"`
 	ExecArgs []string          `yaml:"exec_args" json:"exec_args"`
@@ -242,6 +244,7 @@ type Policy struct {
 	envAllow []string
 	envDeny  []string
 	childEnv map[string]map[string]string // per tool: its mandatory arguments as environment, for tools that run it
+	programs map[string]programSpec       // per program: the tool spec's forced settings and the policy's additions
 	version  string
 	canon    []byte
 }
@@ -490,10 +493,11 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	}
 	p.envAllow = append([]string(nil), fs.Env.Allow...)
 	p.envDeny = append([]string(nil), fs.Env.Deny...)
+	p.programs = effectivePrograms(fs.Programs)
 	p.childEnv = map[string]map[string]string{}
 	for name, t := range tools() {
 		if t.childEnv != nil {
-			p.childEnv[name] = t.childEnv(fs.Programs[name].ExecArgs)
+			p.childEnv[name] = t.childEnv(p.programs[name].ExecArgs)
 		}
 	}
 	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.PublicRead, fs.Paths.Protected} {
@@ -725,6 +729,8 @@ func canonicalText(p *Policy) []byte {
 		Project *fileSpec `yaml:"project,omitempty"`
 	}
 	c := canon{System: normSpec(&p.spec), Project: normSpec(p.project)}
+	// What programs run with: the tool specs' and the policy's together.
+	c.System.Programs = p.programs
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)

@@ -48,7 +48,7 @@ func (p *Policy) sandboxFor(d *Decision, base string, reads []string, ctx *decid
 	if d.ResolvedPath != "" {
 		sb.Exec = program.Exec(d.ResolvedPath, p.spec.TrustedPath...)
 	}
-	ps := p.spec.Programs[base]
+	ps := p.programs[base]
 	for _, x := range ps.SandboxExec {
 		if rest, ok := strings.CutPrefix(x, "$PROGDIR/"); ok {
 			if d.ResolvedPath == "" {

@@ -8,10 +8,12 @@ import (
 // A tool's policy knowledge lives in its spec, in the file of its family
 // (tool_git.go, tool_go.go, ...): the grammar that reads its argv and the
 // hooks for what a grammar cannot say — files it reads by fixed names,
-// checks that look at the file system, the project files it runs, and the
-// arguments and environment it is forced to run with. The engine
-// (decide.go) asks the registry; it names no tool. Whether a command is
-// allowed, asked or denied, and at which risk, is data in the policy file.
+// checks that look at the file system, the project files it runs, the
+// arguments and environment it is forced to run with and what it needs in
+// the sandbox. The engine (decide.go) asks the registry; it names no tool.
+// Whether a command is allowed, asked or denied, and at which risk, is data
+// in the policy file (rules:); a policy's programs: section may only add to
+// what a spec forces (programs.go).
 type toolSpec struct {
 	// grammar reads argv[1:].
 	grammar *cmdSpec
@@ -53,11 +55,27 @@ type toolSpec struct {
 	// runs: tools this one runs as child processes (go runs git); they
 	// get the environment form of their forced arguments (childEnv).
 	runs []string
-	// childEnv turns the policy's mandatory arguments for this tool into
-	// environment a parent tool passes down (git's -c as GIT_CONFIG_*).
+	// childEnv turns the tool's mandatory arguments (execArgs and the
+	// policy's additions) into environment a parent tool passes down
+	// (git's -c as GIT_CONFIG_*).
 	childEnv func(execArgs []string) map[string]string
-	// forced adds the arguments and environment the tool is forced to run
-	// with beyond the policy's programs section (c.addOption, c.setEnv).
+
+	// execArgs: arguments every command of the tool runs with, put right
+	// after argv[0], in groups (an option and its value: "-c", "k=v"); a
+	// policy's programs.<tool>.exec_args that repeat a group are not added
+	// twice.
+	execArgs [][]string
+	// execEnv: environment every command of the tool runs with.
+	execEnv map[string]string
+	// sandboxExec: absolute paths (files or directories; "$PROGDIR/..." is
+	// relative to the resolved program's directory) the tool runs itself,
+	// which a read-only sandbox must let it execute (git's git-core).
+	sandboxExec []string
+	// sandboxCache: directories under the private HOME ("~/...") the tool
+	// keeps its cache in, writable even in a read-only sandbox.
+	sandboxCache []string
+	// forced adds the arguments and environment that depend on the command
+	// (c.addOption, c.setEnv): git diff's --no-ext-diff.
 	forced func(c *toolCall)
 }
 
@@ -156,9 +174,22 @@ func envReads(env map[string]string) []string {
 // toolNamed is the spec of a program base name, or nil.
 func toolNamed(name string) *toolSpec { return tools()[name] }
 
+// families are the register functions of the tool spec files, each of
+// which adds its own (var _ = family(registerX)), so that adding a tool is
+// one file. They run on first use (tools), not at init.
+var families []func()
+
+func family(register func()) bool {
+	families = append(families, register)
+	return true
+}
+
 // register adds a tool under each of its '|'-separated names.
 func register(names string, t *toolSpec) {
 	for _, n := range strings.Split(names, "|") {
+		if toolTable[n] != nil {
+			panic("policy: tool " + n + " is registered twice")
+		}
 		tt := *t
 		if t.grammar != nil {
 			g := *t.grammar
@@ -179,19 +210,9 @@ func register(names string, t *toolSpec) {
 func reg(names string, c *cmdSpec) { register(names, &toolSpec{grammar: c}) }
 
 func registerTools() {
-	registerText()
-	registerFiles()
-	registerSedAwk()
-	registerFind()
-	registerArchive()
-	registerGit()
-	registerGo()
-	registerMake()
-	registerJS()
-	registerRust()
-	registerPython()
-	registerNet()
-	registerInfoTools()
+	for _, f := range families {
+		f()
+	}
 	for _, t := range toolTable {
 		if t.grammar != nil {
 			t.grammar.index()

@@ -2,6 +2,8 @@ package policy
 
 import "strings"
 
+var _ = family(registerArchive)
+
 // registerArchive: tar (old-style bundles read as options) and gzip.
 func registerArchive() {
 	R, W := KPathRead, KPathWrite

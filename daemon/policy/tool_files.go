@@ -7,6 +7,8 @@ import (
 	"strings"
 )
 
+var _ = family(registerFiles)
+
 // Tools that change files: cp, mv, rm, rmdir, mkdir, touch, ln, chmod.
 func registerFiles() {
 	R, W := KPathRead, KPathWrite

@@ -5,6 +5,8 @@ import (
 	"strings"
 )
 
+var _ = family(registerSedAwk)
+
 // find, sed and awk: their expressions and programs are read, and
 // refused where they run commands or write files.
 func registerSedAwk() {
@@ -22,6 +24,8 @@ var findDeny = map[string]string{
 }
 
 var findNewerRE = regexp.MustCompile(`^-newer[amcBt][amcBt]$`)
+
+var _ = family(registerFind)
 
 func registerFind() {
 	reg("find", &cmdSpec{custom: parseFind})

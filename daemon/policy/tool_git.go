@@ -8,6 +8,8 @@ import (
 	"strings"
 )
 
+var _ = family(registerGit)
+
 // registerGit: git, its subcommands, and what it reads and is forced to
 // run with (hooks, pagers, editors and external programs off).
 func registerGit() {
@@ -76,10 +78,12 @@ func registerGit() {
 		sub("bisect", gitBisect()),
 		sub("config", &cmdSpec{post: postGitConfig, opts: opts(flags("-l|--list --get --get-all --get-regexp --get-urlmatch --show-origin --show-scope --name-only -z|--null --global --system --local --worktree --bool --int --bool-or-int --path --expiry-date --no-includes --no-type"), list(o("--includes").denyWith("follows include.path to files the config names (not checked)"), o("-f|--file=", R), o("--blob="), o("--type="), o("--default="), o("-e|--edit").denyWith("opens an editor")))}),
 	)
-	register("git", &toolSpec{chdir: "-C", fixedReads: gitFixedReads, derivedReads: gitDiffReads, check: checkGit, childEnv: gitConfigEnv, forced: forceGit, grammar: &cmdSpec{needSub: true, subs: subcmds, opts: opts(flags("-P|--no-pager --no-replace-objects --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --version --html-path --man-path --info-path --no-advice"),
-		list(o("-C=", R).movesDir(), o("--git-dir=", R).movesDir(), o("--work-tree=", R).movesDir(), o("--namespace="), o("--list-cmds="), o("--attr-source="),
-			o("--bare").denyWith("uses the directory as a bare repository, whose config the caller could have written (a config runs programs)"),
-			o("-c=").denyWith(whyConfig), o("--config-env=").denyWith(whyConfig), o("--exec-path?").denyWith("changes where git finds the programs it runs"), o("-p|--paginate").denyWith(whyPager), o("--super-prefix=").denyWith("is an internal option"), o("--help")))}})
+	register("git", &toolSpec{chdir: "-C", fixedReads: gitFixedReads, derivedReads: gitDiffReads, check: checkGit, childEnv: gitConfigEnv, forced: forceGit,
+		execArgs: gitExecArgs, execEnv: gitExecEnv, sandboxExec: []string{"/usr/lib/git-core"}, // git runs its own helpers (a read-only sandbox executes nothing else)
+		grammar: &cmdSpec{needSub: true, subs: subcmds, opts: opts(flags("-P|--no-pager --no-replace-objects --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --version --html-path --man-path --info-path --no-advice"),
+			list(o("-C=", R).movesDir(), o("--git-dir=", R).movesDir(), o("--work-tree=", R).movesDir(), o("--namespace="), o("--list-cmds="), o("--attr-source="),
+				o("--bare").denyWith("uses the directory as a bare repository, whose config the caller could have written (a config runs programs)"),
+				o("-c=").denyWith(whyConfig), o("--config-env=").denyWith(whyConfig), o("--exec-path?").denyWith("changes where git finds the programs it runs"), o("-p|--paginate").denyWith(whyPager), o("--super-prefix=").denyWith("is an internal option"), o("--help")))}})
 	var addHelp func(m map[string]*cmdSpec)
 	addHelp = func(m map[string]*cmdSpec) {
 		for _, s := range m {
@@ -94,6 +98,27 @@ func registerGit() {
 		}
 	}
 	addHelp(subcmds)
+}
+
+// gitExecArgs: every git command (and, as GIT_CONFIG_*, every git a tool
+// runs: gitConfigEnv) runs without hooks, fsmonitor, pagers, editors,
+// credential helpers or the ext:: transport, never uses a bare repository
+// it was not pointed at, and runs only the ssh and gpg found in PATH.
+var gitExecArgs = [][]string{
+	{"-c", "core.hooksPath=/dev/null"}, {"-c", "core.fsmonitor=false"}, {"-c", "safe.bareRepository=explicit"}, {"-c", "core.pager=cat"},
+	{"-c", "core.sshCommand=ssh"}, {"-c", "credential.helper="}, {"-c", "protocol.ext.allow=never"}, {"-c", "core.editor=true"},
+	{"-c", "sequence.editor=true"}, {"-c", "gpg.program=gpg"}, {"-c", "core.askPass="}, {"--no-pager"},
+}
+
+// gitExecEnv: no system or global config (the caller's ~/.gitconfig could
+// set hooks or helpers: daemon/broker/gitidentity.go supplies the identity
+// as the global config instead), no prompts, pagers or editors, only the
+// network and file transports, no replace objects, and no lazy fetch (a
+// partial clone must not fetch from its remote in a command classified
+// offline).
+var gitExecEnv = map[string]string{
+	"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_EDITOR": "true",
+	"GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_NO_LAZY_FETCH": "1",
 }
 
 const whyDiscards = "discards changes in the work tree"
@@ -512,8 +537,8 @@ func checkGit(c *toolCall) {
 	}
 }
 
-// forceGit: options and environment every git command runs with, beyond
-// the policy's -c settings.
+// forceGit: options and environment that depend on the git command (the
+// ones every git command runs with are gitExecArgs and gitExecEnv).
 func forceGit(c *toolCall) {
 	if len(c.pc.subs) > 0 {
 		switch c.pc.subs[0] {

@@ -35,6 +35,8 @@ func postGoFmt(p *parsed) {
 	}
 }
 
+var _ = family(registerGo)
+
 // registerGo: the go command. Build, test, run and generate run project
 // code; inspection stays offline (forceGoOffline).
 func registerGo() {
@@ -89,6 +91,10 @@ func registerGo() {
 		check:    checkGoFlags,
 		runs:     []string{"git"}, // VCS stamping, git dependencies
 		forced:   forceGoOffline,
+		// go vet and go list run the toolchain's own tools, and read-only go
+		// commands fill the build and module caches too.
+		sandboxExec:  []string{"$PROGDIR/../pkg/tool"},
+		sandboxCache: []string{"~/.cache/go-build", "~/go/pkg/mod"},
 	})
 }
 

@@ -11,6 +11,12 @@ import (
 
 var numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$`)
 
+// lessSecure: on a terminal less (and more) takes commands; secure mode has
+// none that run programs, edit or write files.
+var lessSecure = map[string]string{"LESSSECURE": "1"}
+
+var _ = family(registerInfoTools)
+
 func registerInfoTools() {
 	R, W := KPathRead, KPathWrite
 	std := "--help --version"
@@ -39,14 +45,14 @@ func registerInfoTools() {
 		list(o("-L="), o("-P="), o("-I="), o("--filelimit="), o("--timefmt="), o("--sort="), o("--charset="), o("-H="), o("-T="), o("--matchdirs"), o("--ignore-case"), o("--fromfile"), o("--infofile=", R), o("--gitfile=", R), o("--hintro=", R), o("--houtro=", R),
 			o("-o=", W), o("-R").denyWith("writes 00Tree.html into every directory it lists")))})
 	// Pagers and process viewers are interactive-safe on a terminal: less
-	// runs with LESSSECURE (no shell, editor, pipe or log commands; see the
-	// policy's programs section) and, read-only, may execute nothing else.
-	reg("more", &cmdSpec{operand: R, interactive: true, post: noLessCommands, opts: opts(flags("-d|--silent -l|--logical -f|--no-pause -p|--print-over -c|--clean-print -s|--squeeze -u|--plain -h|--help -V|--version"), list(o("-n|--lines=")))})
+	// runs with LESSSECURE (no shell, editor, pipe or log commands, no
+	// writes) and, read-only, may execute nothing else.
+	register("more", &toolSpec{execEnv: lessSecure, grammar: &cmdSpec{operand: R, interactive: true, post: noLessCommands, opts: opts(flags("-d|--silent -l|--logical -f|--no-pause -p|--print-over -c|--clean-print -s|--squeeze -u|--plain -h|--help -V|--version"), list(o("-n|--lines=")))}})
 	reg("top", &cmdSpec{interactive: true, post: noOperands("top takes no operands"), opts: opts(flags("-b|--batch -c|--cmdline-toggle -H|--threads-show -i|--idle-toggle -S|--accum-time-toggle -1|--single-cpu-toggle -s|--secure-mode -h|--help -V|--version"),
 		list(o("-d|--delay="), o("-n|--iterations="), o("-p|--pid="), o("-u|--filter-only-euser="), o("-U|--filter-any-user="), o("-o|--sort-override="), o("-E|--scale-summary-mem="), o("-e|--scale-task-mem="), o("-w|--width?")))})
 	reg("htop", &cmdSpec{interactive: true, post: noOperands("htop takes no operands"), opts: opts(flags("-C|--no-color|--no-colour -t|--tree -M|--no-mouse -H|--highlight-changes --readonly -h|--help -V|--version"),
 		list(o("-d|--delay="), o("-u|--user?"), o("-p|--pid="), o("-s|--sort-key="), o("-F|--filter=")))})
-	reg("less", &cmdSpec{operand: R, interactive: true, post: noLessCommands, opts: flags("-N|--LINE-NUMBERS -n|--line-numbers -S|--chop-long-lines -R|--RAW-CONTROL-CHARS -r|--raw-control-chars -F|--quit-if-one-screen -X|--no-init -i|--ignore-case -I|--IGNORE-CASE -s|--squeeze-blank-lines -E|--QUIT-AT-EOF -e|--quit-at-eof -f|--force -q|--quiet|--silent -Q|--QUIET|--SILENT -V|--version --help")})
+	register("less", &toolSpec{execEnv: lessSecure, grammar: &cmdSpec{operand: R, interactive: true, post: noLessCommands, opts: flags("-N|--LINE-NUMBERS -n|--line-numbers -S|--chop-long-lines -R|--RAW-CONTROL-CHARS -r|--raw-control-chars -F|--quit-if-one-screen -X|--no-init -i|--ignore-case -I|--IGNORE-CASE -s|--squeeze-blank-lines -E|--QUIT-AT-EOF -e|--quit-at-eof -f|--force -q|--quiet|--silent -Q|--QUIET|--SILENT -V|--version --help")}})
 	reg("jq", &cmdSpec{custom: parseJq})
 	reg("ps", &cmdSpec{custom: parsePs})
 	reg("lsof", &cmdSpec{custom: parseLsof})

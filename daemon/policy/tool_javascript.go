@@ -9,6 +9,16 @@ import (
 	"strings"
 )
 
+// jsExecEnv: a project's .npmrc may name programs npm and pnpm run (git=,
+// shell=, editor=, browser=): the environment wins over it.
+var jsExecEnv = map[string]map[string]string{
+	"npm": {"npm_config_script_shell": "/bin/sh", "npm_config_update_notifier": "false", "npm_config_fund": "false",
+		"npm_config_git": "git", "npm_config_shell": "/bin/sh", "npm_config_editor": "true", "npm_config_browser": "false"},
+	"pnpm": {"npm_config_script_shell": "/bin/sh", "npm_config_git": "git", "npm_config_shell": "/bin/sh", "npm_config_editor": "true"},
+}
+
+var _ = family(registerJS)
+
 // registerJS: npm, pnpm and yarn. Options may appear anywhere; lifecycle
 // scripts are project code.
 func registerJS() {
@@ -64,7 +74,7 @@ func registerJS() {
 				}
 			}
 		}
-		register(tool, &toolSpec{grammar: &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal}, entry: jsEntry(tool), check: checkNpmrc, runs: []string{"git"}})
+		register(tool, &toolSpec{grammar: &cmdSpec{needSub: true, subs: m, aliases: al, opts: jsGlobal}, entry: jsEntry(tool), check: checkNpmrc, runs: []string{"git"}, execEnv: jsExecEnv[tool]})
 	}
 	js("npm")
 	js("pnpm")

@@ -17,6 +17,8 @@ func postPytest(p *parsed) {
 	}
 }
 
+var _ = family(registerPython)
+
 // registerPython: pytest (and py.test) and uv.
 func registerPython() {
 	R, W := KPathRead, KPathWrite

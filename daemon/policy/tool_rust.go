@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 )
 
+var _ = family(registerRust)
+
 // registerRust: cargo. A checkout's .cargo/config.toml chooses the programs
 // cargo runs, so every subcommand but version is project code.
 func registerRust() {

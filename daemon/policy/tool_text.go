@@ -4,7 +4,9 @@ import (
 	"strings"
 )
 
-// Text and file inspection tools: ls, cat, grep, rg, sort, diff, ... (and
+var _ = family(registerText)
+
+// Text and file inspection tools: ls, cat, grep, sort, diff, ... (and
 // echo-like tools whose arguments are all data).
 func registerText() {
 	R, W := KPathRead, KPathWrite
@@ -25,9 +27,6 @@ func registerText() {
 	grepOpts := opts(flags("-E|--extended-regexp -F|--fixed-strings -G|--basic-regexp -P|--perl-regexp -i|-y|--ignore-case --no-ignore-case -v|--invert-match -w|--word-regexp -x|--line-regexp -c|--count -l|--files-with-matches -L|--files-without-match -n|--line-number -h|--no-filename -H|--with-filename -o|--only-matching -q|--quiet|--silent -s|--no-messages -r|--recursive -R|--dereference-recursive -a|--text -I -U|--binary -z|--null-data -Z|--null -b|--byte-offset -T|--initial-tab --line-buffered --help -V|--version"),
 		list(o("--color?"), o("--colour?"), o("-e|--regexp=", KPattern), o("-f|--file=", R), o("-m|--max-count="), o("-A|--after-context="), o("-B|--before-context="), o("-C|--context="), o("--include="), o("--exclude="), o("--exclude-dir="), o("--exclude-from=", R), o("--label="), o("--binary-files="), o("-D|--devices="), o("-d|--directories=")))
 	reg("grep|egrep|fgrep", &cmdSpec{operand: R, opts: grepOpts, post: postPatternFirst("-e", "-f")})
-	reg("rg", &cmdSpec{operand: R, post: postRg, opts: opts(flags("-i|--ignore-case -S|--smart-case -s|--case-sensitive -w|--word-regexp -x|--line-regexp -v|--invert-match -F|--fixed-strings -c|--count --count-matches -l|--files-with-matches --files-without-match --files -n|--line-number -N|--no-line-number -H|--with-filename -I|--no-filename -o|--only-matching -q|--quiet --type-list -u|--unrestricted --hidden --no-hidden --no-ignore --no-ignore-vcs --no-ignore-parent --no-ignore-dot --no-ignore-global --no-ignore-exclude --no-ignore-files -L|--follow --json --vimgrep --column --no-heading --heading -p|--pretty --max-columns-preview -U|--multiline --multiline-dotall -P|--pcre2 -z|--search-zip -a|--text --binary --trim -0|--null --null-data --stats --debug --trace --no-messages --no-config --crlf --passthru --line-buffered --block-buffered -b|--byte-offset --one-file-system --no-unicode --include-zero --mmap --no-mmap -h|--help -V|--version --sort-files --glob-case-insensitive --ignore-file-case-insensitive"),
-		list(o("-e|--regexp=", KPattern), o("-f|--file=", R), o("-r|--replace="), o("-g|--glob=", KPattern), o("--iglob=", KPattern), o("-t|--type="), o("-T|--type-not="), o("--type-add="), o("--type-clear="), o("--ignore-file=", R), o("-d|--max-depth|--maxdepth="), o("-m|--max-count="), o("-A|--after-context="), o("-B|--before-context="), o("-C|--context="), o("--context-separator="), o("--color="), o("--colors="), o("--sort="), o("--sortr="), o("-j|--threads="), o("-M|--max-columns="), o("--max-filesize="), o("--engine="), o("-E|--encoding="), o("--field-match-separator="), o("--field-context-separator="), o("--path-separator="), o("--hyperlink-format="), o("--generate="), o("--pre-glob=", KPattern),
-			o("--pre=").denyWith("runs a preprocessor program on every file"), o("--hostname-bin=").denyWith("runs a program to get the host name")))})
 	reg("sort", &cmdSpec{operand: R, opts: opts(flags("-b|--ignore-leading-blanks -d|--dictionary-order -f|--ignore-case -g|--general-numeric-sort -i|--ignore-nonprinting -M|--month-sort -h|--human-numeric-sort -n|--numeric-sort -R|--random-sort -r|--reverse -V|--version-sort -c -C -m|--merge -s|--stable -u|--unique -z|--zero-terminated --debug --help --version"),
 		list(o("--check?"), o("-k|--key="), o("-t|--field-separator="), o("-o|--output=", W), o("-S|--buffer-size="), o("-T|--temporary-directory=", W), o("--parallel="), o("--files0-from=", R).denyWith("reads and prints the files named in a list (the names are not checked)"), o("--random-source=", R), o("--sort="), o("--batch-size="), o("--compress-program=").denyWith(whyExec)))})
 	reg("uniq", &cmdSpec{operand: R, hasLast: true, last: W, opts: opts(flags("-c|--count -d|--repeated -D -u|--unique -i|--ignore-case -z|--zero-terminated --help --version"), list(o("--all-repeated?"), o("--group?"), o("-f|--skip-fields="), o("-s|--skip-chars="), o("-w|--check-chars=")))})
@@ -81,16 +80,6 @@ func postPatternFirst(e, f string) func(*parsed) {
 		if !p.has(e, f) && len(p.operands) > 0 {
 			p.operands[0].kind = KPattern
 		}
-	}
-}
-
-func postRg(p *parsed) {
-	p.recursive = true
-	if p.has("--files", "--type-list", "-e", "-f") {
-		return
-	}
-	if len(p.operands) > 0 {
-		p.operands[0].kind = KPattern
 	}
 }
 
