@@ -45,7 +45,9 @@ func TestClientsDoNotLinkTheDaemon(t *testing.T) {
 	allowed := map[string]map[string]bool{
 		// termctl policy lint checks a policy file before it is installed,
 		// without a daemon: it links the engine (whose tables are lazy).
-		"termctl":       {module + "daemon/policy": true},
+		"termctl": {module + "daemon/policy": true, module + "daemon/policy/verdict": true, module + "daemon/policy/decision": true,
+			module + "daemon/policy/grammar": true, module + "daemon/policy/toolspec": true, module + "daemon/policy/unixtools": true,
+			module + "daemon/policy/devtools": true, module + "daemon/policy/grant": true},
 		"termd-mcp":     {},
 		"termd-gateway": {},
 	}
@@ -140,8 +142,9 @@ func TestTermctlInitIsSmall(t *testing.T) {
 			t.Fatalf("cannot read %q", line)
 		}
 		total += allocs
-		if f[1] == module+"daemon/policy" {
-			policyInit = allocs
+		// The engine and its subpackages (docs/ARCHITECTURE.md) together.
+		if f[1] == module+"daemon/policy" || strings.HasPrefix(f[1], module+"daemon/policy/") {
+			policyInit = max(policyInit, 0) + allocs
 		}
 	}
 	if runtime.GOOS != "linux" {
@@ -153,7 +156,7 @@ func TestTermctlInitIsSmall(t *testing.T) {
 	// The eager tables cost ~7,200 allocations; what is left is a few
 	// package-level sets and regular expressions.
 	if policyInit > 3000 {
-		t.Errorf("daemon/policy's init makes %d allocations at termctl's start: build tool tables on first use", policyInit)
+		t.Errorf("daemon/policy's init (with its subpackages) makes %d allocations at termctl's start: build tool tables on first use", policyInit)
 	}
 	// About 4,100 today: gRPC, protobuf descriptors, the policy engine's sets.
 	if total > 8000 {

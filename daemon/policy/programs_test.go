@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -59,12 +62,12 @@ const oldDefaultPrograms = `programs:
 // credential helper, keeps working.
 func TestSpecsOwnWhatProgramsRunWith(t *testing.T) {
 	var old struct {
-		Programs map[string]programSpec `yaml:"programs"`
+		Programs map[string]toolspec.Program `yaml:"programs"`
 	}
 	if err := yaml.Unmarshal([]byte(oldDefaultPrograms), &old); err != nil {
 		t.Fatal(err)
 	}
-	same := func(what string, got map[string]programSpec) {
+	same := func(what string, got map[string]toolspec.Program) {
 		t.Helper()
 		if len(got) != len(old.Programs) {
 			t.Errorf("%s: %d programs with forced settings, want %d: %v", what, len(got), len(old.Programs), slices.Sorted(maps.Keys(got)))
@@ -126,15 +129,15 @@ func TestForcedSettingsReachTheExecPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := p.Decide(Request{Argv: []string{"git", "status"}, Cwd: f.ws, Mode: ModeTrusted}, f.ctx)
-	if d.Verdict != Allow || len(d.ExecArgv) < 3 || d.ExecArgv[1] != "-c" || d.ExecArgv[2] != "core.hooksPath=/dev/null" || d.ExecArgv[len(d.ExecArgv)-1] != "status" || d.ExecEnv["GIT_CONFIG_GLOBAL"] != "/dev/null" {
+	d := p.Decide(decision.Request{Argv: []string{"git", "status"}, Cwd: f.ws, Mode: verdict.ModeTrusted}, f.ctx)
+	if d.Verdict != verdict.Allow || len(d.ExecArgv) < 3 || d.ExecArgv[1] != "-c" || d.ExecArgv[2] != "core.hooksPath=/dev/null" || d.ExecArgv[len(d.ExecArgv)-1] != "status" || d.ExecEnv["GIT_CONFIG_GLOBAL"] != "/dev/null" {
 		t.Fatalf("git status without a programs: section: %s %v %v", d.Verdict, d.ExecArgv, d.ExecEnv)
 	}
 	if !slices.Contains(d.Sandbox.Exec, "/usr/lib/git-core") {
 		t.Fatalf("git status may not execute git-core: %+v", d.Sandbox)
 	}
 	for argv, env := range map[string]string{"rg x": "", "curl https://e.com": "", "less data.txt": "LESSSECURE", "make": "MAKEFLAGS"} {
-		d := p.Decide(Request{Argv: strings.Fields(argv), Cwd: f.ws, Mode: ModeTrusted}, f.ctx)
+		d := p.Decide(decision.Request{Argv: strings.Fields(argv), Cwd: f.ws, Mode: verdict.ModeTrusted}, f.ctx)
 		if env != "" {
 			if _, ok := d.ExecEnv[env]; !ok {
 				t.Errorf("%s: runs without %s: %v", argv, env, d.ExecEnv)

@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // Each listed tool: argv that must be allowed or asked (never denied) in
@@ -71,23 +75,23 @@ func TestToolGrammars(t *testing.T) {
 	}
 	for tool, c := range tools {
 		for _, a := range c.ok {
-			d := f.decide(a, ModeTrusted)
-			if d.Verdict == Deny {
+			d := f.decide(a, verdict.ModeTrusted)
+			if d.Verdict == verdict.Deny {
 				t.Errorf("%s: %q denied: %v", tool, a, d.Reasons)
 			}
 		}
 		for why, a := range c.deny {
-			d := f.decide(a, ModeTrusted)
+			d := f.decide(a, verdict.ModeTrusted)
 			if unknownArgsReason(why) {
 				// What the grammar does not read is unknown code, never a
 				// hard deny (issue 31): without a sandbox, confirm mode asks.
-				dc := f.decide(a, ModeConfirm)
-				if d.Verdict == Deny || dc.Verdict != Ask || !hasReason(dc, why) || !hasReason(dc, "runs as unknown code") {
+				dc := f.decide(a, verdict.ModeConfirm)
+				if d.Verdict == verdict.Deny || dc.Verdict != verdict.Ask || !hasReason(dc, why) || !hasReason(dc, "runs as unknown code") {
 					t.Errorf("%s: %q: trusted %s, confirm %s, want unknown code (ask in confirm) with %q; reasons %v", tool, a, d.Verdict, dc.Verdict, why, dc.Reasons)
 				}
 				continue
 			}
-			if d.Verdict != Deny || !hasReason(d, why) {
+			if d.Verdict != verdict.Deny || !hasReason(d, why) {
 				t.Errorf("%s: %q: %s, want deny with %q; reasons %v", tool, a, d.Verdict, why, d.Reasons)
 			}
 		}
@@ -103,65 +107,67 @@ func unknownArgsReason(why string) bool {
 
 func TestGrammarDetails(t *testing.T) {
 	// GNU abbreviations, bundles, attached values and `--`
-	p, _, err := parseCommand([]string{"sort", "--rev", "-nk2", "-ofile", "--", "-x"})
+	p, _, err := toolspec.ParseCommand([]string{"sort", "--rev", "-nk2", "-ofile", "--", "-x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.has("--reverse") || !p.has("-n") || strings.Join(p.values("-k"), ",") != "2" || strings.Join(p.values("-o"), ",") != "file" {
-		t.Fatalf("parsed %+v", p.opts)
+	if !p.Has("--reverse") || !p.Has("-n") || strings.Join(p.Values("-k"), ",") != "2" || strings.Join(p.Values("-o"), ",") != "file" {
+		t.Fatalf("parsed %+v", p.Opts)
 	}
-	if len(p.operands) != 1 || p.operands[0].value != "-x" || p.operands[0].kind != KPathRead {
-		t.Fatalf("operands %+v", p.operands)
+	if len(p.Operands) != 1 || p.Operands[0].Value != "-x" || p.Operands[0].Kind != grammar.KPathRead {
+		t.Fatalf("operands %+v", p.Operands)
 	}
-	if len(p.paths) != 1 || p.paths[0].kind != KPathWrite {
-		t.Fatalf("paths %+v", p.paths)
+	if len(p.Paths) != 1 || p.Paths[0].Kind != grammar.KPathWrite {
+		t.Fatalf("paths %+v", p.Paths)
 	}
-	if _, _, err := parseCommand([]string{"sort", "--ra"}); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+	if _, _, err := toolspec.ParseCommand([]string{"sort", "--ra"}); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Fatalf("ambiguous abbreviation accepted: %v", err)
 	}
 	// git: global vs subcommand options; -p differs by position
-	p, _, _ = parseCommand([]string{"git", "log", "-p"})
-	if p.denied() || p.subs[0] != "log" {
+	p, _, _ = toolspec.ParseCommand([]string{"git", "log", "-p"})
+	if p.Denied() || p.Subs[0] != "log" {
 		t.Fatal("git log -p")
 	}
-	p, _, _ = parseCommand([]string{"git", "-p", "log"})
-	if !p.denied() {
+	p, _, _ = toolspec.ParseCommand([]string{"git", "-p", "log"})
+	if !p.Denied() {
 		t.Fatal("git -p log")
 	}
 	// git -c<k>=<v> attached
-	p, _, _ = parseCommand([]string{"git", "-ccore.pager=sh", "log"})
-	if !p.denied() {
+	p, _, _ = toolspec.ParseCommand([]string{"git", "-ccore.pager=sh", "log"})
+	if !p.Denied() {
 		t.Fatal("git -c attached")
 	}
 	// operand kinds
-	p, _, _ = parseCommand([]string{"grep", "-r", "pat", "a", "b"})
-	if p.operands[0].kind != KPattern || p.operands[1].kind != KPathRead {
-		t.Fatalf("grep kinds %+v", p.operands)
+	p, _, _ = toolspec.ParseCommand([]string{"grep", "-r", "pat", "a", "b"})
+	if p.Operands[0].Kind != grammar.KPattern || p.Operands[1].Kind != grammar.KPathRead {
+		t.Fatalf("grep kinds %+v", p.Operands)
 	}
-	p, _, _ = parseCommand([]string{"curl", "https://e.com"})
-	if p.operands[0].kind != KURL || !p.net {
-		t.Fatalf("curl kinds %+v", p.operands)
+	p, _, _ = toolspec.ParseCommand([]string{"curl", "https://e.com"})
+	if p.Operands[0].Kind != grammar.KURL || !p.Net {
+		t.Fatalf("curl kinds %+v", p.Operands)
 	}
-	p, _, _ = parseCommand([]string{"cp", "a", "b", "c"})
-	if p.operands[0].kind != KPathRead || p.operands[2].kind != KPathWrite {
-		t.Fatalf("cp kinds %+v", p.operands)
+	p, _, _ = toolspec.ParseCommand([]string{"cp", "a", "b", "c"})
+	if p.Operands[0].Kind != grammar.KPathRead || p.Operands[2].Kind != grammar.KPathWrite {
+		t.Fatalf("cp kinds %+v", p.Operands)
 	}
 	// go single-dash long options with = and separate values
-	p, err = func() (*parsed, error) {
-		q, _, e := parseCommand([]string{"go", "test", "-run", "X", "-count=1", "-v=true", "./..."})
+	p, err = func() (*grammar.Parsed, error) {
+		q, _, e := toolspec.ParseCommand([]string{"go", "test", "-run", "X", "-count=1", "-v=true", "./..."})
 		return q, e
 	}()
-	if err != nil || strings.Join(p.values("-run"), "") != "X" {
+	if err != nil || strings.Join(p.Values("-run"), "") != "X" {
 		t.Fatalf("go flags: %v %+v", err, p)
 	}
 }
 
 // The engine names no tool: a tool's knowledge lives in its spec
-// (tool_*.go) and the engine reaches it through the registry. A string
+// (unixtools, devtools) and the engine reaches it through the registry
+// (toolspec). A string
 // literal in an engine file that is a registered tool's name is a branch
 // on that tool creeping back in.
 func TestEngineNamesNoTool(t *testing.T) {
-	engine := []string{"decide.go", "grammar.go", "paths.go", "project.go", "sandbox.go", "policy.go", "engine.go", "tool.go"}
+	engine := []string{"decide.go", "paths.go", "sandbox.go", "policy.go", "engine.go", "api.go", "toolspec/programs.go",
+		"grammar/grammar.go", "grammar/util.go", "toolspec/paths.go", "toolspec/project.go", "toolspec/tool.go", "toolspec/context.go"}
 	// "env" is also the explain step of the request's environment and the
 	// policy file's env section; "true" and "false" are also option values
 	// (-v=true).
@@ -181,7 +187,7 @@ func TestEngineNamesNoTool(t *testing.T) {
 				return true
 			}
 			s, err := strconv.Unquote(lit.Value)
-			if err == nil && toolNamed(s) != nil && !allowed[s] {
+			if err == nil && toolspec.ToolNamed(s) != nil && !allowed[s] {
 				t.Errorf("%s: the engine names the tool %q; put what it knows in the tool's spec", fset.Position(lit.Pos()), s)
 			}
 			return true
