@@ -149,7 +149,53 @@ func (p *Policy) decide(req decision.Request, ctx *toolspec.DecideCtx, depth int
 	d.TTY = p.terminalFor(req.TTY, d.Timeout, s)
 
 	// --- input form and size
-	argv := req.Argv
+	argv, refused := requestArgv(req, s)
+	d.Argv = argv
+	if refused {
+		s.step("input", "deny", strings.Join(d.Reasons, "; "))
+		return finish(s)
+	}
+	s.step("input", "ok", cmdline.Quote(argv))
+
+	// --- environment additions
+	p.checkEnv(req.Env, s)
+
+	// --- working directory
+	cwd := ""
+	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) || len(req.Cwd) > 4096 || strings.IndexByte(req.Cwd, 0) >= 0 {
+		s.deny(verdict.RiskMedium, "cwd must be an absolute path")
+		s.step("cwd", "deny", req.Cwd)
+	} else {
+		cwd = ctx.Paths.Resolve(req.Cwd, 0)
+		d.Cwd = cwd
+		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+			s.deny(verdict.RiskMedium, "cwd "+cwd+" is not an existing directory")
+		}
+		in := false
+		for _, ws := range ctx.Workspaces {
+			if toolspec.Within(ws, cwd) {
+				in = true
+			}
+		}
+		if len(ctx.Workspaces) == 0 {
+			s.deny(verdict.RiskMedium, "no workspace roots are configured")
+		} else if !in {
+			s.deny(verdict.RiskHigh, "cwd "+cwd+" is outside the workspace roots")
+		}
+		s.step("cwd", outcome(in), cwd)
+	}
+
+	p.decideArgv(argv, cwd, req, ctx, depth, s)
+	if depth == 0 {
+		p.checkCredentials(req, ctx, s)
+	}
+	return finish(s)
+}
+
+// requestArgv is the request's argv (split from its command string) within
+// the size limits; refused: there is nothing sensible left to decide.
+func requestArgv(req decision.Request, s *state) (argv []string, refused bool) {
+	argv = req.Argv
 	switch {
 	case len(req.Argv) > 0 && req.Command != "":
 		s.deny(verdict.RiskLow, "send exactly one of argv or command")
@@ -189,46 +235,7 @@ func (p *Policy) decide(req decision.Request, ctx *toolspec.DecideCtx, depth int
 	if total > MaxTotalArgv {
 		s.deny(verdict.RiskMedium, fmt.Sprintf("argv totals %d bytes; the limit is %d", total, MaxTotalArgv))
 	}
-	d.Argv = argv
-	if d.Verdict == verdict.Deny && (len(argv) == 0 || total > MaxTotalArgv || len(argv) > MaxArgs) {
-		s.step("input", "deny", strings.Join(d.Reasons, "; "))
-		return finish(s)
-	}
-	s.step("input", "ok", cmdline.Quote(argv))
-
-	// --- environment additions
-	p.checkEnv(req.Env, s)
-
-	// --- working directory
-	cwd := ""
-	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) || len(req.Cwd) > 4096 || strings.IndexByte(req.Cwd, 0) >= 0 {
-		s.deny(verdict.RiskMedium, "cwd must be an absolute path")
-		s.step("cwd", "deny", req.Cwd)
-	} else {
-		cwd = ctx.Paths.Resolve(req.Cwd, 0)
-		d.Cwd = cwd
-		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-			s.deny(verdict.RiskMedium, "cwd "+cwd+" is not an existing directory")
-		}
-		in := false
-		for _, ws := range ctx.Workspaces {
-			if toolspec.Within(ws, cwd) {
-				in = true
-			}
-		}
-		if len(ctx.Workspaces) == 0 {
-			s.deny(verdict.RiskMedium, "no workspace roots are configured")
-		} else if !in {
-			s.deny(verdict.RiskHigh, "cwd "+cwd+" is outside the workspace roots")
-		}
-		s.step("cwd", outcome(in), cwd)
-	}
-
-	p.decideArgv(argv, cwd, req, ctx, depth, s)
-	if depth == 0 {
-		p.checkCredentials(req, ctx, s)
-	}
-	return finish(s)
+	return argv, s.d.Verdict == verdict.Deny && (len(argv) == 0 || total > MaxTotalArgv || len(argv) > MaxArgs)
 }
 
 func outcome(ok bool) string {

@@ -364,44 +364,8 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 			p.childEnv[name] = t.ChildEnv(p.programs[name].ExecArgs)
 		}
 	}
-	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.PublicRead, fs.Paths.Protected} {
-		for _, s := range list {
-			if !(filepath.IsAbs(s) || strings.HasPrefix(s, "~/")) {
-				return nil, errAt(lines.key("paths"), "path pattern %q must be absolute or start with ~/", s)
-			}
-		}
-	}
-	for _, pub := range fs.Paths.PublicRead {
-		if !slices.ContainsFunc(fs.Paths.SystemRead, func(sr string) bool { return toolspec.MatchPrefix(sr, pub) }) {
-			return nil, errAt(lines.key("paths", "public_read"), "paths.public_read entry %q is not beneath paths.system_read (the sandbox would not let a command read it); add it there too", pub)
-		}
-	}
-	for _, list := range [][]string{fs.Paths.ProtectedNames, fs.Paths.ProtectedDirs} {
-		for _, s := range list {
-			if s == "" || strings.Contains(s, "/") {
-				return nil, errAt(lines.key("paths"), "protected name %q must be a single path component", s)
-			}
-		}
-	}
-	for prog, ps := range fs.Programs {
-		if !isPlainProgramName(prog) {
-			return nil, errAt(lines.key("programs", prog), "programs key %q must be a plain program name", prog)
-		}
-		for k := range ps.ExecEnv {
-			if !envNameRE.MatchString(k) || strings.HasSuffix(k, "*") {
-				return nil, errAt(lines.key("programs", prog), "programs.%s.exec_env: bad name %q", prog, k)
-			}
-		}
-		for _, x := range ps.SandboxExec {
-			if rest, ok := strings.CutPrefix(x, "$PROGDIR/"); (!ok && !filepath.IsAbs(x)) || (ok && rest == "") || strings.Contains(x, "..") && !ok {
-				return nil, errAt(lines.key("programs", prog), "programs.%s.sandbox_exec: %q must be an absolute path or $PROGDIR/… (the resolved program's directory)", prog, x)
-			}
-		}
-		for _, x := range ps.SandboxCache {
-			if rest, ok := strings.CutPrefix(x, "~/"); !ok || rest == "" || strings.Contains(rest, "..") {
-				return nil, errAt(lines.key("programs", prog), "programs.%s.sandbox_cache: %q must be a directory under the private HOME, written ~/…", prog, x)
-			}
-		}
+	if err := checkPathsAndPrograms(fs, lines, errAt); err != nil {
+		return nil, err
 	}
 	if err := p.addRules(name, fs.Rules, 0, lines); err != nil {
 		return nil, err
@@ -415,6 +379,53 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	sum := sha256.Sum256(p.canon)
 	p.version = "sha256:" + hex.EncodeToString(sum[:])
 	return p, nil
+}
+
+// checkPathsAndPrograms checks the paths and programs sections of a policy
+// file: patterns absolute or under ~/, public reads beneath the system read
+// set, protected names single components, programs' names, variables and
+// sandbox paths well formed.
+func checkPathsAndPrograms(fs *fileSpec, lines *specLines, errAt func(line int, f string, a ...any) error) error {
+	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.PublicRead, fs.Paths.Protected} {
+		for _, s := range list {
+			if !(filepath.IsAbs(s) || strings.HasPrefix(s, "~/")) {
+				return errAt(lines.key("paths"), "path pattern %q must be absolute or start with ~/", s)
+			}
+		}
+	}
+	for _, pub := range fs.Paths.PublicRead {
+		if !slices.ContainsFunc(fs.Paths.SystemRead, func(sr string) bool { return toolspec.MatchPrefix(sr, pub) }) {
+			return errAt(lines.key("paths", "public_read"), "paths.public_read entry %q is not beneath paths.system_read (the sandbox would not let a command read it); add it there too", pub)
+		}
+	}
+	for _, list := range [][]string{fs.Paths.ProtectedNames, fs.Paths.ProtectedDirs} {
+		for _, s := range list {
+			if s == "" || strings.Contains(s, "/") {
+				return errAt(lines.key("paths"), "protected name %q must be a single path component", s)
+			}
+		}
+	}
+	for prog, ps := range fs.Programs {
+		if !isPlainProgramName(prog) {
+			return errAt(lines.key("programs", prog), "programs key %q must be a plain program name", prog)
+		}
+		for k := range ps.ExecEnv {
+			if !envNameRE.MatchString(k) || strings.HasSuffix(k, "*") {
+				return errAt(lines.key("programs", prog), "programs.%s.exec_env: bad name %q", prog, k)
+			}
+		}
+		for _, x := range ps.SandboxExec {
+			if rest, ok := strings.CutPrefix(x, "$PROGDIR/"); (!ok && !filepath.IsAbs(x)) || (ok && rest == "") || strings.Contains(x, "..") && !ok {
+				return errAt(lines.key("programs", prog), "programs.%s.sandbox_exec: %q must be an absolute path or $PROGDIR/… (the resolved program's directory)", prog, x)
+			}
+		}
+		for _, x := range ps.SandboxCache {
+			if rest, ok := strings.CutPrefix(x, "~/"); !ok || rest == "" || strings.Contains(rest, "..") {
+				return errAt(lines.key("programs", prog), "programs.%s.sandbox_cache: %q must be a directory under the private HOME, written ~/…", prog, x)
+			}
+		}
+	}
+	return nil
 }
 
 func isPlainProgramName(s string) bool {

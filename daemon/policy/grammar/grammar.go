@@ -359,32 +359,6 @@ func parseLevel(p *Parsed, c *CmdSpec, parent *CmdSpec, args []string) error {
 		return c.Custom(p, args)
 	}
 	var ops []string
-	addOpt := func(op *Opt, name, val string, has bool) {
-		p.Opts = append(p.Opts, OptUse{Opt: op, Name: op.Names[0], Value: val, Has: has})
-		if op.deny != "" {
-			shown := name
-			if long := op.Names[len(op.Names)-1]; long != name {
-				shown += " (" + long + ")"
-			}
-			if op.tty {
-				p.TtyOnly = append(p.TtyOnly, Finding{verdict.Deny, verdict.RiskCritical, fmt.Sprintf("%s %s: %s (it needs a terminal: plan it with tty)", p.CmdName(), shown, op.deny)})
-			} else {
-				p.Deny(verdict.RiskCritical, "%s %s: %s", p.CmdName(), shown, op.deny)
-			}
-		}
-		if op.write {
-			p.Write = true
-		}
-		if op.code {
-			p.Code = true
-		}
-		if op.notPlain != "" {
-			p.NotPlain = append(p.NotPlain, name+" "+op.notPlain)
-		}
-		if has && (op.kind == KPathRead || op.kind == KPathWrite || op.kind == KURL) {
-			p.Paths = append(p.Paths, Operand{Value: val, Kind: op.kind, DirOpt: op.workDir, From: op})
-		}
-	}
 	i := 0
 	for i < len(args) {
 		a := args[i]
@@ -422,73 +396,25 @@ func parseLevel(p *Parsed, c *CmdSpec, parent *CmdSpec, args []string) error {
 		}
 		if c.NumFlag != "" && IsDigits(a[1:]) {
 			op := c.OptIndex[c.NumFlag]
-			addOpt(op, c.NumFlag, a[1:], true)
+			addOpt(p, op, c.NumFlag, a[1:], true)
 			continue
 		}
 		if strings.HasPrefix(a, "--") || c.LongSingleDash {
-			name, val, hasVal := strings.Cut(a, "=")
-			if c.LongSingleDash && strings.HasPrefix(name, "--") {
-				name = name[1:] // go accepts --flag as -flag
-			}
-			op, full, err := c.lookupLong(name, parent)
-			if err != nil {
+			var err error
+			if i, err = parseLong(p, c, parent, a, args, i); err != nil {
 				return err
-			}
-			switch op.Arg {
-			case noArg:
-				if hasVal {
-					if c.LongSingleDash && (val == "true" || val == "false") {
-						addOpt(op, full, val, false)
-						continue
-					}
-					return fmt.Errorf("option %s takes no value", full)
-				}
-				addOpt(op, full, "", false)
-			case optArg:
-				addOpt(op, full, val, hasVal)
-			case ReqArg:
-				if !hasVal {
-					if i >= len(args) {
-						return fmt.Errorf("option %s needs a value", full)
-					}
-					val = args[i]
-					i++
-				}
-				addOpt(op, full, val, true)
 			}
 			continue
 		}
 		// A multi-letter single-dash flag the grammar names as a whole
 		// (wget -nH) is that flag, not a bundle.
 		if op, ok := c.OptIndex[a]; ok && len(a) > 2 && a[1] != '-' && op.Arg == noArg {
-			addOpt(op, a, "", false)
+			addOpt(p, op, a, "", false)
 			continue
 		}
-		// bundled short options: -abc, -ofile, -c<k>=<v>
-		for j := 1; j < len(a); j++ {
-			op := c.lookupShort(a[j], parent)
-			if op == nil {
-				return fmt.Errorf("unknown option -%s", Clip(Printable(a[j:j+1])))
-			}
-			name := "-" + string(a[j])
-			if op.Arg == noArg {
-				addOpt(op, name, "", false)
-				continue
-			}
-			rest := a[j+1:]
-			if op.Arg == optArg {
-				addOpt(op, name, rest, rest != "")
-				break
-			}
-			if rest == "" {
-				if i >= len(args) {
-					return fmt.Errorf("option %s needs a value", name)
-				}
-				rest = args[i]
-				i++
-			}
-			addOpt(op, name, rest, true)
-			break
+		var err error
+		if i, err = parseShort(p, c, parent, a, args, i); err != nil {
+			return err
 		}
 	}
 	if c.NeedSub && (len(ops) > 0 || !p.InfoOnly()) {
@@ -507,6 +433,104 @@ func parseLevel(p *Parsed, c *CmdSpec, parent *CmdSpec, args []string) error {
 		c.Post(p)
 	}
 	return nil
+}
+
+// addOpt records option op as given (name, its value), with what it says
+// about the command: denied, writes, runs code, not a plain write, a path.
+func addOpt(p *Parsed, op *Opt, name, val string, has bool) {
+	p.Opts = append(p.Opts, OptUse{Opt: op, Name: op.Names[0], Value: val, Has: has})
+	if op.deny != "" {
+		shown := name
+		if long := op.Names[len(op.Names)-1]; long != name {
+			shown += " (" + long + ")"
+		}
+		if op.tty {
+			p.TtyOnly = append(p.TtyOnly, Finding{verdict.Deny, verdict.RiskCritical, fmt.Sprintf("%s %s: %s (it needs a terminal: plan it with tty)", p.CmdName(), shown, op.deny)})
+		} else {
+			p.Deny(verdict.RiskCritical, "%s %s: %s", p.CmdName(), shown, op.deny)
+		}
+	}
+	if op.write {
+		p.Write = true
+	}
+	if op.code {
+		p.Code = true
+	}
+	if op.notPlain != "" {
+		p.NotPlain = append(p.NotPlain, name+" "+op.notPlain)
+	}
+	if has && (op.kind == KPathRead || op.kind == KPathWrite || op.kind == KURL) {
+		p.Paths = append(p.Paths, Operand{Value: val, Kind: op.kind, DirOpt: op.workDir, From: op})
+	}
+}
+
+// parseLong reads the long option a (--name, --name=value, or -name for a
+// tool with long single-dash options), taking its value from args[i] when
+// it needs one; it returns where the next argument is.
+func parseLong(p *Parsed, c *CmdSpec, parent *CmdSpec, a string, args []string, i int) (int, error) {
+	name, val, hasVal := strings.Cut(a, "=")
+	if c.LongSingleDash && strings.HasPrefix(name, "--") {
+		name = name[1:] // go accepts --flag as -flag
+	}
+	op, full, err := c.lookupLong(name, parent)
+	if err != nil {
+		return i, err
+	}
+	switch op.Arg {
+	case noArg:
+		if hasVal {
+			if c.LongSingleDash && (val == "true" || val == "false") {
+				addOpt(p, op, full, val, false)
+				return i, nil
+			}
+			return i, fmt.Errorf("option %s takes no value", full)
+		}
+		addOpt(p, op, full, "", false)
+	case optArg:
+		addOpt(p, op, full, val, hasVal)
+	case ReqArg:
+		if !hasVal {
+			if i >= len(args) {
+				return i, fmt.Errorf("option %s needs a value", full)
+			}
+			val = args[i]
+			i++
+		}
+		addOpt(p, op, full, val, true)
+	}
+	return i, nil
+}
+
+// parseShort reads a bundle of short options (-abc, -ofile, -c<k>=<v>),
+// taking a value from args[i] when the last one needs it; it returns where
+// the next argument is.
+func parseShort(p *Parsed, c *CmdSpec, parent *CmdSpec, a string, args []string, i int) (int, error) {
+	for j := 1; j < len(a); j++ {
+		op := c.lookupShort(a[j], parent)
+		if op == nil {
+			return i, fmt.Errorf("unknown option -%s", Clip(Printable(a[j:j+1])))
+		}
+		name := "-" + string(a[j])
+		if op.Arg == noArg {
+			addOpt(p, op, name, "", false)
+			continue
+		}
+		rest := a[j+1:]
+		if op.Arg == optArg {
+			addOpt(p, op, name, rest, rest != "")
+			break
+		}
+		if rest == "" {
+			if i >= len(args) {
+				return i, fmt.Errorf("option %s needs a value", name)
+			}
+			rest = args[i]
+			i++
+		}
+		addOpt(p, op, name, rest, true)
+		break
+	}
+	return i, nil
 }
 
 // InfoOnly: the command only asks for the program's version or help

@@ -174,162 +174,203 @@ func postSed(p *grammar.Parsed) {
 // checkSedScript returns a reason if the script can run commands, write or
 // read files, or cannot be understood.
 func checkSedScript(s string) string {
-	i := 0
-	n := len(s)
-	skipSpace := func() {
-		for i < n && (s[i] == ' ' || s[i] == '\t') {
-			i++
-		}
-	}
-	readDelimited := func(d byte) bool {
-		for i < n {
-			c := s[i]
-			if c == '\\' {
-				i += 2
-				continue
-			}
-			if c == '\n' && d != '\n' {
-				// GNU sed allows escaped newlines only
-				return false
-			}
-			if c == d {
-				i++
-				return true
-			}
-			i++
-		}
-		return false
-	}
-	readAddr := func() bool {
-		skipSpace()
-		if i >= n {
-			return true
-		}
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
-				i++
-			}
-		case c == '$':
-			i++
-		case c == '/' || c == '\\':
-			d := byte('/')
-			if c == '\\' {
-				if i+1 >= n {
-					return false
-				}
-				d = s[i+1]
-				i++
-			}
-			i++
-			if !readDelimited(d) {
-				return false
-			}
-			for i < n && (s[i] == 'I' || s[i] == 'M') {
-				i++
-			}
-		}
-		return true
-	}
+	z := &sedScan{s: s, n: len(s)}
 	for {
-		for i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ';') {
-			i++
+		for z.i < z.n && (s[z.i] == ' ' || s[z.i] == '\t' || s[z.i] == '\n' || s[z.i] == ';') {
+			z.i++
 		}
-		if i >= n {
+		if z.i >= z.n {
 			return ""
 		}
-		if !readAddr() {
-			return "unterminated address"
+		if why := z.addresses(); why != "" {
+			return why
 		}
-		skipSpace()
-		if i < n && s[i] == ',' {
-			i++
-			skipSpace()
-			if i < n && (s[i] == '+' || s[i] == '~') {
-				i++
-			}
-			if !readAddr() {
-				return "unterminated address"
-			}
-		}
-		skipSpace()
-		for i < n && s[i] == '!' {
-			i++
-			skipSpace()
-		}
-		if i >= n {
-			return "missing command"
-		}
-		c := s[i]
-		i++
-		switch c {
-		case '{', '}':
+		c := s[z.i]
+		z.i++
+		if c == '{' || c == '}' {
 			continue
-		case '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case 'l', 'q', 'Q', 'L':
-			skipSpace()
-			for i < n && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-		case ':', 'b', 't', 'T', 'v':
-			// GNU sed ends a label (or v's version) at a blank as well as
-			// at ';' or a newline, and reads what follows as the next
-			// command: ":a e id" runs "e id". The check below refuses any
-			// text after the label other than ';', '}', '#' or a newline.
-			skipSpace()
-			for i < n && s[i] != ';' && s[i] != '\n' && s[i] != '}' && s[i] != ' ' && s[i] != '\t' {
-				i++
-			}
-		case '#':
-			for i < n && s[i] != '\n' {
-				i++
-			}
-		case 'a', 'i', 'c':
-			for i < n && s[i] != '\n' {
-				if s[i] == '\\' {
-					i++
-				}
-				i++
-			}
-		case 'e':
-			return "the e command runs a shell command"
-		case 'w', 'W':
-			return "the " + string(c) + " command writes a file"
-		case 'r', 'R':
-			return "the " + string(c) + " command reads a file named in the script"
-		case 's', 'y':
-			if i >= n || s[i] == '\n' || s[i] == '\\' {
-				return "bad " + string(c) + " command"
-			}
-			d := s[i]
-			i++
-			if !readDelimited(d) || !readDelimited(d) {
-				return "unterminated " + string(c) + " command"
-			}
-			if c == 'y' {
-				break
-			}
-			for i < n {
-				f := s[i]
-				switch {
-				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
-					i++
-					continue
-				case f == 'e':
-					return "the s///e flag runs the pattern space as a command"
-				case f == 'w':
-					return "the s///w flag writes a file"
-				}
-				break
-			}
-		default:
-			return "unknown command " + grammar.Printable(string(c)) + " (the script cannot be checked)"
 		}
-		skipSpace()
-		if i < n && !(s[i] == ';' || s[i] == '\n' || s[i] == '}' || s[i] == '#') {
+		if why := z.command(c); why != "" {
+			return why
+		}
+		z.skipSpace()
+		if z.i < z.n && !(s[z.i] == ';' || s[z.i] == '\n' || s[z.i] == '}' || s[z.i] == '#') {
 			return "unexpected text after command (the script cannot be checked)"
 		}
 	}
+}
+
+// sedScan reads a sed script: s from position i on (n = len(s)).
+type sedScan struct {
+	s    string
+	i, n int
+}
+
+func (z *sedScan) skipSpace() {
+	for z.i < z.n && (z.s[z.i] == ' ' || z.s[z.i] == '\t') {
+		z.i++
+	}
+}
+
+// readDelimited reads up to and past the delimiter d (a regex, a
+// replacement); false when the script ends first.
+func (z *sedScan) readDelimited(d byte) bool {
+	for z.i < z.n {
+		c := z.s[z.i]
+		if c == '\\' {
+			z.i += 2
+			continue
+		}
+		if c == '\n' && d != '\n' {
+			// GNU sed allows escaped newlines only
+			return false
+		}
+		if c == d {
+			z.i++
+			return true
+		}
+		z.i++
+	}
+	return false
+}
+
+// readAddr reads one address: a line number (with ~step), $, or a regex.
+func (z *sedScan) readAddr() bool {
+	s, n := z.s, z.n
+	z.skipSpace()
+	if z.i >= n {
+		return true
+	}
+	switch c := s[z.i]; {
+	case c >= '0' && c <= '9':
+		for z.i < n && (s[z.i] >= '0' && s[z.i] <= '9' || s[z.i] == '~') {
+			z.i++
+		}
+	case c == '$':
+		z.i++
+	case c == '/' || c == '\\':
+		d := byte('/')
+		if c == '\\' {
+			if z.i+1 >= n {
+				return false
+			}
+			d = s[z.i+1]
+			z.i++
+		}
+		z.i++
+		if !z.readDelimited(d) {
+			return false
+		}
+		for z.i < n && (s[z.i] == 'I' || s[z.i] == 'M') {
+			z.i++
+		}
+	}
+	return true
+}
+
+// addresses reads a command's address range and negations, up to the
+// command letter; "" or what is wrong.
+func (z *sedScan) addresses() string {
+	s, n := z.s, z.n
+	if !z.readAddr() {
+		return "unterminated address"
+	}
+	z.skipSpace()
+	if z.i < n && s[z.i] == ',' {
+		z.i++
+		z.skipSpace()
+		if z.i < n && (s[z.i] == '+' || s[z.i] == '~') {
+			z.i++
+		}
+		if !z.readAddr() {
+			return "unterminated address"
+		}
+	}
+	z.skipSpace()
+	for z.i < n && s[z.i] == '!' {
+		z.i++
+		z.skipSpace()
+	}
+	if z.i >= n {
+		return "missing command"
+	}
+	return ""
+}
+
+// command reads the arguments of command c; "" or why it is refused.
+func (z *sedScan) command(c byte) string {
+	s, n := z.s, z.n
+	switch c {
+	case '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+	case 'l', 'q', 'Q', 'L':
+		z.skipSpace()
+		for z.i < n && s[z.i] >= '0' && s[z.i] <= '9' {
+			z.i++
+		}
+	case ':', 'b', 't', 'T', 'v':
+		// GNU sed ends a label (or v's version) at a blank as well as
+		// at ';' or a newline, and reads what follows as the next
+		// command: ":a e id" runs "e id". The check after the command
+		// refuses any text after the label other than ';', '}', '#' or
+		// a newline.
+		z.skipSpace()
+		for z.i < n && s[z.i] != ';' && s[z.i] != '\n' && s[z.i] != '}' && s[z.i] != ' ' && s[z.i] != '\t' {
+			z.i++
+		}
+	case '#':
+		for z.i < n && s[z.i] != '\n' {
+			z.i++
+		}
+	case 'a', 'i', 'c':
+		for z.i < n && s[z.i] != '\n' {
+			if s[z.i] == '\\' {
+				z.i++
+			}
+			z.i++
+		}
+	case 'e':
+		return "the e command runs a shell command"
+	case 'w', 'W':
+		return "the " + string(c) + " command writes a file"
+	case 'r', 'R':
+		return "the " + string(c) + " command reads a file named in the script"
+	case 's', 'y':
+		return z.substitution(c)
+	default:
+		return "unknown command " + grammar.Printable(string(c)) + " (the script cannot be checked)"
+	}
+	return ""
+}
+
+// substitution reads s/re/repl/flags or y/src/dst/; the e and w flags are
+// refused.
+func (z *sedScan) substitution(c byte) string {
+	s, n := z.s, z.n
+	if z.i >= n || s[z.i] == '\n' || s[z.i] == '\\' {
+		return "bad " + string(c) + " command"
+	}
+	d := s[z.i]
+	z.i++
+	if !z.readDelimited(d) || !z.readDelimited(d) {
+		return "unterminated " + string(c) + " command"
+	}
+	if c == 'y' {
+		return ""
+	}
+	for z.i < n {
+		f := s[z.i]
+		switch {
+		case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
+			z.i++
+			continue
+		case f == 'e':
+			return "the s///e flag runs the pattern space as a command"
+		case f == 'w':
+			return "the s///w flag writes a file"
+		}
+		break
+	}
+	return ""
 }
 
 func postAwk(p *grammar.Parsed) {
