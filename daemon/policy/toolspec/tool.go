@@ -21,7 +21,8 @@ import (
 // hooks for what a grammar cannot say — files it reads by fixed names,
 // checks that look at the file system, the project files it runs, the
 // arguments and environment it is forced to run with and what it needs in
-// the sandbox. The engine (decide.go) asks the registry; it names no tool.
+// the sandbox. The engine (daemon/policy/decide.go) asks the registry; it
+// names no tool.
 // Whether a command is allowed, asked or denied, and at which risk, is data
 // in the policy file (rules:); a policy's programs: section may only add to
 // what a spec forces (programs.go).
