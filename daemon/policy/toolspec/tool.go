@@ -16,16 +16,16 @@ import (
 	"github.com/termd/termd/daemon/policy/verdict"
 )
 
-// A tool's policy knowledge lives in its spec, in the file of its family
-// (tool_git.go, tool_go.go, ...): the grammar that reads its argv and the
-// hooks for what a grammar cannot say — files it reads by fixed names,
-// checks that look at the file system, the project files it runs, the
-// arguments and environment it is forced to run with and what it needs in
-// the sandbox. The engine (daemon/policy/decide.go) asks the registry; it
-// names no tool.
-// Whether a command is allowed, asked or denied, and at which risk, is data
-// in the policy file (rules:); a policy's programs: section may only add to
-// what a spec forces (programs.go).
+// ToolSpec is a tool's policy knowledge, in the file of its family
+// (unixtools/tool_text.go, devtools/tool_git.go, ...): the grammar that
+// reads its argv and the hooks for what a grammar cannot say — files it
+// reads by fixed names, checks that look at the file system, the project
+// files it runs, the arguments and environment it is forced to run with and
+// what it needs in the sandbox. The engine (daemon/policy/decide.go) asks
+// the registry; it names no tool. Whether a command is allowed, asked or
+// denied, and at which risk, is data in the policy file (rules:); a
+// policy's programs: section may only add to what a spec forces
+// (programs.go).
 type ToolSpec struct {
 	// Grammar reads argv[1:].
 	Grammar *grammar.CmdSpec
