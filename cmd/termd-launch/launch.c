@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -253,6 +254,18 @@ static long number(const char *key, const char *s) {
 	return v;
 }
 
+// id reads a uid or gid: 0 to 4294967294. The value 4294967295 is (uid_t)-1,
+// which setresuid and setresgid take as "leave unchanged": a command would
+// keep the launcher's identity (root) while termd believes it switched.
+static uint32_t id(const char *key, const char *s) {
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *s < '0' || *s > '9' || *end != 0 || v >= 0xffffffffULL)
+		fail("launcher: %s=%s is not a valid id (0 to 4294967294; -1 and 4294967295 mean \"unchanged\" to the kernel)", key, s);
+	return (uint32_t)v;
+}
+
 static int hexval(char c) {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -263,6 +276,7 @@ static int hexval(char c) {
 
 static void parse(char *buf, size_t len, struct config *c) {
 	memset(c, 0, sizeof *c);
+	int have_gid = 0;
 	c->ruleset_fd = -1;
 	c->userns_fd = -1;
 	c->netns_fd = -1;
@@ -288,14 +302,15 @@ static void parse(char *buf, size_t len, struct config *c) {
 			push(&c->mount_path, &c->nmounts, val);
 		} else if (!strcmp(key, "uid")) {
 			c->set_cred = 1;
-			c->uid = number(key, val);
+			c->uid = id(key, val);
 		} else if (!strcmp(key, "gid")) {
-			c->gid = number(key, val);
+			have_gid = 1;
+			c->gid = id(key, val);
 		} else if (!strcmp(key, "group")) {
 			c->groups = realloc(c->groups, sizeof(gid_t) * (c->ngroups + 1));
 			if (!c->groups)
 				fail("launcher: out of memory");
-			c->groups[c->ngroups++] = number(key, val);
+			c->groups[c->ngroups++] = id(key, val);
 		} else if (!strcmp(key, "userns")) {
 			c->userns = 1;
 		} else if (!strcmp(key, "userns_fd")) {
@@ -321,6 +336,10 @@ static void parse(char *buf, size_t len, struct config *c) {
 			size_t h = strlen(val);
 			if (h % 16)
 				fail("launcher: seccomp program has a bad length");
+			// struct sock_fprog's length is 16 bits: a longer program would
+			// be cut short silently. The kernel takes at most BPF_MAXINSNS.
+			if (h / 16 == 0 || h / 16 > BPF_MAXINSNS)
+				fail("launcher: a seccomp program of %zu instructions (the kernel takes 1 to %d)", h / 16, BPF_MAXINSNS);
 			c->nfilter = h / 16;
 			c->filter = calloc(c->nfilter, sizeof(struct sock_filter));
 			if (!c->filter)
@@ -345,6 +364,11 @@ static void parse(char *buf, size_t len, struct config *c) {
 	}
 	if (!c->path || c->nargv == 0)
 		fail("launcher: the configuration names no command");
+	// Credentials come whole: a uid alone would run the command with the
+	// launcher's gid (0 under a root termd), a gid or groups alone would be
+	// ignored.
+	if (c->set_cred != have_gid || (c->ngroups > 0 && !c->set_cred))
+		fail("launcher: the configuration sets %s without %s (both uid and gid are needed)", c->set_cred ? "uid" : (have_gid ? "gid" : "groups"), c->set_cred ? "gid" : "uid");
 	if (!c->env) {
 		c->env = calloc(1, sizeof(char *));
 		if (!c->env)
@@ -508,9 +532,15 @@ static void confine(struct config *c) {
 		for (int i = 0; i < c->nmounts; i++)
 			apply_mount(c->mount_kind[i], c->mount_path[i], c->userns_fd);
 		// The working directory was entered before the mounts: enter it
-		// again so that it is seen through them.
-		char wd[4096];
-		if (getcwd(wd, sizeof wd) && chdir(wd) < 0)
+		// again so that it is seen through them. Without that the command
+		// would work in the directory as it was before (a read-only or
+		// hidden cover over it not applying), so a directory that cannot
+		// be named again (removed, or its path longer than PATH_MAX) fails
+		// the launch.
+		char wd[PATH_MAX];
+		if (!getcwd(wd, sizeof wd))
+			fail("sandbox: finding the working directory to re-enter it through the sandbox's mounts: %s", strerror(errno));
+		if (chdir(wd) < 0)
 			fail("sandbox: re-entering the working directory %s: %s", wd, strerror(errno));
 	}
 	if (c->userns_fd >= 0) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/verdict"
 	"github.com/termd/termd/internal/cmdline"
 )
 
@@ -62,25 +64,25 @@ func TestBenchPolicyAgentDay(t *testing.T) {
 	enforced.EgressLists = []string{"registries"}
 	for _, c := range []struct {
 		name string
-		ctx  Context
+		ctx  decision.Context
 	}{{"sandbox enforced", enforced}, {"sandbox unavailable", f.ctx}} {
 		var denied, asked, ran, kept int
 		var askedLines []string
 		for _, l := range day {
-			d := f.pol.Decide(Request{Argv: l.argv, Cwd: f.ws, Mode: ModeConfirm}, c.ctx)
+			d := f.pol.Decide(decision.Request{Argv: l.argv, Cwd: f.ws, Mode: verdict.ModeConfirm}, c.ctx)
 			switch {
 			case l.kept:
 				kept++
-				if d.Verdict != Deny || !hasReason(d, "even inside the sandbox") {
+				if d.Verdict != verdict.Deny || !hasReason(d, "even inside the sandbox") {
 					t.Errorf("%s: kept denial %q: %s %q", c.name, l.argv, d.Verdict, d.Reasons)
 				}
-			case d.Verdict == Deny:
+			case d.Verdict == verdict.Deny:
 				denied++
 				t.Errorf("%s: everyday command %q denied: %q", c.name, l.argv, d.Reasons)
-			case d.Verdict == Ask && l.runs && c.ctx.Sandbox:
+			case d.Verdict == verdict.Ask && l.runs && c.ctx.Sandbox:
 				asked++
 				t.Errorf("%s: %q asks, but must run without approval: %q", c.name, l.argv, d.Reasons)
-			case d.Verdict == Ask:
+			case d.Verdict == verdict.Ask:
 				asked++
 				askedLines = append(askedLines, cmdline.Quote(l.argv))
 			default:

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/policy/decision"
 )
 
 func benchPolicy(b *testing.B, extra int) (*Policy, *fixture) {
@@ -28,7 +30,7 @@ func benchDecide(b *testing.B, extra int) {
 	p, fx := benchPolicy(b, extra)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		d := p.Decide(Request{Argv: benchReqs[i%len(benchReqs)], Cwd: fx.ws}, fx.ctx)
+		d := p.Decide(decision.Request{Argv: benchReqs[i%len(benchReqs)], Cwd: fx.ws}, fx.ctx)
 		if d.Verdict == "" {
 			b.Fatal("no verdict")
 		}
@@ -49,9 +51,9 @@ func BenchmarkDecideRuleScaling(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		argv := benchReqs[i%len(benchReqs)]
 		t0 := time.Now()
-		p0.Decide(Request{Argv: argv, Cwd: fx0.ws}, fx0.ctx)
+		p0.Decide(decision.Request{Argv: argv, Cwd: fx0.ws}, fx0.ctx)
 		t1 := time.Now()
-		p1.Decide(Request{Argv: argv, Cwd: fx1.ws}, fx1.ctx)
+		p1.Decide(decision.Request{Argv: argv, Cwd: fx1.ws}, fx1.ctx)
 		big += time.Since(t1)
 		base += t1.Sub(t0)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/decision"
 )
 
 // The request hash is the SHA-256 of exactly the canonical request Explain
@@ -14,8 +16,8 @@ import (
 func TestRequestHashCoversTheCanonicalRequest(t *testing.T) {
 	ws := t.TempDir()
 	p := Default()
-	ctx := Context{Workspaces: []string{ws}}
-	req := Request{Argv: []string{"ls", "-la"}, Cwd: ws}
+	ctx := decision.Context{Workspaces: []string{ws}}
+	req := decision.Request{Argv: []string{"ls", "-la"}, Cwd: ws}
 	ex := p.Explain(req, ctx)
 	sum := sha256.Sum256(ex.Request)
 	if hex.EncodeToString(sum[:]) != ex.RequestHash {
@@ -29,7 +31,7 @@ func TestRequestHashCoversTheCanonicalRequest(t *testing.T) {
 	// Another working directory (same argv) is another request.
 	sub := filepath.Join(ws, "sub")
 	os.Mkdir(sub, 0o755)
-	if d := p.Decide(Request{Argv: req.Argv, Cwd: sub}, ctx); d.RequestHash == ex.RequestHash {
+	if d := p.Decide(decision.Request{Argv: req.Argv, Cwd: sub}, ctx); d.RequestHash == ex.RequestHash {
 		t.Fatal("a different cwd gave the same request hash")
 	}
 	// Another policy version is another request.
@@ -43,7 +45,7 @@ func TestRequestHashCoversTheCanonicalRequest(t *testing.T) {
 	if d := other.Decide(req, ctx); d.RequestHash == ex.RequestHash {
 		t.Fatal("a different policy version gave the same request hash")
 	}
-	if d := p.Decide(Request{Argv: req.Argv, Cwd: ws, Timeout: 7e9}, ctx); d.RequestHash == ex.RequestHash {
+	if d := p.Decide(decision.Request{Argv: req.Argv, Cwd: ws, Timeout: 7e9}, ctx); d.RequestHash == ex.RequestHash {
 		t.Fatal("a different timeout gave the same request hash")
 	}
 }

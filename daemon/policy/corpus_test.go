@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/verdict"
 	"github.com/termd/termd/internal/cmdline"
 	"go.yaml.in/yaml/v3"
 )
@@ -39,10 +41,10 @@ type corpusCase struct {
 
 // corpusContexts: every case is decided with the sandbox unavailable and
 // with it fully enforced.
-func corpusContexts(f *fixture) map[string]Context {
+func corpusContexts(f *fixture) map[string]decision.Context {
 	enforced := f.ctx
 	enforced.Sandbox, enforced.SandboxBy = true, "Landlock"
-	return map[string]Context{"sandbox-unavailable": f.ctx, "sandbox-enforced": enforced}
+	return map[string]decision.Context{"sandbox-unavailable": f.ctx, "sandbox-enforced": enforced}
 }
 
 func loadCorpus(t *testing.T) []corpusCase {
@@ -108,14 +110,14 @@ func TestAdversarialCorpus(t *testing.T) {
 		}
 		type variant struct {
 			name string
-			req  Request
+			req  decision.Request
 		}
 		var vs []variant
-		var tty *Terminal
+		var tty *decision.Terminal
 		if c.TTY {
-			tty = &Terminal{Rows: 24, Cols: 80}
+			tty = &decision.Terminal{Rows: 24, Cols: 80}
 		}
-		base := Request{Cwd: cwd, Env: env, Mode: Mode(c.Mode), Timeout: timeout, TTY: tty}
+		base := decision.Request{Cwd: cwd, Env: env, Mode: verdict.Mode(c.Mode), Timeout: timeout, TTY: tty}
 		if c.Cmd != "" {
 			r := base
 			r.Command = c.Cmd
@@ -141,7 +143,7 @@ func TestAdversarialCorpus(t *testing.T) {
 					reason = c.SandboxReason
 				}
 				switch {
-				case enforced && c.Sandboxed != "" && d.Verdict == Allow:
+				case enforced && c.Sandboxed != "" && d.Verdict == verdict.Allow:
 					if !hasReason(d, c.Sandboxed) {
 						t.Errorf("%s %s/%s %q: allowed without a reason containing %q; reasons %q", cname, c.Name, v.name, v.req.Argv, c.Sandboxed, d.Reasons)
 					}
@@ -150,7 +152,7 @@ func TestAdversarialCorpus(t *testing.T) {
 				case enforced && c.Sandboxed != "":
 					// another spelling of a case the sandbox lets run: not
 					// allowed is all that is asked of it
-				case d.Verdict == Allow:
+				case d.Verdict == verdict.Allow:
 					t.Errorf("%s hostile %s/%s %q: allowed; reasons %q", cname, c.Name, v.name, v.req.Argv, d.Reasons)
 				case !hasReason(d, reason):
 					t.Errorf("%s hostile %s/%s %q: %s without reason containing %q; reasons %q", cname, c.Name, v.name, v.req.Argv, d.Verdict, reason, d.Reasons)
@@ -170,8 +172,8 @@ func TestAdversarialCorpus(t *testing.T) {
 			if strings.HasPrefix(c.Cwd, "{") {
 				tcwd = f.ws // the twin of a bad cwd runs in the workspace
 			}
-			mode := Mode(c.Mode)
-			if _, err := ParseMode(c.Mode); err != nil {
+			mode := verdict.Mode(c.Mode)
+			if _, err := verdict.ParseMode(c.Mode); err != nil {
 				mode = ""
 			}
 			for cname, ctx := range corpusContexts(f) {
@@ -180,8 +182,8 @@ func TestAdversarialCorpus(t *testing.T) {
 						continue
 					}
 					runs++
-					d := f.pol.Decide(Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode, TTY: tty}, ctx)
-					if d.Verdict == Deny {
+					d := f.pol.Decide(decision.Request{Argv: a, Cwd: tcwd, Env: tenv, Mode: mode, TTY: tty}, ctx)
+					if d.Verdict == verdict.Deny {
 						t.Errorf("%s benign twin of %s %q: denied; reasons %q", cname, c.Name, a, d.Reasons)
 					}
 				}

@@ -5,20 +5,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
-
-// Credentials by reference (docs/CREDENTIALS.md): a request names the
-// credentials its command receives; the daemon tells the policy which ones
-// the caller may ask for and which programs may receive each. Values never
-// reach the policy: the canonical request and its hash carry names only.
-
-// CredentialScope is what the policy knows of a credential the caller may
-// ask for.
-type CredentialScope struct {
-	// Programs that may receive it: bare names (resolved through the
-	// trusted PATH) or absolute paths. Empty: any program.
-	Programs []string
-}
 
 // MaxCredentials bounds the credentials one request may name.
 const MaxCredentials = 16
@@ -26,13 +18,13 @@ const MaxCredentials = 16
 // checkCredentials decides the credentials a request names. An unknown
 // name and a name the caller may not ask for get the same answer, so a
 // caller cannot learn which credentials exist for others.
-func (p *Policy) checkCredentials(req Request, ctx *decideCtx, s *state) {
+func (p *Policy) checkCredentials(req decision.Request, ctx *toolspec.DecideCtx, s *state) {
 	if len(req.Credentials) == 0 {
 		return
 	}
 	d := s.d
 	if len(req.Credentials) > MaxCredentials {
-		s.deny(RiskMedium, fmt.Sprintf("%d credentials requested; the limit is %d", len(req.Credentials), MaxCredentials))
+		s.deny(verdict.RiskMedium, fmt.Sprintf("%d credentials requested; the limit is %d", len(req.Credentials), MaxCredentials))
 		s.step("credentials", "deny", "too many")
 		return
 	}
@@ -41,32 +33,32 @@ func (p *Policy) checkCredentials(req Request, ctx *decideCtx, s *state) {
 	names = slices.Compact(names)
 	program := ""
 	if len(d.Argv) > 0 {
-		program = baseName(d.Argv[0])
+		program = grammar.BaseName(d.Argv[0])
 	}
 	ok := true
 	for _, n := range names {
-		sc, known := ctx.credentials[n]
+		sc, known := ctx.Credentials[n]
 		if !envNameOK.MatchString(n) || !known {
-			s.deny(RiskMedium, fmt.Sprintf("credential %s is not defined for you: `termctl credentials list` shows the ones you may ask for (an operator defines them in termd's config)", clip(printable(n))))
+			s.deny(verdict.RiskMedium, fmt.Sprintf("credential %s is not defined for you: `termctl credentials list` shows the ones you may ask for (an operator defines them in termd's config)", grammar.Clip(grammar.Printable(n))))
 			ok = false
 			continue
 		}
 		if len(sc.Programs) > 0 && !programIn(sc.Programs, d) {
-			s.deny(RiskHigh, fmt.Sprintf("credential %s is available only to %s; this plan runs %s", n, strings.Join(sc.Programs, ", "), program))
+			s.deny(verdict.RiskHigh, fmt.Sprintf("credential %s is available only to %s; this plan runs %s", n, strings.Join(sc.Programs, ", "), program))
 			ok = false
 			continue
 		}
 		for _, pat := range p.envDenyList() {
 			if envPatternMatch(pat, n) {
-				s.deny(RiskHigh, fmt.Sprintf("credential %s would set %s, a loader, hook or tool-control variable the policy denies (%s); the operator must rename it", n, n, pat))
+				s.deny(verdict.RiskHigh, fmt.Sprintf("credential %s would set %s, a loader, hook or tool-control variable the policy denies (%s); the operator must rename it", n, n, pat))
 				ok = false
 			}
 		}
 		if _, set := req.Env[n]; set {
-			s.deny(RiskMedium, fmt.Sprintf("the request sets the environment variable %s and asks for the credential %s: drop one", n, n))
+			s.deny(verdict.RiskMedium, fmt.Sprintf("the request sets the environment variable %s and asks for the credential %s: drop one", n, n))
 			ok = false
 		} else if _, set := d.ExecEnv[n]; set {
-			s.deny(RiskMedium, fmt.Sprintf("%s sets %s itself for this command, so the credential %s cannot be given to it", program, n, n))
+			s.deny(verdict.RiskMedium, fmt.Sprintf("%s sets %s itself for this command, so the credential %s cannot be given to it", program, n, n))
 			ok = false
 		}
 	}
@@ -76,12 +68,12 @@ func (p *Policy) checkCredentials(req Request, ctx *decideCtx, s *state) {
 		return
 	}
 	switch d.Mode {
-	case ModeInspect:
-		s.deny(RiskMedium, "inspect mode never receives credentials ("+strings.Join(names, ", ")+"): plan it in confirm mode")
+	case verdict.ModeInspect:
+		s.deny(verdict.RiskMedium, "inspect mode never receives credentials ("+strings.Join(names, ", ")+"): plan it in confirm mode")
 		s.step("credentials", "deny", "inspect mode")
 		return
-	case ModeConfirm:
-		s.raise(Ask, RiskHigh, "it receives the credentials "+strings.Join(names, ", ")+" (an operator approves, or a grant naming them covers it)")
+	case verdict.ModeConfirm:
+		s.raise(verdict.Ask, verdict.RiskHigh, "it receives the credentials "+strings.Join(names, ", ")+" (an operator approves, or a grant naming them covers it)")
 	}
 	s.step("credentials", "ok", strings.Join(names, ","))
 }
@@ -89,7 +81,7 @@ func (p *Policy) checkCredentials(req Request, ctx *decideCtx, s *state) {
 // programIn reports whether the decided program is one of progs: a bare
 // name matches a program found through the trusted PATH (not a path the
 // request named), an absolute path matches the resolved binary.
-func programIn(progs []string, d *Decision) bool {
+func programIn(progs []string, d *decision.Decision) bool {
 	if len(d.Argv) == 0 || d.ResolvedPath == "" {
 		return false
 	}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // Engine holds the current policy and reloads it from a file, keeping the
@@ -51,24 +54,26 @@ func (e *Engine) Reload() (bool, error) {
 }
 
 // Decide decides with the current policy.
-func (e *Engine) Decide(req Request, ctx Context) Decision { return e.Current().Decide(req, ctx) }
+func (e *Engine) Decide(req decision.Request, ctx decision.Context) decision.Decision {
+	return e.Current().Decide(req, ctx)
+}
 
 // Explanation is the output of Explain.
 type Explanation struct {
-	Request       json.RawMessage `json:"request"` // canonical request JSON
-	RequestHash   string          `json:"request_hash"`
-	PolicyVersion string          `json:"policy_version"`
-	Verdict       Verdict         `json:"verdict"`
-	Risk          Risk            `json:"risk"`
-	Reasons       []string        `json:"reasons"`
-	Rules         []string        `json:"rules"`
-	Steps         []Step          `json:"steps"`
-	Decision      Decision        `json:"decision"`
+	Request       json.RawMessage   `json:"request"` // canonical request JSON
+	RequestHash   string            `json:"request_hash"`
+	PolicyVersion string            `json:"policy_version"`
+	Verdict       verdict.Verdict   `json:"verdict"`
+	Risk          verdict.Risk      `json:"risk"`
+	Reasons       []string          `json:"reasons"`
+	Rules         []string          `json:"rules"`
+	Steps         []decision.Step   `json:"steps"`
+	Decision      decision.Decision `json:"decision"`
 }
 
 // Explain decides and returns the canonical request, its hash, the
 // decision and every step considered.
-func (p *Policy) Explain(req Request, ctx Context) Explanation {
+func (p *Policy) Explain(req decision.Request, ctx decision.Context) Explanation {
 	d := p.Decide(req, ctx)
 	c := p.canonical(d)
 	if c.Env == nil {

@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // Issue 31, "Nothing ordinary is hard-denied": every command an agent sends
@@ -18,27 +22,27 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 	enforced.Sandbox, enforced.SandboxBy = true, "Landlock"
 	cases := []struct {
 		cmd  string
-		want Verdict
+		want verdict.Verdict
 	}{
-		{"git stash", Allow}, {"git stash push -m wip", Allow}, {"git stash pop", Allow}, {"git stash list", Allow}, {"git stash show -p", Allow},
-		{"git reset --soft HEAD~1", Allow}, {"git reset HEAD~1", Allow}, {"git reset --mixed HEAD", Allow}, {"git reset --hard", Ask}, {"git reset --hard HEAD~1", Ask},
-		{"git merge feature", Allow}, {"git merge --no-ff -m msg feature", Allow}, {"git rebase main", Ask}, {"git rebase -i HEAD~3", Ask},
-		{"git cherry-pick abc123", Allow}, {"git revert --no-edit abc123", Allow}, {"git tag", Allow}, {"git tag v1.0", Allow}, {"git tag -a v1.0 -m release", Allow},
-		{"git clean -fd", Ask}, {"git clean -n", Allow}, {"git apply fix.patch", Ask}, {"git apply --check fix.patch", Allow},
-		{"git remote -v", Allow}, {"git remote", Allow}, {"git describe --tags --always", Allow}, {"git worktree list", Allow}, {"git shortlog -sn", Allow},
-		{"git reflog", Allow}, {"git blame README.md", Allow}, {"git bisect start", Ask}, {"git bisect good", Ask}, {"git --version", Allow},
-		{"node --version", Allow}, {"node -v", Allow}, {"python3 --version", Allow}, {"python3 -V", Allow},
-		{"node --test src", Allow}, {"node --test", Allow}, {"python3 -m pytest", Allow}, {"python3 -m pytest -x tests", Allow}, {"python3 -m venv .venv", Allow},
-		{"python3 -m pip install requests", Ask}, {"python3 -m pip list", Allow},
-		{"npm --version", Allow}, {"npm test --prefix web", Allow},
-		{"timeout 10 go test ./...", Allow}, {"timeout -s KILL 5 git status", Allow}, {"env PORT=9000 go run .", Allow}, {"env NODE_ENV=test npm test", Allow},
-		{"env FOO=1 true", Ask}, {"xargs grep foo", Allow}, {"xargs -0 rm", Ask}, {"nice make", Allow}, {"nice -n 10 go build ./...", Allow},
-		{"time go build ./...", Allow}, {"time -p git status", Allow}, {"nohup go test ./...", Allow},
-		{"command -v git", Allow}, {"type git", Allow}, {"type -a go", Allow},
-		{"npm exec eslint .", Ask}, {"pnpm dlx create-vite", Ask},
-		{"git branch feature", Allow}, {"git branch -D feature", Ask}, {"git switch -c fix", Allow}, {"git switch main", Allow}, {"git switch --discard-changes main", Ask},
-		{"git checkout -b feature", Allow}, {"git checkout -b fix origin/main", Allow}, {"git checkout main", Ask}, {"git checkout -- README.md", Ask},
-		{"git log --frobnicate", Allow}, {"git frobnicate", Allow}, {"ls --frobnicate", Allow},
+		{"git stash", verdict.Allow}, {"git stash push -m wip", verdict.Allow}, {"git stash pop", verdict.Allow}, {"git stash list", verdict.Allow}, {"git stash show -p", verdict.Allow},
+		{"git reset --soft HEAD~1", verdict.Allow}, {"git reset HEAD~1", verdict.Allow}, {"git reset --mixed HEAD", verdict.Allow}, {"git reset --hard", verdict.Ask}, {"git reset --hard HEAD~1", verdict.Ask},
+		{"git merge feature", verdict.Allow}, {"git merge --no-ff -m msg feature", verdict.Allow}, {"git rebase main", verdict.Ask}, {"git rebase -i HEAD~3", verdict.Ask},
+		{"git cherry-pick abc123", verdict.Allow}, {"git revert --no-edit abc123", verdict.Allow}, {"git tag", verdict.Allow}, {"git tag v1.0", verdict.Allow}, {"git tag -a v1.0 -m release", verdict.Allow},
+		{"git clean -fd", verdict.Ask}, {"git clean -n", verdict.Allow}, {"git apply fix.patch", verdict.Ask}, {"git apply --check fix.patch", verdict.Allow},
+		{"git remote -v", verdict.Allow}, {"git remote", verdict.Allow}, {"git describe --tags --always", verdict.Allow}, {"git worktree list", verdict.Allow}, {"git shortlog -sn", verdict.Allow},
+		{"git reflog", verdict.Allow}, {"git blame README.md", verdict.Allow}, {"git bisect start", verdict.Ask}, {"git bisect good", verdict.Ask}, {"git --version", verdict.Allow},
+		{"node --version", verdict.Allow}, {"node -v", verdict.Allow}, {"python3 --version", verdict.Allow}, {"python3 -V", verdict.Allow},
+		{"node --test src", verdict.Allow}, {"node --test", verdict.Allow}, {"python3 -m pytest", verdict.Allow}, {"python3 -m pytest -x tests", verdict.Allow}, {"python3 -m venv .venv", verdict.Allow},
+		{"python3 -m pip install requests", verdict.Ask}, {"python3 -m pip list", verdict.Allow},
+		{"npm --version", verdict.Allow}, {"npm test --prefix web", verdict.Allow},
+		{"timeout 10 go test ./...", verdict.Allow}, {"timeout -s KILL 5 git status", verdict.Allow}, {"env PORT=9000 go run .", verdict.Allow}, {"env NODE_ENV=test npm test", verdict.Allow},
+		{"env FOO=1 true", verdict.Ask}, {"xargs grep foo", verdict.Allow}, {"xargs -0 rm", verdict.Ask}, {"nice make", verdict.Allow}, {"nice -n 10 go build ./...", verdict.Allow},
+		{"time go build ./...", verdict.Allow}, {"time -p git status", verdict.Allow}, {"nohup go test ./...", verdict.Allow},
+		{"command -v git", verdict.Allow}, {"type git", verdict.Allow}, {"type -a go", verdict.Allow},
+		{"npm exec eslint .", verdict.Ask}, {"pnpm dlx create-vite", verdict.Ask},
+		{"git branch feature", verdict.Allow}, {"git branch -D feature", verdict.Ask}, {"git switch -c fix", verdict.Allow}, {"git switch main", verdict.Allow}, {"git switch --discard-changes main", verdict.Ask},
+		{"git checkout -b feature", verdict.Allow}, {"git checkout -b fix origin/main", verdict.Allow}, {"git checkout main", verdict.Ask}, {"git checkout -- README.md", verdict.Ask},
+		{"git log --frobnicate", verdict.Allow}, {"git frobnicate", verdict.Allow}, {"ls --frobnicate", verdict.Allow},
 	}
 	// A virtual environment's interpreter links to the trusted one (a
 	// regular file here: the fixture's programs are links to true).
@@ -57,10 +61,10 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 	}
 	for _, c := range []struct {
 		cmd  string
-		want Verdict
-	}{{".venv/bin/python -m pytest", Allow}, {".venv/bin/python --version", Allow}, {"./.venv/bin/python x.py", Allow}, {f.ws + "/.venv/bin/python -m pip install -r requirements.txt", Ask}} {
+		want verdict.Verdict
+	}{{".venv/bin/python -m pytest", verdict.Allow}, {".venv/bin/python --version", verdict.Allow}, {"./.venv/bin/python x.py", verdict.Allow}, {f.ws + "/.venv/bin/python -m pip install -r requirements.txt", verdict.Ask}} {
 		argv := strings.Fields(c.cmd)
-		d := f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: ModeConfirm}, enforced)
+		d := f.pol.Decide(decision.Request{Argv: argv, Cwd: f.ws, Mode: verdict.ModeConfirm}, enforced)
 		if d.Verdict != c.want || len(d.ExecArgv) == 0 || d.ExecArgv[0] != argv[0] {
 			t.Errorf("%q: %s exec %q, want %s run by its workspace path; reasons %q", argv, d.Verdict, d.ExecArgv, c.want, d.Reasons)
 		}
@@ -81,23 +85,23 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, argv := range [][]string{{"./node_modules/.bin/eslint", "."}, {"node_modules/.bin/eslint", "src"}, {f.ws + "/node_modules/.bin/eslint", "."}, {".venv/bin/pytest", "-x"}} {
-		for name, ctx := range map[string]Context{"sandbox-enforced": enforced, "sandbox-unavailable": f.ctx} {
-			d := f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: ModeConfirm}, ctx)
-			if d.Verdict == Deny || !d.RunsProjectCode || ctx.Sandbox && d.Verdict != Allow {
+		for name, ctx := range map[string]decision.Context{"sandbox-enforced": enforced, "sandbox-unavailable": f.ctx} {
+			d := f.pol.Decide(decision.Request{Argv: argv, Cwd: f.ws, Mode: verdict.ModeConfirm}, ctx)
+			if d.Verdict == verdict.Deny || !d.RunsProjectCode || ctx.Sandbox && d.Verdict != verdict.Allow {
 				t.Errorf("%s %q: %s (project code %t), want project code (confined or asked); reasons %q", name, argv, d.Verdict, d.RunsProjectCode, d.Reasons)
 			}
 		}
 	}
-	if d := f.pol.Decide(Request{Argv: []string{".venv/bin/python", "-c", "print(1)"}, Cwd: f.ws, Mode: ModeConfirm}, enforced); d.Verdict != Deny || !hasReason(d, "inline code") {
+	if d := f.pol.Decide(decision.Request{Argv: []string{".venv/bin/python", "-c", "print(1)"}, Cwd: f.ws, Mode: verdict.ModeConfirm}, enforced); d.Verdict != verdict.Deny || !hasReason(d, "inline code") {
 		t.Errorf(".venv/bin/python -c: %s %q", d.Verdict, d.Reasons)
 	}
 	for _, c := range cases {
 		argv := strings.Fields(c.cmd)
 		abs := append([]string{f.bin + "/" + argv[0]}, argv[1:]...)
 		for _, a := range [][]string{argv, abs} {
-			for name, ctx := range map[string]Context{"sandbox-enforced": enforced, "sandbox-unavailable": f.ctx} {
-				d := f.pol.Decide(Request{Argv: a, Cwd: f.ws, Mode: ModeConfirm}, ctx)
-				if d.Verdict == Deny {
+			for name, ctx := range map[string]decision.Context{"sandbox-enforced": enforced, "sandbox-unavailable": f.ctx} {
+				d := f.pol.Decide(decision.Request{Argv: a, Cwd: f.ws, Mode: verdict.ModeConfirm}, ctx)
+				if d.Verdict == verdict.Deny {
 					t.Errorf("%s %q: denied: %q", name, a, d.Reasons)
 					continue
 				}
@@ -116,15 +120,15 @@ func TestEverydayCommandsNotDenied(t *testing.T) {
 // cannot drop it).
 func TestWrapperDecidedAsItsCommand(t *testing.T) {
 	f := newFixture(t)
-	d := f.decide([]string{"timeout", "10", "git", "status"}, ModeConfirm)
-	if d.Verdict != Allow || len(d.ExecArgv) < 4 || d.ExecArgv[0] != "timeout" || d.ExecArgv[2] != f.bin+"/git" || !contains(d.ExecArgv, "core.hooksPath=/dev/null") {
+	d := f.decide([]string{"timeout", "10", "git", "status"}, verdict.ModeConfirm)
+	if d.Verdict != verdict.Allow || len(d.ExecArgv) < 4 || d.ExecArgv[0] != "timeout" || d.ExecArgv[2] != f.bin+"/git" || !grammar.Contains(d.ExecArgv, "core.hooksPath=/dev/null") {
 		t.Errorf("timeout 10 git status: %s exec %q; reasons %q", d.Verdict, d.ExecArgv, d.Reasons)
 	}
-	if d.ExecEnv["GIT_CONFIG_NOSYSTEM"] != "1" || !contains(d.Rules, "git.read") || !strings.HasSuffix(d.ResolvedPath, "/true") {
+	if d.ExecEnv["GIT_CONFIG_NOSYSTEM"] != "1" || !grammar.Contains(d.Rules, "git.read") || !strings.HasSuffix(d.ResolvedPath, "/true") {
 		t.Errorf("timeout 10 git status: env %v rules %v path %s", d.ExecEnv, d.Rules, d.ResolvedPath)
 	}
-	d = f.decide([]string{"env", "-i", "git", "log"}, ModeConfirm)
-	if i := slices.Index(d.ExecArgv, "GIT_CONFIG_NOSYSTEM=1"); d.Verdict != Allow || i < 0 || i > slices.Index(d.ExecArgv, f.bin+"/git") {
+	d = f.decide([]string{"env", "-i", "git", "log"}, verdict.ModeConfirm)
+	if i := slices.Index(d.ExecArgv, "GIT_CONFIG_NOSYSTEM=1"); d.Verdict != verdict.Allow || i < 0 || i > slices.Index(d.ExecArgv, f.bin+"/git") {
 		t.Errorf("env -i git log: %s exec %q", d.Verdict, d.ExecArgv)
 	}
 	for argv, why := range map[string]string{
@@ -134,15 +138,15 @@ func TestWrapperDecidedAsItsCommand(t *testing.T) {
 		"nice -n -5 ls":                            "wrapper",
 		"timeout 5 cat " + f.home + "/.ssh/id_rsa": "secrets",
 	} {
-		if d := f.decide(strings.Fields(argv), ModeTrusted); d.Verdict != Deny || !hasReason(d, why) {
+		if d := f.decide(strings.Fields(argv), verdict.ModeTrusted); d.Verdict != verdict.Deny || !hasReason(d, why) {
 			t.Errorf("%s: %s, want deny with %q; reasons %q", argv, d.Verdict, why, d.Reasons)
 		}
 	}
-	if d := f.decide([]string{"env", "-S", "sh -c id"}, ModeTrusted); d.Verdict != Deny || !hasReason(d, "splits a string") {
+	if d := f.decide([]string{"env", "-S", "sh -c id"}, verdict.ModeTrusted); d.Verdict != verdict.Deny || !hasReason(d, "splits a string") {
 		t.Errorf("env -S: %s %q", d.Verdict, d.Reasons)
 	}
 	// time -o FILE writes FILE: checked like any write.
-	if d := f.decide([]string{"time", "-o", ".git/hooks/pre-commit", "true"}, ModeTrusted); d.Verdict != Deny || !hasReason(d, ".git/hooks") {
+	if d := f.decide([]string{"time", "-o", ".git/hooks/pre-commit", "true"}, verdict.ModeTrusted); d.Verdict != verdict.Deny || !hasReason(d, ".git/hooks") {
 		t.Errorf("time -o .git/hooks/pre-commit: %s %q", d.Verdict, d.Reasons)
 	}
 }
@@ -159,9 +163,9 @@ func TestKeptHardDenialsSayWhy(t *testing.T) {
 		{"bash", "-c", "ls"}, {"sh"}, {"python3", "-c", "print(1)"}, {"node", "-e", "1"}, {"perl", "-e", "1"}, {"python3"},
 		{"cat", f.home + "/.ssh/id_rsa"}, {"cat", f.prot + "/key"}, {"cat", "--frobnicate", f.home + "/.ssh/id_rsa"}, {"git", "frobnicate", "--x=" + f.prot + "/key"}, {"touch", ".git/hooks/pre-commit"}, {"sed", "-i", "s/a/b/", ".bashrc"},
 	} {
-		for _, mode := range []Mode{ModeConfirm, ModeTrusted} {
-			d := f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: mode}, ctx)
-			if d.Verdict != Deny || !hasReason(d, "even inside the sandbox") {
+		for _, mode := range []verdict.Mode{verdict.ModeConfirm, verdict.ModeTrusted} {
+			d := f.pol.Decide(decision.Request{Argv: argv, Cwd: f.ws, Mode: mode}, ctx)
+			if d.Verdict != verdict.Deny || !hasReason(d, "even inside the sandbox") {
 				t.Errorf("%s %q: %s, want deny with a reason saying why even inside the sandbox; reasons %q", mode, argv, d.Verdict, d.Reasons)
 			}
 		}

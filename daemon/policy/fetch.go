@@ -3,6 +3,8 @@ package policy
 import (
 	"slices"
 
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
 	"github.com/termd/termd/internal/netmode"
 )
 
@@ -15,8 +17,8 @@ const RegistryAllowList = "registries"
 // fetchNetwork is the network a command asks for, with a package fetch
 // that asked for none given egress:registries when the daemon runs the
 // egress proxy with that list (ctx.egressLists names it).
-func fetchNetwork(asked string, pc *parsed, ctx *decideCtx) string {
-	if asked == "" && pc.fetch && slices.Contains(ctx.egressLists, RegistryAllowList) {
+func fetchNetwork(asked string, pc *grammar.Parsed, ctx *toolspec.DecideCtx) string {
+	if asked == "" && pc.Fetch && slices.Contains(ctx.EgressLists, RegistryAllowList) {
 		return netmode.Egress + RegistryAllowList
 	}
 	return asked
@@ -30,6 +32,6 @@ func fetchNetwork(asked string, pc *parsed, ctx *decideCtx) string {
 // reach only the registries. In confirm mode it runs without approval.
 func (c *command) fetchContained() bool {
 	d := c.d
-	return c.ctx.sandbox && c.pc.fetch && c.netMode == netmode.Egress+RegistryAllowList &&
+	return c.ctx.Sandbox && c.pc.Fetch && c.netMode == netmode.Egress+RegistryAllowList &&
 		len(d.Sandbox.Write) == 0 && len(d.Sandbox.Read) == 0 && d.RunAs == "" && !d.Privileged
 }

@@ -3,6 +3,11 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 func FuzzParseArgs(f *testing.F) {
@@ -15,13 +20,13 @@ func FuzzParseArgs(f *testing.F) {
 	f.Add("chmod", "-x\x00f")
 	f.Fuzz(func(t *testing.T, tool, args string) {
 		argv := append([]string{tool}, strings.Split(args, "\x00")...)
-		p, known, err := parseCommand(argv)
+		p, known, err := toolspec.ParseCommand(argv)
 		if err == nil && known && p == nil {
 			t.Fatal("nil parse")
 		}
 		if err == nil && known {
-			for _, op := range p.operands {
-				if op.kind > KPattern {
+			for _, op := range p.Operands {
+				if op.Kind > grammar.KPattern {
 					t.Fatal("bad kind")
 				}
 			}
@@ -37,26 +42,26 @@ func FuzzDecide(f *testing.F) {
 	f.Add("", "sudo\x00timeout\x005\x00env\x00sh", "")
 	f.Add("", "rm\x00-rf\x00.", "confirm")
 	f.Fuzz(func(t *testing.T, cmd, argv, mode string) {
-		req := Request{Command: cmd, Cwd: fx.ws, Mode: Mode(mode)}
+		req := decision.Request{Command: cmd, Cwd: fx.ws, Mode: verdict.Mode(mode)}
 		if argv != "" {
 			req.Argv = strings.Split(argv, "\x00")
 		}
 		d := fx.pol.Decide(req, fx.ctx)
 		switch d.Verdict {
-		case Allow, Ask, Deny:
+		case verdict.Allow, verdict.Ask, verdict.Deny:
 		default:
 			t.Fatalf("no verdict: %+v", d)
 		}
-		if d.Verdict == Deny && len(d.Reasons) == 0 {
+		if d.Verdict == verdict.Deny && len(d.Reasons) == 0 {
 			t.Fatal("deny without a reason")
 		}
-		if d.Verdict != Deny && (d.ResolvedPath == "" || d.BinarySHA256 == "") {
+		if d.Verdict != verdict.Deny && (d.ResolvedPath == "" || d.BinarySHA256 == "") {
 			t.Fatalf("non-deny without identity: %+v", d)
 		}
-		if _, err := ParseMode(mode); err != nil && mode != "" && d.Verdict != Deny {
+		if _, err := verdict.ParseMode(mode); err != nil && mode != "" && d.Verdict != verdict.Deny {
 			t.Fatal("bad mode not denied")
 		}
-		if len(req.Argv) > MaxArgs && d.Verdict != Deny {
+		if len(req.Argv) > MaxArgs && d.Verdict != verdict.Deny {
 			t.Fatal("oversized argv not denied")
 		}
 	})

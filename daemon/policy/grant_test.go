@@ -3,6 +3,10 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/grant"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 func TestGrantPatterns(t *testing.T) {
@@ -59,15 +63,15 @@ func TestGrantPatterns(t *testing.T) {
 
 func TestGrantBindingNeverWidensADeny(t *testing.T) {
 	f := newFixture(t)
-	asked := f.decide([]string{"touch", "x"}, ModeConfirm)
-	if asked.Verdict != Ask {
+	asked := f.decide([]string{"touch", "x"}, verdict.ModeConfirm)
+	if asked.Verdict != verdict.Ask {
 		t.Fatalf("touch in confirm mode: %s", asked.Verdict)
 	}
-	b := BindingOf(asked)
+	b := grant.BindingOf(asked)
 	if why := b.Uncovered(asked); why != "" {
 		t.Fatalf("the approved decision itself is not covered: %s", why)
 	}
-	denied := f.decide([]string{"touch", ".git/hooks/pre-commit"}, ModeConfirm)
+	denied := f.decide([]string{"touch", ".git/hooks/pre-commit"}, verdict.ModeConfirm)
 	if why := b.Uncovered(denied); why == "" {
 		t.Fatal("a grant covered a denied request")
 	}
@@ -77,7 +81,7 @@ func TestGrantBindingNeverWidensADeny(t *testing.T) {
 		t.Fatalf("another program hash: %q", why)
 	}
 	other = asked
-	other.Sandbox.Profile = SandboxReadOnly
+	other.Sandbox.Profile = decision.SandboxReadOnly
 	if why := b.Uncovered(other); !strings.Contains(why, "sandbox") {
 		t.Fatalf("another sandbox profile: %q", why)
 	}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // fixture is a temporary world: a trusted bin directory with stand-in
@@ -13,10 +16,10 @@ import (
 type fixture struct {
 	root, bin, ws, home, out, prot string
 	pol                            *Policy
-	ctx                            Context
+	ctx                            decision.Context
 }
 
-var fixturePrograms = strings.Fields(`ls cat head tail wc stat file du df pwd grep egrep fgrep rg find sort uniq cut tr diff
+var fixturePrograms = strings.Fields(`ls cat head tail wc stat file du df pwd grep egrep fgrep rg fd fdfind find sort uniq cut tr diff
 sed awk mawk gawk tar gzip gunzip zcat cp mv rm rmdir mkdir touch ln chmod git go make npm pnpm yarn cargo pytest curl wget sleep echo
 date env true false printf yes python3 node perl ruby php bash sh zsh dash timeout nice nohup xargs watch flock script busybox
 stdbuf setsid strace ssh sudo su doas pkexec nc dd base64 uv more top htop
@@ -80,7 +83,7 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f.pol = policyWithPath(t, f.bin)
-	f.ctx = Context{Workspaces: []string{f.ws}, Protected: []string{f.prot}, Home: f.home}
+	f.ctx = decision.Context{Workspaces: []string{f.ws}, Protected: []string{f.prot}, Home: f.home}
 	return f
 }
 
@@ -105,15 +108,15 @@ func (f *fixture) subst(s string) string {
 	return r.Replace(s)
 }
 
-func (f *fixture) decide(argv []string, mode Mode) Decision {
+func (f *fixture) decide(argv []string, mode verdict.Mode) decision.Decision {
 	return f.decideIn(argv, f.ws, mode)
 }
 
-func (f *fixture) decideIn(argv []string, cwd string, mode Mode) Decision {
-	return f.pol.Decide(Request{Argv: argv, Cwd: cwd, Mode: mode}, f.ctx)
+func (f *fixture) decideIn(argv []string, cwd string, mode verdict.Mode) decision.Decision {
+	return f.pol.Decide(decision.Request{Argv: argv, Cwd: cwd, Mode: mode}, f.ctx)
 }
 
-func hasReason(d Decision, sub string) bool {
+func hasReason(d decision.Decision, sub string) bool {
 	for _, r := range d.Reasons {
 		if strings.Contains(r, sub) {
 			return true

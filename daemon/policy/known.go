@@ -55,6 +55,9 @@ func checkKnown(file string, n *yaml.Node, t reflect.Type) error {
 			}
 		}
 	case reflect.Map:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return nil // "programs:" with nothing under it
+		}
 		if n.Kind != yaml.MappingNode {
 			return &LoadError{File: file, Line: n.Line, Reason: fmt.Sprintf("expected a mapping, got %s", kindName(n))}
 		}

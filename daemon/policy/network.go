@@ -5,23 +5,26 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 	"github.com/termd/termd/internal/netmode"
 )
 
 // checkNetwork refuses a network the caller asked for that is not a mode, or
 // an egress allow-list the configuration does not name.
-func checkNetwork(asked string, ctx *decideCtx, s *state) {
+func checkNetwork(asked string, ctx *toolspec.DecideCtx, s *state) {
 	_, name, err := netmode.Parse(asked)
 	if err != nil {
-		s.deny(RiskLow, err.Error())
+		s.deny(verdict.RiskLow, err.Error())
 		return
 	}
-	if name != "" && ctx.egressLists != nil && !slices.Contains(ctx.egressLists, name) {
+	if name != "" && ctx.EgressLists != nil && !slices.Contains(ctx.EgressLists, name) {
 		known := "none is configured"
-		if len(ctx.egressLists) > 0 {
-			known = "configured: " + strings.Join(ctx.egressLists, ", ")
+		if len(ctx.EgressLists) > 0 {
+			known = "configured: " + strings.Join(ctx.EgressLists, ", ")
 		}
-		s.deny(RiskLow, fmt.Sprintf("network %q names no egress allow-list (%s); add it to termd's config or ask for another network", asked, known))
+		s.deny(verdict.RiskLow, fmt.Sprintf("network %q names no egress allow-list (%s); add it to termd's config or ask for another network", asked, known))
 	}
 }
 
@@ -42,30 +45,30 @@ func checkNetwork(asked string, ctx *decideCtx, s *state) {
 // loopback it reaches the principal's own namespace or, where termd cannot
 // make one, nothing (Landlock refuses TCP); without a fully enforced sandbox
 // that fallback is not certain, and 127.0.0.1 could be the host's own.
-func networkFor(asked string, pc *parsed, enforced bool, s *state) netmode.Mode {
+func networkFor(asked string, pc *grammar.Parsed, enforced bool, s *state) netmode.Mode {
 	m, _, err := netmode.Parse(asked)
 	if err != nil {
 		return netmode.None // denied in checkNetwork; the strictest mode for the record
 	}
 	switch {
-	case m == "" && pc.net && pc.loopback && enforced:
+	case m == "" && pc.Net && pc.Loopback && enforced:
 		m = netmode.WorkspaceLoopback
-		s.step("network", string(m), pc.cmdName()+" reaches only loopback addresses: it gets the workspace loopback (the principal's dev servers, nothing outside)")
-		pc.net = false
-	case m == "" && pc.net:
+		s.step("network", string(m), pc.CmdName()+" reaches only loopback addresses: it gets the workspace loopback (the principal's dev servers, nothing outside)")
+		pc.Net = false
+	case m == "" && pc.Net:
 		m = netmode.Host
-		if pc.loopback {
-			s.step("network", string(m), pc.cmdName()+" reaches only loopback addresses, but without a fully enforced sandbox the workspace loopback is not certain to hold it: it gets host")
+		if pc.Loopback {
+			s.step("network", string(m), pc.CmdName()+" reaches only loopback addresses, but without a fully enforced sandbox the workspace loopback is not certain to hold it: it gets host")
 		}
 	case m == "":
 		m = netmode.WorkspaceLoopback
 	case m.Contained():
-		if pc.net {
-			s.step("network", string(m), pc.cmdName()+" would use the network; it gets "+string(m)+" and reaches nothing outside")
+		if pc.Net {
+			s.step("network", string(m), pc.CmdName()+" would use the network; it gets "+string(m)+" and reaches nothing outside")
 		}
-		pc.net = false
+		pc.Net = false
 	default: // host, egress:NAME
-		pc.net = true
+		pc.Net = true
 	}
 	return m
 }

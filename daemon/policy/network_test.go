@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // The network mode (issue 32): the policy's default is the workspace
@@ -18,27 +22,27 @@ func TestNetworkMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Default()
-	ctx := Context{Workspaces: []string{ws}, Sandbox: true}
-	decide := func(network string, argv ...string) Decision {
+	ctx := decision.Context{Workspaces: []string{ws}, Sandbox: true}
+	decide := func(network string, argv ...string) decision.Decision {
 		t.Helper()
-		return p.Decide(Request{Argv: argv, Cwd: ws, Mode: ModeConfirm, Network: network}, ctx)
+		return p.Decide(decision.Request{Argv: argv, Cwd: ws, Mode: verdict.ModeConfirm, Network: network}, ctx)
 	}
 	for _, c := range []struct {
 		network string
 		argv    []string
 		mode    string
-		verdict Verdict
+		verdict verdict.Verdict
 		uses    bool
 	}{
-		{"", []string{"ls"}, "workspace-loopback", Allow, false},
-		{"", []string{"make"}, "workspace-loopback", Allow, false}, // confined project code, no approval
-		{"none", []string{"make"}, "none", Allow, false},
-		{"host", []string{"make"}, "host", Ask, true},
-		{"host", []string{"ls"}, "host", Ask, true},
-		{"", []string{"curl", "https://example.com"}, "host", Ask, true},
-		{"workspace-loopback", []string{"curl", "http://127.0.0.1:8000/"}, "workspace-loopback", Allow, false},
-		{"workspace-loopback", []string{"curl", "https://example.com"}, "workspace-loopback", Allow, false}, // held there: reaches nothing outside
-		{"egress:npm", []string{"ls"}, "egress:npm", Ask, true},
+		{"", []string{"ls"}, "workspace-loopback", verdict.Allow, false},
+		{"", []string{"make"}, "workspace-loopback", verdict.Allow, false}, // confined project code, no approval
+		{"none", []string{"make"}, "none", verdict.Allow, false},
+		{"host", []string{"make"}, "host", verdict.Ask, true},
+		{"host", []string{"ls"}, "host", verdict.Ask, true},
+		{"", []string{"curl", "https://example.com"}, "host", verdict.Ask, true},
+		{"workspace-loopback", []string{"curl", "http://127.0.0.1:8000/"}, "workspace-loopback", verdict.Allow, false},
+		{"workspace-loopback", []string{"curl", "https://example.com"}, "workspace-loopback", verdict.Allow, false}, // held there: reaches nothing outside
+		{"egress:npm", []string{"ls"}, "egress:npm", verdict.Ask, true},
 	} {
 		d := decide(c.network, c.argv...)
 		if d.Sandbox.NetworkMode != c.mode || d.Verdict != c.verdict || d.Network != c.uses || d.Sandbox.Network != (c.mode == "host") {
@@ -50,22 +54,22 @@ func TestNetworkMode(t *testing.T) {
 		}
 	}
 	// Part of the canonical request.
-	a, b := p.Explain(Request{Argv: []string{"ls"}, Cwd: ws, Network: "none"}, ctx), p.Explain(Request{Argv: []string{"ls"}, Cwd: ws}, ctx)
+	a, b := p.Explain(decision.Request{Argv: []string{"ls"}, Cwd: ws, Network: "none"}, ctx), p.Explain(decision.Request{Argv: []string{"ls"}, Cwd: ws}, ctx)
 	if a.RequestHash == b.RequestHash || !strings.Contains(string(a.Request), `"network_mode":"none"`) || !strings.Contains(string(b.Request), `"network_mode":"workspace-loopback"`) {
 		t.Errorf("the network mode is not in the canonical request:\n%s\n%s", a.Request, b.Request)
 	}
 	// Refusals name what was wrong.
-	if d := decide("internet", "ls"); d.Verdict != Deny || !strings.Contains(strings.Join(d.Reasons, "\n"), `network "internet" is not a network mode`) {
+	if d := decide("internet", "ls"); d.Verdict != verdict.Deny || !strings.Contains(strings.Join(d.Reasons, "\n"), `network "internet" is not a network mode`) {
 		t.Errorf("network internet: %s %v", d.Verdict, d.Reasons)
 	}
-	if d := decide("egress:", "ls"); d.Verdict != Deny {
+	if d := decide("egress:", "ls"); d.Verdict != verdict.Deny {
 		t.Errorf("network egress: with no name: %s %v", d.Verdict, d.Reasons)
 	}
 	ctx.EgressLists = []string{"pypi"}
-	if d := decide("egress:npm", "ls"); d.Verdict != Deny || !strings.Contains(strings.Join(d.Reasons, "\n"), "configured: pypi") {
+	if d := decide("egress:npm", "ls"); d.Verdict != verdict.Deny || !strings.Contains(strings.Join(d.Reasons, "\n"), "configured: pypi") {
 		t.Errorf("an unknown allow-list: %s %v", d.Verdict, d.Reasons)
 	}
-	if d := decide("egress:pypi", "ls"); d.Verdict == Deny {
+	if d := decide("egress:pypi", "ls"); d.Verdict == verdict.Deny {
 		t.Errorf("a configured allow-list: %s %v", d.Verdict, d.Reasons)
 	}
 }
@@ -80,9 +84,9 @@ func TestLoopbackClients(t *testing.T) {
 	f := newFixture(t)
 	enforced := f.ctx
 	enforced.Sandbox, enforced.SandboxBy = true, "Landlock"
-	decide := func(ctx Context, mode Mode, network string, argv ...string) Decision {
+	decide := func(ctx decision.Context, mode verdict.Mode, network string, argv ...string) decision.Decision {
 		t.Helper()
-		return f.pol.Decide(Request{Argv: argv, Cwd: f.ws, Mode: mode, Network: network}, ctx)
+		return f.pol.Decide(decision.Request{Argv: argv, Cwd: f.ws, Mode: mode, Network: network}, ctx)
 	}
 	// Loopback only: runs without approval, offline, read-only.
 	for _, argv := range [][]string{
@@ -106,8 +110,8 @@ func TestLoopbackClients(t *testing.T) {
 		{"wget", "--spider", "http://127.0.0.1/"},
 		{"timeout", "10", "curl", "-s", "http://127.0.0.1:8080/"},
 	} {
-		d := decide(enforced, ModeConfirm, "", argv...)
-		if d.Verdict != Allow || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || d.Sandbox.Network || !d.ReadOnly || d.Sandbox.Profile != SandboxReadOnly {
+		d := decide(enforced, verdict.ModeConfirm, "", argv...)
+		if d.Verdict != verdict.Allow || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || d.Sandbox.Network || !d.ReadOnly || d.Sandbox.Profile != decision.SandboxReadOnly {
 			t.Errorf("%q: %s network %v mode %q (host %v) read-only %v profile %s, want allow on the workspace loopback, read-only; %q",
 				argv, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Sandbox.Network, d.ReadOnly, d.Sandbox.Profile, d.Reasons)
 		}
@@ -147,8 +151,8 @@ func TestLoopbackClients(t *testing.T) {
 		{"curl", "--alt-svc", "alt.txt", "https://localhost/"},
 		{"xargs", "curl", "-s"}, // its URLs come from its input
 	} {
-		d := decide(enforced, ModeConfirm, "", argv...)
-		if d.Verdict == Allow || d.Sandbox.NetworkMode == "workspace-loopback" {
+		d := decide(enforced, verdict.ModeConfirm, "", argv...)
+		if d.Verdict == verdict.Allow || d.Sandbox.NetworkMode == "workspace-loopback" {
 			t.Errorf("%q: %s on network %q, want it asked (or denied) off the workspace loopback; %q", argv, d.Verdict, d.Sandbox.NetworkMode, d.Reasons)
 		}
 	}
@@ -158,23 +162,23 @@ func TestLoopbackClients(t *testing.T) {
 		{"curl", "--unix-socket", "/run/docker.sock", "http://localhost/v1.43/containers/json"},
 		{"curl", "--preproxy", "socks5://example.com", "http://localhost/"},
 	} {
-		d := decide(enforced, ModeConfirm, "", argv...)
+		d := decide(enforced, verdict.ModeConfirm, "", argv...)
 		if hasStep(d, "network", "reaches only loopback") || !hasReason(d, "runs as unknown code") {
 			t.Errorf("%q: decided as a loopback client, or not as unknown code: %q %+v", argv, d.Reasons, d.Steps)
 		}
 	}
 	// Asked for host, or an unenforced sandbox: host, asked.
 	for _, c := range []struct {
-		ctx     Context
+		ctx     decision.Context
 		network string
 		why     string
 	}{{enforced, "host", "uses the network"}, {f.ctx, "", "uses the network"}} {
-		d := decide(c.ctx, ModeConfirm, c.network, "curl", "http://127.0.0.1:8080/")
-		if d.Verdict != Ask || !d.Network || d.Sandbox.NetworkMode != "host" || !hasReason(d, c.why) {
+		d := decide(c.ctx, verdict.ModeConfirm, c.network, "curl", "http://127.0.0.1:8080/")
+		if d.Verdict != verdict.Ask || !d.Network || d.Sandbox.NetworkMode != "host" || !hasReason(d, c.why) {
 			t.Errorf("curl to the loopback with network %q, sandbox enforced %v: %s network %v mode %q; %q", c.network, c.ctx.Sandbox, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Reasons)
 		}
 	}
-	if d := decide(f.ctx, ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); !hasStep(d, "network", "without a fully enforced sandbox") {
+	if d := decide(f.ctx, verdict.ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); !hasStep(d, "network", "without a fully enforced sandbox") {
 		t.Errorf("an unenforced sandbox does not say why a loopback curl keeps host: %+v", d.Steps)
 	}
 	// Writes are decided as writes: offline, but asked (curl and wget are
@@ -185,33 +189,33 @@ func TestLoopbackClients(t *testing.T) {
 		{"curl", "--output-dir", "build", "-o", "x.html", "http://localhost:8080/"},
 		{"wget", "http://127.0.0.1:8080/"},
 	} {
-		d := decide(enforced, ModeConfirm, "", argv...)
-		if d.Verdict != Ask || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || len(d.Writes) == 0 || !hasReason(d, "writes") || hasReason(d, "uses the network") {
+		d := decide(enforced, verdict.ModeConfirm, "", argv...)
+		if d.Verdict != verdict.Ask || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || len(d.Writes) == 0 || !hasReason(d, "writes") || hasReason(d, "uses the network") {
 			t.Errorf("%q: %s network %v mode %q writes %v; want asked for its writes only; %q", argv, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Writes, d.Reasons)
 		}
 	}
 	// Standard output and /dev/null are no files: nothing written.
 	for _, argv := range [][]string{{"curl", "-o", "-", "http://127.0.0.1:8080/"}, {"curl", "-so", "/dev/null", "http://127.0.0.1:8080/"}, {"wget", "-O", "/dev/null", "http://127.0.0.1:8080/"}} {
-		if d := decide(enforced, ModeConfirm, "", argv...); d.Verdict != Allow || len(d.Writes) > 0 || !d.ReadOnly {
+		if d := decide(enforced, verdict.ModeConfirm, "", argv...); d.Verdict != verdict.Allow || len(d.Writes) > 0 || !d.ReadOnly {
 			t.Errorf("%q: %s writes %v; want allowed, read-only; %q", argv, d.Verdict, d.Writes, d.Reasons)
 		}
 	}
-	if d := decide(enforced, ModeConfirm, "", "wget", "-O", "-", "-O", "out.html", "http://127.0.0.1:8080/"); d.Verdict != Ask || !contains(d.Writes, f.ws+"/out.html") {
+	if d := decide(enforced, verdict.ModeConfirm, "", "wget", "-O", "-", "-O", "out.html", "http://127.0.0.1:8080/"); d.Verdict != verdict.Ask || !grammar.Contains(d.Writes, f.ws+"/out.html") {
 		t.Errorf("wget -O - -O out.html: %s writes %v; %q", d.Verdict, d.Writes, d.Reasons)
 	}
-	if d := decide(enforced, ModeConfirm, "", "curl", "-o", ".bashrc", "http://127.0.0.1:8080/"); d.Verdict != Deny {
+	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "-o", ".bashrc", "http://127.0.0.1:8080/"); d.Verdict != verdict.Deny {
 		t.Errorf("curl -o .bashrc from the loopback: %s %q", d.Verdict, d.Reasons)
 	}
-	if d := decide(enforced, ModeConfirm, "", "curl", "-K", "cfg", "http://127.0.0.1:8080/"); d.Verdict != Deny || !hasReason(d, "reads options from a file") {
+	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "-K", "cfg", "http://127.0.0.1:8080/"); d.Verdict != verdict.Deny || !hasReason(d, "reads options from a file") {
 		t.Errorf("curl -K to the loopback: %s %q", d.Verdict, d.Reasons)
 	}
 	// curl never reads ~/.curlrc: -q comes first.
-	if d := decide(enforced, ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); len(d.ExecArgv) < 2 || d.ExecArgv[1] != "-q" {
+	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); len(d.ExecArgv) < 2 || d.ExecArgv[1] != "-q" {
 		t.Errorf("curl's exec argv %q does not start with -q", d.ExecArgv)
 	}
 }
 
-func hasStep(d Decision, name, sub string) bool {
+func hasStep(d decision.Decision, name, sub string) bool {
 	for _, st := range d.Steps {
 		if (st.Name == name || st.Name == "inner "+name) && strings.Contains(st.Detail, sub) {
 			return true

@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // A decision's memo resolves every path as looking at the file system each
@@ -27,15 +30,15 @@ func TestPathMemoResolvesAsWithout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	memo := pathMemo{}
+	memo := toolspec.PathMemo{}
 	for _, p := range []string{
 		root, root + "/a/b/c", root + "/rel/b", root + "/abs/c", root + "/chain/c/..", root + "/up/b",
 		root + "/deep/c", root + "/loop1/x", root + "/dangling", root + "/dangling/y", root + "/missing/z/..",
 		root + "/a/b/back/rel/b/back/abs", root + "/rel/../abs/c", "/proc/self/cwd", "/proc/self/root/etc",
 		"/", "/usr/bin/true", root + "/./rel//b/",
 	} {
-		want := resolveAbs(p, 0)
-		if got := memo.resolve(p, 0); got != want {
+		want := toolspec.ResolveAbs(p, 0)
+		if got := memo.Resolve(p, 0); got != want {
 			t.Errorf("resolve(%q) with the memo = %q, without = %q", p, got, want)
 		}
 	}
@@ -61,13 +64,13 @@ func TestDecisionsSeeSymlinkSwaps(t *testing.T) {
 	if err := os.Symlink(f.ws+"/src", f.ws+"/cur"); err != nil {
 		t.Fatal(err)
 	}
-	before := f.decideIn([]string{"cat", "data.txt"}, f.ws+"/cur", ModeConfirm)
+	before := f.decideIn([]string{"cat", "data.txt"}, f.ws+"/cur", verdict.ModeConfirm)
 	if before.ResolvedPath != "/usr/bin/true" || before.Cwd != f.ws+"/src" {
 		t.Fatalf("before the swap: program %s in %s, want /usr/bin/true in %s/src", before.ResolvedPath, before.Cwd, f.ws)
 	}
 	swap(f.bin+"/cat", "/usr/bin/false")
 	swap(f.ws+"/cur", f.ws+"/dir")
-	after := f.decideIn([]string{"cat", "data.txt"}, f.ws+"/cur", ModeConfirm)
+	after := f.decideIn([]string{"cat", "data.txt"}, f.ws+"/cur", verdict.ModeConfirm)
 	if after.ResolvedPath != "/usr/bin/false" || after.BinarySHA256 == before.BinarySHA256 {
 		t.Errorf("after the swap the program is %s (sha256 %s), want /usr/bin/false with another hash", after.ResolvedPath, after.BinarySHA256)
 	}
@@ -93,7 +96,7 @@ func TestProgramHashFollowsRewrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := f.decide([]string{"tool"}, ModeConfirm)
+	before := f.decide([]string{"tool"}, verdict.ModeConfirm)
 	if before.ResolvedPath != prog || before.BinarySHA256 == "" {
 		t.Fatalf("tool resolves to %q (sha256 %q), want %s hashed", before.ResolvedPath, before.BinarySHA256, prog)
 	}
@@ -101,7 +104,7 @@ func TestProgramHashFollowsRewrites(t *testing.T) {
 	if err := os.Chtimes(prog, fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	after := f.decide([]string{"tool"}, ModeConfirm)
+	after := f.decide([]string{"tool"}, verdict.ModeConfirm)
 	if after.BinarySHA256 == before.BinarySHA256 || after.RequestHash == before.RequestHash {
 		t.Errorf("the program was rewritten (same size, same mtime) and its hash %s did not change", after.BinarySHA256)
 	}

@@ -20,133 +20,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 	"go.yaml.in/yaml/v3"
 )
-
-// Mode is the execution mode of a request.
-type Mode string
-
-const (
-	ModeInspect Mode = "inspect"
-	ModeConfirm Mode = "confirm"
-	ModeTrusted Mode = "trusted"
-)
-
-// ParseMode parses a mode name; unknown names are an error.
-func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeInspect, ModeConfirm, ModeTrusted:
-		return Mode(s), nil
-	}
-	return "", fmt.Errorf("unknown mode %q (want inspect, confirm or trusted)", s)
-}
-
-// MorePermissiveThan reports whether m lets more run than o (trusted, then
-// confirm, then inspect), by modeRank, the one ordering of modes: the broker
-// asks it to keep weaker modes for operators rather than ranking modes itself.
-// An unknown mode counts as more permissive than any (fail closed).
-func (m Mode) MorePermissiveThan(o Mode) bool {
-	if modeRank(m) < 0 {
-		return true
-	}
-	return modeRank(m) > modeRank(o)
-}
-
-// modeRank orders modes from strictest (0) to most permissive.
-func modeRank(m Mode) int {
-	switch m {
-	case ModeInspect:
-		return 0
-	case ModeConfirm:
-		return 1
-	case ModeTrusted:
-		return 2
-	}
-	return -1
-}
-
-// Verdict is the outcome of a decision.
-type Verdict string
-
-const (
-	Allow Verdict = "allow"
-	Ask   Verdict = "ask"
-	Deny  Verdict = "deny"
-)
-
-func verdictRank(v Verdict) int {
-	switch v {
-	case Allow:
-		return 0
-	case Ask:
-		return 1
-	}
-	return 2 // deny and anything unknown
-}
-
-func parseVerdict(s string) (Verdict, bool) {
-	switch Verdict(s) {
-	case Allow, Ask, Deny:
-		return Verdict(s), true
-	}
-	return "", false
-}
-
-// Risk grades a decision.
-type Risk string
-
-const (
-	RiskLow      Risk = "low"
-	RiskMedium   Risk = "medium"
-	RiskHigh     Risk = "high"
-	RiskCritical Risk = "critical"
-)
-
-func riskRank(r Risk) int {
-	switch r {
-	case RiskLow:
-		return 0
-	case RiskMedium:
-		return 1
-	case RiskHigh:
-		return 2
-	}
-	return 3
-}
-
-func parseRisk(s string) (Risk, bool) {
-	switch Risk(s) {
-	case RiskLow, RiskMedium, RiskHigh, RiskCritical:
-		return Risk(s), true
-	}
-	return "", false
-}
-
-func maxRisk(a, b Risk) Risk {
-	if a == "" {
-		return b
-	}
-	if riskRank(b) > riskRank(a) {
-		return b
-	}
-	return a
-}
-
-// Limits are the execution bounds of the policy.
-type Limits struct {
-	DefaultTimeout time.Duration
-	MaxTimeout     time.Duration
-	OutputBytes    int64
-	// OutputBudget is the total output one execution may write (both
-	// streams); past it the execution ends in state output_limit.
-	OutputBudget int64
-	MemoryBytes  int64
-	Pids         int64
-	Grace        time.Duration
-}
-
-// DefaultOutputBudget is limits.output_budget when a system policy leaves it out.
-const DefaultOutputBudget = 64 << 20
 
 // ---- file schema -------------------------------------------------------
 
@@ -158,13 +37,13 @@ type fileSpec struct {
 	Network     bool   `yaml:"network" json:"network"`
 	// SandboxedWorkspaceWrites: allow (the default) or ask. See
 	// SandboxedWorkspaceWrites().
-	SandboxedWorkspaceWrites string                 `yaml:"sandboxed_workspace_writes,omitempty" json:"sandboxed_workspace_writes,omitempty"`
-	TrustedPath              []string               `yaml:"trusted_path" json:"trusted_path"`
-	Limits                   limitsSpec             `yaml:"limits" json:"limits"`
-	Env                      envSpec                `yaml:"env" json:"env"`
-	Paths                    pathsSpec              `yaml:"paths" json:"paths"`
-	Programs                 map[string]programSpec `yaml:"programs" json:"programs"`
-	Rules                    []ruleSpec             `yaml:"rules" json:"rules"`
+	SandboxedWorkspaceWrites string                      `yaml:"sandboxed_workspace_writes,omitempty" json:"sandboxed_workspace_writes,omitempty"`
+	TrustedPath              []string                    `yaml:"trusted_path" json:"trusted_path"`
+	Limits                   limitsSpec                  `yaml:"limits" json:"limits"`
+	Env                      envSpec                     `yaml:"env" json:"env"`
+	Paths                    pathsSpec                   `yaml:"paths" json:"paths"`
+	Programs                 map[string]toolspec.Program `yaml:"programs" json:"programs"`
+	Rules                    []ruleSpec                  `yaml:"rules" json:"rules"`
 }
 
 type limitsSpec struct {
@@ -194,19 +73,6 @@ type pathsSpec struct {
 	Protected      []string `yaml:"protected" json:"protected"`
 }
 
-type programSpec struct {
-	ExecEnv  map[string]string `yaml:"exec_env" json:"exec_env"`
-	ExecArgs []string          `yaml:"exec_args" json:"exec_args"`
-	// SandboxExec: absolute paths (files or directories) the program runs
-	// itself, which a read-only sandbox must let it execute (git's
-	// git-core helpers).
-	SandboxExec []string `yaml:"sandbox_exec,omitempty" json:"sandbox_exec,omitempty"`
-	// SandboxCache: directories under the principal's private HOME ("~/…")
-	// the program keeps its own cache in, writable even in a read-only
-	// sandbox (go list and go vet fill the Go build cache).
-	SandboxCache []string `yaml:"sandbox_cache,omitempty" json:"sandbox_cache,omitempty"`
-}
-
 type ruleSpec struct {
 	ID          string     `yaml:"id" json:"id"`
 	Program     string     `yaml:"program" json:"program"`
@@ -225,8 +91,8 @@ type ruleSpec struct {
 // rule is a validated, compiled rule.
 type rule struct {
 	ruleSpec
-	verdict Verdict
-	risk    Risk
+	verdict verdict.Verdict
+	risk    verdict.Risk
 	subs    map[string]bool
 	layer   int // 0 = system, 1 = project (narrowing)
 }
@@ -236,12 +102,13 @@ type Policy struct {
 	name     string
 	spec     fileSpec
 	project  *fileSpec // narrowing layer, if any
-	mode     Mode
-	limits   Limits
+	mode     verdict.Mode
+	limits   decision.Limits
 	byProg   map[string][]*rule
 	envAllow []string
 	envDeny  []string
 	childEnv map[string]map[string]string // per tool: its mandatory arguments as environment, for tools that run it
+	programs map[string]toolspec.Program  // per program: the tool spec's forced settings and the policy's additions
 	version  string
 	canon    []byte
 }
@@ -410,9 +277,9 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	}
 	p := &Policy{name: name, spec: *fs, project: project, byProg: map[string][]*rule{}}
 	if fs.DefaultMode == "" {
-		p.mode = ModeConfirm
+		p.mode = verdict.ModeConfirm
 	} else {
-		m, err := ParseMode(fs.DefaultMode)
+		m, err := verdict.ParseMode(fs.DefaultMode)
 		if err != nil {
 			return nil, errAt(lines.key("default_mode"), "%v", err)
 		}
@@ -445,12 +312,12 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 		seenDir[d] = true
 	}
 	var err error
-	lim := Limits{OutputBytes: fs.Limits.OutputBytes, OutputBudget: fs.Limits.OutputBudget, MemoryBytes: fs.Limits.MemoryBytes, Pids: fs.Limits.Pids}
+	lim := decision.Limits{OutputBytes: fs.Limits.OutputBytes, OutputBudget: fs.Limits.OutputBudget, MemoryBytes: fs.Limits.MemoryBytes, Pids: fs.Limits.Pids}
 	if lim.OutputBudget < 0 {
 		return nil, errAt(lines.key("limits", "output_budget"), "limits.output_budget must be positive (bytes a command may write in all), got %d", lim.OutputBudget)
 	}
 	if lim.OutputBudget == 0 && !isProject {
-		lim.OutputBudget = DefaultOutputBudget
+		lim.OutputBudget = decision.DefaultOutputBudget
 	}
 	durs := []struct {
 		key string
@@ -490,50 +357,15 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	}
 	p.envAllow = append([]string(nil), fs.Env.Allow...)
 	p.envDeny = append([]string(nil), fs.Env.Deny...)
+	p.programs = toolspec.EffectivePrograms(fs.Programs)
 	p.childEnv = map[string]map[string]string{}
-	for name, t := range tools() {
-		if t.childEnv != nil {
-			p.childEnv[name] = t.childEnv(fs.Programs[name].ExecArgs)
+	for name, t := range toolspec.Tools() {
+		if t.ChildEnv != nil {
+			p.childEnv[name] = t.ChildEnv(p.programs[name].ExecArgs)
 		}
 	}
-	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.PublicRead, fs.Paths.Protected} {
-		for _, s := range list {
-			if !(filepath.IsAbs(s) || strings.HasPrefix(s, "~/")) {
-				return nil, errAt(lines.key("paths"), "path pattern %q must be absolute or start with ~/", s)
-			}
-		}
-	}
-	for _, pub := range fs.Paths.PublicRead {
-		if !slices.ContainsFunc(fs.Paths.SystemRead, func(sr string) bool { return matchPrefix(sr, pub) }) {
-			return nil, errAt(lines.key("paths", "public_read"), "paths.public_read entry %q is not beneath paths.system_read (the sandbox would not let a command read it); add it there too", pub)
-		}
-	}
-	for _, list := range [][]string{fs.Paths.ProtectedNames, fs.Paths.ProtectedDirs} {
-		for _, s := range list {
-			if s == "" || strings.Contains(s, "/") {
-				return nil, errAt(lines.key("paths"), "protected name %q must be a single path component", s)
-			}
-		}
-	}
-	for prog, ps := range fs.Programs {
-		if !isPlainProgramName(prog) {
-			return nil, errAt(lines.key("programs", prog), "programs key %q must be a plain program name", prog)
-		}
-		for k := range ps.ExecEnv {
-			if !envNameRE.MatchString(k) || strings.HasSuffix(k, "*") {
-				return nil, errAt(lines.key("programs", prog), "programs.%s.exec_env: bad name %q", prog, k)
-			}
-		}
-		for _, x := range ps.SandboxExec {
-			if rest, ok := strings.CutPrefix(x, "$PROGDIR/"); (!ok && !filepath.IsAbs(x)) || (ok && rest == "") || strings.Contains(x, "..") && !ok {
-				return nil, errAt(lines.key("programs", prog), "programs.%s.sandbox_exec: %q must be an absolute path or $PROGDIR/… (the resolved program's directory)", prog, x)
-			}
-		}
-		for _, x := range ps.SandboxCache {
-			if rest, ok := strings.CutPrefix(x, "~/"); !ok || rest == "" || strings.Contains(rest, "..") {
-				return nil, errAt(lines.key("programs", prog), "programs.%s.sandbox_cache: %q must be a directory under the private HOME, written ~/…", prog, x)
-			}
-		}
+	if err := checkPathsAndPrograms(fs, lines, errAt); err != nil {
+		return nil, err
 	}
 	if err := p.addRules(name, fs.Rules, 0, lines); err != nil {
 		return nil, err
@@ -547,6 +379,53 @@ func build(name string, fs *fileSpec, project *fileSpec, lines *specLines) (*Pol
 	sum := sha256.Sum256(p.canon)
 	p.version = "sha256:" + hex.EncodeToString(sum[:])
 	return p, nil
+}
+
+// checkPathsAndPrograms checks the paths and programs sections of a policy
+// file: patterns absolute or under ~/, public reads beneath the system read
+// set, protected names single components, programs' names, variables and
+// sandbox paths well formed.
+func checkPathsAndPrograms(fs *fileSpec, lines *specLines, errAt func(line int, f string, a ...any) error) error {
+	for _, list := range [][]string{fs.Paths.SensitiveRead, fs.Paths.SystemRead, fs.Paths.PublicRead, fs.Paths.Protected} {
+		for _, s := range list {
+			if !(filepath.IsAbs(s) || strings.HasPrefix(s, "~/")) {
+				return errAt(lines.key("paths"), "path pattern %q must be absolute or start with ~/", s)
+			}
+		}
+	}
+	for _, pub := range fs.Paths.PublicRead {
+		if !slices.ContainsFunc(fs.Paths.SystemRead, func(sr string) bool { return toolspec.MatchPrefix(sr, pub) }) {
+			return errAt(lines.key("paths", "public_read"), "paths.public_read entry %q is not beneath paths.system_read (the sandbox would not let a command read it); add it there too", pub)
+		}
+	}
+	for _, list := range [][]string{fs.Paths.ProtectedNames, fs.Paths.ProtectedDirs} {
+		for _, s := range list {
+			if s == "" || strings.Contains(s, "/") {
+				return errAt(lines.key("paths"), "protected name %q must be a single path component", s)
+			}
+		}
+	}
+	for prog, ps := range fs.Programs {
+		if !isPlainProgramName(prog) {
+			return errAt(lines.key("programs", prog), "programs key %q must be a plain program name", prog)
+		}
+		for k := range ps.ExecEnv {
+			if !envNameRE.MatchString(k) || strings.HasSuffix(k, "*") {
+				return errAt(lines.key("programs", prog), "programs.%s.exec_env: bad name %q", prog, k)
+			}
+		}
+		for _, x := range ps.SandboxExec {
+			if rest, ok := strings.CutPrefix(x, "$PROGDIR/"); (!ok && !filepath.IsAbs(x)) || (ok && rest == "") || strings.Contains(x, "..") && !ok {
+				return errAt(lines.key("programs", prog), "programs.%s.sandbox_exec: %q must be an absolute path or $PROGDIR/… (the resolved program's directory)", prog, x)
+			}
+		}
+		for _, x := range ps.SandboxCache {
+			if rest, ok := strings.CutPrefix(x, "~/"); !ok || rest == "" || strings.Contains(rest, "..") {
+				return errAt(lines.key("programs", prog), "programs.%s.sandbox_cache: %q must be a directory under the private HOME, written ~/…", prog, x)
+			}
+		}
+	}
+	return nil
 }
 
 func isPlainProgramName(s string) bool {
@@ -604,11 +483,11 @@ func (p *Policy) addRules(name string, specs []ruleSpec, layer int, lines *specL
 		if rs.Path != "" && (!filepath.IsAbs(rs.Path) || filepath.Clean(rs.Path) != rs.Path || filepath.Base(rs.Path) != rs.Program) {
 			return errAt("path %q must be a clean absolute path whose base name is %q", rs.Path, rs.Program)
 		}
-		v, ok := parseVerdict(rs.Decision)
+		v, ok := verdict.ParseVerdict(rs.Decision)
 		if !ok {
 			return errAt("decision must be allow, ask or deny, got %q", rs.Decision)
 		}
-		rk, ok := parseRisk(rs.Risk)
+		rk, ok := verdict.ParseRisk(rs.Risk)
 		if !ok {
 			return errAt("risk must be low, medium, high or critical, got %q", rs.Risk)
 		}
@@ -682,7 +561,7 @@ func (p *Policy) Version() string { return p.version }
 func (p *Policy) Name() string { return p.name }
 
 // Limits returns the execution limits.
-func (p *Policy) Limits() Limits { return p.limits }
+func (p *Policy) Limits() decision.Limits { return p.limits }
 
 // TrustedPath returns the directories argv[0] is resolved against.
 func (p *Policy) TrustedPath() []string { return append([]string(nil), p.spec.TrustedPath...) }
@@ -714,7 +593,7 @@ func (p *Policy) SandboxedWorkspaceWrites() string {
 }
 
 // DefaultMode is the mode used when a request names none.
-func (p *Policy) DefaultMode() Mode { return p.mode }
+func (p *Policy) DefaultMode() verdict.Mode { return p.mode }
 
 // Canonical returns the canonical text of the policy (`policy show`).
 func (p *Policy) Canonical() []byte { return append([]byte(nil), p.canon...) }
@@ -725,6 +604,8 @@ func canonicalText(p *Policy) []byte {
 		Project *fileSpec `yaml:"project,omitempty"`
 	}
 	c := canon{System: normSpec(&p.spec), Project: normSpec(p.project)}
+	// What programs run with: the tool specs' and the policy's together.
+	c.System.Programs = p.programs
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -768,12 +649,12 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 		return fail("sandboxed_workspace_writes: allow widens a system policy that asks")
 	}
 	for _, d := range ps.TrustedPath {
-		if !contains(p.spec.TrustedPath, d) {
+		if !grammar.Contains(p.spec.TrustedPath, d) {
 			return fail("trusted_path adds %q", d)
 		}
 	}
 	for _, e := range ps.Env.Allow {
-		if !contains(p.envAllow, e) {
+		if !grammar.Contains(p.envAllow, e) {
 			return fail("env.allow adds %q", e)
 		}
 	}
@@ -781,7 +662,7 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 	if ps.DefaultMode == "" {
 		pm = p.mode
 	}
-	if modeRank(pm) > modeRank(p.mode) {
+	if verdict.ModeRank(pm) > verdict.ModeRank(p.mode) {
 		return fail("default_mode %s is more permissive than %s", pm, p.mode)
 	}
 	pl, sl := project.limits, p.limits
@@ -795,10 +676,10 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 		return fail("programs (mandatory exec env/args) can only be set by the system policy")
 	}
 	for _, r := range ps.Rules {
-		if r.Decision == string(Allow) {
+		if r.Decision == string(verdict.Allow) {
 			return fail("rule %s allows (a widening rule is refused; use ask or deny)", r.ID)
 		}
-		if len(r.Exact) > 0 && r.Decision != string(Deny) {
+		if len(r.Exact) > 0 && r.Decision != string(verdict.Deny) {
 			return fail("rule %s names an exact escape form (only deny is allowed)", r.ID)
 		}
 		if r.RunAs != "" {
@@ -846,15 +727,6 @@ func (p *Policy) Narrow(project *Policy) (*Policy, error) {
 	return build(p.name+"+"+name, &merged, &proj, nil)
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // intersect keeps the entries of a that are in b (b empty = keep a).
 func intersect(a, b []string) []string {
 	if len(b) == 0 {
@@ -862,7 +734,7 @@ func intersect(a, b []string) []string {
 	}
 	var out []string
 	for _, x := range a {
-		if contains(b, x) {
+		if grammar.Contains(b, x) {
 			out = append(out, x)
 		}
 	}
@@ -872,7 +744,7 @@ func intersect(a, b []string) []string {
 func union(a, b []string) []string {
 	out := append([]string(nil), a...)
 	for _, x := range b {
-		if !contains(out, x) {
+		if !grammar.Contains(out, x) {
 			out = append(out, x)
 		}
 	}

@@ -7,11 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 func TestDefaultLoads(t *testing.T) {
 	p := Default()
-	if p.DefaultMode() != ModeConfirm {
+	if p.DefaultMode() != verdict.ModeConfirm {
 		t.Fatalf("default mode %s", p.DefaultMode())
 	}
 	if !strings.HasPrefix(p.Version(), "sha256:") || len(p.Version()) != 71 {
@@ -28,7 +31,7 @@ func TestDefaultLoads(t *testing.T) {
 	if !p.NetworkAllowed() {
 		t.Fatal("default policy allows network (with approval)")
 	}
-	if !contains(p.EnvAllowlist(), "LANG") || contains(p.EnvAllowlist(), "PATH") {
+	if !grammar.Contains(p.EnvAllowlist(), "LANG") || grammar.Contains(p.EnvAllowlist(), "PATH") {
 		t.Fatalf("env allowlist %v", p.EnvAllowlist())
 	}
 	// Canonical is stable and re-parsing the same text gives the same version.
@@ -40,12 +43,12 @@ func TestDefaultLoads(t *testing.T) {
 
 func TestParseModes(t *testing.T) {
 	for _, m := range []string{"inspect", "confirm", "trusted"} {
-		if got, err := ParseMode(m); err != nil || string(got) != m {
+		if got, err := verdict.ParseMode(m); err != nil || string(got) != m {
 			t.Fatalf("ParseMode(%s) = %v, %v", m, got, err)
 		}
 	}
 	for _, m := range []string{"", "Trusted", "yolo"} {
-		if _, err := ParseMode(m); err == nil {
+		if _, err := verdict.ParseMode(m); err == nil {
 			t.Fatalf("ParseMode(%q) accepted", m)
 		}
 	}
@@ -179,16 +182,16 @@ func TestNarrow(t *testing.T) {
 		t.Fatal("narrowed policy should differ and deny network")
 	}
 	f.pol = n
-	if d := f.decide([]string{"rm", "data.txt"}, ModeTrusted); d.Verdict != Deny || !hasReason(d, "no removals here") {
+	if d := f.decide([]string{"rm", "data.txt"}, verdict.ModeTrusted); d.Verdict != verdict.Deny || !hasReason(d, "no removals here") {
 		t.Fatalf("project deny rule ignored: %+v", d.Reasons)
 	}
-	if d := f.decide([]string{"cat", "data.txt"}, ModeConfirm); d.Verdict != Ask {
+	if d := f.decide([]string{"cat", "data.txt"}, verdict.ModeConfirm); d.Verdict != verdict.Ask {
 		t.Fatalf("project ask rule ignored: %s", d.Verdict)
 	}
-	if d := f.decide([]string{"curl", "https://e.com"}, ModeTrusted); d.Verdict != Deny || !hasReason(d, "network") {
+	if d := f.decide([]string{"curl", "https://e.com"}, verdict.ModeTrusted); d.Verdict != verdict.Deny || !hasReason(d, "network") {
 		t.Fatalf("network not denied: %v", d.Reasons)
 	}
-	if d := f.decide([]string{"ls"}, ModeConfirm); d.Verdict != Allow {
+	if d := f.decide([]string{"ls"}, verdict.ModeConfirm); d.Verdict != verdict.Allow {
 		t.Fatalf("unrelated command changed: %v", d.Reasons)
 	}
 }
@@ -202,11 +205,11 @@ func TestExactRuleNamesEscape(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.pol = p
-	if d := f.decide([]string{"bash", "-c", "make lint"}, ""); d.Verdict != Ask || d.Rules[0] != "exact.lint" {
+	if d := f.decide([]string{"bash", "-c", "make lint"}, ""); d.Verdict != verdict.Ask || d.Rules[0] != "exact.lint" {
 		t.Fatalf("exact rule not applied: %s %v", d.Verdict, d.Reasons)
 	}
 	for _, a := range [][]string{{"bash", "-c", "make lint "}, {"bash", "-c", "make lint", "x"}, {"sh", "-c", "make lint"}} {
-		if d := f.decide(a, ModeTrusted); d.Verdict != Deny {
+		if d := f.decide(a, verdict.ModeTrusted); d.Verdict != verdict.Deny {
 			t.Fatalf("%q not exact but %s", a, d.Verdict)
 		}
 	}

@@ -3,6 +3,9 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // Project code asks in confirm mode exactly as before unless a fully
@@ -18,13 +21,13 @@ func TestSandboxApprovalEconomy(t *testing.T) {
 	online := [][]string{{"npm", "install"}, {"go", "get", "example.com/x"}, {"git", "push", "origin", "main"}, {"cargo", "test", "--offline"}}
 	for _, argv := range append(append([][]string{}, offline...), online...) {
 		f.ctx.Sandbox = false
-		d := f.decide(argv, ModeConfirm)
-		if d.Verdict == Deny {
+		d := f.decide(argv, verdict.ModeConfirm)
+		if d.Verdict == verdict.Deny {
 			t.Errorf("%q denied: %v", argv, d.Reasons)
 			continue
 		}
 		if d.RunsProjectCode || d.Network {
-			if d.Verdict != Ask {
+			if d.Verdict != verdict.Ask {
 				t.Errorf("%q without the sandbox: %s, want ask (%v)", argv, d.Verdict, d.Reasons)
 			}
 		}
@@ -34,23 +37,23 @@ func TestSandboxApprovalEconomy(t *testing.T) {
 	}
 	for _, argv := range offline {
 		f.ctx.Sandbox = true
-		d := f.decide(argv, ModeConfirm)
+		d := f.decide(argv, verdict.ModeConfirm)
 		if !d.RunsProjectCode {
 			continue // a read-only inspection (go vet) was allowed anyway
 		}
-		if d.Verdict != Allow || d.Sandbox.Profile != SandboxWorkspaceWrite || d.Sandbox.Network {
+		if d.Verdict != verdict.Allow || d.Sandbox.Profile != decision.SandboxWorkspaceWrite || d.Sandbox.Network {
 			t.Errorf("%q with the sandbox: %s %+v, want allow in workspace-write (%v)", argv, d.Verdict, d.Sandbox, d.Reasons)
 		}
 		if !strings.Contains(strings.Join(d.Reasons, " "), "sandbox") {
 			t.Errorf("%q: the reasons do not say the sandbox let it run: %v", argv, d.Reasons)
 		}
-		if d2 := f.decide(argv, ModeInspect); d2.Verdict != Deny {
+		if d2 := f.decide(argv, verdict.ModeInspect); d2.Verdict != verdict.Deny {
 			t.Errorf("%q in inspect mode: %s, want deny (inspect keeps project code out)", argv, d2.Verdict)
 		}
 	}
 	for _, argv := range online {
 		f.ctx.Sandbox = true
-		if d := f.decide(argv, ModeConfirm); d.Verdict != Ask {
+		if d := f.decide(argv, verdict.ModeConfirm); d.Verdict != verdict.Ask {
 			t.Errorf("%q with the sandbox but the network: %s, want ask", argv, d.Verdict)
 		}
 	}
@@ -58,31 +61,31 @@ func TestSandboxApprovalEconomy(t *testing.T) {
 
 func TestSandboxProfiles(t *testing.T) {
 	f := newFixture(t)
-	ro := f.decide([]string{"cat", "README"}, ModeConfirm)
-	if ro.Sandbox.Profile != SandboxReadOnly || ro.Sandbox.Network || len(ro.Sandbox.Exec) == 0 {
+	ro := f.decide([]string{"cat", "README"}, verdict.ModeConfirm)
+	if ro.Sandbox.Profile != decision.SandboxReadOnly || ro.Sandbox.Network || len(ro.Sandbox.Exec) == 0 {
 		t.Errorf("cat: %+v, want read-only, no network, the program executable", ro.Sandbox)
 	}
-	w := f.decide([]string{"touch", "x"}, ModeConfirm)
-	if w.Sandbox.Profile != SandboxWorkspaceWrite || w.Verdict != Ask {
+	w := f.decide([]string{"touch", "x"}, verdict.ModeConfirm)
+	if w.Sandbox.Profile != decision.SandboxWorkspaceWrite || w.Verdict != verdict.Ask {
 		t.Errorf("touch: %s %+v, want ask in workspace-write", w.Verdict, w.Sandbox)
 	}
 	f.ctx.Sandbox = true
-	if w := f.decide([]string{"touch", "x"}, ModeConfirm); w.Verdict != Allow || w.Sandbox.Profile != SandboxWorkspaceWrite {
+	if w := f.decide([]string{"touch", "x"}, verdict.ModeConfirm); w.Verdict != verdict.Allow || w.Sandbox.Profile != decision.SandboxWorkspaceWrite {
 		t.Errorf("touch with the sandbox: %s %+v, want allow in workspace-write (sandboxed_workspace_writes: allow)", w.Verdict, w.Sandbox)
 	}
 	f.ctx.Sandbox = false
-	n := f.decide([]string{"curl", "https://example.com"}, ModeConfirm)
+	n := f.decide([]string{"curl", "https://example.com"}, verdict.ModeConfirm)
 	if !n.Sandbox.Network {
 		t.Errorf("curl: %+v, want network", n.Sandbox)
 	}
 	// The profile is part of the canonical request: narrowing it is a
 	// different request.
-	narrowed := f.pol.Decide(Request{Argv: []string{"touch", "x"}, Cwd: f.ws, Mode: ModeConfirm, Sandbox: SandboxReadOnly}, f.ctx)
-	if narrowed.Sandbox.Profile != SandboxReadOnly || narrowed.RequestHash == w.RequestHash {
+	narrowed := f.pol.Decide(decision.Request{Argv: []string{"touch", "x"}, Cwd: f.ws, Mode: verdict.ModeConfirm, Sandbox: decision.SandboxReadOnly}, f.ctx)
+	if narrowed.Sandbox.Profile != decision.SandboxReadOnly || narrowed.RequestHash == w.RequestHash {
 		t.Errorf("a plan narrowed to read-only: %+v, hash changed=%t", narrowed.Sandbox, narrowed.RequestHash != w.RequestHash)
 	}
-	bad := f.pol.Decide(Request{Argv: []string{"cat", "README"}, Cwd: f.ws, Sandbox: "everything"}, f.ctx)
-	if bad.Verdict != Deny || !strings.Contains(strings.Join(bad.Reasons, " "), "not a profile") {
+	bad := f.pol.Decide(decision.Request{Argv: []string{"cat", "README"}, Cwd: f.ws, Sandbox: "everything"}, f.ctx)
+	if bad.Verdict != verdict.Deny || !strings.Contains(strings.Join(bad.Reasons, " "), "not a profile") {
 		t.Errorf("an unknown profile: %s %v, want a clear denial", bad.Verdict, bad.Reasons)
 	}
 }
@@ -99,13 +102,13 @@ func policyWithWrites(t *testing.T, f *fixture, value string) *Policy {
 	return p
 }
 
-func stepNamed(d Decision, name string) (Step, bool) {
+func stepNamed(d decision.Decision, name string) (decision.Step, bool) {
 	for _, s := range d.Steps {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return Step{}, false
+	return decision.Step{}, false
 }
 
 // A plain write inside the workspace runs without approval in confirm mode
@@ -120,30 +123,30 @@ func TestSandboxedWorkspaceWrites(t *testing.T) {
 	}
 	f.ctx.Sandbox, f.ctx.SandboxBy = true, "Landlock"
 	for _, argv := range plain {
-		d := f.decide(argv, ModeConfirm)
+		d := f.decide(argv, verdict.ModeConfirm)
 		st, ok := stepNamed(d, "sandboxed-workspace-write")
-		if d.Verdict != Allow || !ok || st.Outcome != "allow" || st.Detail != "writes confined to "+f.ws+" by Landlock" {
+		if d.Verdict != verdict.Allow || !ok || st.Outcome != "allow" || st.Detail != "writes confined to "+f.ws+" by Landlock" {
 			t.Errorf("%q with the sandbox: %s, step %+v, want allow with the step saying where and by what (%v)", argv, d.Verdict, st, d.Reasons)
 		}
 		if !hasReason(d, "sandboxed-workspace-write: allowed without approval, writes confined to "+f.ws+" by Landlock") {
 			t.Errorf("%q: the reasons do not say why it runs without approval: %v", argv, d.Reasons)
 		}
-		if d.ReadOnly || d.Sandbox.Profile != SandboxWorkspaceWrite || d.Sandbox.Network {
+		if d.ReadOnly || d.Sandbox.Profile != decision.SandboxWorkspaceWrite || d.Sandbox.Network {
 			t.Errorf("%q: %+v, want a write in workspace-write without network", argv, d.Sandbox)
 		}
-		if d := f.decide(argv, ModeInspect); d.Verdict != Deny {
+		if d := f.decide(argv, verdict.ModeInspect); d.Verdict != verdict.Deny {
 			t.Errorf("%q in inspect mode: %s, want deny (inspect never writes)", argv, d.Verdict)
 		}
-		if d := f.decide(argv, ModeTrusted); d.Verdict != Allow {
+		if d := f.decide(argv, verdict.ModeTrusted); d.Verdict != verdict.Allow {
 			t.Errorf("%q in trusted mode: %s", argv, d.Verdict)
 		}
 	}
 	// The setting on ask: the same writes ask, and the step says so.
 	f.pol = policyWithWrites(t, f, "ask")
 	for _, argv := range plain {
-		d := f.decide(argv, ModeConfirm)
+		d := f.decide(argv, verdict.ModeConfirm)
 		st, _ := stepNamed(d, "sandboxed-workspace-write")
-		if d.Verdict != Ask || st.Outcome != "ask" || !strings.Contains(st.Detail, "sandboxed_workspace_writes is ask") {
+		if d.Verdict != verdict.Ask || st.Outcome != "ask" || !strings.Contains(st.Detail, "sandboxed_workspace_writes is ask") {
 			t.Errorf("%q with sandboxed_workspace_writes: ask: %s, step %+v, want ask naming the setting", argv, d.Verdict, st)
 		}
 	}
@@ -151,7 +154,7 @@ func TestSandboxedWorkspaceWrites(t *testing.T) {
 	f.pol = policyWithWrites(t, f, "allow")
 	f.ctx.Sandbox = false
 	for _, argv := range plain {
-		if d := f.decide(argv, ModeConfirm); d.Verdict != Ask || !hasReason(d, "no fully enforced sandbox") {
+		if d := f.decide(argv, verdict.ModeConfirm); d.Verdict != verdict.Ask || !hasReason(d, "no fully enforced sandbox") {
 			t.Errorf("%q without the sandbox: %s %v, want ask saying there is no enforced sandbox", argv, d.Verdict, d.Reasons)
 		}
 	}
@@ -160,22 +163,22 @@ func TestSandboxedWorkspaceWrites(t *testing.T) {
 	mustWrite(t, f.ws+"/package.json", "{}")
 	for _, c := range []struct {
 		argv    []string
-		verdict Verdict
+		verdict verdict.Verdict
 		why     string
 	}{
-		{[]string{"sed", "-i", "s/a/b/", "package.json"}, Ask, "entry file"},
-		{[]string{"mv", "data.txt", "Makefile"}, Ask, "entry file"},
-		{[]string{"git", "commit", "--amend", "-m", "x"}, Ask, "--amend rewrites the last commit"},
-		{[]string{"rm", "data.txt"}, Ask, "rm is not a plain edit"},
-		{[]string{"rm", "-r", "dir"}, Ask, "its risk is high"},
-		{[]string{"git", "checkout", "--", "data.txt"}, Ask, "git checkout is not a plain edit"},
-		{[]string{"cp", "-r", "src", "dir"}, Ask, "writes recursively"},
-		{[]string{"curl", "-o", "page.html", "https://example.com"}, Ask, "network"},
-		{[]string{"sed", "-i", "s/a/b/", ".git/hooks/pre-commit"}, Deny, ".git/hooks"},
-		{[]string{"touch", f.out + "/x"}, Deny, "outside the workspace"},
-		{[]string{"git", "push", "origin", "main"}, Ask, "publishes"},
+		{[]string{"sed", "-i", "s/a/b/", "package.json"}, verdict.Ask, "entry file"},
+		{[]string{"mv", "data.txt", "Makefile"}, verdict.Ask, "entry file"},
+		{[]string{"git", "commit", "--amend", "-m", "x"}, verdict.Ask, "--amend rewrites the last commit"},
+		{[]string{"rm", "data.txt"}, verdict.Ask, "rm is not a plain edit"},
+		{[]string{"rm", "-r", "dir"}, verdict.Ask, "its risk is high"},
+		{[]string{"git", "checkout", "--", "data.txt"}, verdict.Ask, "git checkout is not a plain edit"},
+		{[]string{"cp", "-r", "src", "dir"}, verdict.Ask, "writes recursively"},
+		{[]string{"curl", "-o", "page.html", "https://example.com"}, verdict.Ask, "network"},
+		{[]string{"sed", "-i", "s/a/b/", ".git/hooks/pre-commit"}, verdict.Deny, ".git/hooks"},
+		{[]string{"touch", f.out + "/x"}, verdict.Deny, "outside the workspace"},
+		{[]string{"git", "push", "origin", "main"}, verdict.Ask, "publishes"},
 	} {
-		d := f.decide(c.argv, ModeConfirm)
+		d := f.decide(c.argv, verdict.ModeConfirm)
 		if d.Verdict != c.verdict || !hasReason(d, c.why) {
 			t.Errorf("%q with the sandbox: %s %v, want %s with a reason containing %q", c.argv, d.Verdict, d.Reasons, c.verdict, c.why)
 		}
@@ -183,9 +186,9 @@ func TestSandboxedWorkspaceWrites(t *testing.T) {
 	// The verdict is part of the request: a plan approved without the
 	// sandbox is stale when the sandbox makes it free, and the reverse.
 	f.ctx.Sandbox = false
-	asked := f.decide(plain[0], ModeConfirm)
+	asked := f.decide(plain[0], verdict.ModeConfirm)
 	f.ctx.Sandbox = true
-	if free := f.decide(plain[0], ModeConfirm); free.RequestHash == asked.RequestHash {
+	if free := f.decide(plain[0], verdict.ModeConfirm); free.RequestHash == asked.RequestHash {
 		t.Error("the allowed and the asked decision of one write share a request hash")
 	}
 }
@@ -209,7 +212,7 @@ func TestSandboxedWorkspaceWritesSetting(t *testing.T) {
 		t.Fatalf("a project policy narrowing to ask: %v, %v", err, n)
 	}
 	f.pol, f.ctx.Sandbox = n, true
-	if d := f.decide([]string{"touch", "x"}, ModeConfirm); d.Verdict != Ask {
+	if d := f.decide([]string{"touch", "x"}, verdict.ModeConfirm); d.Verdict != verdict.Ask {
 		t.Errorf("touch under a project policy that asks: %s", d.Verdict)
 	}
 	widen, err := Parse("proj.yaml", []byte(projectHeader+"sandboxed_workspace_writes: allow\n"))

@@ -3,15 +3,11 @@ package policy
 import (
 	"fmt"
 	"time"
-)
 
-// Terminal is a pseudo-terminal a request asks for. It is part of the
-// canonical request: an approval approves a terminal of this size.
-type Terminal struct {
-	Rows uint16        `json:"rows"`
-	Cols uint16        `json:"cols"`
-	Idle time.Duration `json:"idle"` // no output and no input this long ends it
-}
+	"github.com/termd/termd/daemon/policy/decision"
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/verdict"
+)
 
 // Terminal defaults and bounds.
 const (
@@ -23,7 +19,7 @@ const (
 
 // terminalFor defaults a requested terminal and checks its bounds: the idle
 // limit is at most the command's timeout.
-func (p *Policy) terminalFor(t *Terminal, timeout time.Duration, s *state) *Terminal {
+func (p *Policy) terminalFor(t *decision.Terminal, timeout time.Duration, s *state) *decision.Terminal {
 	if t == nil {
 		return nil
 	}
@@ -35,11 +31,11 @@ func (p *Policy) terminalFor(t *Terminal, timeout time.Duration, s *state) *Term
 		out.Cols = DefaultTerminalCols
 	}
 	if out.Rows > MaxTerminalSide || out.Cols > MaxTerminalSide {
-		s.deny(RiskLow, fmt.Sprintf("terminal size %dx%d is too large: at most %d rows and columns", out.Rows, out.Cols, MaxTerminalSide))
+		s.deny(verdict.RiskLow, fmt.Sprintf("terminal size %dx%d is too large: at most %d rows and columns", out.Rows, out.Cols, MaxTerminalSide))
 	}
 	switch {
 	case out.Idle < 0:
-		s.deny(RiskLow, "terminal idle timeout must not be negative")
+		s.deny(verdict.RiskLow, "terminal idle timeout must not be negative")
 	case out.Idle == 0:
 		out.Idle = min(DefaultTerminalIdle, timeout)
 	case out.Idle > timeout && timeout > 0:
@@ -51,7 +47,7 @@ func (p *Policy) terminalFor(t *Terminal, timeout time.Duration, s *state) *Term
 
 // replOptions are the options an interpreter may get and still be started
 // as a REPL (no script, no -c/-e/-m operand).
-var replOptions = set("-i -q -u -B -I -E -s --interactive --quiet --simple-prompt --noreadline")
+var replOptions = grammar.Set("-i -q -u -B -I -E -s --interactive --quiet --simple-prompt --noreadline")
 
 // replArgs: the arguments start an interpreter's REPL.
 func replArgs(args []string) bool {
@@ -65,7 +61,7 @@ func replArgs(args []string) bool {
 
 // replPrograms are programs whose typed input is code but which are not
 // escape-class interpreters (their own grammar or rules decide them).
-var replPrograms = set("psql sqlite3 mysql mariadb redis-cli mongosh")
+var replPrograms = grammar.Set("psql sqlite3 mysql mariadb redis-cli mongosh")
 
 // terminal: what a terminal adds to the decision. Typed input is not
 // checked by the policy, so only programs whose grammar marks them
@@ -78,12 +74,12 @@ func (c *command) terminal() bool {
 	s, d := c.s, c.d
 	switch {
 	case c.repl || replPrograms[c.base]:
-		s.raise(Ask, RiskHigh, "typed input is code: "+c.base+" on a terminal runs whatever is typed into it (approve the session, not one command)")
+		s.raise(verdict.Ask, verdict.RiskHigh, "typed input is code: "+c.base+" on a terminal runs whatever is typed into it (approve the session, not one command)")
 		s.step("terminal", "repl", c.base)
-	case c.pc != nil && c.pc.spec != nil && c.pc.spec.interactive:
-		s.step("terminal", "interactive-safe", c.pc.cmdName())
+	case c.pc != nil && c.pc.Spec != nil && c.pc.Spec.Interactive:
+		s.step("terminal", "interactive-safe", c.pc.CmdName())
 	default:
-		s.raise(Ask, maxRisk(d.Risk, RiskMedium), c.base+" is not marked interactive-safe by the policy: on a terminal, what is typed into it is not checked")
+		s.raise(verdict.Ask, verdict.MaxRisk(d.Risk, verdict.RiskMedium), c.base+" is not marked interactive-safe by the policy: on a terminal, what is typed into it is not checked")
 		s.step("terminal", "not interactive-safe", c.base)
 	}
 	return true

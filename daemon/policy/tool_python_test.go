@@ -3,6 +3,9 @@ package policy
 import (
 	"os"
 	"testing"
+
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // uv is the worked example of adding a tool (docs/ARCHITECTURE.md, "Adding
@@ -17,8 +20,8 @@ func TestUv(t *testing.T) {
 	// uv sync installs the project (its build backend runs): project code
 	// on the network, so confirm mode asks, with the project's files bound
 	// to the request.
-	d := f.decide([]string{"uv", "sync", "--frozen"}, ModeConfirm)
-	if d.Verdict != Ask || !d.RunsProjectCode || !d.Network || !contains(d.Rules, "build.uv") {
+	d := f.decide([]string{"uv", "sync", "--frozen"}, verdict.ModeConfirm)
+	if d.Verdict != verdict.Ask || !d.RunsProjectCode || !d.Network || !grammar.Contains(d.Rules, "build.uv") {
 		t.Fatalf("uv sync: %s code=%t net=%t rules %v reasons %v", d.Verdict, d.RunsProjectCode, d.Network, d.Rules, d.Reasons)
 	}
 	for file, want := range map[string]bool{"pyproject.toml": true, "uv.lock": true, "uv.toml": false} {
@@ -35,17 +38,17 @@ func TestUv(t *testing.T) {
 	// A changed pyproject.toml is a different request (the approval no
 	// longer covers it).
 	mustWrite(t, f.ws+"/pyproject.toml", "[project]\nname = \"x\"\n[tool.uv]\nindex-url = \"https://evil.example\"\n")
-	if d2 := f.decide([]string{"uv", "sync", "--frozen"}, ModeConfirm); d2.RequestHash == d.RequestHash {
+	if d2 := f.decide([]string{"uv", "sync", "--frozen"}, verdict.ModeConfirm); d2.RequestHash == d.RequestHash {
 		t.Error("uv sync: editing pyproject.toml did not change the request hash")
 	}
 
 	// --directory moves where uv works: that project's files are bound, and
 	// uv writes there (a protected directory is refused).
-	d = f.decide([]string{"uv", "--directory", "src/sub", "sync"}, ModeConfirm)
-	if d.ProjectFiles[f.ws+"/src/sub/pyproject.toml"] == "" || d.Verdict != Ask {
+	d = f.decide([]string{"uv", "--directory", "src/sub", "sync"}, verdict.ModeConfirm)
+	if d.ProjectFiles[f.ws+"/src/sub/pyproject.toml"] == "" || d.Verdict != verdict.Ask {
 		t.Errorf("uv --directory src/sub sync: %s %v %v", d.Verdict, d.ProjectFiles, d.Reasons)
 	}
-	if d := f.decide([]string{"uv", "--directory", ".git", "sync"}, ModeTrusted); d.Verdict != Deny {
+	if d := f.decide([]string{"uv", "--directory", ".git", "sync"}, verdict.ModeTrusted); d.Verdict != verdict.Deny {
 		t.Errorf("uv --directory .git sync: %s %v", d.Verdict, d.Reasons)
 	}
 
@@ -56,20 +59,20 @@ func TestUv(t *testing.T) {
 		"configuration":         {"uv", "--config-file", "x.toml", "sync"},
 		"unknown option":        {"uv", "sync", "--frob"},
 	} {
-		d := f.decide(argv, ModeTrusted)
+		d := f.decide(argv, verdict.ModeTrusted)
 		if unknownArgsReason(why) {
 			// unknown code, never a hard deny (issue 31): confirm asks
-			if dc := f.decide(argv, ModeConfirm); d.Verdict == Deny || dc.Verdict != Ask || !hasReason(dc, why) {
+			if dc := f.decide(argv, verdict.ModeConfirm); d.Verdict == verdict.Deny || dc.Verdict != verdict.Ask || !hasReason(dc, why) {
 				t.Errorf("%q: trusted %s, confirm %s, want unknown code with %q; reasons %v", argv, d.Verdict, dc.Verdict, why, dc.Reasons)
 			}
 			continue
 		}
-		if d.Verdict != Deny || !hasReason(d, why) {
+		if d.Verdict != verdict.Deny || !hasReason(d, why) {
 			t.Errorf("%q: %s, want deny with %q; reasons %v", argv, d.Verdict, why, d.Reasons)
 		}
 	}
 	// uv tree reads; trusted mode runs it without approval.
-	if d := f.decide([]string{"uv", "tree", "--depth", "1"}, ModeTrusted); d.Verdict != Allow {
+	if d := f.decide([]string{"uv", "tree", "--depth", "1"}, verdict.ModeTrusted); d.Verdict != verdict.Allow {
 		t.Errorf("uv tree: %s %v", d.Verdict, d.Reasons)
 	}
 	if _, err := os.Stat(f.bin + "/uv"); err != nil {

@@ -118,7 +118,11 @@ type Config struct {
 	SetNice bool `json:"set_nice,omitempty"`
 	Nice    int  `json:"nice,omitempty"`
 
-	// Credentials to switch to (SetCred false: keep the launcher's).
+	// Credentials to switch to (SetCred false: keep the launcher's). The
+	// launcher takes them whole (a uid without a gid, or a gid or groups
+	// without a uid, is refused: it would leave gid 0 under a root termd)
+	// and refuses 4294967295, (uid_t)-1, which the kernel reads as
+	// "unchanged".
 	SetCred bool     `json:"set_cred,omitempty"`
 	UID     uint32   `json:"uid"`
 	GID     uint32   `json:"gid"`
@@ -133,7 +137,8 @@ type Config struct {
 	// descriptors, FirstFD + n), or -1 for none.
 	RulesetFD int `json:"ruleset_fd"`
 	// Seccomp is a classic BPF program (struct sock_filter entries); empty
-	// means none.
+	// means none. The launcher refuses one over BPF_MAXINSNS (4096)
+	// instructions rather than let the 16-bit sock_fprog length cut it.
 	Seccomp []SockFilter `json:"seccomp,omitempty"`
 
 	// The command.

@@ -1,4 +1,4 @@
-package policy
+package toolspec
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/termd/termd/daemon/policy/grammar"
 )
 
 // A tool's project entry files (toolSpec.entry) are the files it reads as
@@ -15,16 +17,16 @@ import (
 // stale. Other files they pull in (included makefiles, scripts, sources) are
 // not covered.
 
-// entryFileName reports whether a file's base name is an entry file of some
+// EntryFileName reports whether a file's base name is an entry file of some
 // tool (Makefile, package.json, go.mod, ...), compared without case like the
 // protected names.
-func entryFileName(path string) bool {
+func EntryFileName(path string) bool {
 	base := filepath.Base(path)
-	for _, t := range tools() {
-		if t.entry == nil {
+	for _, t := range Tools() {
+		if t.Entry == nil {
 			continue
 		}
-		for _, n := range t.entry.names {
+		for _, n := range t.Entry.Names {
 			if strings.EqualFold(n, base) {
 				return true
 			}
@@ -36,10 +38,10 @@ func entryFileName(path string) bool {
 // maxProjectFile bounds how much of one entry file is hashed.
 const maxProjectFile = 16 << 20
 
-// projectFiles digests the entry files of a command that runs project code:
+// ProjectFiles digests the entry files of a command that runs project code:
 // path -> "sha256:HEX", "absent", or why it could not be read.
-func projectFiles(pc *parsed, paths []string) map[string]string {
-	if !pc.code || len(paths) == 0 {
+func ProjectFiles(pc *grammar.Parsed, paths []string) map[string]string {
+	if !pc.Code || len(paths) == 0 {
 		return nil
 	}
 	out := map[string]string{}
@@ -49,27 +51,27 @@ func projectFiles(pc *parsed, paths []string) map[string]string {
 	return out
 }
 
-// projectEntryPaths are the entry files a tool reads in the directories it
+// ProjectEntryPaths are the entry files a tool reads in the directories it
 // works in (cwd, -C, workspace members) and, for tools that search upwards,
 // in each parent up to the workspace root. In cwd every name is listed (an
 // absent file is bound as absent); above it only files that exist.
-func projectEntryPaths(t *toolSpec, pc *parsed, cwd string, ctx *decideCtx) []string {
-	if t == nil || t.entry == nil || cwd == "" {
+func ProjectEntryPaths(t *ToolSpec, pc *grammar.Parsed, cwd string, ctx *DecideCtx) []string {
+	if t == nil || t.Entry == nil || cwd == "" {
 		return nil
 	}
-	e := t.entry
+	e := t.Entry
 	dir := cwd
-	if e.chdir != "" {
+	if e.Chdir != "" {
 		// make -C and go -C change directory in turn before reading anything.
-		for _, d := range pc.values(e.chdir) {
+		for _, d := range pc.Values(e.Chdir) {
 			if d != "" {
-				dir = resolvePath(dir, d)
+				dir = ResolvePath(dir, d)
 			}
 		}
 	}
 	dirs := []string{dir}
-	if e.dirs != nil {
-		dirs = append(dirs, e.dirs(pc, dir)...)
+	if e.Dirs != nil {
+		dirs = append(dirs, e.Dirs(pc, dir)...)
 	}
 	var paths []string
 	seen := map[string]bool{}
@@ -80,44 +82,44 @@ func projectEntryPaths(t *toolSpec, pc *parsed, cwd string, ctx *decideCtx) []st
 		}
 	}
 	for _, d := range dirs {
-		for _, n := range e.names {
+		for _, n := range e.Names {
 			add(filepath.Join(d, n))
 		}
-		if !e.walksUp {
+		if !e.WalksUp {
 			continue
 		}
-		ups := dirsUpTo(d, ctx)
+		ups := DirsUpTo(d, ctx)
 		for i := 1; i < len(ups); i++ {
 			up := ups[i]
-			for _, n := range e.names {
+			for _, n := range e.Names {
 				if _, err := os.Lstat(filepath.Join(up, n)); err == nil {
 					add(filepath.Join(up, n))
 				}
 			}
 		}
 	}
-	if e.extra != nil {
-		for _, f := range e.extra(pc, dir, cwd, append([]string(nil), paths...)) {
+	if e.Extra != nil {
+		for _, f := range e.Extra(pc, dir, cwd, append([]string(nil), paths...)) {
 			add(f)
 		}
 	}
 	return paths
 }
 
-// optionFiles lists the files named by a tool's options, relative to dir.
-func optionFiles(pc *parsed, dir string, names ...string) []string {
+// OptionFiles lists the files named by a tool's options, relative to dir.
+func OptionFiles(pc *grammar.Parsed, dir string, names ...string) []string {
 	var out []string
-	for _, f := range pc.values(names...) {
-		out = append(out, resolvePath(dir, f))
+	for _, f := range pc.Values(names...) {
+		out = append(out, ResolvePath(dir, f))
 	}
 	return out
 }
 
-// dirsUpTo lists dir and its parents while they lie in a workspace (empty
+// DirsUpTo lists dir and its parents while they lie in a workspace (empty
 // when dir does not): where tools that search upwards look.
-func dirsUpTo(dir string, ctx *decideCtx) []string {
+func DirsUpTo(dir string, ctx *DecideCtx) []string {
 	var out []string
-	for d := dir; inAnyWorkspace(d, ctx); d = filepath.Dir(d) {
+	for d := dir; InAnyWorkspace(d, ctx); d = filepath.Dir(d) {
 		out = append(out, d)
 		if d == "/" {
 			break
@@ -138,15 +140,15 @@ func projectFileDigest(path string) string {
 	case fi.Size() > maxProjectFile:
 		return "too large to hash: " + strconv.FormatInt(fi.Size(), 10) + " bytes"
 	}
-	sum, err := fileSHA256(path)
+	sum, err := FileSHA256(path)
 	if err != nil {
 		return "unreadable: " + err.Error()
 	}
 	return "sha256:" + sum
 }
 
-// sortedKeys lists a map's keys in order, for explanations.
-func sortedKeys(m map[string]string) []string {
+// SortedKeys lists a map's keys in order, for explanations.
+func SortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

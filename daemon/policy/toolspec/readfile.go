@@ -1,4 +1,4 @@
-package policy
+package toolspec
 
 import (
 	"fmt"
@@ -7,13 +7,13 @@ import (
 	"syscall"
 )
 
-// readProjectFile reads a small file of the project's (package.json, .npmrc,
+// ReadProjectFile reads a small file of the project's (package.json, .npmrc,
 // a .git file, alternates) that the policy inspects while it decides. The
 // project is the principal's: the name may be a link to a device or a FIFO
 // (/dev/zero would be read until termd runs out of memory, a FIFO would hold
 // the decision forever), or to a file of any size. Only a regular file of at
 // most max bytes is read; the open never blocks.
-func readProjectFile(path string, max int64) ([]byte, error) {
+func ReadProjectFile(path string, max int64) ([]byte, error) {
 	var fd int
 	var err error
 	for {

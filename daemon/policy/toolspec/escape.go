@@ -1,35 +1,28 @@
-package policy
+package toolspec
 
 import (
 	"regexp"
 	"strings"
 
+	"github.com/termd/termd/daemon/policy/grammar"
 	"github.com/termd/termd/internal/cmdline"
 )
 
-var shells = set("sh bash dash zsh ksh ksh93 mksh pdksh oksh fish csh tcsh ash rbash yash elvish nu xonsh pwsh powershell rc es")
-var interpreters = set("python python2 python3 pypy pypy3 node nodejs deno bun perl perl5 ruby irb php lua luajit tclsh wish expect Rscript R julia osascript jshell java groovy scala ghci runghc runhaskell guile racket sbcl clisp ocaml swift dotnet qjs jjs rhino gdb lldb")
+var shells = grammar.Set("sh bash dash zsh ksh ksh93 mksh pdksh oksh fish csh tcsh ash rbash yash elvish nu xonsh pwsh powershell rc es")
+var interpreters = grammar.Set("python python2 python3 pypy pypy3 node nodejs deno bun perl perl5 ruby irb php lua luajit tclsh wish expect Rscript R julia osascript jshell java groovy scala ghci runghc runhaskell guile racket sbcl clisp ocaml swift dotnet qjs jjs rhino gdb lldb")
 var pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*m?$|^(perl|ruby|php|lua|node)[0-9.]+$`)
-var wrappers = set("timeout nice nohup setsid stdbuf xargs watch flock script busybox toybox chroot unshare nsenter ionice chrt taskset time command builtin exec eval strace ltrace valgrind firejail bwrap systemd-run at batch parallel entr unbuffer rlwrap faketime catchsegv cgexec prlimit numactl torsocks proxychains proxychains4 dbus-launch dbus-run-session ssh setpriv setarch linux32 linux64 sg newgrp chronic ifne vipe xdg-open open env-exec nix-shell direnv fakeroot schroot systemd-nspawn docker podman kubectl tmux screen expect")
+var wrappers = grammar.Set("timeout nice nohup setsid stdbuf xargs watch flock script busybox toybox chroot unshare nsenter ionice chrt taskset time command builtin exec eval strace ltrace valgrind firejail bwrap systemd-run at batch parallel entr unbuffer rlwrap faketime catchsegv cgexec prlimit numactl torsocks proxychains proxychains4 dbus-launch dbus-run-session ssh setpriv setarch linux32 linux64 sg newgrp chronic ifne vipe xdg-open open env-exec nix-shell direnv fakeroot schroot systemd-nspawn docker podman kubectl tmux screen expect")
 
 // scriptInterpreters run a script file given as their first argument.
-var scriptInterpreters = set("sh bash dash zsh ksh node nodejs perl ruby php lua bun")
+var scriptInterpreters = grammar.Set("sh bash dash zsh ksh node nodejs perl ruby php lua bun")
 
-// runsScripts: base runs a script file given as its first argument.
-func runsScripts(base string) bool { return scriptInterpreters[base] || pythonRE.MatchString(base) }
+// RunsScripts: base runs a script file given as its first argument.
+func RunsScripts(base string) bool { return scriptInterpreters[base] || pythonRE.MatchString(base) }
 
-var privilege = set("sudo su doas pkexec run0 sudoedit runuser machinectl calife ksu")
+var privilege = grammar.Set("sudo su doas pkexec run0 sudoedit runuser machinectl calife ksu")
 
-func set(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(s) {
-		m[w] = true
-	}
-	return m
-}
-
-// escapeClass names the escape class of a program base name, or "".
-func escapeClass(base string) string {
+// EscapeClass names the escape class of a program base name, or "".
+func EscapeClass(base string) string {
 	switch {
 	case shells[base]:
 		return "shell"
@@ -100,11 +93,11 @@ var wrapperValueOpts = map[string]string{
 // positional arguments (after options) that come before the command.
 var wrapperPositional = map[string]int{"timeout": 1, "chroot": 1, "taskset": 1, "chrt": 1, "sg": 1, "flock": 1, "ssh": 1, "faketime": 1, "setarch": 1, "cgexec": 0}
 
-// escapeInner reports whether argv (an escape-class program) is an escape
+// EscapeInner reports whether argv (an escape-class program) is an escape
 // and, where it can be found, the command it would run.
-func escapeInner(base string, argv []string) ([]string, bool, string) {
+func EscapeInner(base string, argv []string) ([]string, bool, string) {
 	args := argv[1:]
-	class := escapeClass(base)
+	class := EscapeClass(base)
 	switch class {
 	case "shell":
 		for i := 0; i < len(args); i++ {
@@ -165,7 +158,7 @@ func escapeInner(base string, argv []string) ([]string, bool, string) {
 
 // wrapperCommand finds the command a wrapper would run, or nil.
 func wrapperCommand(base string, args []string) []string {
-	valued := set(wrapperValueOpts[base])
+	valued := grammar.Set(wrapperValueOpts[base])
 	i := 0
 	for i < len(args) {
 		a := args[i]
@@ -210,21 +203,21 @@ func wrapperCommand(base string, args []string) []string {
 // at (a time limit, a priority, the timing, hang-ups, environment
 // assignments the env policy checks, arguments read from the input): the
 // command they run is decided as itself (unwrapCommand).
-var transparentWrappers = set("timeout nice nohup time env xargs")
+var transparentWrappers = grammar.Set("timeout nice nohup time env xargs")
 
-// wrapped is a transparent wrapper's command line, split.
-type wrapped struct {
-	prefix []string          // the wrapper's own arguments, argv[0] included
-	inner  []string          // the command it runs
-	env    map[string]string // env NAME=VALUE assignments
-	chdir  string            // env -C DIR
-	reads  []string          // xargs -a FILE
-	writes []string          // time -o FILE
-	// stdinArgs: xargs adds arguments it reads from its input.
-	stdinArgs bool
-	// envLast: the command's forced environment goes last in the
+// Wrapped is a transparent wrapper's command line, split.
+type Wrapped struct {
+	Prefix []string          // the wrapper's own arguments, argv[0] included
+	Inner  []string          // the command it runs
+	Env    map[string]string // env NAME=VALUE assignments
+	Chdir  string            // env -C DIR
+	Reads  []string          // xargs -a FILE
+	Writes []string          // time -o FILE
+	// StdinArgs: xargs adds arguments it reads from its input.
+	StdinArgs bool
+	// EnvLast: the command's forced environment goes last in the
 	// wrapper's argv (env -i and -u would drop it otherwise).
-	envLast bool
+	EnvLast bool
 }
 
 var durationRE = regexp.MustCompile(`^[0-9]+(\.[0-9]*)?[smhd]?$`)
@@ -241,9 +234,9 @@ var wrapperOpts = map[string][]string{
 		"-d=", "--delimiter=", "-a=", "--arg-file=", "-E=", "-e?", "--eof?", "-s=", "--max-chars=", "-L=", "--max-lines=", "-l?", "--process-slot-var="},
 }
 
-// unwrapCommand splits a transparent wrapper's argv, or returns nil when it
+// UnwrapCommand splits a transparent wrapper's argv, or returns nil when it
 // is not one or its arguments are not all understood.
-func unwrapCommand(base string, argv []string) *wrapped {
+func UnwrapCommand(base string, argv []string) *Wrapped {
 	if !transparentWrappers[base] {
 		return nil
 	}
@@ -258,17 +251,17 @@ func unwrapCommand(base string, argv []string) *wrapped {
 			known[o] = ' '
 		}
 	}
-	w := &wrapped{env: map[string]string{}, stdinArgs: base == "xargs", envLast: base == "env"}
+	w := &Wrapped{Env: map[string]string{}, StdinArgs: base == "xargs", EnvLast: base == "env"}
 	args := argv[1:]
 	i := 0
 	value := func(name, v string) bool {
 		switch name {
 		case "-C", "--chdir":
-			w.chdir = v
+			w.Chdir = v
 		case "-a", "--arg-file":
-			w.reads = append(w.reads, v)
+			w.Reads = append(w.Reads, v)
 		case "-o", "--output":
-			w.writes = append(w.writes, v)
+			w.Writes = append(w.Writes, v)
 		case "-n", "--adjustment":
 			if base == "nice" && strings.HasPrefix(v, "-") {
 				return false // raising the priority needs privilege
@@ -285,7 +278,7 @@ options:
 			break options
 		case !strings.HasPrefix(a, "-") || a == "-":
 			break options
-		case base == "nice" && isDigits(a[1:]):
+		case base == "nice" && grammar.IsDigits(a[1:]):
 			i++ // nice -10: an adjustment
 			continue
 		}
@@ -325,7 +318,7 @@ options:
 	if base == "env" {
 		for i < len(args) && strings.Contains(args[i], "=") && !strings.HasPrefix(args[i], "=") {
 			k, v, _ := strings.Cut(args[i], "=")
-			w.env[k] = v
+			w.Env[k] = v
 			i++
 		}
 	}
@@ -338,17 +331,17 @@ options:
 	if i >= len(args) {
 		return nil
 	}
-	w.prefix = append([]string{argv[0]}, args[:i]...)
-	w.inner = args[i:]
+	w.Prefix = append([]string{argv[0]}, args[:i]...)
+	w.Inner = args[i:]
 	return w
 }
 
-// builtinForm maps the shell builtins agents use to look programs up
+// BuiltinForm maps the shell builtins agents use to look programs up
 // (`command -v X`, `type X`) to which, and `time CMD` where no time program
 // is installed to CMD itself (the receipt records how long it ran). ifMissing:
 // only when argv[0] is not in the trusted PATH.
-func builtinForm(argv []string) (sub []string, why string, ifMissing bool) {
-	base := baseName(argv[0])
+func BuiltinForm(argv []string) (sub []string, why string, ifMissing bool) {
+	base := grammar.BaseName(argv[0])
 	switch base {
 	case "command":
 		if len(argv) >= 3 && (argv[1] == "-v" || argv[1] == "-V") && !strings.HasPrefix(argv[2], "-") {
@@ -376,9 +369,9 @@ func builtinForm(argv []string) (sub []string, why string, ifMissing bool) {
 		}
 		return append(sub, rest...), "type is a shell builtin: termd answers it with which", false
 	case "time":
-		w := unwrapCommand(base, argv)
-		if w != nil && len(w.prefix) == 1 {
-			return w.inner, "time is a shell keyword and no time program is installed: the command runs by itself (the receipt records how long it ran)", true
+		w := UnwrapCommand(base, argv)
+		if w != nil && len(w.Prefix) == 1 {
+			return w.Inner, "time is a shell keyword and no time program is installed: the command runs by itself (the receipt records how long it ran)", true
 		}
 	}
 	return nil, "", false

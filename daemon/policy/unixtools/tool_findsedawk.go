@@ -1,30 +1,38 @@
-package policy
+package unixtools
 
 import (
 	"regexp"
 	"strings"
+
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
+
+var _ = toolspec.Family(registerSedAwk)
 
 // find, sed and awk: their expressions and programs are read, and
 // refused where they run commands or write files.
 func registerSedAwk() {
-	R := KPathRead
-	reg("sed", &cmdSpec{operand: R, plainWrite: true, post: postSed, opts: opts(flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
-		list(o("-e|--expression="), o("-f|--file=").denyWith(whyUnchecked+" (sed script file)"), o("-i|--in-place?").writes(), o("-l|--line-length=")))})
-	reg("awk|mawk|gawk|nawk|original-awk", &cmdSpec{operand: R, posix: true, post: postAwk, opts: list(o("-F="), o("-v="), o("-f=").denyWith(whyUnchecked+" (awk program file)"), o("-W=").denyWith("mawk -W options are not checked"), o("--version"))})
+	R := grammar.KPathRead
+	toolspec.Reg("sed", &grammar.CmdSpec{Operand: R, PlainWrite: true, Post: postSed, Opts: grammar.Opts(grammar.Flags("-n|--quiet|--silent -E|-r|--regexp-extended -s|--separate -u|--unbuffered -z|--null-data --posix --debug --sandbox --follow-symlinks -b|--binary --help --version"),
+		grammar.List(grammar.O("-e|--expression="), grammar.O("-f|--file=").DenyWith(toolspec.WhyUnchecked+" (sed script file)"), grammar.O("-i|--in-place?").Writes(), grammar.O("-l|--line-length=")))})
+	toolspec.Reg("awk|mawk|gawk|nawk|original-awk", &grammar.CmdSpec{Operand: R, Posix: true, Post: postAwk, Opts: grammar.List(grammar.O("-F="), grammar.O("-v="), grammar.O("-f=").DenyWith(toolspec.WhyUnchecked+" (awk program file)"), grammar.O("-W=").DenyWith("mawk -W options are not checked"), grammar.O("--version"))})
 }
 
 var findArity = map[string]int{}
 
 var findDeny = map[string]string{
-	"-exec": whyExec, "-execdir": whyExec, "-ok": whyExec, "-okdir": whyExec,
+	"-exec": toolspec.WhyExec, "-execdir": toolspec.WhyExec, "-ok": toolspec.WhyExec, "-okdir": toolspec.WhyExec,
 	"-delete": "deletes files", "-fprint": "writes a file", "-fprint0": "writes a file", "-fprintf": "writes a file", "-fls": "writes a file",
 }
 
 var findNewerRE = regexp.MustCompile(`^-newer[amcBt][amcBt]$`)
 
+var _ = toolspec.Family(registerFind)
+
 func registerFind() {
-	reg("find", &cmdSpec{custom: parseFind})
+	toolspec.Reg("find", &grammar.CmdSpec{Custom: parseFind})
 	for _, w := range strings.Fields("-print -print0 -ls -prune -quit -true -false -empty -executable -readable -writable -nouser -nogroup -depth -d -mount -xdev -noleaf -daystart -follow -ignore_readdir_race -noignore_readdir_race -a -and -o -or -not ! ( ) , -help --help -version --version") {
 		findArity[w] = 0
 	}
@@ -33,7 +41,7 @@ func registerFind() {
 	}
 }
 
-func parseFind(p *parsed, args []string) error {
+func parseFind(p *grammar.Parsed, args []string) error {
 	i := 0
 	// leading options
 	for i < len(args) {
@@ -54,15 +62,15 @@ func parseFind(p *parsed, args []string) error {
 		if strings.HasPrefix(a, "-") || a == "(" || a == ")" || a == "!" || a == "," {
 			break
 		}
-		p.operands = append(p.operands, operand{value: a, kind: KPathRead})
+		p.Operands = append(p.Operands, grammar.Operand{Value: a, Kind: grammar.KPathRead})
 		i++
 	}
 	for i < len(args) {
 		a := args[i]
 		i++
 		if why, bad := findDeny[a]; bad {
-			p.opts = append(p.opts, optUse{opt: &opt{names: []string{a}}, name: a})
-			p.deny(RiskCritical, "find %s: %s", a, why)
+			p.Opts = append(p.Opts, grammar.OptUse{Opt: &grammar.Opt{Names: []string{a}}, Name: a})
+			p.Deny(verdict.RiskCritical, "find %s: %s", a, why)
 			if a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir" {
 				var inner []string
 				for i < len(args) && args[i] != ";" && args[i] != "+" {
@@ -71,7 +79,7 @@ func parseFind(p *parsed, args []string) error {
 				}
 				i++
 				if len(inner) > 0 {
-					p.inner = append(p.inner, inner)
+					p.Inner = append(p.Inner, inner)
 				}
 			} else if a != "-delete" {
 				i++ // file
@@ -86,58 +94,58 @@ func parseFind(p *parsed, args []string) error {
 			n, ok = 1, true
 		}
 		if !ok {
-			return errf("unknown find expression %s", clip(printable(a)))
+			return grammar.Errf("unknown find expression %s", grammar.Clip(grammar.Printable(a)))
 		}
 		var val string
 		if n == 1 {
 			if i >= len(args) {
-				return errf("find %s needs a value", a)
+				return grammar.Errf("find %s needs a value", a)
 			}
 			val = args[i]
 			i++
 		}
-		op := &opt{names: []string{a}}
-		p.opts = append(p.opts, optUse{opt: op, name: a, value: val, has: n == 1})
+		op := &grammar.Opt{Names: []string{a}}
+		p.Opts = append(p.Opts, grammar.OptUse{Opt: op, Name: a, Value: val, Has: n == 1})
 		if a == "-newer" || a == "-anewer" || a == "-cnewer" || a == "-samefile" || a == "-files0-from" || (findNewerRE.MatchString(a) && !strings.HasSuffix(a, "t")) {
 			// -newerXY FILE compares with FILE's times (-newerXt takes a date).
-			p.paths = append(p.paths, operand{value: val, kind: KPathRead})
+			p.Paths = append(p.Paths, grammar.Operand{Value: val, Kind: grammar.KPathRead})
 		}
 	}
-	if len(p.operands) == 0 {
-		p.operands = append(p.operands, operand{value: ".", kind: KPathRead})
+	if len(p.Operands) == 0 {
+		p.Operands = append(p.Operands, grammar.Operand{Value: ".", Kind: grammar.KPathRead})
 	}
 	return nil
 }
 
-func postSed(p *parsed) {
-	scripts := p.values("-e")
-	if !p.has("-e", "-f") {
-		if len(p.operands) == 0 {
-			p.deny(RiskLow, "sed: missing script")
+func postSed(p *grammar.Parsed) {
+	scripts := p.Values("-e")
+	if !p.Has("-e", "-f") {
+		if len(p.Operands) == 0 {
+			p.Deny(verdict.RiskLow, "sed: missing script")
 			return
 		}
-		scripts = append(scripts, p.operands[0].value)
-		p.operands[0].kind = KOther
+		scripts = append(scripts, p.Operands[0].Value)
+		p.Operands[0].Kind = grammar.KOther
 	}
 	for _, s := range scripts {
 		if why := checkSedScript(s); why != "" {
-			p.deny(RiskCritical, "sed: %s", why)
+			p.Deny(verdict.RiskCritical, "sed: %s", why)
 		}
 	}
-	if p.has("-i") {
-		p.write = true
-		suffixes := p.values("-i")
+	if p.Has("-i") {
+		p.Write = true
+		suffixes := p.Values("-i")
 		for _, suf := range suffixes {
-			if suf != "" && p.has("--follow-symlinks") {
-				p.deny(RiskHigh, "sed -i%s --follow-symlinks: the backup is named after each link's target, which is not checked; drop the suffix or --follow-symlinks", suf)
+			if suf != "" && p.Has("--follow-symlinks") {
+				p.Deny(verdict.RiskHigh, "sed -i%s --follow-symlinks: the backup is named after each link's target, which is not checked; drop the suffix or --follow-symlinks", suf)
 				break
 			}
 		}
-		for i := range p.operands {
-			if p.operands[i].kind != KPathRead {
+		for i := range p.Operands {
+			if p.Operands[i].Kind != grammar.KPathRead {
 				continue
 			}
-			p.operands[i].kind = KPathWrite
+			p.Operands[i].Kind = grammar.KPathWrite
 			// sed -iSUFFIX keeps a backup copy: FILE+SUFFIX, or SUFFIX with
 			// each '*' replaced by the file's base name (which may name
 			// another directory). The backup is a write like any other.
@@ -145,10 +153,10 @@ func postSed(p *parsed) {
 				if suf == "" {
 					continue
 				}
-				f := p.operands[i].value
+				f := p.Operands[i].Value
 				var b string
 				if strings.Contains(suf, "*") {
-					b = strings.ReplaceAll(suf, "*", baseName(f))
+					b = strings.ReplaceAll(suf, "*", grammar.BaseName(f))
 					if !strings.Contains(b, "/") {
 						if j := strings.LastIndexByte(f, '/'); j >= 0 {
 							b = f[:j+1] + b
@@ -157,7 +165,7 @@ func postSed(p *parsed) {
 				} else {
 					b = f + suf
 				}
-				p.paths = append(p.paths, operand{value: b, kind: KPathWrite})
+				p.Paths = append(p.Paths, grammar.Operand{Value: b, Kind: grammar.KPathWrite})
 			}
 		}
 	}
@@ -166,179 +174,220 @@ func postSed(p *parsed) {
 // checkSedScript returns a reason if the script can run commands, write or
 // read files, or cannot be understood.
 func checkSedScript(s string) string {
-	i := 0
-	n := len(s)
-	skipSpace := func() {
-		for i < n && (s[i] == ' ' || s[i] == '\t') {
-			i++
-		}
-	}
-	readDelimited := func(d byte) bool {
-		for i < n {
-			c := s[i]
-			if c == '\\' {
-				i += 2
-				continue
-			}
-			if c == '\n' && d != '\n' {
-				// GNU sed allows escaped newlines only
-				return false
-			}
-			if c == d {
-				i++
-				return true
-			}
-			i++
-		}
-		return false
-	}
-	readAddr := func() bool {
-		skipSpace()
-		if i >= n {
-			return true
-		}
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
-				i++
-			}
-		case c == '$':
-			i++
-		case c == '/' || c == '\\':
-			d := byte('/')
-			if c == '\\' {
-				if i+1 >= n {
-					return false
-				}
-				d = s[i+1]
-				i++
-			}
-			i++
-			if !readDelimited(d) {
-				return false
-			}
-			for i < n && (s[i] == 'I' || s[i] == 'M') {
-				i++
-			}
-		}
-		return true
-	}
+	z := &sedScan{s: s, n: len(s)}
 	for {
-		for i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ';') {
-			i++
+		for z.i < z.n && (s[z.i] == ' ' || s[z.i] == '\t' || s[z.i] == '\n' || s[z.i] == ';') {
+			z.i++
 		}
-		if i >= n {
+		if z.i >= z.n {
 			return ""
 		}
-		if !readAddr() {
-			return "unterminated address"
+		if why := z.addresses(); why != "" {
+			return why
 		}
-		skipSpace()
-		if i < n && s[i] == ',' {
-			i++
-			skipSpace()
-			if i < n && (s[i] == '+' || s[i] == '~') {
-				i++
-			}
-			if !readAddr() {
-				return "unterminated address"
-			}
-		}
-		skipSpace()
-		for i < n && s[i] == '!' {
-			i++
-			skipSpace()
-		}
-		if i >= n {
-			return "missing command"
-		}
-		c := s[i]
-		i++
-		switch c {
-		case '{', '}':
+		c := s[z.i]
+		z.i++
+		if c == '{' || c == '}' {
 			continue
-		case '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case 'l', 'q', 'Q', 'L':
-			skipSpace()
-			for i < n && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-		case ':', 'b', 't', 'T', 'v':
-			// GNU sed ends a label (or v's version) at a blank as well as
-			// at ';' or a newline, and reads what follows as the next
-			// command: ":a e id" runs "e id". The check below refuses any
-			// text after the label other than ';', '}', '#' or a newline.
-			skipSpace()
-			for i < n && s[i] != ';' && s[i] != '\n' && s[i] != '}' && s[i] != ' ' && s[i] != '\t' {
-				i++
-			}
-		case '#':
-			for i < n && s[i] != '\n' {
-				i++
-			}
-		case 'a', 'i', 'c':
-			for i < n && s[i] != '\n' {
-				if s[i] == '\\' {
-					i++
-				}
-				i++
-			}
-		case 'e':
-			return "the e command runs a shell command"
-		case 'w', 'W':
-			return "the " + string(c) + " command writes a file"
-		case 'r', 'R':
-			return "the " + string(c) + " command reads a file named in the script"
-		case 's', 'y':
-			if i >= n || s[i] == '\n' || s[i] == '\\' {
-				return "bad " + string(c) + " command"
-			}
-			d := s[i]
-			i++
-			if !readDelimited(d) || !readDelimited(d) {
-				return "unterminated " + string(c) + " command"
-			}
-			if c == 'y' {
-				break
-			}
-			for i < n {
-				f := s[i]
-				switch {
-				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
-					i++
-					continue
-				case f == 'e':
-					return "the s///e flag runs the pattern space as a command"
-				case f == 'w':
-					return "the s///w flag writes a file"
-				}
-				break
-			}
-		default:
-			return "unknown command " + printable(string(c)) + " (the script cannot be checked)"
 		}
-		skipSpace()
-		if i < n && !(s[i] == ';' || s[i] == '\n' || s[i] == '}' || s[i] == '#') {
+		if why := z.command(c); why != "" {
+			return why
+		}
+		z.skipSpace()
+		if z.i < z.n && !(s[z.i] == ';' || s[z.i] == '\n' || s[z.i] == '}' || s[z.i] == '#') {
 			return "unexpected text after command (the script cannot be checked)"
 		}
 	}
 }
 
-func postAwk(p *parsed) {
-	if p.has("-f") {
+// sedScan reads a sed script: s from position i on (n = len(s)).
+type sedScan struct {
+	s    string
+	i, n int
+}
+
+func (z *sedScan) skipSpace() {
+	for z.i < z.n && (z.s[z.i] == ' ' || z.s[z.i] == '\t') {
+		z.i++
+	}
+}
+
+// readDelimited reads up to and past the delimiter d (a regex, a
+// replacement); false when the script ends first.
+func (z *sedScan) readDelimited(d byte) bool {
+	for z.i < z.n {
+		c := z.s[z.i]
+		if c == '\\' {
+			z.i += 2
+			continue
+		}
+		if c == '\n' && d != '\n' {
+			// GNU sed allows escaped newlines only
+			return false
+		}
+		if c == d {
+			z.i++
+			return true
+		}
+		z.i++
+	}
+	return false
+}
+
+// readAddr reads one address: a line number (with ~step), $, or a regex.
+func (z *sedScan) readAddr() bool {
+	s, n := z.s, z.n
+	z.skipSpace()
+	if z.i >= n {
+		return true
+	}
+	switch c := s[z.i]; {
+	case c >= '0' && c <= '9':
+		for z.i < n && (s[z.i] >= '0' && s[z.i] <= '9' || s[z.i] == '~') {
+			z.i++
+		}
+	case c == '$':
+		z.i++
+	case c == '/' || c == '\\':
+		d := byte('/')
+		if c == '\\' {
+			if z.i+1 >= n {
+				return false
+			}
+			d = s[z.i+1]
+			z.i++
+		}
+		z.i++
+		if !z.readDelimited(d) {
+			return false
+		}
+		for z.i < n && (s[z.i] == 'I' || s[z.i] == 'M') {
+			z.i++
+		}
+	}
+	return true
+}
+
+// addresses reads a command's address range and negations, up to the
+// command letter; "" or what is wrong.
+func (z *sedScan) addresses() string {
+	s, n := z.s, z.n
+	if !z.readAddr() {
+		return "unterminated address"
+	}
+	z.skipSpace()
+	if z.i < n && s[z.i] == ',' {
+		z.i++
+		z.skipSpace()
+		if z.i < n && (s[z.i] == '+' || s[z.i] == '~') {
+			z.i++
+		}
+		if !z.readAddr() {
+			return "unterminated address"
+		}
+	}
+	z.skipSpace()
+	for z.i < n && s[z.i] == '!' {
+		z.i++
+		z.skipSpace()
+	}
+	if z.i >= n {
+		return "missing command"
+	}
+	return ""
+}
+
+// command reads the arguments of command c; "" or why it is refused.
+func (z *sedScan) command(c byte) string {
+	s, n := z.s, z.n
+	switch c {
+	case '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+	case 'l', 'q', 'Q', 'L':
+		z.skipSpace()
+		for z.i < n && s[z.i] >= '0' && s[z.i] <= '9' {
+			z.i++
+		}
+	case ':', 'b', 't', 'T', 'v':
+		// GNU sed ends a label (or v's version) at a blank as well as
+		// at ';' or a newline, and reads what follows as the next
+		// command: ":a e id" runs "e id". The check after the command
+		// refuses any text after the label other than ';', '}', '#' or
+		// a newline.
+		z.skipSpace()
+		for z.i < n && s[z.i] != ';' && s[z.i] != '\n' && s[z.i] != '}' && s[z.i] != ' ' && s[z.i] != '\t' {
+			z.i++
+		}
+	case '#':
+		for z.i < n && s[z.i] != '\n' {
+			z.i++
+		}
+	case 'a', 'i', 'c':
+		for z.i < n && s[z.i] != '\n' {
+			if s[z.i] == '\\' {
+				z.i++
+			}
+			z.i++
+		}
+	case 'e':
+		return "the e command runs a shell command"
+	case 'w', 'W':
+		return "the " + string(c) + " command writes a file"
+	case 'r', 'R':
+		return "the " + string(c) + " command reads a file named in the script"
+	case 's', 'y':
+		return z.substitution(c)
+	default:
+		return "unknown command " + grammar.Printable(string(c)) + " (the script cannot be checked)"
+	}
+	return ""
+}
+
+// substitution reads s/re/repl/flags or y/src/dst/; the e and w flags are
+// refused.
+func (z *sedScan) substitution(c byte) string {
+	s, n := z.s, z.n
+	if z.i >= n || s[z.i] == '\n' || s[z.i] == '\\' {
+		return "bad " + string(c) + " command"
+	}
+	d := s[z.i]
+	z.i++
+	if !z.readDelimited(d) || !z.readDelimited(d) {
+		return "unterminated " + string(c) + " command"
+	}
+	if c == 'y' {
+		return ""
+	}
+	for z.i < n {
+		f := s[z.i]
+		switch {
+		case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
+			z.i++
+			continue
+		case f == 'e':
+			return "the s///e flag runs the pattern space as a command"
+		case f == 'w':
+			return "the s///w flag writes a file"
+		}
+		break
+	}
+	return ""
+}
+
+func postAwk(p *grammar.Parsed) {
+	if p.Has("-f") {
 		return
 	}
-	if len(p.operands) == 0 {
-		p.deny(RiskLow, "awk: missing program")
+	if len(p.Operands) == 0 {
+		p.Deny(verdict.RiskLow, "awk: missing program")
 		return
 	}
-	p.operands[0].kind = KOther
-	if why := checkAwkProgram(p.operands[0].value); why != "" {
-		p.deny(RiskCritical, "awk: %s", why)
+	p.Operands[0].Kind = grammar.KOther
+	if why := checkAwkProgram(p.Operands[0].Value); why != "" {
+		p.Deny(verdict.RiskCritical, "awk: %s", why)
 	}
-	for i := 1; i < len(p.operands); i++ {
-		if awkAssignRE.MatchString(p.operands[i].value) {
-			p.operands[i].kind = KOther // var=value assignment
+	for i := 1; i < len(p.Operands); i++ {
+		if awkAssignRE.MatchString(p.Operands[i].Value) {
+			p.Operands[i].Kind = grammar.KOther // var=value assignment
 		}
 	}
 }
@@ -448,7 +497,7 @@ func checkAwkProgram(prog string) string {
 
 // awkKeywordsBeforeOperand are words after which awk expects an operand, so
 // a '/' there starts a regex literal.
-var awkKeywordsBeforeOperand = set("print printf return case do else exit in")
+var awkKeywordsBeforeOperand = grammar.Set("print printf return case do else exit in")
 
 // awkSlashIsRegex decides whether the '/' at prog[i] starts a regex literal
 // (as awk's lexer would) or is division. Where awk implementations could

@@ -1,7 +1,10 @@
-package policy
+package devtools
 
 import (
 	"strings"
+
+	"github.com/termd/termd/daemon/policy/grammar"
+	"github.com/termd/termd/daemon/policy/toolspec"
 )
 
 // What an interpreter is asked to do, when it is neither inline code nor a
@@ -12,14 +15,14 @@ import (
 // interpreterInfoArgs are the arguments with which an interpreter only
 // prints its version or help, by family.
 var interpreterInfoArgs = map[string]map[string]bool{
-	"python": set("-V -VV --version -h --help"),
-	"node":   set("-v --version -h --help"),
-	"perl":   set("-v --version"),
-	"ruby":   set("--version -h --help"),
-	"php":    set("-v --version -h --help"),
-	"lua":    set("-v"),
-	"bun":    set("-v --version -h --help"),
-	"deno":   set("-V --version -h --help"),
+	"python": grammar.Set("-V -VV --version -h --help"),
+	"node":   grammar.Set("-v --version -h --help"),
+	"perl":   grammar.Set("-v --version"),
+	"ruby":   grammar.Set("--version -h --help"),
+	"php":    grammar.Set("-v --version -h --help"),
+	"lua":    grammar.Set("-v"),
+	"bun":    grammar.Set("-v --version -h --help"),
+	"deno":   grammar.Set("-V --version -h --help"),
 }
 
 // interpreterFamily names an interpreter's family (python3.12 is python).
@@ -41,9 +44,9 @@ func interpreterFamily(base string) string {
 	return base
 }
 
-// interpreterInfo: argv only asks the interpreter for its version or help
+// InterpreterInfo: argv only asks the interpreter for its version or help
 // (python3 --version, node -v); no code runs.
-func interpreterInfo(base string, argv []string) bool {
+func InterpreterInfo(base string, argv []string) bool {
 	if len(argv) != 2 {
 		return false
 	}
@@ -53,19 +56,19 @@ func interpreterInfo(base string, argv []string) bool {
 // Python options that take no value and change nothing a policy looks at,
 // and the ones that take one (-W ignore, -X dev).
 var (
-	pythonFlags  = set("-B -u -O -OO -s -S -E -I -P -q -b -bb -d -v")
-	pythonValued = set("-W -X")
+	pythonFlags  = grammar.Set("-B -u -O -OO -s -S -E -I -P -q -b -bb -d -v")
+	pythonValued = grammar.Set("-W -X")
 )
 
 // pythonNetModules reach a package index (pip install, pip download).
-var pythonNetSubs = set("install download wheel index search")
+var pythonNetSubs = grammar.Set("install download wheel index search")
 
-// interpreterProject is the project code an interpreter runs through a
+// InterpreterProject is the project code an interpreter runs through a
 // module or test runner (python3 -m pytest, python3 -m venv .venv, node
 // --test tests), or nil. Such a run imports the workspace's code (python
 // looks for the module in the working directory first), so it is project
 // code: confined by an enforced sandbox, asked otherwise.
-func interpreterProject(base string, argv []string) *projectCode {
+func InterpreterProject(base string, argv []string) *toolspec.ProjectCode {
 	switch interpreterFamily(base) {
 	case "python":
 		return pythonModule(base, argv[1:])
@@ -75,7 +78,7 @@ func interpreterProject(base string, argv []string) *projectCode {
 	return nil
 }
 
-func pythonModule(base string, args []string) *projectCode {
+func pythonModule(base string, args []string) *toolspec.ProjectCode {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -91,13 +94,13 @@ func pythonModule(base string, args []string) *projectCode {
 			if mod == "" || strings.HasPrefix(mod, "-") {
 				return nil
 			}
-			pc := &projectCode{module: mod, why: "runs project code: " + base + " -m " + mod + " imports the module (looked up in the working directory first) and the project's code; its arguments are not analysed"}
+			pc := &toolspec.ProjectCode{Module: mod, Why: "runs project code: " + base + " -m " + mod + " imports the module (looked up in the working directory first) and the project's code; its arguments are not analysed"}
 			if root, _, _ := strings.Cut(mod, "."); root == "pip" && len(rest) > 0 && pythonNetSubs[firstWord(rest)] {
-				pc.net = true
-				pc.why = "runs project code and uses the network: " + base + " -m pip " + firstWord(rest) + " downloads packages from an index and runs their build code"
+				pc.Net = true
+				pc.Why = "runs project code and uses the network: " + base + " -m pip " + firstWord(rest) + " downloads packages from an index and runs their build code"
 			}
 			if mod == "pytest" || mod == "py.test" {
-				pc.entryTool = "pytest"
+				pc.EntryTool = "pytest"
 			}
 			return pc
 		default:
@@ -118,12 +121,12 @@ func firstWord(args []string) string {
 }
 
 // nodeInline are node's options that take code or start a REPL.
-var nodeInline = set("-e --eval -p --print -i --interactive -c --check")
+var nodeInline = grammar.Set("-e --eval -p --print -i --interactive -c --check")
 
 // nodeTest reads `node [--options] --test [--options] [files/dirs]`: node's
 // test runner runs the project's test files. The files and directories
 // named are checked as reads.
-func nodeTest(base string, args []string) *projectCode {
+func nodeTest(base string, args []string) *toolspec.ProjectCode {
 	test := false
 	var reads []string
 	for i := 0; i < len(args); i++ {
@@ -151,5 +154,5 @@ func nodeTest(base string, args []string) *projectCode {
 	if !test {
 		return nil
 	}
-	return &projectCode{reads: reads, why: "runs project code: " + base + " --test runs the project's test files; its options are not analysed"}
+	return &toolspec.ProjectCode{Reads: reads, Why: "runs project code: " + base + " --test runs the project's test files; its options are not analysed"}
 }
