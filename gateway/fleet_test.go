@@ -2,8 +2,10 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +146,179 @@ func TestFleetRoutesAndQueue(t *testing.T) {
 	}
 	if st := e.call("GET", "/v1/hosts/b/status", nil); str(st, "caller", "name") != "token:alice" {
 		t.Errorf("b's status while c is down: %v", st)
+	}
+}
+
+// fleetPos is one host's position as a merged stream's id states it.
+type fleetPos struct {
+	epoch string
+	seq   uint64
+}
+
+func parseFleetID(t *testing.T, id string) map[string]fleetPos {
+	t.Helper()
+	out := map[string]fleetPos{}
+	for _, part := range strings.Split(id, ",") {
+		name, pos, _ := strings.Cut(part, "=")
+		epoch, seq, ok := strings.Cut(pos, ".")
+		n, err := strconv.ParseUint(seq, 10, 64)
+		if !ok || err != nil {
+			t.Fatalf("merged stream id %q: bad entry %q", id, part)
+		}
+		out[name] = fleetPos{epoch, n}
+	}
+	return out
+}
+
+// fleetWatch reads a merged stream and checks that every host's events
+// arrive in global_seq order with none missing: each event's seq is one
+// more than the last one of its host's run, and the id states it.
+type fleetWatch struct {
+	t      *testing.T
+	s      *sseReader
+	last   map[string]fleetPos
+	lastID string
+	count  map[string]int
+	// deadline bounds the wait of until: heartbeats alone never end it.
+	deadline time.Time
+}
+
+func (w *fleetWatch) next() (sseEvent, map[string]any) {
+	w.t.Helper()
+	var ev sseEvent
+	for ev.Event == "" && ev.Data == "" {
+		if time.Now().After(w.deadline) {
+			w.t.Fatalf("no event within 90s (last id %s)", w.lastID)
+		}
+		ev = w.s.next(w.t)
+	}
+	var data map[string]any
+	if err := json.Unmarshal([]byte(ev.Data), &data); err != nil {
+		w.t.Fatalf("event %q: %v in %s", ev.Event, err, ev.Data)
+	}
+	if ev.ID == "" {
+		w.t.Fatalf("merged stream event %s has no id", ev.Event)
+	}
+	ids := parseFleetID(w.t, ev.ID)
+	w.lastID = ev.ID
+	h := str(data, "host")
+	if h == "" {
+		h = str(data, "name") // event: host
+	}
+	got := ids[h]
+	switch {
+	case ev.Event == "host":
+		prev, seen := w.last[h]
+		if seen && dig(data, "restarted") != true && got != prev {
+			w.t.Errorf("host %s %s: its position moved from %v to %v without a restart", h, str(data, "state"), prev, got)
+		}
+		if str(data, "state") == "up" {
+			w.last[h] = got
+		}
+	default:
+		seq, _ := strconv.ParseUint(str(data, "global_seq"), 10, 64)
+		prev, ok := w.last[h]
+		if !ok {
+			w.t.Fatalf("event of host %s before the host was announced up: %s", h, ev.Data)
+		}
+		if got.epoch != prev.epoch || seq != prev.seq+1 || got.seq != seq {
+			w.t.Fatalf("host %s: event global_seq %d (id %s), want %d in run %s: an event was missed or repeated", h, seq, ev.ID, prev.seq+1, prev.epoch)
+		}
+		w.last[h] = got
+		w.count[h]++
+	}
+	return ev, data
+}
+
+// until reads events until one of host h satisfies ok.
+func (w *fleetWatch) until(what string, ok func(ev sseEvent, data map[string]any) bool) map[string]any {
+	w.t.Helper()
+	w.deadline = time.Now().Add(90 * time.Second)
+	for i := 0; i < 500; i++ {
+		ev, data := w.next()
+		if ok(ev, data) {
+			return data
+		}
+	}
+	w.t.Fatalf("no %s in 500 events", what)
+	return nil
+}
+
+func (w *fleetWatch) hostState(h, state string) map[string]any {
+	w.t.Helper()
+	return w.until("host "+h+" "+state, func(ev sseEvent, d map[string]any) bool {
+		return ev.Event == "host" && str(d, "name") == h && str(d, "state") == state
+	})
+}
+
+// all reads events until it has seen each of keys, in any order: "HOST up"
+// for a host announced up, "HOST/PLAN" for a plan awaiting approval on HOST
+// (hosts' events interleave in any order).
+func (w *fleetWatch) all(keys ...string) {
+	w.t.Helper()
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	w.until(fmt.Sprint(keys), func(ev sseEvent, d map[string]any) bool {
+		switch {
+		case ev.Event == "host" && str(d, "state") == "up":
+			delete(want, str(d, "name")+" up")
+		case ev.Event == "EVENT_KIND_AWAITING_APPROVAL":
+			delete(want, str(d, "host")+"/"+str(d, "plan", "id"))
+		}
+		return len(want) == 0
+	})
+}
+
+// The merged stream: a host killed mid-stream is reported down while the
+// other's events keep coming; restarted on the same state and socket, it is
+// followed from the first event of its new run; a browser that reconnects
+// with Last-Event-ID — here to a second gateway of the same fleet, which
+// shares nothing with the first — resumes every host from its own seq.
+func TestFleetEventsResume(t *testing.T) {
+	e := newEnv(t, envOpts{fleet: []string{"a", "b"}})
+	w := &fleetWatch{t: t, s: e.openSSE("/v1/fleet/events", e.Operator), last: map[string]fleetPos{}, count: map[string]int{}}
+	w.all("a up", "b up")
+	for _, h := range []string{"a", "b", "a", "b"} {
+		id, _ := e.planOn(h, "x")
+		w.all(h + "/" + id)
+	}
+	epochB := w.last["b"].epoch
+
+	e.hosts["b"].Kill9()
+	down := w.hostState("b", "down")
+	if str(down, "error") == "" {
+		t.Errorf("b down without its error: %v", down)
+	}
+	for i := 0; i < 3; i++ { // a is served while b is down
+		id, _ := e.planOn("a", "y")
+		w.all("a/" + id)
+	}
+	if code, _ := status(t, e.do("POST", "/v1/hosts/b/plans", e.Operator, map[string]any{"request": map[string]any{"argv": []string{"true"}}})); code != 503 {
+		t.Errorf("a plan on b while it is down: %d, want 503", code)
+	}
+
+	e.hosts["b"].Restart()
+	up := w.hostState("b", "up")
+	if dig(up, "restarted") != true || w.last["b"].epoch == epochB || w.last["b"].seq != 0 {
+		t.Fatalf("b after its restart: %v, position %v (was run %s)", up, w.last["b"], epochB)
+	}
+	id, _ := e.planOn("b", "z")
+	w.all("b/" + id)
+
+	// The browser goes away; both hosts go on; it comes back to another
+	// gateway with the id it last saw.
+	w.s.res.Body.Close()
+	var want []string
+	for _, h := range []string{"a", "b", "b", "a"} {
+		id, _ := e.planOn(h, "w")
+		want = append(want, h+"/"+id)
+	}
+	other := newGatewayFor(t, e)
+	w.s = other.openSSE("/v1/fleet/events", e.Operator, "Last-Event-ID", w.lastID)
+	w.all(want...)
+	if w.count["a"] == 0 || w.count["b"] == 0 {
+		t.Errorf("events per host: %v", w.count)
 	}
 }
