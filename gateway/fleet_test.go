@@ -322,3 +322,43 @@ func TestFleetEventsResume(t *testing.T) {
 		t.Errorf("events per host: %v", w.count)
 	}
 }
+
+// Bad fleet settings are refused at start, each naming what is wrong.
+func TestBinaryRefusesBadFleets(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	typo := write("typo.yaml", "hosts:\n  - name: a\n    adress: /run/a.sock\n")
+	empty := write("empty.yaml", "tls: {}\n")
+	dupFile := write("dup.yaml", "hosts:\n  - {name: a, address: /run/a.sock}\n")
+	badDefault := write("default.yaml", "default_host: zz\nhosts:\n  - {name: a, address: /run/a.sock}\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"duplicate names", []string{"--daemon", "a=/run/a.sock", "--daemon", "a=/run/b.sock"}, `host name "a" is given twice`},
+		{"duplicate across flag and file", []string{"--daemon", "a=/run/x.sock", "--fleet", dupFile}, `host name "a" is given twice`},
+		{"bad name", []string{"--daemon", "Build_1=/run/a.sock"}, `host name "Build_1": use 1 to 63 lowercase letters`},
+		{"no target", []string{"--daemon", "a"}, "write NAME=TARGET"},
+		{"bad target", []string{"--daemon", "a=somewhere"}, "neither a unix socket path"},
+		{"unknown key", []string{"--fleet", typo}, "field adress not found"},
+		{"no hosts", []string{"--fleet", empty}, "lists no hosts"},
+		{"unknown default", []string{"--fleet", badDefault}, `default host "zz" is not one of the hosts (a)`},
+		{"socket with daemons", []string{"--socket", "/run/x.sock", "--daemon", "a=/run/a.sock"}, "--socket and --daemon/--fleet do not go together"},
+		{"TCP without a certificate", []string{"--daemon", "a=10.0.0.1:7443"}, "mutual TLS: give the gateway's client certificate"},
+		{"client flags without a fleet", []string{"--client-cert", "/x.pem"}, "--client-cert applies to a fleet"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, code := runGateway(t, append([]string{"--listen", "127.0.0.1:0", "--token-file", filepath.Join(dir, "gw.token")}, c.args...)...)
+			if code == 0 || !strings.Contains(out, c.want) {
+				t.Errorf("exit %d, output %q; want a refusal mentioning %q", code, out, c.want)
+			}
+		})
+	}
+}
