@@ -3,12 +3,17 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/gateway"
+	"github.com/termd/termd/internal/harness"
+	"github.com/termd/termd/internal/testpki"
 )
 
 // planOn asks host (through the gateway, as the operator) for a write in
@@ -360,5 +365,104 @@ func TestBinaryRefusesBadFleets(t *testing.T) {
 				t.Errorf("exit %d, output %q; want a refusal mentioning %q", code, out, c.want)
 			}
 		})
+	}
+}
+
+// A host reached over termd's mutual-TLS listener beside one on its unix
+// socket: the gateway dials it with its client certificate; the person a
+// token names is recorded with the gateway's certificate in b's approval
+// and receipt; a host whose certificate the gateway cannot verify is down
+// with the handshake's error while the others are served.
+func TestFleetOverMutualTLS(t *testing.T) {
+	ca := testpki.MustCA("fleet CA")
+	dir := t.TempDir()
+	srv, err := ca.Server("termd", []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, err := srv.WriteAll(dir, "server", ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwc, err := ca.Client("gateway-1", "spiffe://fleet/gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gf, err := gwc.WriteAll(dir, "gateway", ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A CA the gateway does not trust signed c's server certificate.
+	other := testpki.MustCA("other CA")
+	osrv, err := other.Server("termd", []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	of, err := osrv.WriteAll(dir, "other", ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func(f testpki.Files) (string, string) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr, fmt.Sprintf("listen_tls:\n  address: %q\n  cert_file: %q\n  key_file: %q\n  client_ca_file: %q\n  clients:\n"+
+			"    - {name: gw-1, uri: \"spiffe://fleet/gateway\", role: operator, run_as: root, gateway: true}\n", addr, f.Cert, f.Key, f.CA)
+	}
+	a := harness.Start(t, harness.Options{AskWrites: true})
+	bAddr, bCfg := listen(sf)
+	b := harness.Start(t, harness.Options{AskWrites: true, Config: bCfg})
+	cAddr, cCfg := listen(of)
+	harness.Start(t, harness.Options{AskWrites: true, Config: cCfg})
+	tlsFiles := gateway.HostTLS{Cert: gf.Cert, Key: gf.Key, CA: gf.CA}
+	e := newEnv(t, envOpts{tune: func(o *gateway.Options) {
+		o.Hosts = []gateway.Host{{Name: "a", Target: a.Socket}, {Name: "b", Target: bAddr, TLS: tlsFiles}, {Name: "c", Target: "tls://" + cAddr, TLS: tlsFiles}}
+	}})
+	e.hosts = map[string]*harness.Daemon{"a": a, "b": b}
+
+	hs := e.hostsByName()
+	if str(hs["a"], "state") != "up" || str(hs["a"], "transport") != "unix" || str(hs["b"], "state") != "up" || str(hs["b"], "transport") != "mtls" {
+		t.Fatalf("hosts: %v", hs)
+	}
+	if str(hs["c"], "state") != "down" || !strings.Contains(str(hs["c"], "error"), "certificate") {
+		t.Errorf("c, whose server certificate the gateway's CA did not sign: %v", hs["c"])
+	}
+	if st := e.call("GET", "/v1/hosts/b/status", nil); str(st, "caller", "name") != "token:alice" || str(st, "caller", "role") != "ROLE_OPERATOR" {
+		t.Errorf("the caller on b: %v", st["caller"])
+	}
+
+	id, hash := e.planOn("b", "over-tls.txt")
+	q := e.call("GET", "/v1/fleet/plans", nil)
+	if ps := q["plans"].([]any); len(ps) != 1 || str(ps[0], "id") != id || str(ps[0], "host") != "b" {
+		t.Errorf("queue: %v", q)
+	}
+	if code, _ := status(t, e.do("POST", "/v1/hosts/b/plans/"+id+":approve", e.Viewer, map[string]any{"request_hash": hash})); code != 403 {
+		t.Errorf("viewer token approving over TLS: %d, want 403 (the token's role lowers the certificate's)", code)
+	}
+	p := e.call("POST", "/v1/hosts/b/plans/"+id+":approve", map[string]any{"request_hash": hash})["plan"]
+	if str(p, "state") != "PLAN_STATE_APPROVED" {
+		t.Fatalf("approve on b: %v", p)
+	}
+	x := e.call("POST", "/v1/hosts/b/plans/"+id+":execute", map[string]any{})["execution"]
+	rid := ""
+	for deadline := time.Now().Add(60 * time.Second); rid == ""; time.Sleep(50 * time.Millisecond) {
+		x = e.call("GET", "/v1/hosts/b/executions/"+str(x, "id"), nil)["execution"]
+		rid = str(x, "receipt_id")
+		if time.Now().After(deadline) {
+			t.Fatalf("execution on b did not finish: %v", x)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(b.Workspace, "over-tls.txt")); err != nil {
+		t.Errorf("b's file: %v", err)
+	}
+	rj := str(e.call("GET", "/v1/hosts/b/receipts/"+rid, nil), "receipt_json")
+	var rc struct {
+		Approver struct{ Kind, Name, Gateway string }
+	}
+	if err := json.Unmarshal([]byte(rj), &rc); err != nil || rc.Approver.Kind != "cert" || !strings.HasPrefix(rc.Approver.Name, "token:alice") || rc.Approver.Gateway != "gw-1" {
+		t.Errorf("b's receipt: approver %+v (%v), want the person token:alice through gateway gw-1", rc.Approver, err)
 	}
 }
