@@ -4,11 +4,9 @@
 // daemons and the gateway and stops and restarts host c when this script
 // asks: it prints "@@ stop c" or "@@ restart c" and waits for the file
 // TERMD_FLEET_CTL/ack-N. Screenshots go to artifacts/fleet-*.png.
-import { chromium } from 'playwright-core';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { launch, must } from './browser.mjs';
 
 const url = process.env.TERMD_CONSOLE_URL;
 const token = process.env.TERMD_CONSOLE_TOKEN;
@@ -18,49 +16,8 @@ if (!url || !token || !ctl || !work.a || !work.b) {
   console.error('set TERMD_CONSOLE_URL, TERMD_CONSOLE_TOKEN, TERMD_FLEET_CTL, TERMD_WORKSPACE_A and TERMD_WORKSPACE_B');
   process.exit(2);
 }
-const here = dirname(fileURLToPath(import.meta.url));
-const artifacts = process.env.TERMD_ARTIFACTS || join(here, 'artifacts');
-mkdirSync(artifacts, { recursive: true });
-const profile = mkdtempSync(join(tmpdir(), 'termd-chromium-'));
-
-const T = 30000;
-let step = 0;
-let failures = 0;
+const { page, consoleErrors, shot, test, finish } = await launch('fleet-');
 let acks = 0;
-const consoleErrors = [];
-
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1366, height: 900 },
-});
-const page = context.pages()[0] || await context.newPage();
-page.setDefaultTimeout(T);
-page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-page.on('pageerror', (e) => consoleErrors.push('page error: ' + e.message));
-
-async function shot(name) {
-  step++;
-  const file = join(artifacts, 'fleet-' + String(step).padStart(2, '0') + '-' + name + '.png');
-  await page.screenshot({ path: file, fullPage: true });
-  console.log('  screenshot', file);
-}
-
-async function test(name, fn) {
-  console.log('- ' + name);
-  try {
-    await fn();
-    console.log('  ok');
-  } catch (e) {
-    failures++;
-    console.log('  FAIL: ' + (e.stack || e));
-    await shot('FAILED-' + name.replace(/\W+/g, '-')).catch(() => {});
-  }
-}
-
-function must(cond, msg) { if (!cond) throw new Error(msg); }
 
 // ask has the Go test stop or restart a daemon and waits until it has.
 async function ask(what) {
@@ -181,7 +138,4 @@ await test('no script errors', async () => {
   must(relevant.length === 0, 'console errors: ' + [...new Set(relevant)].join(' | '));
 });
 
-await context.close();
-rmSync(profile, { recursive: true, force: true });
-console.log(failures ? `${failures} failed` : 'all passed');
-process.exit(failures ? 1 : 0);
+await finish();
