@@ -45,12 +45,15 @@ func (l *lockedLog) String() string {
 var listenRE = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
 
 // startGateway runs termd-gateway on a free loopback port and waits for it
-// to say where it listens.
+// to say where it listens. With d nil, args name the daemons (--daemon).
 func startGateway(t *testing.T, d *harness.Daemon, args ...string) *gatewayProc {
 	t.Helper()
 	dir := t.TempDir()
 	g := &gatewayProc{TokenFile: filepath.Join(dir, "gateway.token"), log: &lockedLog{}}
-	all := append([]string{"--socket", d.Socket, "--listen", "127.0.0.1:0", "--token-file", g.TokenFile}, args...)
+	all := append([]string{"--listen", "127.0.0.1:0", "--token-file", g.TokenFile}, args...)
+	if d != nil {
+		all = append([]string{"--socket", d.Socket}, all...)
+	}
 	g.cmd = exec.Command(harness.Bin(t, "termd-gateway"), all...)
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := g.cmd.StderrPipe()

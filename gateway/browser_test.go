@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/termd/termd/internal/harness"
@@ -19,22 +21,7 @@ import (
 // binary in front of a real termd. scripts/ci-deps.sh installs Chromium and
 // the npm packages, so CI never skips this.
 func TestConsoleInBrowser(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	e2e := filepath.Join(filepath.Dir(file), "..", "web", "e2e")
-	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
-		harness.Missing(t, "web/e2e/node_modules is missing: run scripts/ci-deps.sh (npm ci in web/e2e) to run the browser tests")
-	}
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		harness.Missing(t, "Chromium is missing at %s: run scripts/ci-deps.sh (apt-get install chromium)", chromium)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		harness.Missing(t, "node is not installed: install Node.js 18 or later")
-	}
+	e2e, chromium, node := browserTools(t)
 	// A credential the console's plan form asks for by name; its value must
 	// appear nowhere on the pages.
 	credDir, err := os.MkdirTemp("", "termd-console-cred-")
@@ -85,5 +72,87 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Logf("console.test.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("browser tests failed: %v", err)
+	}
+}
+
+// browserTools finds web/e2e with its npm packages, Chromium and node.
+func browserTools(t *testing.T) (e2e, chromium, node string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	e2e = filepath.Join(filepath.Dir(file), "..", "web", "e2e")
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
+		harness.Missing(t, "web/e2e/node_modules is missing: run scripts/ci-deps.sh (npm ci in web/e2e) to run the browser tests")
+	}
+	chromium = os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		harness.Missing(t, "Chromium is missing at %s: run scripts/ci-deps.sh (apt-get install chromium)", chromium)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		harness.Missing(t, "node is not installed: install Node.js 18 or later")
+	}
+	return e2e, chromium, node
+}
+
+// TestFleetConsoleInBrowser drives the console of one real termd-gateway
+// serving three real termd daemons (web/e2e/fleet.test.mjs): every host's
+// plans in one queue with their host, approval carried to the owning host,
+// a stopped host shown down while the others are served, and its events
+// resuming after its restart. The script asks this test to stop and
+// restart host c ("@@ stop c", "@@ restart c" on its stdout) and waits for
+// an ack file.
+func TestFleetConsoleInBrowser(t *testing.T) {
+	e2e, chromium, node := browserTools(t)
+	ds := map[string]*harness.Daemon{}
+	var args []string
+	for _, n := range []string{"a", "b", "c"} {
+		ds[n] = harness.Start(t, harness.Options{AskWrites: true})
+		args = append(args, "--daemon", n+"="+ds[n].Socket)
+	}
+	g := startGateway(t, nil, args...)
+	ctl := t.TempDir()
+	cmd := exec.Command(node, "fleet.test.mjs")
+	cmd.Dir = e2e
+	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium,
+		"TERMD_FLEET_CTL="+ctl, "TERMD_WORKSPACE_A="+ds["a"].Workspace, "TERMD_WORKSPACE_B="+ds["b"].Workspace)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	acks := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		what, ok := strings.CutPrefix(line, "@@ ")
+		if !ok {
+			continue
+		}
+		switch what {
+		case "stop c":
+			ds["c"].Stop()
+		case "restart c":
+			ds["c"].Restart()
+		default:
+			t.Errorf("fleet.test.mjs asked for %q", what)
+			continue
+		}
+		acks++
+		if err := os.WriteFile(filepath.Join(ctl, fmt.Sprintf("ack-%d", acks)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("fleet.test.mjs:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("fleet browser tests failed: %v", err)
 	}
 }

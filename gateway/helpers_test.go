@@ -27,11 +27,18 @@ type env struct {
 	URL      string
 	Operator string
 	Viewer   string
+	// hosts are the daemons by host name when the env is a fleet.
+	hosts map[string]*harness.Daemon
+	fleet []gateway.Host
+	tune  func(*gateway.Options)
 }
 
 type envOpts struct {
 	daemon harness.Options
 	tune   func(*gateway.Options)
+	// fleet names several daemons (each started with daemon): the gateway
+	// serves them as hosts of those names, the first the default.
+	fleet []string
 }
 
 func newEnv(t *testing.T, eo ...envOpts) *env {
@@ -43,11 +50,42 @@ func newEnv(t *testing.T, eo ...envOpts) *env {
 	if o.daemon.Policy == "" {
 		o.daemon.AskWrites = true // touch is the tests' command that needs approval
 	}
-	d := harness.Start(t, o.daemon)
-	e := &env{t: t, d: d, Operator: gateway.NewTokenValue(), Viewer: gateway.NewTokenValue()}
+	e := &env{t: t, Operator: gateway.NewTokenValue(), Viewer: gateway.NewTokenValue(), hosts: map[string]*harness.Daemon{}}
+	var hosts []gateway.Host
+	for _, name := range o.fleet {
+		e.hosts[name] = harness.Start(t, o.daemon)
+		hosts = append(hosts, gateway.Host{Name: name, Target: e.hosts[name].Socket})
+	}
+	var d *harness.Daemon
+	if len(o.fleet) == 0 {
+		d = harness.Start(t, o.daemon)
+	} else {
+		d = e.hosts[o.fleet[0]]
+	}
+	e.d, e.fleet, e.tune = d, hosts, o.tune
+	e.serve()
+	return e
+}
+
+// newGatewayFor is a second gateway in front of e's daemons, with the same
+// tokens: what it serves it must serve without anything the first holds.
+func newGatewayFor(t *testing.T, e *env) *env {
+	t.Helper()
+	e2 := *e
+	e2.t = t
+	e2.serve()
+	return &e2
+}
+
+// serve starts the gateway of e (its daemons already run) on a new
+// loopback HTTP server.
+func (e *env) serve() {
+	t := e.t
+	d := e.d
 	e.srv = httptest.NewUnstartedServer(nil)
 	opts := gateway.Options{
 		Socket: d.Socket,
+		Hosts:  e.fleet,
 		Listen: e.srv.Listener.Addr().String(),
 		Tokens: []gateway.Token{
 			{Name: "alice", Role: termdv1.Role_ROLE_OPERATOR, Value: e.Operator},
@@ -57,8 +95,8 @@ func newEnv(t *testing.T, eo ...envOpts) *env {
 		RateBurst:     1000,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	if o.tune != nil {
-		o.tune(&opts)
+	if e.tune != nil {
+		e.tune(&opts)
 	}
 	gw, err := gateway.New(context.Background(), opts)
 	if err != nil {
@@ -68,8 +106,8 @@ func newEnv(t *testing.T, eo ...envOpts) *env {
 	e.srv.Config.Handler = gw
 	e.srv.Start()
 	e.URL = e.srv.URL
-	t.Cleanup(func() { e.srv.Close(); gw.Close() })
-	return e
+	srv := e.srv
+	t.Cleanup(func() { srv.Close(); gw.Close() })
 }
 
 // do sends one request; token "" sends none.

@@ -25,7 +25,7 @@ import (
 // EventSource on reconnect) or the since query parameter. Headers go out at once; a comment line every
 // heartbeat keeps proxies and the browser from timing out; when the client
 // goes away the request context ends, which cancels the daemon stream.
-func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) {
+func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *hostConn) {
 	if r.Method != http.MethodGet {
 		writeError(w, http.StatusMethodNotAllowed, "use GET")
 		return
@@ -45,13 +45,8 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) 
 		since = n
 		break
 	}
-	history := false
-	switch q.Get("history") {
-	case "", "0", "false":
-	case "1", "true":
-		history = true
-	default:
-		writeError(w, http.StatusBadRequest, "history must be 1 or true (start with the events termd still holds) or 0 or false (start at now)")
+	history, ok := boolParam(w, q, "history", "history must be 1 or true (start with the events termd still holds) or 0 or false (start at now)")
+	if !ok {
 		return
 	}
 	rc := http.NewResponseController(w)
