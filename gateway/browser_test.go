@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/termd/termd/internal/harness"
@@ -19,22 +18,7 @@ import (
 // binary in front of a real termd. scripts/ci-deps.sh installs Chromium and
 // the npm packages, so CI never skips this.
 func TestConsoleInBrowser(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	e2e := filepath.Join(filepath.Dir(file), "..", "web", "e2e")
-	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
-		harness.Missing(t, "web/e2e/node_modules is missing: run scripts/ci-deps.sh (npm ci in web/e2e) to run the browser tests")
-	}
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		harness.Missing(t, "Chromium is missing at %s: run scripts/ci-deps.sh (apt-get install chromium)", chromium)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		harness.Missing(t, "node is not installed: install Node.js 18 or later")
-	}
+	br := harness.ConsoleBrowser(t)
 	// A credential the console's plan form asks for by name; its value must
 	// appear nowhere on the pages.
 	credDir, err := os.MkdirTemp("", "termd-console-cred-")
@@ -77,9 +61,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := startGateway(t, d)
-	cmd := exec.Command(node, "console.test.mjs")
-	cmd.Dir = e2e
-	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace, "TERMD_TEST_CREDENTIAL_VALUE="+credValue,
+	cmd := exec.Command(br.Node, "console.test.mjs")
+	cmd.Dir = br.Dir
+	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+br.Chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace, "TERMD_TEST_CREDENTIAL_VALUE="+credValue,
 		fmt.Sprintf("TERMD_UPSTREAM=upstream.test:%d", upPort))
 	out, err := cmd.CombinedOutput()
 	t.Logf("console.test.mjs:\n%s", out)
