@@ -1,8 +1,11 @@
 // Package gateway is termd's HTTP front: the REST mapping generated from the
 // proto's HTTP annotations, a hand-written Server-Sent Events endpoint for
 // event streams, and the embedded web console. It holds no domain logic:
-// every call goes to the daemon over its unix socket, on a connection lowered
-// to the role of the bearer token that made the request.
+// every call goes to a daemon (over its unix socket or its mutual-TLS
+// listener), on a connection lowered to the role of the bearer token that
+// made the request. One gateway may serve several daemons (hosts): each
+// one's routes under /v1/hosts/NAME/, the fleet's approval queue and merged
+// events under /v1/fleet/ (fleet.go, hosts.go, fleetsse.go).
 package gateway
 
 import (
@@ -30,8 +33,16 @@ import (
 
 // Options configure a Gateway.
 type Options struct {
-	// Socket is the daemon's unix socket.
+	// Socket is the daemon's unix socket when Hosts is empty: the gateway
+	// then serves that one daemon as host "local".
 	Socket string
+	// Hosts are the daemons served (FleetHosts builds them from --daemon
+	// and --fleet). Unprefixed /v1/ routes go to DefaultHost (default: the
+	// first host).
+	Hosts       []Host
+	DefaultHost string
+	// HealthInterval is how often each host's state is probed (default 5s).
+	HealthInterval time.Duration
 	// Listen is the address the server is reachable at (host:port); it
 	// decides the accepted Host and Origin values.
 	Listen string
@@ -59,6 +70,9 @@ type Options struct {
 type Gateway struct {
 	opts    Options
 	scopes  []*scope
+	fleet   []*host
+	def     *host
+	stop    context.CancelFunc
 	hosts   []string
 	origins []string
 	limit   *limiter
@@ -71,10 +85,15 @@ type Gateway struct {
 // ActiveStreams is the number of daemon event streams the gateway holds open.
 func (g *Gateway) ActiveStreams() int64 { return g.streams.Load() }
 
-// scope is one token with its own daemon connection and REST mux.
+// scope is one token with its own connection and REST mux on every host.
 type scope struct {
 	token  Token
 	digest [32]byte
+	conns  map[string]*hostConn
+}
+
+// hostConn is one token's connection to one host.
+type hostConn struct {
 	client *client.Client
 	mux    *runtime.ServeMux
 }
@@ -140,19 +159,30 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	for _, or := range o.AllowedOrigins {
 		g.origins = append(g.origins, strings.ToLower(strings.TrimSuffix(or, "/")))
 	}
+	if err := g.setHosts(); err != nil {
+		return nil, err
+	}
 	for _, t := range o.Tokens {
-		s, err := newScope(ctx, o.Socket, t)
-		if err != nil {
-			g.Close()
-			return nil, err
-		}
+		s := &scope{token: t, digest: sha256.Sum256([]byte(t.Value)), conns: map[string]*hostConn{}}
 		g.scopes = append(g.scopes, s)
+		for _, h := range g.fleet {
+			hc, err := newHostConn(ctx, h.Host, t)
+			if err != nil {
+				g.Close()
+				return nil, err
+			}
+			s.conns[h.Name] = hc
+		}
+	}
+	if err := g.startMonitors(); err != nil {
+		g.Close()
+		return nil, err
 	}
 	return g, nil
 }
 
-func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
-	c, err := client.Dial(socket, client.Options{Via: "gateway", Role: t.Role, Name: "token:" + t.Name})
+func newHostConn(ctx context.Context, h Host, t Token) (*hostConn, error) {
+	c, err := dialHost(h, client.Options{Via: "gateway", Role: t.Role, Name: "token:" + t.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -189,21 +219,31 @@ func newScope(ctx context.Context, socket string, t Token) (*scope, error) {
 			return nil, err
 		}
 	}
-	return &scope{token: t, digest: sha256.Sum256([]byte(t.Value)), client: c, mux: mux}, nil
+	return &hostConn{client: c, mux: mux}, nil
 }
 
-// Close closes the daemon connections.
+// Close stops the host probes and closes the daemon connections.
 func (g *Gateway) Close() {
+	if g.stop != nil {
+		g.stop()
+	}
 	for _, s := range g.scopes {
-		s.client.Close()
+		for _, hc := range s.conns {
+			hc.client.Close()
+		}
+	}
+	for _, h := range g.fleet {
+		if h.probe != nil {
+			h.probe.Close()
+		}
 	}
 }
 
-// Client returns the daemon client of the named token (used by tests).
+// Client returns the named token's client of the default host (used by tests).
 func (g *Gateway) Client(name string) *client.Client {
 	for _, s := range g.scopes {
 		if s.token.Name == name {
-			return s.client
+			return s.conns[g.def.Name].client
 		}
 	}
 	return nil
@@ -294,8 +334,7 @@ func quoteHost(h string) string {
 
 func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s := g.lookup(bearer(r))
-	termID := terminalStreamID(r.URL.Path)
-	isEvents := r.URL.Path == "/v1/events" || termID != ""
+	isEvents := isEventsPath(r.URL.Path)
 	if s == nil && isEvents && r.Method == http.MethodGet {
 		if t := r.URL.Query().Get("ticket"); t != "" {
 			s = g.scopeNamed(g.tickets.redeem(t))
@@ -322,13 +361,21 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if !limitBody(w, r, g.opts.BodyLimit) {
 		return
 	}
-	if termID != "" {
-		g.serveTerminal(w, r, s, termID)
+	if r.URL.Path == "/v1/hosts" || strings.HasPrefix(r.URL.Path, "/v1/fleet/") {
+		g.serveFleet(w, r, s)
+		return
+	}
+	hc, r, ok := g.route(w, r, s)
+	if !ok {
+		return
+	}
+	if termID := terminalStreamID(r.URL.Path); termID != "" {
+		g.serveTerminal(w, r, hc, termID)
 		return
 	}
 	switch r.URL.Path {
 	case "/v1/events":
-		g.serveEvents(w, r, s)
+		g.serveEvents(w, r, hc)
 	case "/v1/sse-ticket":
 		if r.Method != http.MethodPost {
 			writeError(w, http.StatusMethodNotAllowed, "use POST")
@@ -348,7 +395,7 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		sw := &streamStart{ResponseWriter: w}
-		s.mux.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), streamCodeKey{}, &sw.code)))
+		hc.mux.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), streamCodeKey{}, &sw.code)))
 	}
 }
 

@@ -27,11 +27,16 @@ type env struct {
 	URL      string
 	Operator string
 	Viewer   string
+	// hosts are the daemons by host name when the env is a fleet.
+	hosts map[string]*harness.Daemon
 }
 
 type envOpts struct {
 	daemon harness.Options
 	tune   func(*gateway.Options)
+	// fleet names several daemons (each started with daemon): the gateway
+	// serves them as hosts of those names, the first the default.
+	fleet []string
 }
 
 func newEnv(t *testing.T, eo ...envOpts) *env {
@@ -43,11 +48,23 @@ func newEnv(t *testing.T, eo ...envOpts) *env {
 	if o.daemon.Policy == "" {
 		o.daemon.AskWrites = true // touch is the tests' command that needs approval
 	}
-	d := harness.Start(t, o.daemon)
-	e := &env{t: t, d: d, Operator: gateway.NewTokenValue(), Viewer: gateway.NewTokenValue()}
+	e := &env{t: t, Operator: gateway.NewTokenValue(), Viewer: gateway.NewTokenValue(), hosts: map[string]*harness.Daemon{}}
+	var hosts []gateway.Host
+	for _, name := range o.fleet {
+		e.hosts[name] = harness.Start(t, o.daemon)
+		hosts = append(hosts, gateway.Host{Name: name, Target: e.hosts[name].Socket})
+	}
+	var d *harness.Daemon
+	if len(o.fleet) == 0 {
+		d = harness.Start(t, o.daemon)
+	} else {
+		d = e.hosts[o.fleet[0]]
+	}
+	e.d = d
 	e.srv = httptest.NewUnstartedServer(nil)
 	opts := gateway.Options{
 		Socket: d.Socket,
+		Hosts:  hosts,
 		Listen: e.srv.Listener.Addr().String(),
 		Tokens: []gateway.Token{
 			{Name: "alice", Role: termdv1.Role_ROLE_OPERATOR, Value: e.Operator},

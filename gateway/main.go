@@ -33,6 +33,11 @@ func Main(args []string, stderr io.Writer) int {
 type flags struct {
 	socket, listen, tokenFile, cfgPath, tlsCert, tlsKey string
 	heartbeat                                           time.Duration
+	// The fleet: --daemon NAME=TARGET (repeated), --fleet FILE, the
+	// gateway's client certificate for TLS targets, the default host.
+	daemons                         []string
+	fleetFile, defaultHost          string
+	clientCert, clientKey, clientCA string
 }
 
 // NewCommand is termd-gateway's command line. Logs go to stderr.
@@ -43,7 +48,14 @@ func NewCommand(stderr io.Writer) *cobra.Command {
 		Short: "termd-gateway: termd's REST API, event streams (SSE) and web console over HTTP",
 		Long: `termd-gateway serves termd's REST API, its event streams (SSE) and the web console
 over HTTP, relaying every call to the daemon's unix socket. Every API route needs a
-bearer token; the role a token grants is the most its holder can do.`,
+bearer token; the role a token grants is the most its holder can do.
+
+One gateway can serve several daemons (a fleet): name each with --daemon NAME=TARGET
+(a unix socket path, or HOST:PORT of termd's mutual-TLS listener with --client-cert,
+--client-key and --client-ca) or list them in a --fleet file. Each host's routes are
+/v1/hosts/NAME/...; /v1/hosts lists the hosts with their state, /v1/fleet/plans is the
+approval queue of every host and /v1/fleet/events their merged events. Unprefixed /v1/
+routes go to the default host (--default-host, else the first).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd, &f, stderr)
@@ -57,6 +69,12 @@ bearer token; the role a token grants is the most its holder can do.`,
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate (PEM); required to listen on a non-loopback address")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key (PEM)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", 15*time.Second, "interval of SSE keepalive comments")
+	fl.StringArrayVar(&f.daemons, "daemon", nil, "a daemon to serve, NAME=TARGET (repeatable): TARGET is a unix socket path or HOST:PORT of termd's mutual-TLS listener; replaces --socket")
+	fl.StringVar(&f.fleetFile, "fleet", "", "fleet file (YAML: hosts with name, address and TLS files); with or instead of --daemon")
+	fl.StringVar(&f.defaultHost, "default-host", "", "the host unprefixed /v1/ routes go to (default: the fleet file's default_host, else the first host)")
+	fl.StringVar(&f.clientCert, "client-cert", "", "the gateway's client certificate (PEM) for HOST:PORT daemons")
+	fl.StringVar(&f.clientKey, "client-key", "", "the key of --client-cert (PEM)")
+	fl.StringVar(&f.clientCA, "client-ca", "", "the CA (PEM) that signed the daemons' server certificates")
 	return entry.Prepare(cmd, buildinfo.String())
 }
 
@@ -100,8 +118,23 @@ func serve(cmd *cobra.Command, f *flags, stderr io.Writer) error {
 		tokens = append(tokens, Token{Name: "console", Role: termdv1.Role_ROLE_OPERATOR, Value: v})
 	}
 
-	if err := checkIdentity(tokens, f.socket, os.Geteuid()); err != nil {
+	hosts, defHost, err := f.fleet(cmd)
+	if err != nil {
 		return err
+	}
+	sockets := []string{f.socket}
+	if len(hosts) > 0 {
+		sockets = nil
+		for _, h := range hosts {
+			if !h.IsTCP() {
+				sockets = append(sockets, h.Target)
+			}
+		}
+	}
+	for _, sock := range sockets {
+		if err := checkIdentity(tokens, sock, os.Geteuid()); err != nil {
+			return err
+		}
 	}
 
 	ln, err := net.Listen("tcp", f.listen)
@@ -116,6 +149,8 @@ func serve(cmd *cobra.Command, f *flags, stderr io.Writer) error {
 	}
 	g, err := New(ctx, Options{
 		Socket:         f.socket,
+		Hosts:          hosts,
+		DefaultHost:    defHost,
 		Listen:         ln.Addr().String(),
 		TLS:            useTLS,
 		Tokens:         tokens,
@@ -143,8 +178,52 @@ func serve(cmd *cobra.Command, f *flags, stderr io.Writer) error {
 		MaxHeaderBytes: 64 << 10,
 		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
-	log.Info("termd-gateway listening", "url", entry.URL(ln, useTLS), "socket", f.socket, "tokens", len(tokens))
+	if len(hosts) == 0 {
+		log.Info("termd-gateway listening", "url", entry.URL(ln, useTLS), "socket", f.socket, "tokens", len(tokens))
+	} else {
+		log.Info("termd-gateway listening", "url", entry.URL(ln, useTLS), "hosts", strings.Join(g.hostNames(), ","), "default_host", g.def.Name, "tokens", len(tokens))
+	}
 	return entry.Serve(ctx, srv, ln, f.tlsCert, f.tlsKey)
+}
+
+// fleet reads --daemon, --fleet and the client TLS flags into the host
+// list (empty: serve --socket alone) and the default host.
+func (f *flags) fleet(cmd *cobra.Command) ([]Host, string, error) {
+	if len(f.daemons) == 0 && f.fleetFile == "" {
+		for _, n := range []string{"default-host", "client-cert", "client-key", "client-ca"} {
+			if cmd.Flags().Changed(n) {
+				return nil, "", fmt.Errorf("--%s applies to a fleet: name the daemons with --daemon NAME=TARGET or --fleet FILE", n)
+			}
+		}
+		return nil, "", nil
+	}
+	if cmd.Flags().Changed("socket") {
+		return nil, "", errors.New("--socket and --daemon/--fleet do not go together: name the socket's daemon with --daemon NAME=" + f.socket)
+	}
+	var daemons []Host
+	for _, d := range f.daemons {
+		h, err := ParseDaemonFlag(d)
+		if err != nil {
+			return nil, "", err
+		}
+		daemons = append(daemons, h)
+	}
+	var ff *FleetFile
+	def := f.defaultHost
+	if f.fleetFile != "" {
+		var err error
+		if ff, err = LoadFleetFile(f.fleetFile); err != nil {
+			return nil, "", err
+		}
+		if def == "" {
+			def = ff.DefaultHost
+		}
+	}
+	hosts, err := FleetHosts(daemons, ff, HostTLS{Cert: f.clientCert, Key: f.clientKey, CA: f.clientCA})
+	if err != nil {
+		return nil, "", err
+	}
+	return hosts, def, nil
 }
 
 // checkIdentity refuses to serve a token weaker than operator while the

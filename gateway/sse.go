@@ -25,7 +25,7 @@ import (
 // EventSource on reconnect) or the since query parameter. Headers go out at once; a comment line every
 // heartbeat keeps proxies and the browser from timing out; when the client
 // goes away the request context ends, which cancels the daemon stream.
-func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *scope) {
+func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *hostConn) {
 	if r.Method != http.MethodGet {
 		writeError(w, http.StatusMethodNotAllowed, "use GET")
 		return

@@ -44,7 +44,7 @@ func terminalStreamID(path string) string {
 // (Last-Event-ID) resumes the raw output where it left off. Attaching only
 // watches: typing needs POST /v1/executions/ID:send by whoever holds the
 // input (POST /v1/executions/ID:take-input to take it).
-func (g *Gateway) serveTerminal(w http.ResponseWriter, r *http.Request, s *scope, execID string) {
+func (g *Gateway) serveTerminal(w http.ResponseWriter, r *http.Request, s *hostConn, execID string) {
 	if r.Method != http.MethodGet {
 		writeError(w, http.StatusMethodNotAllowed, "use GET")
 		return

@@ -235,6 +235,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 		st.Receipts = n
 	}
 	st.ReceiptKeyId = b.Keys.KeyID()
+	st.LastGlobalSeq = b.Bus.LastGlobalSeq()
 	if b.Adviser != nil {
 		st.AdviserAvailable, st.AdviserDetail = b.Adviser.Available()
 		if st.AdviserAvailable {

@@ -138,7 +138,13 @@ type GetStatusResponse struct {
 	AdviserDetail    string                 `protobuf:"bytes,14,opt,name=adviser_detail,json=adviserDetail,proto3" json:"adviser_detail,omitempty"`
 	Capabilities     []*Capability          `protobuf:"bytes,15,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// Console URL prefix when a gateway announced one (used in "approve here" links).
-	ConsoleUrl    string `protobuf:"bytes,16,opt,name=console_url,json=consoleUrl,proto3" json:"console_url,omitempty"`
+	ConsoleUrl string `protobuf:"bytes,16,opt,name=console_url,json=consoleUrl,proto3" json:"console_url,omitempty"`
+	// The global_seq of the last event published (0: none since termd
+	// started). StreamEvents with since_seq set to it starts exactly at
+	// "now"; a fleet gateway records it as the cursor of a host it has had
+	// no event from yet. Event sequence numbers restart with termd
+	// (started_at tells one run from the next).
+	LastGlobalSeq uint64 `protobuf:"varint,50,opt,name=last_global_seq,json=lastGlobalSeq,proto3" json:"last_global_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -285,6 +291,13 @@ func (x *GetStatusResponse) GetConsoleUrl() string {
 	return ""
 }
 
+func (x *GetStatusResponse) GetLastGlobalSeq() uint64 {
+	if x != nil {
+		return x.LastGlobalSeq
+	}
+	return 0
+}
+
 type GetVersionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -391,7 +404,7 @@ const file_termd_v1_daemon_proto_rawDesc = "" +
 	"Capability\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tavailable\x18\x02 \x01(\bR\tavailable\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xa2\x05\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xca\x05\n" +
 	"\x11GetStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -413,7 +426,8 @@ const file_termd_v1_daemon_proto_rawDesc = "" +
 	"\x0eadviser_detail\x18\x0e \x01(\tR\radviserDetail\x128\n" +
 	"\fcapabilities\x18\x0f \x03(\v2\x14.termd.v1.CapabilityR\fcapabilities\x12\x1f\n" +
 	"\vconsole_url\x18\x10 \x01(\tR\n" +
-	"consoleUrl\"\x13\n" +
+	"consoleUrl\x12&\n" +
+	"\x0flast_global_seq\x182 \x01(\x04R\rlastGlobalSeq\"\x13\n" +
 	"\x11GetVersionRequest\"n\n" +
 	"\x12GetVersionResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1f\n" +
