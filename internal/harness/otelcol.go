@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,7 +142,8 @@ func freePort(t testing.TB, addr string) string {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	return l.Addr().String()
+	// As asked: 0.0.0.0 stays 0.0.0.0 (Go would print [::] for it).
+	return net.JoinHostPort(addr, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 }
 
 func (c *Collector) start(bin string) {
