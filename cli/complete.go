@@ -38,7 +38,7 @@ func (a *app) completeIDs(kind idKind) cobra.CompletionFunc {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		c, err := client.Dial(a.socket, client.Options{CallTimeout: completionTimeout})
+		c, err := a.remote.dial(a.socket, client.Options{CallTimeout: completionTimeout})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -63,6 +63,7 @@ func commandExit(code int) error { return &exitError{code: code, command: true} 
 // app is the state shared by every verb.
 type app struct {
 	socket  string
+	remote  remote
 	output  string
 	noColor bool
 	stdout  io.Writer
@@ -80,7 +81,7 @@ const callTimeout = 30 * time.Second
 // waits for a person between calls does not run out of time.
 func (a *app) dial(cmd *cobra.Command) (context.Context, *client.Client, error) {
 	if a.c == nil {
-		c, err := client.Dial(a.socket, client.Options{CallTimeout: callTimeout})
+		c, err := a.remote.dial(a.socket, client.Options{CallTimeout: callTimeout})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -113,7 +114,9 @@ Exit codes:
   130  the command was cancelled
   141  the command wrote more than the policy's output budget and was ended
 
-The socket is --socket, else $TERMD_SOCKET, else the default path.`
+The socket is --socket, else $TERMD_SOCKET, else the default path. A termd on
+another host (its listen_tls) is --daemon tls://HOST:PORT (env TERMD_ADDR) with
+--tls-cert, --tls-key and --tls-ca (env TERMD_TLS_CERT, TERMD_TLS_KEY, TERMD_TLS_CA).`
 
 // NewRoot builds the termctl command tree.
 func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
@@ -139,6 +142,7 @@ func NewRoot(stdout, stderr io.Writer, stdin io.Reader) *cobra.Command {
 	root.SetIn(stdin)
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.socket, "socket", wire.DefaultSocket(), "termd's unix socket (env TERMD_SOCKET)")
+	a.remote.flags(root)
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.noColor, "no-color", false, "no colour in output (also NO_COLOR=1)")
 	_ = root.RegisterFlagCompletionFunc("output", completeWords("table", "json", "yaml"))

@@ -36,6 +36,9 @@ type Options struct {
 	// CallTimeout, when set, is the deadline of each unary call whose context
 	// has none (streams are not bounded by it).
 	CallTimeout time.Duration
+	// TLS, when set, connects over TCP with mutual TLS (a termd with
+	// listen_tls) instead of the unix socket; see DialTLS for the target.
+	TLS *TLS
 }
 
 // Client holds one connection and a typed client for each service.
@@ -59,8 +62,17 @@ type Client struct {
 }
 
 // Dial connects to the daemon's unix socket. It does not wait for the daemon;
-// the first call fails with a clear error when nothing listens.
+// the first call fails with a clear error when nothing listens. A target
+// "tls://HOST:PORT", or any target when Options.TLS is set, is a termd's
+// mutual-TLS listener instead (see dialTLS).
 func Dial(socket string, opts ...Options) (*Client, error) {
+	if len(opts) > 0 && opts[0].TLS != nil || IsTLSTarget(socket) {
+		var o Options
+		if len(opts) > 0 {
+			o = opts[0]
+		}
+		return dialTLS(socket, o)
+	}
 	if socket == "" {
 		socket = wire.DefaultSocket()
 	}
@@ -75,16 +87,7 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	md := metadata.MD{}
-	if o.Via != "" {
-		md.Set(wire.MDVia, o.Via)
-	}
-	if o.Role != termdv1.Role_ROLE_UNSPECIFIED {
-		md.Set(wire.MDRole, o.Role.String())
-	}
-	if o.Name != "" {
-		md.Set(wire.MDName, o.Name)
-	}
+	md := o.metadata()
 	conn, err := grpc.NewClient("unix://"+socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dialer(socket, operatorSocket(socket))),
@@ -96,6 +99,21 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 		return nil, fmt.Errorf("connecting to termd at %s: %w", socket, err)
 	}
 	return FromConn(conn, socket), nil
+}
+
+// metadata is what every call on the connection carries.
+func (o Options) metadata() metadata.MD {
+	md := metadata.MD{}
+	if o.Via != "" {
+		md.Set(wire.MDVia, o.Via)
+	}
+	if o.Role != termdv1.Role_ROLE_UNSPECIFIED {
+		md.Set(wire.MDRole, o.Role.String())
+	}
+	if o.Name != "" {
+		md.Set(wire.MDName, o.Name)
+	}
+	return md
 }
 
 // operatorSocket is where the operator socket of socket is:
@@ -264,6 +282,9 @@ func wrap(socket string, err error) error {
 		return err
 	}
 	e := &Error{Code: st.Code(), Message: st.Message()}
+	if IsTLSTarget(socket) {
+		return wrapTLS(socket, st, e)
+	}
 	switch st.Code() {
 	case codes.Unavailable:
 		if !transportFailure(st.Message()) {

@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,8 @@ type Daemon struct {
 	// opActivated says the service manager made it.
 	opListener  net.Listener
 	opActivated bool
+	// tlsListener is the mutual-TLS TCP listener (nil: listen_tls off).
+	tlsListener net.Listener
 	metrics     *metrics.Recorder
 	metricsLn   *metrics.Server
 }
@@ -106,6 +109,16 @@ func New(cfg *config.Config, flags *Flags) (*Daemon, error) {
 		}
 	}
 	d.opListener = op
+	if cfg.ListenTLS.Enabled() {
+		if d.tlsListener, err = server.ListenTCP(cfg.ListenTLS.Address); err != nil {
+			l.Close()
+			if op != nil {
+				op.Close()
+			}
+			d.close()
+			return nil, err
+		}
+	}
 	if cfg.MetricsListen != "" {
 		if d.metricsLn, err = d.metrics.Serve(cfg.MetricsListen, d.log); err != nil {
 			l.Close()
@@ -209,8 +222,14 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	d.srv = server.New(server.Options{Config: cfg, Log: d.log, RefusePeer: d.refusePeer})
-	d.metrics.Observe(metrics.Gauges{
+	var tlsConf *tls.Config
+	if cfg.ListenTLS.Enabled() {
+		if tlsConf, err = server.TLSConfig(cfg.ListenTLS); err != nil {
+			return err
+		}
+	}
+	d.srv = server.New(server.Options{Config: cfg, Log: d.log, RefusePeer: d.refusePeer, TLS: tlsConf})
+	g := metrics.Gauges{
 		ActiveSessions: func() int {
 			return len(d.broker.ListSessions(context.Background(), &termdv1.Principal{Role: termdv1.Role_ROLE_OPERATOR}, false))
 		},
@@ -224,7 +243,12 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		PlansHeld:          func() int { n, _ := d.broker.PlanStats(); return n },
 		OpenPlans:          func() int { _, n := d.broker.PlanStats(); return n },
 		JournalBytes:       func() int { n, _, _ := d.broker.JournalStats(); return int(n) },
-	})
+	}
+	if tlsConf != nil {
+		g.TLSHandshakesRefused = func() int { n, _ := d.srv.TLSStats(); return int(n) }
+		g.TLSCalls = func() int { _, n := d.srv.TLSStats(); return int(n) }
+	}
+	d.metrics.Observe(g)
 	d.observeExport()
 	d.srv.RegisterDaemon(d.broker)
 	d.srv.RegisterBroker(d.broker)
@@ -292,8 +316,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.opListener != nil {
 		opSock = d.opListener.Addr().String()
 	}
-	d.log.Info("termd listening", "socket", cfg.Socket, "operator_socket", opSock, "state_dir", cfg.StateDir, "workspaces", cfg.Workspaces, "pid", os.Getpid())
-	errc := make(chan error, 2)
+	tlsAddr := ""
+	if d.tlsListener != nil {
+		tlsAddr = d.tlsListener.Addr().String()
+	}
+	d.log.Info("termd listening", "socket", cfg.Socket, "operator_socket", opSock, "listen_tls", tlsAddr, "state_dir", cfg.StateDir, "workspaces", cfg.Workspaces, "pid", os.Getpid())
+	errc := make(chan error, 3)
+	if d.tlsListener != nil {
+		go func() { errc <- d.srv.Serve(d.tlsListener) }()
+	}
 	go func() { errc <- d.srv.Serve(d.listener) }()
 	if d.opListener != nil {
 		go func() { errc <- d.srv.Serve(d.opListener) }()
@@ -337,6 +368,20 @@ func (d *Daemon) Reload() {
 	if cfg.Socket != old.Socket || cfg.StateDir != old.StateDir || cfg.OperatorSocket != old.OperatorSocket {
 		d.log.Warn("socket, operator_socket and state_dir changes take effect after a restart", "socket", old.Socket, "operator_socket", old.OperatorSocket, "state_dir", old.StateDir)
 		cfg.Socket, cfg.StateDir, cfg.OperatorSocket = old.Socket, old.StateDir, old.OperatorSocket
+	}
+	if cfg.ListenTLS.Address != old.ListenTLS.Address {
+		d.log.Warn("listen_tls.address changes take effect after a restart", "address", old.ListenTLS.Address)
+		cfg.ListenTLS.Address = old.ListenTLS.Address
+	}
+	if d.tlsListener != nil {
+		// Rotated certificates, key or client CA take effect for new
+		// connections; listen_tls.clients is read at every call.
+		conf, err := server.TLSConfig(cfg.ListenTLS)
+		if err != nil {
+			d.log.Error("config reload refused; keeping the last good config", "error", err)
+			return
+		}
+		d.srv.SetTLS(conf)
 	}
 	if !reflect.DeepEqual(cfg.Export, old.Export) {
 		d.log.Warn("export changes take effect after a restart; exporting as before")

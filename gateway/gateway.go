@@ -383,7 +383,7 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		t := g.tickets.issue(s.token.Name)
 		writeJSON(w, http.StatusOK, map[string]any{"ticket": t, "expires_in_seconds": int(g.opts.TicketTTL.Seconds())})
-	case "/schemas/receipt-1.0.json", "/schemas/receipt-1.1.json", "/schemas/receipt-1.2.json", "/schemas/receipt-1.3.json", "/schemas/receipt-1.4.json", "/schemas/receipt-1.5.json", "/schemas/receipt-1.6.json":
+	case "/schemas/receipt-1.0.json", "/schemas/receipt-1.1.json", "/schemas/receipt-1.2.json", "/schemas/receipt-1.3.json", "/schemas/receipt-1.4.json", "/schemas/receipt-1.5.json", "/schemas/receipt-1.6.json", "/schemas/receipt-1.7.json":
 		w.Header().Set("Content-Type", "application/schema+json")
 		_, _ = w.Write(receiptSchema(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/schemas/receipt-"), ".json")))
 	case "/schemas/recipe-1.json":

@@ -12,7 +12,7 @@ import (
 )
 
 // SchemaVersion is the receipt schema version this package writes and reads.
-const SchemaVersion = "1.6"
+const SchemaVersion = "1.7"
 
 // GenesisHash is the prev_hash of the first receipt in a chain.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -74,7 +74,8 @@ const (
 // credentials or the gateway token's grant), never as the caller claimed.
 type Principal struct {
 	// Kind is how the principal was identified: "unix" (SO_PEERCRED),
-	// "token" (gateway HTTP token), or "system" (the daemon itself, e.g. for
+	// "token" (gateway HTTP token), "cert" (a client certificate on the
+	// mutual-TLS listener, schema 1.7), or "system" (the daemon itself, e.g. for
 	// outcome_unknown or expiry receipts).
 	Kind string `json:"kind"`
 	ID   string `json:"id"`
@@ -82,6 +83,9 @@ type Principal struct {
 	UID  *int   `json:"uid,omitempty"`
 	GID  *int   `json:"gid,omitempty"`
 	Name string `json:"name,omitempty"`
+	// Gateway is the principal of the gateway certificate through which
+	// the person Name acted (kind "cert", schema 1.7; absent otherwise).
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // RunAs is the identity the command ran as.
@@ -114,8 +118,8 @@ type Policy struct {
 	RuleIDs          []string `json:"rule_ids"`
 }
 
-// Receipt is a schema 1.6 receipt. Field names are part of the published
-// schema (schema/receipt-1.6.json); do not rename them.
+// Receipt is a schema 1.7 receipt. Field names are part of the published
+// schema (schema/receipt-1.7.json); do not rename them.
 type Receipt struct {
 	SchemaVersion string `json:"schema_version"`
 	ID            string `json:"id"`

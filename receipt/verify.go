@@ -19,11 +19,16 @@ import (
 	"github.com/termd/termd/internal/schemacheck"
 )
 
-// SchemaJSON is the current receipt JSON Schema (1.6, draft 2020-12). The
+// SchemaJSON is the current receipt JSON Schema (1.7, draft 2020-12). The
 // gateway serves it as is.
 //
-//go:embed schema/receipt-1.6.json
+//go:embed schema/receipt-1.7.json
 var SchemaJSON []byte
+
+// schema16 is 1.7 without the principal kind cert and principal.gateway.
+//
+//go:embed schema/receipt-1.6.json
+var schema16 []byte
 
 // schema15 is 1.6 without stdin, input_released and sandbox.network_mode.
 //
@@ -39,7 +44,8 @@ var schema13 []byte
 // schema10 to schema15 are the earlier schemas: receipts written before 1.1
 // (no sandbox), before 1.2 (no grant_id), before 1.3 (no terminal), before
 // 1.4 (no credentials), before 1.5 (no privileged, run_as.host_uid,
-// git_identity) and before 1.6 (no stdin, input_released, sandbox.network_mode) keep verifying.
+// git_identity), before 1.6 (no stdin, input_released, sandbox.network_mode)
+// and before 1.7 (no cert principals, principal.gateway) keep verifying.
 //
 //go:embed schema/receipt-1.2.json
 var schema12 []byte
@@ -52,10 +58,10 @@ var schema10 []byte
 var schema11 []byte
 
 // SchemaURL is the $id of SchemaJSON.
-const SchemaURL = "https://termd.dev/schema/receipt-1.6.json"
+const SchemaURL = "https://termd.dev/schema/receipt-1.7.json"
 
 // Schemas are the schema documents by schema_version.
-var Schemas = map[string][]byte{"1.0": schema10, "1.1": schema11, "1.2": schema12, "1.3": schema13, "1.4": schema14, "1.5": schema15, SchemaVersion: SchemaJSON}
+var Schemas = map[string][]byte{"1.0": schema10, "1.1": schema11, "1.2": schema12, "1.3": schema13, "1.4": schema14, "1.5": schema15, "1.6": schema16, SchemaVersion: SchemaJSON}
 
 type compiled struct {
 	once sync.Once
@@ -63,7 +69,7 @@ type compiled struct {
 	err  error
 }
 
-var compiledByVersion = map[string]*compiled{"1.0": {}, "1.1": {}, "1.2": {}, "1.3": {}, "1.4": {}, "1.5": {}, SchemaVersion: {}}
+var compiledByVersion = map[string]*compiled{"1.0": {}, "1.1": {}, "1.2": {}, "1.3": {}, "1.4": {}, "1.5": {}, "1.6": {}, SchemaVersion: {}}
 
 // compiledSchema is the schema of one receipt version, compiled on first use
 // (nothing is done at start: termctl's start-up does not pay for it).
@@ -81,7 +87,7 @@ func compiledSchema(version string) (*schemacheck.Schema, error) {
 	return cs.s, cs.err
 }
 
-func supportedVersions() string { return "1.0, 1.1, 1.2, 1.3, 1.4, 1.5 and " + SchemaVersion }
+func supportedVersions() string { return "1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6 and " + SchemaVersion }
 
 // ValidateSchema checks a receipt document against the schema of its
 // schema_version.

@@ -56,8 +56,8 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	cur.RunAs = &RunAs{User: "root", UID: 0, GID: 0, HostUID: 65533}
 	cur.GitIdentity = &GitIdentity{Name: "nobody (via termd)", Email: "nobody@host", Source: "default"}
 	cur.Stdin = &Stdin{Bytes: 3, SHA256: strings.Repeat("9", 64)}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.6" {
-		t.Fatalf("a 1.6 receipt with its sandbox, grant, terminal inputs, credentials, host uid, git identity and stdin: %v (schema %s)", err, cur.SchemaVersion)
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.7" {
+		t.Fatalf("a 1.7 receipt with its sandbox, grant, terminal inputs, credentials, host uid, git identity and stdin: %v (schema %s)", err, cur.SchemaVersion)
 	}
 	badStdin := testReceipt()
 	badStdin.Stdin = &Stdin{Bytes: 0, SHA256: "zz"}
@@ -91,8 +91,8 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	if _, err := VerifyJSON(sign(badEgress), keys); err == nil {
 		t.Fatal("an egress refusal with an unknown reason passed the schema")
 	}
-	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.6" {
-		t.Fatalf("a 1.6 receipt with its sandbox and network mode, grant, terminal inputs, credentials, host uid, git identity and egress: %v (schema %s)", err, cur.SchemaVersion)
+	if _, err := VerifyJSON(sign(cur), keys); err != nil || cur.SchemaVersion != "1.7" {
+		t.Fatalf("a 1.7 receipt with its sandbox and network mode, grant, terminal inputs, credentials, host uid, git identity and egress: %v (schema %s)", err, cur.SchemaVersion)
 	}
 	for _, m := range []string{"none", "host", "egress:npm-registry"} {
 		nm := testReceipt()
@@ -110,6 +110,32 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	pr.RunAs, pr.Privileged = &RunAs{User: "root"}, true
 	if _, err := VerifyJSON(sign(pr), keys); err != nil {
 		t.Fatalf("a 1.6 receipt of a privileged run: %v", err)
+	}
+
+	// 1.7: a certificate principal, and a person approving through a
+	// gateway certificate; a 1.6 receipt can carry neither.
+	cert := testReceipt()
+	cert.Requester = Principal{Kind: "cert", ID: "cert:ci-agent", Role: "agent", Name: "ci-agent"}
+	cert.Approver = &Principal{Kind: "cert", ID: "cert:gw-1/token:alice", Role: "operator", Name: "token:alice via gateway", Gateway: "gw-1"}
+	if _, err := VerifyJSON(sign(cert), keys); err != nil || cert.SchemaVersion != "1.7" {
+		t.Fatalf("a 1.7 receipt approved through a gateway certificate: %v (schema %s)", err, cert.SchemaVersion)
+	}
+	for _, mod := range []func(r *Receipt){
+		func(r *Receipt) { r.Approver = nil },
+		func(r *Receipt) { r.Requester.Kind = "unix" },
+	} {
+		v16 := cert.Clone()
+		v16.SchemaVersion, v16.Signature, v16.SignatureEd25519 = "1.6", "", ""
+		mod(v16)
+		if _, err := VerifyJSON(sign(v16), keys); err == nil || !strings.Contains(err.Error(), "1.6") {
+			t.Fatalf("a 1.6 receipt with a cert principal or a gateway must not match schema 1.6: %v", err)
+		}
+	}
+	v16 := testReceipt()
+	v16.SchemaVersion = "1.6"
+	v16.Egress, v16.Stdin = cur.Egress, cur.Stdin
+	if _, err := VerifyJSON(sign(v16), keys); err != nil {
+		t.Fatalf("a 1.6 receipt no longer verifies: %v", err)
 	}
 
 	v15n := testReceipt()

@@ -42,6 +42,11 @@ func mayAsk(caller *termdv1.Principal, cr config.Credential) bool {
 	if caller == nil {
 		return false
 	}
+	if caller.Cert != "" {
+		// A certificate's principal is not a local uid, user, group or
+		// gateway token: only an entry open to anyone, or to its role, applies.
+		return cr.Principals.Empty() || slices.Contains(cr.Principals.Roles, configRole(caller).String())
+	}
 	token := ""
 	if t, ok := strings.CutPrefix(caller.Name, "token:"); ok {
 		token = t

@@ -10,9 +10,19 @@ import (
 
 // principalKey identifies a principal for ownership: the uid, plus the token
 // name when the call came through the gateway on behalf of a token holder.
+// A caller over the mutual-TLS listener is its certificate's entry
+// ("cert:NAME"), or the person a gateway certificate named
+// ("cert:GATEWAY/PERSON"), never the uid its commands run as: a certificate
+// never owns what a local user of the same uid owns, nor the reverse.
 func principalKey(p *termdv1.Principal) string {
 	if p == nil {
 		return ""
+	}
+	if p.Cert != "" {
+		if p.Gateway != "" {
+			return "cert:" + p.Gateway + "/" + p.Name
+		}
+		return "cert:" + p.Cert
 	}
 	if strings.HasPrefix(p.Name, "token:") {
 		return p.Name
@@ -52,6 +62,9 @@ func receiptPrincipal(p *termdv1.Principal) receipt.Principal {
 	rp := receipt.Principal{Kind: "unix", ID: principalKey(p), Role: roleWord(p.Role), UID: &uid, GID: &gid, Name: p.Name}
 	if strings.HasPrefix(p.Name, "token:") {
 		rp.Kind = "token"
+	}
+	if p.Cert != "" {
+		rp.Kind, rp.Gateway = "cert", p.Gateway
 	}
 	if p.Via != "" {
 		rp.Name = p.Name + " via " + p.Via

@@ -191,8 +191,12 @@ func summaryOf(r *receipt.Receipt) *termdv1.ReceiptSummary {
 	return s
 }
 
-// principalText names a principal for people: "root (uid:0)", "token:console".
+// principalText names a principal for people: "root (uid:0)", "token:console",
+// "token:alice via gateway (through gateway gw-1)".
 func principalText(p receipt.Principal) string {
+	if p.Gateway != "" {
+		return p.Name + " (through gateway " + p.Gateway + ")"
+	}
 	if p.Name == "" || p.Name == p.ID || strings.HasPrefix(p.Name, p.ID) {
 		if p.Name != "" {
 			return p.Name

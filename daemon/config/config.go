@@ -220,6 +220,7 @@ type Config struct {
 	Sandbox         string                 `yaml:"sandbox" doc:"how plans' sandbox profiles are enforced: required (refuse an execution the kernel cannot confine fully), best_effort (enforce what the kernel offers, record what was missing), off (no confinement; receipts say so). See docs/SANDBOX.md" default:"required where the kernel has Landlock (or macOS has sandbox-exec), else best_effort"`
 	SandboxLauncher string                 `yaml:"sandbox_launcher" doc:"the termd-launch helper that confines each execution (Linux)" default:"termd-launch beside the termd binary"`
 	Network         Network                `yaml:"network" doc:"workspace loopbacks and port forwards (docs/SANDBOX.md, Network)"`
+	ListenTLS       ListenTLS              `yaml:"listen_tls" doc:"an optional TCP listener with mutual TLS for termd-gateway or termctl on other hosts (off unless address is set): a client certificate maps to a principal as a uid does on the socket (docs/ARCHITECTURE.md, Identity)"`
 	RootMapUID      uint32                 `yaml:"sandbox_root_map_uid" doc:"when termd is root (Linux), a command run for root without a privileged plan is uid 0 in a user namespace and this unprivileged uid (and gid) on the host, with the workspace, HOME and TMPDIR mounted idmapped so what it creates there stays root's: pick a uid no account or service uses. See docs/SANDBOX.md" default:"65533"`
 
 	// Source is the file the config came from ("" for defaults only).
@@ -551,6 +552,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateCredentials(); err != nil {
+		return err
+	}
+	if err := c.ListenTLS.validate(); err != nil {
 		return err
 	}
 	if err := c.Export.OTLP.validate(c.Source); err != nil {

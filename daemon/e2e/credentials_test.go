@@ -275,7 +275,7 @@ credentials:
 	}
 	planID, receiptID := runGit()
 	rc := receiptJSON(t, d.Client, receiptID)
-	if fmt.Sprint(rc["credentials"]) != "[GH_TOKEN]" || rc["schema_version"] != "1.6" {
+	if fmt.Sprint(rc["credentials"]) != "[GH_TOKEN]" || rc["schema_version"] != "1.7" {
 		t.Fatalf("the receipt must name the credential: %v (schema %v)", rc["credentials"], rc["schema_version"])
 	}
 	got, _ := d.Client.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: planID})

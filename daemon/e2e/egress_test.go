@@ -150,7 +150,7 @@ func TestEgressPackageFetchAndRefusals(t *testing.T) {
 		dests[0]["bytes_down"].(float64) < 300 || dests[0]["bytes_up"].(float64) < 100 || len(refusedRC) != 0 {
 		t.Fatalf("receipt egress: %v refused %v", dests, refusedRC)
 	}
-	if rc["approved"] == true || rc["schema_version"] != "1.6" || rc["sandbox"].(map[string]any)["network_mode"] != "egress:registries" {
+	if rc["approved"] == true || rc["schema_version"] != "1.7" || rc["sandbox"].(map[string]any)["network_mode"] != "egress:registries" {
 		t.Fatalf("receipt: approved %v, schema %v, sandbox %v", rc["approved"], rc["schema_version"], rc["sandbox"])
 	}
 

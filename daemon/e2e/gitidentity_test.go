@@ -63,7 +63,7 @@ func TestGitCommitIdentity(t *testing.T) {
 		t.Fatalf("the commit's author|committer: %q; want the git_identity entry", who)
 	}
 	gi, _ := rc["git_identity"].(map[string]any)
-	if gi["name"] != "Ops Root" || gi["email"] != "ops@example.com" || gi["source"] != "config" || rc["schema_version"] != "1.6" {
+	if gi["name"] != "Ops Root" || gi["email"] != "ops@example.com" || gi["source"] != "config" || rc["schema_version"] != "1.7" {
 		t.Fatalf("receipt git_identity %v (schema %v)", rc["git_identity"], rc["schema_version"])
 	}
 

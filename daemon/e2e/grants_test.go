@@ -89,7 +89,7 @@ func TestGrantsRememberApprovals(t *testing.T) {
 			t.Fatalf("commit %d: %v grant %q; want approved by %s (%v)", i, p.State, p.GrantId, g.Id, p.Decision.Reasons)
 		}
 		r := runOK(t, d, p)
-		if r["grant_id"] != g.Id || r["approved"] != true || r["schema_version"] != "1.6" {
+		if r["grant_id"] != g.Id || r["approved"] != true || r["schema_version"] != "1.7" {
 			t.Fatalf("commit %d: receipt grant_id %v approved %v schema %v; want %s", i, r["grant_id"], r["approved"], r["schema_version"], g.Id)
 		}
 	}

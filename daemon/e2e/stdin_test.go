@@ -44,7 +44,7 @@ func TestRunStdin(t *testing.T) {
 	}
 	rc := receiptJSON(t, d.Client, out.ReceiptID)
 	in, _ := rc["stdin"].(map[string]any)
-	if rc["schema_version"] != "1.6" || in["bytes"] != float64(len(input)) || in["sha256"] != rc["stdout_digest"] {
+	if rc["schema_version"] != "1.7" || in["bytes"] != float64(len(input)) || in["sha256"] != rc["stdout_digest"] {
 		t.Fatalf("receipt stdin %v (schema %v); want %d bytes and the digest of cat's output %v", in, rc["schema_version"], len(input), rc["stdout_digest"])
 	}
 

@@ -217,7 +217,7 @@ func TestTerminalREPL(t *testing.T) {
 	}
 	term, _ := rc["terminal"].(map[string]any)
 	list, _ := term["inputs"].([]any)
-	if rc["schema_version"] != "1.6" || len(list) != 3 || term["rows"] != float64(24) {
+	if rc["schema_version"] != "1.7" || len(list) != 3 || term["rows"] != float64(24) {
 		t.Fatalf("receipt terminal: %v (schema %v)", term, rc["schema_version"])
 	}
 	first := list[0].(map[string]any)

@@ -46,6 +46,10 @@ type Gauges struct {
 	PlansHeld    func() int
 	OpenPlans    func() int
 	JournalBytes func() int
+	// TLSHandshakesRefused and TLSCalls count, on the mutual-TLS listener
+	// (listen_tls), failed handshakes and calls that arrived (nil: off).
+	TLSHandshakesRefused func() int
+	TLSCalls             func() int
 }
 
 // New makes a Recorder with its own registry (Go runtime and process
@@ -137,6 +141,8 @@ func (r *Recorder) Observe(g Gauges) {
 	gauge("termd_open_plans", "Open plans (planned, awaiting approval or approved) across principals (plans.max_open bounds each principal).", g.OpenPlans)
 	gauge("termd_plan_journal_bytes", "Size of the plan journal (plans.jsonl); it is compacted when dead records outweigh live ones.", g.JournalBytes)
 	gauge("termd_event_subscribers", "Event stream subscribers (watchers, consoles, bridges).", g.Subscribers)
+	gauge("termd_tls_handshakes_refused", "TLS handshakes on listen_tls refused since start (no client certificate, one from another CA, not TLS 1.3): none of them reached a call.", g.TLSHandshakesRefused)
+	gauge("termd_tls_calls", "Calls that arrived over listen_tls since start, whether their certificate mapped to a principal or not.", g.TLSCalls)
 	if g.Receipts != nil {
 		r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "termd_receipts",

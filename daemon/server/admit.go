@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,9 +24,9 @@ type admission struct {
 	s *Server
 
 	mu      sync.Mutex
-	perUID  map[uint32]int
-	others  int // connections of non-operators
-	rate    map[uint32]*bucket
+	perUID  map[string]int // by uid ("uid:N") or, on TCP, source address ("ip:ADDR")
+	others  int            // connections of non-operators (every TCP connection)
+	rate    map[string]*bucket
 	total   atomic.Int64
 	refused atomic.Int64
 }
@@ -41,12 +42,12 @@ type bucket struct {
 const maxBuckets = 4096
 
 func newAdmission(s *Server) *admission {
-	return &admission{s: s, perUID: map[uint32]int{}, rate: map[uint32]*bucket{}}
+	return &admission{s: s, perUID: map[string]int{}, rate: map[string]*bucket{}}
 }
 
 // overRate takes one new connection from uid's bucket, or reports that the
 // uid has opened connections faster than connections.accept_rate. a.mu is held.
-func (a *admission) overRate(uid uint32, lim config.Connections, now time.Time) bool {
+func (a *admission) overRate(uid string, lim config.Connections, now time.Time) bool {
 	b := a.rate[uid]
 	if b == nil {
 		if len(a.rate) >= maxBuckets {
@@ -80,7 +81,8 @@ func (a *admission) admit(info PeerInfo) (operator bool, refusal string, quiet b
 	lim := cfg.Connections
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.perUID[info.UID] >= lim.PerUID {
+	key := uidKey(info.UID)
+	if a.perUID[key] >= lim.PerUID {
 		return operator, fmt.Sprintf("uid %d already holds %d connections to termd (connections.per_uid); close some, or raise connections.per_uid in termd's config", info.UID, lim.PerUID), false
 	}
 	if !operator && a.others >= lim.Global {
@@ -88,10 +90,10 @@ func (a *admission) admit(info PeerInfo) (operator bool, refusal string, quiet b
 	}
 	// Checked last, so only connections that would be admitted use up
 	// the uid's rate (a uid at its per_uid cap is told that instead).
-	if !operator && a.overRate(info.UID, lim, time.Now()) {
+	if !operator && a.overRate(key, lim, time.Now()) {
 		return operator, fmt.Sprintf("uid %d opens new connections to termd faster than %d a second (connections.accept_rate); reuse a connection, or raise connections.accept_rate in termd's config", info.UID, lim.AcceptRate), true
 	}
-	a.perUID[info.UID]++
+	a.perUID[key]++
 	if !operator {
 		a.others++
 	}
@@ -99,11 +101,40 @@ func (a *admission) admit(info PeerInfo) (operator bool, refusal string, quiet b
 	return operator, "", false
 }
 
-func (a *admission) release(info PeerInfo, operator bool) {
+func uidKey(uid uint32) string { return "uid:" + strconv.FormatUint(uint64(uid), 10) }
+
+// admitTCP counts in a connection to the mutual-TLS listener before its
+// handshake: who it is is not known yet, so its source address stands in
+// for the uid (connections.per_uid and accept_rate apply to it) and every
+// TCP connection counts against connections.global.
+func (a *admission) admitTCP(addr net.Addr) (key, refusal string) {
+	host := addr.String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	key = "ip:" + host
+	lim := a.s.cfg().Connections
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.perUID[info.UID]--; a.perUID[info.UID] <= 0 {
-		delete(a.perUID, info.UID)
+	switch {
+	case a.perUID[key] >= lim.PerUID:
+		return key, fmt.Sprintf("%s already holds %d connections to termd (connections.per_uid)", host, lim.PerUID)
+	case a.others >= lim.Global:
+		return key, fmt.Sprintf("termd already serves %d connections (connections.global)", lim.Global)
+	case a.overRate(key, lim, time.Now()):
+		return key, fmt.Sprintf("%s opens new connections faster than %d a second (connections.accept_rate)", host, lim.AcceptRate)
+	}
+	a.perUID[key]++
+	a.others++
+	a.total.Add(1)
+	return key, ""
+}
+
+func (a *admission) releaseKey(key string, operator bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.perUID[key]--; a.perUID[key] <= 0 {
+		delete(a.perUID, key)
 	}
 	if !operator {
 		a.others--
@@ -126,7 +157,20 @@ func (l *admittedListener) Accept() (net.Conn, error) {
 		}
 		uc, ok := c.(*net.UnixConn)
 		if !ok {
-			return c, nil // the transport credentials refuse it
+			tc, ok := c.(*net.TCPConn)
+			if !ok {
+				return c, nil // the transport credentials refuse it
+			}
+			key, why := l.a.admitTCP(tc.RemoteAddr())
+			if why != "" {
+				// No HTTP/2 refusal on TCP: the client speaks TLS first.
+				if l.a.refused.Add(1)%1000 == 1 {
+					l.log("refused a TLS connection", "remote", tc.RemoteAddr().String(), "reason", why, "refused_so_far", l.a.refused.Load())
+				}
+				tc.Close()
+				continue
+			}
+			return &tcpConn{TCPConn: tc, key: key, a: l.a}, nil
 		}
 		info, err := readPeer(uc)
 		if err != nil {
@@ -192,6 +236,20 @@ type admittedConn struct {
 }
 
 func (c *admittedConn) Close() error {
-	c.once.Do(func() { c.a.release(c.info, c.operator) })
+	c.once.Do(func() { c.a.releaseKey(uidKey(c.info.UID), c.operator) })
 	return c.UnixConn.Close()
+}
+
+// tcpConn is a connection to the mutual-TLS listener, counted against its
+// source address until it closes.
+type tcpConn struct {
+	*net.TCPConn
+	key  string
+	a    *admission
+	once sync.Once
+}
+
+func (c *tcpConn) Close() error {
+	c.once.Do(func() { c.a.releaseKey(c.key, false) })
+	return c.TCPConn.Close()
 }

@@ -130,19 +130,41 @@ func roleFromName(s string) (config.Role, bool) {
 
 var viaRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
-// authenticate turns peer credentials (plus optional downgrade metadata) into a principal.
+// identity is who a connection is, before the call's metadata.
+type identity struct {
+	role     config.Role
+	name     string
+	uid, gid uint32
+	pid      int32
+	// mayName: the caller may name the person it acts for (x-termd-name).
+	mayName bool
+	// cert is the listen_tls.clients entry of a mutual-TLS caller.
+	cert string
+	// gateway: cert is a gateway's, and a name it gives is recorded with it.
+	gateway bool
+}
+
+// authenticate turns peer credentials, or a verified client certificate,
+// (plus optional downgrade metadata) into a principal.
 func (s *Server) authenticate(ctx context.Context, method string) (context.Context, error) {
 	if strings.HasPrefix(method, "/grpc.health.v1.") || strings.HasPrefix(method, "/grpc.reflection.") {
 		return ctx, nil
 	}
-	pi, ok := PeerFrom(ctx)
-	if !ok {
-		return nil, status.Error(codes.Unauthenticated, "no peer credentials on this connection; connect over termd's unix socket")
-	}
 	cfg := s.cfg()
-	role := cfg.RoleOf(pi.UID, pi.GID)
-	name := config.UserName(pi.UID)
-	via := ""
+	var id identity
+	if pi, ok := PeerFrom(ctx); ok {
+		role := cfg.RoleOf(pi.UID, pi.GID)
+		id = identity{role: role, name: config.UserName(pi.UID), uid: pi.UID, gid: pi.GID, pid: pi.PID, mayName: role == config.RoleOperator}
+	} else if ti, ok := tlsFrom(ctx); ok {
+		var err error
+		if id, err = s.tlsIdentity(ti); err != nil {
+			return nil, err
+		}
+		id.mayName = id.gateway
+	} else {
+		return nil, status.Error(codes.Unauthenticated, "no peer credentials on this connection; connect over termd's unix socket or its mutual-TLS listener")
+	}
+	role, name, via, gateway := id.role, id.name, "", ""
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(wire.MDRole); len(v) > 0 {
 			r, ok := roleFromName(v[0])
@@ -162,12 +184,23 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 			}
 			via = v[0]
 		}
-		if v := md.Get(wire.MDName); len(v) > 0 && cfg.RoleOf(pi.UID, pi.GID) == config.RoleOperator {
-			name = v[0]
+		if v := md.Get(wire.MDName); len(v) > 0 {
+			switch {
+			case id.cert != "" && !id.gateway:
+				// Only a gateway's certificate speaks for someone else.
+				return nil, status.Errorf(codes.PermissionDenied, "%s metadata names a person, which only a gateway's certificate may do; %s is not one (listen_tls.clients entry %s has no gateway: true)", wire.MDName, id.cert, id.cert)
+			case id.cert != "":
+				if err := personName(v[0]); err != nil {
+					return nil, status.Errorf(codes.InvalidArgument, "%s metadata %v", wire.MDName, err)
+				}
+				name, gateway = v[0], id.cert
+			case id.mayName:
+				name = v[0]
+			}
 		}
 	}
 	if role == config.RoleNone {
-		return nil, status.Errorf(codes.PermissionDenied, "uid %d has no role in termd's config (add it to roles.operators, roles.agents or roles.viewers)", pi.UID)
+		return nil, status.Errorf(codes.PermissionDenied, "uid %d has no role in termd's config (add it to roles.operators, roles.agents or roles.viewers)", id.uid)
 	}
 	need, known := minRole[method]
 	if !known {
@@ -176,7 +209,7 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 	if role < need {
 		return nil, status.Errorf(codes.PermissionDenied, "%s needs the %s role; you are %s (%s)", shortMethod(method), need, role, name)
 	}
-	p := &termdv1.Principal{Uid: pi.UID, Gid: pi.GID, Pid: pi.PID, Name: name, Role: roleProto(role), Via: via}
+	p := &termdv1.Principal{Uid: id.uid, Gid: id.gid, Pid: id.pid, Name: name, Role: roleProto(role), Via: via, Cert: id.cert, Gateway: gateway}
 	return WithPrincipal(ctx, p), nil
 }
 
@@ -228,7 +261,7 @@ func (f *inflight) acquire(p *termdv1.Principal, max int) (release func(), err e
 	if p == nil || p.GetRole() == termdv1.Role_ROLE_OPERATOR {
 		return func() {}, nil
 	}
-	key := fmt.Sprintf("%d/%s", p.GetUid(), p.GetName())
+	key := fmt.Sprintf("%d/%s/%s", p.GetUid(), p.GetCert(), p.GetName())
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n == nil {

@@ -25,6 +25,7 @@ func (PeerInfo) AuthType() string { return "peercred" }
 // the unix socket at accept time and refuses peers started by termd itself.
 type peerCreds struct {
 	refuse func(pid int32) error
+	tls    *tlsSide // the mutual-TLS listener's side (TCP connections)
 }
 
 func (p peerCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -37,6 +38,11 @@ func (p peerCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, 
 		if info, err = readPeer(uc); err != nil {
 			return nil, nil, err
 		}
+	case *tcpConn: // the mutual-TLS listener, admitted at accept
+		if p.tls == nil {
+			return nil, nil, errors.New("termd has no TLS listener")
+		}
+		return p.tls.handshake(c)
 	default:
 		return nil, nil, errors.New("termd accepts unix socket connections only")
 	}

@@ -4,6 +4,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,7 @@ type Server struct {
 	health   *health.Server
 	admit    *admission
 	inflight inflight
+	tls      *tlsSide
 	started  time.Time
 }
 
@@ -43,16 +45,20 @@ type Options struct {
 	Log    *slog.Logger
 	// RefusePeer refuses connections from processes termd started (no calling back).
 	RefusePeer func(pid int32) error
+	// TLS is the mutual-TLS listener's configuration (TLSConfig); nil when
+	// termd listens on no TCP address.
+	TLS *tls.Config
 }
 
 // New builds a server; Register adds the domain services before Serve.
 func New(o Options) *Server {
-	s := &Server{log: o.Log, started: time.Now()}
+	s := &Server{log: o.Log, started: time.Now(), tls: &tlsSide{log: o.Log.Warn}}
 	s.cfgp.Store(o.Config)
+	s.tls.conf.Store(o.TLS)
 	s.admit = newAdmission(s)
 	lim := o.Config.Connections
 	s.grpc = grpc.NewServer(
-		grpc.Creds(peerCreds{refuse: o.RefusePeer}),
+		grpc.Creds(peerCreds{refuse: o.RefusePeer, tls: s.tls}),
 		grpc.ChainUnaryInterceptor(s.unaryAuth),
 		grpc.ChainStreamInterceptor(s.streamAuth),
 		// A connection must finish the HTTP/2 handshake in time and is

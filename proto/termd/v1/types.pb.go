@@ -566,7 +566,14 @@ type Principal struct {
 	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	Role Role   `protobuf:"varint,5,opt,name=role,proto3,enum=termd.v1.Role" json:"role,omitempty"`
 	// Set when the call came through a transport (e.g. "gateway", "mcp").
-	Via           string `protobuf:"bytes,6,opt,name=via,proto3" json:"via,omitempty"`
+	Via string `protobuf:"bytes,6,opt,name=via,proto3" json:"via,omitempty"`
+	// Set when the call came over termd's mutual-TLS listener: the name of
+	// the listen_tls.clients entry its client certificate maps to. uid and gid
+	// are then that entry's run_as user's (nobody's without one).
+	Cert string `protobuf:"bytes,40,opt,name=cert,proto3" json:"cert,omitempty"`
+	// Set when a gateway certificate (listen_tls.clients[].gateway) named the
+	// person it acts for: name is that person, gateway the gateway's principal.
+	Gateway       string `protobuf:"bytes,41,opt,name=gateway,proto3" json:"gateway,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -639,6 +646,20 @@ func (x *Principal) GetRole() Role {
 func (x *Principal) GetVia() string {
 	if x != nil {
 		return x.Via
+	}
+	return ""
+}
+
+func (x *Principal) GetCert() string {
+	if x != nil {
+		return x.Cert
+	}
+	return ""
+}
+
+func (x *Principal) GetGateway() string {
+	if x != nil {
+		return x.Gateway
 	}
 	return ""
 }
@@ -2975,14 +2996,16 @@ var File_termd_v1_types_proto protoreflect.FileDescriptor
 
 const file_termd_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x14termd/v1/types.proto\x12\btermd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x01\n" +
+	"\x14termd/v1/types.proto\x12\btermd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb9\x01\n" +
 	"\tPrincipal\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\rR\x03uid\x12\x10\n" +
 	"\x03gid\x18\x02 \x01(\rR\x03gid\x12\x10\n" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\"\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x0e.termd.v1.RoleR\x04role\x12\x10\n" +
-	"\x03via\x18\x06 \x01(\tR\x03via\"\xc3\x03\n" +
+	"\x03via\x18\x06 \x01(\tR\x03via\x12\x12\n" +
+	"\x04cert\x18( \x01(\tR\x04cert\x12\x18\n" +
+	"\agateway\x18) \x01(\tR\agateway\"\xc3\x03\n" +
 	"\x0eCommandRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x10\n" +
