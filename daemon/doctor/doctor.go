@@ -99,6 +99,7 @@ func Run(o Options) []Check {
 		add("metrics", OK, "metrics off (set metrics_listen: 127.0.0.1:9464 to enable)", "")
 	}
 	cs = append(cs, exportCheck(c))
+	cs = append(cs, tlsChecks(c)...)
 	cs = append(cs, reachable(c.Socket, o.Timeout))
 	return cs
 }

@@ -3,6 +3,7 @@ package doctor_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +11,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/termd/termd/internal/harness"
+	"github.com/termd/termd/internal/testpki"
 )
 
 func doctor(t *testing.T, args ...string) (string, int) {
@@ -165,4 +168,39 @@ func TestDoctorInUserModeTellsTheKernelApart(t *testing.T) {
 	if abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION); errno == 0 && int(abi) >= 4 {
 		wantLine(t, out, `^WARN +netns +no network namespaces for termd's uid 65534: commands the policy marks offline are kept off TCP by Landlock`)
 	}
+}
+
+// Doctor checks the mutual-TLS listener: an expiring server certificate is
+// a WARN with the date, the address missing from its SANs a WARN, a key
+// others may read a FAIL, and what the certificates map to is listed.
+func TestDoctorTLSListener(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.MustCA("fleet CA")
+	srv, err := ca.ServerWith("termd", testpki.Options{IPs: []net.IP{net.ParseIP("10.0.0.5")}, NotAfter: time.Now().Add(10 * 24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := srv.WriteAll(dir, "server", ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "termd.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("listen_tls:\n  address: 127.0.0.1:7443\n  cert_file: %s\n  key_file: %s\n  client_ca_file: %s\n  clients:\n    - {name: gw-1, cn: gw-1, role: operator, gateway: true}\n    - {name: ci, cn: ci, role: agent, run_as: root}\n", f.Cert, f.Key, f.CA)), 0o644)
+	args := []string{"--config", cfg, "--socket", filepath.Join(dir, "none.sock"), "--state-dir", filepath.Join(dir, "state")}
+	out, code := doctor(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantLine(t, out, `^OK +tls +listen_tls.key_file .* is private`)
+	wantLine(t, out, `^WARN +tls +server certificate .* expires on .* \(in (9|10) days\)`)
+	wantLine(t, out, `^WARN +tls +the server certificate .* has no IP SAN 127.0.0.1`)
+	wantLine(t, out, `^OK +tls +client CA CN=fleet CA is valid until`)
+	wantLine(t, out, `^OK +tls +listening on 127.0.0.1:7443 .*operator: gw-1 \(gateway\); agent: ci as root`)
+
+	os.Chmod(f.Key, 0o644)
+	out, code = doctor(t, args...)
+	if code == 0 {
+		t.Fatalf("doctor passed a world-readable TLS key:\n%s", out)
+	}
+	wantLine(t, out, `^FAIL +tls +listen_tls.key_file: .*has mode 0644.*chmod 600`)
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
 	"os/user"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,18 +205,45 @@ func TestTLSCertMapsToPrincipal(t *testing.T) {
 func TestTLSCertHasNoStandingOnAnotherHost(t *testing.T) {
 	p := newFleetPKI(t)
 	addrA, addrB := freeAddr(t), freeAddr(t)
-	harness.Start(t, harness.Options{Config: p.config(addrA, freeAddr(t), opsEntry)})
-	harness.Start(t, harness.Options{Config: p.config(addrB, freeAddr(t), `{name: ops-b, cn: ops-b, role: operator}`)})
+	a := harness.Start(t, harness.Options{Config: p.config(addrA, freeAddr(t), opsEntry)})
+	b := harness.Start(t, harness.Options{Config: p.config(addrB, freeAddr(t), `{name: ops-b, cn: ops-b, role: operator}`)})
 	opsA := p.client(t, "ops-a")
-	if _, err := dialCert(t, addrA, opsA, client.Options{}).Daemon.GetStatus(ctxT(t), &termdv1.GetStatusRequest{}); err != nil {
-		t.Fatalf("host A's operator on host A: %v", err)
+	// termctl reaches host A with host A's operator certificate.
+	remote := []string{"--daemon", "tls://" + addrA, "--tls-cert", opsA.CertFile, "--tls-key", opsA.KeyFile, "--tls-ca", opsA.CAFile}
+	out, errOut, code := a.Run("termctl", append(remote, "status", "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"name": "ops-a"`) || !strings.Contains(out, `"role": "operator"`) {
+		t.Fatalf("termctl status over mutual TLS: exit %d\n%s%s", code, out, errOut)
 	}
-	_, err := dialCert(t, addrB, opsA, client.Options{}).Sessions.ListSessions(ctxT(t), &termdv1.ListSessionsRequest{})
+	// The same certificate has no standing on host B.
+	_, errOut, code = b.RunEnv("termctl", []string{"TERMD_ADDR=tls://" + addrB, "TERMD_TLS_CERT=" + opsA.CertFile, "TERMD_TLS_KEY=" + opsA.KeyFile, "TERMD_TLS_CA=" + opsA.CAFile}, "status")
+	if code == 0 || !strings.Contains(errOut, "CN=ops-a") || !strings.Contains(errOut, "listen_tls.clients") {
+		t.Fatalf("termctl status on host B with host A's certificate: exit %d %q", code, errOut)
+	}
+	onB := dialCert(t, addrB, opsA, client.Options{})
+	_, err := onB.Sessions.ListSessions(ctxT(t), &termdv1.ListSessionsRequest{})
 	if client.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "CN=ops-a") {
 		t.Fatalf("host A's operator certificate on host B: %v, want PermissionDenied", err)
 	}
 	if _, err := dialCert(t, addrB, p.client(t, "ops-b"), client.Options{}).Daemon.GetStatus(ctxT(t), &termdv1.GetStatusRequest{}); err != nil {
 		t.Fatalf("host B's operator on host B: %v", err)
+	}
+	// Unless host B's operator maps it: a reload (SIGHUP) applies the
+	// mapping to the connection already open.
+	if err := os.WriteFile(b.ConfigPath, []byte(p.config(addrB, freeAddr(t), `{name: ops-b, cn: ops-b, role: operator}`, `{name: ops-a-on-b, cn: ops-a, role: viewer}`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.Signal(syscall.SIGHUP)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := onB.Daemon.GetStatus(ctxT(t), &termdv1.GetStatusRequest{})
+		if err == nil {
+			if st.Caller.GetName() != "ops-a-on-b" || st.Caller.GetRole() != termdv1.Role_ROLE_VIEWER {
+				t.Fatalf("after the reload host B maps the certificate to %v", st.Caller)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host B did not apply the reloaded mapping: %v\n%s", err, b.Log())
+		}
 	}
 }
 

@@ -42,7 +42,7 @@ type Cert struct {
 }
 
 // Options shape an issued certificate. Zero values give a certificate valid
-// from an hour ago for a day.
+// from an hour ago for a year (a CA: ten years).
 type Options struct {
 	NotBefore, NotAfter time.Time
 	IPs                 []net.IP
@@ -69,7 +69,7 @@ func NewCA(cn string) (*CA, error) {
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -105,7 +105,7 @@ func (ca *CA) issue(cn string, usage x509.ExtKeyUsage, o Options) (*Cert, error)
 		o.NotBefore = now.Add(-time.Hour)
 	}
 	if o.NotAfter.IsZero() {
-		o.NotAfter = now.Add(24 * time.Hour)
+		o.NotAfter = now.Add(365 * 24 * time.Hour)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
