@@ -29,6 +29,8 @@ type env struct {
 	Viewer   string
 	// hosts are the daemons by host name when the env is a fleet.
 	hosts map[string]*harness.Daemon
+	fleet []gateway.Host
+	tune  func(*gateway.Options)
 }
 
 type envOpts struct {
@@ -60,11 +62,30 @@ func newEnv(t *testing.T, eo ...envOpts) *env {
 	} else {
 		d = e.hosts[o.fleet[0]]
 	}
-	e.d = d
+	e.d, e.fleet, e.tune = d, hosts, o.tune
+	e.serve()
+	return e
+}
+
+// newGatewayFor is a second gateway in front of e's daemons, with the same
+// tokens: what it serves it must serve without anything the first holds.
+func newGatewayFor(t *testing.T, e *env) *env {
+	t.Helper()
+	e2 := *e
+	e2.t = t
+	e2.serve()
+	return &e2
+}
+
+// serve starts the gateway of e (its daemons already run) on a new
+// loopback HTTP server.
+func (e *env) serve() {
+	t := e.t
+	d := e.d
 	e.srv = httptest.NewUnstartedServer(nil)
 	opts := gateway.Options{
 		Socket: d.Socket,
-		Hosts:  hosts,
+		Hosts:  e.fleet,
 		Listen: e.srv.Listener.Addr().String(),
 		Tokens: []gateway.Token{
 			{Name: "alice", Role: termdv1.Role_ROLE_OPERATOR, Value: e.Operator},
@@ -74,8 +95,8 @@ func newEnv(t *testing.T, eo ...envOpts) *env {
 		RateBurst:     1000,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	if o.tune != nil {
-		o.tune(&opts)
+	if e.tune != nil {
+		e.tune(&opts)
 	}
 	gw, err := gateway.New(context.Background(), opts)
 	if err != nil {
@@ -85,8 +106,8 @@ func newEnv(t *testing.T, eo ...envOpts) *env {
 	e.srv.Config.Handler = gw
 	e.srv.Start()
 	e.URL = e.srv.URL
-	t.Cleanup(func() { e.srv.Close(); gw.Close() })
-	return e
+	srv := e.srv
+	t.Cleanup(func() { srv.Close(); gw.Close() })
 }
 
 // do sends one request; token "" sends none.

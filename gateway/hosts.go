@@ -116,12 +116,19 @@ func (g *Gateway) hostNames() []string {
 	return out
 }
 
-// dialHost connects to a host's socket.
+// dialHost connects to a host's socket, or to its mutual-TLS listener
+// with the gateway's client certificate (termd maps it to the gateway's
+// principal; with gateway: true in its listen_tls.clients entry the
+// person a token names is recorded beside it).
 func dialHost(h Host, o client.Options) (*client.Client, error) {
 	if h.IsTCP() {
-		return nil, fmt.Errorf("host %q: TCP targets are not supported by this build", h.Name)
+		o.TLS = &client.TLS{CertFile: h.TLS.Cert, KeyFile: h.TLS.Key, CAFile: h.TLS.CA, ServerName: h.TLS.ServerName}
 	}
-	return client.Dial(h.Target, o)
+	c, err := client.Dial(h.Target, o)
+	if err != nil {
+		return nil, fmt.Errorf("host %q: %w", h.Name, err)
+	}
+	return c, nil
 }
 
 // startMonitors dials each host's probe connection and probes it every

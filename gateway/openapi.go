@@ -60,7 +60,7 @@ func mergeOpenAPI(generated, extra []byte) ([]byte, error) {
 				d["schema"] = errRef
 				d["description"] = "an error: the HTTP status and what to do"
 			}
-			if strings.HasPrefix(path, "/v1/") && path != "/v1/sse-ticket" && path != "/v1/events" {
+			if strings.HasPrefix(path, "/v1/") && path != "/v1/sse-ticket" && path != "/v1/events" && path != "/v1/fleet/events" {
 				rs["401"] = map[string]any{"description": "missing or invalid bearer token", "schema": errRef}
 				if method != "get" {
 					rs["403"] = map[string]any{"description": "the token's role may not do this", "schema": errRef}
