@@ -254,9 +254,11 @@ func termctlTLS(t *testing.T, addr string, f testpki.Files, args ...string) (str
 // each runs on its own host and its receipt names alice and the gateway's
 // certificate. A long command runs on host C when C's link is cut: A and B
 // are served meanwhile (plan, approve, run through the gateway), C is
-// shown down; C's command ends while cut; when the link is back, every
-// event of C's the gateway's stream missed arrives (compared by seq with
-// C's own event log on its unix socket) with its receipt. Finally the
+// shown down on /v1/hosts; C's command ends while cut; the link stays cut
+// until the gateway's merged stream reports C down (its stream from C
+// broke), so that when the link is back the stream resumes C from its last
+// seq: every event of C's it missed arrives (compared by seq with C's own
+// event log on its unix socket), with the receipt. Finally the
 // collector's file holds every receipt of every host, each verifying
 // offline with its host's public key. Certificates: none, or one from
 // another CA, is refused in the handshake (before any call); an agent's
