@@ -75,11 +75,21 @@ func (f *requestFlags) sessionFor(ctx context.Context, c *client.Client) string 
 		return f.session
 	}
 	uid := uint32(os.Getuid())
+	mine := func(o *termdv1.Principal) bool { return o.GetUid() == uid && o.GetCert() == "" }
+	if client.IsTLSTarget(c.Socket) {
+		// Over mutual TLS this process's uid means nothing to termd: the
+		// session must be this certificate's.
+		st, err := c.Daemon.GetStatus(ctx, &termdv1.GetStatusRequest{})
+		me := st.GetCaller()
+		mine = func(o *termdv1.Principal) bool {
+			return err == nil && o.GetCert() != "" && o.GetCert() == me.GetCert() && o.GetName() == me.GetName()
+		}
+	}
 	if ls, err := c.Sessions.ListSessions(ctx, &termdv1.ListSessionsRequest{}); err == nil {
 		var best *termdv1.Session
 		for _, s := range ls.GetSessions() {
 			o := s.GetOwner()
-			if s.GetClosed() || s.GetLabel() != cliSessionLabel || o.GetUid() != uid || o.GetVia() != "" {
+			if s.GetClosed() || s.GetLabel() != cliSessionLabel || !mine(o) || o.GetVia() != "" {
 				continue
 			}
 			if best == nil || s.GetLastActiveAt().AsTime().After(best.GetLastActiveAt().AsTime()) {

@@ -111,7 +111,7 @@ func wrapTLS(target string, st *status.Status, e *Error) error {
 	msg := st.Message()
 	switch st.Code() {
 	case codes.Unavailable:
-		if !transportFailure(msg) && !strings.Contains(msg, "tls:") {
+		if !transportFailure(msg) && !strings.Contains(msg, "tls:") && !strings.Contains(msg, "broken pipe") {
 			break
 		}
 		if why, ok := tlsRefusal(target); ok {
@@ -162,10 +162,9 @@ func tlsRefusal(target string) (string, bool) {
 		return err.Error(), true
 	}
 	defer c.Close()
+	// Read only: writing to a connection termd has closed could make the
+	// kernel discard its alert (a reset) before it is read.
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")); err != nil && strings.Contains(err.Error(), "tls:") {
-		return err.Error(), true
-	}
 	var b [1]byte
 	if _, err := c.Read(b[:]); err != nil && strings.Contains(err.Error(), "tls:") {
 		return err.Error(), true

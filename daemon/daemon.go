@@ -125,6 +125,9 @@ func New(cfg *config.Config, flags *Flags) (*Daemon, error) {
 			if op != nil {
 				op.Close()
 			}
+			if d.tlsListener != nil {
+				d.tlsListener.Close()
+			}
 			d.close()
 			return nil, err
 		}

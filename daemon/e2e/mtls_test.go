@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -214,6 +216,31 @@ func TestTLSCertHasNoStandingOnAnotherHost(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"name": "ops-a"`) || !strings.Contains(out, `"role": "operator"`) {
 		t.Fatalf("termctl status over mutual TLS: exit %d\n%s%s", code, out, errOut)
 	}
+	// termctl plan over mutual TLS opens the certificate's own session, not
+	// the one root's local termctl holds (termctl runs as root here too).
+	local, errOut, code := a.Run("termctl", "plan", "-o", "json", "--", "id", "-u")
+	if code != 0 {
+		t.Fatalf("local termctl plan: %d %s", code, errOut)
+	}
+	viaTLS, errOut, code := a.Run("termctl", append(remote, "plan", "-o", "json", "--", "id", "-u")...)
+	if code != 0 {
+		t.Fatalf("termctl plan over mutual TLS: %d %s", code, errOut)
+	}
+	var lp, rp struct {
+		SessionID string `json:"session_id"`
+		Requester struct {
+			Name string `json:"name"`
+		} `json:"requester"`
+	}
+	if err := json.Unmarshal([]byte(local), &lp); err != nil || lp.SessionID == "" {
+		t.Fatalf("local plan JSON: %v\n%s", err, local)
+	}
+	if err := json.Unmarshal([]byte(viaTLS), &rp); err != nil || rp.SessionID == "" {
+		t.Fatalf("remote plan JSON: %v\n%s", err, viaTLS)
+	}
+	if rp.SessionID == lp.SessionID || rp.Requester.Name != "ops-a" {
+		t.Fatalf("the certificate's plan went into session %s by %q; root's local session is %s", rp.SessionID, rp.Requester.Name, lp.SessionID)
+	}
 	// The same certificate has no standing on host B.
 	_, errOut, code = b.RunEnv("termctl", []string{"TERMD_ADDR=tls://" + addrB, "TERMD_TLS_CERT=" + opsA.CertFile, "TERMD_TLS_KEY=" + opsA.KeyFile, "TERMD_TLS_CA=" + opsA.CAFile}, "status")
 	if code == 0 || !strings.Contains(errOut, "CN=ops-a") || !strings.Contains(errOut, "listen_tls.clients") {
@@ -309,4 +336,51 @@ func TestTLSGatewayApprovalRecordsPersonAndGateway(t *testing.T) {
 	if rc["schema_version"] != "1.7" || a["kind"] != "cert" || a["gateway"] != "gw-1" || !strings.HasPrefix(fmt.Sprint(a["name"]), "token:alice") || a["id"] != "cert:gw-1/token:alice" {
 		t.Fatalf("the receipt's approver %v (schema %v)", a, rc["schema_version"])
 	}
+}
+
+// The TCP listener is bounded like the socket before any TLS work: one
+// source address holds at most connections.per_uid connections (the rest
+// are closed at accept), a connection that never finishes its handshake is
+// closed after connections.handshake_timeout, and a certificate holder is
+// served afterwards.
+func TestTLSConnectionsBoundedPerAddress(t *testing.T) {
+	p := newFleetPKI(t)
+	addr, maddr := freeAddr(t), freeAddr(t)
+	harness.Start(t, harness.Options{Config: p.config(addr, maddr, opsEntry) + "connections:\n  per_uid: 4\n  handshake_timeout: 1s\n"})
+	var conns []net.Conn
+	for i := 0; i < 12; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	closed := 0
+	for _, c := range conns {
+		// Each is closed by termd: at accept (over per_uid) or when its
+		// handshake does not come (handshake_timeout).
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var b [1]byte
+		if _, err := c.Read(b[:]); err != nil && !errorsIsTimeout(err) {
+			closed++
+		}
+	}
+	if closed != len(conns) {
+		t.Fatalf("%d of %d silent connections were closed by termd", closed, len(conns))
+	}
+	if n := metric(t, maddr, "termd_connections_refused"); n < 12-4 {
+		t.Fatalf("termd_connections_refused = %v, want the %d connections over connections.per_uid refused at accept", n, 12-4)
+	}
+	if n := metric(t, maddr, "termd_tls_calls"); n != 0 {
+		t.Fatalf("termd_tls_calls = %v", n)
+	}
+	if _, err := dialCert(t, addr, p.client(t, "ops-a"), client.Options{}).Daemon.GetStatus(ctxT(t), &termdv1.GetStatusRequest{}); err != nil {
+		t.Fatalf("the operator certificate after the silent connections: %v", err)
+	}
+}
+
+func errorsIsTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
