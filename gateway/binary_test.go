@@ -16,11 +16,14 @@ import (
 // gatewayProc is the real termd-gateway binary in front of a real termd.
 type gatewayProc = harness.Gateway
 
-// startGateway runs termd-gateway for d's socket on a free loopback port
-// and waits for it to say where it listens.
+// startGateway runs termd-gateway on a free loopback port and waits for it
+// to say where it listens. With d nil, args name the daemons (--daemon).
 func startGateway(t *testing.T, d *harness.Daemon, args ...string) *gatewayProc {
 	t.Helper()
-	return harness.StartGateway(t, append([]string{"--socket", d.Socket}, args...)...)
+	if d != nil {
+		args = append([]string{"--socket", d.Socket}, args...)
+	}
+	return harness.StartGateway(t, args...)
 }
 
 // runGateway runs termd-gateway expecting it to refuse to start.

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/termd/termd/internal/harness"
@@ -18,7 +20,7 @@ import (
 // binary in front of a real termd. scripts/ci-deps.sh installs Chromium and
 // the npm packages, so CI never skips this.
 func TestConsoleInBrowser(t *testing.T) {
-	br := harness.ConsoleBrowser(t)
+	e2e, chromium, node := browserTools(t)
 	// A credential the console's plan form asks for by name; its value must
 	// appear nowhere on the pages.
 	credDir, err := os.MkdirTemp("", "termd-console-cred-")
@@ -61,13 +63,80 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := startGateway(t, d)
-	cmd := exec.Command(br.Node, "console.test.mjs")
-	cmd.Dir = br.Dir
-	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+br.Chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace, "TERMD_TEST_CREDENTIAL_VALUE="+credValue,
+	cmd := exec.Command(node, "console.test.mjs")
+	cmd.Dir = e2e
+	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium, "TERMCTL="+harness.Bin(t, "termctl"), "TERMD_SOCKET="+d.Socket, "TERMD_WORKSPACE="+d.Workspace, "TERMD_TEST_CREDENTIAL_VALUE="+credValue,
 		fmt.Sprintf("TERMD_UPSTREAM=upstream.test:%d", upPort))
 	out, err := cmd.CombinedOutput()
 	t.Logf("console.test.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("browser tests failed: %v", err)
+	}
+}
+
+// browserTools finds web/e2e with its npm packages, Chromium and node.
+func browserTools(t *testing.T) (e2e, chromium, node string) {
+	t.Helper()
+	b := harness.ConsoleBrowser(t)
+	return b.Dir, b.Chromium, b.Node
+}
+
+// TestFleetConsoleInBrowser drives the console of one real termd-gateway
+// serving three real termd daemons (web/e2e/fleet.test.mjs): every host's
+// plans in one queue with their host, approval carried to the owning host,
+// a stopped host shown down while the others are served, and its events
+// resuming after its restart. The script asks this test to stop and
+// restart host c ("@@ stop c", "@@ restart c" on its stdout) and waits for
+// an ack file.
+func TestFleetConsoleInBrowser(t *testing.T) {
+	e2e, chromium, node := browserTools(t)
+	ds := map[string]*harness.Daemon{}
+	var args []string
+	for _, n := range []string{"a", "b", "c"} {
+		ds[n] = harness.Start(t, harness.Options{AskWrites: true})
+		args = append(args, "--daemon", n+"="+ds[n].Socket)
+	}
+	g := startGateway(t, nil, args...)
+	ctl := t.TempDir()
+	cmd := exec.Command(node, "fleet.test.mjs")
+	cmd.Dir = e2e
+	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.URL, "TERMD_CONSOLE_TOKEN="+g.Token, "CHROMIUM="+chromium,
+		"TERMD_FLEET_CTL="+ctl, "TERMD_WORKSPACE_A="+ds["a"].Workspace, "TERMD_WORKSPACE_B="+ds["b"].Workspace)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	acks := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		what, ok := strings.CutPrefix(line, "@@ ")
+		if !ok {
+			continue
+		}
+		switch what {
+		case "stop c":
+			ds["c"].Stop()
+		case "restart c":
+			ds["c"].Restart()
+		default:
+			t.Errorf("fleet.test.mjs asked for %q", what)
+			continue
+		}
+		acks++
+		if err := os.WriteFile(filepath.Join(ctl, fmt.Sprintf("ack-%d", acks)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("fleet.test.mjs:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("fleet browser tests failed: %v", err)
 	}
 }

@@ -27,6 +27,19 @@ func (e *env) planOn(hostName, file string) (id, hash string) {
 	return str(p, "id"), str(p, "decision", "request_hash")
 }
 
+// runOn executes an approved plan on host and waits for its receipt.
+func (e *env) runOn(hostName, planID string) map[string]any {
+	e.t.Helper()
+	x := e.call("POST", "/v1/hosts/"+hostName+"/plans/"+planID+":execute", map[string]any{})["execution"]
+	for deadline := time.Now().Add(60 * time.Second); str(x, "receipt_id") == ""; time.Sleep(50 * time.Millisecond) {
+		x = e.call("GET", "/v1/hosts/"+hostName+"/executions/"+str(x, "id"), nil)["execution"]
+		if time.Now().After(deadline) {
+			e.t.Fatalf("execution on %s did not finish: %v", hostName, x)
+		}
+	}
+	return x.(map[string]any)
+}
+
 // hostsByName is GET /v1/hosts keyed by name.
 func (e *env) hostsByName() map[string]map[string]any {
 	e.t.Helper()
@@ -79,6 +92,21 @@ func TestFleetRoutesAndQueue(t *testing.T) {
 	if code, body := status(t, e.do("GET", "/v1/hosts/nope/status", e.Operator, nil)); code != 404 || !strings.Contains(body, "GET /v1/hosts lists them") {
 		t.Errorf("unknown host: %d %s", code, body)
 	}
+	// Each host's own event stream, as /v1/events is for one daemon.
+	s := e.openSSE("/v1/hosts/c/events?history=1", e.Operator)
+	for {
+		ev := s.nextEvent(t)
+		var d map[string]any
+		_ = json.Unmarshal([]byte(ev.Data), &d)
+		pid := str(d, "plan", "id")
+		if pid == ids["a"] || pid == ids["b"] {
+			t.Fatalf("host c's stream carries another host's plan: %s", ev.Data)
+		}
+		if pid == ids["c"] && ev.Event == "EVENT_KIND_AWAITING_APPROVAL" {
+			break
+		}
+	}
+	s.res.Body.Close()
 	// Unprefixed routes are the default host's.
 	if p := e.call("GET", "/v1/plans/"+ids["a"], nil); str(p, "plan", "id") != ids["a"] {
 		t.Errorf("unprefixed GET of a's plan: %v", p)
@@ -99,15 +127,8 @@ func TestFleetRoutesAndQueue(t *testing.T) {
 	if str(p, "state") != "PLAN_STATE_APPROVED" || str(p, "approval", "approver", "name") != "token:alice" || str(p, "approval", "approver", "via") != "gateway" {
 		t.Fatalf("approve on b: %v", p)
 	}
-	x := e.call("POST", "/v1/hosts/b/plans/"+ids["b"]+":execute", map[string]any{})["execution"]
-	rid := ""
-	for deadline := time.Now().Add(60 * time.Second); rid == ""; time.Sleep(50 * time.Millisecond) {
-		x = e.call("GET", "/v1/hosts/b/executions/"+str(x, "id"), nil)["execution"]
-		rid = str(x, "receipt_id")
-		if time.Now().After(deadline) {
-			t.Fatalf("execution on b did not finish: %v", x)
-		}
-	}
+	x := e.runOn("b", ids["b"])
+	rid := str(x, "receipt_id")
 	if str(x, "state") != "EXECUTION_STATE_SUCCEEDED" {
 		t.Fatalf("execution on b: %v", x)
 	}
@@ -446,15 +467,7 @@ func TestFleetOverMutualTLS(t *testing.T) {
 	if str(p, "state") != "PLAN_STATE_APPROVED" {
 		t.Fatalf("approve on b: %v", p)
 	}
-	x := e.call("POST", "/v1/hosts/b/plans/"+id+":execute", map[string]any{})["execution"]
-	rid := ""
-	for deadline := time.Now().Add(60 * time.Second); rid == ""; time.Sleep(50 * time.Millisecond) {
-		x = e.call("GET", "/v1/hosts/b/executions/"+str(x, "id"), nil)["execution"]
-		rid = str(x, "receipt_id")
-		if time.Now().After(deadline) {
-			t.Fatalf("execution on b did not finish: %v", x)
-		}
-	}
+	rid := str(e.runOn("b", id), "receipt_id")
 	if _, err := os.Stat(filepath.Join(b.Workspace, "over-tls.txt")); err != nil {
 		t.Errorf("b's file: %v", err)
 	}

@@ -104,11 +104,6 @@ const (
 )
 
 func (g *Gateway) serveFleetEvents(w http.ResponseWriter, r *http.Request, s *scope) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		writeError(w, http.StatusMethodNotAllowed, "use GET")
-		return
-	}
 	hs, ok := g.selectedHosts(w, r)
 	if !ok {
 		return
@@ -123,13 +118,8 @@ func (g *Gateway) serveFleetEvents(w http.ResponseWriter, r *http.Request, s *sc
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	history := false
-	switch q.Get("history") {
-	case "", "0", "false":
-	case "1", "true":
-		history = true
-	default:
-		writeError(w, http.StatusBadRequest, "history must be 1 or true (hosts without a position start with the events termd still holds) or 0 or false (they start at now)")
+	history, ok := boolParam(w, q, "history", "history must be 1 or true (hosts without a position start with the events termd still holds) or 0 or false (they start at now)")
+	if !ok {
 		return
 	}
 	rc := http.NewResponseController(w)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,6 +199,19 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, s *scope) (*host
 	return s.conns[h.Name], r2, true
 }
 
+// boolParam reads a query flag (1/true, 0/false, or absent: false); a
+// bad value is answered 400 with msg.
+func boolParam(w http.ResponseWriter, q url.Values, name, msg string) (v, ok bool) {
+	switch q.Get(name) {
+	case "", "0", "false":
+		return false, true
+	case "1", "true":
+		return true, true
+	}
+	writeError(w, http.StatusBadRequest, msg)
+	return false, false
+}
+
 // isEventsPath: the routes a browser's EventSource opens with a ticket.
 func isEventsPath(p string) bool {
 	if p == "/v1/fleet/events" || p == "/v1/events" || terminalStreamID(p) != "" {
@@ -245,8 +259,14 @@ func hostJSON(h *host, st hostState, def bool) map[string]any {
 	return m
 }
 
-// selectedHosts reads ?host= (repeated, or comma-separated); none: all.
+// selectedHosts checks that a fleet route is a GET and reads ?host=
+// (repeated, or comma-separated; none: every host).
 func (g *Gateway) selectedHosts(w http.ResponseWriter, r *http.Request) ([]*host, bool) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		writeError(w, http.StatusMethodNotAllowed, "use GET")
+		return nil, false
+	}
 	var names []string
 	for _, v := range r.URL.Query()["host"] {
 		for _, n := range strings.Split(v, ",") {
@@ -272,11 +292,6 @@ func (g *Gateway) selectedHosts(w http.ResponseWriter, r *http.Request) ([]*host
 
 // serveHosts: GET /v1/hosts lists the hosts, each probed now.
 func (g *Gateway) serveHosts(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		writeError(w, http.StatusMethodNotAllowed, "use GET")
-		return
-	}
 	hs, ok := g.selectedHosts(w, r)
 	if !ok {
 		return
@@ -303,23 +318,13 @@ func (g *Gateway) serveHosts(w http.ResponseWriter, r *http.Request) {
 // host. A host that does not answer is listed in hosts with its error; the
 // others' plans are still returned.
 func (g *Gateway) serveFleetPlans(w http.ResponseWriter, r *http.Request, s *scope) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		writeError(w, http.StatusMethodNotAllowed, "use GET")
-		return
-	}
 	hs, ok := g.selectedHosts(w, r)
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
 	req := &termdv1.ListPlansRequest{States: []termdv1.PlanState{termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL}}
-	switch q.Get("approvable_only") {
-	case "", "0", "false":
-	case "1", "true":
-		req.ApprovableOnly = true
-	default:
-		writeError(w, http.StatusBadRequest, "approvable_only must be true or false")
+	if req.ApprovableOnly, ok = boolParam(w, q, "approvable_only", "approvable_only must be true or false"); !ok {
 		return
 	}
 	if v := q.Get("limit"); v != "" {

@@ -45,13 +45,8 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, s *hostCon
 		since = n
 		break
 	}
-	history := false
-	switch q.Get("history") {
-	case "", "0", "false":
-	case "1", "true":
-		history = true
-	default:
-		writeError(w, http.StatusBadRequest, "history must be 1 or true (start with the events termd still holds) or 0 or false (start at now)")
+	history, ok := boolParam(w, q, "history", "history must be 1 or true (start with the events termd still holds) or 0 or false (start at now)")
+	if !ok {
 		return
 	}
 	rc := http.NewResponseController(w)

@@ -3,7 +3,8 @@
 // a URL; the event stream authenticates with a one-time ticket instead.
 
 const TOKEN_KEY = 'termd.token';
-const SEQ_KEY = 'termd.lastGlobalSeq';
+// The merged stream's last id: every host's position (HOST=EPOCH.SEQ,…).
+const SEQ_KEY = 'termd.fleetEventId';
 
 export class APIError extends Error {
   constructor(status, message) {
@@ -81,16 +82,18 @@ export const KINDS = [
   'EVENT_KIND_SESSION_CLOSED', 'EVENT_KIND_LAGGED', 'EVENT_KIND_PORT_FORWARD', 'EVENT_KIND_EGRESS_REFUSED',
 ];
 
-// Events keeps one EventSource on everything the token may see. On any
-// error it closes the source (its ticket is spent) and reconnects with a new
-// ticket, resuming after the last event id it saw. routes are the ticket
-// call and the stream URL (endpoints.js: events).
+// Events keeps one EventSource on everything the token may see on every
+// host (the fleet's merged stream; each event has its host). On any error it
+// closes the source (its ticket is spent) and reconnects with a new ticket,
+// resuming every host after the last event id it saw. A host going up or
+// down arrives as {kind: 'HOST', name, state, error, …}. routes are the
+// ticket call and the stream URL (endpoints.js: events).
 export class Events {
   constructor(onStatus, routes) {
     this.routes = routes;
     this.listeners = new Set();
     this.onStatus = onStatus;
-    this.last = Number(sessionStorage.getItem(SEQ_KEY) || 0);
+    this.last = sessionStorage.getItem(SEQ_KEY) || '';
     this.es = null;
     this.stopped = false;
     this.retry = 500;
@@ -119,15 +122,16 @@ export class Events {
       this.later();
     };
     const handle = (e) => {
-      const id = Number(e.lastEventId);
-      if (id) { this.last = id; sessionStorage.setItem(SEQ_KEY, String(id)); }
+      if (e.lastEventId) { this.last = e.lastEventId; sessionStorage.setItem(SEQ_KEY, e.lastEventId); }
       let ev;
       try { ev = JSON.parse(e.data); } catch { return; }
+      if (e.type === 'host') ev = { ...ev, kind: 'HOST', host: ev.name };
       for (const fn of this.listeners) {
         try { fn(ev); } catch (err) { console.error(err); }
       }
     };
     for (const k of KINDS) es.addEventListener(k, handle);
+    es.addEventListener('host', handle);
     es.addEventListener('stream-error', (e) => {
       let msg = 'event stream failed';
       try { msg = JSON.parse(e.data).message; } catch { /* keep default */ }

@@ -7,13 +7,16 @@ import { h, clear, errorBox, short } from './dom.js';
 import { planFormView, planView } from './plan.js';
 import { recipesView } from './recipes.js';
 import { forwardsView } from './network.js';
-import { approvalsView, grantsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals } from './lists.js';
+import { approvalsView, grantsView, plansView, sessionsView, sessionView, receiptsView, receiptView, affectsApprovals, hostsView } from './lists.js';
 
 const main = document.getElementById('main');
 const flashEl = document.getElementById('flash');
 let cleanup = null;
 let events = null;
 let status = null;
+// The termd daemons (hosts) the gateway serves, as GET /v1/hosts lists them.
+let hosts = [];
+const HOST_KEY = 'termd.host';
 
 const routes = [
   [/^\/$/, planFormView, 'plan'],
@@ -27,6 +30,7 @@ const routes = [
   [/^\/receipts\/([^/]+)$/, receiptView, 'receipts'],
   [/^\/recipes$/, recipesView, 'recipes'],
   [/^\/forwards$/, forwardsView, 'forwards'],
+  [/^\/hosts$/, hostsView, 'hosts'],
 ];
 
 const ctx = {
@@ -46,11 +50,49 @@ const ctx = {
   // The adviser is optional: without it the console says so instead of
   // showing a panel that looks ready.
   get adviser() { return { available: !!status?.adviser_available, detail: status?.adviser_detail || '' }; },
+  // The fleet: every host, whether there is more than one, the host the
+  // per-host pages show, and a page's link on another host.
+  get hosts() { return hosts; },
+  get multiHost() { return hosts.length > 1; },
+  get host() { return rest.host(); },
+  hostHref(path, name) { return hosts.length > 1 && name ? path + '?host=' + encodeURIComponent(name) : path; },
+  refreshHosts() { return refreshHosts(); },
 };
+
+// selectHost makes name the host of the per-host pages (kept for the tab).
+function selectHost(name) {
+  if (!hosts.some((x) => x.name === name)) return false;
+  const multi = hosts.length > 1;
+  rest.setHost(multi ? name : '');
+  sessionStorage.setItem(HOST_KEY, name);
+  const sel = document.getElementById('host-select');
+  if (sel.value !== name) sel.value = name;
+  return true;
+}
+
+// refreshHosts reads the hosts and their state: the selector, and the
+// count of hosts down beside the Hosts link.
+async function refreshHosts() {
+  try {
+    hosts = (await rest.fleet.hosts()).hosts || [];
+  } catch { return hosts; }
+  const sel = document.getElementById('host-select');
+  const keep = rest.host() || sessionStorage.getItem(HOST_KEY) || (hosts.find((x) => x.default) || hosts[0] || {}).name;
+  clear(sel, hosts.map((x) => h('option', { value: x.name }, x.name + (x.state === 'up' ? '' : ' (down)'))));
+  document.getElementById('host-picker').hidden = hosts.length < 2;
+  document.getElementById('nav-hosts').hidden = hosts.length < 2;
+  if (!selectHost(keep) && hosts.length) selectHost((hosts.find((x) => x.default) || hosts[0]).name);
+  const down = hosts.filter((x) => x.state !== 'up').length;
+  document.getElementById('hosts-down').textContent = down ? String(down) : '';
+  return hosts;
+}
 
 function route() {
   if (cleanup) { try { cleanup(); } catch (e) { console.error(e); } cleanup = null; }
   ctx.flash(null);
+  // ?host=NAME (a link to a page on another host) selects that host.
+  const want = new URLSearchParams(location.search).get('host');
+  if (want) selectHost(want);
   const path = location.pathname.replace(/\/+$/, '') || '/';
   for (const [re, view, nav] of routes) {
     const m = path.match(re);
@@ -88,7 +130,7 @@ function setLive(on, text) {
 
 async function refreshApprovalCount() {
   try {
-    const r = await rest.plans.awaitingApproval();
+    const r = await rest.fleet.plans();
     const n = (r.plans || []).length;
     document.getElementById('approval-count').textContent = n ? String(n) : '';
   } catch { /* the count is a hint; the page shows errors */ }
@@ -100,8 +142,10 @@ function countSoon() {
   countTimer = setTimeout(refreshApprovalCount, 200);
 }
 
+let hostsTimer = null;
 function onEvent(ev) {
   if (affectsApprovals(ev)) countSoon();
+  if (ev.kind === 'HOST') { clearTimeout(hostsTimer); hostsTimer = setTimeout(refreshHosts, 100); }
 }
 
 function signInView(message) {
@@ -148,6 +192,7 @@ async function start() {
   }
   document.getElementById('nav').hidden = false;
   document.getElementById('who').hidden = false;
+  await refreshHosts();
   // A daemon that does not confine every execution fully says so on every page.
   const sb = (status.capabilities || []).find((c) => c.name === 'sandbox');
   const warn = document.getElementById('sandbox-warning');
@@ -169,6 +214,13 @@ setUnauthorizedHandler(() => {
   status = null;
   if (events) { events.stop(); events = null; }
   signInView('Your token is no longer accepted; sign in again.');
+});
+
+document.getElementById('host-select').addEventListener('change', (e) => {
+  selectHost(e.target.value);
+  // The page's address names no host: it is now the selected one's.
+  history.replaceState(null, '', location.pathname);
+  route();
 });
 
 document.getElementById('signout').addEventListener('click', () => {

@@ -21,8 +21,9 @@ function planTable(plans) {
 }
 
 // affectsApprovals: events after which the approval queue may differ (a
-// closed session drops its plans; after a lag anything may have changed).
-export const affectsApprovals = (ev) => /AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED|SESSION_CLOSED|LAGGED/.test(ev.kind || '');
+// closed session drops its plans; after a lag anything may have changed; a
+// host that went down or came back takes its plans away or brings them).
+export const affectsApprovals = (ev) => /AWAITING_APPROVAL|APPROVED|DENIED|EXPIRED|PLAN_CREATED|SESSION_CLOSED|LAGGED|HOST/.test(ev.kind || '');
 
 // live re-runs load when an event matches, debounced.
 function live(ctx, match, load) {
@@ -34,12 +35,20 @@ function live(ctx, match, load) {
 export function approvalsView(main, ctx) {
   const list = h('div', { id: 'approval-queue', 'aria-live': 'polite' }, empty('Loading…'));
   const done = h('div', { id: 'approved' });
+  const unreachable = h('div', { id: 'hosts-unreachable' });
+  // Every host's queue in one (GET /v1/fleet/plans); the filter shows one host's.
+  const filter = h('select', { id: 'host-filter', onchange: () => load() },
+    h('option', { value: '' }, 'All hosts'), ctx.hosts.map((x) => h('option', { value: x.name }, x.name)));
   main.append(h('h1', {}, 'Approval queue'),
-    h('p', { class: 'muted' }, 'Plans waiting for a person. This list updates as plans arrive.'), done, list);
+    h('p', { class: 'muted' }, 'Plans waiting for a person' + (ctx.multiHost ? ' on every host' : '') + '. This list updates as plans arrive.'),
+    ctx.multiHost ? h('div', { class: 'row' }, h('label', { for: 'host-filter' }, 'Host'), filter) : null,
+    unreachable, done, list);
   async function load() {
     try {
-      const r = await rest.plans.awaitingApproval();
+      const r = await rest.fleet.plans(filter.value);
       const plans = r.plans || [];
+      clear(unreachable, (r.hosts || []).filter((x) => x.error).map((x) => h('div', { class: 'banner host-unreachable', role: 'status', dataset: { host: x.name } },
+        'Host ', h('strong', {}, x.name), ' did not answer: ' + x.error + '. Its plans are not shown; the other hosts\' are.')));
       if (!plans.length) { clear(list, empty('Nothing is waiting for approval.')); return; }
       clear(list, plans.map((p) => queueItem(p)));
     } catch (e) {
@@ -54,9 +63,10 @@ export function approvalsView(main, ctx) {
       e.target.disabled = true;
       try { await fn(); load(); } catch (ex) { clear(err, errorBox(ex)); e.target.disabled = false; }
     } }, label);
-    return h('article', { class: 'card queue-item', 'aria-label': 'Plan ' + p.id, dataset: { plan: p.id } },
-      h('h2', {}, h('a', { href: '/plans/' + encodeURIComponent(p.id) }, h('code', {}, argvText(d.argv) || p.request?.command))),
-      h('div', { class: 'row' }, badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_')),
+    const href = ctx.hostHref('/plans/' + encodeURIComponent(p.id), p.host);
+    return h('article', { class: 'card queue-item', 'aria-label': 'Plan ' + p.id, dataset: { plan: p.id, host: p.host || '' } },
+      h('h2', {}, h('a', { href }, h('code', {}, argvText(d.argv) || p.request?.command))),
+      h('div', { class: 'row' }, ctx.multiHost ? badge('host ' + p.host, 'host') : null, badge('risk ' + words(short(d.risk, 'RISK_')), 'risk-' + short(d.risk, 'RISK_')),
         h('span', { class: 'muted' }, 'by ' + (p.requester?.name || 'unknown') + ' · ' + when(p.created_at) + ' · expires ' + when(p.expires_at))),
       (d.reasons || []).length ? h('ul', { class: 'reasons' }, d.reasons.map((r) => h('li', {}, r))) : null,
       kv([['Directory', d.cwd], ['Writes', (p.preview?.writes || []).join(', ')], ['Network', p.preview?.network ? 'yes' : ''],
@@ -65,13 +75,14 @@ export function approvalsView(main, ctx) {
         ['Request hash', h('code', { class: 'hash' }, d.request_hash)]]),
       ctx.canApprove ? rememberControls(p) : null,
       ctx.canApprove ? h('div', { class: 'row' },
+        // To the host that owns the plan, bound to the hash shown above.
         act('Approve', async () => {
-          await rest.plans.approve(p.id, d.request_hash, grantOf(p));
+          await rest.plans.approve(p.id, d.request_hash, grantOf(p), p.host);
           approvedNotice(p);
         }, 'primary'),
         h('label', { class: 'hint', for: 'reason-' + p.id }, 'Deny reason'), reason,
-        act('Deny', () => rest.plans.deny(p.id, reason.value || 'denied in the console'), 'danger'),
-        h('a', { href: '/plans/' + encodeURIComponent(p.id) }, 'Details')) : h('p', { class: 'hint' }, 'Only an operator can approve.'),
+        act('Deny', () => rest.plans.deny(p.id, reason.value || 'denied in the console', p.host), 'danger'),
+        h('a', { href }, 'Details')) : h('p', { class: 'hint' }, 'Only an operator can approve.'),
       err);
   }
   // rememberControls: the approval's scope. A pattern is the command with
@@ -97,14 +108,14 @@ export function approvalsView(main, ctx) {
   }
   // Approving does not run a plan: say so, and offer to run it.
   function approvedNotice(p) {
-    const url = '/plans/' + encodeURIComponent(p.id);
+    const url = ctx.hostHref('/plans/' + encodeURIComponent(p.id), p.host);
     const note = h('div', { class: 'card notice', role: 'status' },
       h('p', {}, '✔ Approved ', h('code', {}, argvText(p.decision?.argv) || p.request?.command), '. Approval does not run it: its requester runs it (an agent through termd-mcp), or you run it now.'),
       h('div', { class: 'row' },
         h('button', { type: 'button', class: 'primary', onclick: async (e) => {
           e.target.disabled = true;
           try {
-            await rest.plans.execute(p.id);
+            await rest.plans.execute(p.id, p.host);
             location.assign(url);
           } catch (ex) { note.append(errorBox(ex)); e.target.disabled = false; }
         } }, 'Run it now'),
@@ -113,6 +124,33 @@ export function approvalsView(main, ctx) {
   }
   load();
   return live(ctx, affectsApprovals, load);
+}
+
+// hostsView lists the termd hosts the gateway serves, up or down (with the
+// error and since when), live: a host going up or down updates it.
+export function hostsView(main, ctx) {
+  const list = h('div', { id: 'hosts' }, empty('Loading…'));
+  main.append(h('h1', {}, 'Hosts'),
+    h('p', { class: 'muted' }, 'The termd daemons this gateway serves. Each keeps its own plans and receipts; the host selector at the top picks whose pages you see. A host that is down is retried; its events resume where they stopped when it is back.'), list);
+  async function load() {
+    try {
+      const hs = await ctx.refreshHosts();
+      clear(list, h('div', { class: 'card' }, h('table', {},
+        h('thead', {}, h('tr', {}, ['Host', 'State', 'Since', 'Address', 'Version or error'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, hs.map((x) => h('tr', { dataset: { host: x.name, state: x.state } },
+          h('td', {}, h('strong', {}, x.name), x.default ? h('span', { class: 'muted' }, ' (default)') : null),
+          h('td', {}, badge(x.state, x.state === 'up' ? 'st-SUCCEEDED' : 'st-FAILED')),
+          h('td', {}, when(x.since)),
+          h('td', {}, h('code', {}, x.address), ' · ', x.transport),
+          h('td', {}, x.state === 'up' ? x.version || '' : h('span', { class: 'host-error' }, x.error || ''))))))));
+    } catch (e) {
+      clear(list, errorBox(e));
+    }
+  }
+  load();
+  const every = setInterval(load, 5000);
+  const off = live(ctx, (ev) => ev.kind === 'HOST', load);
+  return () => { clearInterval(every); off(); };
 }
 
 // grantsView lists remembered approvals; operators revoke them here.

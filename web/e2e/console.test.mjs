@@ -2,12 +2,11 @@
 // Run by gateway/browser_test.go, which starts termd and termd-gateway and
 // passes TERMD_CONSOLE_URL and TERMD_CONSOLE_TOKEN. Screenshots of every
 // step go to artifacts/ (gitignored).
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { spawn, spawnSync } from 'node:child_process';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { launch, must } from './browser.mjs';
 
 const url = process.env.TERMD_CONSOLE_URL;
 const token = process.env.TERMD_CONSOLE_TOKEN;
@@ -15,50 +14,7 @@ if (!url || !token) {
   console.error('set TERMD_CONSOLE_URL and TERMD_CONSOLE_TOKEN');
   process.exit(2);
 }
-const here = dirname(fileURLToPath(import.meta.url));
-const artifacts = process.env.TERMD_ARTIFACTS || join(here, 'artifacts');
-mkdirSync(artifacts, { recursive: true });
-const profile = mkdtempSync(join(tmpdir(), 'termd-chromium-'));
-
-const T = 30000;
-let step = 0;
-let failures = 0;
-const consoleErrors = [];
-
-// A fresh profile directory per run (playwright passes it as --user-data-dir).
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1366, height: 900 },
-  acceptDownloads: true,
-});
-const page = context.pages()[0] || await context.newPage();
-page.setDefaultTimeout(T);
-page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-page.on('pageerror', (e) => consoleErrors.push('page error: ' + e.message));
-
-async function shot(name) {
-  step++;
-  const file = join(artifacts, String(step).padStart(2, '0') + '-' + name + '.png');
-  await page.screenshot({ path: file, fullPage: true });
-  console.log('  screenshot', file);
-}
-
-async function test(name, fn) {
-  console.log('- ' + name);
-  try {
-    await fn();
-    console.log('  ok');
-  } catch (e) {
-    failures++;
-    console.log('  FAIL: ' + (e.stack || e));
-    await shot('FAILED-' + name.replace(/\W+/g, '-')).catch(() => {});
-  }
-}
-
-function must(cond, msg) { if (!cond) throw new Error(msg); }
+const { page, consoleErrors, shot, test, finish } = await launch();
 
 async function planForm({ argv, command, mode }) {
   await page.getByRole('link', { name: 'New plan' }).click();
@@ -468,7 +424,4 @@ await test('no script errors', async () => {
   must(relevant.length === 0, 'console errors: ' + [...new Set(relevant)].join(' | '));
 });
 
-await context.close();
-rmSync(profile, { recursive: true, force: true });
-console.log(failures ? `${failures} failed` : 'all passed');
-process.exit(failures ? 1 : 0);
+await finish();
