@@ -436,7 +436,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	})
 
 	// Host A's plan: approved in the console, in Chromium.
-	approveInBrowser(t, br, g, plans[0].h.name, plans[0].plan.Id)
+	approveInBrowser(t, br, g, names, plans[0].h.name, plans[0].plan.Id)
 	// B's and C's over REST, bound to the hash the queue showed.
 	for _, p := range plans[1:] {
 		g.call("POST", "/v1/hosts/"+p.h.name+"/plans/"+p.plan.Id+":approve", map[string]any{"request_hash": p.plan.Decision.RequestHash})
@@ -628,12 +628,12 @@ func ownEvents(t *testing.T, d *harness.Daemon, from, to uint64) []uint64 {
 // approveInBrowser approves plan id of host in the gateway's console, in
 // real headless Chromium (web/e2e/fleet-e2e.test.mjs), as the person whose
 // token g holds.
-func approveInBrowser(t *testing.T, br harness.Browser, g *fleetGW, host, id string) {
+func approveInBrowser(t *testing.T, br harness.Browser, g *fleetGW, hosts []string, host, id string) {
 	t.Helper()
 	cmd := exec.Command(br.Node, "fleet-e2e.test.mjs")
 	cmd.Dir = br.Dir
 	cmd.Env = append(os.Environ(), "TERMD_CONSOLE_URL="+g.url, "TERMD_CONSOLE_TOKEN="+g.token, "CHROMIUM="+br.Chromium,
-		"TERMD_FLEET_HOST="+host, "TERMD_FLEET_PLAN="+id)
+		"TERMD_FLEET_HOSTS="+strings.Join(hosts, ","), "TERMD_FLEET_HOST="+host, "TERMD_FLEET_PLAN="+id)
 	out, err := cmd.CombinedOutput()
 	t.Logf("fleet-e2e.test.mjs:\n%s", out)
 	if err != nil {
