@@ -38,7 +38,8 @@ type hostState struct {
 	StartedAt time.Time // the daemon's start: its event sequence's epoch
 }
 
-// observe records a probe's or a stream's outcome.
+// observe records a probe's or a call's outcome (st nil: a call that
+// answered, which says nothing of the version).
 func (h *host) observe(st *termdv1.GetStatusResponse, err error) hostState {
 	now := time.Now()
 	h.mu.Lock()
@@ -52,8 +53,10 @@ func (h *host) observe(st *termdv1.GetStatusResponse, err error) hostState {
 		h.state.Error = err.Error()
 	} else {
 		h.state.Error = ""
-		h.state.Version = st.GetVersion()
-		h.state.StartedAt = st.GetStartedAt().AsTime()
+		if st != nil {
+			h.state.Version = st.GetVersion()
+			h.state.StartedAt = st.GetStartedAt().AsTime()
+		}
 	}
 	return h.state
 }
@@ -356,9 +359,12 @@ func (g *Gateway) serveFleetPlans(w http.ResponseWriter, r *http.Request, s *sco
 	hosts := []map[string]any{}
 	for i, h := range hs {
 		var st hostState
-		if res[i].err != nil && client.Code(res[i].err) == codes.Unavailable { // the host is down
+		switch {
+		case res[i].err == nil:
+			st = h.observe(nil, nil)
+		case client.Code(res[i].err) == codes.Unavailable: // the host is down
 			st = h.observe(nil, res[i].err)
-		} else {
+		default: // up, but it refused (the token's role, a bad argument)
 			st = h.current()
 		}
 		hm := hostJSON(h, st, h == g.def)
