@@ -36,7 +36,7 @@ vet:
 # TERMD_TEST_REQUIRE_ALL=1 a test whose real component is missing fails
 # instead of skipping; with TERMD_REQUIRE_SANDBOX=1 the sandbox tests fail
 # (never skip) on a host that cannot enforce the sandbox.
-REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI|TestOpenAPIDocument|TestOTLPExportToCollector)$$
+REAL_COMPONENT_TESTS := ^(TestConsoleInBrowser|TestTypeScriptClient|TestConformanceSuite|TestInspectorCLI|TestOpenAPIDocument|TestOTLPExportToCollector|TestFleetEndToEnd)$$
 # The systemd-nspawn test (deploy) keeps the Debian root file system it boots
 # in the build directory, keyed by its package list: debootstrap runs once.
 # The test OpenTelemetry Collector is built once into the build directory too.

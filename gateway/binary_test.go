@@ -5,9 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,92 +14,16 @@ import (
 )
 
 // gatewayProc is the real termd-gateway binary in front of a real termd.
-type gatewayProc struct {
-	URL       string
-	TokenFile string
-	Token     string
-	cmd       *exec.Cmd
-	log       *lockedLog
-}
-
-// lockedLog collects the gateway's stderr while tests read it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) WriteString(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.WriteString(s)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var listenRE = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
+type gatewayProc = harness.Gateway
 
 // startGateway runs termd-gateway on a free loopback port and waits for it
 // to say where it listens. With d nil, args name the daemons (--daemon).
 func startGateway(t *testing.T, d *harness.Daemon, args ...string) *gatewayProc {
 	t.Helper()
-	dir := t.TempDir()
-	g := &gatewayProc{TokenFile: filepath.Join(dir, "gateway.token"), log: &lockedLog{}}
-	all := append([]string{"--listen", "127.0.0.1:0", "--token-file", g.TokenFile}, args...)
 	if d != nil {
-		all = append([]string{"--socket", d.Socket}, all...)
+		args = append([]string{"--socket", d.Socket}, args...)
 	}
-	g.cmd = exec.Command(harness.Bin(t, "termd-gateway"), all...)
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr, err := g.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			g.log.WriteString(line + "\n")
-			if m := listenRE.FindStringSubmatch(line); m != nil {
-				select {
-				case urlc <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = g.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = g.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("termd-gateway log:\n%s", g.log.String())
-		}
-	})
-	select {
-	case g.URL = <-urlc:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("termd-gateway did not start:\n%s", g.log.String())
-	}
-	b, err := os.ReadFile(g.TokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Token = strings.TrimSpace(string(b))
-	return g
+	return harness.StartGateway(t, args...)
 }
 
 // runGateway runs termd-gateway expecting it to refuse to start.
@@ -146,7 +68,7 @@ func TestBinaryCreatesPrivateToken(t *testing.T) {
 	if code, _ := status(t, e.do("GET", "/v1/status", "", nil)); code != 401 {
 		t.Errorf("status without a token: %d, want 401", code)
 	}
-	if strings.Contains(g.log.String(), g.Token) {
+	if strings.Contains(g.Log(), g.Token) {
 		t.Error("the gateway logged its token")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -78,23 +77,8 @@ func TestConsoleInBrowser(t *testing.T) {
 // browserTools finds web/e2e with its npm packages, Chromium and node.
 func browserTools(t *testing.T) (e2e, chromium, node string) {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	e2e = filepath.Join(filepath.Dir(file), "..", "web", "e2e")
-	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
-		harness.Missing(t, "web/e2e/node_modules is missing: run scripts/ci-deps.sh (npm ci in web/e2e) to run the browser tests")
-	}
-	chromium = os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		harness.Missing(t, "Chromium is missing at %s: run scripts/ci-deps.sh (apt-get install chromium)", chromium)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		harness.Missing(t, "node is not installed: install Node.js 18 or later")
-	}
-	return e2e, chromium, node
+	b := harness.ConsoleBrowser(t)
+	return b.Dir, b.Chromium, b.Node
 }
 
 // TestFleetConsoleInBrowser drives the console of one real termd-gateway

@@ -26,6 +26,10 @@ command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # python3: the dev server (http.server) and egress probe of the gateway and browser tests.
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+# ip (iproute2) and nsenter (util-linux): the fleet test's hosts in network
+# namespaces on veth links (a slim Debian image has no iproute2).
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	echo "ci-deps: installing ${need_apt[*]} (apt)"
 	$sudo apt-get update -qq

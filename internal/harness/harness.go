@@ -99,6 +99,9 @@ type Options struct {
 	// Bin runs this termd binary (with the termd-launch beside it) instead
 	// of the one built from this tree: A/B against another build in one run.
 	Bin string
+	// NetNS runs termd inside this network namespace (a NetHost's Name;
+	// see NewNetHosts): its socket stays a path in the test directory.
+	NetNS string
 }
 
 // Daemon is a running termd.
@@ -113,11 +116,12 @@ type Daemon struct {
 	LogPath    string
 	Client     *client.Client
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	bin  string
-	args []string
-	env  []string
+	cmd   *exec.Cmd
+	done  chan struct{}
+	bin   string
+	args  []string
+	env   []string
+	netns string
 }
 
 // Start starts termd and waits until it answers.
@@ -174,6 +178,7 @@ func Start(t testing.TB, o Options) *Daemon {
 	d.args = append(args, o.Args...)
 	d.env = o.Env
 	d.bin = bin
+	d.netns = o.NetNS
 	d.start()
 	t.Cleanup(d.cleanup)
 	return d
@@ -186,7 +191,12 @@ func (d *Daemon) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(d.bin, d.args...)
+	argv := append([]string{d.bin}, d.args...)
+	if d.netns != "" {
+		// nsenter execs termd: the pid is termd's.
+		argv = append(nsenterArgv(d.netns), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = append(baseEnv(), d.env...)

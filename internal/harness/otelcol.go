@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -112,21 +113,37 @@ type Collector struct {
 // StartCollector starts a collector on two free loopback ports.
 func StartCollector(t testing.TB) *Collector {
 	t.Helper()
+	return StartCollectorOn(t, "127.0.0.1")
+}
+
+// StartCollectorOn starts a collector on two free ports of addr; 0.0.0.0
+// (every address) lets hosts in network namespaces reach it over their
+// links, at their NetHost.RootIP (see Endpoint).
+func StartCollectorOn(t testing.TB, addr string) *Collector {
+	t.Helper()
 	bin := OtelcolBin(t)
-	c := &Collector{t: t, Dir: t.TempDir(), GRPCAddr: freePort(t), HTTPAddr: freePort(t)}
+	c := &Collector{t: t, Dir: t.TempDir(), GRPCAddr: freePort(t, addr), HTTPAddr: freePort(t, addr)}
 	c.start(bin)
 	t.Cleanup(func() { c.Kill() })
 	return c
 }
 
-func freePort(t testing.TB) string {
+// GRPCEndpoint is the OTLP/gRPC endpoint URL at ip (the collector listening
+// on 0.0.0.0): http://IP:PORT.
+func (c *Collector) GRPCEndpoint(ip string) string {
+	_, port, _ := net.SplitHostPort(c.GRPCAddr)
+	return "http://" + net.JoinHostPort(ip, port)
+}
+
+func freePort(t testing.TB, addr string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	return l.Addr().String()
+	// As asked: 0.0.0.0 stays 0.0.0.0 (Go would print [::] for it).
+	return net.JoinHostPort(addr, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 }
 
 func (c *Collector) start(bin string) {
