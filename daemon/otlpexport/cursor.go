@@ -97,5 +97,21 @@ func writeStatusFile(dir string, s Status) error {
 	if err != nil {
 		return err
 	}
-	return receiptstore.WriteFileAtomic(filepath.Join(dir, StatusFile), append(data, '\n'), 0o600)
+	// The status file is a report for `termd doctor`, rewritten as export
+	// moves: replaced whole (rename) but not synced, since losing its last
+	// update in a crash loses nothing (the cursor is the durable record).
+	path := filepath.Join(dir, StatusFile)
+	f, err := os.CreateTemp(dir, ".tmp-"+StatusFile+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -71,7 +71,13 @@ type Exporter struct {
 	stop   context.CancelFunc
 	ctx    context.Context
 	done   chan struct{}
-	cursor Cursor
+	cursor Cursor // acknowledged up to here (in memory)
+	// onDisk is the cursor's seq in the state dir, written at most once per
+	// cursorEvery while receipts keep coming, and when export goes idle or
+	// stops: a crash re-exports at most that long's receipts, as duplicates
+	// a backend tells apart by receipt id, instead of two fsyncs a receipt.
+	onDisk int64
+	diskAt time.Time
 
 	mu     sync.Mutex
 	status Status
@@ -107,7 +113,7 @@ func New(set Settings, dir string, store Store, log *slog.Logger) (*Exporter, er
 	x := &Exporter{
 		set: set, dir: dir, store: store, log: log.With("component", "otlp-export"),
 		exp: exp, lp: lp, col: col, logger: lp.Logger(Scope, otellog.WithInstrumentationVersion(buildinfo.Version)),
-		wake: make(chan struct{}, 1), done: make(chan struct{}), cursor: cur,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), cursor: cur, onDisk: cur.Seq,
 	}
 	x.status = Status{Endpoint: set.Endpoint, Protocol: set.Protocol, ExportedSeq: cur.Seq, PID: os.Getpid()}
 	x.ctx, x.stop = context.WithCancel(context.Background())
@@ -190,6 +196,9 @@ func (x *Exporter) Close() {
 	}
 	x.stop()
 	<-x.done
+	if err := x.saveCursor(); err != nil {
+		x.log.Warn("the export cursor was not saved: receipts since the last save are exported again after the restart", "error", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = x.lp.Shutdown(ctx)
@@ -232,12 +241,49 @@ func (x *Exporter) run() {
 			continue // more may be waiting: read on before sleeping
 		}
 		x.writeStatus(x.Status() != x.wroteS) // idle: the file shows the last state
-		select {
-		case <-x.ctx.Done():
+		if !x.idle() {
 			return
-		case <-x.wake:
 		}
 	}
+}
+
+// idle waits for more receipts or the end. With the cursor ahead of the
+// disk it writes the cursor once cursorEvery has passed since the last
+// write, unless more receipts come first. false: the exporter is stopping.
+func (x *Exporter) idle() bool {
+	var flush <-chan time.Time
+	if x.onDisk != x.cursor.Seq {
+		t := time.NewTimer(time.Until(x.diskAt.Add(cursorEvery)))
+		defer t.Stop()
+		flush = t.C
+	}
+	select {
+	case <-x.ctx.Done():
+		return false
+	case <-x.wake:
+	case <-flush:
+		if err := x.saveCursor(); err != nil {
+			x.fail(err, 0)
+		}
+	}
+	return true
+}
+
+// cursorEvery is how often, at most, the cursor is written while receipts
+// keep being exported.
+const cursorEvery = time.Second
+
+// saveCursor writes the cursor to the state dir if it moved.
+func (x *Exporter) saveCursor() error {
+	if x.onDisk == x.cursor.Seq {
+		return nil
+	}
+	if err := writeCursor(x.dir, x.cursor); err != nil {
+		// Exported but not recorded: those receipts go again after a restart.
+		return fmt.Errorf("writing the export cursor: %w", err)
+	}
+	x.onDisk, x.diskAt = x.cursor.Seq, time.Now()
+	return nil
 }
 
 // round exports one batch after the cursor; progressed is false when there
@@ -283,11 +329,12 @@ func (x *Exporter) round() (progressed bool, err error) {
 	if r, err := last.Decode(); err == nil {
 		cur.ReceiptID = r.ID
 	}
-	if err := writeCursor(x.dir, cur); err != nil {
-		// Exported but not recorded: the batch goes again after a restart.
-		return false, fmt.Errorf("writing the export cursor: %w", err)
-	}
 	x.cursor = cur
+	if time.Since(x.diskAt) >= cursorEvery {
+		if err := x.saveCursor(); err != nil {
+			return false, err
+		}
+	}
 	x.mu.Lock()
 	x.status.ExportedSeq = cur.Seq
 	x.status.Exported += int64(n)
