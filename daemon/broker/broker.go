@@ -16,6 +16,7 @@ import (
 
 	"github.com/termd/termd/daemon/adviser"
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
@@ -221,12 +222,12 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 	st.DefaultMode = modeProto(pol.DefaultMode())
 	b.mu.Lock()
 	for _, s := range b.sessions {
-		if !s.closed && visible(caller, s.owner) {
+		if !s.closed && domain.Visible(caller, s.owner) {
 			st.ActiveSessions++
 		}
 	}
 	for _, e := range b.execs {
-		if !e.finished && visible(caller, e.plan.session.owner) {
+		if !e.finished && domain.Visible(caller, e.plan.session.owner) {
 			st.ActiveExecutions++
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/credentials"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -76,7 +77,7 @@ func (b *Broker) ListCredentials(_ context.Context, caller *termdv1.Principal) (
 	cfg := b.Config()
 	var out []*termdv1.CredentialInfo
 	for _, cr := range cfg.Credentials {
-		if !isOperator(caller) && (caller.GetRole() != termdv1.Role_ROLE_AGENT || !mayAsk(caller, cr)) {
+		if !domain.IsOperator(caller) && (caller.GetRole() != termdv1.Role_ROLE_AGENT || !mayAsk(caller, cr)) {
 			continue
 		}
 		info := &termdv1.CredentialInfo{
@@ -93,7 +94,7 @@ func (b *Broker) ListCredentials(_ context.Context, caller *termdv1.Principal) (
 			info.Inject = "env"
 		}
 		info.Readable, info.Problem = credentials.Readable(cr, cfg.CredentialsFile)
-		if !isOperator(caller) {
+		if !domain.IsOperator(caller) {
 			// An agent learns what it may ask for and for which programs,
 			// never where the secret lives or who else may have it.
 			info.Source, info.Path, info.Principals = "", "", nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/events"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -11,7 +12,7 @@ import (
 
 // acquireStream counts an open event stream against the caller's cap.
 func (b *Broker) acquireStream(caller *termdv1.Principal) (release func(), err error) {
-	key := principalKey(caller)
+	key := domain.PrincipalKey(caller)
 	b.mu.Lock()
 	defer b.unlock()
 	if max := b.Config().Sessions.MaxStreams; b.streams[key] >= max {
@@ -58,7 +59,7 @@ func (b *Broker) StreamEvents(ctx context.Context, caller *termdv1.Principal, se
 			b.mu.Lock()
 			defer b.unlock()
 			s, ok := b.sessions[id]
-			return ok && visible(caller, s.owner)
+			return ok && domain.Visible(caller, s.owner)
 		})
 	}
 	defer sub.Close()

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/netns"
 	"github.com/termd/termd/daemon/policy"
@@ -355,14 +356,14 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		b.unlock()
 		return nil, errdefs.Precondition("plan %s belongs to session %s, not %s; a plan runs only in its own session", planID, s.id, sessionID)
 	}
-	if !ownerOrOperator(caller, s.owner) {
+	if !domain.OwnerOrOperator(caller, s.owner) {
 		b.unlock()
 		return nil, errdefs.Permission("plan %s belongs to %s; only its owner or an operator may execute it", planID, s.owner.Name)
 	}
 	// A command runs as its requester: only the requester (or an operator)
 	// may start it, or an agent could run an operator's plan with the
 	// operator's uid (an operator may plan or replan in an agent's session).
-	if !isOperator(caller) && principalKey(caller) != principalKey(p.p.Requester) {
+	if !domain.IsOperator(caller) && domain.PrincipalKey(caller) != domain.PrincipalKey(p.p.Requester) {
 		b.unlock()
 		return nil, errdefs.Permission("plan %s was requested by %s and runs as that principal; only its requester or an operator may execute it", planID, p.p.Requester.GetName())
 	}
@@ -377,7 +378,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		b.unlock()
 		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hint)
 	}
-	who := principalKey(p.p.Requester)
+	who := domain.PrincipalKey(p.p.Requester)
 	if n, max := b.runningBy[who], b.Config().Sessions.MaxRunning; n >= max {
 		b.unlock()
 		return nil, errdefs.Exhausted("%s already has %d commands running (the per-principal cap, sessions.max_running); wait for one to finish, or cancel one (`termctl sessions list` shows them)", p.p.Requester.GetName(), n)
@@ -983,7 +984,7 @@ func (b *Broker) execLocked(caller *termdv1.Principal, id string) (*execRec, err
 		return nil, errdefs.Invalid("execution_id is empty")
 	}
 	e, ok := b.execs[id]
-	if !ok || !visible(caller, e.plan.session.owner) {
+	if !ok || !domain.Visible(caller, e.plan.session.owner) {
 		return nil, errdefs.NotFound("execution %s not found", id)
 	}
 	return e, nil
@@ -1009,7 +1010,7 @@ func (b *Broker) GetExecution(_ context.Context, caller *termdv1.Principal, id s
 func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.Execution, error) {
 	b.mu.Lock()
 	e, err := b.execLocked(caller, id)
-	if err == nil && !ownerOrOperator(caller, e.plan.session.owner) {
+	if err == nil && !domain.OwnerOrOperator(caller, e.plan.session.owner) {
 		err = errdefs.Permission("execution %s belongs to %s; only its owner or an operator may %s it", id, e.plan.session.owner.Name, verb)
 	}
 	if err == nil && (e.finished || e.proc == nil) {

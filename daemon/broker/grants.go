@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/internal/cmdline"
@@ -220,7 +221,7 @@ func (b *Broker) grantUncoveredLocked(r *grantRec, requester *termdv1.Principal,
 	if st := b.grantStatusLocked(r); st != grantStatusActive {
 		return "grant " + g.Id + " is " + st
 	}
-	if principalKey(requester) != principalKey(g.Principal) {
+	if domain.PrincipalKey(requester) != domain.PrincipalKey(g.Principal) {
 		return "grant " + g.Id + " covers another principal"
 	}
 	if g.SessionId != "" && s.id != g.SessionId {
@@ -291,7 +292,7 @@ func (b *Broker) ListGrants(_ context.Context, caller *termdv1.Principal, all bo
 	defer b.unlock()
 	var out []*termdv1.Grant
 	for _, r := range b.grants {
-		if !visible(caller, r.g.Principal) || (sessionID != "" && r.g.SessionId != sessionID) {
+		if !domain.Visible(caller, r.g.Principal) || (sessionID != "" && r.g.SessionId != sessionID) {
 			continue
 		}
 		g := proto.Clone(r.g).(*termdv1.Grant)
@@ -312,7 +313,7 @@ func (b *Broker) ListGrants(_ context.Context, caller *termdv1.Principal, all bo
 
 // RevokeGrant ends a grant at once (operators only).
 func (b *Broker) RevokeGrant(_ context.Context, caller *termdv1.Principal, id string) (out *termdv1.Grant, err error) {
-	if !isOperator(caller) {
+	if !domain.IsOperator(caller) {
 		return nil, errdefs.Permission("only operators revoke grants")
 	}
 	b.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -47,7 +48,7 @@ func (b *Broker) ListExecutions(_ context.Context, caller *termdv1.Principal, r 
 	var found []*execRec
 	for _, e := range b.execs {
 		s := e.plan.session
-		if !visible(caller, s.owner) || (r.SessionId != "" && s.id != r.SessionId) {
+		if !domain.Visible(caller, s.owner) || (r.SessionId != "" && s.id != r.SessionId) {
 			continue
 		}
 		if len(r.States) > 0 && !slices.Contains(r.States, e.e.State) {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/netns"
 	"github.com/termd/termd/daemon/policy"
@@ -219,7 +220,7 @@ func (b *Broker) forwardTarget(caller *termdv1.Principal, execID, sessionID stri
 		if err != nil {
 			return netns.Key{}, "", "", err
 		}
-		if !ownerOrOperator(caller, e.plan.session.owner) {
+		if !domain.OwnerOrOperator(caller, e.plan.session.owner) {
 			return netns.Key{}, "", "", errdefs.Permission("execution %s belongs to %s; you may forward only into your own workspace loopback", execID, e.plan.session.owner.GetName())
 		}
 		if e.netKey.Principal == "" {
@@ -232,10 +233,10 @@ func (b *Broker) forwardTarget(caller *termdv1.Principal, execID, sessionID stri
 		return e.netKey, e.id, e.plan.session.id, nil
 	case sessionID != "":
 		s, ok := b.sessions[sessionID]
-		if !ok || !visible(caller, s.owner) {
+		if !ok || !domain.Visible(caller, s.owner) {
 			return netns.Key{}, "", "", errdefs.NotFound("session %s not found", sessionID)
 		}
-		if !ownerOrOperator(caller, s.owner) {
+		if !domain.OwnerOrOperator(caller, s.owner) {
 			return netns.Key{}, "", "", errdefs.Permission("session %s belongs to %s; you may forward only into your own workspace loopback", sessionID, s.owner.GetName())
 		}
 		var latest *execRec
@@ -256,12 +257,12 @@ func (b *Broker) forwardTarget(caller *termdv1.Principal, execID, sessionID stri
 // network.max_forwards open forwards.
 func (b *Broker) addForward(f *forward) error {
 	max := b.Config().Network.MaxForwards
-	who := principalKey(f.owner)
+	who := domain.PrincipalKey(f.owner)
 	b.net.mu.Lock()
 	defer b.net.mu.Unlock()
 	n := 0
 	for _, o := range b.net.fwds {
-		if principalKey(o.owner) == who {
+		if domain.PrincipalKey(o.owner) == who {
 			n++
 		}
 	}
@@ -410,9 +411,9 @@ func (b *Broker) ListPortForwards(caller *termdv1.Principal) []*termdv1.PortForw
 	}
 	b.net.mu.Unlock()
 	var out []*termdv1.PortForward
-	me := principalKey(caller)
+	me := domain.PrincipalKey(caller)
 	for _, f := range fs {
-		if visible(caller, f.owner) || f.pf.Principal == me {
+		if domain.Visible(caller, f.owner) || f.pf.Principal == me {
 			out = append(out, f.snapshot())
 		}
 	}
@@ -425,10 +426,10 @@ func (b *Broker) ClosePortForward(caller *termdv1.Principal, id string) (*termdv
 	b.net.mu.Lock()
 	f := b.net.fwds[id]
 	b.net.mu.Unlock()
-	if f == nil || !(visible(caller, f.owner) || f.pf.Principal == principalKey(caller)) {
+	if f == nil || !(domain.Visible(caller, f.owner) || f.pf.Principal == domain.PrincipalKey(caller)) {
 		return nil, errdefs.NotFound("port forward %s is not open (termctl port-forward --list shows the open ones)", id)
 	}
-	if !ownerOrOperator(caller, f.owner) {
+	if !domain.OwnerOrOperator(caller, f.owner) {
 		return nil, errdefs.Permission("port forward %s was opened by %s; only they or an operator may close it", id, f.owner.GetName())
 	}
 	f.close("closed by " + caller.GetName())

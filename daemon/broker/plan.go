@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -199,7 +200,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 			return policy.Request{}, err
 		}
 		// Only operators may ask for a mode less strict than the policy's default.
-		if m.MorePermissiveThan(mode) && !isOperator(caller) {
+		if m.MorePermissiveThan(mode) && !domain.IsOperator(caller) {
 			return policy.Request{}, errdefs.Permission("mode %s is less strict than the policy's default (%s); only operators may request it", m, mode)
 		}
 		mode = m
@@ -338,15 +339,15 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 		if s.closed {
 			return nil, errdefs.Precondition("session %s is closed; plan in an open session (omit session_id to use your latest)", id)
 		}
-		if !ownerOrOperator(caller, s.owner) {
+		if !domain.OwnerOrOperator(caller, s.owner) {
 			return nil, errdefs.Permission("session %s belongs to %s; plan in your own session", id, s.owner.Name)
 		}
 		return s, nil
 	}
 	var latest *session
-	key := principalKey(caller)
+	key := domain.PrincipalKey(caller)
 	for _, s := range b.sessions {
-		if !s.closed && principalKey(s.owner) == key && s.open < b.Config().Sessions.MaxPlans && (latest == nil || s.lastActive.After(latest.lastActive)) {
+		if !s.closed && domain.PrincipalKey(s.owner) == key && s.open < b.Config().Sessions.MaxPlans && (latest == nil || s.lastActive.After(latest.lastActive)) {
 			latest = s
 		}
 	}
@@ -382,7 +383,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	}
 	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
 	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
-	who := principalKey(caller)
+	who := domain.PrincipalKey(caller)
 	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.useLocked(who), reqBytes: heldBytes(r)}
 	if req.Stdin != nil && dec.Verdict != policy.Deny { // a blocked plan never runs
 		rec.stdin = slices.Clone(r.Stdin)
@@ -439,7 +440,7 @@ func (b *Broker) planLocked(caller *termdv1.Principal, id string) (*planRec, err
 		return nil, errdefs.Invalid("plan_id is empty; pass a plan id (see `termctl pending` or the plan's output)")
 	}
 	p, ok := b.plans[id]
-	if !ok || !visible(caller, p.session.owner) {
+	if !ok || !domain.Visible(caller, p.session.owner) {
 		return nil, errdefs.NotFound("plan %s not found (see `termctl pending`; plans of closed sessions and older finished plans are forgotten, their receipts stay: `termctl receipts list`)", id)
 	}
 	return p, nil
@@ -467,7 +468,7 @@ func (b *Broker) ListPlans(_ context.Context, caller *termdv1.Principal, r *term
 	}
 	var out []*termdv1.Plan
 	for _, p := range b.plans {
-		if !visible(caller, p.session.owner) || (r.SessionId != "" && p.session.id != r.SessionId) {
+		if !domain.Visible(caller, p.session.owner) || (r.SessionId != "" && p.session.id != r.SessionId) {
 			continue
 		}
 		if len(r.States) > 0 && !slices.Contains(r.States, p.p.State) {
@@ -490,11 +491,11 @@ func (b *Broker) ListPlans(_ context.Context, caller *termdv1.Principal, r *term
 
 // mayApprove says whether caller may approve or deny p.
 func mayApprove(caller *termdv1.Principal, p *planRec) error {
-	if !isOperator(caller) {
+	if !domain.IsOperator(caller) {
 		return errdefs.Permission("only operators approve plans; ask an operator to run `termctl approve %s`", p.p.Id)
 	}
 	req := p.p.Requester
-	if req.GetRole() == termdv1.Role_ROLE_AGENT && principalKey(req) == principalKey(caller) {
+	if req.GetRole() == termdv1.Role_ROLE_AGENT && domain.PrincipalKey(req) == domain.PrincipalKey(caller) {
 		return errdefs.Permission("plan %s was requested by you as an agent; an agent cannot approve its own plan", p.p.Id)
 	}
 	return nil
@@ -591,7 +592,7 @@ func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reas
 func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Plan, error) {
 	b.mu.Lock()
 	old, err := b.planLocked(caller, id)
-	if err == nil && !ownerOrOperator(caller, old.session.owner) {
+	if err == nil && !domain.OwnerOrOperator(caller, old.session.owner) {
 		err = errdefs.Permission("plan %s belongs to %s; replan your own plans", id, old.session.owner.Name)
 	}
 	if err != nil {
@@ -611,7 +612,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 	// The new plan is the caller's: it gets no mode the caller could not ask
 	// for (an agent replanning an operator's trusted plan is decided in the
 	// policy's default mode).
-	if def := b.Policy.Current().DefaultMode(); req.Mode.MorePermissiveThan(def) && !isOperator(caller) {
+	if def := b.Policy.Current().DefaultMode(); req.Mode.MorePermissiveThan(def) && !domain.IsOperator(caller) {
 		req.Mode = def
 		r = proto.Clone(r).(*termdv1.CommandRequest)
 		r.Mode = modeProto(def)

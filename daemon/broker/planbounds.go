@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
@@ -195,7 +196,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 
 // restorePlanUseLocked accounts for a plan replayed from the journal.
 func (b *Broker) restorePlanUseLocked(p *planRec) {
-	p.who = principalKey(p.p.Requester)
+	p.who = domain.PrincipalKey(p.p.Requester)
 	p.use = b.useLocked(p.who)
 	p.reqBytes = int64(requestBytes(p.p.Request) + len(p.stdin))
 	b.trackPlanLocked(p)
@@ -236,7 +237,7 @@ func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes 
 	if max := cfg.Sessions.MaxPlans; s.open >= max {
 		return errdefs.Exhausted("session %s already holds %d open plans (planned, awaiting approval or approved), its cap sessions.max_plans (%d): execute or let them expire, close the session with `termctl sessions close %s` (its open plans expire), or plan in a new session", s.id, s.open, max, s.id)
 	}
-	u := b.useLocked(principalKey(caller))
+	u := b.useLocked(domain.PrincipalKey(caller))
 	lim := cfg.Plans
 	const todo = "execute them (`termctl execute ID`), have them approved or denied, or close sessions you no longer need (`termctl sessions close ID` expires their open plans); `termctl sessions list` shows your sessions"
 	if u.open >= lim.MaxOpen {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
@@ -40,7 +41,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		PlanID:        p.p.Id,
 		SessionID:     p.session.id,
 		RequestHash:   d.RequestHash,
-		Requester:     receiptPrincipal(p.p.Requester),
+		Requester:     domain.ReceiptPrincipal(p.p.Requester),
 		Command:       cmd,
 		CommandSHA256: b.Keys.Digest([]byte(cmd)),
 		BinaryPath:    d.ResolvedPath,
@@ -75,7 +76,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		r.Stdin = &receipt.Stdin{Bytes: d.Stdin.Bytes, SHA256: d.Stdin.SHA256}
 	}
 	if a := p.p.Approval; a != nil {
-		ap := receiptPrincipal(a.Approver)
+		ap := domain.ReceiptPrincipal(a.Approver)
 		r.Approver = &ap
 	}
 	if d.RunAs != "" {
@@ -102,7 +103,7 @@ func (b *Broker) decisionReceiptLocked(p *planRec, status string, by *termdv1.Pr
 	r.Status = receipt.Status(status)
 	r.Detail = detail
 	if by != nil && status == "denied" {
-		ap := receiptPrincipal(by)
+		ap := domain.ReceiptPrincipal(by)
 		r.Approver = &ap
 		r.Approved = false
 	}
@@ -212,7 +213,7 @@ func (b *Broker) receiptVisible(caller *termdv1.Principal, r *receipt.Receipt) b
 	case termdv1.Role_ROLE_OPERATOR, termdv1.Role_ROLE_VIEWER:
 		return true
 	}
-	return r.Requester.ID == principalKey(caller)
+	return r.Requester.ID == domain.PrincipalKey(caller)
 }
 
 // GetReceipt returns a receipt by id, or the latest of a session.
@@ -298,10 +299,10 @@ func (b *Broker) listReceipts(caller *termdv1.Principal, q *termdv1.ListReceipts
 		return nil, errdefs.Invalid("limit %d is over %d receipts per call; page with offset, or stream everything with `termctl receipts export --all`", limit, maxReceiptPage)
 	}
 	if caller.GetRole() == termdv1.Role_ROLE_AGENT {
-		if f.Principal != "" && f.Principal != principalKey(caller) {
+		if f.Principal != "" && f.Principal != domain.PrincipalKey(caller) {
 			return nil, nil
 		}
-		f.Principal = principalKey(caller)
+		f.Principal = domain.PrincipalKey(caller)
 	}
 	rs, err := b.Store.List(f)
 	if err != nil {
@@ -417,7 +418,7 @@ func (b *Broker) PruneReceipts(_ context.Context, caller *termdv1.Principal, r *
 	if before.After(b.Now()) {
 		return nil, errdefs.Invalid("before %s is in the future: prune only receipts that are already old", before.Format(time.RFC3339))
 	}
-	c, err := b.Store.Prune(before, principalKey(caller))
+	c, err := b.Store.Prune(before, domain.PrincipalKey(caller))
 	out := &termdv1.PruneReceiptsResponse{}
 	switch {
 	case errors.Is(err, receiptstore.ErrNothingToPrune):
@@ -428,7 +429,7 @@ func (b *Broker) PruneReceipts(_ context.Context, caller *termdv1.Principal, r *
 		_, body, _ := b.Store.LastCheckpoint()
 		out.Pruned, out.FirstSeq, out.HeadSeq, out.HeadHash = c.Count, c.FirstSeq, c.HeadSeq, c.HeadHash
 		out.From, out.Until, out.CheckpointJson = timestamppb.New(c.From), timestamppb.New(c.Until), string(body)
-		b.Log.Info("pruned receipts", "by", principalKey(caller), "before", before, "pruned", c.Count, "first_seq", c.FirstSeq, "head_seq", c.HeadSeq)
+		b.Log.Info("pruned receipts", "by", domain.PrincipalKey(caller), "before", before, "pruned", c.Count, "first_seq", c.FirstSeq, "head_seq", c.HeadSeq)
 	}
 	out.ReceiptsLeft, _ = b.Store.Count()
 	return out, nil

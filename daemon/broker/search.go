@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/search"
@@ -51,10 +52,10 @@ func (b *Broker) SearchReceipts(ctx context.Context, caller *termdv1.Principal, 
 	}
 	out := &termdv1.SearchReceiptsResponse{}
 	if caller.GetRole() == termdv1.Role_ROLE_AGENT {
-		if q.Principal != "" && q.Principal != principalKey(caller) {
+		if q.Principal != "" && q.Principal != domain.PrincipalKey(caller) {
 			return out, nil
 		}
-		q.Requester = principalKey(caller)
+		q.Requester = domain.PrincipalKey(caller)
 	}
 	behind, err := b.Search.CatchUp(ctx, time.Now().Add(searchCatchUp))
 	if err != nil {
@@ -94,7 +95,7 @@ func (b *Broker) ReindexReceipts(ctx context.Context, caller *termdv1.Principal)
 	if err != nil {
 		return nil, searchError(err)
 	}
-	b.Log.Info("rebuilt the search index", "by", principalKey(caller), "receipts", n)
+	b.Log.Info("rebuilt the search index", "by", domain.PrincipalKey(caller), "receipts", n)
 	return &termdv1.ReindexReceiptsResponse{Indexed: n}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -102,13 +103,13 @@ func (b *Broker) newSessionLocked(caller *termdv1.Principal, label string) (*ses
 	}
 	cfg := b.Config()
 	total, mine := 0, 0
-	key := principalKey(caller)
+	key := domain.PrincipalKey(caller)
 	for _, s := range b.sessions {
 		if s.closed {
 			continue
 		}
 		total++
-		if principalKey(s.owner) == key {
+		if domain.PrincipalKey(s.owner) == key {
 			mine++
 		}
 	}
@@ -156,7 +157,7 @@ func (b *Broker) reapIdleLocked(key string) bool {
 	now := b.Now()
 	var lru *session
 	for _, s := range b.sessions {
-		if s.closed || s.busy() || principalKey(s.owner) != key || b.holdsWorkLocked(s, now) {
+		if s.closed || s.busy() || domain.PrincipalKey(s.owner) != key || b.holdsWorkLocked(s, now) {
 			continue
 		}
 		if lru == nil || s.lastActive.Before(lru.lastActive) {
@@ -208,7 +209,7 @@ func (b *Broker) sessionLocked(caller *termdv1.Principal, id string) (*session, 
 		return nil, errdefs.Invalid("session_id is empty; pass a session id (see `termctl sessions list`)")
 	}
 	s, ok := b.sessions[id]
-	if !ok || !visible(caller, s.owner) {
+	if !ok || !domain.Visible(caller, s.owner) {
 		return nil, errdefs.NotFound("session %s not found (see `termctl sessions list`)", id)
 	}
 	return s, nil
@@ -231,7 +232,7 @@ func (b *Broker) ListSessions(_ context.Context, caller *termdv1.Principal, incl
 	defer b.unlock()
 	var out []*session
 	for _, s := range b.sessions {
-		if (includeClosed || !s.closed) && visible(caller, s.owner) {
+		if (includeClosed || !s.closed) && domain.Visible(caller, s.owner) {
 			out = append(out, s)
 		}
 	}
@@ -248,7 +249,7 @@ func (b *Broker) ListSessions(_ context.Context, caller *termdv1.Principal, incl
 func (b *Broker) CloseSession(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Session, error) {
 	b.mu.Lock()
 	s, err := b.sessionLocked(caller, id)
-	if err == nil && !ownerOrOperator(caller, s.owner) {
+	if err == nil && !domain.OwnerOrOperator(caller, s.owner) {
 		err = errdefs.Permission("session %s belongs to %s; only its owner or an operator may close it", id, s.owner.Name)
 	}
 	if err != nil {

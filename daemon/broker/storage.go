@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -26,7 +27,7 @@ func (b *Broker) storageAllows(caller *termdv1.Principal) (tail string, err erro
 	if b.Store == nil {
 		return "", nil
 	}
-	key := principalKey(caller)
+	key := domain.PrincipalKey(caller)
 	over := ""
 	if n, err := b.storedDay(key); err == nil && n >= lim.PerPrincipalDay {
 		over = fmt.Sprintf("%s stored %s of receipts (their search index included) in the last 24 hours, its budget storage.per_principal_day (%s)", caller.GetName(), bytesWord(n), bytesWord(lim.PerPrincipalDay))
@@ -56,7 +57,7 @@ func (b *Broker) planStorageAllows(caller *termdv1.Principal) error {
 	if b.Store == nil || lim.OverBudget == "tail" {
 		return nil
 	}
-	if n, err := b.storedDay(principalKey(caller)); err == nil && n >= lim.PerPrincipalDay {
+	if n, err := b.storedDay(domain.PrincipalKey(caller)); err == nil && n >= lim.PerPrincipalDay {
 		return errdefs.Exhausted("%s stored %s of receipts (their search index included) in the last 24 hours, its budget storage.per_principal_day (%s): new plans and executions are refused until older receipts are a day old; ask an operator to raise storage.per_principal_day", caller.GetName(), bytesWord(n), bytesWord(lim.PerPrincipalDay))
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/runner"
@@ -403,7 +404,7 @@ func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *te
 		}
 	} // no input with a wait: just wait (for the first prompt)
 	h.mu.Lock()
-	if principalKey(h.holder) != principalKey(caller) {
+	if domain.PrincipalKey(h.holder) != domain.PrincipalKey(caller) {
 		holder := h.holder.GetName()
 		h.mu.Unlock()
 		return nil, errdefs.Permission("the input of execution %s is held by %s; %s", e.id, holder, takeHint(caller, e))
@@ -441,7 +442,7 @@ func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *te
 
 // takeHint says how the caller could get the input.
 func takeHint(caller *termdv1.Principal, e *execRec) string {
-	if isOperator(caller) || principalKey(caller) == principalKey(e.plan.p.Requester) {
+	if domain.IsOperator(caller) || domain.PrincipalKey(caller) == domain.PrincipalKey(e.plan.p.Requester) {
 		return fmt.Sprintf("take it over first (`termctl attach --take %s`)", e.id)
 	}
 	return "only its requester or an operator may take it over"
@@ -465,12 +466,12 @@ func (h *termHub) take(caller *termdv1.Principal) error {
 	h.mu.Lock()
 	cur := h.holder
 	switch {
-	case principalKey(cur) == principalKey(caller):
+	case domain.PrincipalKey(cur) == domain.PrincipalKey(caller):
 		h.mu.Unlock()
 		return nil
-	case isOperator(caller):
-	case principalKey(caller) == principalKey(e.plan.p.Requester) && !isOperator(cur):
-	case principalKey(caller) == principalKey(e.plan.p.Requester):
+	case domain.IsOperator(caller):
+	case domain.PrincipalKey(caller) == domain.PrincipalKey(e.plan.p.Requester) && !domain.IsOperator(cur):
+	case domain.PrincipalKey(caller) == domain.PrincipalKey(e.plan.p.Requester):
 		h.mu.Unlock()
 		return errdefs.Permission("the input of execution %s is held by the operator %s; an agent or requester cannot take it from an operator", e.id, cur.GetName())
 	default:
@@ -495,10 +496,10 @@ func (b *Broker) ReleaseInput(_ context.Context, caller *termdv1.Principal, id s
 	h.mu.Lock()
 	cur := h.holder
 	switch {
-	case principalKey(cur) == principalKey(req):
+	case domain.PrincipalKey(cur) == domain.PrincipalKey(req):
 		h.mu.Unlock()
 		return b.executionSnapshot(e), nil
-	case principalKey(cur) != principalKey(caller) && !isOperator(caller):
+	case domain.PrincipalKey(cur) != domain.PrincipalKey(caller) && !domain.IsOperator(caller):
 		h.mu.Unlock()
 		return nil, errdefs.Permission("the input of execution %s is held by %s; only its holder or an operator may hand it back to %s", e.id, cur.GetName(), req.GetName())
 	}
@@ -518,7 +519,7 @@ func (b *Broker) ResizeTerminal(_ context.Context, caller *termdv1.Principal, id
 		return nil, err
 	}
 	h.mu.Lock()
-	if !isOperator(caller) && principalKey(h.holder) != principalKey(caller) {
+	if !domain.IsOperator(caller) && domain.PrincipalKey(h.holder) != domain.PrincipalKey(caller) {
 		holder := h.holder.GetName()
 		h.mu.Unlock()
 		return nil, errdefs.Permission("the input of execution %s is held by %s, who sets its size; %s", e.id, holder, takeHint(caller, e))

@@ -1,4 +1,4 @@
-package broker
+package domain
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 	"github.com/termd/termd/receipt"
 )
 
-// principalKey identifies a principal for ownership: the uid, plus the token
+// PrincipalKey identifies a principal for ownership: the uid, plus the token
 // name when the call came through the gateway on behalf of a token holder.
 // A caller over the mutual-TLS listener is its certificate's entry
 // ("cert:NAME"), or the person a gateway certificate named
 // ("cert:GATEWAY/PERSON"), never the uid its commands run as: a certificate
 // never owns what a local user of the same uid owns, nor the reverse.
-func principalKey(p *termdv1.Principal) string {
+func PrincipalKey(p *termdv1.Principal) string {
 	if p == nil {
 		return ""
 	}
@@ -30,36 +30,37 @@ func principalKey(p *termdv1.Principal) string {
 	return fmt.Sprintf("uid:%d", p.Uid)
 }
 
-func isOperator(p *termdv1.Principal) bool { return p.GetRole() == termdv1.Role_ROLE_OPERATOR }
+func IsOperator(p *termdv1.Principal) bool { return p.GetRole() == termdv1.Role_ROLE_OPERATOR }
 
-// visible says whether caller may see something owned by owner. Operators and
+// Visible says whether caller may see something owned by owner. Operators and
 // viewers see everything; an agent sees only its own.
-func visible(caller, owner *termdv1.Principal) bool {
+func Visible(caller, owner *termdv1.Principal) bool {
 	switch caller.GetRole() {
 	case termdv1.Role_ROLE_OPERATOR, termdv1.Role_ROLE_VIEWER:
 		return true
 	case termdv1.Role_ROLE_AGENT:
-		return principalKey(caller) == principalKey(owner)
+		return PrincipalKey(caller) == PrincipalKey(owner)
 	}
 	return false
 }
 
-// ownerOrOperator says whether caller may act on something owned by owner.
-func ownerOrOperator(caller, owner *termdv1.Principal) bool {
-	return isOperator(caller) || principalKey(caller) == principalKey(owner)
+// OwnerOrOperator says whether caller may act on something owned by owner.
+func OwnerOrOperator(caller, owner *termdv1.Principal) bool {
+	return IsOperator(caller) || PrincipalKey(caller) == PrincipalKey(owner)
 }
 
-func roleWord(r termdv1.Role) string {
+// RoleWord is a role as one lower-case word (agent, operator, viewer).
+func RoleWord(r termdv1.Role) string {
 	return strings.ToLower(strings.TrimPrefix(r.String(), "ROLE_"))
 }
 
-// receiptPrincipal records a principal in a receipt.
-func receiptPrincipal(p *termdv1.Principal) receipt.Principal {
+// ReceiptPrincipal records a principal in a receipt.
+func ReceiptPrincipal(p *termdv1.Principal) receipt.Principal {
 	if p == nil {
 		return receipt.Principal{Kind: "system", ID: "termd", Role: "system"}
 	}
 	uid, gid := int(p.Uid), int(p.Gid)
-	rp := receipt.Principal{Kind: "unix", ID: principalKey(p), Role: roleWord(p.Role), UID: &uid, GID: &gid, Name: p.Name}
+	rp := receipt.Principal{Kind: "unix", ID: PrincipalKey(p), Role: RoleWord(p.Role), UID: &uid, GID: &gid, Name: p.Name}
 	if strings.HasPrefix(p.Name, "token:") {
 		rp.Kind = "token"
 	}
