@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/adviser"
+	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/events"
@@ -79,6 +80,7 @@ type Broker struct {
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
+	terms     *terminals.Terminals // PTY executions' terminals (daemon/broker/terminals)
 	stages    stageLog
 	tmpSpares tmpSpares     // TMPDIRs made ahead (tmpdirs.go)
 	homes     homeBaseCache // where the commands' homes are (homes.go)
@@ -114,6 +116,7 @@ func New(d Deps) (*Broker, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	b.terms = terminals.New(termHost{b})
 	if err := b.recover(); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
@@ -60,9 +61,9 @@ type execRec struct {
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
 	out [3]*liveStream
-	// hub is a PTY execution's terminal (terminal.go); nil otherwise. Set
+	// hub is a PTY execution's terminal (daemon/broker/terminals); nil otherwise. Set
 	// before the spawn and never changed.
-	hub *termHub
+	hub *terminals.Hub
 
 	// redactor redacts everything this execution produces: termd's
 	// redactor plus the values (and encoded forms) of the credentials it
@@ -518,7 +519,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		_ = b.Store.RecordSpawn(e.id, pid, pid, proc.CgroupPath())
 	}
 	if e.hub != nil {
-		e.hub.proc.Store(proc)
+		e.hub.SetProcess(proc)
 	}
 	b.mu.Lock()
 	e.proc = proc
@@ -667,7 +668,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		"PATH":             joinPath(pol.TrustedPath()),
 		"HOME":             home,
 		"LANG":             "C.UTF-8",
-		"TERM":             termName(d.TTY),
+		"TERM":             terminals.TermName(d.TTY),
 		"NO_COLOR":         "1",
 		"PAGER":            "cat",
 		"GIT_PAGER":        "cat",
@@ -758,7 +759,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		Stdin:        stdinFile,
 		OnOutput: func(s runner.Stream, off int64, chunk []byte) {
 			if e.hub != nil {
-				e.hub.feed(off, chunk)
+				e.hub.Feed(off, chunk)
 			}
 			e.out[s].write(chunk)
 		},
@@ -862,8 +863,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		}
 	}
 	if e.hub != nil {
-		e.hub.proc.Store(nil)
-		e.hub.end()
+		e.hub.End()
 	}
 	b.mu.Lock()
 	p := e.plan
@@ -871,7 +871,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	if res.Err != nil {
 		detail = "the command could not be started: " + res.Err.Error()
 	} else if res.IdleTimedOut {
-		detail = fmt.Sprintf("the terminal was idle (no output and no input) for %s and the execution was ended", e.hub.idle)
+		detail = fmt.Sprintf("the terminal was idle (no output and no input) for %s and the execution was ended", e.hub.Idle())
 	} else if res.Status == runner.StatusTimedOut {
 		detail = timeoutDetail(e.timeout, b.Policy.Current().Limits().MaxTimeout)
 	} else if res.Status == runner.StatusOutputLimit {

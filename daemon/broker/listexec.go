@@ -85,7 +85,7 @@ func (b *Broker) ListExecutions(_ context.Context, caller *termdv1.Principal, r 
 // terminal's state (size, input holder, watchers) for a PTY execution.
 func (b *Broker) execSnapshotLocked(e *execRec) *termdv1.Execution {
 	out := proto.Clone(e.e).(*termdv1.Execution)
-	e.hub.fill(out)
+	e.hub.Fill(out)
 	if e.proc != nil && !e.finished {
 		_, out.StdoutBytes, _ = e.proc.ReadOutput(runner.Stdout, 0, 0)
 		_, out.StderrBytes, _ = e.proc.ReadOutput(runner.Stderr, 0, 0)

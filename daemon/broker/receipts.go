@@ -148,7 +148,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied, e.netMode)
 	e.receiptHostIdentity(r)
 	if e.hub != nil {
-		r.Terminal = e.hub.receiptTerminal()
+		r.Terminal = e.hub.Receipt()
 	}
 	r.Credentials = e.credentials
 	r.GitIdentity = e.gitIdentity

@@ -6,19 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/daemon/broker/terminals"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 // screenWait waits (on the hub's change signal, not a sleep) until the
 // screen text contains want.
-func screenWait(t *testing.T, h *termHub, want string) string {
+func screenWait(t *testing.T, h *terminals.Hub, want string) string {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
-		h.mu.Lock()
-		text := h.screen.Snapshot().Text()
-		ch := h.changed
-		h.mu.Unlock()
+		ch := h.Changed()
+		text := h.Text()
 		if strings.Contains(text, want) {
 			return text
 		}
@@ -51,7 +50,7 @@ func TestTerminalREPLInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _, err := r.hubFor(agent, e.Id)
+	h, err := r.hubFor(agent, e.Id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ func TestTerminalOutlivesItsStream(t *testing.T) {
 	id := <-started
 	cancel()
 	<-done
-	h, _, err := r.hubFor(operator, id)
+	h, err := r.hubFor(operator, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package broker
+package terminals
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func waitSpec(w *termdv1.WaitSpec) (readySpec, error) {
 // readySource is what ttyready.Wait watches of one terminal: whether its
 // foreground process reads it, its output counter, its screen, its end.
 type readySource struct {
-	h    *termHub
+	h    *Hub
 	proc *runner.Process
 }
 
@@ -86,10 +86,10 @@ var readyReasons = map[ttyready.Reason]termdv1.ReadyReason{
 }
 
 // wait returns when the program is ready for more input, and why.
-func (h *termHub) wait(ctx context.Context, proc *runner.Process, s readySpec) (termdv1.ReadyReason, error) {
+func (h *Hub) wait(ctx context.Context, proc *runner.Process, s readySpec) (termdv1.ReadyReason, error) {
 	why, err := ttyready.Wait(ctx, readySource{h, proc}, ttyready.Spec{Timeout: s.Timeout, Quiet: s.Quiet, Pattern: s.Pattern})
 	if err != nil {
-		return 0, errdefs.Unavailable("waiting for execution %s to be ready: %v", h.e.id, err)
+		return 0, errdefs.Unavailable("waiting for execution %s to be ready: %v", h.x.ID, err)
 	}
 	r, ok := readyReasons[why]
 	if !ok {
