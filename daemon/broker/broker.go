@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/adviser"
+	"github.com/termd/termd/daemon/broker/grants"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
@@ -79,7 +80,7 @@ type Broker struct {
 	journal   *journal
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
-	grants    map[string]*grantRec // remembered approvals (grants.go)
+	grants    *grants.Grants       // remembered approvals (daemon/broker/grants)
 	terms     *terminals.Terminals // PTY executions' terminals (daemon/broker/terminals)
 	stages    stageLog
 	tmpSpares tmpSpares     // TMPDIRs made ahead (tmpdirs.go)
@@ -111,11 +112,11 @@ func New(d Deps) (*Broker, error) {
 		runningBy: map[string]int{},
 		recovered: map[string]string{},
 		streams:   map[string]int{},
-		grants:    map[string]*grantRec{},
 		planUse:   map[string]*planUse{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	b.grants = grants.New(grantHost{b})
 	b.terms = terminals.New(termHost{b})
 	if err := b.recover(); err != nil {
 		return nil, err
