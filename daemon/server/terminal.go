@@ -10,7 +10,7 @@ import (
 )
 
 // terminalSvc is the TerminalService: a thin translation to the broker's
-// terminal hubs (daemon/broker/terminal.go).
+// terminal hubs (daemon/broker/terminals).
 type terminalSvc struct {
 	termdv1.UnimplementedTerminalServiceServer
 	b *broker.Broker
