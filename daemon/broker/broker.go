@@ -8,15 +8,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/termd/termd/daemon/adviser"
 	"github.com/termd/termd/daemon/broker/grants"
+	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/broker/terminals"
+	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/events"
@@ -83,15 +83,17 @@ type Broker struct {
 	grants    *grants.Grants       // remembered approvals (daemon/broker/grants)
 	terms     *terminals.Terminals // PTY executions' terminals (daemon/broker/terminals)
 	stages    stageLog
-	tmpSpares tmpSpares     // TMPDIRs made ahead (tmpdirs.go)
-	homes     homeBaseCache // where the commands' homes are (homes.go)
-	shares    shareCache    // share forms of receipts just sealed (share.go)
+	shares    shareCache // share forms of receipts just sealed (share.go)
+	// fs is the host file system part: homes, TMPDIRs, reads as the
+	// caller, workspace files, storage budgets (daemon/broker/hostfs).
+	fs *hostfs.FS
+	// net is the workspace network: loopbacks, port forwards, egress
+	// proxies (daemon/broker/wsnet).
+	net *wsnet.Net
 	// planUse is what each principal's plans hold (planbounds.go); settled
 	// are the plans settled since the mutex was taken, placed at unlock.
 	planUse map[string]*planUse
 	settled []*planRec
-	// net holds the workspace loopbacks and port forwards (network.go).
-	net netState
 
 	stop chan struct{}
 	done chan struct{}
@@ -118,10 +120,13 @@ func New(d Deps) (*Broker, error) {
 	}
 	b.grants = grants.New(grantHost{b})
 	b.terms = terminals.New(termHost{b})
+	b.fs = hostfs.New(hostfs.Deps{Config: d.Config, Log: d.Log, Store: d.Store, Search: d.Search, Redactor: d.Redactor, Protected: b.protectedPaths})
+	b.net = wsnet.New(wsnet.Deps{Config: d.Config, Log: d.Log, Bus: d.Bus, NetNS: func() bool { return d.Runner.Capabilities().NetNS },
+		WorkspaceOf: b.workspaceOf, Executions: forwardTargets{b}})
 	if err := b.recover(); err != nil {
 		return nil, err
 	}
-	b.removeStaleSpares()
+	b.fs.RemoveStaleSpares()
 	b.loadProjectPolicies()
 	if err := b.openJournal(filepath.Join(d.Config().StateDir, "plans.jsonl")); err != nil {
 		return nil, err
@@ -143,7 +148,7 @@ func (b *Broker) recover() error {
 		}
 		// Its private TMPDIR may hold a credential file (inject: file).
 		if in.ExecutionID != "" && filepath.IsLocal(in.ExecutionID) {
-			if err := b.removeTmp(in.ExecutionID); err != nil {
+			if err := b.fs.RemoveTmp(in.ExecutionID); err != nil {
 				b.Log.Warn("removing the TMPDIR of an interrupted execution", "execution", in.ExecutionID, "error", err)
 			}
 		}
@@ -195,8 +200,8 @@ func (b *Broker) Shutdown(grace time.Duration) {
 		b.unlock()
 		<-finished
 	}
-	b.closeTmpSpares()
-	b.closeNetwork()
+	b.fs.CloseTmpSpares()
+	b.net.Close()
 	close(b.stop)
 	<-b.done
 	b.mu.Lock()
@@ -257,7 +262,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 		{Name: "network_namespace", Available: caps.NetNS},
 		{Name: "subreaper", Available: caps.Subreaper},
 		b.sandboxCapability(),
-		b.loopbackCapability(),
+		b.net.LoopbackCapability(),
 	}
 }
 
@@ -266,7 +271,7 @@ func (b *Broker) protectedPaths() []string {
 	cfg := b.Config()
 	p := append([]string{cfg.StateDir, cfg.Socket}, b.Protected...)
 	// The socket's directory too, unless commands legitimately work there.
-	if dir := filepath.Dir(cfg.Socket); !insideAny(dir, cfg.Workspaces) && !containsAny(dir, cfg.Workspaces) {
+	if dir := filepath.Dir(cfg.Socket); !domain.InsideAny(dir, cfg.Workspaces) && !domain.ContainsAny(dir, cfg.Workspaces) {
 		p = append(p, dir)
 	}
 	if cfg.Source != "" {
@@ -276,61 +281,10 @@ func (b *Broker) protectedPaths() []string {
 		p = append(p, cfg.Policy)
 	}
 	p = append(p, cfg.Secrets...)
-	p = append(p, b.privatePaths()...)
+	p = append(p, b.fs.PrivatePaths()...)
 	p = append(p, b.projectPolicyPaths()...)
 	if cfg.Adviser.APIKeyFile != "" {
 		p = append(p, cfg.Adviser.APIKeyFile)
 	}
 	return p
-}
-
-// homeFor returns a HOME for commands run for uid: outside every workspace
-// and outside the (private) state directory, private to that uid, in the
-// base of the commands' homes (homes.go), traversable but not listable.
-// <base>/<uid> is an entry of termd's own directory (nobody else can put a
-// link there); its owner is set through its descriptor, and only when it
-// differs: a chown that changes nothing still writes the inode (its ctime)
-// through the file system's journal, at every execution.
-func (b *Broker) homeFor(uid, gid int) (string, error) {
-	base, err := b.openHomeBase()
-	if err != nil {
-		return "", err
-	}
-	defer base.Close()
-	d, _, err := base.Mkdir(fmt.Sprint(uid), 0o700)
-	if err != nil {
-		return "", err
-	}
-	defer d.Close()
-	if os.Geteuid() == 0 {
-		in, err := d.Stat()
-		if err != nil {
-			return "", err
-		}
-		if in.Uid != uid || in.Gid != gid {
-			if err := d.Chown(uid, gid); err != nil {
-				return "", err
-			}
-		}
-	}
-	return d.Path(), nil
-}
-
-// containsAny says whether dir is a parent of one of paths.
-func containsAny(dir string, paths []string) bool {
-	for _, p := range paths {
-		if strings.HasPrefix(p, dir+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
-}
-
-func insideAny(p string, roots []string) bool {
-	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, r+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
 }

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/termd/termd/daemon/broker/terminals"
+	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
@@ -95,8 +96,8 @@ type execRec struct {
 	netKey      netns.Key
 	netFallback string
 	// egress is the allow-list proxy of a network egress:NAME execution
-	// (egress.go); nil otherwise.
-	egress *egressRun
+	// (daemon/broker/wsnet); nil otherwise.
+	egress *wsnet.Egress
 
 	// begun is when Execute was called; stage holds the stage durations
 	// known so far (see stages.go), completed by finish.
@@ -338,7 +339,7 @@ func eventOf(ev *termdv1.Event, execID, planID string) bool {
 // start checks everything, records the intent durably, and spawns.
 func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*execRec, error) {
 	begun := time.Now()
-	tail, err := b.storageAllows(caller)
+	tail, err := b.fs.StorageAllows(caller)
 	if err != nil {
 		return nil, err
 	}
@@ -535,7 +536,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	go func() {
 		b.finish(e, proc.Wait())
 		proc.Delivered() // the receipt is committed: the spawn pools may refill now
-		b.refillTmp()    // and the TMPDIRs made ahead
+		b.fs.RefillTmp() // and the TMPDIRs made ahead
 	}()
 	return e, nil
 }
@@ -639,7 +640,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 			}
 		}
 	}
-	if err := b.networkAvailable(d); err != nil {
+	if err := b.net.Available(d.Sandbox.NetworkMode); err != nil {
 		return runner.Spec{}, err
 	}
 	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
@@ -648,7 +649,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		}
 	}
 	b.joinLoopback(e, d)
-	home, err := b.homeFor(uid, gid)
+	home, err := b.fs.HomeFor(uid, gid)
 	if err != nil {
 		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
 	}
@@ -684,7 +685,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		env[k] = v
 	}
 	if e.egress != nil {
-		for k, v := range e.egress.env {
+		for k, v := range e.egress.Env() {
 			env[k] = v
 		}
 	}

@@ -186,7 +186,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 	if n, max := requestBytes(r), b.Config().Plans.MaxRequestBytes; n > max {
 		// Refused before anything is decided or journalled: a plan, its
 		// receipt and the journal each keep copies of the request.
-		return policy.Request{}, errdefs.Invalid("the request is %s; termd accepts at most %s of argv, command, cwd and env together (plans.max_request_bytes, %d): put long input in a file in the workspace and pass its name", bytesWord(int64(n)), bytesWord(int64(max)), max)
+		return policy.Request{}, errdefs.Invalid("the request is %s; termd accepts at most %s of argv, command, cwd and env together (plans.max_request_bytes, %d): put long input in a file in the workspace and pass its name", domain.BytesWord(int64(n)), domain.BytesWord(int64(max)), max)
 	}
 	stdin, err := b.stdinOf(r)
 	if err != nil {
@@ -242,7 +242,7 @@ func (b *Broker) stdinOf(r *termdv1.CommandRequest) (*policy.Stdin, error) {
 		if max == 0 {
 			return nil, errdefs.Invalid("stdin is refused here (plans.max_stdin_bytes is 0): put the input in a file in the workspace and pass its name")
 		}
-		return nil, errdefs.Invalid("stdin is %s; termd accepts at most %s of stdin per plan (plans.max_stdin_bytes, %d): put larger input in a file in the workspace and pass its name", bytesWord(int64(len(r.Stdin))), bytesWord(int64(max)), max)
+		return nil, errdefs.Invalid("stdin is %s; termd accepts at most %s of stdin per plan (plans.max_stdin_bytes, %d): put larger input in a file in the workspace and pass its name", domain.BytesWord(int64(len(r.Stdin))), domain.BytesWord(int64(max)), max)
 	}
 	if r.Tty != nil {
 		return nil, errdefs.Invalid("stdin cannot be given to a terminal (tty) plan: its input is what is typed into it (`termctl send`, `termctl attach`); drop the tty or the stdin")
@@ -278,7 +278,7 @@ func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 		}
 	}
 	ctx.Credentials = b.credentialScopes(caller)
-	ctx.EgressLists = b.egressLists()
+	ctx.EgressLists = b.net.EgressLists()
 	return ctx
 }
 
@@ -309,7 +309,7 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 	if err != nil {
 		return nil, err
 	}
-	if err := b.planStorageAllows(caller); err != nil {
+	if err := b.fs.PlanStorageAllows(caller); err != nil {
 		return nil, err
 	}
 	dec := b.decide(caller, req)
@@ -603,7 +603,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 	if req.Stdin != nil {
 		if old.stdin == nil {
 			b.unlock()
-			return nil, errdefs.Precondition("plan %s read %s of stdin, which termd holds only until a plan runs, expires or is denied: plan the command again with its input", id, bytesWord(req.Stdin.Bytes))
+			return nil, errdefs.Precondition("plan %s read %s of stdin, which termd holds only until a plan runs, expires or is denied: plan the command again with its input", id, domain.BytesWord(req.Stdin.Bytes))
 		}
 		r = proto.Clone(r).(*termdv1.CommandRequest)
 		r.Stdin = old.stdin

@@ -244,7 +244,7 @@ func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes 
 		return errdefs.Exhausted("%s holds %d open plans (planned, awaiting approval or approved: not yet run), the limit plans.max_open (%d): %s, or ask an operator to raise plans.max_open", caller.GetName(), u.open, lim.MaxOpen, todo)
 	}
 	if u.openBytes+reqBytes > lim.MaxOpenBytes {
-		return errdefs.Exhausted("%s's open plans hold %s of requests and this one is %s, past the limit plans.max_open_bytes (%s): %s, or ask an operator to raise plans.max_open_bytes", caller.GetName(), bytesWord(u.openBytes), bytesWord(reqBytes), bytesWord(lim.MaxOpenBytes), todo)
+		return errdefs.Exhausted("%s's open plans hold %s of requests and this one is %s, past the limit plans.max_open_bytes (%s): %s, or ask an operator to raise plans.max_open_bytes", caller.GetName(), domain.BytesWord(u.openBytes), domain.BytesWord(reqBytes), domain.BytesWord(lim.MaxOpenBytes), todo)
 	}
 	if j := b.journal; j != nil {
 		b.trimLocked(u)
@@ -252,7 +252,7 @@ func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes 
 		n := u.journal
 		j.fmu.Unlock()
 		if n > lim.MaxJournalBytes {
-			return errdefs.Exhausted("%s's plans hold %s of the plan journal, past the limit plans.max_journal_bytes (%s), and none of them is finished: %s, or ask an operator to raise plans.max_journal_bytes", caller.GetName(), bytesWord(n), bytesWord(lim.MaxJournalBytes), todo)
+			return errdefs.Exhausted("%s's plans hold %s of the plan journal, past the limit plans.max_journal_bytes (%s), and none of them is finished: %s, or ask an operator to raise plans.max_journal_bytes", caller.GetName(), domain.BytesWord(n), domain.BytesWord(lim.MaxJournalBytes), todo)
 		}
 	}
 	return nil

@@ -152,7 +152,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	}
 	r.Credentials = e.credentials
 	r.GitIdentity = e.gitIdentity
-	r.Egress = e.receiptEgress()
+	r.Egress = e.egress.Receipt()
 	e.redactor.RedactReceipt(r)
 	return r
 }

@@ -2,13 +2,14 @@ package broker
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
+	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
@@ -52,7 +53,7 @@ func (b *Broker) sandboxEnforcer() string {
 func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid int) (*sandbox.Record, string, error) {
 	cfg := b.Config()
 	pol := b.Policy.Current()
-	tmp, err := b.privateTmp(e.id, uid, gid)
+	tmp, err := b.fs.PrivateTmp(e.id, uid, gid)
 	if err != nil {
 		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
 	}
@@ -71,8 +72,8 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 			continue
 		}
 		dir := filepath.Join(home, rest)
-		if err := mkdirOwned(home, rest, uid, gid); err != nil {
-			_ = b.removeTmp(filepath.Base(tmp))
+		if err := hostfs.MkdirOwned(home, rest, uid, gid); err != nil {
+			_ = b.fs.RemoveTmp(filepath.Base(tmp))
 			return nil, "", errdefs.Precondition("preparing the cache directory %s: %v", dir, err)
 		}
 		prof.Cache = append(prof.Cache, dir)
@@ -83,7 +84,7 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 		Home:           home,
 		Tmp:            tmp,
 		Cwd:            d.Cwd,
-		Hidden:         append(b.hiddenPaths(), b.privatePaths()...),
+		Hidden:         append(b.hiddenPaths(), b.fs.PrivatePaths()...),
 		ProtectedNames: pol.ProtectedNames(),
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,
@@ -136,7 +137,7 @@ func (b *Broker) hiddenPaths() []string {
 	for _, c := range cfg.Credentials {
 		h = append(h, c.File)
 	}
-	if dir := filepath.Dir(cfg.Socket); !insideAny(dir, cfg.Workspaces) && !containsAny(dir, cfg.Workspaces) {
+	if dir := filepath.Dir(cfg.Socket); !domain.InsideAny(dir, cfg.Workspaces) && !domain.ContainsAny(dir, cfg.Workspaces) {
 		h = append(h, dir)
 	}
 	// Where the gateway keeps its operator token by default (the daemon's
@@ -154,9 +155,9 @@ func (b *Broker) hiddenPaths() []string {
 			own = append(own, keys...)
 		}
 	}
-	keep := append([]string{b.homeBase()}, cfg.Workspaces...)
+	keep := append([]string{b.fs.Base()}, cfg.Workspaces...)
 	for _, p := range own {
-		if !containsAny(p, keep) && !insideAny(p, cfg.Workspaces) {
+		if !domain.ContainsAny(p, keep) && !domain.InsideAny(p, cfg.Workspaces) {
 			h = append(h, p)
 		}
 	}
@@ -167,35 +168,6 @@ func (b *Broker) hiddenPaths() []string {
 // secrets of root's: password hashes, root's home (its keys, tokens and
 // shell history). ssh host keys are globbed at each execution.
 var hostSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/root"}
-
-// privateTmp makes <home base>/.tmp/<execution> (from a spare made ahead,
-// tmpdirs.go), owned by the command's user and private to it. The base is
-// termd's, so nobody can plant a link in it; the new directory is checked
-// to be termd's own fresh one and given away through its descriptor.
-func (b *Broker) privateTmp(id string, uid, gid int) (string, error) {
-	if !filepath.IsLocal(id) || strings.ContainsRune(id, filepath.Separator) {
-		return "", fmt.Errorf("%q is not an execution id", id)
-	}
-	base, err := b.openTmpBase()
-	if err != nil {
-		return "", err
-	}
-	defer base.Close()
-	if err := b.makeTmp(filepath.Join(base.Path(), id)); err != nil {
-		return "", err
-	}
-	d, err := base.OpenDir(id, os.Geteuid())
-	if err != nil {
-		return "", err
-	}
-	defer d.Close()
-	if os.Geteuid() == 0 {
-		if err := d.Chown(uid, gid); err != nil {
-			return "", err
-		}
-	}
-	return d.Path(), nil
-}
 
 // receiptSandbox is the receipt's record of what confined an execution.
 func receiptSandbox(r *sandbox.Record, netns bool, mode string) *receipt.Sandbox {
@@ -233,7 +205,7 @@ func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
 // execution's private temporary directory (everything the command left in it).
 func (e *execRec) releaseSandbox() {
 	e.launch.Close()
-	e.stopEgress()
+	e.egress.Stop()
 	e.netns.Release()
 	e.netns = nil
 	if e.tmp != "" {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 )
@@ -22,7 +23,7 @@ func (b *Broker) stdinFile(e *execRec, d policy.Decision, tmp string, uid, gid i
 	data := e.stdin
 	e.stdin = nil
 	if int64(len(data)) != d.Stdin.Bytes || b.Keys.Digest(data) != d.Stdin.SHA256 {
-		return nil, errdefs.Precondition("the plan's stdin (%s) is no longer held by termd; plan the command again with its input", bytesWord(d.Stdin.Bytes))
+		return nil, errdefs.Precondition("the plan's stdin (%s) is no longer held by termd; plan the command again with its input", domain.BytesWord(d.Stdin.Bytes))
 	}
 	path := filepath.Join(tmp, "termd-stdin")
 	w, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)

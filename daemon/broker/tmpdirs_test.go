@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/daemon/broker/hostfs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -22,7 +23,7 @@ func spareInodes(t *testing.T, base string) map[uint64]string {
 	}
 	out := map[uint64]string{}
 	for _, ent := range ents {
-		if !strings.HasPrefix(ent.Name(), spareTag) {
+		if !strings.HasPrefix(ent.Name(), hostfs.SpareTag) {
 			continue
 		}
 		st, err := os.Lstat(filepath.Join(base, ent.Name()))
@@ -47,14 +48,14 @@ func TestTmpDirMadeAhead(t *testing.T) {
 	if st, err := r.run(t, agent, r.plan(t, agent, sid, "true")); err != nil || st != termdv1.PlanState_PLAN_STATE_SUCCEEDED {
 		t.Fatalf("true: %v %v", st, err)
 	}
-	base := filepath.Join(r.homeBase(), ".tmp")
+	base := filepath.Join(r.fs.Base(), ".tmp")
 	var spares map[uint64]string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if spares = spareInodes(t, base); len(spares) == tmpSpareCount {
+		if spares = spareInodes(t, base); len(spares) == hostfs.TmpSpareCount {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d TMPDIRs made ahead after an execution (%v), want %d", len(spares), spares, tmpSpareCount)
+			t.Fatalf("%d TMPDIRs made ahead after an execution (%v), want %d", len(spares), spares, hostfs.TmpSpareCount)
 		}
 	}
 	for _, name := range spares {
@@ -80,8 +81,8 @@ func TestTmpDirMadeAhead(t *testing.T) {
 	if st.Mode() != os.ModeDir|0o700 || sys.Uid != agent.Uid || sys.Gid != agent.Gid {
 		t.Errorf("TMPDIR: mode %v owner %d:%d, want a 0700 directory of %d:%d", st.Mode(), sys.Uid, sys.Gid, agent.Uid, agent.Gid)
 	}
-	if left := spareInodes(t, base); len(left) != tmpSpareCount-1 || left[sys.Ino] != "" {
-		t.Errorf("spares while it runs: %v, want the %d others", left, tmpSpareCount-1)
+	if left := spareInodes(t, base); len(left) != hostfs.TmpSpareCount-1 || left[sys.Ino] != "" {
+		t.Errorf("spares while it runs: %v, want the %d others", left, hostfs.TmpSpareCount-1)
 	}
 	if _, err := r.CancelExecution(ctx, agent, ex.Id); err != nil {
 		t.Fatal(err)
@@ -89,14 +90,14 @@ func TestTmpDirMadeAhead(t *testing.T) {
 
 	// A dead termd's spare goes at start; a live process's stays.
 	dead := exec1(t)
-	gone := filepath.Join(base, spareTag+strconv.Itoa(dead)+"-1")
-	live := filepath.Join(base, spareTag+"1-1") // pid 1 is alive
+	gone := filepath.Join(base, hostfs.SpareTag+strconv.Itoa(dead)+"-1")
+	live := filepath.Join(base, hostfs.SpareTag+"1-1") // pid 1 is alive
 	for _, d := range []string{gone, live} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r.removeStaleSpares()
+	r.fs.RemoveStaleSpares()
 	if _, err := os.Lstat(gone); !os.IsNotExist(err) {
 		t.Errorf("a gone termd's spare is still there (%v)", err)
 	}
@@ -115,53 +116,4 @@ func exec1(t *testing.T) int {
 	}
 	_, _ = p.Wait()
 	return p.Pid
-}
-
-// ctimeOf is a file's inode change time.
-func ctimeOf(t *testing.T, path string) syscall.Timespec {
-	t.Helper()
-	st, err := os.Lstat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Sys().(*syscall.Stat_t).Ctim
-}
-
-// HOME and its base get their mode and owner at every start, but are
-// written only when they differ: an unchanged one keeps its inode as it was.
-func TestHomeWrittenOnlyWhenWrong(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("HOME is given to another uid: needs root")
-	}
-	r := newRig(t)
-	uid, gid := int(agent.Uid), int(agent.Gid)
-	home, err := r.homeFor(uid, gid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := filepath.Dir(home)
-	before := [2]syscall.Timespec{ctimeOf(t, base), ctimeOf(t, home)}
-	time.Sleep(20 * time.Millisecond) // past the file system's clock granularity
-	if _, err := r.homeFor(uid, gid); err != nil {
-		t.Fatal(err)
-	}
-	if after := [2]syscall.Timespec{ctimeOf(t, base), ctimeOf(t, home)}; after != before {
-		t.Errorf("an unchanged HOME and base were written again: ctimes %v, then %v", before, after)
-	}
-	// Wrong ones are put right.
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(home, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.homeFor(uid, gid); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ := os.Lstat(base); st.Mode().Perm() != 0o711 {
-		t.Errorf("base mode %v, want 0711", st.Mode())
-	}
-	if st, _ := os.Lstat(home); st.Sys().(*syscall.Stat_t).Uid != agent.Uid || st.Sys().(*syscall.Stat_t).Gid != agent.Gid {
-		t.Errorf("HOME owner %d:%d, want %d:%d", st.Sys().(*syscall.Stat_t).Uid, st.Sys().(*syscall.Stat_t).Gid, agent.Uid, agent.Gid)
-	}
 }

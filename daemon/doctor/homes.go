@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/termd/termd/daemon/broker"
+	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/config"
 )
 
@@ -25,7 +25,7 @@ import (
 // fixes itself at the next execution (a mode, a HOME's owner when termd is
 // root) is a warning; what makes every execution fail is a failure.
 func homeChecks(c *config.Config, termdUID uint32) []Check {
-	base, private := broker.HomeBase(c.StateDir, c.Workspaces)
+	base, private := hostfs.HomeBase(c.StateDir, c.Workspaces)
 	if private && base == "" {
 		where := os.TempDir()
 		if err := writableFS(where); err != nil {

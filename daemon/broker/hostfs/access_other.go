@@ -1,6 +1,6 @@
 //go:build !linux
 
-package broker
+package hostfs
 
 import termdv1 "github.com/termd/termd/proto/termd/v1"
 

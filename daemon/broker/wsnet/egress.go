@@ -1,4 +1,4 @@
-package broker
+package wsnet
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// egressRun is the allow-list proxy of one execution with network
+// Egress is the allow-list proxy of one execution with network
 // egress:NAME (docs/SANDBOX.md, Network). The execution runs in a network
 // namespace of its own with loopback up and no route out; the proxy's
 // listener was made inside it (127.0.0.1:PORT, the only thing it can reach)
@@ -19,7 +19,7 @@ import (
 // namespace to what the allow-list names. The namespace is not the
 // workspace loopback: offline executions there, which run without approval,
 // never see the proxy.
-type egressRun struct {
+type Egress struct {
 	list  string
 	proxy *egress.Proxy
 	nsfd  int
@@ -28,16 +28,17 @@ type egressRun struct {
 	summary *receipt.Egress
 }
 
-// egressListNames are the configured allow-lists' names, for the policy.
-// nil when this daemon cannot run the proxy (no network namespaces, not
+// EgressLists are the configured allow-lists' names, for the policy
+// (policy.Context.EgressLists; see daemon/egress, the proxy that serves
+// them). nil when this daemon cannot run the proxy (no network namespaces, not
 // root): the policy then gives package fetches the host network (asked)
 // instead of egress:registries, and an egress:NAME plan is refused at its
 // start with the reason (egressReady).
-func (b *Broker) egressListNames() []string {
-	if !b.Runner.Capabilities().NetNS || os.Geteuid() != 0 {
+func (n *Net) EgressLists() []string {
+	if !n.NetNS() || os.Geteuid() != 0 {
 		return nil
 	}
-	lists, err := b.Config().EgressLists()
+	lists, err := n.Config().EgressLists()
 	if err != nil {
 		return []string{}
 	}
@@ -50,67 +51,70 @@ func (b *Broker) egressListNames() []string {
 
 // egressReady says why this daemon cannot run a plan with network mode m
 // ("" when it can).
-func (b *Broker) egressReady(m netmode.Mode) error {
+func (n *Net) egressReady(m netmode.Mode) error {
 	name := m.EgressName()
-	lists, err := b.Config().EgressLists()
+	lists, err := n.Config().EgressLists()
 	if err != nil {
 		return errdefs.Precondition("network %s: %v", m, err)
 	}
 	if lists[name] == nil {
 		return errdefs.Precondition("network %s names no egress allow-list in termd's config; replan with a configured one (termd doctor lists them)", m)
 	}
-	if !b.Runner.Capabilities().NetNS || os.Geteuid() != 0 {
+	if !n.NetNS() || os.Geteuid() != 0 {
 		return errdefs.Precondition("network %s needs network namespaces (termd running as root) for its proxy; replan with network none, workspace-loopback or host", m)
 	}
 	return nil
 }
 
-// startEgress starts e's proxy for network mode m in a new network
-// namespace; e.egress holds it (stopped by stopEgress, from
-// releaseSandbox).
-func (b *Broker) startEgress(e *execRec, m netmode.Mode) error {
-	if err := b.egressReady(m); err != nil {
-		return err
+// EgressFor names the execution an egress proxy serves, for the events
+// that tell its session's watchers what the proxy refused.
+type EgressFor struct {
+	ExecutionID, PlanID, SessionID string
+}
+
+// StartEgress starts an execution's proxy for network mode m in a new
+// network namespace; the execution holds it until Stop (when its sandbox is
+// released).
+func (n *Net) StartEgress(m netmode.Mode, e EgressFor) (*Egress, error) {
+	if err := n.egressReady(m); err != nil {
+		return nil, err
 	}
-	cfg := b.Config()
+	cfg := n.Config()
 	lists, _ := cfg.EgressLists()
 	hosts, err := cfg.EgressHosts()
 	if err != nil {
-		return errdefs.Precondition("%v", err)
+		return nil, errdefs.Precondition("%v", err)
 	}
 	name := m.EgressName()
 	fd, err := egress.NewNetns()
 	if err != nil {
-		return errdefs.Internal("network %s: %v", m, err)
+		return nil, errdefs.Internal("network %s: %v", m, err)
 	}
 	ln, err := egress.ListenInNetns(fd, "127.0.0.1:0")
 	if err != nil {
 		unix.Close(fd)
-		return errdefs.Internal("network %s: %v", m, err)
+		return nil, errdefs.Internal("network %s: %v", m, err)
 	}
-	run := &egressRun{list: name, nsfd: fd, env: egress.Env(ln.Addr().String())}
+	run := &Egress{list: name, nsfd: fd, env: egress.Env(ln.Addr().String())}
 	run.proxy = egress.New(egress.Options{
 		List: lists[name], Hosts: hosts, MaxConns: cfg.Egress.MaxConnections,
-		OnRefuse: func(r egress.Refusal) { b.publishEgressRefused(e, name, r) },
+		OnRefuse: func(r egress.Refusal) { n.publishEgressRefused(e, name, r) },
 	})
 	go func() { _ = run.proxy.Serve(ln) }()
-	e.egress = run
-	return nil
+	return run, nil
 }
 
-// netNSFD is the namespace the execution joins: its egress namespace, or
-// its workspace loopback's (-1: none).
-func (e *execRec) netNSFD() int {
-	if e.egress != nil {
-		return e.egress.nsfd
-	}
-	return e.netns.Fd()
-}
+// Env is the environment that points the execution's tools at its proxy.
+func (run *Egress) Env() map[string]string { return run.env }
 
-// stopEgress ends e's proxy (closing its connections), keeps its account
-// for the receipt and lets go of the namespace. Safe to call more than once.
-func (e *execRec) stopEgress() {
-	run := e.egress
+// NSFD is the descriptor of the execution's network namespace, the one its
+// proxy listens in (-1 once stopped).
+func (run *Egress) NSFD() int { return run.nsfd }
+
+// Stop ends the proxy (closing its connections), keeps its account for the
+// receipt and lets go of the namespace. Safe to call more than once, and on
+// nil (no proxy).
+func (run *Egress) Stop() {
 	if run == nil || run.summary != nil {
 		return
 	}
@@ -122,13 +126,14 @@ func (e *execRec) stopEgress() {
 	}
 }
 
-// receiptEgress is the receipt's egress member (nil for other networks).
-func (e *execRec) receiptEgress() *receipt.Egress {
-	if e.egress == nil {
+// Receipt is the receipt's egress member, the proxy stopped first (nil for
+// other networks: no proxy).
+func (run *Egress) Receipt() *receipt.Egress {
+	if run == nil {
 		return nil
 	}
-	e.stopEgress()
-	return e.egress.summary
+	run.Stop()
+	return run.summary
 }
 
 func egressReceipt(s egress.Summary) *receipt.Egress {
@@ -145,10 +150,10 @@ func egressReceipt(s egress.Summary) *receipt.Egress {
 // publishEgressRefused tells the session's watchers, as it happens, that the
 // proxy refused a destination (once per host, port and reason), so an agent
 // learns what to ask for.
-func (b *Broker) publishEgressRefused(e *execRec, list string, r egress.Refusal) {
-	b.Bus.Publish(e.plan.session.id, termdv1.EventKind_EVENT_KIND_EGRESS_REFUSED, func(ev *termdv1.Event) {
+func (n *Net) publishEgressRefused(e EgressFor, list string, r egress.Refusal) {
+	n.Bus.Publish(e.SessionID, termdv1.EventKind_EVENT_KIND_EGRESS_REFUSED, func(ev *termdv1.Event) {
 		ev.Payload = &termdv1.Event_EgressRefused{EgressRefused: &termdv1.EgressRefusal{
-			ExecutionId: e.id, PlanId: e.plan.p.Id, AllowList: list,
+			ExecutionId: e.ExecutionID, PlanId: e.PlanID, AllowList: list,
 			Host: r.Host, Port: uint32(r.Port), Reason: r.Reason, Detail: r.Detail,
 		}}
 	})

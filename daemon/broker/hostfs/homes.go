@@ -1,4 +1,4 @@
-package broker
+package hostfs
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/internal/safefs"
 )
 
@@ -46,13 +47,13 @@ type homeBaseCache struct {
 	private bool // made under a random name in the temporary directory
 }
 
-// homeBase is the directory that holds the commands' private homes and
-// their temporary directories.
-func (b *Broker) homeBase() string {
-	cfg := b.Config()
+// Base is the directory that holds the commands' private homes and their
+// temporary directories.
+func (h *FS) Base() string {
+	cfg := h.Config()
 	sibling := cfg.StateDir + "-home"
 	key := cfg.StateDir + "\x00" + strings.Join(cfg.Workspaces, "\x00")
-	c := &b.homes
+	c := &h.homes
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.key == key && c.base != "" {
@@ -61,7 +62,7 @@ func (b *Broker) homeBase() string {
 	c.key, c.private = key, false
 	c.base = sibling
 	if !siblingUsable(sibling, cfg.Workspaces) {
-		c.base, c.private = b.privateHomeBase(cfg.StateDir, ""), true
+		c.base, c.private = h.privateHomeBase(cfg.StateDir, ""), true
 	}
 	return c.base
 }
@@ -69,7 +70,7 @@ func (b *Broker) homeBase() string {
 // siblingUsable says whether the sibling base <state>-home may hold the
 // homes: outside every workspace, in a directory only termd can write.
 func siblingUsable(sibling string, workspaces []string) bool {
-	return !insideAny(sibling, workspaces) && onlyTermdWrites(filepath.Dir(sibling))
+	return !domain.InsideAny(sibling, workspaces) && onlyTermdWrites(filepath.Dir(sibling))
 }
 
 // HomeBase is where termd keeps the commands' private homes and TMPDIRs
@@ -103,7 +104,7 @@ func onlyTermdWrites(dir string) bool {
 
 // privateHomeBase is the recorded private base when it is still termd's,
 // else a new one (bad: the one just found unusable, never used again).
-func (b *Broker) privateHomeBase(stateDir, bad string) string {
+func (h *FS) privateHomeBase(stateDir, bad string) string {
 	record := filepath.Join(stateDir, homeBaseRecord)
 	if data, err := os.ReadFile(record); err == nil {
 		p := strings.TrimSpace(string(data))
@@ -113,16 +114,16 @@ func (b *Broker) privateHomeBase(stateDir, bad string) string {
 	}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("termd-home-%d-", os.Geteuid()))
 	if err != nil {
-		// homeFor reports the failure to make a home in it.
+		// HomeFor reports the failure to make a home in it.
 		return filepath.Join(os.TempDir(), fmt.Sprintf("termd-home-%d-unavailable", os.Geteuid()))
 	}
 	if err := os.Chmod(dir, 0o711); err != nil {
-		b.Log.Warn("setting the mode of the commands' home base", "dir", dir, "error", err)
+		h.Log.Warn("setting the mode of the commands' home base", "dir", dir, "error", err)
 	}
 	if err := writeFileAtomic(record, []byte(dir+"\n"), 0o600); err != nil {
-		b.Log.Warn("recording the commands' home base (a new one is made at the next start)", "file", record, "error", err)
+		h.Log.Warn("recording the commands' home base (a new one is made at the next start)", "file", record, "error", err)
 	}
-	b.Log.Info("commands' homes are kept in a private directory", "dir", dir,
+	h.Log.Info("commands' homes are kept in a private directory", "dir", dir,
 		"why", "the directory beside the state directory is inside a workspace or could be created by another user")
 	return dir
 }
@@ -152,23 +153,55 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
+// HomeFor returns a HOME for commands run for uid: outside every workspace
+// and outside the (private) state directory, private to that uid, in the
+// base of the commands' homes, traversable but not listable.
+// <base>/<uid> is an entry of termd's own directory (nobody else can put a
+// link there); its owner is set through its descriptor, and only when it
+// differs: a chown that changes nothing still writes the inode (its ctime)
+// through the file system's journal, at every execution.
+func (h *FS) HomeFor(uid, gid int) (string, error) {
+	base, err := h.openHomeBase()
+	if err != nil {
+		return "", err
+	}
+	defer base.Close()
+	d, _, err := base.Mkdir(fmt.Sprint(uid), 0o700)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	if os.Geteuid() == 0 {
+		in, err := d.Stat()
+		if err != nil {
+			return "", err
+		}
+		if in.Uid != uid || in.Gid != gid {
+			if err := d.Chown(uid, gid); err != nil {
+				return "", err
+			}
+		}
+	}
+	return d.Path(), nil
+}
+
 // openHomeBase opens (making it when missing) the base of the commands'
 // homes: a directory of termd's user, mode 0711 (traversable, not
 // listable). A private base found unusable (another user's directory or a
 // link where termd's was) is replaced by a new one rather than refused.
-func (b *Broker) openHomeBase() (*safefs.Dir, error) {
-	base := b.homeBase()
+func (h *FS) openHomeBase() (*safefs.Dir, error) {
+	base := h.Base()
 	d, err := openBaseDir(base)
 	if err == nil {
 		return d, nil
 	}
-	c := &b.homes
+	c := &h.homes
 	c.mu.Lock()
 	if !c.private || c.base != base {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("refusing %s as the base of command homes: %w", base, err)
 	}
-	c.base = b.privateHomeBase(b.Config().StateDir, base)
+	c.base = h.privateHomeBase(h.Config().StateDir, base)
 	base = c.base
 	c.mu.Unlock()
 	d, err = openBaseDir(base)
@@ -221,8 +254,8 @@ func fixBaseDir(d *safefs.Dir) error {
 
 // openTmpBase opens (making it when missing) <base>/.tmp, termd's directory
 // of the executions' TMPDIRs.
-func (b *Broker) openTmpBase() (*safefs.Dir, error) {
-	base, err := b.openHomeBase()
+func (h *FS) openTmpBase() (*safefs.Dir, error) {
+	base, err := h.openHomeBase()
 	if err != nil {
 		return nil, err
 	}
@@ -230,13 +263,13 @@ func (b *Broker) openTmpBase() (*safefs.Dir, error) {
 	return makeOwnDir(base, ".tmp")
 }
 
-// removeTmp removes an execution's TMPDIR (its user's tree) through the
+// RemoveTmp removes an execution's TMPDIR (its user's tree) through the
 // descriptor of termd's .tmp directory, following no link in it.
-func (b *Broker) removeTmp(name string) error {
+func (h *FS) RemoveTmp(name string) error {
 	if !filepath.IsLocal(name) || strings.ContainsRune(name, filepath.Separator) {
 		return fmt.Errorf("%q is not an execution's TMPDIR name", name)
 	}
-	d, err := b.openTmpBase()
+	d, err := h.openTmpBase()
 	if err != nil {
 		return err
 	}
@@ -253,11 +286,11 @@ func cacheOwner(uid, gid int) (int, int, int) {
 	return os.Geteuid(), -1, -1
 }
 
-// mkdirOwned makes rel (e.g. ".cache/go-build") and its missing parents
+// MkdirOwned makes rel (e.g. ".cache/go-build") and its missing parents
 // below home, owned by uid, through descriptors: a link or a directory
 // swapped anywhere in the principal's HOME makes it fail, never redirects
 // it. A component that exists must be a directory owned by uid.
-func mkdirOwned(home, rel string, uid, gid int) error {
+func MkdirOwned(home, rel string, uid, gid int) error {
 	want, cu, cg := cacheOwner(uid, gid)
 	h, err := safefs.Open(home, want)
 	if err != nil {

@@ -1,4 +1,4 @@
-package broker
+package hostfs
 
 import (
 	"errors"
@@ -17,16 +17,16 @@ import (
 // inode and block, journalled, often behind the previous execution's
 // removal); renaming a directory made ahead costs about a tenth. So, as the
 // runner keeps network namespaces and cgroups made ahead, the broker keeps a
-// few empty directories made ahead beside the executions' (tmpSpareCount,
+// few empty directories made ahead beside the executions' (TmpSpareCount,
 // named .spare-<termd pid>-<n>, 0700 and owned by termd, like a new one
 // before its chown). Each is used once: taken, renamed (never over an
 // existing name) to the execution's and given to its user exactly as a new
 // one; the spares are made again after an execution's receipt, between
 // executions. A spare that cannot be taken is removed and the directory made
 // as before.
-const tmpSpareCount = 4
+const TmpSpareCount = 4
 
-const spareTag = ".spare-"
+const SpareTag = ".spare-"
 
 type tmpSpares struct {
 	mu      sync.Mutex
@@ -50,8 +50,8 @@ func (t *tmpSpares) take() string {
 
 // makeTmp makes dir, an execution's TMPDIR in base, from a spare when one
 // can be taken.
-func (b *Broker) makeTmp(dir string) error {
-	if sp := b.tmpSpares.take(); sp != "" {
+func (h *FS) makeTmp(dir string) error {
+	if sp := h.tmpSpares.take(); sp != "" {
 		if err := renameNoReplace(sp, dir); err == nil {
 			return nil
 		}
@@ -60,10 +60,39 @@ func (b *Broker) makeTmp(dir string) error {
 	return os.Mkdir(dir, 0o700)
 }
 
-// refillTmp makes spares until there are tmpSpareCount of them (one filler
+// PrivateTmp makes <home base>/.tmp/<execution> (from a spare made ahead),
+// owned by the command's user and private to it. The base is termd's, so
+// nobody can plant a link in it; the new directory is checked to be termd's
+// own fresh one and given away through its descriptor.
+func (h *FS) PrivateTmp(id string, uid, gid int) (string, error) {
+	if !filepath.IsLocal(id) || strings.ContainsRune(id, filepath.Separator) {
+		return "", fmt.Errorf("%q is not an execution id", id)
+	}
+	base, err := h.openTmpBase()
+	if err != nil {
+		return "", err
+	}
+	defer base.Close()
+	if err := h.makeTmp(filepath.Join(base.Path(), id)); err != nil {
+		return "", err
+	}
+	d, err := base.OpenDir(id, os.Geteuid())
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	if os.Geteuid() == 0 {
+		if err := d.Chown(uid, gid); err != nil {
+			return "", err
+		}
+	}
+	return d.Path(), nil
+}
+
+// RefillTmp makes spares until there are TmpSpareCount of them (one filler
 // at a time; after Shutdown, none).
-func (b *Broker) refillTmp() {
-	t := &b.tmpSpares
+func (h *FS) RefillTmp() {
+	t := &h.tmpSpares
 	t.mu.Lock()
 	if t.filling || t.closed {
 		t.mu.Unlock()
@@ -71,16 +100,16 @@ func (b *Broker) refillTmp() {
 	}
 	t.filling = true
 	t.mu.Unlock()
-	base := filepath.Join(b.homeBase(), ".tmp")
+	base := filepath.Join(h.Base(), ".tmp")
 	for {
 		t.mu.Lock()
-		if t.closed || len(t.dirs) >= tmpSpareCount {
+		if t.closed || len(t.dirs) >= TmpSpareCount {
 			t.filling = false
 			t.mu.Unlock()
 			return
 		}
 		t.n++
-		dir := filepath.Join(base, fmt.Sprintf("%s%d-%d", spareTag, os.Getpid(), t.n))
+		dir := filepath.Join(base, fmt.Sprintf("%s%d-%d", SpareTag, os.Getpid(), t.n))
 		t.mu.Unlock()
 		err := os.Mkdir(dir, 0o700)
 		t.mu.Lock()
@@ -100,9 +129,9 @@ func (b *Broker) refillTmp() {
 	}
 }
 
-// closeTmpSpares removes the spares (termd is shutting down).
-func (b *Broker) closeTmpSpares() {
-	t := &b.tmpSpares
+// CloseTmpSpares removes the spares (termd is shutting down).
+func (h *FS) CloseTmpSpares() {
+	t := &h.tmpSpares
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
@@ -112,21 +141,21 @@ func (b *Broker) closeTmpSpares() {
 	t.dirs = nil
 }
 
-// removeStaleSpares removes spares left by a termd that is gone (a crash),
+// RemoveStaleSpares removes spares left by a termd that is gone (a crash),
 // or by an earlier one with this pid, at start.
-func (b *Broker) removeStaleSpares() {
-	base := filepath.Join(b.homeBase(), ".tmp")
+func (h *FS) RemoveStaleSpares() {
+	base := filepath.Join(h.Base(), ".tmp")
 	ents, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
-	d, err := b.openTmpBase()
+	d, err := h.openTmpBase()
 	if err != nil {
 		return
 	}
 	defer d.Close()
 	for _, ent := range ents {
-		rest, ok := strings.CutPrefix(ent.Name(), spareTag)
+		rest, ok := strings.CutPrefix(ent.Name(), SpareTag)
 		if !ok {
 			continue
 		}
