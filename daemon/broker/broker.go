@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/adviser"
+	"github.com/termd/termd/daemon/broker/journal"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/events"
@@ -75,7 +76,7 @@ type Broker struct {
 	closing   bool
 
 	streams   map[string]int // open event streams per principal
-	journal   *journal
+	journal   *journal.Journal
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
