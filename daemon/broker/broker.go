@@ -16,6 +16,7 @@ import (
 
 	"github.com/termd/termd/daemon/adviser"
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/events"
@@ -77,13 +78,13 @@ type Broker struct {
 
 	streams   map[string]int // open event streams per principal
 	journal   *journal.Journal
+	receipts  receiptq.Receipts
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
 	stages    stageLog
 	tmpSpares tmpSpares     // TMPDIRs made ahead (tmpdirs.go)
 	homes     homeBaseCache // where the commands' homes are (homes.go)
-	shares    shareCache    // share forms of receipts just sealed (share.go)
 	// planUse is what each principal's plans hold (planbounds.go); settled
 	// are the plans settled since the mutex was taken, placed at unlock.
 	planUse map[string]*planUse
@@ -115,6 +116,7 @@ func New(d Deps) (*Broker, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	b.receipts = receiptq.Receipts{Store: d.Store, Keys: d.Keys, Search: d.Search, Log: d.Log, Now: d.Now, Session: b.sessionVisible}
 	if err := b.recover(); err != nil {
 		return nil, err
 	}

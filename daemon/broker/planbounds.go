@@ -268,7 +268,7 @@ func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.E
 		return nil, nil, nil
 	}
 	r, err := b.Store.ByExecution(id)
-	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !b.receiptVisible(caller, r)) {
+	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !domain.ReceiptVisible(caller, r)) {
 		return nil, nil, nil
 	}
 	if err != nil {
