@@ -15,6 +15,8 @@ import (
 	"github.com/termd/termd/daemon/adviser"
 	"github.com/termd/termd/daemon/broker/grants"
 	"github.com/termd/termd/daemon/broker/hostfs"
+	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
@@ -77,13 +79,13 @@ type Broker struct {
 	closing   bool
 
 	streams   map[string]int // open event streams per principal
-	journal   *journal
+	journal   *journal.Journal
+	receipts  receiptq.Receipts
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
 	grants    *grants.Grants       // remembered approvals (daemon/broker/grants)
 	terms     *terminals.Terminals // PTY executions' terminals (daemon/broker/terminals)
 	stages    stageLog
-	shares    shareCache // share forms of receipts just sealed (share.go)
 	// fs is the host file system part: homes, TMPDIRs, reads as the
 	// caller, workspace files, storage budgets (daemon/broker/hostfs).
 	fs *hostfs.FS
@@ -123,6 +125,7 @@ func New(d Deps) (*Broker, error) {
 	b.fs = hostfs.New(hostfs.Deps{Config: d.Config, Log: d.Log, Store: d.Store, Search: d.Search, Redactor: d.Redactor, Protected: b.protectedPaths})
 	b.net = wsnet.New(wsnet.Deps{Config: d.Config, Log: d.Log, Bus: d.Bus, NetNS: func() bool { return d.Runner.Capabilities().NetNS },
 		WorkspaceOf: b.workspaceOf, Executions: forwardTargets{b}})
+	b.receipts = receiptq.Receipts{Store: d.Store, Keys: d.Keys, Search: d.Search, Log: d.Log, Now: d.Now, Session: b.sessionVisible}
 	if err := b.recover(); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
@@ -903,7 +904,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	receipted := time.Now()
 	<-released
 	if stored != nil {
-		b.shares.put(stored)
+		b.receipts.KeepShare(stored)
 	}
 	timed := !e.spawned.IsZero() && res.Err == nil && err == nil
 	t := e.stage
@@ -961,7 +962,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		e.ends = append(e.ends, ev)
 	}
 	if stored != nil {
-		sum := summaryOf(stored)
+		sum := receiptq.Summary(stored)
 		if ev := b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} }); ev != nil {
 			e.ends = append(e.ends, ev)
 		}

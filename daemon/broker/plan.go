@@ -7,13 +7,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/broker/journal"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
@@ -28,13 +28,9 @@ type planRec struct {
 	dec     policy.Decision
 	session *session
 
-	// journalTail is the end of the plan's journal records (its request and
-	// decision, which never change), encoded once (journal.go: planLine).
-	journalTail []byte // bodyMu
-	// bodyBin and bodyJSON are the binary and JSON encodings of the plan's
-	// body fields in its last journal record (journal.go: planJSON).
-	bodyMu            sync.Mutex
-	bodyBin, bodyJSON []byte
+	// enc keeps the parts of the plan's journal record that rarely change
+	// between its records (journal.go: planLine).
+	enc journal.PlanEncoding
 
 	// The plan bounds (planbounds.go): who requested it (principalKey) and
 	// what that principal's plans hold, its request's size, whether it is

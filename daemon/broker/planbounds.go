@@ -131,9 +131,7 @@ func (b *Broker) trimLocked(u *planUse) {
 		if j == nil {
 			return false
 		}
-		j.fmu.Lock()
-		defer j.fmu.Unlock()
-		return u.journal > lim.MaxJournalBytes
+		return j.Load(&u.journal) > lim.MaxJournalBytes
 	}
 	i := 0
 	for i < len(u.finished) && u.kept > 0 && over() {
@@ -183,12 +181,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 		p.use.kept--
 	}
 	if j := b.journal; j != nil {
-		j.fmu.Lock()
-		j.dead += p.jbytes
-		p.use.journal -= p.jbytes
-		p.jbytes = 0
-		p.forgotten = true
-		j.fmu.Unlock()
+		j.Forget(&p.jbytes, &p.use.journal, &p.forgotten)
 	} else {
 		p.forgotten = true
 	}
@@ -248,9 +241,7 @@ func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes 
 	}
 	if j := b.journal; j != nil {
 		b.trimLocked(u)
-		j.fmu.Lock()
-		n := u.journal
-		j.fmu.Unlock()
+		n := j.Load(&u.journal)
 		if n > lim.MaxJournalBytes {
 			return errdefs.Exhausted("%s's plans hold %s of the plan journal, past the limit plans.max_journal_bytes (%s), and none of them is finished: %s, or ask an operator to raise plans.max_journal_bytes", caller.GetName(), domain.BytesWord(n), domain.BytesWord(lim.MaxJournalBytes), todo)
 		}
@@ -277,7 +268,7 @@ func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.E
 		return nil, nil, nil
 	}
 	r, err := b.Store.ByExecution(id)
-	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !b.receiptVisible(caller, r)) {
+	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !domain.ReceiptVisible(caller, r)) {
 		return nil, nil, nil
 	}
 	if err != nil {

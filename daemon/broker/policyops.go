@@ -4,13 +4,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/errdefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
 
 // Summary is the searchable part of a receipt.
-func Summary(r *receipt.Receipt) *termdv1.ReceiptSummary { return summaryOf(r) }
+func Summary(r *receipt.Receipt) *termdv1.ReceiptSummary { return receiptq.Summary(r) }
 
 // PublicKeys returns the receipt signing keys, current first.
 func (b *Broker) PublicKeys() *termdv1.GetPublicKeyResponse {

@@ -1,10 +1,11 @@
-package broker
+package receiptq
 
 import (
 	"context"
 	"sync"
 	"time"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/receiptstore"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
@@ -65,13 +66,17 @@ func (c *shareCache) take(id string) *receipt.Receipt {
 	return e.form
 }
 
+// KeepShare keeps the share form of a receipt the store just sealed, for
+// ShareReceipt (see shareCache).
+func (rq *Receipts) KeepShare(stored *receipt.Receipt) { rq.shares.put(stored) }
+
 // ShareReceipt is ExportReceipt's share form of receipt id, signed from the
 // form kept when the receipt was sealed when there is one (see shareCache).
-func (b *Broker) ShareReceipt(ctx context.Context, caller *termdv1.Principal, id string) (*receipt.Receipt, error) {
-	if form := b.shares.take(id); form != nil && b.receiptVisible(caller, form) {
-		if out, err := receiptstore.SignShare(form, b.Keys); err == nil {
+func (rq *Receipts) ShareReceipt(ctx context.Context, caller *termdv1.Principal, id string) (*receipt.Receipt, error) {
+	if form := rq.shares.take(id); form != nil && domain.ReceiptVisible(caller, form) {
+		if out, err := receiptstore.SignShare(form, rq.Keys); err == nil {
 			return out, nil
 		}
 	}
-	return b.ExportReceipt(ctx, caller, id, true)
+	return rq.ExportReceipt(ctx, caller, id, true)
 }

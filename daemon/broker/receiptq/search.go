@@ -1,4 +1,4 @@
-package broker
+package receiptq
 
 import (
 	"context"
@@ -23,8 +23,8 @@ const searchCatchUp = 2 * time.Second
 // may see (the visibility of ListReceipts and GetReceipt: an agent, only
 // its own). A receipt the caller may not see is never a hit and never
 // counted, so a search cannot tell "absent" from "not yours".
-func (b *Broker) SearchReceipts(ctx context.Context, caller *termdv1.Principal, r *termdv1.SearchReceiptsRequest) (*termdv1.SearchReceiptsResponse, error) {
-	if b.Search == nil {
+func (rq *Receipts) SearchReceipts(ctx context.Context, caller *termdv1.Principal, r *termdv1.SearchReceiptsRequest) (*termdv1.SearchReceiptsResponse, error) {
+	if rq.Search == nil {
 		return nil, errdefs.Precondition("search is not available in this daemon")
 	}
 	q := search.Query{
@@ -57,12 +57,12 @@ func (b *Broker) SearchReceipts(ctx context.Context, caller *termdv1.Principal, 
 		}
 		q.Requester = domain.PrincipalKey(caller)
 	}
-	behind, err := b.Search.CatchUp(ctx, time.Now().Add(searchCatchUp))
+	behind, err := rq.Search.CatchUp(ctx, time.Now().Add(searchCatchUp))
 	if err != nil {
 		return nil, searchError(err)
 	}
 	out.Incomplete = behind
-	page, err := b.Search.Search(q)
+	page, err := rq.Search.Search(q)
 	if err != nil {
 		return nil, searchError(err)
 	}
@@ -70,32 +70,32 @@ func (b *Broker) SearchReceipts(ctx context.Context, caller *termdv1.Principal, 
 	for _, m := range page.Matches {
 		// The hit is shown from the receipt itself (the primary store),
 		// with the same visibility rule as GetReceipt.
-		rc, err := b.Store.Get(m.ID)
+		rc, err := rq.Store.Get(m.ID)
 		if errors.Is(err, receiptstore.ErrNotFound) {
 			continue // pruned since it was indexed
 		}
 		if err != nil {
 			return nil, errdefs.Internal("reading receipts: %v", err)
 		}
-		if !b.receiptVisible(caller, rc) {
+		if !domain.ReceiptVisible(caller, rc) {
 			continue
 		}
 		field, snippet, _ := search.Snippet(search.Fields(rc), r.Query)
-		out.Hits = append(out.Hits, &termdv1.SearchHit{Receipt: summaryOf(rc), Field: field, Snippet: snippet})
+		out.Hits = append(out.Hits, &termdv1.SearchHit{Receipt: Summary(rc), Field: field, Snippet: snippet})
 	}
 	return out, nil
 }
 
 // ReindexReceipts rebuilds the search index from the receipts (operators).
-func (b *Broker) ReindexReceipts(ctx context.Context, caller *termdv1.Principal) (*termdv1.ReindexReceiptsResponse, error) {
-	if b.Search == nil {
+func (rq *Receipts) ReindexReceipts(ctx context.Context, caller *termdv1.Principal) (*termdv1.ReindexReceiptsResponse, error) {
+	if rq.Search == nil {
 		return nil, errdefs.Precondition("search is not available in this daemon")
 	}
-	n, err := b.Search.Rebuild(ctx)
+	n, err := rq.Search.Rebuild(ctx)
 	if err != nil {
 		return nil, searchError(err)
 	}
-	b.Log.Info("rebuilt the search index", "by", domain.PrincipalKey(caller), "receipts", n)
+	rq.Log.Info("rebuilt the search index", "by", domain.PrincipalKey(caller), "receipts", n)
 	return &termdv1.ReindexReceiptsResponse{Indexed: n}, nil
 }
 
