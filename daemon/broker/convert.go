@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -117,7 +118,10 @@ func previewOf(d policy.Decision) *termdv1.Preview {
 	return p
 }
 
-func sandboxProto(sb policy.SandboxProfile) *termdv1.SandboxProfile {
+// sandboxProto is the API's form of a plan's sandbox profile, the one
+// conversion of it to the proto (enforcement, the daemon's level, is added
+// by the plan: plan.go).
+func sandboxProto(sb domain.Profile) *termdv1.SandboxProfile {
 	return &termdv1.SandboxProfile{
 		Profile:     sb.Profile,
 		Network:     sb.Network,

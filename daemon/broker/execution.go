@@ -452,7 +452,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	draft := b.draftReceipt(p, now)
 	draft.Credentials = e.credentials
-	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Sandbox.Network && b.Runner.Capabilities().NetNS, fresh.Sandbox.NetworkMode)
+	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Sandbox.Network && b.Runner.Capabilities().NetNS)
 	e.receiptHostIdentity(draft)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.

@@ -140,7 +140,7 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.StdoutDigest, r.StderrDigest = res.Stdout.Digest, res.Stderr.Digest
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
-	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied, e.netMode)
+	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
 	e.receiptHostIdentity(r)
 	if e.hub != nil {
 		r.Terminal = e.hub.Receipt()

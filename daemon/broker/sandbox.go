@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/config"
@@ -13,7 +12,6 @@ import (
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
-	"github.com/termd/termd/internal/netmode"
 	"github.com/termd/termd/internal/safefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
@@ -57,30 +55,16 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 	if err != nil {
 		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
 	}
-	prof := sandbox.Profile{
-		Name:        sandbox.Name(d.Sandbox.Profile),
-		Network:     d.Sandbox.Network,
-		NetworkMode: netmode.Mode(d.Sandbox.NetworkMode),
-		Exec:        d.Sandbox.Exec,
-		Write:       d.Sandbox.Write,
-	}
-	for _, c := range d.Sandbox.Cache {
-		// "~/…" under the private HOME; made (as the command's user) so a
-		// read-only run can fill it.
-		rest, ok := strings.CutPrefix(c, "~/")
-		if !ok || !filepath.IsLocal(rest) {
-			continue
-		}
-		dir := filepath.Join(home, rest)
-		if err := hostfs.MkdirOwned(home, rest, uid, gid); err != nil {
+	for _, rel := range d.Sandbox.CacheDirs() {
+		// Made (as the command's user) so a read-only run can fill it.
+		if err := hostfs.MkdirOwned(home, rel, uid, gid); err != nil {
 			_ = b.fs.RemoveTmp(filepath.Base(tmp))
-			return nil, "", errdefs.Precondition("preparing the cache directory %s: %v", dir, err)
+			return nil, "", errdefs.Precondition("preparing the cache directory %s: %v", filepath.Join(home, rel), err)
 		}
-		prof.Cache = append(prof.Cache, dir)
 	}
 	paths := sandbox.Paths{
 		Workspaces:     cfg.Workspaces,
-		SystemRead:     append(pol.SystemRead(), d.Sandbox.Read...),
+		SystemRead:     pol.SystemRead(),
 		Home:           home,
 		Tmp:            tmp,
 		Cwd:            d.Cwd,
@@ -94,7 +78,7 @@ func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid
 	if e.egress != nil {
 		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
 	}
-	l, rec, err := sandbox.Prepare(prof, paths, b.SandboxMode(), b.Sandbox)
+	l, rec, err := sandbox.Prepare(d.Sandbox, paths, b.SandboxMode(), b.Sandbox)
 	if err == nil && e.netFallback != "" {
 		rec.Missing = append(rec.Missing, e.netFallback)
 	}
@@ -169,14 +153,17 @@ func (b *Broker) hiddenPaths() []string {
 // shell history). ssh host keys are globbed at each execution.
 var hostSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/root"}
 
-// receiptSandbox is the receipt's record of what confined an execution.
-func receiptSandbox(r *sandbox.Record, netns bool, mode string) *receipt.Sandbox {
+// receiptSandbox is the receipt's record of what confined an execution: the
+// record sandbox.Prepare made from the plan's profile (its name and network)
+// and what it enforced, and whether the execution got its own network
+// namespace.
+func receiptSandbox(r *sandbox.Record, netns bool) *receipt.Sandbox {
 	if r == nil {
 		return nil
 	}
 	return &receipt.Sandbox{
-		NetworkMode:         mode,
-		Profile:             string(r.Profile),
+		NetworkMode:         r.NetworkMode,
+		Profile:             r.Profile,
 		Level:               string(r.Level),
 		Mode:                string(r.Mode),
 		Platform:            r.Platform,

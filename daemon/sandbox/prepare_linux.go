@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 	"github.com/termd/termd/internal/safefs"
 )
@@ -118,7 +119,7 @@ func DefaultLauncher() string {
 // (with what is missing and how to proceed) when the host cannot enforce the
 // profile fully; under BestEffort it enforces what it can; under Off it
 // returns no Launch. rootRun says the command keeps uid 0.
-func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
+func Prepare(p domain.Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
 	rec, done, err := begin(p, mode, sup)
 	if done || err != nil {
 		return nil, rec, err
@@ -224,7 +225,7 @@ type rule struct {
 }
 
 // buildRules lists the grants of a profile in its context.
-func buildRules(p Profile, ps Paths) []rule {
+func buildRules(p domain.Profile, ps Paths) []rule {
 	var rs []rule
 	add := func(access uint64, paths ...string) {
 		for _, x := range paths {
@@ -238,15 +239,16 @@ func buildRules(p Profile, ps Paths) []rule {
 	if ps.Terminal {
 		add(devWrite|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, "/dev/tty")
 	}
-	add(accessRead, ps.SystemRead...)
+	reads := readSet(p, ps)
+	add(accessRead, reads...)
 	add(accessRead|accessWrite, ps.Tmp)
-	switch p.Name {
-	case ReadOnly:
+	switch p.Profile {
+	case domain.ReadOnly:
 		add(accessRead, ps.Workspaces...)
 		add(accessRead, ps.Home)
 		add(accessRead|accessExec, p.Exec...)
-	case WorkspaceWrite:
-		add(accessRead|accessExec, ps.SystemRead...)
+	case domain.WorkspaceWrite:
+		add(accessRead|accessExec, reads...)
 		add(accessRead|accessExec|accessWrite, ps.Workspaces...)
 		// The private HOME is the principal's own (termd executions only):
 		// build caches and tools' state live there.
@@ -254,7 +256,7 @@ func buildRules(p Profile, ps Paths) []rule {
 		add(accessExec, ps.Tmp)
 		add(accessRead|accessExec, p.Exec...)
 	}
-	for _, c := range p.Cache {
+	for _, c := range cacheDirs(p, ps) {
 		c = filepath.Clean(c)
 		r := rule{path: c, access: accessRead | accessWrite}
 		if ps.Home != "" && c != filepath.Clean(ps.Home) && within(filepath.Clean(ps.Home), c) {
@@ -339,7 +341,7 @@ func openRule(r rule) (int, error) {
 
 // mountsFor lists the read-only binds (protected paths inside writable roots)
 // and covers (termd's own files inside readable roots) a plan needs.
-func mountsFor(p Profile, ps Paths, rules []rule) []launcher.Mount {
+func mountsFor(p domain.Profile, ps Paths, rules []rule) []launcher.Mount {
 	var out []launcher.Mount
 	reach := func(path string, need uint64) bool {
 		for _, r := range rules {
@@ -364,7 +366,7 @@ func mountsFor(p Profile, ps Paths, rules []rule) []launcher.Mount {
 	for _, h := range uniqSorted(hidden) {
 		out = append(out, launcher.Mount{Kind: "hide", Path: h})
 	}
-	if p.Name != WorkspaceWrite {
+	if p.Profile != domain.WorkspaceWrite {
 		return out
 	}
 	var prot []string

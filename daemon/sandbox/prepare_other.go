@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
@@ -28,7 +29,7 @@ func Probe(string) Support {
 func DefaultLauncher() string { return sandboxExec }
 
 // Prepare renders the profile as a Seatbelt policy run by sandbox-exec.
-func Prepare(p Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
+func Prepare(p domain.Profile, paths Paths, mode Mode, sup Support) (*launcher.Launch, Record, error) {
 	rec, done, err := begin(p, mode, sup)
 	if done || err != nil {
 		return nil, rec, err

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
@@ -173,7 +174,7 @@ func CheckRootMap(launcherPath string, to uint32, dirs []string) error {
 // rootMapPaths are the trees the command's files are created in: bound
 // idmapped so they stay root's on the disk. Nested ones are covered by
 // their parent's mount.
-func rootMapPaths(p Profile, ps Paths) []string {
+func rootMapPaths(p domain.Profile, ps Paths) []string {
 	var cand []string
 	cand = append(cand, ps.Workspaces...)
 	cand = append(cand, ps.Home, ps.Tmp)
@@ -208,7 +209,7 @@ func rootMapPaths(p Profile, ps Paths) []string {
 // mapRoot adds to l what makes its command hold host uid to instead of root:
 // the user namespace and the idmapped binds, which go before every other
 // mount (covers and read-only binds inside them apply on top).
-func mapRoot(l *launcher.Launch, p Profile, ps Paths, sup Support) ([]launcher.Mount, error) {
+func mapRoot(l *launcher.Launch, p domain.Profile, ps Paths, sup Support) ([]launcher.Mount, error) {
 	if !sup.MountNS || sup.UserNS {
 		return nil, &RootMapError{Why: "private mount namespaces are not available, so the workspace cannot be mounted idmapped"}
 	}

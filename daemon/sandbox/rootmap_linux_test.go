@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/sandbox"
 )
 
@@ -19,7 +20,7 @@ func TestRootMapRefusedWithoutIdmappedMounts(t *testing.T) {
 	}
 	sup := host(t)
 	ws := t.TempDir()
-	prof := sandbox.Profile{Name: sandbox.WorkspaceWrite}
+	prof := domain.Profile{Profile: domain.WorkspaceWrite}
 	// /proc/sys: procfs takes no idmapped mount.
 	_, _, err := sandbox.Prepare(prof, sandbox.Paths{Workspaces: []string{"/proc/sys", ws}, RootMap: sandbox.DefaultRootMapUID}, sandbox.Required, sup)
 	var rm *sandbox.RootMapError

@@ -22,78 +22,12 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
-	"github.com/termd/termd/internal/netmode"
+	"github.com/termd/termd/daemon/domain"
 )
-
-// Name names a profile.
-type Name string
-
-const (
-	// ReadOnly: read the workspace roots and the system read set, write
-	// nothing but /dev/null and a private temporary directory, execute only
-	// the resolved program (its interpreter and the helpers its grammar
-	// declares), no network.
-	ReadOnly Name = "read-only"
-	// WorkspaceWrite: read-only plus writes beneath the workspace roots
-	// (protected paths stay read-only) and the principal's private HOME
-	// (build caches), execution of system directories and the workspace.
-	WorkspaceWrite Name = "workspace-write"
-)
-
-// Profile is the part of a plan's canonical request that says how the kernel
-// confines it. It is decided by the policy and bound to approvals.
-type Profile struct {
-	Name Name `json:"name"`
-	// Network: the execution may use the host's network (no network
-	// namespace of its own, no Landlock TCP rules): NetworkMode host.
-	Network bool `json:"network"`
-	// NetworkMode is the plan's network (netmode.Mode). Under "none"
-	// Landlock (ABI 4+) refuses every TCP bind and connect; in a network
-	// namespace termd joined for it (Paths.NetNS: the workspace loopback)
-	// TCP is left to that namespace, which reaches nothing outside.
-	NetworkMode netmode.Mode `json:"network_mode,omitempty"`
-	// Exec lists what a read-only execution may execute besides nothing:
-	// the resolved program, its ELF interpreter or #! interpreter, and the
-	// helper directories its grammar declares.
-	Exec []string `json:"exec,omitempty"`
-	// Write lists approved write targets outside the workspace roots.
-	Write []string `json:"write,omitempty"`
-	// Cache lists the program's own cache directories (absolute, under the
-	// private HOME), writable in either profile.
-	Cache []string `json:"cache,omitempty"`
-}
-
-// Validate refuses an unknown profile name (fail closed).
-func (p Profile) Validate() error {
-	switch p.Name {
-	case ReadOnly, WorkspaceWrite:
-		return nil
-	case "":
-		return fmt.Errorf("the plan has no sandbox profile")
-	}
-	return fmt.Errorf("unknown sandbox profile %q (want %s or %s)", p.Name, ReadOnly, WorkspaceWrite)
-}
-
-// String is a one-line description for previews and logs.
-func (p Profile) String() string {
-	var b strings.Builder
-	b.WriteString(string(p.Name))
-	switch {
-	case p.Network:
-		b.WriteString(", network")
-	case p.NetworkMode != "" && p.NetworkMode != netmode.None:
-		b.WriteString(", network " + string(p.NetworkMode))
-	default:
-		b.WriteString(", no network")
-	}
-	if len(p.Write) > 0 {
-		b.WriteString(", also writes " + strings.Join(p.Write, " "))
-	}
-	return b.String()
-}
 
 // Mode is the operator's choice of how strictly profiles are enforced
 // (config key sandbox).
@@ -214,9 +148,11 @@ func (s Support) Level(m Mode) Level {
 	return LevelPartial
 }
 
-// Record is what a receipt says about the sandbox of one execution.
+// Record is what a receipt says about the sandbox of one execution: what
+// was enforced, and the profile's name and network (broker: receiptSandbox).
 type Record struct {
-	Profile     Name     `json:"profile"`
+	Profile     string   `json:"profile"`
+	NetworkMode string   `json:"network_mode,omitempty"`
 	Level       Level    `json:"level"`
 	Mode        Mode     `json:"mode"`
 	Platform    string   `json:"platform,omitempty"`
@@ -247,7 +183,7 @@ func (e *RootMapError) Error() string {
 // Paths is the per-execution context a profile is applied in.
 type Paths struct {
 	Workspaces []string // workspace roots (real paths)
-	SystemRead []string // the policy's system read set
+	SystemRead []string // the policy's system read set (the profile's Read adds to it: readSet)
 	Home       string   // the principal's private HOME
 	Tmp        string   // the execution's private temporary directory
 	Cwd        string   // the execution's working directory (real path)
@@ -273,6 +209,22 @@ type Paths struct {
 	// controlling terminal, which pagers open) may be read, written and
 	// controlled.
 	Terminal bool
+}
+
+// readSet is what an execution may read outside its roots (and, under
+// workspace-write, execute): the policy's system read set and the reads
+// its profile approves.
+func readSet(p domain.Profile, ps Paths) []string {
+	return append(slices.Clip(ps.SystemRead), p.Read...)
+}
+
+// cacheDirs are the profile's cache directories beneath the private HOME.
+func cacheDirs(p domain.Profile, ps Paths) []string {
+	var out []string
+	for _, rel := range p.CacheDirs() {
+		out = append(out, filepath.Join(ps.Home, rel))
+	}
+	return out
 }
 
 func uniqSorted(v []string) []string {
@@ -347,8 +299,8 @@ func ForHost(launcherPath, mode string) (Support, Mode) {
 
 // begin is what Prepare does first on every platform: a record of the
 // attempt, nothing under Off, a refusal of an unknown profile.
-func begin(p Profile, mode Mode, sup Support) (rec Record, done bool, err error) {
-	rec = Record{Profile: p.Name, Mode: mode, Platform: sup.Platform}
+func begin(p domain.Profile, mode Mode, sup Support) (rec Record, done bool, err error) {
+	rec = Record{Profile: p.Profile, NetworkMode: p.NetworkMode, Mode: mode, Platform: sup.Platform}
 	if mode == Off {
 		rec.Level = LevelNone
 		rec.Missing = []string{"the sandbox is turned off (sandbox: off)"}

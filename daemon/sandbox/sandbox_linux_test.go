@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/sandbox/launcher"
@@ -116,7 +117,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // do runs the probe under profile p (nil = no sandbox) and returns its output.
-func (f *fixture) do(p *sandbox.Profile, args ...string) string {
+func (f *fixture) do(p *domain.Profile, args ...string) string {
 	f.t.Helper()
 	spec := runner.Spec{Path: f.probe, Argv: append([]string{f.probe}, args...), Dir: f.ws, Timeout: 20 * time.Second}
 	if p != nil {
@@ -144,8 +145,8 @@ func (f *fixture) do(p *sandbox.Profile, args ...string) string {
 }
 
 var (
-	readOnly       = sandbox.Profile{Name: sandbox.ReadOnly}
-	workspaceWrite = sandbox.Profile{Name: sandbox.WorkspaceWrite}
+	readOnly       = domain.Profile{Profile: domain.ReadOnly}
+	workspaceWrite = domain.Profile{Profile: domain.WorkspaceWrite}
 )
 
 func expect(t *testing.T, got, prefix, what string) {
@@ -202,7 +203,7 @@ func TestNoNetworkNoSignalsNoPtrace(t *testing.T) {
 	}()
 	ww := workspaceWrite
 	expect(t, f.do(&ww, "connect", ln.Addr().String()), "denied", "connect without network")
-	withNet := sandbox.Profile{Name: sandbox.WorkspaceWrite, Network: true}
+	withNet := domain.Profile{Profile: domain.WorkspaceWrite, Network: true}
 	expect(t, f.do(&withNet, "connect", ln.Addr().String()), "ok", "connect with network")
 	outsider := exec.Command("sleep", "30")
 	if err := outsider.Start(); err != nil {
@@ -278,11 +279,11 @@ func TestSymlinkExchangeRaceCannotEscape(t *testing.T) {
 // Best effort on a host (or a broker) that knows no sandbox runs the command
 // unconfined and records that, instead of failing to start it.
 func TestBestEffortWithoutSupportRunsUnconfined(t *testing.T) {
-	l, rec, err := sandbox.Prepare(sandbox.Profile{Name: sandbox.ReadOnly}, sandbox.Paths{}, sandbox.BestEffort, sandbox.Support{})
+	l, rec, err := sandbox.Prepare(domain.Profile{Profile: domain.ReadOnly}, sandbox.Paths{}, sandbox.BestEffort, sandbox.Support{})
 	if err != nil || l != nil || rec.Level != sandbox.LevelNone || len(rec.Missing) == 0 {
 		t.Fatalf("launch %v, record %+v, error %v", l, rec, err)
 	}
-	if _, _, err := sandbox.Prepare(sandbox.Profile{Name: sandbox.ReadOnly}, sandbox.Paths{}, sandbox.Required, sandbox.Support{}); err == nil {
+	if _, _, err := sandbox.Prepare(domain.Profile{Profile: domain.ReadOnly}, sandbox.Paths{}, sandbox.Required, sandbox.Support{}); err == nil {
 		t.Fatal("required without support must refuse")
 	}
 }
@@ -885,7 +886,7 @@ func TestCacheGrantFollowsNoLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	ro := readOnly
-	ro.Cache = []string{real, link}
+	ro.Cache = []string{"~/.cache/real", "~/.cache/linked"} // as the policy names them, beneath HOME
 	expect(t, f.do(&ro, "write", filepath.Join(real, "x")), "ok", "read-only writes its cache")
 	expect(t, f.do(&ro, "write", filepath.Join(f.outside, "x")), "denied", "a cache linked outside")
 	expect(t, f.do(&ro, "write", filepath.Join(f.ws, "x")), "denied", "read-only writes the workspace")

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/termd/termd/daemon/domain"
 )
 
 // SeatbeltProfile renders a profile as a macOS Seatbelt (sandbox-exec)
 // policy: deny by default, then the same grants as the Linux rules, then
 // termd's own files and the protected paths denied again (in Seatbelt the
 // last matching rule wins, so the denials come after the grants).
-func SeatbeltProfile(p Profile, ps Paths) string {
+func SeatbeltProfile(p domain.Profile, ps Paths) string {
 	var b strings.Builder
 	b.WriteString("(version 1)\n(deny default)\n")
 	b.WriteString("(allow process-fork)\n(allow signal (target same-sandbox))\n(allow sysctl-read)\n(allow mach-lookup)\n(allow ipc-posix-shm)\n")
@@ -36,13 +38,14 @@ func SeatbeltProfile(p Profile, ps Paths) string {
 		}
 	}
 	lit("allow file-read* file-write-data", "/dev/null", "/dev/zero", "/dev/tty")
-	sub("allow file-read*", ps.SystemRead...)
+	reads := readSet(p, ps)
+	sub("allow file-read*", reads...)
 	sub("allow file-read*", ps.Workspaces...)
 	sub("allow file-read*", ps.Home)
 	sub("allow file-read* file-write*", ps.Tmp)
 	lit("allow process-exec", p.Exec...)
-	if p.Name == WorkspaceWrite {
-		sub("allow process-exec", ps.SystemRead...)
+	if p.Profile == domain.WorkspaceWrite {
+		sub("allow process-exec", reads...)
 		sub("allow process-exec", ps.Workspaces...)
 		sub("allow process-exec", ps.Tmp)
 		sub("allow file-write*", ps.Workspaces...)
@@ -56,7 +59,7 @@ func SeatbeltProfile(p Profile, ps Paths) string {
 		}
 		sub("deny file-write*", prot...)
 	}
-	sub("allow file-read* file-write*", p.Cache...)
+	sub("allow file-read* file-write*", cacheDirs(p, ps)...)
 	for _, w := range p.Write {
 		sub("allow file-write*", w)
 	}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"strings"
 	"testing"
+
+	"github.com/termd/termd/daemon/domain"
 )
 
 func TestSeatbeltProfile(t *testing.T) {
@@ -16,9 +18,9 @@ func TestSeatbeltProfile(t *testing.T) {
 		ProtectedNames: []string{".envrc"},
 		ProtectedDirs:  []string{".vscode"},
 	}
-	ro := SeatbeltProfile(Profile{Name: ReadOnly, Exec: []string{"/bin/ls"}}, ps)
-	ww := SeatbeltProfile(Profile{Name: WorkspaceWrite}, ps)
-	net := SeatbeltProfile(Profile{Name: WorkspaceWrite, Network: true}, ps)
+	ro := SeatbeltProfile(domain.Profile{Profile: domain.ReadOnly, Exec: []string{"/bin/ls"}}, ps)
+	ww := SeatbeltProfile(domain.Profile{Profile: domain.WorkspaceWrite}, ps)
+	net := SeatbeltProfile(domain.Profile{Profile: domain.WorkspaceWrite, Network: true}, ps)
 	for _, want := range []string{"(deny default)", `(allow file-read* (subpath "/Users/a/proj"))`, `(allow process-exec (literal "/bin/ls"))`,
 		`(allow file-read* file-write* (subpath "/var/termd-home/.tmp/x1"))`} {
 		if !strings.Contains(ro, want) {

@@ -2,15 +2,18 @@
 // the Context the daemon adds (workspaces, protected paths, sandbox
 // support, credentials), and the Decision with its steps, limits, terminal
 // and sandbox profile. Plain Go types with JSON tags (the canonical
-// request is built from them); it imports only verdict.
+// request is built from them); it imports only verdict and domain (the
+// sandbox profile).
 package decision
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/termd/termd/daemon/policy/verdict"
 	"time"
+
+	"github.com/termd/termd/daemon/domain"
+	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 // Request is what a caller asks to run.
@@ -133,36 +136,17 @@ type Limits struct {
 // DefaultOutputBudget is limits.output_budget when a system policy leaves it out.
 const DefaultOutputBudget = 64 << 20
 
-// Sandbox profile names (see daemon/sandbox and docs/SANDBOX.md).
+// Sandbox profile names (domain.ReadOnly, domain.WorkspaceWrite).
 const (
-	SandboxReadOnly       = "read-only"
-	SandboxWorkspaceWrite = "workspace-write"
+	SandboxReadOnly       = domain.ReadOnly
+	SandboxWorkspaceWrite = domain.WorkspaceWrite
 )
 
-// SandboxProfile is how the kernel confines a plan's execution. It is part of
-// the canonical request, so an approval binds to it.
-type SandboxProfile struct {
-	// Profile: read-only (reads of the workspace and the system read set,
-	// no writes, exec of the program only) or workspace-write (writes
-	// beneath the workspace roots except protected paths, exec of system
-	// directories and the workspace).
-	Profile string `json:"profile"`
-	// Network: the execution keeps the host's network (NetworkMode host).
-	Network bool `json:"network"`
-	// NetworkMode is the network the execution gets (netmode.Mode: none,
-	// workspace-loopback, host or egress:NAME); see network.go.
-	NetworkMode string `json:"network_mode,omitempty"`
-	// Exec: what a read-only execution may execute (the program, its
-	// interpreter, the helpers the program's spec declares).
-	Exec []string `json:"exec,omitempty"`
-	// Read: approved reads outside the workspace and the system read set.
-	Read []string `json:"read,omitempty"`
-	// Write: approved writes outside the workspace roots.
-	Write []string `json:"write,omitempty"`
-	// Cache: the program's own cache directories under the private HOME
-	// ("~/…"), writable in either profile.
-	Cache []string `json:"cache,omitempty"`
-}
+// SandboxProfile is how the kernel confines a plan's execution: the one
+// profile type, daemon/domain's, which the sandbox enforces and the API and
+// the receipt are derived from. It is part of the canonical request, so an
+// approval binds to it.
+type SandboxProfile = domain.Profile
 
 // Terminal is a pseudo-terminal a request asks for. It is part of the
 // canonical request: an approval approves a terminal of this size.

@@ -9,7 +9,6 @@ package grant
 
 import (
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -117,7 +116,7 @@ func (g GrantBinding) Uncovered(d decision.Decision) string {
 		return "the program is not the one granted (" + d.ResolvedPath + ")"
 	case !maps.Equal(d.ProjectFiles, g.ProjectFiles):
 		return "the entry files it runs changed since the grant was made"
-	case !reflect.DeepEqual(normSandbox(d.Sandbox), normSandbox(g.Sandbox)):
+	case !d.Sandbox.Equal(g.Sandbox):
 		return "its sandbox profile differs from the granted one"
 	case !slices.Equal(sortedCopy(d.Rules), sortedCopy(g.Rules)):
 		return "other policy rules apply to it"
@@ -131,15 +130,6 @@ func (g GrantBinding) Uncovered(d decision.Decision) string {
 		return "it receives other credentials than the grant names (" + strings.Join(d.Credentials, ", ") + ")"
 	}
 	return ""
-}
-
-func normSandbox(s decision.SandboxProfile) decision.SandboxProfile {
-	for _, l := range []*[]string{&s.Exec, &s.Read, &s.Write, &s.Cache} {
-		if len(*l) == 0 {
-			*l = nil
-		}
-	}
-	return s
 }
 
 func sortedCopy(s []string) []string {
