@@ -41,7 +41,9 @@ import (
 //     children termd reaped, against the floor's two processes + theirs);
 //   - 8 and 32 concurrent clients for TERMD_BENCH_SECONDS (default 20) on
 //     each: pairs/s, p50, p99, the worst pair and failed pairs, with the
-//     load average;
+//     load average, and termd's durable writes per commit (group commit:
+//     intents and receipts of executions in flight together share an
+//     fsync);
 //   - peak RSS (VmHWM) of termd + termd-mcp after the rounds and after each
 //     concurrency level (and the floor's).
 //
@@ -64,9 +66,10 @@ func TestBenchFloor(t *testing.T) {
 	// command at a time (the defaults are 8 and 8).
 	const caps = "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n"
 	startTermd := func(name, config, bin, termdPprof, bridgePprof string) *server {
-		d := harness.Start(t, harness.Options{Config: agentConfig + caps + config, Bin: bin, Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
+		metrics := freeLoopback(t)
+		d := harness.Start(t, harness.Options{Config: agentConfig + caps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
 		hb := startHTTPBridgeProfiled(t, d, bridgePprof)
-		return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true}
+		return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true, metrics: metrics}
 	}
 	fl := startFloor(t, t.TempDir())
 	sides := []*server{fl, startTermd("termd", "", "", termdPprof, bridgePprof), startTermd("termd-nosb", "sandbox: \"off\"\n", "", "", "")}
@@ -140,10 +143,16 @@ func TestBenchFloor(t *testing.T) {
 		for k := range n {
 			s := sides[(k+1)%n] // the floor last, as before
 			l0, c0 := loadavg(), s.cpu()
+			w0, f0 := s.storeWrites()
 			res := s.concurrent(t, clients, time.Duration(seconds)*time.Second)
 			c := (s.cpu() - c0) / time.Duration(max(1, len(res.ok)))
-			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-10s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed, CPU/pair %v; load average %s -> %s",
-				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, ms(c), l0, loadavg()))
+			w1, f1 := s.storeWrites()
+			group := ""
+			if f1 > f0 {
+				group = fmt.Sprintf(", %.2f durable writes a commit", (w1-w0)/(f1-f0))
+			}
+			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-10s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed, CPU/pair %v%s; load average %s -> %s",
+				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, ms(c), group, l0, loadavg()))
 			if res.failed > 0 {
 				t.Logf("%s, %d clients: first failure: %s", s.name, clients, res.firstErr)
 			}
@@ -255,6 +264,33 @@ type server struct {
 	name, url, token string
 	pids             []int // termd's sides: termd, termd-mcp
 	termd            bool
+	metrics          string // termd's metrics_listen
+}
+
+// storeWrites reads termd's receipt store counters (termd_receipt_store_
+// writes, _commits); zeros where they are not served (the floor, an older
+// build).
+func (s *server) storeWrites() (writes, commits float64) {
+	if s.metrics == "" {
+		return 0, 0
+	}
+	resp, err := http.Get("http://" + s.metrics + "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			switch f[0] {
+			case "termd_receipt_store_writes":
+				writes, _ = strconv.ParseFloat(f[1], 64)
+			case "termd_receipt_store_commits":
+				commits, _ = strconv.ParseFloat(f[1], 64)
+			}
+		}
+	}
+	return writes, commits
 }
 
 // rss says the side's peak RSS (VmHWM) and, for termd, its RSS now.
