@@ -27,11 +27,11 @@ func TestReceiptStoreWriteMetrics(t *testing.T) {
 	const n = 12
 	var wg sync.WaitGroup
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			plan(t, d.Client, s.Session.Id, "sudo", "ls")
-		}()
+		wg.Go(func() {
+			if p, err := tryPlan(t, d.Client, s.Session.Id, "sudo", "ls"); err != nil || p.GetState() != termdv1.PlanState_PLAN_STATE_BLOCKED {
+				t.Errorf("sudo ls: %v %v; want a blocked plan", p.GetState(), err)
+			}
+		})
 	}
 	wg.Wait()
 	w1, c1 := metric(t, addr, "termd_receipt_store_writes"), metric(t, addr, "termd_receipt_store_commits")
