@@ -246,6 +246,8 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		PlansHeld:          func() int { n, _ := d.broker.PlanStats(); return n },
 		OpenPlans:          func() int { _, n := d.broker.PlanStats(); return n },
 		JournalBytes:       func() int { n, _, _ := d.broker.JournalStats(); return int(n) },
+		StoreWrites:        func() int { n, _ := d.store.WriteStats(); return int(n) },
+		StoreCommits:       func() int { _, n := d.store.WriteStats(); return int(n) },
 	}
 	if tlsConf != nil {
 		g.TLSHandshakesRefused = func() int { n, _ := d.srv.TLSStats(); return int(n) }

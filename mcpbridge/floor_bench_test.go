@@ -25,16 +25,25 @@ import (
 // (bench/floor: a go-sdk MCP server whose tools call a gRPC broker over a
 // unix socket that appends an intent + fdatasync, fork/execs, appends the
 // receipt + fdatasync), both driven by the same Go MCP client over
-// streamable HTTP (one kept-alive connection a client, as mcp_pairs.py):
+// streamable HTTP (one kept-alive connection a client, as mcp_pairs.py).
+// termd runs twice: as configured by default ("termd": the kernel
+// sandbox, required) and with `sandbox: off` ("termd-nosb": the same
+// daemon, plans, receipts and fsyncs, the command not confined), so the
+// gap to the floor splits into what the sandbox costs and what the
+// daemon's own work costs. TERMD_BENCH_BASE=DIR adds a third termd, the
+// build in DIR (say main's `go build -o DIR ./cmd/...`), sandboxed, for
+// a before/after in one run ("base").
 //
 //   - the `pwd` plan+execute pair, stateless 2026-07-28 ("modern") and
-//     stateful 2025-11-25 ("legacy"), in alternating rounds: medians, the
-//     ratio to the floor per round, and the servers' CPU per pair (threads
-//     of termd + termd-mcp + the children termd reaped, against the
-//     floor's two processes + theirs);
+//     stateful 2025-11-25 ("legacy"), in rounds that rotate which side
+//     goes first: medians, each termd's ratio to the floor per round, and
+//     the servers' CPU per pair (threads of termd + termd-mcp + the
+//     children termd reaped, against the floor's two processes + theirs);
 //   - 8 and 32 concurrent clients for TERMD_BENCH_SECONDS (default 20) on
 //     each: pairs/s, p50, p99, the worst pair and failed pairs, with the
-//     load average;
+//     load average, and termd's durable writes per commit (group commit:
+//     intents and receipts of executions in flight together share an
+//     fsync);
 //   - peak RSS (VmHWM) of termd + termd-mcp after the rounds and after each
 //     concurrency level (and the floor's).
 //
@@ -46,8 +55,6 @@ func TestBenchFloor(t *testing.T) {
 	}
 	needRoot(t)
 	rounds, per, seconds := envInt("TERMD_BENCH_ROUNDS", 6), envInt("TERMD_BENCH_PAIRS", 40), envInt("TERMD_BENCH_SECONDS", 20)
-	// 32 clients of one principal: each holds a session and runs one
-	// command at a time (the defaults are 8 and 8).
 	// TERMD_BENCH_PROFILES=DIR: termd's and termd-mcp's heap profiles
 	// after the 32-client run (DIR/termd-heap.pb.gz, DIR/bridge-heap.pb.gz).
 	profiles := os.Getenv("TERMD_BENCH_PROFILES")
@@ -55,22 +62,36 @@ func TestBenchFloor(t *testing.T) {
 	if profiles != "" {
 		termdPprof, bridgePprof = freeLoopback(t), freeLoopback(t)
 	}
-	d := harness.Start(t, harness.Options{Config: agentConfig + "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n", Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
-	hb := startHTTPBridgeProfiled(t, d, bridgePprof)
-	fl := startFloor(t, d.Workspace)
-	termd := &server{name: "termd", url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}}
+	// 32 clients of one principal: each holds a session and runs one
+	// command at a time (the defaults are 8 and 8).
+	const caps = "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n"
+	startTermd := func(name, config, bin, termdPprof, bridgePprof string) *server {
+		metrics := freeLoopback(t)
+		d := harness.Start(t, harness.Options{Config: agentConfig + caps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
+		hb := startHTTPBridgeProfiled(t, d, bridgePprof)
+		return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true, metrics: metrics}
+	}
+	fl := startFloor(t, t.TempDir())
+	sides := []*server{fl, startTermd("termd", "", "", termdPprof, bridgePprof), startTermd("termd-nosb", "sandbox: \"off\"\n", "", "", "")}
+	if base := os.Getenv("TERMD_BENCH_BASE"); base != "" {
+		if _, err := os.Stat(filepath.Join(base, "termd")); err != nil {
+			t.Fatalf("TERMD_BENCH_BASE: %v (a directory holding another termd build, with termd-launch beside it)", err)
+		}
+		sides = append(sides, startTermd("base", "", filepath.Join(base, "termd"), "", ""))
+	}
 
-	harness.Bench(t, fmt.Sprintf("floor: MCP HTTP pwd pair, %d alternating rounds of %d pairs an era; CPU = threads + reaped children of termd + termd-mcp vs of the floor's broker + MCP server", rounds, per))
-	harness.Bench(t, fmt.Sprintf("floor: %-5s %21s %21s %7s %21s %21s %7s %24s", "round", "modern floor", "termd", "ratio", "legacy floor", "termd", "ratio", "CPU/pair termd vs floor"))
-	var all [2][2][]time.Duration // side, era
-	var cpu [2]time.Duration
-	var pairs [2]int
+	harness.Bench(t, fmt.Sprintf("floor: MCP HTTP pwd pair, %d rounds of %d pairs an era, each side in turn (the first side rotates); CPU = threads + reaped children of termd + termd-mcp vs of the floor's broker + MCP server", rounds, per))
+	harness.Bench(t, "floor: termd = sandbox required (the default); termd-nosb = sandbox: off; base = TERMD_BENCH_BASE's build; ratios are to the floor of the same round")
+	n := len(sides)
+	all := make([][2][]time.Duration, n) // side, era
+	cpu, pairs := make([]time.Duration, n), make([]int, n)
 	for r := range rounds {
-		var med [2][2]time.Duration
-		var rcpu [2]time.Duration
-		for k := range 2 {
-			i := (r + k) % 2
-			s := []*server{fl, termd}[i]
+		med := make([][2]time.Duration, n)
+		rcpu := make([]time.Duration, n)
+		l0 := loadavg()
+		for k := range n {
+			i := (r + k) % n
+			s := sides[i]
 			c0 := s.cpu()
 			for e, era := range []string{"modern", "legacy"} {
 				ds, failed := s.series(t, era, per, 3)
@@ -84,33 +105,59 @@ func TestBenchFloor(t *testing.T) {
 			cpu[i] += rcpu[i]
 			pairs[i] += 2 * (per + 3)
 		}
-		n := time.Duration(2 * (per + 3))
-		harness.Bench(t, fmt.Sprintf("floor: %-5d %21v %21v %6.2fx %21v %21v %6.2fx %11v vs %v %5.2fx", r+1,
-			ms(med[0][0]), ms(med[1][0]), ratio(med[1][0], med[0][0]), ms(med[0][1]), ms(med[1][1]), ratio(med[1][1], med[0][1]),
-			ms(rcpu[1]/n), ms(rcpu[0]/n), ratio(rcpu[1], rcpu[0])))
+		np := time.Duration(2 * (per + 3))
+		line := fmt.Sprintf("floor: round %d, load %s:", r+1, l0)
+		for e, era := range []string{"modern", "legacy"} {
+			line += fmt.Sprintf(" %s floor %v", era, ms(med[0][e]))
+			for i := 1; i < n; i++ {
+				line += fmt.Sprintf(", %s %v %.2fx", sides[i].name, ms(med[i][e]), ratio(med[i][e], med[0][e]))
+			}
+			line += ";"
+		}
+		line += fmt.Sprintf(" CPU/pair floor %v", ms(rcpu[0]/np))
+		for i := 1; i < n; i++ {
+			line += fmt.Sprintf(", %s %v %.2fx", sides[i].name, ms(rcpu[i]/np), ratio(rcpu[i], rcpu[0]))
+		}
+		harness.Bench(t, line)
 	}
 	for e, era := range []string{"modern", "legacy"} {
-		f, m := harness.Pct(all[0][e], 50), harness.Pct(all[1][e], 50)
-		harness.Bench(t, fmt.Sprintf("floor: %s pair median: termd %v vs floor %v: ratio %.2fx (target <= 1.3x; p90 %v vs %v)", era, ms(m), ms(f), ratio(m, f), ms(harness.Pct(all[1][e], 90)), ms(harness.Pct(all[0][e], 90))))
+		f := harness.Pct(all[0][e], 50)
+		for i := 1; i < n; i++ {
+			m := harness.Pct(all[i][e], 50)
+			harness.Bench(t, fmt.Sprintf("floor: %s pair median: %s %v vs floor %v: ratio %.2fx (target <= 1.3x; p90 %v vs %v)", era, sides[i].name, ms(m), ms(f), ratio(m, f), ms(harness.Pct(all[i][e], 90)), ms(harness.Pct(all[0][e], 90))))
+		}
 	}
-	tc, fc := cpu[1]/time.Duration(pairs[1]), cpu[0]/time.Duration(pairs[0])
-	harness.Bench(t, fmt.Sprintf("floor: server CPU per pair: termd + termd-mcp + children %v vs floor %v: ratio %.2fx (target <= 1.5x)", ms(tc), ms(fc), ratio(tc, fc)))
-	harness.Bench(t, fmt.Sprintf("floor: peak RSS after the rounds: termd %d MB + termd-mcp %d MB = %d MB; floor %d MB", hwm(d.Pid()), hwm(hb.cmd.Process.Pid), hwm(d.Pid())+hwm(hb.cmd.Process.Pid), serverHWM(fl)))
+	fc := cpu[0] / time.Duration(pairs[0])
+	for i := 1; i < n; i++ {
+		tc := cpu[i] / time.Duration(pairs[i])
+		harness.Bench(t, fmt.Sprintf("floor: server CPU per pair: %s + termd-mcp + children %v vs floor %v: ratio %.2fx (target <= 1.5x)", sides[i].name, ms(tc), ms(fc), ratio(tc, fc)))
+	}
+	rss := func(when string) {
+		for _, s := range sides {
+			harness.Bench(t, fmt.Sprintf("floor: peak RSS after %s: %s", when, s.rss()))
+		}
+	}
+	rss("the rounds")
 
 	for _, clients := range []int{8, 32} {
-		for k := range 2 {
-			s := []*server{termd, fl}[k]
+		for k := range n {
+			s := sides[(k+1)%n] // the floor last, as before
 			l0, c0 := loadavg(), s.cpu()
+			w0, f0 := s.storeWrites()
 			res := s.concurrent(t, clients, time.Duration(seconds)*time.Second)
 			c := (s.cpu() - c0) / time.Duration(max(1, len(res.ok)))
-			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-5s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed, CPU/pair %v; load average %s -> %s",
-				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, ms(c), l0, loadavg()))
+			w1, f1 := s.storeWrites()
+			group := ""
+			if f1 > f0 {
+				group = fmt.Sprintf(", %.2f durable writes a commit", (w1-w0)/(f1-f0))
+			}
+			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-10s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed, CPU/pair %v%s; load average %s -> %s",
+				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, ms(c), group, l0, loadavg()))
 			if res.failed > 0 {
 				t.Logf("%s, %d clients: first failure: %s", s.name, clients, res.firstErr)
 			}
 		}
-		harness.Bench(t, fmt.Sprintf("floor: peak RSS after %d clients: termd %d MB + termd-mcp %d MB = %d MB (VmRSS now %d + %d MB); floor %d MB",
-			clients, hwm(d.Pid()), hwm(hb.cmd.Process.Pid), hwm(d.Pid())+hwm(hb.cmd.Process.Pid), harness.StatusKB(d.Pid(), "VmRSS")>>10, harness.StatusKB(hb.cmd.Process.Pid, "VmRSS")>>10, serverHWM(fl)))
+		rss(fmt.Sprintf("%d clients", clients))
 	}
 	if profiles != "" {
 		for name, addr := range map[string]string{"termd": termdPprof, "bridge": bridgePprof} {
@@ -215,7 +262,45 @@ func startFloor(t *testing.T, workspace string) *server {
 // server is one side of the comparison: its URL and its processes.
 type server struct {
 	name, url, token string
-	pids             []int
+	pids             []int // termd's sides: termd, termd-mcp
+	termd            bool
+	metrics          string // termd's metrics_listen
+}
+
+// storeWrites reads termd's receipt store counters (termd_receipt_store_
+// writes, _commits); zeros where they are not served (the floor, an older
+// build).
+func (s *server) storeWrites() (writes, commits float64) {
+	if s.metrics == "" {
+		return 0, 0
+	}
+	resp, err := http.Get("http://" + s.metrics + "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			switch f[0] {
+			case "termd_receipt_store_writes":
+				writes, _ = strconv.ParseFloat(f[1], 64)
+			case "termd_receipt_store_commits":
+				commits, _ = strconv.ParseFloat(f[1], 64)
+			}
+		}
+	}
+	return writes, commits
+}
+
+// rss says the side's peak RSS (VmHWM) and, for termd, its RSS now.
+func (s *server) rss() string {
+	if !s.termd {
+		return fmt.Sprintf("%s %d MB", s.name, serverHWM(s))
+	}
+	d, b := s.pids[0], s.pids[1]
+	return fmt.Sprintf("%s %d MB + termd-mcp %d MB = %d MB (VmRSS now %d + %d MB)", s.name, hwm(d), hwm(b), hwm(d)+hwm(b),
+		harness.StatusKB(d, "VmRSS")>>10, harness.StatusKB(b, "VmRSS")>>10)
 }
 
 // cpu is the CPU its processes and their reaped children used so far.

@@ -98,7 +98,7 @@ type Plans struct {
 	MaxRequestBytes int   `yaml:"max_request_bytes" doc:"bytes of one plan's request (argv, command, cwd, env and credential names together); a larger request is refused: put long input in a file in the workspace" default:"262144"`
 	MaxOpenBytes    int64 `yaml:"max_open_bytes" doc:"request bytes of one principal's open plans together; past it new plans are refused like max_open; a plan's journal record and memory hold its request about eight times over" default:"4194304"`
 	MaxJournalBytes int64 `yaml:"max_journal_bytes" doc:"bytes of the plan journal (plans.jsonl) one principal's plans may hold; past it its oldest finished plans are forgotten (their receipts stay), and when its open plans alone fill it, new plans are refused" default:"67108864"`
-	KeepFinished    int   `yaml:"keep_finished" doc:"finished plans (run, denied, blocked or expired) kept per principal for plan listings; older ones are forgotten from memory and the journal, their receipts stay" default:"1000"`
+	KeepFinished    int   `yaml:"keep_finished" doc:"finished plans (run, denied, blocked or expired) kept per principal for plan listings (about 7 KB of memory each); older ones are forgotten from memory and the journal, their receipts stay" default:"200"`
 	MaxStdinBytes   int   `yaml:"max_stdin_bytes" doc:"bytes of standard input one plan may carry (termctl run -i, or a pipe; the stdin of CommandRequest); a plan holds them in memory and the journal until it runs, and they count against max_open_bytes; 0 refuses stdin" default:"1048576"`
 }
 
@@ -265,7 +265,7 @@ func Default() *Config {
 			CallsPerPrincipal: 32,
 			AcceptRate:        64,
 		},
-		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 1000, MaxStdinBytes: 1 << 20},
+		Plans:          Plans{MaxOpen: 1000, MaxRequestBytes: 256 << 10, MaxOpenBytes: 4 << 20, MaxJournalBytes: 64 << 20, KeepFinished: 200, MaxStdinBytes: 1 << 20},
 		Storage:        Storage{PerPrincipalDay: 2 << 30, GlobalDay: 16 << 30, MinFreeBytes: 512 << 20, OverBudget: "refuse", TailBytes: 4096},
 		Approvals:      Approvals{TTL: Duration(15 * time.Minute), WorkspaceGrantTTL: Duration(8 * time.Hour), MaxGrantTTL: Duration(30 * 24 * time.Hour)},
 		Network:        Network{WorkspaceIdle: Duration(10 * time.Minute), MaxForwards: 16},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -178,6 +179,37 @@ func TestFinishedPlansDoNotFillASession(t *testing.T) {
 	}
 	_, err = tryPlan(t, d.Client, s.Session.Id, "true")
 	wantExhausted(t, err, "sessions.max_plans", "3 open plans")
+}
+
+// Issue 35: with the default configuration a principal's finished plans
+// are bounded at 200 (about 7 KB of memory each): past it the oldest are
+// forgotten, their receipts stay.
+func TestFinishedPlansBoundedByDefault(t *testing.T) {
+	addr := freeAddr(t)
+	d := harness.Start(t, harness.Options{Config: "metrics_listen: " + addr + "\n"})
+	s, _ := d.Client.Sessions.CreateSession(ctxT(t), &termdv1.CreateSessionRequest{})
+	first := plan(t, d.Client, s.Session.Id, "sudo", "ls") // blocked: settled at once
+	var wg sync.WaitGroup
+	for range 4 { // the rest four at a time: their receipts share commits
+		wg.Go(func() {
+			for range 51 {
+				if _, err := tryPlan(t, d.Client, s.Session.Id, "sudo", "ls"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if held := metric(t, addr, "termd_plans_held"); held != 200 {
+		t.Fatalf("plans held after 205 finished ones at the default plans.keep_finished: %.0f; want 200", held)
+	}
+	if _, err := d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: first.Id}); status.Code(err) != codes.NotFound {
+		t.Fatalf("the oldest finished plan should be forgotten: %v", err)
+	}
+	if r, err := d.Client.Receipts.ListReceipts(ctxT(t), &termdv1.ListReceiptsRequest{SessionId: s.Session.Id, Limit: 300}); err != nil || len(r.Receipts) != 205 {
+		t.Fatalf("receipts of the session: %d %v; want 205", len(r.GetReceipts()), err)
+	}
 }
 
 // After a flood of large plans that were never run, closing the session

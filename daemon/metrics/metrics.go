@@ -50,6 +50,10 @@ type Gauges struct {
 	// (listen_tls), failed handshakes and calls that arrived (nil: off).
 	TLSHandshakesRefused func() int
 	TLSCalls             func() int
+	// StoreWrites and StoreCommits count the receipt store's committed
+	// writes and its transactions (one fsync each) since start.
+	StoreWrites  func() int
+	StoreCommits func() int
 }
 
 // New makes a Recorder with its own registry (Go runtime and process
@@ -142,6 +146,8 @@ func (r *Recorder) Observe(g Gauges) {
 	gauge("termd_plan_journal_bytes", "Size of the plan journal (plans.jsonl); it is compacted when dead records outweigh live ones.", g.JournalBytes)
 	gauge("termd_event_subscribers", "Event stream subscribers (watchers, consoles, bridges).", g.Subscribers)
 	gauge("termd_tls_handshakes_refused", "TLS handshakes on listen_tls refused since start (no client certificate, one from another CA, not TLS 1.3): none of them reached a call.", g.TLSHandshakesRefused)
+	gauge("termd_receipt_store_writes", "Durable writes (execution intents, receipts, spawn records) the receipt store committed since start.", g.StoreWrites)
+	gauge("termd_receipt_store_commits", "Transactions the receipt store committed since start, one fsync each: concurrent writes share one (group commit), so writes per commit above 1 is fsyncs saved.", g.StoreCommits)
 	gauge("termd_tls_calls", "Calls that arrived over listen_tls since start, whether their certificate mapped to a principal or not.", g.TLSCalls)
 	if g.Receipts != nil {
 		r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

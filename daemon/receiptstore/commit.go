@@ -155,7 +155,20 @@ func (s *Store) commitTx(batch []*write) error {
 	}
 	committed = true
 	s.commits.Add(1)
+	for _, w := range batch {
+		if w.err == nil {
+			s.writes.Add(1)
+		}
+	}
 	return nil
+}
+
+// WriteStats says how many writes (intents, receipts, spawn records) the
+// store committed since it was opened, and in how many transactions: each
+// transaction is one fsync, so writes/commits is how many durable writes
+// shared one.
+func (s *Store) WriteStats() (writes, commits int64) {
+	return s.writes.Load(), s.commits.Load()
 }
 
 // stamp sets one of the batch's times to now.

@@ -52,6 +52,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // let the last ones reach the queue
 	before := s.commits.Load()
+	w0, _ := s.WriteStats()
 	s.mu.Unlock()
 	wg.Wait()
 
@@ -81,6 +82,9 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("%d writes took %d commits; queued writes should share a commit", 2*n, commits)
 	}
 	t.Logf("%d writes in %d commits", 2*n, commits)
+	if w, c := s.WriteStats(); w-w0 != 2*n-2 || c-before != commits {
+		t.Fatalf("WriteStats: %d writes in %d commits; want the %d that succeeded in %d", w-w0, c-before, 2*n-2, commits)
+	}
 
 	// Everything acknowledged is there after reopening, and verifies.
 	s.Close()

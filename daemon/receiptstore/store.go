@@ -125,6 +125,7 @@ type Store struct {
 	wake       chan struct{}
 	writerDone chan struct{}
 	commits    atomic.Int64 // transactions committed by the writer
+	writes     atomic.Int64 // writes those transactions committed
 	// usage is the recent receipts' sizes (usage.go); txUsage what the
 	// open transaction added, kept once it commits (s.mu).
 	usage   usage
