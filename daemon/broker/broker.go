@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/adviser"
+	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/events"
@@ -58,6 +59,16 @@ type Deps struct {
 		ExecutionFinished(status string, d time.Duration, outBytes int64)
 		PolicyReloaded(ok bool)
 	}
+	// Stages receives the stage times of each execution that ran (nil =
+	// none kept; the daemon gives a stages.Log, served at /debug/stages).
+	Stages stages.Recorder
+	// Stall is called at the points where a crash matters most, so that a
+	// test can hold termd there and kill it (nil = nothing): "spawn" (the
+	// launcher is spawned, the intent may not be durable yet), "release"
+	// (the intent is durable, the launcher not yet released) and "compact"
+	// (the journal's compacted copy is written, not yet renamed). Only
+	// termd built with the termdtest tag sets it (daemon/teststall.go).
+	Stall func(point string)
 }
 
 // Broker owns sessions, plans and executions.
@@ -79,7 +90,7 @@ type Broker struct {
 	recovered map[string]string // plan id -> outcome_unknown receipt id
 	projects  []projectPolicy
 	grants    map[string]*grantRec // remembered approvals (grants.go)
-	stages    stageLog
+
 	tmpSpares tmpSpares     // TMPDIRs made ahead (tmpdirs.go)
 	homes     homeBaseCache // where the commands' homes are (homes.go)
 	shares    shareCache    // share forms of receipts just sealed (share.go)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
@@ -98,10 +99,10 @@ type execRec struct {
 	egress *egressRun
 
 	// begun is when Execute was called; stage holds the stage durations
-	// known so far (see stages.go), completed by finish.
+	// known so far (daemon/broker/stages), completed by finish.
 	begun   time.Time
 	spawned time.Time
-	stage   stageTimes
+	stage   stages.Times
 }
 
 // liveStream redacts one output stream as it arrives and publishes it as
@@ -406,7 +407,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		},
 	}
 	e.e.Id = e.id
-	e.stage[stagePlan] = p.planned
+	e.stage[stages.Plan] = p.planned
 	s.addRunning(e)
 	s.touch(now)
 	p.p.ExecutionId = e.id
@@ -464,12 +465,12 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	// dies with termd) and, at most, an intent that becomes outcome_unknown.
 	intent := make(chan error, 1)
 	checked := time.Now()
-	e.stage[stageCheck] = checked.Sub(begun)
+	e.stage[stages.Check] = checked.Sub(begun)
 	go func() {
 		var wt receiptstore.WriteTimes
 		err := b.Store.AppendIntentTimed(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}, &wt)
-		e.stage[stageIntent] = time.Since(checked) // read after <-intent
-		e.stage.write(stageIntentEncode, wt)
+		e.stage[stages.Intent] = time.Since(checked) // read after <-intent
+		e.stage.Write(stages.IntentEncode, wt)
 		intent <- err
 	}()
 	var intentErr error
@@ -482,12 +483,12 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	var released time.Time
 	spec.BeforeRelease = func() error {
-		e.stage[stageLaunch] = time.Since(checked)
-		testStall("spawn")
+		e.stage[stages.Launch] = time.Since(checked)
+		b.stall("spawn")
 		if err := waitIntent(); err != nil {
 			return fmt.Errorf("the execution intent could not be recorded: %w", err)
 		}
-		testStall("release")
+		b.stall("release")
 		released = time.Now()
 		return nil
 	}
@@ -496,9 +497,9 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		spec.Stdin.Close() // the command has its own descriptor
 	}
 	e.spawned = time.Now()
-	e.stage[stageSpawn] = e.spawned.Sub(checked)
+	e.stage[stages.Spawn] = e.spawned.Sub(checked)
 	if !released.IsZero() {
-		e.stage[stageRelease] = e.spawned.Sub(released)
+		e.stage[stages.Release] = e.spawned.Sub(released)
 	}
 	if ierr := waitIntent(); ierr != nil {
 		if proc != nil {
@@ -907,14 +908,14 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	timed := !e.spawned.IsZero() && res.Err == nil && err == nil
 	t := e.stage
 	if timed {
-		t[stageRun] = ended.Sub(e.spawned)
+		t[stages.Run] = ended.Sub(e.spawned)
 		if !res.ExitedAt.IsZero() {
-			t[stageExit] = res.ExitedAt.Sub(e.spawned)
-			t[stageTeardown] = res.FinishedAt.Sub(res.ExitedAt)
+			t[stages.Exit] = res.ExitedAt.Sub(e.spawned)
+			t[stages.Teardown] = res.FinishedAt.Sub(res.ExitedAt)
 		}
-		t[stageReceipt] = receipted.Sub(ended)
-		t.write(stageReceiptEncode, wt)
-		t[stageTotal] = receipted.Sub(e.begun)
+		t[stages.Receipt] = receipted.Sub(ended)
+		t.Write(stages.ReceiptEncode, wt)
+		t[stages.Total] = receipted.Sub(e.begun)
 	}
 
 	b.mu.Lock()
@@ -970,9 +971,9 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	}
 	close(e.done)
 	b.unlock()
-	if timed {
-		t[stageSettle] = time.Since(receipted)
-		b.stages.add(t)
+	if timed && b.Stages != nil {
+		t[stages.Settle] = time.Since(receipted)
+		b.Stages.Record(t)
 	}
 	record()
 	b.running.Done()
@@ -1164,19 +1165,9 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 	return resp, nil
 }
 
-// stallAt names the point where a test wants the daemon to stop forever, so
-// that it can kill -9 termd there: TERMD_TEST_STALL=POINT:FILE stalls once at
-// POINT while FILE exists (it is removed, so a restarted daemon runs on).
-// POINT "spawn": the launcher is spawned and the intent may not be durable
-// yet; "release": the intent is durable and the launcher not yet released.
-// Never set outside tests.
-var stallAt = os.Getenv("TERMD_TEST_STALL")
-
-func testStall(point string) {
-	at, file, ok := strings.Cut(stallAt, ":")
-	if !ok || at != point || os.Remove(file) != nil {
-		return
+// stall holds termd at point when a test asked for it (Deps.Stall).
+func (b *Broker) stall(point string) {
+	if b.Stall != nil {
+		b.Stall(point)
 	}
-	fmt.Fprintf(os.Stderr, "termd: TERMD_TEST_STALL=%s: holding the launcher here until killed\n", point)
-	select {}
 }

@@ -405,7 +405,7 @@ func (b *Broker) compactJournalLocked() error {
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	testStall("compact")
+	b.stall("compact")
 	if err := os.Rename(tmp, j.path); err != nil {
 		return fail(err)
 	}
