@@ -372,8 +372,8 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		b.unlock()
 		return nil, errdefs.Precondition("session %s is closed; replan in an open session (`termctl replan %s`)", s.id, planID)
 	}
-	switch p.p.State {
-	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
+	switch p.state() {
+	case domain.PlanPlanned, domain.PlanApproved:
 	default:
 		st, hint := p.p.State, hintFor(p.p) // read under the lock: the plan may be finishing
 		b.unlock()
@@ -386,7 +386,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	stdin := p.stdin // let go of by the transition: the execution holds it now
 	// Reserve the plan so it cannot start twice while we re-check outside the lock.
-	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING); err != nil {
+	if err := b.transition(p, domain.PlanRunning); err != nil {
 		b.unlock()
 		return nil, err
 	}
@@ -596,7 +596,7 @@ func (b *Broker) refuse(e *execRec, why string) {
 	b.mu.Lock()
 	defer b.unlock()
 	p := e.plan
-	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
+	if err := b.transition(p, domain.PlanExpired); err != nil {
 		b.Log.Error("refusing a start", "plan", p.p.Id, "error", err)
 	}
 	p.p.ExecutionId = ""
@@ -844,15 +844,15 @@ func (b *Broker) publishOutput(e *execRec, s runner.Stream, at int64, data []byt
 }
 
 var finalStates = map[runner.Status]struct {
-	plan termdv1.PlanState
+	plan domain.PlanState
 	exec termdv1.ExecutionState
 }{
-	runner.StatusSucceeded:   {termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED},
-	runner.StatusFailed:      {termdv1.PlanState_PLAN_STATE_FAILED, termdv1.ExecutionState_EXECUTION_STATE_FAILED},
-	runner.StatusTimedOut:    {termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT},
-	runner.StatusCancelled:   {termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.ExecutionState_EXECUTION_STATE_CANCELLED},
-	runner.StatusKilled:      {termdv1.PlanState_PLAN_STATE_KILLED, termdv1.ExecutionState_EXECUTION_STATE_KILLED},
-	runner.StatusOutputLimit: {termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT, termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT},
+	runner.StatusSucceeded:   {domain.PlanSucceeded, termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED},
+	runner.StatusFailed:      {domain.PlanFailed, termdv1.ExecutionState_EXECUTION_STATE_FAILED},
+	runner.StatusTimedOut:    {domain.PlanTimedOut, termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT},
+	runner.StatusCancelled:   {domain.PlanCancelled, termdv1.ExecutionState_EXECUTION_STATE_CANCELLED},
+	runner.StatusKilled:      {domain.PlanKilled, termdv1.ExecutionState_EXECUTION_STATE_KILLED},
+	runner.StatusOutputLimit: {domain.PlanOutputLimit, termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT},
 }
 
 // finish records the final state: receipt first (durable), then state and events.
@@ -925,7 +925,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	}
 	if err != nil {
 		b.Log.Error("could not store the receipt; the intent stays open and becomes outcome_unknown at restart", "execution", e.id, "error", err)
-		fs.plan, fs.exec = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN
+		fs.plan, fs.exec = domain.PlanOutcomeUnknown, termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN
 	}
 	if err := b.transition(p, fs.plan); err != nil {
 		b.Log.Error("finishing an execution", "execution", e.id, "error", err)
@@ -1053,10 +1053,10 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 	if !e.finished {
 		if verb == "pause" {
 			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_PAUSED
-			_ = b.transition(p, termdv1.PlanState_PLAN_STATE_PAUSED)
+			_ = b.transition(p, domain.PlanPaused)
 		} else {
 			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_RUNNING
-			_ = b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING)
+			_ = b.transition(p, domain.PlanRunning)
 		}
 		_ = b.journalPlanLocked(p)
 		snap := proto.Clone(e.e).(*termdv1.Execution)

@@ -867,7 +867,7 @@ func (b *Broker) settleRestoredPlan(p *termdv1.Plan, ran *ranIndex) {
 // table the live path uses; receipt and runner statuses share their words).
 func planStateOf(s receipt.Status) termdv1.PlanState {
 	if fs, ok := finalStates[runner.Status(s)]; ok {
-		return fs.plan
+		return fs.plan.Proto()
 	}
 	return termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
 }

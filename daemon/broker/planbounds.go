@@ -37,24 +37,11 @@ type planUse struct {
 	journal  int64 // bytes of its plans' current journal records
 }
 
-// isOpenState says whether a plan in state s may still run.
-func isOpenState(s termdv1.PlanState) bool {
-	switch s {
-	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_APPROVED:
-		return true
-	}
-	return false
-}
+// isOpenState and isSettled are domain.PlanState's IsOpen and IsSettled for
+// a plan state as the journal's records spell it.
+func isOpenState(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsOpen() }
 
-// isSettled says whether a plan in state s will never change again but for
-// its receipt id: it is neither open nor running.
-func isSettled(s termdv1.PlanState) bool {
-	switch s {
-	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED, termdv1.PlanState_PLAN_STATE_UNSPECIFIED:
-		return false
-	}
-	return !isOpenState(s)
-}
+func isSettled(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsSettled() }
 
 func (b *Broker) useLocked(key string) *planUse {
 	u, ok := b.planUse[key]
@@ -69,7 +56,7 @@ func (b *Broker) useLocked(key string) *planUse {
 // made or restored): its open counts, and, once settled, a place among its
 // principal's finished plans (settleLocked, at unlock).
 func (b *Broker) trackPlanLocked(p *planRec) {
-	if open := isOpenState(p.p.State); open != p.open {
+	if open := p.state().IsOpen(); open != p.open {
 		d := 1
 		if !open {
 			d = -1
@@ -82,7 +69,7 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 		p.use.openBytes += int64(d) * p.reqBytes
 		p.session.open += d
 	}
-	if isSettled(p.p.State) && !p.settled {
+	if p.state().IsSettled() && !p.settled {
 		p.settled = true
 		b.settled = append(b.settled, p)
 	}
