@@ -692,18 +692,6 @@ func (b *Broker) publishOutput(e *execRec, s runner.Stream, at int64, data []byt
 	})
 }
 
-var finalStates = map[runner.Status]struct {
-	plan domain.PlanState
-	exec termdv1.ExecutionState
-}{
-	runner.StatusSucceeded:   {domain.PlanSucceeded, termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED},
-	runner.StatusFailed:      {domain.PlanFailed, termdv1.ExecutionState_EXECUTION_STATE_FAILED},
-	runner.StatusTimedOut:    {domain.PlanTimedOut, termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT},
-	runner.StatusCancelled:   {domain.PlanCancelled, termdv1.ExecutionState_EXECUTION_STATE_CANCELLED},
-	runner.StatusKilled:      {domain.PlanKilled, termdv1.ExecutionState_EXECUTION_STATE_KILLED},
-	runner.StatusOutputLimit: {domain.PlanOutputLimit, termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT},
-}
-
 // finish records the final state: receipt first (durable), then state and events.
 func (b *Broker) finish(e *execRec, res runner.Result) {
 	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
@@ -790,19 +778,19 @@ func (b *Broker) endDetailLocked(e *execRec, res runner.Result) string {
 // mutex is released (the receipt is the durable record of the end).
 func (b *Broker) endLocked(e *execRec, res runner.Result, detail string, stored *receipt.Receipt, storeErr error) (record func()) {
 	p := e.plan
-	fs, ok := finalStates[res.Status]
+	st, ok := domain.EndState(string(res.Status))
 	if !ok {
-		fs = finalStates[runner.StatusFailed]
+		st = domain.ExecFailed
 	}
 	if storeErr != nil {
 		b.Log.Error("could not store the receipt; the intent stays open and becomes outcome_unknown at restart", "execution", e.id, "error", storeErr)
-		fs.plan, fs.exec = domain.PlanOutcomeUnknown, termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN
+		st = domain.ExecOutcomeUnknown
 	}
-	if err := b.transition(p, fs.plan); err != nil {
+	if err := b.transition(p, st.PlanState()); err != nil {
 		b.Log.Error("finishing an execution", "execution", e.id, "error", err)
 	}
 	ee := e.e
-	ee.State = fs.exec
+	ee.State = st.Proto()
 	ee.FinishedAt = timestamppb.New(res.FinishedAt)
 	ee.DurationMs = res.Duration.Milliseconds()
 	ee.ExitCode = int32(res.ExitCode)

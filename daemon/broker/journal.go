@@ -21,9 +21,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
-	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -866,8 +866,8 @@ func (b *Broker) settleRestoredPlan(p *termdv1.Plan, ran *ranIndex) {
 // planStateOf maps a receipt's status to the plan's final state (the same
 // table the live path uses; receipt and runner statuses share their words).
 func planStateOf(s receipt.Status) termdv1.PlanState {
-	if fs, ok := finalStates[runner.Status(s)]; ok {
-		return fs.plan.Proto()
+	if st, ok := domain.EndState(string(s)); ok {
+		return st.PlanState().Proto()
 	}
 	return termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
 }

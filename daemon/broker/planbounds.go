@@ -9,7 +9,6 @@ import (
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/receiptstore"
-	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -281,8 +280,8 @@ func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.E
 		OutputTruncated: r.OutputTruncated,
 		Error:           r.Detail,
 	}
-	if fs, ok := finalStates[runner.Status(r.Status)]; ok {
-		e.State = fs.exec
+	if st, ok := domain.EndState(string(r.Status)); ok {
+		e.State = st.Proto()
 	}
 	if r.ExitCode != nil {
 		e.ExitCode = int32(*r.ExitCode)

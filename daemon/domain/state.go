@@ -152,3 +152,91 @@ func PlanStateOf(p termdv1.PlanState) PlanState {
 	}
 	return PlanInvalid
 }
+
+// ExecState is where an execution is: running or paused, then how it
+// ended.
+type ExecState int
+
+const (
+	ExecUnspecified ExecState = iota
+	ExecRunning
+	ExecPaused
+	ExecSucceeded
+	ExecFailed
+	ExecTimedOut
+	ExecCancelled
+	ExecKilled
+	ExecOutcomeUnknown // termd stopped while it ran, or its receipt could not be stored
+	ExecOutputLimit
+	nExecStates
+)
+
+var execStateWords = [nExecStates]string{"unspecified", "running", "paused", "succeeded", "failed", "timed_out", "cancelled", "killed", "outcome_unknown", "output_limit"}
+
+// String is the state as a word: "timed_out".
+func (s ExecState) String() string {
+	if s < 0 || s >= nExecStates {
+		return fmt.Sprintf("invalid execution state (%d)", int(s))
+	}
+	return execStateWords[s]
+}
+
+// IsFinal says whether an execution in state s has ended.
+func (s ExecState) IsFinal() bool { return s >= ExecSucceeded && s < nExecStates }
+
+// PlanState is the state of the plan of an execution in state s: an
+// execution's end is its plan's.
+func (s ExecState) PlanState() PlanState {
+	if s < 0 || s >= nExecStates {
+		return PlanInvalid
+	}
+	return [nExecStates]PlanState{PlanUnspecified, PlanRunning, PlanPaused, PlanSucceeded, PlanFailed,
+		PlanTimedOut, PlanCancelled, PlanKilled, PlanOutcomeUnknown, PlanOutputLimit}[s]
+}
+
+// The execution states as the API spells them: the one conversion between
+// the two.
+var execStateProto = [nExecStates]termdv1.ExecutionState{
+	ExecUnspecified:    termdv1.ExecutionState_EXECUTION_STATE_UNSPECIFIED,
+	ExecRunning:        termdv1.ExecutionState_EXECUTION_STATE_RUNNING,
+	ExecPaused:         termdv1.ExecutionState_EXECUTION_STATE_PAUSED,
+	ExecSucceeded:      termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED,
+	ExecFailed:         termdv1.ExecutionState_EXECUTION_STATE_FAILED,
+	ExecTimedOut:       termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT,
+	ExecCancelled:      termdv1.ExecutionState_EXECUTION_STATE_CANCELLED,
+	ExecKilled:         termdv1.ExecutionState_EXECUTION_STATE_KILLED,
+	ExecOutcomeUnknown: termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN,
+	ExecOutputLimit:    termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT,
+}
+
+// Proto is s as the API spells it (EXECUTION_STATE_UNSPECIFIED for a value
+// out of range).
+func (s ExecState) Proto() termdv1.ExecutionState {
+	if s < 0 || s >= nExecStates {
+		return termdv1.ExecutionState_EXECUTION_STATE_UNSPECIFIED
+	}
+	return execStateProto[s]
+}
+
+// ExecStateOf is the API's execution state as an ExecState; -1 for a value
+// the API does not define.
+func ExecStateOf(p termdv1.ExecutionState) ExecState {
+	for s, q := range execStateProto {
+		if q == p {
+			return ExecState(s)
+		}
+	}
+	return -1
+}
+
+// EndState is the final state of an execution that ended with status (the
+// runner and the receipt spell it alike: "succeeded", "timed_out", …);
+// false for a word that is no end.
+func EndState(status string) (ExecState, bool) {
+	for s := ExecSucceeded; s < nExecStates; s++ {
+		if execStateWords[s] == status {
+			return s, true
+		}
+	}
+	return ExecUnspecified, false
+}
