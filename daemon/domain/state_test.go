@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,19 +13,7 @@ import (
 // back as itself; a value it does not define is PlanInvalid, which no move
 // leads to or from.
 func TestPlanStateProto(t *testing.T) {
-	if len(termdv1.PlanState_name) != len(PlanStates()) {
-		t.Fatalf("the API has %d plan states, the domain %d", len(termdv1.PlanState_name), len(PlanStates()))
-	}
-	for n, name := range termdv1.PlanState_name {
-		p := termdv1.PlanState(n)
-		s := PlanStateOf(p)
-		if want := strings.ToLower(strings.TrimPrefix(name, "PLAN_STATE_")); s.String() != want {
-			t.Errorf("%s is %q, want %q", name, s, want)
-		}
-		if s.Proto() != p {
-			t.Errorf("%s comes back as %s", name, s.Proto())
-		}
-	}
+	sameNames(t, termdv1.PlanState_name, "PLAN_STATE_", len(PlanStates()), PlanStateOf, PlanState.Proto)
 	bad := PlanStateOf(termdv1.PlanState(99))
 	if bad != PlanInvalid || len(bad.Next()) != 0 || PlanUnspecified.CanBecome(bad) || bad.IsOpen() || bad.IsFinal() {
 		t.Fatalf("an undefined state is %v (next %v)", bad, bad.Next())
@@ -59,18 +48,9 @@ func TestPlanStateClasses(t *testing.T) {
 // state of the same name, found by the status word the runner and the
 // receipt share; a receipt status that is no end of a run is none.
 func TestExecStateProto(t *testing.T) {
-	if len(termdv1.ExecutionState_name) != int(nExecStates) {
-		t.Fatalf("the API has %d execution states, the domain %d", len(termdv1.ExecutionState_name), nExecStates)
-	}
-	for n, name := range termdv1.ExecutionState_name {
-		p := termdv1.ExecutionState(n)
-		s := ExecStateOf(p)
-		if want := strings.ToLower(strings.TrimPrefix(name, "EXECUTION_STATE_")); s.String() != want {
-			t.Errorf("%s is %q, want %q", name, s, want)
-		}
-		if s.Proto() != p {
-			t.Errorf("%s comes back as %s", name, s.Proto())
-		}
+	sameNames(t, termdv1.ExecutionState_name, "EXECUTION_STATE_", int(nExecStates), ExecStateOf, ExecState.Proto)
+	for n := range termdv1.ExecutionState_name {
+		s := ExecStateOf(termdv1.ExecutionState(n))
 		if s.PlanState().String() != s.String() {
 			t.Errorf("%s: its plan is %s", s, s.PlanState())
 		}
@@ -86,5 +66,25 @@ func TestExecStateProto(t *testing.T) {
 	}
 	if ExecStateOf(termdv1.ExecutionState(99)) != -1 {
 		t.Errorf("an undefined execution state converts to %s", ExecStateOf(termdv1.ExecutionState(99)))
+	}
+}
+
+// sameNames checks that the API's enum (its names, with prefix) and the
+// domain's type have as many values, that each API value converts (of) to
+// the domain value of the same word, and that it converts back (back).
+func sameNames[P ~int32, S fmt.Stringer](t *testing.T, names map[int32]string, prefix string, n int, of func(P) S, back func(S) P) {
+	t.Helper()
+	if len(names) != n {
+		t.Fatalf("the API has %d %s values, the domain %d", len(names), prefix, n)
+	}
+	for v, name := range names {
+		p := P(v)
+		s := of(p)
+		if want := strings.ToLower(strings.TrimPrefix(name, prefix)); s.String() != want {
+			t.Errorf("%s is %q, want %q", name, s, want)
+		}
+		if back(s) != p {
+			t.Errorf("%s comes back as %v", name, back(s))
+		}
 	}
 }
