@@ -18,6 +18,7 @@ import (
 
 	"github.com/termd/termd/daemon/adviser"
 	"github.com/termd/termd/daemon/broker"
+	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/metrics"
@@ -59,6 +60,8 @@ type Daemon struct {
 	tlsListener net.Listener
 	metrics     *metrics.Recorder
 	metricsLn   *metrics.Server
+	// stages keeps the executions' stage times (/debug/stages).
+	stages stages.Log
 }
 
 // New prepares a daemon: state directory, logging and the socket.
@@ -221,6 +224,8 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		Adviser: adv,
 		Log:     d.log,
 		Metrics: d.metrics,
+		Stages:  &d.stages,
+		Stall:   testStall(),
 	})
 	if err != nil {
 		return err
@@ -315,7 +320,7 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg := d.config()
 	if addr := os.Getenv("TERMD_DEBUG_PPROF"); addr != "" {
-		startPprof(addr, d.log, d.broker.StageReport)
+		startPprof(addr, d.log, d.stages.Report)
 	}
 	opSock := ""
 	if d.opListener != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/broker/journal"
 	"github.com/termd/termd/daemon/broker/receiptq"
+	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
@@ -62,6 +63,16 @@ type Deps struct {
 		ExecutionFinished(status string, d time.Duration, outBytes int64)
 		PolicyReloaded(ok bool)
 	}
+	// Stages receives the stage times of each execution that ran (nil =
+	// none kept; the daemon gives a stages.Log, served at /debug/stages).
+	Stages stages.Recorder
+	// Stall is called at the points where a crash matters most, so that a
+	// test can hold termd there and kill it (nil = nothing): "spawn" (the
+	// launcher is spawned, the intent may not be durable yet), "release"
+	// (the intent is durable, the launcher not yet released) and "compact"
+	// (the journal's compacted copy is written, not yet renamed). Only
+	// termd built with the termdtest tag sets it (daemon/teststall.go).
+	Stall func(point string)
 }
 
 // Broker owns sessions, plans and executions.
@@ -85,7 +96,6 @@ type Broker struct {
 	projects  []projectPolicy
 	grants    *grants.Grants       // remembered approvals (daemon/broker/grants)
 	terms     *terminals.Terminals // PTY executions' terminals (daemon/broker/terminals)
-	stages    stageLog
 	// fs is the host file system part: homes, TMPDIRs, reads as the
 	// caller, workspace files, storage budgets (daemon/broker/hostfs).
 	fs *hostfs.FS

@@ -5,22 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"os/user"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/broker/executions"
 	"github.com/termd/termd/daemon/broker/receiptq"
+	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
@@ -62,7 +58,7 @@ type execRec struct {
 	cancelledBy *termdv1.Principal
 
 	// out holds the live, redacted output offsets; owned by the reader goroutines.
-	out [3]*liveStream
+	out [3]*executions.LiveStream
 	// hub is a PTY execution's terminal (daemon/broker/terminals); nil otherwise. Set
 	// before the spawn and never changed.
 	hub *terminals.Hub
@@ -101,124 +97,10 @@ type execRec struct {
 	egress *wsnet.Egress
 
 	// begun is when Execute was called; stage holds the stage durations
-	// known so far (see stages.go), completed by finish.
+	// known so far (daemon/broker/stages), completed by finish.
 	begun   time.Time
 	spawned time.Time
-	stage   stageTimes
-}
-
-// liveStream redacts one output stream as it arrives and publishes it as
-// events, coalesced: output that trickles in goes out at most once per
-// stream every liveInterval (plus a last one at the end), so chatty output
-// costs every viewer a bounded number of events per second; a full event
-// (liveEventMax) goes out at once, so a flood costs a bounded number of
-// events per byte and never waits for a slot (a viewer that cannot keep up
-// falls behind the ring and is told so; the command is never slowed for it).
-type liveStream struct {
-	mu        sync.Mutex
-	red       *receiptstore.StreamRedactor
-	offset    int64
-	pending   []byte // redacted, not yet published
-	lastFlush time.Time
-	flush     *time.Timer // publishes pending at the next slot; nil when not armed
-	publish   func(at int64, data []byte)
-	idle      *time.Timer // flushes the redactor's held tail when output pauses
-	closed    bool
-}
-
-// idleFlush is how long output may pause before the complete lines in the
-// redactor's held-back tail (up to 4 KiB, kept to catch secrets split across
-// writes) go out: a program that prints a line and then works must be seen
-// live. The unfinished last line stays held, so a secret written in two
-// pieces of one line is still caught.
-const idleFlush = 200 * time.Millisecond
-
-// liveInterval and liveEventMax bound live output: at most 1/liveInterval
-// partial output events per second per stream, and full events of about
-// liveEventMax bytes.
-const (
-	liveInterval = 50 * time.Millisecond
-	liveEventMax = 512 << 10
-)
-
-// write passes a chunk to the redactor and re-arms the idle flush.
-func (ls *liveStream) write(chunk []byte) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	_, _ = ls.red.Write(chunk)
-	if len(ls.pending) >= liveEventMax && !ls.closed {
-		ls.flushLocked()
-	}
-	ls.armLocked()
-	if ls.idle == nil {
-		ls.idle = time.AfterFunc(idleFlush, func() {
-			ls.mu.Lock()
-			defer ls.mu.Unlock()
-			if !ls.closed {
-				_ = ls.red.FlushLines()
-				ls.armLocked()
-			}
-		})
-	} else {
-		ls.idle.Reset(idleFlush)
-	}
-}
-
-// add takes redacted text from the redactor (called with ls.mu held).
-func (ls *liveStream) add(p string) { ls.pending = append(ls.pending, p...) }
-
-// armLocked schedules the publication of pending output at the next slot.
-func (ls *liveStream) armLocked() {
-	if len(ls.pending) == 0 || ls.flush != nil || ls.closed {
-		return
-	}
-	ls.flush = time.AfterFunc(max(time.Until(ls.lastFlush.Add(liveInterval)), 0), func() {
-		ls.mu.Lock()
-		defer ls.mu.Unlock()
-		ls.flush = nil
-		if !ls.closed {
-			ls.flushLocked()
-		}
-	})
-}
-
-// flushLocked publishes pending output as one event.
-func (ls *liveStream) flushLocked() {
-	ls.lastFlush = time.Now()
-	if len(ls.pending) == 0 {
-		return
-	}
-	data := ls.pending
-	ls.pending = nil
-	switch {
-	case len(data) >= liveEventMax:
-		// A flood: the next event will be as large, so its buffer is made
-		// at that size at once instead of grown by copying (up to a read
-		// and the redactor's hold more than liveEventMax).
-		ls.pending = make([]byte, 0, len(data)+len(data)/4)
-	case cap(data) > 2*len(data)+4096:
-		// The last of a flood: the event keeps only what it holds.
-		data = append([]byte(nil), data...)
-	}
-	at := ls.offset
-	ls.offset += int64(len(data))
-	ls.publish(at, data)
-}
-
-// close flushes the tail for good.
-func (ls *liveStream) close() {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.idle != nil {
-		ls.idle.Stop()
-	}
-	if ls.flush != nil {
-		ls.flush.Stop()
-		ls.flush = nil
-	}
-	ls.closed = true
-	_ = ls.red.Close()
-	ls.flushLocked()
+	stage   stages.Times
 }
 
 // Execute starts an allowed or approved plan and returns at once.
@@ -344,51 +226,83 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
+	r, err := b.reserve(caller, planID, sessionID, begun, tail)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := b.recheck(r)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := b.spec(r.e, fresh, r.requester)
+	if err != nil {
+		b.refuse(r.e, err.Error())
+		return nil, err
+	}
+	return b.launch(r, fresh, spec)
+}
+
+// reservation is a plan reserved for its start (it is running: it cannot
+// start twice) and what the start re-checks, read under the mutex.
+type reservation struct {
+	e         *execRec
+	now       time.Time
+	req       policy.Request
+	approved  policy.Decision
+	requester *termdv1.Principal
+}
+
+// startableLocked finds a plan that caller may start now in the session
+// named (any, when sessionID is empty).
+func (b *Broker) startableLocked(caller *termdv1.Principal, planID, sessionID string) (*planRec, error) {
 	if b.closing {
-		b.unlock()
 		return nil, errdefs.Unavailable("termd is shutting down; nothing new starts")
 	}
 	p, err := b.planLocked(caller, planID)
 	if err != nil {
-		b.unlock()
 		return nil, err
 	}
 	s := p.session
 	if sessionID != "" && sessionID != s.id {
-		b.unlock()
 		return nil, errdefs.Precondition("plan %s belongs to session %s, not %s; a plan runs only in its own session", planID, s.id, sessionID)
 	}
 	if !domain.OwnerOrOperator(caller, s.owner) {
-		b.unlock()
 		return nil, errdefs.Permission("plan %s belongs to %s; only its owner or an operator may execute it", planID, s.owner.Name)
 	}
 	// A command runs as its requester: only the requester (or an operator)
 	// may start it, or an agent could run an operator's plan with the
 	// operator's uid (an operator may plan or replan in an agent's session).
 	if !domain.IsOperator(caller) && domain.PrincipalKey(caller) != domain.PrincipalKey(p.p.Requester) {
-		b.unlock()
 		return nil, errdefs.Permission("plan %s was requested by %s and runs as that principal; only its requester or an operator may execute it", planID, p.p.Requester.GetName())
 	}
 	if s.closed {
-		b.unlock()
 		return nil, errdefs.Precondition("session %s is closed; replan in an open session (`termctl replan %s`)", s.id, planID)
 	}
-	switch p.p.State {
-	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED:
+	switch p.state() {
+	case domain.PlanPlanned, domain.PlanApproved:
 	default:
-		st, hint := p.p.State, hintFor(p.p) // read under the lock: the plan may be finishing
-		b.unlock()
-		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(st), hint)
+		// read under the lock: the plan may be finishing
+		return nil, errdefs.Precondition("plan %s is in state %s and cannot be executed%s", planID, stateWord(p.p.State), hintFor(p.p))
 	}
-	who := domain.PrincipalKey(p.p.Requester)
-	if n, max := b.runningBy[who], b.Config().Sessions.MaxRunning; n >= max {
-		b.unlock()
+	if n, max := b.runningBy[domain.PrincipalKey(p.p.Requester)], b.Config().Sessions.MaxRunning; n >= max {
 		return nil, errdefs.Exhausted("%s already has %d commands running (the per-principal cap, sessions.max_running); wait for one to finish, or cancel one (`termctl sessions list` shows them)", p.p.Requester.GetName(), n)
 	}
+	return p, nil
+}
+
+// reserve checks that caller may start the plan and reserves it: the plan
+// is running and its execution counted, so it cannot start twice while the
+// start re-checks outside the lock.
+func (b *Broker) reserve(caller *termdv1.Principal, planID, sessionID string, begun time.Time, tail string) (*reservation, error) {
+	b.mu.Lock()
+	p, err := b.startableLocked(caller, planID, sessionID)
+	if err != nil {
+		b.unlock()
+		return nil, err
+	}
+	s := p.session
 	stdin := p.stdin // let go of by the transition: the execution holds it now
-	// Reserve the plan so it cannot start twice while we re-check outside the lock.
-	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING); err != nil {
+	if err := b.transition(p, domain.PlanRunning); err != nil {
 		b.unlock()
 		return nil, err
 	}
@@ -409,48 +323,54 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		},
 	}
 	e.e.Id = e.id
-	e.stage[stagePlan] = p.planned
+	e.stage[stages.Plan] = p.planned
 	s.addRunning(e)
 	s.touch(now)
 	p.p.ExecutionId = e.id
 	p.p.NextStep = nextStep(p.p)
-	// The intent below is the durable record of the start; the journal's
-	// record of it is encoded and written just after the mutex is released,
-	// before the intent, and before anything else can change this plan (its
-	// next change comes from this goroutine or after the spawn).
+	// The intent is the durable record of the start; the journal's record
+	// of it is encoded and written just after the mutex is released, before
+	// the intent, and before anything else can change this plan (its next
+	// change comes from this goroutine or after the spawn).
 	record := b.journalPlanAfter(p)
 	b.execs[e.id] = e
-	e.who = who
-	b.runningBy[who]++
+	e.who = domain.PrincipalKey(p.p.Requester)
+	b.runningBy[e.who]++
 	b.running.Add(1)
-	req, approved := p.req, p.dec
-	requester := p.p.Requester
+	r := &reservation{e: e, now: now, req: p.req, approved: p.dec, requester: p.p.Requester}
 	b.unlock()
 	record()
+	return r, nil
+}
 
-	// Re-check what may have changed since the plan was decided and approved.
-	fresh := b.decide(requester, req)
+// recheck decides the plan again and refuses it when what it was decided
+// and approved on changed since; it returns the fresh decision.
+func (b *Broker) recheck(r *reservation) (policy.Decision, error) {
+	p := r.e.plan
+	fresh := b.decide(r.requester, r.req)
 	// The plan holds its decision as shown (redacted): compare the fresh one
 	// in that form. The request hash, computed on the real request, still
 	// binds exactly what runs.
 	shown := fresh
 	b.redactDecision(&shown)
-	msg := stale(approved, shown)
+	msg := executions.Stale(r.approved, shown)
 	if msg == "" && p.p.GrantId != "" {
 		if why := b.grantStillCovers(p, fresh); why != "" {
 			msg = "the grant that approved it no longer covers it: " + why
 		}
 	}
 	if msg != "" {
-		b.refuse(e, "plan is stale; replan: "+msg)
-		return nil, errdefs.Precondition("plan is stale; replan (`termctl replan %s`): %s", planID, msg)
+		b.refuse(r.e, "plan is stale; replan: "+msg)
+		return fresh, errdefs.Precondition("plan is stale; replan (`termctl replan %s`): %s", p.p.Id, msg)
 	}
-	spec, err := b.spec(e, fresh, requester)
-	if err != nil {
-		b.refuse(e, err.Error())
-		return nil, err
-	}
-	draft := b.draftReceipt(p, now)
+	return fresh, nil
+}
+
+// launch records the intent and spawns the command; a spawn that failed is
+// a finished execution with its receipt.
+func (b *Broker) launch(r *reservation, fresh policy.Decision, spec runner.Spec) (*execRec, error) {
+	e, p := r.e, r.e.plan
+	draft := b.draftReceipt(p, r.now)
 	draft.Credentials = e.credentials
 	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Sandbox.Network && b.Runner.Capabilities().NetNS)
 	e.receiptHostIdentity(draft)
@@ -460,19 +380,44 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	if b.Runner.Capabilities().CgroupV2 != "" {
 		cgroupPath = b.Runner.Reserve(spec)
 	}
-	// The intent is made durable while the launcher starts: the runner
-	// spawns it, it waits on its configuration pipe, and only once the
-	// intent is committed (BeforeRelease) does it receive the command. A
-	// crash before that leaves a launcher that never got its command (it
-	// dies with termd) and, at most, an intent that becomes outcome_unknown.
+	intent := receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: p.session.id, StartedAt: r.now, CgroupPath: cgroupPath, Receipt: draft}
+	proc, err, ierr := b.spawn(e, spec, intent)
+	if ierr != nil {
+		if proc != nil {
+			proc.Wait() // nothing ran: the runner refused to release it
+		}
+		b.refuse(e, "could not record the execution intent: "+ierr.Error())
+		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", ierr)
+	}
+	if err != nil {
+		// A spawn failure is a failed execution with its cause, and it has a receipt.
+		b.finish(e, runner.Result{Status: runner.StatusFailed, ExitCode: -1, StartedAt: r.now, FinishedAt: b.Now(), Err: err})
+		return e, nil
+	}
+	b.started(e, proc, cgroupPath)
+	go func() {
+		b.finish(e, proc.Wait())
+		proc.Delivered() // the receipt is committed: the spawn pools may refill now
+		b.fs.RefillTmp() // and the TMPDIRs made ahead
+	}()
+	return e, nil
+}
+
+// spawn commits the intent while the runner starts the command: it spawns
+// the launcher, which waits on its configuration pipe, and only once the
+// intent is committed (BeforeRelease) does it receive the command. A crash
+// before that leaves a launcher that never got its command (it dies with
+// termd) and, at most, an intent that becomes outcome_unknown. It returns
+// the runner's answer and the intent's.
+func (b *Broker) spawn(e *execRec, spec runner.Spec, in receiptstore.Intent) (*runner.Process, error, error) {
 	intent := make(chan error, 1)
 	checked := time.Now()
-	e.stage[stageCheck] = checked.Sub(begun)
+	e.stage[stages.Check] = checked.Sub(e.begun)
 	go func() {
 		var wt receiptstore.WriteTimes
-		err := b.Store.AppendIntentTimed(receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: s.id, StartedAt: now, CgroupPath: cgroupPath, Receipt: draft}, &wt)
-		e.stage[stageIntent] = time.Since(checked) // read after <-intent
-		e.stage.write(stageIntentEncode, wt)
+		err := b.Store.AppendIntentTimed(in, &wt)
+		e.stage[stages.Intent] = time.Since(checked) // read after <-intent
+		e.stage.Write(stages.IntentEncode, wt)
 		intent <- err
 	}()
 	var intentErr error
@@ -485,12 +430,12 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	}
 	var released time.Time
 	spec.BeforeRelease = func() error {
-		e.stage[stageLaunch] = time.Since(checked)
-		testStall("spawn")
+		e.stage[stages.Launch] = time.Since(checked)
+		b.stall("spawn")
 		if err := waitIntent(); err != nil {
 			return fmt.Errorf("the execution intent could not be recorded: %w", err)
 		}
-		testStall("release")
+		b.stall("release")
 		released = time.Now()
 		return nil
 	}
@@ -499,22 +444,16 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 		spec.Stdin.Close() // the command has its own descriptor
 	}
 	e.spawned = time.Now()
-	e.stage[stageSpawn] = e.spawned.Sub(checked)
+	e.stage[stages.Spawn] = e.spawned.Sub(checked)
 	if !released.IsZero() {
-		e.stage[stageRelease] = e.spawned.Sub(released)
+		e.stage[stages.Release] = e.spawned.Sub(released)
 	}
-	if ierr := waitIntent(); ierr != nil {
-		if proc != nil {
-			proc.Wait() // nothing ran: the runner refused to release it
-		}
-		b.refuse(e, "could not record the execution intent: "+ierr.Error())
-		return nil, errdefs.Internal("recording the execution intent durably failed (%v); nothing was started", ierr)
-	}
-	if err != nil {
-		// A spawn failure is a failed execution with its cause, and it has a receipt.
-		b.finish(e, runner.Result{Status: runner.StatusFailed, ExitCode: -1, StartedAt: now, FinishedAt: b.Now(), Err: err})
-		return e, nil
-	}
+	return proc, err, waitIntent()
+}
+
+// started records a spawned command: where its leftovers would be found,
+// its process in the execution, and the event saying it started.
+func (b *Broker) started(e *execRec, proc *runner.Process, cgroupPath string) {
 	pid, _ := proc.Identity()
 	if proc.CgroupPath() == "" || proc.CgroupPath() != cgroupPath {
 		// Without a known cgroup, leftovers are found by process group.
@@ -533,13 +472,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	if stop {
 		_ = proc.Cancel()
 	}
-	b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
-	go func() {
-		b.finish(e, proc.Wait())
-		proc.Delivered() // the receipt is committed: the spawn pools may refill now
-		b.fs.RefillTmp() // and the TMPDIRs made ahead
-	}()
-	return e, nil
+	b.Bus.Publish(e.plan.session.id, termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
 }
 
 // abandon cancels an execution whose foreground client went away.
@@ -566,39 +499,13 @@ func (b *Broker) endedLocked(e *execRec) {
 	}
 }
 
-// stale compares an approved decision with a fresh one.
-func stale(was, now policy.Decision) string {
-	switch {
-	case now.Verdict == policy.Deny:
-		return "the policy now denies it"
-	case was.BinarySHA256 != now.BinarySHA256 || was.ResolvedPath != now.ResolvedPath:
-		return fmt.Sprintf("the program changed (%s)", now.ResolvedPath)
-	case was.Cwd != now.Cwd:
-		return fmt.Sprintf("the working directory now resolves to %s, not %s", now.Cwd, was.Cwd)
-	case was.PolicyVersion != now.PolicyVersion:
-		return "the policy changed since the plan was decided"
-	case !maps.Equal(was.ProjectFiles, now.ProjectFiles):
-		var changed []string
-		for f, sum := range now.ProjectFiles {
-			if was.ProjectFiles[f] != sum {
-				changed = append(changed, f)
-			}
-		}
-		slices.Sort(changed)
-		return "project files it runs changed since the plan was decided: " + strings.Join(changed, ", ")
-	case was.RequestHash != now.RequestHash:
-		return "the canonical request changed"
-	}
-	return ""
-}
-
 // refuse undoes a reservation when the plan could not start.
 func (b *Broker) refuse(e *execRec, why string) {
 	e.releaseSandbox()
 	b.mu.Lock()
 	defer b.unlock()
 	p := e.plan
-	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
+	if err := b.transition(p, domain.PlanExpired); err != nil {
 		b.Log.Error("refusing a start", "plan", p.p.Id, "error", err)
 	}
 	p.p.ExecutionId = ""
@@ -620,45 +527,95 @@ func (b *Broker) refuse(e *execRec, why string) {
 // spec builds the bounded process description from a fresh decision.
 func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principal) (runner.Spec, error) {
 	pol := b.Policy.Current()
-	lim := pol.Limits()
-	uid, gid := os.Geteuid(), os.Getegid()
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		runAs := ""
-		if d.RunAs != "" {
-			runAs = d.RunAs
-		} else if rr := b.Config().RunAsRequester; rr == nil || *rr {
-			runAs = strconv.FormatUint(uint64(requester.GetUid()), 10)
-		}
-		if runAs != "" {
-			c, err := credentialFor(runAs)
-			if err != nil {
-				return runner.Spec{}, errdefs.Precondition("cannot run as %s: %v", runAs, err)
-			}
-			cred, uid, gid = c, int(c.Uid), int(c.Gid)
-			if c.Uid == 0 && c.Gid == 0 {
-				cred = nil
-			}
-		}
-	}
-	if err := b.net.Available(d.Sandbox.NetworkMode); err != nil {
+	rr := b.Config().RunAsRequester
+	cred, uid, gid, err := executions.RunAs(d.RunAs, requester.GetUid(), rr == nil || *rr)
+	if err != nil {
 		return runner.Spec{}, err
+	}
+	home, err := b.isolate(e, d, uid, gid)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	env := b.environment(e, d, pol.TrustedPath(), home, uid)
+	stdinFile, err := b.privateFiles(e, d, env, requester, uid, gid)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	lim := pol.Limits()
+	argv := d.ExecArgv
+	if len(argv) == 0 {
+		argv = d.Argv
+	}
+	e.timeout = d.Timeout
+	if e.timeout <= 0 {
+		e.timeout = lim.DefaultTimeout
+	}
+	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
+		e.out[s] = executions.NewLiveStream(e.redactor, func(at int64, data []byte) { b.publishOutput(e, s, at, data) })
+	}
+	outputCap := lim.OutputBytes
+	if e.storageTail != "" {
+		outputCap = min(outputCap, b.Config().Storage.TailBytes)
+	}
+	return runner.Spec{
+		ID:           e.id,
+		KeepTail:     e.storageTail != "",
+		Path:         d.ResolvedPath,
+		Argv:         argv,
+		Dir:          d.Cwd,
+		Env:          executions.EnvList(env),
+		Timeout:      e.timeout,
+		Grace:        lim.Grace,
+		OutputCap:    outputCap,
+		OutputBudget: lim.OutputBudget,
+		MemoryMax:    lim.MemoryBytes,
+		PidsMax:      lim.Pids,
+		NoNetwork:    !d.Sandbox.Network && e.netns == nil,
+		JoinNetNS:    e.netns != nil || e.egress != nil,
+		NetNSFD:      e.netNSFD(),
+		Credential:   cred,
+		Launch:       e.launch,
+		NewHash:      b.Keys.NewDigest,
+		TTY:          b.terminalFor(e, d, requester),
+		Stdin:        stdinFile,
+		OnOutput: func(s runner.Stream, off int64, chunk []byte) {
+			if e.hub != nil {
+				e.hub.Feed(off, chunk)
+			}
+			e.out[s].Write(chunk)
+		},
+	}, nil
+}
+
+// isolate gives the execution its network (a workspace loopback, the
+// egress proxy), its HOME and its sandbox with its private TMPDIR (e.tmp);
+// it returns the HOME.
+func (b *Broker) isolate(e *execRec, d policy.Decision, uid, gid int) (string, error) {
+	if err := b.net.Available(d.Sandbox.NetworkMode); err != nil {
+		return "", err
 	}
 	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
 		if err := b.startEgress(e, m); err != nil {
-			return runner.Spec{}, err
+			return "", err
 		}
 	}
 	b.joinLoopback(e, d)
 	home, err := b.fs.HomeFor(uid, gid)
 	if err != nil {
-		return runner.Spec{}, errdefs.Internal("preparing HOME for the command: %v", err)
+		return "", errdefs.Internal("preparing HOME for the command: %v", err)
 	}
 	rec, tmp, err := b.sandboxFor(e, d, home, uid, gid)
 	if err != nil {
-		return runner.Spec{}, err
+		return "", err
 	}
 	e.sandbox, e.tmp = rec, tmp
+	return home, nil
+}
+
+// environment is the command's environment: the request's and the
+// policy's, then what termd always sets (PATH: the policy's trusted path),
+// then the egress proxy's.
+func (b *Broker) environment(e *execRec, d policy.Decision, path []string, home string, uid int) map[string]string {
 	env := map[string]string{}
 	for k, v := range d.Env {
 		env[k] = v
@@ -667,7 +624,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		env[k] = v
 	}
 	fixed := map[string]string{
-		"PATH":             joinPath(pol.TrustedPath()),
+		"PATH":             executions.JoinPath(path),
 		"HOME":             home,
 		"LANG":             "C.UTF-8",
 		"TERM":             terminals.TermName(d.TTY),
@@ -677,7 +634,7 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 		"TERMD_SESSION_ID": e.plan.session.id,
 		"TERMD_PLAN_ID":    e.plan.p.Id,
 		"TERMD_EXECUTION":  e.id,
-		"TMPDIR":           tmp,
+		"TMPDIR":           e.tmp,
 	}
 	if a, err := config.LookupUID(uint32(uid)); err == nil {
 		fixed["USER"], fixed["LOGNAME"] = a.User.Username, a.User.Username
@@ -690,149 +647,42 @@ func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principa
 			env[k] = v
 		}
 	}
-	if e.gitIdentity, err = b.supplyGitIdentity(env, tmp, requester, uid, gid); err != nil {
-		return runner.Spec{}, err
+	return env
+}
+
+// privateFiles puts in the private TMPDIR what the command receives there
+// (its git identity, its credentials, its stdin), naming them in env, and
+// redacts the credentials' values from its output; it returns the stdin
+// (nil: /dev/null).
+func (b *Broker) privateFiles(e *execRec, d policy.Decision, env map[string]string, requester *termdv1.Principal, uid, gid int) (*os.File, error) {
+	var err error
+	if e.gitIdentity, err = executions.SupplyGitIdentity(b.Config(), env, e.tmp, requester, uid, gid); err != nil {
+		return nil, err
 	}
 	if len(d.Credentials) > 0 {
-		values, err := b.injectCredentials(d, env, tmp, uid, gid)
+		values, err := executions.InjectCredentials(b.Config(), d, env, e.tmp, uid, gid)
 		if err != nil {
-			return runner.Spec{}, err
+			return nil, err
 		}
 		var forms []string
 		for _, v := range values {
-			forms = append(forms, redactionForms(v)...)
+			forms = append(forms, executions.RedactionForms(v)...)
 		}
 		e.redactor, e.credentials = b.Redactor.With(forms...), slices.Clone(d.Credentials)
 	}
-	stdinFile, err := b.stdinFile(e, d, tmp, uid, gid)
-	if err != nil {
-		return runner.Spec{}, err
-	}
-	envList := make([]string, 0, len(env))
-	for k, v := range env {
-		envList = append(envList, k+"="+v)
-	}
-	sort.Strings(envList)
-	argv := d.ExecArgv
-	if len(argv) == 0 {
-		argv = d.Argv
-	}
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = lim.DefaultTimeout
-	}
-	e.timeout = timeout
-	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
-		ls := &liveStream{publish: func(at int64, data []byte) { b.publishOutput(e, s, at, data) }}
-		ls.red = e.redactor.NewStream(eventWriter{ls}, 0)
-		e.out[s] = ls
-	}
-	outputCap := lim.OutputBytes
-	if e.storageTail != "" {
-		outputCap = min(outputCap, b.Config().Storage.TailBytes)
-	}
-	var tty *runner.TTY
-	if d.TTY != nil {
-		tty = &runner.TTY{Rows: d.TTY.Rows, Cols: d.TTY.Cols, Idle: d.TTY.Idle}
-		e.hub = newTermHub(b, e, d.TTY, requester)
-		e.e.Tty = terminalProto(d.TTY)
-		e.e.InputHolder = requester.GetName()
-	}
-	return runner.Spec{
-		ID:           e.id,
-		KeepTail:     e.storageTail != "",
-		Path:         d.ResolvedPath,
-		Argv:         argv,
-		Dir:          d.Cwd,
-		Env:          envList,
-		Timeout:      timeout,
-		Grace:        lim.Grace,
-		OutputCap:    outputCap,
-		OutputBudget: lim.OutputBudget,
-		MemoryMax:    lim.MemoryBytes,
-		PidsMax:      lim.Pids,
-		NoNetwork:    !d.Sandbox.Network && e.netns == nil,
-		JoinNetNS:    e.netns != nil || e.egress != nil,
-		NetNSFD:      e.netNSFD(),
-		Credential:   cred,
-		Launch:       e.launch,
-		NewHash:      b.Keys.NewDigest,
-		TTY:          tty,
-		Stdin:        stdinFile,
-		OnOutput: func(s runner.Stream, off int64, chunk []byte) {
-			if e.hub != nil {
-				e.hub.Feed(off, chunk)
-			}
-			e.out[s].write(chunk)
-		},
-	}, nil
+	return b.stdinFile(e, d, e.tmp, uid, gid)
 }
 
-// timeoutDetail says that a command ran out of time and how to ask for more:
-// timeout_seconds (MCP) or --timeout (termctl), up to the policy's
-// max_timeout.
-func timeoutDetail(timeout, max time.Duration) string {
-	msg := fmt.Sprintf("the command ran for its time limit of %s and was ended", timeout)
-	if max > timeout {
-		return msg + fmt.Sprintf("; to give it longer, plan it again with a longer limit: timeout_seconds (MCP, e.g. %d) or termctl run --timeout %s; at most the policy's limits.max_timeout of %s", int(max.Seconds()), max, max)
+// terminalFor is a PTY execution's terminal (nil: none), with its hub.
+func (b *Broker) terminalFor(e *execRec, d policy.Decision, requester *termdv1.Principal) *runner.TTY {
+	if d.TTY == nil {
+		return nil
 	}
-	return msg + "; that is the policy's limits.max_timeout: an operator may raise it (docs/POLICY.md), or split the work"
+	e.hub = newTermHub(b, e, d.TTY, requester)
+	e.e.Tty = terminalProto(d.TTY)
+	e.e.InputHolder = requester.GetName()
+	return &runner.TTY{Rows: d.TTY.Rows, Cols: d.TTY.Cols, Idle: d.TTY.Idle}
 }
-
-func joinPath(dirs []string) string {
-	out := ""
-	for i, d := range dirs {
-		if i > 0 {
-			out += ":"
-		}
-		out += d
-	}
-	return out
-}
-
-// credentialFor is the uid, gid and groups a command runs with. A uid (a
-// plan runs as its requester by default) is looked up through
-// config.LookupUID, the account cache the RPCs use (5 s, flushed on
-// SIGHUP): reading the passwd and group files at every start was ~1% of
-// termd's CPU per execution.
-func credentialFor(who string) (*syscall.Credential, error) {
-	var u *user.User
-	var ids []string
-	err := errors.New("not a uid")
-	if n, perr := strconv.ParseUint(who, 10, 32); perr == nil {
-		var a *config.Account
-		if a, err = config.LookupUID(uint32(n)); err == nil {
-			u, ids = a.User, a.Groups
-		}
-	}
-	if err != nil {
-		if u, err = user.Lookup(who); err != nil {
-			// A uid without a passwd entry still runs as itself.
-			if n, perr := strconv.ParseUint(who, 10, 32); perr == nil {
-				return &syscall.Credential{Uid: uint32(n), Gid: uint32(n)}, nil
-			}
-			return nil, err
-		}
-		ids, _ = u.GroupIds()
-	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	c := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	for _, g := range ids {
-		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-			c.Groups = append(c.Groups, uint32(n))
-		}
-	}
-	return c, nil
-}
-
-// eventWriter receives redacted output for its liveStream.
-type eventWriter struct{ ls *liveStream }
-
-// WriteString takes the redactor's text.
-func (w eventWriter) WriteString(s string) (int, error) { w.ls.add(s); return len(s), nil }
-
-func (w eventWriter) Write(p []byte) (int, error) { w.ls.add(string(p)); return len(p), nil }
 
 // publishOutput sends one coalesced piece of an execution's output as an event.
 func (b *Broker) publishOutput(e *execRec, s runner.Stream, at int64, data []byte) {
@@ -845,51 +695,19 @@ func (b *Broker) publishOutput(e *execRec, s runner.Stream, at int64, data []byt
 	})
 }
 
-var finalStates = map[runner.Status]struct {
-	plan termdv1.PlanState
-	exec termdv1.ExecutionState
-}{
-	runner.StatusSucceeded:   {termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED},
-	runner.StatusFailed:      {termdv1.PlanState_PLAN_STATE_FAILED, termdv1.ExecutionState_EXECUTION_STATE_FAILED},
-	runner.StatusTimedOut:    {termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.ExecutionState_EXECUTION_STATE_TIMED_OUT},
-	runner.StatusCancelled:   {termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.ExecutionState_EXECUTION_STATE_CANCELLED},
-	runner.StatusKilled:      {termdv1.PlanState_PLAN_STATE_KILLED, termdv1.ExecutionState_EXECUTION_STATE_KILLED},
-	runner.StatusOutputLimit: {termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT, termdv1.ExecutionState_EXECUTION_STATE_OUTPUT_LIMIT},
-}
-
 // finish records the final state: receipt first (durable), then state and events.
 func (b *Broker) finish(e *execRec, res runner.Result) {
 	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
 		if ls := e.out[s]; ls != nil {
-			ls.close()
+			ls.Close()
 		}
 	}
 	if e.hub != nil {
 		e.hub.End()
 	}
 	b.mu.Lock()
-	p := e.plan
-	detail := ""
-	if res.Err != nil {
-		detail = "the command could not be started: " + res.Err.Error()
-	} else if res.IdleTimedOut {
-		detail = fmt.Sprintf("the terminal was idle (no output and no input) for %s and the execution was ended", e.hub.Idle())
-	} else if res.Status == runner.StatusTimedOut {
-		detail = timeoutDetail(e.timeout, b.Policy.Current().Limits().MaxTimeout)
-	} else if res.Status == runner.StatusOutputLimit {
-		detail = fmt.Sprintf("the command wrote more than the output budget of %d bytes (policy limits.output_budget) and was ended; its first %d bytes per stream are kept", b.Policy.Current().Limits().OutputBudget, b.Policy.Current().Limits().OutputBytes)
-	} else if res.Status == runner.StatusCancelled {
-		switch {
-		case e.stopReason != "":
-			detail = e.stopReason
-		case e.cancelledBy != nil:
-			detail = "cancelled by " + e.cancelledBy.Name
-		}
-	}
-	if e.storageTail != "" {
-		detail = strings.TrimPrefix(detail+"; "+e.storageTail, "; ")
-	}
-	r := b.finalReceipt(p, e, res, detail) // stops the egress proxy: its summary is in r
+	detail := b.endDetailLocked(e, res)
+	r := b.finalReceipt(e.plan, e, res, detail) // stops the egress proxy: its summary is in r
 	b.unlock()
 
 	// The sandbox (private TMPDIR, network namespace, launcher files) is
@@ -909,30 +727,72 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	timed := !e.spawned.IsZero() && res.Err == nil && err == nil
 	t := e.stage
 	if timed {
-		t[stageRun] = ended.Sub(e.spawned)
+		t[stages.Run] = ended.Sub(e.spawned)
 		if !res.ExitedAt.IsZero() {
-			t[stageExit] = res.ExitedAt.Sub(e.spawned)
-			t[stageTeardown] = res.FinishedAt.Sub(res.ExitedAt)
+			t[stages.Exit] = res.ExitedAt.Sub(e.spawned)
+			t[stages.Teardown] = res.FinishedAt.Sub(res.ExitedAt)
 		}
-		t[stageReceipt] = receipted.Sub(ended)
-		t.write(stageReceiptEncode, wt)
-		t[stageTotal] = receipted.Sub(e.begun)
+		t[stages.Receipt] = receipted.Sub(ended)
+		t.Write(stages.ReceiptEncode, wt)
+		t[stages.Total] = receipted.Sub(e.begun)
 	}
 
 	b.mu.Lock()
-	fs, ok := finalStates[res.Status]
+	record := b.endLocked(e, res, detail, stored, err)
+	b.unlock()
+	if timed && b.Stages != nil {
+		t[stages.Settle] = time.Since(receipted)
+		b.Stages.Record(t)
+	}
+	record()
+	b.running.Done()
+}
+
+// endDetailLocked says why an execution ended, when its end needs saying
+// (the receipt's detail, the execution's error).
+func (b *Broker) endDetailLocked(e *execRec, res runner.Result) string {
+	detail := ""
+	if res.Err != nil {
+		detail = "the command could not be started: " + res.Err.Error()
+	} else if res.IdleTimedOut {
+		detail = fmt.Sprintf("the terminal was idle (no output and no input) for %s and the execution was ended", e.hub.Idle())
+	} else if res.Status == runner.StatusTimedOut {
+		detail = executions.TimeoutDetail(e.timeout, b.Policy.Current().Limits().MaxTimeout)
+	} else if res.Status == runner.StatusOutputLimit {
+		detail = fmt.Sprintf("the command wrote more than the output budget of %d bytes (policy limits.output_budget) and was ended; its first %d bytes per stream are kept", b.Policy.Current().Limits().OutputBudget, b.Policy.Current().Limits().OutputBytes)
+	} else if res.Status == runner.StatusCancelled {
+		switch {
+		case e.stopReason != "":
+			detail = e.stopReason
+		case e.cancelledBy != nil:
+			detail = "cancelled by " + e.cancelledBy.Name
+		}
+	}
+	if e.storageTail != "" {
+		detail = strings.TrimPrefix(detail+"; "+e.storageTail, "; ")
+	}
+	return detail
+}
+
+// endLocked moves the plan and the execution to their final state (or
+// outcome_unknown when the receipt could not be stored: storeErr) and says
+// so; it returns the journal's write of the plan's end, to run after the
+// mutex is released (the receipt is the durable record of the end).
+func (b *Broker) endLocked(e *execRec, res runner.Result, detail string, stored *receipt.Receipt, storeErr error) (record func()) {
+	p := e.plan
+	st, ok := domain.EndState(string(res.Status))
 	if !ok {
-		fs = finalStates[runner.StatusFailed]
+		st = domain.ExecFailed
 	}
-	if err != nil {
-		b.Log.Error("could not store the receipt; the intent stays open and becomes outcome_unknown at restart", "execution", e.id, "error", err)
-		fs.plan, fs.exec = termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN
+	if storeErr != nil {
+		b.Log.Error("could not store the receipt; the intent stays open and becomes outcome_unknown at restart", "execution", e.id, "error", storeErr)
+		st = domain.ExecOutcomeUnknown
 	}
-	if err := b.transition(p, fs.plan); err != nil {
+	if err := b.transition(p, st.PlanState()); err != nil {
 		b.Log.Error("finishing an execution", "execution", e.id, "error", err)
 	}
 	ee := e.e
-	ee.State = fs.exec
+	ee.State = st.Proto()
 	ee.FinishedAt = timestamppb.New(res.FinishedAt)
 	ee.DurationMs = res.Duration.Milliseconds()
 	ee.ExitCode = int32(res.ExitCode)
@@ -946,9 +806,7 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 		p.p.ReceiptId = stored.ID
 	}
 	p.p.NextStep = nextStep(p.p)
-	// The receipt is the durable record of the end; the journal's record of
-	// it is written after the mutex is released (journalPlanAfter).
-	record := b.journalPlanAfter(p)
+	record = b.journalPlanAfter(p)
 	b.endedLocked(e)
 	if b.Metrics != nil {
 		b.Metrics.ExecutionFinished(string(res.Status), res.Duration, res.Stdout.Total+res.Stderr.Total)
@@ -957,27 +815,28 @@ func (b *Broker) finish(e *execRec, res runner.Result) {
 	s := p.session
 	s.dropRunning(e)
 	s.touch(b.Now())
-	snap := proto.Clone(ee).(*termdv1.Execution)
-	if ev := b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_FINISHED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} }); ev != nil {
-		e.ends = append(e.ends, ev)
-	}
-	if stored != nil {
-		sum := receiptq.Summary(stored)
-		if ev := b.Bus.Publish(s.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} }); ev != nil {
-			e.ends = append(e.ends, ev)
-		}
-	}
+	b.publishEndLocked(e, stored)
 	if e.closeSessionAfter && !s.busy() {
 		b.publishSessionClosed(s)
 	}
 	close(e.done)
-	b.unlock()
-	if timed {
-		t[stageSettle] = time.Since(receipted)
-		b.stages.add(t)
+	return record
+}
+
+// publishEndLocked publishes an execution's end events (FINISHED, then
+// RECEIPT_SIGNED when its receipt was stored) and keeps them (e.ends).
+func (b *Broker) publishEndLocked(e *execRec, stored *receipt.Receipt) {
+	sid := e.plan.session.id
+	snap := proto.Clone(e.e).(*termdv1.Execution)
+	if ev := b.Bus.Publish(sid, termdv1.EventKind_EVENT_KIND_FINISHED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} }); ev != nil {
+		e.ends = append(e.ends, ev)
 	}
-	record()
-	b.running.Done()
+	if stored != nil {
+		sum := receiptq.Summary(stored)
+		if ev := b.Bus.Publish(sid, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} }); ev != nil {
+			e.ends = append(e.ends, ev)
+		}
+	}
 }
 
 // execLocked finds an execution the caller may see.
@@ -1054,10 +913,10 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 	if !e.finished {
 		if verb == "pause" {
 			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_PAUSED
-			_ = b.transition(p, termdv1.PlanState_PLAN_STATE_PAUSED)
+			_ = b.transition(p, domain.PlanPaused)
 		} else {
 			e.e.State = termdv1.ExecutionState_EXECUTION_STATE_RUNNING
-			_ = b.transition(p, termdv1.PlanState_PLAN_STATE_RUNNING)
+			_ = b.transition(p, domain.PlanRunning)
 		}
 		_ = b.journalPlanLocked(p)
 		snap := proto.Clone(e.e).(*termdv1.Execution)
@@ -1166,19 +1025,9 @@ func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *ter
 	return resp, nil
 }
 
-// stallAt names the point where a test wants the daemon to stop forever, so
-// that it can kill -9 termd there: TERMD_TEST_STALL=POINT:FILE stalls once at
-// POINT while FILE exists (it is removed, so a restarted daemon runs on).
-// POINT "spawn": the launcher is spawned and the intent may not be durable
-// yet; "release": the intent is durable and the launcher not yet released.
-// Never set outside tests.
-var stallAt = os.Getenv("TERMD_TEST_STALL")
-
-func testStall(point string) {
-	at, file, ok := strings.Cut(stallAt, ":")
-	if !ok || at != point || os.Remove(file) != nil {
-		return
+// stall holds termd at point when a test asked for it (Deps.Stall).
+func (b *Broker) stall(point string) {
+	if b.Stall != nil {
+		b.Stall(point)
 	}
-	fmt.Fprintf(os.Stderr, "termd: TERMD_TEST_STALL=%s: holding the launcher here until killed\n", point)
-	select {}
 }

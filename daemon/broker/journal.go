@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/receiptstore"
-	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -69,7 +69,7 @@ func (b *Broker) openJournal(path string) error {
 	b.settleRestoredLocked()
 
 	b.journal = journal.New(path)
-	b.journal.Stall = testStall
+	b.journal.Stall = b.stall
 	if err := b.compactJournalLocked(); err != nil {
 		return err
 	}
@@ -364,8 +364,8 @@ func (b *Broker) settleRestoredPlan(p *termdv1.Plan, ran *ranIndex) {
 // planStateOf maps a receipt's status to the plan's final state (the same
 // table the live path uses; receipt and runner statuses share their words).
 func planStateOf(s receipt.Status) termdv1.PlanState {
-	if fs, ok := finalStates[runner.Status(s)]; ok {
-		return fs.plan
+	if st, ok := domain.EndState(string(s)); ok {
+		return st.PlanState().Proto()
 	}
 	return termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
 }

@@ -55,31 +55,19 @@ type planRec struct {
 	planned time.Duration
 }
 
-// transitions is the plan state machine (ARCHITECTURE §5), in one place.
-// Every state change goes through it: a new plan moves from UNSPECIFIED to
-// its decided state, and a start refused before anything was spawned (a stale
-// plan) moves RUNNING to EXPIRED. Only restoring a plan at start may set a
-// state directly, and only a final one the receipt store proves
-// (restoreFinal).
-var transitions = map[termdv1.PlanState][]termdv1.PlanState{
-	// A new plan an operator's grant covers starts approved (grants.go).
-	termdv1.PlanState_PLAN_STATE_UNSPECIFIED:       {termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_BLOCKED, termdv1.PlanState_PLAN_STATE_APPROVED},
-	termdv1.PlanState_PLAN_STATE_PLANNED:           {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL},
-	termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL: {termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_DENIED, termdv1.PlanState_PLAN_STATE_EXPIRED},
-	termdv1.PlanState_PLAN_STATE_APPROVED:          {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_EXPIRED},
-	termdv1.PlanState_PLAN_STATE_RUNNING: {termdv1.PlanState_PLAN_STATE_PAUSED, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
-		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT,
-		termdv1.PlanState_PLAN_STATE_EXPIRED},
-	termdv1.PlanState_PLAN_STATE_PAUSED: {termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED,
-		termdv1.PlanState_PLAN_STATE_TIMED_OUT, termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT},
-}
+// The plan state machine is domain.PlanState's table (daemon/domain/state.go):
+// every state change goes through it here (moveState). Only restoring a
+// plan at start may set a state directly, and only a final one the receipt
+// store proves (restoreFinal).
 
-func stateWord(s termdv1.PlanState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "PLAN_STATE_"))
-}
+// state is the plan's state (its record holds it as the API spells it).
+func (p *planRec) state() domain.PlanState { return domain.PlanStateOf(p.p.GetState()) }
+
+// stateWord is a plan state of the API as a word: "awaiting_approval".
+func stateWord(s termdv1.PlanState) string { return domain.PlanStateOf(s).String() }
 
 // transition moves a plan to a new state or explains why it cannot.
-func (b *Broker) transition(p *planRec, to termdv1.PlanState) error {
+func (b *Broker) transition(p *planRec, to domain.PlanState) error {
 	if err := moveState(p.p, to, b.Now()); err != nil {
 		return err
 	}
@@ -87,13 +75,13 @@ func (b *Broker) transition(p *planRec, to termdv1.PlanState) error {
 	return nil
 }
 
-// moveState is the one place a plan's state changes (see transitions).
-func moveState(p *termdv1.Plan, to termdv1.PlanState, now time.Time) error {
-	from := p.State
-	if !slices.Contains(transitions[from], to) {
-		return errdefs.Precondition("plan %s is in state %s; it cannot become %s%s", p.Id, stateWord(from), stateWord(to), hintFor(p))
+// moveState is the one place a plan's state changes (domain.PlanState.CanBecome).
+func moveState(p *termdv1.Plan, to domain.PlanState, now time.Time) error {
+	from := domain.PlanStateOf(p.State)
+	if !from.CanBecome(to) {
+		return errdefs.Precondition("plan %s is in state %s; it cannot become %s%s", p.Id, from, to, hintFor(p))
 	}
-	p.State = to
+	p.State = to.Proto()
 	p.UpdatedAt = timestamppb.New(now)
 	p.NextStep = nextStep(p)
 	return nil
@@ -104,7 +92,7 @@ func moveState(p *termdv1.Plan, to termdv1.PlanState, now time.Time) error {
 // lazily, so it may still say approved or running). It is not a transition:
 // the move happened before the restart; only final states are accepted.
 func restoreFinal(p *termdv1.Plan, to termdv1.PlanState, receiptID string) {
-	if !isFinal(to) {
+	if !domain.PlanStateOf(to).IsFinal() {
 		panic("broker: restoring plan " + p.Id + " to a non-final state " + stateWord(to))
 	}
 	p.State, p.ReceiptId = to, receiptID
@@ -112,60 +100,53 @@ func restoreFinal(p *termdv1.Plan, to termdv1.PlanState, receiptID string) {
 }
 
 func hintFor(p *termdv1.Plan) string {
-	switch p.State {
-	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+	st := domain.PlanStateOf(p.State)
+	switch st {
+	case domain.PlanAwaitingApproval:
 		return fmt.Sprintf(" (it is awaiting approval: an operator runs `termctl approve %s`)", p.Id)
-	case termdv1.PlanState_PLAN_STATE_APPROVED, termdv1.PlanState_PLAN_STATE_PLANNED:
+	case domain.PlanApproved, domain.PlanPlanned:
 		return fmt.Sprintf(" (it may run now: `termctl execute %s --follow`)", p.Id)
-	case termdv1.PlanState_PLAN_STATE_BLOCKED:
+	case domain.PlanBlocked:
 		return " (the policy denied it: " + strings.Join(p.Decision.GetReasons(), "; ") + ")"
-	case termdv1.PlanState_PLAN_STATE_EXPIRED, termdv1.PlanState_PLAN_STATE_DENIED:
+	case domain.PlanExpired, domain.PlanDenied:
 		return fmt.Sprintf(" (run `termctl replan %s` to decide it again)", p.Id)
-	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+	case domain.PlanRunning, domain.PlanPaused:
 		return " (a plan runs at most once; it is running now)"
 	}
-	if isFinal(p.State) {
+	if st.IsFinal() {
 		return fmt.Sprintf(" (a plan runs at most once; run `termctl replan %s` to run it again)", p.Id)
 	}
 	return ""
 }
 
 func nextStep(p *termdv1.Plan) string {
-	switch p.State {
-	case termdv1.PlanState_PLAN_STATE_PLANNED:
+	st := domain.PlanStateOf(p.State)
+	switch st {
+	case domain.PlanPlanned:
 		return fmt.Sprintf("allowed: run it now (`termctl execute %s --follow`)", p.Id)
-	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+	case domain.PlanAwaitingApproval:
 		return fmt.Sprintf("needs approval: an operator runs `termctl approve %s` (or approves it in the console); then execute it", p.Id)
-	case termdv1.PlanState_PLAN_STATE_APPROVED:
+	case domain.PlanApproved:
 		if p.GrantId != "" {
 			return fmt.Sprintf("approved by grant %s (an operator's remembered approval): run it with `termctl execute %s --follow` before the approval expires", p.GrantId, p.Id)
 		}
 		return fmt.Sprintf("approved: run it with `termctl execute %s --follow` before the approval expires", p.Id)
-	case termdv1.PlanState_PLAN_STATE_BLOCKED:
+	case domain.PlanBlocked:
 		return "denied by policy: change the command (see the reasons); it cannot be approved"
-	case termdv1.PlanState_PLAN_STATE_DENIED:
+	case domain.PlanDenied:
 		return "denied by " + p.Denial.GetDeniedBy().GetName() + ": " + p.Denial.GetReason()
-	case termdv1.PlanState_PLAN_STATE_EXPIRED:
+	case domain.PlanExpired:
 		return fmt.Sprintf("expired: run `termctl replan %s` to decide it again", p.Id)
-	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
+	case domain.PlanRunning, domain.PlanPaused:
 		if p.GetDecision().GetTty() != nil {
 			return fmt.Sprintf("running on a terminal as execution %s: attach to it with `termctl attach %s` (or type into it in the console), read its screen with `termctl screen %s`, or pause/cancel it", p.ExecutionId, p.ExecutionId, p.ExecutionId)
 		}
 		return fmt.Sprintf("running as execution %s: follow it with `termctl output %s` or pause/cancel it", p.ExecutionId, p.ExecutionId)
 	}
-	if isFinal(p.State) {
+	if st.IsFinal() {
 		return fmt.Sprintf("finished: its receipt is %s (`termctl receipts show %s`)", p.ReceiptId, p.ReceiptId)
 	}
 	return ""
-}
-
-func isFinal(s termdv1.PlanState) bool {
-	switch s {
-	case termdv1.PlanState_PLAN_STATE_SUCCEEDED, termdv1.PlanState_PLAN_STATE_FAILED, termdv1.PlanState_PLAN_STATE_TIMED_OUT,
-		termdv1.PlanState_PLAN_STATE_CANCELLED, termdv1.PlanState_PLAN_STATE_KILLED, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, termdv1.PlanState_PLAN_STATE_OUTPUT_LIMIT:
-		return true
-	}
-	return false
 }
 
 // policyRequest turns the API request into the policy's canonical input.
@@ -388,16 +369,16 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 		b.Metrics.PlanDecided(string(dec.Verdict))
 	}
 	ttl := b.Config().Approvals.TTL.D()
-	initial := termdv1.PlanState_PLAN_STATE_BLOCKED
+	initial := domain.PlanBlocked
 	switch dec.Verdict {
 	case policy.Allow:
-		initial = termdv1.PlanState_PLAN_STATE_PLANNED
+		initial = domain.PlanPlanned
 		p.ExpiresAt = timestamppb.New(now.Add(ttl))
 	case policy.Ask:
-		initial = termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL
+		initial = domain.PlanAwaitingApproval
 		p.ExpiresAt = timestamppb.New(now.Add(ttl))
 		if cover != nil {
-			initial = termdv1.PlanState_PLAN_STATE_APPROVED
+			initial = domain.PlanApproved
 			b.approveByGrantLocked(p, cover, now)
 		}
 	}
@@ -414,12 +395,12 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	// awaiting approval and blocked ones are durable before the answer.
 	_ = b.journalPlan(rec, dec.Verdict != policy.Allow)
 	b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_PLAN_CREATED)
-	switch p.State {
-	case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL:
+	switch rec.state() {
+	case domain.PlanAwaitingApproval:
 		b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_AWAITING_APPROVAL)
-	case termdv1.PlanState_PLAN_STATE_APPROVED:
+	case domain.PlanApproved:
 		b.publishPlan(rec, termdv1.EventKind_EVENT_KIND_APPROVED)
-	case termdv1.PlanState_PLAN_STATE_BLOCKED:
+	case domain.PlanBlocked:
 		b.decisionReceiptLocked(rec, "blocked", nil, "")
 	}
 	return rec
@@ -470,7 +451,7 @@ func (b *Broker) ListPlans(_ context.Context, caller *termdv1.Principal, r *term
 		if len(r.States) > 0 && !slices.Contains(r.States, p.p.State) {
 			continue
 		}
-		if r.ApprovableOnly && (p.p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || mayApprove(caller, p) != nil) {
+		if r.ApprovableOnly && (p.state() != domain.PlanAwaitingApproval || mayApprove(caller, p) != nil) {
 			continue
 		}
 		out = append(out, p.p)
@@ -525,7 +506,7 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+	if p.state() != domain.PlanAwaitingApproval {
 		return nil, nil, errdefs.Precondition("plan %s is %s, not awaiting approval%s", id, stateWord(p.p.State), hintFor(p.p))
 	}
 	if requestHash == "" {
@@ -538,7 +519,7 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_APPROVED); err != nil {
+	if err := b.transition(p, domain.PlanApproved); err != nil {
 		return nil, nil, err
 	}
 	now := b.Now()
@@ -572,7 +553,7 @@ func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reas
 	if reason == "" {
 		return nil, errdefs.Invalid("a denial needs a reason (e.g. --reason \"writes outside the task\")")
 	}
-	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_DENIED); err != nil {
+	if err := b.transition(p, domain.PlanDenied); err != nil {
 		return nil, err
 	}
 	p.p.Denial = &termdv1.Denial{DeniedBy: proto.Clone(caller).(*termdv1.Principal), DeniedAt: timestamppb.New(b.Now()), Reason: b.Redactor.Redact(reason)}
@@ -634,7 +615,7 @@ func (b *Broker) expirePlanLocked(p *planRec) { b.expirePlanWhyLocked(p, "") }
 
 // expirePlanWhyLocked expires an open plan before its time (why says why).
 func (b *Broker) expirePlanWhyLocked(p *planRec, why string) {
-	if err := b.transition(p, termdv1.PlanState_PLAN_STATE_EXPIRED); err != nil {
+	if err := b.transition(p, domain.PlanExpired); err != nil {
 		return
 	}
 	p.p.NextStep = nextStep(p.p)
@@ -662,8 +643,8 @@ func (b *Broker) FlagPlan(caller *termdv1.Principal, id, adviceDigest string, fl
 		return nil
 	}
 	p.p.FlaggedByAdviser = true
-	if p.p.State == termdv1.PlanState_PLAN_STATE_PLANNED {
-		if err := b.transition(p, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL); err != nil {
+	if p.state() == domain.PlanPlanned {
+		if err := b.transition(p, domain.PlanAwaitingApproval); err != nil {
 			return err
 		}
 		p.p.Decision.Reasons = append(p.p.Decision.Reasons, "the adviser flagged this plan as dangerous; it needs approval")

@@ -9,7 +9,6 @@ import (
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/receiptstore"
-	"github.com/termd/termd/daemon/runner"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -37,24 +36,11 @@ type planUse struct {
 	journal  int64 // bytes of its plans' current journal records
 }
 
-// isOpenState says whether a plan in state s may still run.
-func isOpenState(s termdv1.PlanState) bool {
-	switch s {
-	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_APPROVED:
-		return true
-	}
-	return false
-}
+// isOpenState and isSettled are domain.PlanState's IsOpen and IsSettled for
+// a plan state as the journal's records spell it.
+func isOpenState(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsOpen() }
 
-// isSettled says whether a plan in state s will never change again but for
-// its receipt id: it is neither open nor running.
-func isSettled(s termdv1.PlanState) bool {
-	switch s {
-	case termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED, termdv1.PlanState_PLAN_STATE_UNSPECIFIED:
-		return false
-	}
-	return !isOpenState(s)
-}
+func isSettled(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsSettled() }
 
 func (b *Broker) useLocked(key string) *planUse {
 	u, ok := b.planUse[key]
@@ -69,7 +55,7 @@ func (b *Broker) useLocked(key string) *planUse {
 // made or restored): its open counts, and, once settled, a place among its
 // principal's finished plans (settleLocked, at unlock).
 func (b *Broker) trackPlanLocked(p *planRec) {
-	if open := isOpenState(p.p.State); open != p.open {
+	if open := p.state().IsOpen(); open != p.open {
 		d := 1
 		if !open {
 			d = -1
@@ -82,7 +68,7 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 		p.use.openBytes += int64(d) * p.reqBytes
 		p.session.open += d
 	}
-	if isSettled(p.p.State) && !p.settled {
+	if p.state().IsSettled() && !p.settled {
 		p.settled = true
 		b.settled = append(b.settled, p)
 	}
@@ -285,8 +271,8 @@ func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.E
 		OutputTruncated: r.OutputTruncated,
 		Error:           r.Detail,
 	}
-	if fs, ok := finalStates[runner.Status(r.Status)]; ok {
-		e.State = fs.exec
+	if st, ok := domain.EndState(string(r.Status)); ok {
+		e.State = st.Proto()
 	}
 	if r.ExitCode != nil {
 		e.ExitCode = int32(*r.ExitCode)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/termd/termd/daemon/broker/executions"
 	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
@@ -75,7 +76,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		r.Approver = &ap
 	}
 	if d.RunAs != "" {
-		if c, err := credentialFor(d.RunAs); err == nil {
+		if c, err := executions.CredentialFor(d.RunAs); err == nil {
 			r.RunAs = &receipt.RunAs{User: d.RunAs, UID: int(c.Uid), GID: int(c.Gid)}
 		}
 	} else if rr := b.Config().RunAsRequester; (rr == nil || *rr) && p.p.Requester != nil {
@@ -83,7 +84,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 		// one the requester's process happened to hold when it connected.
 		uid := p.p.Requester.Uid
 		ra := &receipt.RunAs{User: config.UserName(uid), UID: int(uid), GID: int(p.p.Requester.Gid)}
-		if c, err := credentialFor(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		if c, err := executions.CredentialFor(strconv.FormatUint(uint64(uid), 10)); err == nil {
 			ra.GID = int(c.Gid)
 		}
 		r.RunAs = ra

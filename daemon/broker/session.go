@@ -180,10 +180,10 @@ func (b *Broker) holdsWorkLocked(s *session, now time.Time) bool {
 		if !ok {
 			continue
 		}
-		switch rec.p.GetState() {
-		case termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL, termdv1.PlanState_PLAN_STATE_APPROVED:
+		switch rec.state() {
+		case domain.PlanAwaitingApproval, domain.PlanApproved:
 			return true
-		case termdv1.PlanState_PLAN_STATE_PLANNED:
+		case domain.PlanPlanned:
 			if now.Sub(s.lastActive) < reapGrace {
 				return true
 			}
@@ -332,9 +332,7 @@ func (b *Broker) expire() {
 		}
 	}
 	for _, p := range b.plans {
-		st := p.p.State
-		if (st == termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || st == termdv1.PlanState_PLAN_STATE_APPROVED || st == termdv1.PlanState_PLAN_STATE_PLANNED) &&
-			p.p.ExpiresAt != nil && now.After(p.p.ExpiresAt.AsTime()) {
+		if p.state().IsOpen() && p.p.ExpiresAt != nil && now.After(p.p.ExpiresAt.AsTime()) {
 			b.expirePlanLocked(p)
 		}
 	}

@@ -2,20 +2,17 @@ package broker
 
 import (
 	"os"
-	"path/filepath"
-	"syscall"
 
+	"github.com/termd/termd/daemon/broker/executions"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 )
 
-// stdinFile opens the command's standard input: the plan's stdin, written
-// to a new 0600 file owned by the command's user in its private TMPDIR (as
-// credential files are: O_CREAT|O_EXCL|O_NOFOLLOW), opened again read-only
-// and checked to be that file, and unlinked, so the command reads it on
-// descriptor 0 and finds nothing of it in TMPDIR. nil: the plan has none
-// (the runner gives /dev/null).
+// stdinFile opens the command's standard input: the plan's stdin, checked
+// to be what was planned, in a file of its private TMPDIR
+// (executions.StdinFile). nil: the plan has none (the runner gives
+// /dev/null).
 func (b *Broker) stdinFile(e *execRec, d policy.Decision, tmp string, uid, gid int) (*os.File, error) {
 	if d.Stdin == nil {
 		return nil, nil
@@ -25,31 +22,5 @@ func (b *Broker) stdinFile(e *execRec, d policy.Decision, tmp string, uid, gid i
 	if int64(len(data)) != d.Stdin.Bytes || b.Keys.Digest(data) != d.Stdin.SHA256 {
 		return nil, errdefs.Precondition("the plan's stdin (%s) is no longer held by termd; plan the command again with its input", domain.BytesWord(d.Stdin.Bytes))
 	}
-	path := filepath.Join(tmp, "termd-stdin")
-	w, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, errdefs.Internal("writing stdin to the execution's TMPDIR: %v", err)
-	}
-	defer os.Remove(path)
-	defer w.Close()
-	if os.Geteuid() == 0 {
-		if err := w.Chown(uid, gid); err != nil {
-			return nil, errdefs.Internal("writing stdin to the execution's TMPDIR: %v", err)
-		}
-	}
-	if _, err := w.Write(data); err != nil {
-		return nil, errdefs.Internal("writing stdin to the execution's TMPDIR: %v", err)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, errdefs.Internal("opening the execution's stdin: %v", err)
-	}
-	// The command's user owns TMPDIR: the file read must be the one written.
-	wst, werr := w.Stat()
-	rst, rerr := f.Stat()
-	if werr != nil || rerr != nil || !os.SameFile(wst, rst) {
-		f.Close()
-		return nil, errdefs.Internal("the execution's stdin file %s was replaced before the command started", path)
-	}
-	return f, nil
+	return executions.StdinFile(data, tmp, uid, gid)
 }

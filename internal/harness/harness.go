@@ -38,6 +38,12 @@ func repoRoot() string {
 // BuildTags are the build tags of the binaries, as `make build` uses them.
 const BuildTags = "grpcnotrace"
 
+// testTags are the tags Bin builds with: BuildTags plus termdtest, which
+// gives termd the TERMD_TEST_STALL hook the crash tests hold it with
+// (daemon/teststall_termdtest.go). Binaries given in TERMD_TEST_BIN need it
+// too, or those tests wait in vain for termd to stall.
+const testTags = BuildTags + ",termdtest"
+
 // Bin returns the path of a built binary (termd, termctl, termd-mcp, termd-gateway).
 func Bin(t testing.TB, name string) string {
 	t.Helper()
@@ -53,7 +59,7 @@ func Bin(t testing.TB, name string) string {
 		}
 		markOwner(binDir)
 		_ = os.Chmod(binDir, 0o755) // tests run clients as other uids
-		args := []string{"build", "-tags", BuildTags, "-o", binDir + string(os.PathSeparator)}
+		args := []string{"build", "-tags", testTags, "-o", binDir + string(os.PathSeparator)}
 		if raceEnabled {
 			args = append(args, "-race")
 		}

@@ -1,4 +1,4 @@
-package broker
+package executions
 
 import (
 	"encoding/base64"
@@ -15,7 +15,7 @@ import (
 // Basic header encodes "user:value").
 func TestRedactionFormsCatchEncodedValues(t *testing.T) {
 	v := "s3cr3t/value+with=odd&chars"
-	red := receiptstore.NewRedactor().With(redactionForms(v)...)
+	red := receiptstore.NewRedactor().With(RedactionForms(v)...)
 	for _, prefix := range []string{"", "u", "us", "x-access-token:", "ab:"} {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
 			s := enc.EncodeToString([]byte(prefix + v + "\n"))

@@ -1,4 +1,4 @@
-package broker
+package executions
 
 import (
 	"os/user"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// credentialFor gives a uid's account (through the RPCs' account cache), a
+// CredentialFor gives a uid's account (through the RPCs' account cache), a
 // user name's account, and a uid without an account as itself; anything
 // else is an error naming it.
 func TestCredentialFor(t *testing.T) {
@@ -21,27 +21,27 @@ func TestCredentialFor(t *testing.T) {
 	}
 	rootGroups, _ := root.GroupIds()
 	for _, who := range []string{"0", "0", "root"} { // the second "0" comes from the cache
-		c, err := credentialFor(who)
+		c, err := CredentialFor(who)
 		if err != nil || c.Uid != 0 || c.Gid != 0 || len(c.Groups) != len(rootGroups) {
-			t.Fatalf("credentialFor(%q) = %+v, %v; want root with groups %v", who, c, err, rootGroups)
+			t.Fatalf("CredentialFor(%q) = %+v, %v; want root with groups %v", who, c, err, rootGroups)
 		}
 		for _, g := range rootGroups {
 			n, _ := strconv.ParseUint(g, 10, 32)
 			if !slices.Contains(c.Groups, uint32(n)) {
-				t.Fatalf("credentialFor(%q) groups %v, want %v", who, c.Groups, rootGroups)
+				t.Fatalf("CredentialFor(%q) groups %v, want %v", who, c.Groups, rootGroups)
 			}
 		}
 	}
 	for _, who := range []string{nobody.Uid, "nobody"} {
-		c, err := credentialFor(who)
+		c, err := CredentialFor(who)
 		if err != nil || strconv.FormatUint(uint64(c.Uid), 10) != nobody.Uid || strconv.FormatUint(uint64(c.Gid), 10) != nobody.Gid {
-			t.Fatalf("credentialFor(%q) = %+v, %v; want nobody (%s:%s)", who, c, err, nobody.Uid, nobody.Gid)
+			t.Fatalf("CredentialFor(%q) = %+v, %v; want nobody (%s:%s)", who, c, err, nobody.Uid, nobody.Gid)
 		}
 	}
-	if c, err := credentialFor("4242424"); err != nil || c.Uid != 4242424 || c.Gid != 4242424 || len(c.Groups) != 0 {
+	if c, err := CredentialFor("4242424"); err != nil || c.Uid != 4242424 || c.Gid != 4242424 || len(c.Groups) != 0 {
 		t.Fatalf("a uid without an account: %+v, %v", c, err)
 	}
-	if _, err := credentialFor("termd-no-such-user"); err == nil {
+	if _, err := CredentialFor("termd-no-such-user"); err == nil {
 		t.Fatal("an unknown user name was accepted")
 	}
 }

@@ -1,9 +1,10 @@
-package broker
+package executions
 
 import (
 	"path/filepath"
 	"strings"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
@@ -13,7 +14,7 @@ import (
 // git identity; when it sets all four, termd supplies none.
 var gitIdentityVars = []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
 
-// supplyGitIdentity gives the command a git author/committer identity so
+// SupplyGitIdentity gives the command a git author/committer identity so
 // `git commit` works in a fresh repository (instead of "Author identity
 // unknown"): the principal's git_identity entry, or "NAME (via termd)
 // <NAME@HOST>", as a config file in the private TMPDIR at git's lowest
@@ -30,7 +31,7 @@ var gitIdentityVars = []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMI
 //   - where the environment names its own config files, nothing is added.
 //
 // It returns what the receipt records (nil when nothing was supplied).
-func (b *Broker) supplyGitIdentity(env map[string]string, tmp string, requester *termdv1.Principal, uid, gid int) (*receipt.GitIdentity, error) {
+func SupplyGitIdentity(cfg *config.Config, env map[string]string, tmp string, requester *termdv1.Principal, uid, gid int) (*receipt.GitIdentity, error) {
 	if tmp == "" {
 		return nil, nil
 	}
@@ -55,11 +56,11 @@ func (b *Broker) supplyGitIdentity(env map[string]string, tmp string, requester 
 	default:
 		return nil, nil
 	}
-	id, source := b.Config().GitIdentityFor(requester.GetName(), requester.GetUid())
+	id, source := cfg.GitIdentityFor(requester.GetName(), requester.GetUid())
 	path := filepath.Join(tmp, "termd-gitconfig")
 	body := "# termd: the git identity of this execution when nothing else sets one (docs/RECEIPTS.md, git_identity)\n" +
 		"[user]\n\tname = " + gitQuote(id.Name) + "\n\temail = " + gitQuote(id.Email) + "\n" + include
-	if err := writePrivate(path, body, uid, gid); err != nil {
+	if err := WritePrivate(path, body, uid, gid); err != nil {
 		return nil, errdefs.Internal("writing the git identity to the execution's TMPDIR: %v", err)
 	}
 	env[key] = path
