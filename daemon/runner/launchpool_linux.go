@@ -447,11 +447,7 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	if err := pl.release(); err != nil {
 		return fail(err)
 	}
-	p.mu.Lock()
-	p.proc = pl.proc
-	p.pid = pl.proc.Pid
-	p.start = pl.start
-	p.mu.Unlock()
+	p.setMain(pl.proc, pl.start)
 	return nil
 }
 

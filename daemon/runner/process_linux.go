@@ -126,6 +126,11 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	return p, nil
 }
 
+// spawn starts the execution's main process: in a pre-started launcher when
+// one can serve it, else forked here (in its cgroup and network namespace,
+// through an inline launcher when the spec has one). Its steps: stdio, the
+// cgroup, the network namespace, the fork, and (with a launcher) the
+// configuration and the release.
 func (p *Process) spawn() (err error) {
 	r, spec := p.r, p.spec
 	if pl := r.launchers.claim(p.id, spec); pl != nil {
@@ -136,17 +141,8 @@ func (p *Process) spawn() (err error) {
 		return err
 	}
 	defer devnull.Close()
-	sys0 := &syscall.SysProcAttr{
-		Setpgid:    true,
-		Credential: spec.Credential,
-		Pdeathsig:  syscall.SIGKILL,
-		PidFD:      &p.pidfd,
-	}
+	sys := &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential, Pdeathsig: syscall.SIGKILL, PidFD: &p.pidfd}
 	var writers [2]*os.File
-	stdin := devnull
-	if spec.Stdin != nil {
-		stdin = spec.Stdin
-	}
 	defer func() {
 		for _, w := range writers {
 			if w != nil {
@@ -161,48 +157,16 @@ func (p *Process) spawn() (err error) {
 			}
 		}
 	}()
-	if spec.TTY != nil {
-		slave, err := p.openTerminal(sys0)
-		if err != nil {
-			return fmt.Errorf("open a pseudo-terminal: %w", err)
-		}
-		stdin, writers[0], writers[1] = slave, slave, nil
+	stdin, err := p.openStdio(sys, devnull, &writers)
+	if err != nil {
+		return err
 	}
-	for i := range writers {
-		if spec.TTY != nil {
-			break
-		}
-		rd, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		p.pipes[i], writers[i] = rd, w
-		// A larger pipe means fewer wakeups for chatty commands; best effort.
-		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
-	}
-
-	sys := sys0
 	if r.parent != "" {
-		cg, pooled := r.cgPool.claim(p.id, spec)
-		if pooled {
-			if err := r.applyLimits(cg, spec); err != nil {
-				cg.remove()
-				return err
-			}
-			p.name = filepath.Base(cg.v2)
-		} else if cg, err = r.createCgroup(p.name, spec); err != nil {
-			return err
-		}
-		p.cg = cg
-		fd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := p.openCgroup(sys)
 		if err != nil {
-			cg.remove()
-			p.cg = nil
-			return fmt.Errorf("open cgroup: %w", err)
+			return err
 		}
 		defer unix.Close(fd)
-		sys.UseCgroupFD = true
-		sys.CgroupFD = fd
 	}
 	// A pooled network namespace is entered by the spawning thread just
 	// before it forks (the child is born in it); without one the clone makes
@@ -213,126 +177,224 @@ func (p *Process) spawn() (err error) {
 			unix.Close(nsfd) // the child holds the namespace now; nothing else may
 		}
 	}()
-	switch {
-	case spec.JoinNetNS:
-		if !r.caps.NetNS || r.ownNet < 0 {
-			return p.spawnFailed(errors.New("cannot join the workspace loopback: this daemon cannot enter network namespaces (it needs CAP_SYS_ADMIN)"))
-		}
-		fd, err := unix.FcntlInt(uintptr(spec.NetNSFD), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return p.spawnFailed(fmt.Errorf("the workspace loopback's descriptor: %w", err))
-		}
-		nsfd = fd
-		p.netns = true
-	case spec.NoNetwork:
-		if r.caps.NetNS {
-			if nsfd = r.netns.take(); nsfd < 0 {
-				sys.Cloneflags |= syscall.CLONE_NEWNET
-			}
-			p.netns = true
-		} else if spec.RequireNoNetwork {
-			return p.spawnFailed(errors.New("network namespaces are not available and the spec requires no network"))
-		}
+	if err := p.chooseNetNS(sys, &nsfd); err != nil {
+		return p.spawnFailed(err)
 	}
 	env := make([]string, len(spec.Env)) // never nil: nil would inherit os.Environ
 	copy(env, spec.Env)
-	attr := &os.ProcAttr{
-		Dir:   spec.Dir,
-		Env:   env,
-		Files: []*os.File{stdin, writers[0], writers[1]},
-		Sys:   sys,
-	}
+	attr := &os.ProcAttr{Dir: spec.Dir, Env: env, Files: []*os.File{stdin, writers[0], writers[1]}, Sys: sys}
 	if spec.TTY != nil {
 		attr.Files[2] = writers[0] // the terminal's slave: stderr too
 	}
-	path, argv := spec.Path, spec.Argv
-	var ln *launchPipes
-	if spec.Launch == nil && spec.BeforeRelease != nil {
-		// Nothing to hold the command with: it must wait before the spawn.
-		if err := spec.BeforeRelease(); err != nil {
-			return p.spawnFailed(err)
-		}
+	path, argv, ln, err := p.inlineLauncher(attr)
+	if err != nil {
+		return p.spawnFailed(err)
 	}
-	if spec.Launch != nil {
-		if ln, err = newLaunchPipes(spec.Launch); err != nil {
-			return p.spawnFailed(err)
-		}
+	if ln != nil {
 		defer ln.closeChildEnds()
-		attr.Files = append(attr.Files, ln.files...)
-		attr.Env = []string{}
-		sys.Credential = nil // the launcher switches after confining itself
-		if spec.Launch.NewMountNS {
-			sys.Cloneflags |= syscall.CLONE_NEWNS
-		}
-		path, argv = spec.Launch.Path, []string{launcher.ArgvZero}
 	}
-
-	var proc *os.Process
-	startOnce := func() error {
-		var serr error
-		proc, serr = r.forkIn(p.cg, &nsfd, spec.JoinNetNS, path, argv, attr, p.done)
-		return serr
-	}
-	err = startOnce()
-	if err != nil && p.netns && !spec.RequireNoNetwork && !spec.JoinNetNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
-		sys.Cloneflags &^= syscall.CLONE_NEWNET
-		p.netns = false
-		if nsfd >= 0 {
-			unix.Close(nsfd)
-			nsfd = -1
-		}
-		err = startOnce()
-	}
+	proc, err := p.fork(&nsfd, path, argv, attr)
 	if err != nil {
 		if ln != nil {
 			ln.abandon()
 		}
 		return p.spawnFailed(err)
 	}
-	// What needs no running command is done before the release, while the
-	// intent is committed, not between the command's exec and its run: the
-	// final v1 pids.max (the spawning thread has left) and the main
-	// process's start time (set at fork, unchanged by exec).
+	st := p.afterFork(proc, &nsfd)
+	if ln != nil {
+		if err := p.releaseInline(ln, proc, env); err != nil {
+			return p.spawnFailed(err)
+		}
+	}
+	p.setMain(proc, st)
+	return nil
+}
+
+// setMain records the started main process and its start ticks.
+func (p *Process) setMain(proc *os.Process, start uint64) {
+	p.mu.Lock() // other executions read pid/start through ident()
+	p.proc = proc
+	p.pid = proc.Pid
+	p.start = start
+	p.mu.Unlock()
+}
+
+// openStdio makes the command's standard descriptors: stdin (Spec.Stdin or
+// devnull) and the write ends of two pipes whose read ends are p.pipes, or a
+// terminal's slave for all three (Spec.TTY). The caller closes writers.
+func (p *Process) openStdio(sys *syscall.SysProcAttr, devnull *os.File, writers *[2]*os.File) (stdin *os.File, err error) {
+	stdin = devnull
+	if p.spec.Stdin != nil {
+		stdin = p.spec.Stdin
+	}
+	if p.spec.TTY != nil {
+		slave, err := p.openTerminal(sys)
+		if err != nil {
+			return nil, fmt.Errorf("open a pseudo-terminal: %w", err)
+		}
+		writers[0], writers[1] = slave, nil
+		return slave, nil
+	}
+	for i := range writers {
+		rd, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		p.pipes[i], writers[i] = rd, w
+		// A larger pipe means fewer wakeups for chatty commands; best effort.
+		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	}
+	return stdin, nil
+}
+
+// openCgroup gives the execution its cgroup (a pooled one, or one made now)
+// with its limits, and has the clone put the child in it (sys.CgroupFD: the
+// descriptor returned, which the caller closes after the fork).
+func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
+	r, spec := p.r, p.spec
+	cg, pooled := r.cgPool.claim(p.id, spec)
+	if pooled {
+		if err := r.applyLimits(cg, spec); err != nil {
+			cg.remove()
+			return -1, err
+		}
+		p.name = filepath.Base(cg.v2)
+	} else {
+		var err error
+		if cg, err = r.createCgroup(p.name, spec); err != nil {
+			return -1, err
+		}
+	}
+	p.cg = cg
+	fd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		cg.remove()
+		p.cg = nil
+		return -1, fmt.Errorf("open cgroup: %w", err)
+	}
+	sys.UseCgroupFD = true
+	sys.CgroupFD = fd
+	return fd, nil
+}
+
+// chooseNetNS decides the network namespace the command is born in: the
+// workspace loopback it joins, a pooled empty one, or one the clone makes
+// (*nsfd: the namespace the spawning thread enters before the fork; -1:
+// none). An error is a spawn failure.
+func (p *Process) chooseNetNS(sys *syscall.SysProcAttr, nsfd *int) error {
+	r, spec := p.r, p.spec
+	switch {
+	case spec.JoinNetNS:
+		if !r.caps.NetNS || r.ownNet < 0 {
+			return errors.New("cannot join the workspace loopback: this daemon cannot enter network namespaces (it needs CAP_SYS_ADMIN)")
+		}
+		fd, err := unix.FcntlInt(uintptr(spec.NetNSFD), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("the workspace loopback's descriptor: %w", err)
+		}
+		*nsfd = fd
+		p.netns = true
+	case spec.NoNetwork:
+		if r.caps.NetNS {
+			if *nsfd = r.netns.take(); *nsfd < 0 {
+				sys.Cloneflags |= syscall.CLONE_NEWNET
+			}
+			p.netns = true
+		} else if spec.RequireNoNetwork {
+			return errors.New("network namespaces are not available and the spec requires no network")
+		}
+	}
+	return nil
+}
+
+// inlineLauncher prepares the start of the spec's launcher: its
+// descriptors join attr's, it gets no environment and no credentials (it
+// switches after confining itself), and path and argv are the launcher's
+// instead of the command's. Without Spec.Launch (nil ln) nothing can hold
+// the command before it runs, so BeforeRelease is called here, before the
+// spawn.
+func (p *Process) inlineLauncher(attr *os.ProcAttr) (path string, argv []string, ln *launchPipes, err error) {
+	spec := p.spec
+	if spec.Launch == nil {
+		if spec.BeforeRelease != nil {
+			if err := spec.BeforeRelease(); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		return spec.Path, spec.Argv, nil, nil
+	}
+	if ln, err = newLaunchPipes(spec.Launch); err != nil {
+		return "", nil, nil, err
+	}
+	attr.Files = append(attr.Files, ln.files...)
+	attr.Env = []string{}
+	attr.Sys.Credential = nil // the launcher switches after confining itself
+	if spec.Launch.NewMountNS {
+		attr.Sys.Cloneflags |= syscall.CLONE_NEWNS
+	}
+	return spec.Launch.Path, []string{launcher.ArgvZero}, ln, nil
+}
+
+// fork starts path (forkIn), once more without a network namespace of its
+// own when the kernel refused one and the spec does not require it.
+func (p *Process) fork(nsfd *int, path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	spec := p.spec
+	proc, err := p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+	if err != nil && p.netns && !spec.RequireNoNetwork && !spec.JoinNetNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+		attr.Sys.Cloneflags &^= syscall.CLONE_NEWNET
+		p.netns = false
+		if *nsfd >= 0 {
+			unix.Close(*nsfd)
+			*nsfd = -1
+		}
+		proc, err = p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+	}
+	return proc, err
+}
+
+// afterFork does what needs no running command before the release, while
+// the intent is committed, not between the command's exec and its run: the
+// final v1 pids.max (the spawning thread has left), keeping a reusable
+// network namespace, and the main process's start time (set at fork,
+// unchanged by exec), which it returns.
+func (p *Process) afterFork(proc *os.Process, nsfd *int) (start uint64) {
+	spec := p.spec
 	if p.cg != nil {
 		p.cg.settle()
 	}
 	if p.netns && !spec.JoinNetNS && spec.Launch != nil && reusableNetNS(launchConfig(spec, nil)) {
-		p.keepNetNS(&nsfd, proc.Pid)
+		p.keepNetNS(nsfd, proc.Pid)
 	}
-	var st uint64
 	if pi, ok := readProc(proc.Pid); ok {
-		st = pi.start
+		start = pi.start
 	}
-	if ln != nil {
-		// The launcher waits on its configuration socket: nothing has run
-		// yet. It gets its configuration now and confines itself while
-		// BeforeRelease waits (for the intent), and execs only on release.
-		err := ln.send(spec, env)
-		if err == nil {
-			var fd int
-			fd, err = ln.confined(proc.Pid) // while the intent is committed
-			p.mntns.Store(int32(fd))
-		}
-		if err == nil && spec.BeforeRelease != nil {
-			err = spec.BeforeRelease()
-		}
-		if err == nil {
-			err = ln.release()
-		}
-		if err != nil {
-			p.closeMountNS()
-			ln.abandon() // the end of file: a launcher still waiting exits without running anything
-			_ = proc.Kill()
-			_, _ = proc.Wait()
-			return p.spawnFailed(err)
-		}
+	return start
+}
+
+// releaseInline configures the inline launcher proc, which waits on its
+// configuration socket (nothing has run yet): it confines itself while
+// BeforeRelease waits (for the intent), and execs only on release. On an
+// error the launcher is killed and reaped: nothing of the command ran.
+func (p *Process) releaseInline(ln *launchPipes, proc *os.Process, env []string) error {
+	err := ln.send(p.spec, env)
+	if err == nil {
+		var fd int
+		fd, err = ln.confined(proc.Pid) // while the intent is committed
+		p.mntns.Store(int32(fd))
 	}
-	p.mu.Lock() // other executions read pid/start through ident()
-	p.proc = proc
-	p.pid = proc.Pid
-	p.start = st
-	p.mu.Unlock()
-	return nil
+	if err == nil && p.spec.BeforeRelease != nil {
+		err = p.spec.BeforeRelease()
+	}
+	if err == nil {
+		err = ln.release()
+	}
+	if err != nil {
+		p.closeMountNS()
+		ln.abandon() // the end of file: a launcher still waiting exits without running anything
+		_ = proc.Kill()
+		_, _ = proc.Wait()
+	}
+	return err
 }
 
 // forkIn starts path on a locked thread that enters cg's v1 cgroups (the v2
@@ -609,52 +671,7 @@ func (p *Process) supervise(readers *sync.WaitGroup) {
 		p.waitExitNoReap()
 		close(exited)
 	}()
-	var tracking <-chan time.Time
-	if p.cg == nil {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		tracking = t.C
-		p.track(snapshot())
-	}
-	timeout := time.NewTimer(p.spec.Timeout)
-	defer timeout.Stop()
-	var idle <-chan struct{}
-	if p.spec.TTY != nil {
-		idleStop := make(chan struct{})
-		defer close(idleStop)
-		idle = p.tty.idleWatch(p.spec.TTY.Idle, idleStop)
-	}
-	var grace <-chan time.Time
-	stopping := p.stopping
-loop:
-	for {
-		select {
-		case <-exited:
-			break loop
-		case <-tracking:
-			p.track(snapshot())
-		case <-timeout.C:
-			select {
-			case <-exited: // exited first; not a timeout
-				break loop
-			default:
-			}
-			p.beginStop(StatusTimedOut)
-		case <-idle:
-			idle = nil
-			if p.beginStop(StatusTimedOut) {
-				p.tty.idle.Store(true)
-			}
-		case <-stopping:
-			stopping = nil
-			gt := time.NewTimer(p.spec.Grace)
-			defer gt.Stop()
-			grace = gt.C
-		case <-grace:
-			grace = nil
-			p.killTree()
-		}
-	}
+	p.watch(exited)
 
 	// The main process has exited but is not reaped yet (WNOWAIT), so its pid
 	// and process group id cannot be reused while we clean up.
@@ -669,22 +686,7 @@ loop:
 		unix.Close(p.pidfd)
 		p.pidfd = -1
 	}
-
-	// Everything that could hold the pipes is dead; EOF follows at once unless
-	// a process escaped containment. Do not hang on that.
-	readersDone := make(chan struct{})
-	go func() { readers.Wait(); close(readersDone) }()
-	select {
-	case <-readersDone:
-	case <-time.After(5 * time.Second):
-		for _, f := range p.pipes {
-			f.Close()
-		}
-		<-readersDone
-	}
-	for _, f := range p.pipes {
-		f.Close()
-	}
+	p.drainOutput(readers)
 	var limits []string
 	cgPath := ""
 	p.releaseNetNS() // before the cgroup goes: its emptiness is what lets the namespace serve again
@@ -717,33 +719,108 @@ loop:
 	reason := p.reason
 	p.paused = false
 	p.mu.Unlock()
-	switch {
-	case werr != nil:
-		res.Status = StatusFailed
-		res.Err = fmt.Errorf("wait: %w", werr)
-	default:
-		ws := state.Sys().(syscall.WaitStatus)
-		if ws.Exited() {
-			res.ExitCode = ws.ExitStatus()
-		} else if ws.Signaled() {
-			res.Signal = unix.SignalName(ws.Signal())
-		}
-		switch {
-		case reason != "":
-			res.Status = reason
-		case ws.Exited() && ws.ExitStatus() == 0:
-			res.Status = StatusSucceeded
-		case ws.Exited():
-			res.Status = StatusFailed
-		default:
-			res.Status = StatusKilled
-		}
-	}
+	setStatus(&res, reason, state, werr)
 	p.result = res
 	if p.mntns.Load() >= 0 {
 		time.AfterFunc(mntnsGrace, p.closeMountNS)
 	}
 	close(p.done)
+}
+
+// watch returns once the main process has exited (exited is closed),
+// meanwhile enforcing the timeout, the terminal's idle limit and the grace
+// after a stop, and (without a cgroup) tracking the process tree.
+func (p *Process) watch(exited <-chan struct{}) {
+	var tracking <-chan time.Time
+	if p.cg == nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		tracking = t.C
+		p.track(snapshot())
+	}
+	timeout := time.NewTimer(p.spec.Timeout)
+	defer timeout.Stop()
+	var idle <-chan struct{}
+	if p.spec.TTY != nil {
+		idleStop := make(chan struct{})
+		defer close(idleStop)
+		idle = p.tty.idleWatch(p.spec.TTY.Idle, idleStop)
+	}
+	var grace <-chan time.Time
+	stopping := p.stopping
+	for {
+		select {
+		case <-exited:
+			return
+		case <-tracking:
+			p.track(snapshot())
+		case <-timeout.C:
+			select {
+			case <-exited: // exited first; not a timeout
+				return
+			default:
+			}
+			p.beginStop(StatusTimedOut)
+		case <-idle:
+			idle = nil
+			if p.beginStop(StatusTimedOut) {
+				p.tty.idle.Store(true)
+			}
+		case <-stopping:
+			stopping = nil
+			gt := time.NewTimer(p.spec.Grace)
+			defer gt.Stop()
+			grace = gt.C
+		case <-grace:
+			grace = nil
+			p.killTree()
+		}
+	}
+}
+
+// drainOutput waits for the output readers and closes the pipes.
+// Everything that could hold the pipes is dead; EOF follows at once unless
+// a process escaped containment. Do not hang on that.
+func (p *Process) drainOutput(readers *sync.WaitGroup) {
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-readersDone:
+	case <-time.After(5 * time.Second):
+		for _, f := range p.pipes {
+			f.Close()
+		}
+		<-readersDone
+	}
+	for _, f := range p.pipes {
+		f.Close()
+	}
+}
+
+// setStatus sets res's status, exit code and signal from the main process's
+// wait status and the reason we ended it ("" = we did not).
+func setStatus(res *Result, reason Status, state *os.ProcessState, werr error) {
+	if werr != nil {
+		res.Status = StatusFailed
+		res.Err = fmt.Errorf("wait: %w", werr)
+		return
+	}
+	ws := state.Sys().(syscall.WaitStatus)
+	if ws.Exited() {
+		res.ExitCode = ws.ExitStatus()
+	} else if ws.Signaled() {
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	switch {
+	case reason != "":
+		res.Status = reason
+	case ws.Exited() && ws.ExitStatus() == 0:
+		res.Status = StatusSucceeded
+	case ws.Exited():
+		res.Status = StatusFailed
+	default:
+		res.Status = StatusKilled
+	}
 }
 
 // waitExitNoReap blocks until the main process has exited, leaving it a zombie.
