@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
@@ -245,8 +246,8 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 	} else if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", proc.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 		pl.ns = fd
 	}
-	if pi, ok := readProc(proc.Pid); ok {
-		pl.start = pi.start // here, not on the execution's path
+	if pi, ok := proctree.Read(proc.Pid); ok {
+		pl.start = pi.Start // here, not on the execution's path
 	}
 	return pl, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
@@ -405,8 +406,8 @@ const poolPrefix = "p-"
 
 func newCgroupPool(r *Runner) *cgroupPool {
 	start := uint64(0)
-	if pi, ok := readProc(r.self); ok {
-		start = pi.start
+	if pi, ok := proctree.Read(r.self); ok {
+		start = pi.Start
 	}
 	cp := &cgroupPool{
 		r:        r,
@@ -584,8 +585,8 @@ func stalePool(name string) bool {
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	pi, alive := readProc(pid)
-	return !alive || pi.start != start
+	pi, alive := proctree.Read(pid)
+	return !alive || pi.Start != start
 }
 
 // startPools starts the spawn pools this Runner can use.

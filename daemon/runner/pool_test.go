@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/daemon/runner/proctree"
 	"golang.org/x/sys/unix"
 )
 
@@ -293,9 +294,9 @@ func TestStalePoolsRemovedAtStart(t *testing.T) {
 		t.Skip("no cgroups")
 	}
 	parent := first.CgroupParent()
-	pi, _ := readProc(os.Getpid())
-	stale := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.start+1) // our pid, another start: a dead termd
-	live := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.start)
+	pi, _ := proctree.Read(os.Getpid())
+	stale := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.Start+1) // our pid, another start: a dead termd
+	live := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.Start)
 	dirs := []string{parent}
 	for _, d := range first.v1Parents {
 		dirs = append(dirs, d)

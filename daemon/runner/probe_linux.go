@@ -249,3 +249,11 @@ func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// cgroupOf returns /proc/<pid>/cgroup parsed.
+func cgroupOf(pid int) (ownPaths, bool) {
+	if !exists("/proc/" + strconv.Itoa(pid)) {
+		return ownPaths{}, false
+	}
+	return ownCgroup(strconv.Itoa(pid)), true
+}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
@@ -365,8 +366,8 @@ func (p *Process) afterFork(proc *os.Process, nsfd *int) (start uint64) {
 	if p.netns && !spec.JoinNetNS && spec.Launch != nil && reusableNetNS(launchConfig(spec, nil)) {
 		p.keepNetNS(nsfd, proc.Pid)
 	}
-	if pi, ok := readProc(proc.Pid); ok {
-		start = pi.start
+	if pi, ok := proctree.Read(proc.Pid); ok {
+		start = pi.Start
 	}
 	return start
 }
@@ -736,7 +737,7 @@ func (p *Process) watch(exited <-chan struct{}) {
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		tracking = t.C
-		p.track(snapshot())
+		p.track(proctree.Snapshot())
 	}
 	timeout := time.NewTimer(p.spec.Timeout)
 	defer timeout.Stop()
@@ -753,7 +754,7 @@ func (p *Process) watch(exited <-chan struct{}) {
 		case <-exited:
 			return
 		case <-tracking:
-			p.track(snapshot())
+			p.track(proctree.Snapshot())
 		case <-timeout.C:
 			select {
 			case <-exited: // exited first; not a timeout
@@ -869,7 +870,7 @@ func (p *Process) signalTree(sig syscall.Signal, stopAll bool) {
 	}
 	_ = unix.Kill(-p.pid, sig)
 	for i := 0; i < 50; i++ {
-		members := p.fallbackMembers(snapshot(), false)
+		members := p.fallbackMembers(proctree.Snapshot(), false)
 		seen := map[int]bool{}
 		for pid := range members {
 			seen[pid] = true
@@ -886,12 +887,12 @@ func (p *Process) signalTree(sig syscall.Signal, stopAll bool) {
 // state T/t/Z), i.e. another SIGSTOP round is needed.
 func (p *Process) hasUnstopped(set map[int]bool) bool {
 	for pid := range set {
-		if pi, ok := readProc(pid); ok && pi.state != 'T' && pi.state != 't' && pi.state != 'Z' && pi.state != 'X' {
+		if pi, ok := proctree.Read(pid); ok && pi.State != 'T' && pi.State != 't' && pi.State != 'Z' && pi.State != 'X' {
 			return true
 		}
 	}
 	if p.cg == nil {
-		for pid := range p.fallbackMembers(snapshot(), false) {
+		for pid := range p.fallbackMembers(proctree.Snapshot(), false) {
 			if !set[pid] {
 				return true
 			}
@@ -912,7 +913,7 @@ func (p *Process) killTree() int {
 			return 0
 		}
 		for _, pid := range p.cg.procs() {
-			if pi, ok := readProc(pid); ok {
+			if pi, ok := proctree.Read(pid); ok {
 				p.noteTracked(pi)
 			}
 			if pid != p.pid {
@@ -925,7 +926,7 @@ func (p *Process) killTree() int {
 	_ = unix.Kill(-p.pid, syscall.SIGKILL)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		snap := snapshot()
+		snap := proctree.Snapshot()
 		p.track(snap)
 		alive := 0
 		for pid, pi := range p.fallbackMembers(snap, true) {
@@ -933,7 +934,7 @@ func (p *Process) killTree() int {
 				continue
 			}
 			p.noteTracked(pi) // so reapOrphans knows it
-			if pi.state == 'Z' {
+			if pi.State == 'Z' {
 				continue
 			}
 			alive++
@@ -948,19 +949,19 @@ func (p *Process) killTree() int {
 	return len(found)
 }
 
-func (p *Process) noteTracked(pi procInfo) {
+func (p *Process) noteTracked(pi proctree.Info) {
 	p.mu.Lock()
-	p.tracked[pi.pid] = pi.start
+	p.tracked[pi.Pid] = pi.Start
 	p.mu.Unlock()
 }
 
 // track records the current process tree of the execution (fallback mode), so
 // that its members stay attributable after their parents exit.
-func (p *Process) track(snap map[int]procInfo) {
+func (p *Process) track(snap map[int]proctree.Info) {
 	m := p.fallbackMembers(snap, false)
 	p.mu.Lock()
 	for pid, pi := range m {
-		p.tracked[pid] = pi.start
+		p.tracked[pid] = pi.Start
 	}
 	p.mu.Unlock()
 }
@@ -969,15 +970,15 @@ func (p *Process) track(snap map[int]procInfo) {
 // process, its process group, everything seen in its tree before, orphans
 // re-parented to us (subreaper) that must be ours, and all their descendants.
 // atEnd also claims orphans no other live execution can claim.
-func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]procInfo {
+func (p *Process) fallbackMembers(snap map[int]proctree.Info, atEnd bool) map[int]proctree.Info {
 	self := p.r.self
 	roots := map[int]bool{}
-	if pi, ok := snap[p.pid]; ok && pi.start == p.start {
+	if pi, ok := snap[p.pid]; ok && pi.Start == p.start {
 		roots[p.pid] = true
 	}
 	p.mu.Lock()
 	for pid, st := range p.tracked {
-		if pi, ok := snap[pid]; ok && pi.start == st {
+		if pi, ok := snap[pid]; ok && pi.Start == st {
 			roots[pid] = true
 		}
 	}
@@ -994,14 +995,14 @@ func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]pro
 		if pid == self {
 			continue
 		}
-		if pi.pgid == p.pid {
+		if pi.Pgid == p.pid {
 			roots[pid] = true
 			continue
 		}
-		if atEnd && pi.ppid == self && pi.start >= p.start && p.r.unclaimedOrphan(pi) {
+		if atEnd && pi.PPid == self && pi.Start >= p.start && p.r.unclaimedOrphan(pi) {
 			claimed := false
 			for _, o := range others {
-				if _, ost := o.ident(); ost <= pi.start && !o.isEnded() {
+				if _, ost := o.ident(); ost <= pi.Start && !o.isEnded() {
 					claimed = true
 					break
 				}
@@ -1011,7 +1012,7 @@ func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]pro
 			}
 		}
 	}
-	m := descendants(snap, roots)
+	m := proctree.Descendants(snap, roots)
 	delete(m, self)
 	return m
 }
@@ -1025,12 +1026,12 @@ func (p *Process) isEnded() bool {
 // unclaimedOrphan: a direct child of ours that no execution started directly
 // and that does not look like a plain os/exec child of some other part of the
 // daemon (those share our session and process group).
-func (r *Runner) unclaimedOrphan(pi procInfo) bool {
-	if pi.sid == r.selfSid && pi.pgid == r.selfPgid {
+func (r *Runner) unclaimedOrphan(pi proctree.Info) bool {
+	if pi.Sid == r.selfSid && pi.Pgid == r.selfPgid {
 		return false
 	}
 	for _, o := range r.liveProcesses() {
-		if opid, ost := o.ident(); opid == pi.pid && ost == pi.start {
+		if opid, ost := o.ident(); opid == pi.Pid && ost == pi.Start {
 			return false
 		}
 	}
@@ -1085,26 +1086,26 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 	}
 	cur := pid
 	for i := 0; i < 256; i++ {
-		pi, ok := readProc(cur)
+		pi, ok := proctree.Read(cur)
 		if !ok {
 			return false
 		}
 		for _, o := range live {
 			opid, ost := o.ident()
-			if (opid == pi.pid && ost == pi.start) || (pi.pgid == opid && opid != 0) {
+			if (opid == pi.Pid && ost == pi.Start) || (pi.Pgid == opid && opid != 0) {
 				return true
 			}
 			o.mu.Lock()
-			st, seen := o.tracked[pi.pid]
+			st, seen := o.tracked[pi.Pid]
 			o.mu.Unlock()
-			if seen && st == pi.start {
+			if seen && st == pi.Start {
 				return true
 			}
 		}
-		if pi.ppid <= 1 || pi.ppid == r.self {
+		if pi.PPid <= 1 || pi.PPid == r.self {
 			return false
 		}
-		cur = pi.ppid
+		cur = pi.PPid
 	}
 	return false
 }
@@ -1135,20 +1136,20 @@ func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
 		}
 	}
 	if pid > 1 && pid != os.Getpid() {
-		if pi, ok := readProc(pid); ok && (startTicks == 0 || pi.start == startTicks) && pi.pgid == pid {
+		if pi, ok := proctree.Read(pid); ok && (startTicks == 0 || pi.Start == startTicks) && pi.Pgid == pid {
 			for i := 0; i < 100; i++ {
-				snap := snapshot()
+				snap := proctree.Snapshot()
 				roots := map[int]bool{pid: true}
 				for q, qi := range snap {
-					if qi.pgid == pid {
+					if qi.Pgid == pid {
 						roots[q] = true
 					}
 				}
-				m := descendants(snap, roots)
+				m := proctree.Descendants(snap, roots)
 				delete(m, os.Getpid())
 				alive := 0
 				for q, qi := range m {
-					if qi.state != 'Z' {
+					if qi.State != 'Z' {
 						alive++
 						_ = unix.Kill(q, syscall.SIGKILL)
 					}

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"bytes"
+	"github.com/termd/termd/daemon/runner/proctree"
 	"strings"
 	"testing"
 	"time"
@@ -97,8 +98,8 @@ func waitChildSleeping(t *testing.T, leader int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		for pid, pi := range snapshot() {
-			if pi.sid == leader && pid != leader && pi.state == 'S' {
+		for pid, pi := range proctree.Snapshot() {
+			if pi.Sid == leader && pid != leader && pi.State == 'S' {
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/termd/termd/daemon/runner/proctree"
 	"golang.org/x/sys/unix"
 )
 
@@ -84,13 +85,13 @@ func (r *Runner) reapBatch(batch []*Process) {
 			cgNames[r.parentRel+"/"+p.name] = true
 		}
 	}
-	for pid, pi := range snapshot() {
-		if pi.ppid != r.self || pi.state != 'Z' || r.isMain(pid, pi.start) {
+	for pid, pi := range proctree.Snapshot() {
+		if pi.PPid != r.self || pi.State != 'Z' || r.isMain(pid, pi.Start) {
 			continue
 		}
 		ours := false
 		for _, o := range owners {
-			if pid != o.main && pi.start != 0 && o.tracked[pid] == pi.start {
+			if pid != o.main && pi.Start != 0 && o.tracked[pid] == pi.Start {
 				ours = true
 				break
 			}

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/termd/termd/daemon/runner/proctree"
 	"hash"
 	"os"
 	"os/exec"
@@ -114,15 +115,15 @@ func atoi(t *testing.T, s string) int {
 // gone: no such process at all (not even a zombie: orphans must be reaped).
 func assertGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	if pi, ok := readProc(pid); ok {
-		t.Errorf("%s (pid %d) survived the execution: state %c ppid %d", what, pid, pi.state, pi.ppid)
+	if pi, ok := proctree.Read(pid); ok {
+		t.Errorf("%s (pid %d) survived the execution: state %c ppid %d", what, pid, pi.State, pi.PPid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
 func assertAlive(t *testing.T, pid int, what string) {
 	t.Helper()
-	if pi, ok := readProc(pid); !ok || pi.state == 'Z' {
+	if pi, ok := proctree.Read(pid); !ok || pi.State == 'Z' {
 		t.Fatalf("%s (pid %d) is not running", what, pid)
 	}
 }
@@ -534,8 +535,8 @@ func TestKillLeftovers(t *testing.T) {
 		n, _ := out.Read(buf)
 		gc := atoi(t, string(buf[:n]))
 		pid, st := cmd.Process.Pid, uint64(0)
-		if pi, ok := readProc(pid); ok {
-			st = pi.start
+		if pi, ok := proctree.Read(pid); ok {
+			st = pi.Start
 		}
 		if err := KillLeftoversStrict(pid, st+1, ""); err != nil {
 			t.Fatal(err)
@@ -556,11 +557,11 @@ func TestKillLeftovers(t *testing.T) {
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
-		pi, ok := readProc(pid)
+		pi, ok := proctree.Read(pid)
 		if !ok {
 			return
 		}
-		if pi.state == 'Z' && pi.ppid == os.Getpid() {
+		if pi.State == 'Z' && pi.PPid == os.Getpid() {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		}
