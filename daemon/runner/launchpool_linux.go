@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/cgroup"
 	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
@@ -33,7 +34,7 @@ type pooledLauncher struct {
 	pidfd int
 	ns    int    // the network namespace it was born in (-1: none kept)
 	start uint64 // start ticks of proc, read when it was started
-	cg    *execCgroup
+	cg    *cgroup.Cgroup
 	ctl   *os.File    // our end of the configuration socket
 	rep   *os.File    // the report pipe's read end
 	out   [2]*os.File // stdout and stderr read ends
@@ -49,7 +50,7 @@ func (pl *pooledLauncher) discard(r *Runner) {
 	pl.rep.Close()
 	pl.out[0].Close()
 	pl.out[1].Close()
-	pl.cg.killAll(time.Second)
+	pl.cg.KillAll(time.Second)
 	if pl.ns >= 0 {
 		r.netns.recycle(pl.ns) // nothing but the launcher was in it
 		pl.ns = -1
@@ -163,8 +164,8 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 			for _, f := range ours {
 				f.Close()
 			}
-			cg.killAll(time.Second)
-			cg.remove()
+			cg.KillAll(time.Second)
+			cg.Remove()
 		}
 	}()
 	pl = &pooledLauncher{cg: cg, pidfd: -1, ns: -1}
@@ -193,7 +194,7 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 		return nil, err
 	}
 	theirs = append(theirs, devnull)
-	cgfd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	cgfd, err := unix.Open(cg.Path(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open cgroup: %w", err)
 	}
@@ -232,7 +233,7 @@ func (lp *launcherPool) start(path string) (pl *pooledLauncher, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start a pooled launcher: %w", err)
 	}
-	if err := cg.joinV1(proc.Pid); err != nil {
+	if err := cg.JoinV1(proc.Pid); err != nil {
 		_ = proc.Kill()
 		_, _ = proc.Wait()
 		unix.Close(pl.pidfd)
@@ -370,7 +371,7 @@ func (lp *launcherPool) close() {
 func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 	r, spec := p.r, p.spec
 	p.prestarted = true
-	p.cg, p.name, p.netns = pl.cg, filepath.Base(pl.cg.v2), true
+	p.cg, p.name, p.netns = pl.cg, filepath.Base(pl.cg.Path()), true
 	p.pidfd = pl.pidfd
 	p.pipes = pl.out
 	p.ns, pl.ns = pl.ns, -1 // spawnFailed closes it
@@ -388,11 +389,11 @@ func (p *Process) spawnPooled(pl *pooledLauncher) (err error) {
 		p.pidfd = -1
 		return p.spawnFailed(err)
 	}
-	if err := r.applyLimits(pl.cg, spec); err != nil {
+	if err := r.tree.ApplyLimits(pl.cg, limitsOf(spec)); err != nil {
 		spec.Launch.Close()
 		return fail(err)
 	}
-	if err := pl.cg.joinV1(pl.proc.Pid); err != nil { // a v1 cgroup its limits added
+	if err := pl.cg.JoinV1(pl.proc.Pid); err != nil { // a v1 cgroup its limits added
 		spec.Launch.Close()
 		return fail(err)
 	}

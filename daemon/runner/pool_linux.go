@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/cgroup"
 	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
@@ -346,7 +346,7 @@ func (p *Process) releaseNetNS() {
 		return
 	}
 	p.ns = -1
-	if p.cg == nil || !p.cg.emptyV2() {
+	if p.cg == nil || !p.cg.EmptyV2() {
 		unix.Close(fd)
 		return
 	}
@@ -391,14 +391,14 @@ type cgroupPool struct {
 	r      *Runner
 	prefix string
 	seq    atomic.Uint64
-	ready  chan *execCgroup
-	last   atomic.Pointer[Spec] // limits written ahead (PidsMax, MemoryMax)
-	kick   chan struct{}        // the refill gate became quiet: refill
+	ready  chan *cgroup.Cgroup
+	last   atomic.Pointer[cgroup.Limits] // limits written ahead
+	kick   chan struct{}                 // the refill gate became quiet: refill
 	stop   chan struct{}
 	done   chan struct{}
 
 	mu       sync.Mutex
-	reserved map[string]*execCgroup // execution id -> its cgroup (nil: made at spawn)
+	reserved map[string]*cgroup.Cgroup // execution id -> its cgroup (nil: made at spawn)
 	closed   bool
 }
 
@@ -412,11 +412,11 @@ func newCgroupPool(r *Runner) *cgroupPool {
 	cp := &cgroupPool{
 		r:        r,
 		prefix:   fmt.Sprintf("%s%d-%d-", poolPrefix, r.self, start),
-		ready:    make(chan *execCgroup, poolSize),
+		ready:    make(chan *cgroup.Cgroup, poolSize),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		reserved: map[string]*execCgroup{},
+		reserved: map[string]*cgroup.Cgroup{},
 	}
 	go cp.fill()
 	return cp
@@ -458,23 +458,22 @@ func (cp *cgroupPool) refill() {
 }
 
 // make makes a cgroup with the latest limits; joined: for a process that
-// joins its v1 cgroups after its fork (execCgroup.joined).
-func (cp *cgroupPool) make(joined bool) (*execCgroup, error) {
-	cg, err := cp.r.makeCgroup(cp.prefix+strconv.FormatUint(cp.seq.Add(1), 10), true)
+// joins its v1 cgroups after its fork (cgroup.Cgroup.JoinV1).
+func (cp *cgroupPool) make(joined bool) (*cgroup.Cgroup, error) {
+	cg, err := cp.r.tree.Make(cp.prefix+strconv.FormatUint(cp.seq.Add(1), 10), joined)
 	if err != nil {
 		return nil, err
 	}
-	cg.joined = joined
 	if last := cp.last.Load(); last != nil {
-		if err := cp.r.applyLimits(cg, *last); err != nil {
-			cg.remove()
+		if err := cp.r.tree.ApplyLimits(cg, *last); err != nil {
+			cg.Remove()
 			return nil, err
 		}
 	}
 	return cg, nil
 }
 
-func (cp *cgroupPool) take() *execCgroup {
+func (cp *cgroupPool) take() *cgroup.Cgroup {
 	select {
 	case cg := <-cp.ready:
 		return cg
@@ -486,7 +485,7 @@ func (cp *cgroupPool) take() *execCgroup {
 // reserve hands the execution id a cgroup now, so its path can go into the
 // durable intent before the spawn; nil when the pool is empty (the spawn then
 // makes x-<id> as without a pool).
-func (cp *cgroupPool) reserve(id string) *execCgroup {
+func (cp *cgroupPool) reserve(id string) *cgroup.Cgroup {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	if cg, ok := cp.reserved[id]; ok || cp.closed {
@@ -499,7 +498,7 @@ func (cp *cgroupPool) reserve(id string) *execCgroup {
 
 // claim is the cgroup for an execution starting now: its reservation, or
 // one from the pool; ok is false when there is none (make it inline).
-func (cp *cgroupPool) claim(id string, spec Spec) (cg *execCgroup, ok bool) {
+func (cp *cgroupPool) claim(id string, spec Spec) (cg *cgroup.Cgroup, ok bool) {
 	if cp == nil {
 		return nil, false
 	}
@@ -513,8 +512,8 @@ func (cp *cgroupPool) claim(id string, spec Spec) (cg *execCgroup, ok bool) {
 	if cg == nil {
 		return nil, false
 	}
-	lim := Spec{PidsMax: spec.PidsMax, MemoryMax: spec.MemoryMax}
-	if last := cp.last.Load(); last == nil || last.PidsMax != lim.PidsMax || last.MemoryMax != lim.MemoryMax {
+	lim := limitsOf(spec)
+	if last := cp.last.Load(); last == nil || *last != lim {
 		cp.last.Store(&lim)
 	}
 	return cg, true
@@ -536,7 +535,7 @@ func (cp *cgroupPool) close() {
 	cp.mu.Lock()
 	for id, cg := range cp.reserved {
 		if cg != nil {
-			cg.remove()
+			cg.Remove()
 		}
 		delete(cp.reserved, id)
 	}
@@ -544,7 +543,7 @@ func (cp *cgroupPool) close() {
 	for {
 		select {
 		case cg := <-cp.ready:
-			cg.remove()
+			cg.Remove()
 		default:
 			return
 		}
@@ -555,21 +554,7 @@ func (cp *cgroupPool) close() {
 // is no longer running (it crashed: an execution that was running has its
 // intent, and becomes outcome_unknown) and removes them.
 func (r *Runner) removeStalePools() {
-	dirs := []string{r.parent}
-	for _, d := range r.v1Parents {
-		dirs = append(dirs, d)
-	}
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if e.IsDir() && stalePool(e.Name()) {
-				_ = killCgroupPath(filepath.Join(dir, e.Name()))
-			}
-		}
-	}
+	r.tree.RemoveStale(stalePool)
 }
 
 // stalePool: name is a pooled cgroup's whose daemon (pid and start time) is
@@ -600,7 +585,7 @@ func (r *Runner) startPools() {
 			r.netns = np
 		}
 	}
-	if r.parent != "" {
+	if r.tree.Parent != "" {
 		r.cgPool = newCgroupPool(r)
 		if r.caps.NetNS && prioErr == nil {
 			r.nice = 20 - prio // the raw call answers 20-nice

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,10 +207,10 @@ func TestPooledCgroupLimits(t *testing.T) {
 		read("v2:pids.max", filepath.Join(p.CgroupPath(), "pids.max"))
 		read("v2:memory.max", filepath.Join(p.CgroupPath(), "memory.max"))
 		name := filepath.Base(p.CgroupPath())
-		if d := r.v1Parents["pids"]; d != "" {
+		if d := r.tree.V1Parents["pids"]; d != "" {
 			read("v1:pids.max", filepath.Join(d, name, "pids.max"))
 		}
-		if d := r.v1Parents["memory"]; d != "" {
+		if d := r.tree.V1Parents["memory"]; d != "" {
 			read("v1:memory.limit_in_bytes", filepath.Join(d, name, "memory.limit_in_bytes"))
 		}
 		_ = p.Cancel()
@@ -265,7 +264,7 @@ func TestPooledCgroupLimits(t *testing.T) {
 		}
 		for _, f := range []string{
 			filepath.Join(r.CgroupParent(), name, "pids.max"),
-			filepath.Join(r.v1Parents["pids"], name, "pids.max"),
+			filepath.Join(r.tree.V1Parents["pids"], name, "pids.max"),
 		} {
 			// 17 in v1: one more for the spawning thread, until it leaves.
 			if data, err := os.ReadFile(f); err == nil {
@@ -298,7 +297,7 @@ func TestStalePoolsRemovedAtStart(t *testing.T) {
 	stale := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.Start+1) // our pid, another start: a dead termd
 	live := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.Start)
 	dirs := []string{parent}
-	for _, d := range first.v1Parents {
+	for _, d := range first.tree.V1Parents {
 		dirs = append(dirs, d)
 	}
 	for _, d := range dirs {
@@ -368,7 +367,7 @@ func TestCloseEmptiesPools(t *testing.T) {
 	s.PidsMax, s.MemoryMax, s.NoNetwork = 8, 32<<20, true
 	start(t, r, s).Wait()
 	waitPool(t, r, poolSize, poolSize)
-	v1 := r.v1Parents
+	v1 := r.tree.V1Parents
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -428,87 +427,6 @@ func TestPoolsRefillBetweenExecutions(t *testing.T) {
 	case <-long.Done():
 		t.Fatal("the execution ended before the pool refilled")
 	default:
-	}
-}
-
-// A cgroup keeps the files read at its execution's end (v2 cgroup.events, v1
-// cgroup.procs) open from when it was made, a pooled one ahead of its
-// execution, so the end reads them without a path walk each; every read says
-// what holds now (a v1 member list read twice through one descriptor would
-// not), and removing the cgroup leaves nothing open.
-func TestCgroupEndFilesKeptOpen(t *testing.T) {
-	c := Probe()
-	if c.CgroupV2 == "" || os.Geteuid() != 0 {
-		t.Skip("needs cgroups (root)")
-	}
-	r := newRunner(t, Options{NoPool: true})
-	cg, err := r.makeCgroup("keep-open", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// heldIn lists this process's descriptors on files under cg's directories.
-	heldIn := func() []string {
-		var held []string
-		ents, _ := os.ReadDir("/proc/self/fd")
-		for _, e := range ents {
-			l, err := os.Readlink("/proc/self/fd/" + e.Name())
-			if err != nil {
-				continue
-			}
-			if strings.HasPrefix(l, cg.v2+"/") {
-				held = append(held, l)
-			}
-			for _, d := range cg.v1 {
-				if strings.HasPrefix(l, d+"/") {
-					held = append(held, l)
-				}
-			}
-		}
-		return held
-	}
-	if held := heldIn(); len(held) != 1+len(r.v1Parents) {
-		t.Fatalf("a new cgroup holds %v open, want its cgroup.events and each v1 cgroup.procs", held)
-	}
-	fd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("sleep", "30")
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-	err = cmd.Start()
-	unix.Close(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range cg.v1 {
-		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !cg.populated() || !cg.populated() {
-		t.Error("a cgroup with a running process reads as empty")
-	}
-	if len(cg.v1) > 0 {
-		// Out of the v2 group (into the root), still in the v1 ones: the
-		// v1 member lists say it is there.
-		if err := writeFile(filepath.Join(c.CgroupV2, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
-			t.Fatal(err)
-		}
-		if !cg.populated() {
-			t.Error("a cgroup whose v1 groups hold a process reads as empty")
-		}
-	}
-	if pids := cg.procs(); len(pids) != 1 || pids[0] != cmd.Process.Pid {
-		t.Errorf("members %v, want [%d]", pids, cmd.Process.Pid)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if cg.populated() || len(cg.procs()) != 0 {
-		t.Error("the cgroup still reads as populated after its only process was reaped")
-	}
-	cg.remove()
-	if held := heldIn(); len(held) != 0 || exists(cg.v2) {
-		t.Errorf("after remove: %v still open, directory left %v", held, exists(cg.v2))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/cgroup"
 	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
@@ -32,7 +34,7 @@ type Process struct {
 	// (awaitConfined); closeMountNS closes it.
 	mntns atomic.Int32
 	start uint64 // start ticks of the main process
-	cg    *execCgroup
+	cg    *cgroup.Cgroup
 	netns bool
 	// ns is the network namespace the command was born in, kept to be
 	// reused once the execution has ended (-1: none, or not reusable; see
@@ -162,7 +164,7 @@ func (p *Process) spawn() (err error) {
 	if err != nil {
 		return err
 	}
-	if r.parent != "" {
+	if r.tree.Parent != "" {
 		fd, err := p.openCgroup(sys)
 		if err != nil {
 			return err
@@ -255,21 +257,21 @@ func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
 	r, spec := p.r, p.spec
 	cg, pooled := r.cgPool.claim(p.id, spec)
 	if pooled {
-		if err := r.applyLimits(cg, spec); err != nil {
-			cg.remove()
+		if err := r.tree.ApplyLimits(cg, limitsOf(spec)); err != nil {
+			cg.Remove()
 			return -1, err
 		}
-		p.name = filepath.Base(cg.v2)
+		p.name = filepath.Base(cg.Path())
 	} else {
 		var err error
-		if cg, err = r.createCgroup(p.name, spec); err != nil {
+		if cg, err = r.tree.Create(p.name, limitsOf(spec)); err != nil {
 			return -1, err
 		}
 	}
 	p.cg = cg
-	fd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(cg.Path(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		cg.remove()
+		cg.Remove()
 		p.cg = nil
 		return -1, fmt.Errorf("open cgroup: %w", err)
 	}
@@ -361,7 +363,7 @@ func (p *Process) fork(nsfd *int, path string, argv []string, attr *os.ProcAttr)
 func (p *Process) afterFork(proc *os.Process, nsfd *int) (start uint64) {
 	spec := p.spec
 	if p.cg != nil {
-		p.cg.settle()
+		p.cg.Settle()
 	}
 	if p.netns && !spec.JoinNetNS && spec.Launch != nil && reusableNetNS(launchConfig(spec, nil)) {
 		p.keepNetNS(nsfd, proc.Pid)
@@ -409,14 +411,14 @@ func (p *Process) releaseInline(ln *launchPipes, proc *os.Process, env []string)
 //
 // join: *nsfd is a namespace the command must be born in (a workspace
 // loopback): failing to enter it fails the start instead.
-func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
+func (r *Runner) forkIn(cg *cgroup.Cgroup, nsfd *int, join bool, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
 	sys := attr.Sys
 	var proc *os.Process
 	var serr error
 	lockedThread(func() <-chan struct{} {
 		leave := func() error { return nil }
 		if cg != nil {
-			l, err := cg.enterV1(r.ownV1, r.v1Roots)
+			l, err := r.tree.EnterV1(cg)
 			if err != nil {
 				serr = err
 				return nil
@@ -452,7 +454,7 @@ func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv 
 		// Pdeathsig would SIGKILL the child the moment its forking
 		// thread exits.
 		if errV1 != nil {
-			cg.stuck = true
+			cg.MarkStuck()
 		}
 		if serr != nil {
 			return ended // nothing started: end the thread now
@@ -468,6 +470,28 @@ func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv 
 	return proc, serr
 }
 
+// lockedThread runs f on a fresh goroutine locked to its OS thread and
+// returns when f has. If f returns a non-nil hold channel, the thread is
+// tainted (it could not leave an execution's v1 cgroup): the goroutine stays
+// locked until hold is closed and then exits still locked, so the Go runtime
+// destroys the thread instead of reusing it. The wait matters: a child's
+// Pdeathsig fires when the thread that forked it ends, so a tainted thread
+// must outlive the child it started (hold = the execution's end).
+func lockedThread(f func() (hold <-chan struct{})) {
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		hold := f()
+		close(done)
+		if hold != nil {
+			<-hold
+			return
+		}
+		runtime.UnlockOSThread()
+	}()
+	<-done
+}
+
 // ended is a closed channel: "hold nothing, end the thread now".
 var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -477,8 +501,8 @@ func (p *Process) spawnFailed(err error) error {
 		p.ns = -1
 	}
 	if p.cg != nil {
-		p.cg.killAll(time.Second)
-		p.cg.remove()
+		p.cg.KillAll(time.Second)
+		p.cg.Remove()
 	}
 	return err
 }
@@ -539,7 +563,7 @@ func (p *Process) CgroupPath() string {
 	if p.cg == nil {
 		return ""
 	}
-	return p.cg.v2
+	return p.cg.Path()
 }
 
 // Done is closed when the result is final.
@@ -587,8 +611,8 @@ func (p *Process) Pause() error {
 	case paused:
 		return nil
 	}
-	if p.cg != nil && p.cg.freeze {
-		if err := p.cg.setFrozen(true); err != nil {
+	if p.cg != nil && p.cg.CanFreeze() {
+		if err := p.cg.SetFrozen(true); err != nil {
 			return err
 		}
 	} else {
@@ -619,8 +643,8 @@ func (p *Process) Resume() error {
 // thaw requires p.ctl.
 func (p *Process) thaw() error {
 	var err error
-	if p.cg != nil && p.cg.freeze {
-		err = p.cg.setFrozen(false)
+	if p.cg != nil && p.cg.CanFreeze() {
+		err = p.cg.SetFrozen(false)
 	} else {
 		p.signalTree(syscall.SIGCONT, false)
 	}
@@ -692,8 +716,8 @@ func (p *Process) supervise(readers *sync.WaitGroup) {
 	cgPath := ""
 	p.releaseNetNS() // before the cgroup goes: its emptiness is what lets the namespace serve again
 	if p.cg != nil {
-		limits = p.cg.applied
-		cgPath = p.cg.v2
+		limits = p.cg.Applied()
+		cgPath = p.cg.Path()
 		// Everything in it is dead; the kernel may take a few milliseconds to
 		// let the directory go, which the result need not wait for.
 		p.r.removeLater(p.cg)
@@ -855,7 +879,7 @@ func (p *Process) signalTree(sig syscall.Signal, stopAll bool) {
 		for i := 0; i < 50; i++ {
 			sent := 0
 			seen := map[int]bool{}
-			for _, pid := range p.cg.procs() {
+			for _, pid := range p.cg.Procs() {
 				if !seen[pid] {
 					seen[pid] = true
 					_ = unix.Kill(pid, sig)
@@ -909,10 +933,10 @@ func (p *Process) killTree() int {
 		// The common case: the main process was alone and has exited (a
 		// zombie is no longer a member), so the cgroups are empty and nothing
 		// can enter them any more; skip listing and cgroup.kill.
-		if !p.cg.populated() {
+		if !p.cg.Populated() {
 			return 0
 		}
-		for _, pid := range p.cg.procs() {
+		for _, pid := range p.cg.Procs() {
 			if pi, ok := proctree.Read(pid); ok {
 				p.noteTracked(pi)
 			}
@@ -920,7 +944,7 @@ func (p *Process) killTree() int {
 				found[pid] = true
 			}
 		}
-		p.cg.killAll(10 * time.Second)
+		p.cg.KillAll(10 * time.Second)
 		return len(found)
 	}
 	_ = unix.Kill(-p.pid, syscall.SIGKILL)
@@ -1045,7 +1069,7 @@ func (p *Process) reapOrphans() {
 	if !hasZombieChild() {
 		return // the common case, without a /proc scan
 	}
-	if p.cg != nil && p.cg.noTasksCharged() {
+	if p.cg != nil && p.cg.NoTasksCharged() {
 		return // the zombie is another execution's: none of ours is left
 	}
 	p.r.reapFor(p)
@@ -1068,17 +1092,8 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 	if pid <= 0 || pid == r.self {
 		return false
 	}
-	if r.parent != "" {
-		if cgs, ok := cgroupOf(pid); ok {
-			if under(cgs.v2, r.parentRel) {
-				return true
-			}
-			for ctl, rel := range r.v1Rel {
-				if under(cgs.v1[ctl], rel) {
-					return true
-				}
-			}
-		}
+	if r.tree.Holds(pid) {
+		return true
 	}
 	live := r.liveProcesses()
 	if len(live) == 0 {
@@ -1110,13 +1125,6 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 	return false
 }
 
-func under(path, parent string) bool {
-	if path == "" || parent == "" {
-		return false
-	}
-	return path == parent || (len(path) > len(parent) && path[:len(parent)] == parent && path[len(parent)] == '/')
-}
-
 // KillLeftovers kills whatever remains of an execution from a previous daemon
 // run (an intent without a receipt): every process in cgroupPath (then the
 // cgroup is removed), and, when pid > 0, the process group and descendants of
@@ -1131,7 +1139,7 @@ func KillLeftovers(pid int, cgroupPath string) error {
 func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
 	var errs []error
 	if cgroupPath != "" {
-		if err := killCgroupPath(cgroupPath); err != nil {
+		if err := cgroup.KillPath(cgroupPath); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -1162,34 +1170,6 @@ func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func killCgroupPath(dir string) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return err
-	}
-	if st.Type != unix.CGROUP2_SUPER_MAGIC && st.Type != unix.CGROUP_SUPER_MAGIC {
-		return fmt.Errorf("%s is not a cgroup directory", dir)
-	}
-	cg := &execCgroup{v2: dir, kill: exists(dir + "/cgroup.kill"), freeze: exists(dir + "/cgroup.freeze")}
-	if st.Type == unix.CGROUP_SUPER_MAGIC {
-		cg = &execCgroup{v1: map[string]string{"x": dir}}
-		for i := 0; i < 5000 && len(cg.procs()) > 0; i++ {
-			cg.signal(syscall.SIGKILL)
-			time.Sleep(2 * time.Millisecond)
-		}
-	} else if !cg.killAll(10 * time.Second) {
-		return fmt.Errorf("cgroup %s still has processes", dir)
-	}
-	cg.remove()
-	if exists(dir) {
-		return fmt.Errorf("could not remove cgroup %s", dir)
-	}
-	return nil
 }
 
 // hasZombieChild peeks (WNOWAIT: reaps nothing, steals no status) whether any

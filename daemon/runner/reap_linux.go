@@ -1,12 +1,9 @@
 package runner
 
 import (
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 
+	"github.com/termd/termd/daemon/runner/cgroup"
 	"github.com/termd/termd/daemon/runner/proctree"
 	"golang.org/x/sys/unix"
 )
@@ -82,7 +79,7 @@ func (r *Runner) reapBatch(batch []*Process) {
 		owners = append(owners, owner{tracked: tracked, main: p.pid})
 		p.mu.Unlock()
 		if p.cg != nil {
-			cgNames[r.parentRel+"/"+p.name] = true
+			cgNames[r.tree.ParentRel+"/"+p.name] = true
 		}
 	}
 	for pid, pi := range proctree.Snapshot() {
@@ -97,7 +94,7 @@ func (r *Runner) reapBatch(batch []*Process) {
 			}
 		}
 		if !ours && len(cgNames) > 0 {
-			if cgs, ok := cgroupOf(pid); ok && cgNames[cgs.v2] {
+			if cgs, ok := cgroup.Of(pid); ok && cgNames[cgs.V2] {
 				ours = true
 			}
 		}
@@ -106,21 +103,4 @@ func (r *Runner) reapBatch(batch []*Process) {
 			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		}
 	}
-}
-
-// noTasksCharged reports whether the execution's pids controller (v1 on
-// hybrid hosts, else v2) charges no task any more. A zombie stays charged to
-// its cgroup until it is reaped, so once the main process is reaped, 0 means
-// no orphan of this execution is left to reap and no /proc scan is needed.
-// False when there is no pids controller to ask.
-func (cg *execCgroup) noTasksCharged() bool {
-	dir := cg.v1["pids"]
-	if dir == "" && slices.Contains(cg.controllers, "pids") {
-		dir = cg.v2
-	}
-	if dir == "" {
-		return false
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
-	return err == nil && strings.TrimSpace(string(b)) == "0"
 }

@@ -649,11 +649,11 @@ func TestStuckSpawnThreadDoesNotKillChild(t *testing.T) {
 	}
 	t.Run("own cgroup gone", func(t *testing.T) {
 		r := newRunner(t, Options{})
-		if r.v1Parents["pids"] == "" {
+		if r.tree.V1Parents["pids"] == "" {
 			t.Skip("no v1 pids hierarchy (not a hybrid host)")
 		}
 		// Writing the thread back fails (a plain directory has no tasks file).
-		r.ownV1["pids"] = t.TempDir()
+		r.tree.OwnV1["pids"] = t.TempDir()
 		run(t, r)
 	})
 	t.Run("no way out", func(t *testing.T) {
@@ -669,10 +669,10 @@ func TestStuckSpawnThreadDoesNotKillChild(t *testing.T) {
 		// never ends the main thread), keeping its cgroup busy: clean up
 		// what can be.
 		defer func() { _ = r.Close() }()
-		if r.v1Parents["pids"] == "" {
+		if r.tree.V1Parents["pids"] == "" {
 			t.Skip("no v1 pids hierarchy (not a hybrid host)")
 		}
-		r.ownV1["pids"], r.v1Roots["pids"] = t.TempDir(), t.TempDir()
+		r.tree.OwnV1["pids"], r.tree.V1Roots["pids"] = t.TempDir(), t.TempDir()
 		run(t, r)
 	})
 }
