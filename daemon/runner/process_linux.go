@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/termd/termd/daemon/runner/cgroup"
+	"github.com/termd/termd/daemon/runner/pool"
 	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
@@ -38,7 +39,7 @@ type Process struct {
 	netns bool
 	// ns is the network namespace the command was born in, kept to be
 	// reused once the execution has ended (-1: none, or not reusable; see
-	// reusableNetNS and releaseNetNS).
+	// pool.ReusableNetNS and releaseNetNS).
 	ns int
 	// prestarted: the main process is a pre-started launcher (launchpool_linux.go).
 	prestarted bool
@@ -47,9 +48,9 @@ type Process struct {
 	tty        *terminal   // nil unless Spec.TTY
 
 	startedAt time.Time
-	// grown ends the execution's hold on the pools' refill (refillGate):
+	// grown ends the execution's hold on the pools' refill (pool.Gate):
 	// called once its result was delivered (Delivered), or by a timer after
-	// youngRun.
+	// pool.YoungRun.
 	grown func()
 
 	ctl sync.Mutex // serialises pause/resume/stop signalling
@@ -95,7 +96,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
 	// its freshly forked child for a leftover.
 	r.register(p)
-	r.holdRefill() // until its result is delivered or it has run for youngRun (refillGate)
+	r.holdRefill() // until its result is delivered or it has run for pool.YoungRun (pool.Gate)
 	err := p.spawn()
 	if err != nil {
 		r.unregister(p)
@@ -136,7 +137,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 // configuration and the release.
 func (p *Process) spawn() (err error) {
 	r, spec := p.r, p.spec
-	if pl := r.launchers.claim(p.id, spec); pl != nil {
+	if pl := r.launchers.Claim(p.id, launcherWant(spec)); pl != nil {
 		return p.spawnPooled(pl)
 	}
 	devnull, err := os.Open(os.DevNull)
@@ -255,7 +256,7 @@ func (p *Process) openStdio(sys *syscall.SysProcAttr, devnull *os.File, writers 
 // descriptor returned, which the caller closes after the fork).
 func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
 	r, spec := p.r, p.spec
-	cg, pooled := r.cgPool.claim(p.id, spec)
+	cg, pooled := r.cgPool.Claim(p.id, limitsOf(spec))
 	if pooled {
 		if err := r.tree.ApplyLimits(cg, limitsOf(spec)); err != nil {
 			cg.Remove()
@@ -299,7 +300,7 @@ func (p *Process) chooseNetNS(sys *syscall.SysProcAttr, nsfd *int) error {
 		p.netns = true
 	case spec.NoNetwork:
 		if r.caps.NetNS {
-			if *nsfd = r.netns.take(); *nsfd < 0 {
+			if *nsfd = r.netns.Take(); *nsfd < 0 {
 				sys.Cloneflags |= syscall.CLONE_NEWNET
 			}
 			p.netns = true
@@ -365,7 +366,7 @@ func (p *Process) afterFork(proc *os.Process, nsfd *int) (start uint64) {
 	if p.cg != nil {
 		p.cg.Settle()
 	}
-	if p.netns && !spec.JoinNetNS && spec.Launch != nil && reusableNetNS(launchConfig(spec, nil)) {
+	if p.netns && !spec.JoinNetNS && spec.Launch != nil && pool.ReusableNetNS(launchConfig(spec, nil)) {
 		p.keepNetNS(nsfd, proc.Pid)
 	}
 	if pi, ok := proctree.Read(proc.Pid); ok {
@@ -541,8 +542,8 @@ func (p *Process) closeMountNS() {
 
 // Delivered says the execution's result has been delivered (the daemon has
 // committed its receipt): the execution stops holding the pools' refill back
-// (refillGate), if it still did, and lets its command's mount namespace go.
-// Without it the refill's hold ends after youngRun, the namespace's
+// (pool.Gate), if it still did, and lets its command's mount namespace go.
+// Without it the refill's hold ends after pool.YoungRun, the namespace's
 // mntnsGrace after the result.
 func (p *Process) Delivered() {
 	if p.grown != nil {

@@ -4,10 +4,11 @@ package runner
 
 import (
 	"bytes"
-	"github.com/termd/termd/daemon/runner/proctree"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/runner/proctree"
 )
 
 // waitOutput waits (on output callbacks, not a sleep) until stdout contains want.

@@ -3,9 +3,10 @@ package runner
 import (
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/termd/termd/daemon/runner/cgroup"
 	"github.com/termd/termd/daemon/runner/proctree"
-	"golang.org/x/sys/unix"
 )
 
 // orphanReaper shares one /proc scan among the executions ending at the same

@@ -7,8 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/termd/termd/daemon/runner/cgroup"
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/runner/cgroup"
+	"github.com/termd/termd/daemon/runner/pool"
 )
 
 // Runner starts executions. It is safe for concurrent use.
@@ -25,15 +27,15 @@ type Runner struct {
 
 	cleanup sync.WaitGroup // cgroup directories being removed
 	reaper  orphanReaper   // one /proc scan for the executions ending together
-	gate    refillGate     // the pools refill only when no execution is starting or young
-	young   time.Duration  // youngRun, unless a test sets another
+	gate    pool.Gate      // the pools refill only when no execution is starting or young
+	young   time.Duration  // pool.YoungRun, unless a test sets another
 
-	netns  *netnsPool  // nil: no pool (Options.NoPool, or no network namespaces)
-	ownNet int         // the daemon's network namespace (-1: cannot make or enter others)
-	cgPool *cgroupPool // nil: no pool (Options.NoPool, or no cgroups)
+	netns  *pool.NetNS   // nil: no pool (Options.NoPool, or no network namespaces)
+	ownNet int           // the daemon's network namespace (-1: cannot make or enter others)
+	cgPool *pool.Cgroups // nil: no pool (Options.NoPool, or no cgroups)
 	// launchers: pre-started termd-launch processes (nil: Options.NoPool,
 	// or no cgroups or network namespaces).
-	launchers *launcherPool
+	launchers *pool.Launchers
 	nice      int // the daemon's nice value at start, which commands run with
 
 	// LeafMove says whether termd moved itself into a leaf cgroup at start
@@ -79,7 +81,7 @@ func newWithoutPools(o Options) (*Runner, error) {
 		caps:  Probe(),
 		self:  os.Getpid(),
 		live:  map[*Process]struct{}{},
-		young: youngRun,
+		young: pool.YoungRun,
 	}
 	r.selfSid, _ = unix.Getsid(0)
 	r.selfPgid = unix.Getpgrp()
@@ -121,7 +123,7 @@ func (r *Runner) ReserveCgroup(id string) string {
 		return ""
 	}
 	if r.cgPool != nil {
-		if cg := r.cgPool.reserve(id); cg != nil {
+		if cg := r.cgPool.Reserve(id); cg != nil {
 			return cg.Path()
 		}
 	}
@@ -135,8 +137,8 @@ func (r *Runner) Reserve(spec Spec) string {
 	if r.tree.Parent == "" || spec.ID == "" {
 		return ""
 	}
-	if pl := r.launchers.reserve(spec.ID, spec); pl != nil {
-		return pl.cg.Path()
+	if pl := r.launchers.Reserve(spec.ID, launcherWant(spec)); pl != nil {
+		return pl.Cgroup.Path()
 	}
 	return r.ReserveCgroup(spec.ID)
 }
@@ -166,4 +168,10 @@ func (r *Runner) liveProcesses() []*Process {
 // limitsOf is the cgroup limits of spec.
 func limitsOf(spec Spec) cgroup.Limits {
 	return cgroup.Limits{Pids: spec.PidsMax, Memory: spec.MemoryMax}
+}
+
+// launcherWant is what of spec decides whether a pre-started launcher can
+// serve it.
+func launcherWant(spec Spec) pool.Want {
+	return pool.Want{Launch: spec.Launch, NoNetwork: spec.NoNetwork, JoinNetNS: spec.JoinNetNS, Terminal: spec.TTY != nil, Stdin: spec.Stdin != nil}
 }

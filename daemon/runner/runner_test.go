@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/termd/termd/daemon/runner/proctree"
 	"hash"
 	"os"
 	"os/exec"
@@ -20,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/runner/pool"
+	"github.com/termd/termd/daemon/runner/proctree"
 )
 
 func TestMain(m *testing.M) {
@@ -688,7 +690,7 @@ func killCgroupLeftovers(t *testing.T, pooled bool) {
 	if pooled {
 		waitPool(t, r, 0, 1)
 		dir = r.ReserveCgroup("crashed")
-		if !strings.HasPrefix(filepath.Base(dir), poolPrefix) || !exists(dir) {
+		if !strings.HasPrefix(filepath.Base(dir), pool.Prefix) || !exists(dir) {
 			t.Fatalf("reserved %s: want an existing pooled cgroup", dir)
 		}
 	} else {

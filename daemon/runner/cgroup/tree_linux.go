@@ -328,7 +328,7 @@ func (t *Tree) ApplyLimits(cg *Cgroup, lim Limits) error {
 	}
 	if d != "" {
 		// +1: the spawning daemon thread sits in this cgroup while it forks
-		// (settle lowers it after), unless the process joins it later.
+		// (Settle lowers it after), unless the process joins it later.
 		v := lim.Pids
 		if !cg.joined {
 			v++
