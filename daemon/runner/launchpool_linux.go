@@ -48,18 +48,11 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 		spec.Launch.Close()
 		return fail(err)
 	}
-	env := make([]string, len(spec.Env))
-	copy(env, spec.Env)
-	c := launchConfig(spec, env)
-	c.Cwd, c.MountNS = spec.Dir, spec.Launch.NewMountNS
-	if c.Cwd == "" { // Spec.Dir "" is the daemon's directory, as inline
-		if c.Cwd, err = os.Getwd(); err != nil {
-			spec.Launch.Close()
-			return fail(fmt.Errorf("the daemon's working directory: %w", err))
-		}
+	c, err := r.pooledConfig(spec)
+	if err != nil {
+		spec.Launch.Close()
+		return fail(err)
 	}
-	c.SetNice, c.Nice = true, r.nice
-	c.SayConfined = c.MountNS
 	// A joined launcher leaves its pooled namespace before anything runs.
 	if !spec.JoinNetNS && !pool.ReusableNetNS(c) && p.ns >= 0 {
 		unix.Close(p.ns)
@@ -102,6 +95,25 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 	}
 	p.setMain(pl.Proc, pl.Start)
 	return nil
+}
+
+// pooledConfig is the configuration a pre-started launcher gets for spec:
+// what an inline one gets, and what an inline one is given at its clone
+// (its working directory, its mount namespace, the daemon's nice value).
+func (r *Runner) pooledConfig(spec Spec) (launcher.Config, error) {
+	env := make([]string, len(spec.Env))
+	copy(env, spec.Env)
+	c := launchConfig(spec, env)
+	c.Cwd, c.MountNS = spec.Dir, spec.Launch.NewMountNS
+	if c.Cwd == "" { // Spec.Dir "" is the daemon's directory, as inline
+		var err error
+		if c.Cwd, err = os.Getwd(); err != nil {
+			return c, fmt.Errorf("the daemon's working directory: %w", err)
+		}
+	}
+	c.SetNice, c.Nice = true, r.nice
+	c.SayConfined = c.MountNS
+	return c, nil
 }
 
 // Prestarted says whether the execution ran in a pre-started launcher.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -264,18 +265,20 @@ func (t *Tree) makeCgroup(name string, allV1 bool) (*Cgroup, error) {
 // cg.applied. A value cg already holds is not written again, so a pooled
 // cgroup whose limits were written ahead costs nothing here.
 func (t *Tree) ApplyLimits(cg *Cgroup, lim Limits) error {
-	name := filepath.Base(cg.v2)
-	dir := cg.v2
-	has := func(c string) bool {
-		for _, x := range cg.controllers {
-			if x == c {
-				return true
-			}
-		}
-		return false
-	}
 	cg.applied, cg.pidsMax = nil, 0
-	if has("pids") {
+	if err := cg.applyV2(lim); err != nil {
+		return err
+	}
+	return t.applyV1(cg, lim)
+}
+
+// has says whether cg's v2 cgroup has controller c.
+func (cg *Cgroup) has(c string) bool { return slices.Contains(cg.controllers, c) }
+
+// applyV2 writes lim's limits for the controllers v2 has.
+func (cg *Cgroup) applyV2(lim Limits) error {
+	dir := cg.v2
+	if cg.has("pids") {
 		v := "max"
 		if lim.Pids > 0 {
 			v = strconv.FormatInt(lim.Pids, 10)
@@ -285,7 +288,7 @@ func (t *Tree) ApplyLimits(cg *Cgroup, lim Limits) error {
 			return err
 		}
 	}
-	if has("memory") {
+	if cg.has("memory") {
 		v, swap := "max", "max"
 		if lim.Memory > 0 {
 			// Without swap.max 0 the limit could be dodged by swapping.
@@ -297,32 +300,12 @@ func (t *Tree) ApplyLimits(cg *Cgroup, lim Limits) error {
 		}
 		_ = cg.set(filepath.Join(dir, "memory.swap.max"), swap)
 	}
-	// v1 limits only for what v2 could not do. A v1 directory lim does
-	// not need is removed, unless a pre-started launcher was moved into it
-	// (a pooled cgroup made with the limits of an execution that needed it):
-	// then its limit is lifted and it goes with the cgroup at the end.
-	v1 := func(ctl string, want bool) (string, error) {
-		d := cg.v1[ctl]
-		switch {
-		case !want && d != "" && cg.inV1[d]:
-			return "", cg.liftV1(ctl, d)
-		case !want && d != "":
-			delete(cg.v1, ctl)
-			_ = os.Remove(d)
-			return "", nil
-		case !want || t.V1Parents[ctl] == "":
-			return "", nil
-		case d == "":
-			d = filepath.Join(t.V1Parents[ctl], name)
-			if err := freshDir(d); err != nil {
-				return "", err
-			}
-			cg.v1[ctl] = d
-			cg.keepOpen(filepath.Join(d, "cgroup.procs"), true)
-		}
-		return d, nil
-	}
-	d, err := v1("pids", lim.Pids > 0 && !has("pids"))
+	return nil
+}
+
+// applyV1 writes in v1 the limits of lim v2 could not (see v1Dir).
+func (t *Tree) applyV1(cg *Cgroup, lim Limits) error {
+	d, err := t.v1Dir(cg, "pids", lim.Pids > 0 && !cg.has("pids"))
 	if err != nil {
 		return err
 	}
@@ -339,7 +322,7 @@ func (t *Tree) ApplyLimits(cg *Cgroup, lim Limits) error {
 		}
 		cg.applied = append(cg.applied, "v1:pids.max="+strconv.FormatInt(lim.Pids, 10))
 	}
-	if d, err = v1("memory", lim.Memory > 0 && !has("memory")); err != nil {
+	if d, err = t.v1Dir(cg, "memory", lim.Memory > 0 && !cg.has("memory")); err != nil {
 		return err
 	}
 	if d != "" {
@@ -359,6 +342,33 @@ func (t *Tree) ApplyLimits(cg *Cgroup, lim Limits) error {
 		cg.applied = append(cg.applied, "v1:memory.limit_in_bytes="+v)
 	}
 	return nil
+}
+
+// v1Dir is cg's ctl v1 directory when want (made when missing), else "":
+// v1 limits only for what v2 could not do. A v1 directory the limits do
+// not need is removed, unless a pre-started launcher was moved into it
+// (a pooled cgroup made with the limits of an execution that needed it):
+// then its limit is lifted and it goes with the cgroup at the end.
+func (t *Tree) v1Dir(cg *Cgroup, ctl string, want bool) (string, error) {
+	d := cg.v1[ctl]
+	switch {
+	case !want && d != "" && cg.inV1[d]:
+		return "", cg.liftV1(ctl, d)
+	case !want && d != "":
+		delete(cg.v1, ctl)
+		_ = os.Remove(d)
+		return "", nil
+	case !want || t.V1Parents[ctl] == "":
+		return "", nil
+	case d == "":
+		d = filepath.Join(t.V1Parents[ctl], filepath.Base(cg.v2))
+		if err := freshDir(d); err != nil {
+			return "", err
+		}
+		cg.v1[ctl] = d
+		cg.keepOpen(filepath.Join(d, "cgroup.procs"), true)
+	}
+	return d, nil
 }
 
 // EnterV1 moves the calling (locked) OS thread into cg's v1 cgroups (see

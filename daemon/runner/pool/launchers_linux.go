@@ -156,31 +156,10 @@ func (lp *Launchers) start(path string) (pl *Launcher, err error) {
 		}
 	}()
 	pl = &Launcher{Cgroup: cg, PidFD: -1, NS: -1}
-	var child [3]*os.File // stdout, stderr, report
-	for i, dst := range []**os.File{&pl.Out[0], &pl.Out[1], &pl.Report} {
-		rd, w, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		*dst, child[i] = rd, w
-		ours, theirs = append(ours, rd), append(theirs, w)
-	}
-	for _, rd := range pl.Out {
-		// A larger pipe means fewer wakeups for chatty commands; best effort.
-		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
-	}
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("socketpair: %w", err)
-	}
-	pl.Ctl = os.NewFile(uintptr(pair[0]), "launcher-config")
-	sock := os.NewFile(uintptr(pair[1]), "launcher-config-child")
-	ours, theirs = append(ours, pl.Ctl), append(theirs, sock)
-	devnull, err := os.Open(os.DevNull)
+	files, err := pl.openEnds(&ours, &theirs)
 	if err != nil {
 		return nil, err
 	}
-	theirs = append(theirs, devnull)
 	cgfd, err := unix.Open(cg.Path(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open cgroup: %w", err)
@@ -205,7 +184,7 @@ func (lp *Launchers) start(path string) (pl *Launcher, err error) {
 	attr := &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{},
-		Files: []*os.File{devnull, child[0], child[1], sock, child[2]},
+		Files: files,
 		Sys:   sys,
 	}
 	// Not at a lowered priority, unlike the namespace filler: the fork
@@ -238,6 +217,39 @@ func (lp *Launchers) start(path string) (pl *Launcher, err error) {
 		pl.Start = pi.Start // here, not on the execution's path
 	}
 	return pl, nil
+}
+
+// openEnds makes the launcher's descriptors: its stdout, stderr and report
+// pipes and its configuration socket (our ends go into pl and ours, the
+// launcher's into theirs, which the caller closes once it has them) and
+// returns what the launcher gets as descriptors 0 to 4.
+func (pl *Launcher) openEnds(ours, theirs *[]*os.File) ([]*os.File, error) {
+	var child [3]*os.File // stdout, stderr, report
+	for i, dst := range []**os.File{&pl.Out[0], &pl.Out[1], &pl.Report} {
+		rd, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		*dst, child[i] = rd, w
+		*ours, *theirs = append(*ours, rd), append(*theirs, w)
+	}
+	for _, rd := range pl.Out {
+		// A larger pipe means fewer wakeups for chatty commands; best effort.
+		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	pl.Ctl = os.NewFile(uintptr(pair[0]), "launcher-config")
+	sock := os.NewFile(uintptr(pair[1]), "launcher-config-child")
+	*ours, *theirs = append(*ours, pl.Ctl), append(*theirs, sock)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	*theirs = append(*theirs, devnull)
+	return []*os.File{devnull, child[0], child[1], sock, child[2]}, nil
 }
 
 // Want is what of an execution decides whether a pre-started launcher can
