@@ -35,27 +35,6 @@ func newNetNS(t *testing.T) *NetNS {
 	return np
 }
 
-// onLockedThread runs f on a goroutine locked to its OS thread and returns
-// when f has; a non-nil result (the thread may be in another namespace)
-// ends the thread with the goroutine instead of handing it back.
-func onLockedThread(f func() <-chan struct{}) {
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		hold := f()
-		close(done)
-		if hold != nil {
-			<-hold
-			return
-		}
-		runtime.UnlockOSThread()
-	}()
-	<-done
-}
-
-// ended is a closed channel: "end the thread now".
-var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // A network namespace handed back to the pool is made ready again only when
 // it is as a fresh one: one with a socket left in it (an abstract unix
 // listener held from outside), or whose loopback was brought up, is let go.
@@ -64,23 +43,25 @@ func TestRecycledNetnsChecked(t *testing.T) {
 		t.Skip("needs network namespaces and root")
 	}
 	np := newNetNS(t)
-	// fresh makes a namespace on a locked thread and runs in inside it.
+	// fresh makes a namespace on a locked thread and runs in inside it. The
+	// thread is never unlocked: it ends with its goroutine, wherever it is.
 	fresh := func(in func()) int {
 		var fd int
 		var err error
-		onLockedThread(func() <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread()
 			if fd, err = np.make(); err != nil {
-				return ended
+				return
 			}
 			if err = unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-				return ended
+				return
 			}
 			in()
-			if err = unix.Setns(np.own, unix.CLONE_NEWNET); err != nil {
-				return ended
-			}
-			return nil
-		})
+			err = unix.Setns(np.own, unix.CLONE_NEWNET)
+		}()
+		<-done
 		if err != nil {
 			t.Fatal(err)
 		}
