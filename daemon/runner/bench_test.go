@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/runner/pool"
 )
 
 const gib = 1 << 30
@@ -227,7 +229,7 @@ func TestBenchSpawnPools(t *testing.T) {
 		p.Delivered() // as the daemon does once the receipt is committed
 		return d
 	}
-	waitPool(t, on, poolSize, poolSize)
+	waitPool(t, on, pool.Size, pool.Size)
 	var with, without, plain []time.Duration
 	for range 6 {
 		for range 40 {

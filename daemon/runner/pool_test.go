@@ -7,13 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/runner/pool"
+	"github.com/termd/termd/daemon/runner/proctree"
 )
 
 // waitPool waits until r's pools hold at least netns namespaces and cgroups
@@ -24,10 +26,10 @@ func waitPool(t *testing.T, r *Runner, netns, cgroups int) {
 	for {
 		n, c := 0, 0
 		if r.netns != nil {
-			n = len(r.netns.ready)
+			n = r.netns.Ready()
 		}
 		if r.cgPool != nil {
-			c = len(r.cgPool.ready)
+			c = r.cgPool.Ready()
 		}
 		if n >= netns && c >= cgroups {
 			return
@@ -90,17 +92,17 @@ func TestPooledNetworkNamespaces(t *testing.T) {
 	for _, m := range modes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			r := newRunner(t, m.opts)
-			waitPool(t, r, poolSize, 0)
+			waitPool(t, r, pool.Size, 0)
 			own, _ := os.Readlink("/proc/self/ns/net")
 			pooled := heldNetns(t)
-			if len(pooled) < poolSize {
-				t.Fatalf("the pool holds %d namespaces, want %d", len(pooled), poolSize)
+			if len(pooled) < pool.Size {
+				t.Fatalf("the pool holds %d namespaces, want %d", len(pooled), pool.Size)
 			}
 			// More at once than the pool holds: some are made at spawn. They
 			// all stay until the end, so no namespace (nor its inode number)
 			// can be freed and made again while the test compares them.
 			var procs []*Process
-			for range poolSize + 3 {
+			for range pool.Size + 3 {
 				s := sh(`readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1; cat /proc/net/route | wc -l; echo end; exec sleep 30`)
 				s.NoNetwork = true
 				p := start(t, r, s)
@@ -155,18 +157,15 @@ func TestNetnsThreadStuckDoesNotKillChild(t *testing.T) {
 	}
 	r := newRunner(t, Options{NoCgroups: true})
 	waitPool(t, r, 3, 0)
-	old := r.netns
 	bad, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0) // setns refuses it
 	if err != nil {
 		t.Fatal(err)
 	}
-	np := &netnsPool{own: bad, ready: make(chan int, poolSize), stop: make(chan struct{}), done: make(chan struct{})}
-	close(np.done)
-	for range 3 {
-		np.ready <- <-old.ready
-	}
-	r.netns = np
-	t.Cleanup(old.close)
+	// The spawning thread returns to the daemon's namespace through ownNet:
+	// a descriptor setns refuses strands it in the execution's namespace.
+	own := r.ownNet
+	r.ownNet = bad
+	t.Cleanup(func() { r.ownNet = own; unix.Close(bad) })
 	for i := range 3 {
 		s := sh(`sleep 0.2; echo alive`)
 		s.NoNetwork = true
@@ -195,7 +194,7 @@ func TestPooledCgroupLimits(t *testing.T) {
 		if firstLine(t, p) != "started" {
 			t.Fatal("no start")
 		}
-		if !strings.HasPrefix(filepath.Base(p.CgroupPath()), poolPrefix) {
+		if !strings.HasPrefix(filepath.Base(p.CgroupPath()), pool.Prefix) {
 			t.Fatalf("cgroup %s is not a pooled one", p.CgroupPath())
 		}
 		got := map[string]string{}
@@ -207,10 +206,10 @@ func TestPooledCgroupLimits(t *testing.T) {
 		read("v2:pids.max", filepath.Join(p.CgroupPath(), "pids.max"))
 		read("v2:memory.max", filepath.Join(p.CgroupPath(), "memory.max"))
 		name := filepath.Base(p.CgroupPath())
-		if d := r.v1Parents["pids"]; d != "" {
+		if d := r.tree.V1Parents["pids"]; d != "" {
 			read("v1:pids.max", filepath.Join(d, name, "pids.max"))
 		}
-		if d := r.v1Parents["memory"]; d != "" {
+		if d := r.tree.V1Parents["memory"]; d != "" {
 			read("v1:memory.limit_in_bytes", filepath.Join(d, name, "memory.limit_in_bytes"))
 		}
 		_ = p.Cancel()
@@ -248,23 +247,23 @@ func TestPooledCgroupLimits(t *testing.T) {
 	check(16, 64<<20)
 	// Cycle the pool so the cgroups in it were made after that execution,
 	// with its limits written ahead.
-	for range poolSize + 2 {
+	for range pool.Size + 2 {
 		waitPool(t, r, 0, 1)
 		s := sh(`true`)
 		s.PidsMax, s.MemoryMax = 16, 64<<20
 		start(t, r, s).Wait()
 	}
-	waitPool(t, r, 0, poolSize)
+	waitPool(t, r, 0, pool.Size)
 	ahead := 0
 	entries, _ := os.ReadDir(r.CgroupParent())
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, poolPrefix) {
+		if !strings.HasPrefix(name, pool.Prefix) {
 			continue
 		}
 		for _, f := range []string{
 			filepath.Join(r.CgroupParent(), name, "pids.max"),
-			filepath.Join(r.v1Parents["pids"], name, "pids.max"),
+			filepath.Join(r.tree.V1Parents["pids"], name, "pids.max"),
 		} {
 			// 17 in v1: one more for the spawning thread, until it leaves.
 			if data, err := os.ReadFile(f); err == nil {
@@ -293,11 +292,11 @@ func TestStalePoolsRemovedAtStart(t *testing.T) {
 		t.Skip("no cgroups")
 	}
 	parent := first.CgroupParent()
-	pi, _ := readProc(os.Getpid())
-	stale := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.start+1) // our pid, another start: a dead termd
-	live := fmt.Sprintf("%s%d-%d-7", poolPrefix, os.Getpid(), pi.start)
+	pi, _ := proctree.Read(os.Getpid())
+	stale := fmt.Sprintf("%s%d-%d-7", pool.Prefix, os.Getpid(), pi.Start+1) // our pid, another start: a dead termd
+	live := fmt.Sprintf("%s%d-%d-7", pool.Prefix, os.Getpid(), pi.Start)
 	dirs := []string{parent}
-	for _, d := range first.v1Parents {
+	for _, d := range first.tree.V1Parents {
 		dirs = append(dirs, d)
 	}
 	for _, d := range dirs {
@@ -359,15 +358,15 @@ func TestCloseEmptiesPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPool(t, r, poolSize, poolSize)
-	if n := len(heldNetns(t)) - before; n < poolSize {
-		t.Fatalf("pool holds %d namespaces, want %d", n, poolSize)
+	waitPool(t, r, pool.Size, pool.Size)
+	if n := len(heldNetns(t)) - before; n < pool.Size {
+		t.Fatalf("pool holds %d namespaces, want %d", n, pool.Size)
 	}
 	s := sh(`true`)
 	s.PidsMax, s.MemoryMax, s.NoNetwork = 8, 32<<20, true
 	start(t, r, s).Wait()
-	waitPool(t, r, poolSize, poolSize)
-	v1 := r.v1Parents
+	waitPool(t, r, pool.Size, pool.Size)
+	v1 := r.tree.V1Parents
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +379,7 @@ func TestCloseEmptiesPools(t *testing.T) {
 	for ctl, d := range v1 {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), poolPrefix) {
+			if strings.HasPrefix(e.Name(), pool.Prefix) {
 				t.Errorf("pooled v1 %s cgroup %s left after Close", ctl, e.Name())
 			}
 		}
@@ -400,190 +399,32 @@ func TestPoolsRefillBetweenExecutions(t *testing.T) {
 	if r.netns == nil {
 		t.Fatalf("no network namespace pool: %s", r.poolStatus())
 	}
-	waitPool(t, r, poolSize, 0)
+	waitPool(t, r, pool.Size, 0)
 	r.young = time.Hour // it stays young for the whole test
 	s := sh("exec sleep 30")
 	s.NoNetwork = true
 	p := start(t, r, s)
 	t.Cleanup(func() { _ = p.Cancel(); p.Wait() })
 	time.Sleep(300 * time.Millisecond)
-	if n := len(r.netns.ready); n != poolSize-1 {
-		t.Fatalf("while an execution is young the namespace pool went from %d to %d: it refilled during the run", poolSize, n)
+	if n := r.netns.Ready(); n != pool.Size-1 {
+		t.Fatalf("while an execution is young the namespace pool went from %d to %d: it refilled during the run", pool.Size, n)
 	}
 	_ = p.Cancel()
 	p.Wait()
 	time.Sleep(100 * time.Millisecond)
-	if n := len(r.netns.ready); n != poolSize-1 {
+	if n := r.netns.Ready(); n != pool.Size-1 {
 		t.Fatalf("the namespace pool refilled (%d) before the execution's result was delivered", n)
 	}
 	p.Delivered()
-	waitPool(t, r, poolSize, 0) // refilled once its result was delivered
+	waitPool(t, r, pool.Size, 0) // refilled once its result was delivered
 
 	r.young = 50 * time.Millisecond
 	long := start(t, r, s)
 	t.Cleanup(func() { _ = long.Cancel(); long.Wait() })
-	waitPool(t, r, poolSize, 0) // a long run holds the refill back only while young
+	waitPool(t, r, pool.Size, 0) // a long run holds the refill back only while young
 	select {
 	case <-long.Done():
 		t.Fatal("the execution ended before the pool refilled")
 	default:
 	}
-}
-
-// A cgroup keeps the files read at its execution's end (v2 cgroup.events, v1
-// cgroup.procs) open from when it was made, a pooled one ahead of its
-// execution, so the end reads them without a path walk each; every read says
-// what holds now (a v1 member list read twice through one descriptor would
-// not), and removing the cgroup leaves nothing open.
-func TestCgroupEndFilesKeptOpen(t *testing.T) {
-	c := Probe()
-	if c.CgroupV2 == "" || os.Geteuid() != 0 {
-		t.Skip("needs cgroups (root)")
-	}
-	r := newRunner(t, Options{NoPool: true})
-	cg, err := r.makeCgroup("keep-open", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// heldIn lists this process's descriptors on files under cg's directories.
-	heldIn := func() []string {
-		var held []string
-		ents, _ := os.ReadDir("/proc/self/fd")
-		for _, e := range ents {
-			l, err := os.Readlink("/proc/self/fd/" + e.Name())
-			if err != nil {
-				continue
-			}
-			if strings.HasPrefix(l, cg.v2+"/") {
-				held = append(held, l)
-			}
-			for _, d := range cg.v1 {
-				if strings.HasPrefix(l, d+"/") {
-					held = append(held, l)
-				}
-			}
-		}
-		return held
-	}
-	if held := heldIn(); len(held) != 1+len(r.v1Parents) {
-		t.Fatalf("a new cgroup holds %v open, want its cgroup.events and each v1 cgroup.procs", held)
-	}
-	fd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("sleep", "30")
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-	err = cmd.Start()
-	unix.Close(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range cg.v1 {
-		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !cg.populated() || !cg.populated() {
-		t.Error("a cgroup with a running process reads as empty")
-	}
-	if len(cg.v1) > 0 {
-		// Out of the v2 group (into the root), still in the v1 ones: the
-		// v1 member lists say it is there.
-		if err := writeFile(filepath.Join(c.CgroupV2, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
-			t.Fatal(err)
-		}
-		if !cg.populated() {
-			t.Error("a cgroup whose v1 groups hold a process reads as empty")
-		}
-	}
-	if pids := cg.procs(); len(pids) != 1 || pids[0] != cmd.Process.Pid {
-		t.Errorf("members %v, want [%d]", pids, cmd.Process.Pid)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if cg.populated() || len(cg.procs()) != 0 {
-		t.Error("the cgroup still reads as populated after its only process was reaped")
-	}
-	cg.remove()
-	if held := heldIn(); len(held) != 0 || exists(cg.v2) {
-		t.Errorf("after remove: %v still open, directory left %v", held, exists(cg.v2))
-	}
-}
-
-// A network namespace handed back to the pool is made ready again only when
-// it is as a fresh one: one with a socket left in it (an abstract unix
-// listener held from outside), or whose loopback was brought up, is let go.
-func TestRecycledNetnsChecked(t *testing.T) {
-	if !Probe().NetNS || os.Geteuid() != 0 {
-		t.Skip("needs network namespaces and root")
-	}
-	r := newRunner(t, Options{})
-	waitPool(t, r, poolSize, 0)
-	np := r.netns
-	// fresh makes a namespace on a locked thread and runs in inside it.
-	fresh := func(in func()) int {
-		var fd int
-		var err error
-		lockedThread(func() <-chan struct{} {
-			if fd, err = np.make(); err != nil {
-				return ended
-			}
-			if err = unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-				return ended
-			}
-			in()
-			if err = r.leaveNetNS(); err != nil {
-				return ended
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fd
-	}
-	waitCount := func(what string, c interface{ Load() uint64 }, want uint64) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for c.Load() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s", what, r.poolStatus())
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
-	dropped, reused := np.dropped.Load(), np.reused.Load()
-	var held int
-	np.recycle(fresh(func() {
-		var err error
-		if held, err = unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
-			t.Error(err)
-		}
-		if err := unix.Bind(held, &unix.SockaddrUnix{Name: fmt.Sprintf("@termd-recycle-%d", os.Getpid())}); err != nil {
-			t.Error(err)
-		}
-	}))
-	defer unix.Close(held)
-	waitCount("a namespace with a socket left was not let go", &np.dropped, dropped+1)
-	np.recycle(fresh(func() {
-		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer unix.Close(s)
-		ifr, _ := unix.NewIfreq("lo")
-		ifr.SetUint16(unix.IFF_UP)
-		if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
-			t.Error(err)
-		}
-	}))
-	waitCount("a namespace whose loopback is up was not let go", &np.dropped, dropped+2)
-	if np.reused.Load() != reused {
-		t.Fatalf("a namespace with something left in it was reused: %s", r.poolStatus())
-	}
-	np.recycle(fresh(func() {}))
-	waitCount("an untouched namespace was not reused", &np.reused, reused+1)
-	t.Log(r.poolStatus())
 }

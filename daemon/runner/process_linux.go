@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,6 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/cgroup"
+	"github.com/termd/termd/daemon/runner/pool"
+	"github.com/termd/termd/daemon/runner/proctree"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
@@ -31,11 +35,11 @@ type Process struct {
 	// (awaitConfined); closeMountNS closes it.
 	mntns atomic.Int32
 	start uint64 // start ticks of the main process
-	cg    *execCgroup
+	cg    *cgroup.Cgroup
 	netns bool
 	// ns is the network namespace the command was born in, kept to be
 	// reused once the execution has ended (-1: none, or not reusable; see
-	// reusableNetNS and releaseNetNS).
+	// pool.ReusableNetNS and releaseNetNS).
 	ns int
 	// prestarted: the main process is a pre-started launcher (launchpool_linux.go).
 	prestarted bool
@@ -44,9 +48,9 @@ type Process struct {
 	tty        *terminal   // nil unless Spec.TTY
 
 	startedAt time.Time
-	// grown ends the execution's hold on the pools' refill (refillGate):
+	// grown ends the execution's hold on the pools' refill (pool.Gate):
 	// called once its result was delivered (Delivered), or by a timer after
-	// youngRun.
+	// pool.YoungRun.
 	grown func()
 
 	ctl sync.Mutex // serialises pause/resume/stop signalling
@@ -92,7 +96,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
 	// its freshly forked child for a leftover.
 	r.register(p)
-	r.holdRefill() // until its result is delivered or it has run for youngRun (refillGate)
+	r.holdRefill() // until its result is delivered or it has run for pool.YoungRun (pool.Gate)
 	err := p.spawn()
 	if err != nil {
 		r.unregister(p)
@@ -126,9 +130,14 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	return p, nil
 }
 
+// spawn starts the execution's main process: in a pre-started launcher when
+// one can serve it, else forked here (in its cgroup and network namespace,
+// through an inline launcher when the spec has one). Its steps: stdio, the
+// cgroup, the network namespace, the fork, and (with a launcher) the
+// configuration and the release.
 func (p *Process) spawn() (err error) {
 	r, spec := p.r, p.spec
-	if pl := r.launchers.claim(p.id, spec); pl != nil {
+	if pl := r.launchers.Claim(p.id, launcherWant(spec)); pl != nil {
 		return p.spawnPooled(pl)
 	}
 	devnull, err := os.Open(os.DevNull)
@@ -136,17 +145,8 @@ func (p *Process) spawn() (err error) {
 		return err
 	}
 	defer devnull.Close()
-	sys0 := &syscall.SysProcAttr{
-		Setpgid:    true,
-		Credential: spec.Credential,
-		Pdeathsig:  syscall.SIGKILL,
-		PidFD:      &p.pidfd,
-	}
+	sys := &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential, Pdeathsig: syscall.SIGKILL, PidFD: &p.pidfd}
 	var writers [2]*os.File
-	stdin := devnull
-	if spec.Stdin != nil {
-		stdin = spec.Stdin
-	}
 	defer func() {
 		for _, w := range writers {
 			if w != nil {
@@ -161,48 +161,16 @@ func (p *Process) spawn() (err error) {
 			}
 		}
 	}()
-	if spec.TTY != nil {
-		slave, err := p.openTerminal(sys0)
-		if err != nil {
-			return fmt.Errorf("open a pseudo-terminal: %w", err)
-		}
-		stdin, writers[0], writers[1] = slave, slave, nil
+	stdin, err := p.openStdio(sys, devnull, &writers)
+	if err != nil {
+		return err
 	}
-	for i := range writers {
-		if spec.TTY != nil {
-			break
-		}
-		rd, w, err := os.Pipe()
+	if r.tree.Parent != "" {
+		fd, err := p.openCgroup(sys)
 		if err != nil {
 			return err
-		}
-		p.pipes[i], writers[i] = rd, w
-		// A larger pipe means fewer wakeups for chatty commands; best effort.
-		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
-	}
-
-	sys := sys0
-	if r.parent != "" {
-		cg, pooled := r.cgPool.claim(p.id, spec)
-		if pooled {
-			if err := r.applyLimits(cg, spec); err != nil {
-				cg.remove()
-				return err
-			}
-			p.name = filepath.Base(cg.v2)
-		} else if cg, err = r.createCgroup(p.name, spec); err != nil {
-			return err
-		}
-		p.cg = cg
-		fd, err := unix.Open(cg.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			cg.remove()
-			p.cg = nil
-			return fmt.Errorf("open cgroup: %w", err)
 		}
 		defer unix.Close(fd)
-		sys.UseCgroupFD = true
-		sys.CgroupFD = fd
 	}
 	// A pooled network namespace is entered by the spawning thread just
 	// before it forks (the child is born in it); without one the clone makes
@@ -213,126 +181,224 @@ func (p *Process) spawn() (err error) {
 			unix.Close(nsfd) // the child holds the namespace now; nothing else may
 		}
 	}()
-	switch {
-	case spec.JoinNetNS:
-		if !r.caps.NetNS || r.ownNet < 0 {
-			return p.spawnFailed(errors.New("cannot join the workspace loopback: this daemon cannot enter network namespaces (it needs CAP_SYS_ADMIN)"))
-		}
-		fd, err := unix.FcntlInt(uintptr(spec.NetNSFD), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return p.spawnFailed(fmt.Errorf("the workspace loopback's descriptor: %w", err))
-		}
-		nsfd = fd
-		p.netns = true
-	case spec.NoNetwork:
-		if r.caps.NetNS {
-			if nsfd = r.netns.take(); nsfd < 0 {
-				sys.Cloneflags |= syscall.CLONE_NEWNET
-			}
-			p.netns = true
-		} else if spec.RequireNoNetwork {
-			return p.spawnFailed(errors.New("network namespaces are not available and the spec requires no network"))
-		}
+	if err := p.chooseNetNS(sys, &nsfd); err != nil {
+		return p.spawnFailed(err)
 	}
 	env := make([]string, len(spec.Env)) // never nil: nil would inherit os.Environ
 	copy(env, spec.Env)
-	attr := &os.ProcAttr{
-		Dir:   spec.Dir,
-		Env:   env,
-		Files: []*os.File{stdin, writers[0], writers[1]},
-		Sys:   sys,
-	}
+	attr := &os.ProcAttr{Dir: spec.Dir, Env: env, Files: []*os.File{stdin, writers[0], writers[1]}, Sys: sys}
 	if spec.TTY != nil {
 		attr.Files[2] = writers[0] // the terminal's slave: stderr too
 	}
-	path, argv := spec.Path, spec.Argv
-	var ln *launchPipes
-	if spec.Launch == nil && spec.BeforeRelease != nil {
-		// Nothing to hold the command with: it must wait before the spawn.
-		if err := spec.BeforeRelease(); err != nil {
-			return p.spawnFailed(err)
-		}
+	path, argv, ln, err := p.inlineLauncher(attr)
+	if err != nil {
+		return p.spawnFailed(err)
 	}
-	if spec.Launch != nil {
-		if ln, err = newLaunchPipes(spec.Launch); err != nil {
-			return p.spawnFailed(err)
-		}
+	if ln != nil {
 		defer ln.closeChildEnds()
-		attr.Files = append(attr.Files, ln.files...)
-		attr.Env = []string{}
-		sys.Credential = nil // the launcher switches after confining itself
-		if spec.Launch.NewMountNS {
-			sys.Cloneflags |= syscall.CLONE_NEWNS
-		}
-		path, argv = spec.Launch.Path, []string{launcher.ArgvZero}
 	}
-
-	var proc *os.Process
-	startOnce := func() error {
-		var serr error
-		proc, serr = r.forkIn(p.cg, &nsfd, spec.JoinNetNS, path, argv, attr, p.done)
-		return serr
-	}
-	err = startOnce()
-	if err != nil && p.netns && !spec.RequireNoNetwork && !spec.JoinNetNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
-		sys.Cloneflags &^= syscall.CLONE_NEWNET
-		p.netns = false
-		if nsfd >= 0 {
-			unix.Close(nsfd)
-			nsfd = -1
-		}
-		err = startOnce()
-	}
+	proc, err := p.fork(&nsfd, path, argv, attr)
 	if err != nil {
 		if ln != nil {
 			ln.abandon()
 		}
 		return p.spawnFailed(err)
 	}
-	// What needs no running command is done before the release, while the
-	// intent is committed, not between the command's exec and its run: the
-	// final v1 pids.max (the spawning thread has left) and the main
-	// process's start time (set at fork, unchanged by exec).
-	if p.cg != nil {
-		p.cg.settle()
-	}
-	if p.netns && !spec.JoinNetNS && spec.Launch != nil && reusableNetNS(launchConfig(spec, nil)) {
-		p.keepNetNS(&nsfd, proc.Pid)
-	}
-	var st uint64
-	if pi, ok := readProc(proc.Pid); ok {
-		st = pi.start
-	}
+	st := p.afterFork(proc, &nsfd)
 	if ln != nil {
-		// The launcher waits on its configuration socket: nothing has run
-		// yet. It gets its configuration now and confines itself while
-		// BeforeRelease waits (for the intent), and execs only on release.
-		err := ln.send(spec, env)
-		if err == nil {
-			var fd int
-			fd, err = ln.confined(proc.Pid) // while the intent is committed
-			p.mntns.Store(int32(fd))
-		}
-		if err == nil && spec.BeforeRelease != nil {
-			err = spec.BeforeRelease()
-		}
-		if err == nil {
-			err = ln.release()
-		}
-		if err != nil {
-			p.closeMountNS()
-			ln.abandon() // the end of file: a launcher still waiting exits without running anything
-			_ = proc.Kill()
-			_, _ = proc.Wait()
+		if err := p.releaseInline(ln, proc, env); err != nil {
 			return p.spawnFailed(err)
 		}
 	}
+	p.setMain(proc, st)
+	return nil
+}
+
+// setMain records the started main process and its start ticks.
+func (p *Process) setMain(proc *os.Process, start uint64) {
 	p.mu.Lock() // other executions read pid/start through ident()
 	p.proc = proc
 	p.pid = proc.Pid
-	p.start = st
+	p.start = start
 	p.mu.Unlock()
+}
+
+// openStdio makes the command's standard descriptors: stdin (Spec.Stdin or
+// devnull) and the write ends of two pipes whose read ends are p.pipes, or a
+// terminal's slave for all three (Spec.TTY). The caller closes writers.
+func (p *Process) openStdio(sys *syscall.SysProcAttr, devnull *os.File, writers *[2]*os.File) (stdin *os.File, err error) {
+	stdin = devnull
+	if p.spec.Stdin != nil {
+		stdin = p.spec.Stdin
+	}
+	if p.spec.TTY != nil {
+		slave, err := p.openTerminal(sys)
+		if err != nil {
+			return nil, fmt.Errorf("open a pseudo-terminal: %w", err)
+		}
+		writers[0], writers[1] = slave, nil
+		return slave, nil
+	}
+	for i := range writers {
+		rd, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		p.pipes[i], writers[i] = rd, w
+		// A larger pipe means fewer wakeups for chatty commands; best effort.
+		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	}
+	return stdin, nil
+}
+
+// openCgroup gives the execution its cgroup (a pooled one, or one made now)
+// with its limits, and has the clone put the child in it (sys.CgroupFD: the
+// descriptor returned, which the caller closes after the fork).
+func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
+	r, spec := p.r, p.spec
+	cg, pooled := r.cgPool.Claim(p.id, limitsOf(spec))
+	if pooled {
+		if err := r.tree.ApplyLimits(cg, limitsOf(spec)); err != nil {
+			cg.Remove()
+			return -1, err
+		}
+		p.name = filepath.Base(cg.Path())
+	} else {
+		var err error
+		if cg, err = r.tree.Create(p.name, limitsOf(spec)); err != nil {
+			return -1, err
+		}
+	}
+	p.cg = cg
+	fd, err := unix.Open(cg.Path(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		cg.Remove()
+		p.cg = nil
+		return -1, fmt.Errorf("open cgroup: %w", err)
+	}
+	sys.UseCgroupFD = true
+	sys.CgroupFD = fd
+	return fd, nil
+}
+
+// chooseNetNS decides the network namespace the command is born in: the
+// workspace loopback it joins, a pooled empty one, or one the clone makes
+// (*nsfd: the namespace the spawning thread enters before the fork; -1:
+// none). An error is a spawn failure.
+func (p *Process) chooseNetNS(sys *syscall.SysProcAttr, nsfd *int) error {
+	r, spec := p.r, p.spec
+	switch {
+	case spec.JoinNetNS:
+		if !r.caps.NetNS || r.ownNet < 0 {
+			return errors.New("cannot join the workspace loopback: this daemon cannot enter network namespaces (it needs CAP_SYS_ADMIN)")
+		}
+		fd, err := unix.FcntlInt(uintptr(spec.NetNSFD), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("the workspace loopback's descriptor: %w", err)
+		}
+		*nsfd = fd
+		p.netns = true
+	case spec.NoNetwork:
+		if r.caps.NetNS {
+			if *nsfd = r.netns.Take(); *nsfd < 0 {
+				sys.Cloneflags |= syscall.CLONE_NEWNET
+			}
+			p.netns = true
+		} else if spec.RequireNoNetwork {
+			return errors.New("network namespaces are not available and the spec requires no network")
+		}
+	}
 	return nil
+}
+
+// inlineLauncher prepares the start of the spec's launcher: its
+// descriptors join attr's, it gets no environment and no credentials (it
+// switches after confining itself), and path and argv are the launcher's
+// instead of the command's. Without Spec.Launch (nil ln) nothing can hold
+// the command before it runs, so BeforeRelease is called here, before the
+// spawn.
+func (p *Process) inlineLauncher(attr *os.ProcAttr) (path string, argv []string, ln *launchPipes, err error) {
+	spec := p.spec
+	if spec.Launch == nil {
+		if spec.BeforeRelease != nil {
+			if err := spec.BeforeRelease(); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		return spec.Path, spec.Argv, nil, nil
+	}
+	if ln, err = newLaunchPipes(spec.Launch); err != nil {
+		return "", nil, nil, err
+	}
+	attr.Files = append(attr.Files, ln.files...)
+	attr.Env = []string{}
+	attr.Sys.Credential = nil // the launcher switches after confining itself
+	if spec.Launch.NewMountNS {
+		attr.Sys.Cloneflags |= syscall.CLONE_NEWNS
+	}
+	return spec.Launch.Path, []string{launcher.ArgvZero}, ln, nil
+}
+
+// fork starts path (forkIn), once more without a network namespace of its
+// own when the kernel refused one and the spec does not require it.
+func (p *Process) fork(nsfd *int, path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	spec := p.spec
+	proc, err := p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+	if err != nil && p.netns && !spec.RequireNoNetwork && !spec.JoinNetNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+		attr.Sys.Cloneflags &^= syscall.CLONE_NEWNET
+		p.netns = false
+		if *nsfd >= 0 {
+			unix.Close(*nsfd)
+			*nsfd = -1
+		}
+		proc, err = p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+	}
+	return proc, err
+}
+
+// afterFork does what needs no running command before the release, while
+// the intent is committed, not between the command's exec and its run: the
+// final v1 pids.max (the spawning thread has left), keeping a reusable
+// network namespace, and the main process's start time (set at fork,
+// unchanged by exec), which it returns.
+func (p *Process) afterFork(proc *os.Process, nsfd *int) (start uint64) {
+	spec := p.spec
+	if p.cg != nil {
+		p.cg.Settle()
+	}
+	if p.netns && !spec.JoinNetNS && spec.Launch != nil && pool.ReusableNetNS(launchConfig(spec, nil)) {
+		p.keepNetNS(nsfd, proc.Pid)
+	}
+	if pi, ok := proctree.Read(proc.Pid); ok {
+		start = pi.Start
+	}
+	return start
+}
+
+// releaseInline configures the inline launcher proc, which waits on its
+// configuration socket (nothing has run yet): it confines itself while
+// BeforeRelease waits (for the intent), and execs only on release. On an
+// error the launcher is killed and reaped: nothing of the command ran.
+func (p *Process) releaseInline(ln *launchPipes, proc *os.Process, env []string) error {
+	err := ln.send(p.spec, env)
+	if err == nil {
+		var fd int
+		fd, err = ln.confined(proc.Pid) // while the intent is committed
+		p.mntns.Store(int32(fd))
+	}
+	if err == nil && p.spec.BeforeRelease != nil {
+		err = p.spec.BeforeRelease()
+	}
+	if err == nil {
+		err = ln.release()
+	}
+	if err != nil {
+		p.closeMountNS()
+		ln.abandon() // the end of file: a launcher still waiting exits without running anything
+		_ = proc.Kill()
+		_, _ = proc.Wait()
+	}
+	return err
 }
 
 // forkIn starts path on a locked thread that enters cg's v1 cgroups (the v2
@@ -346,14 +412,14 @@ func (p *Process) spawn() (err error) {
 //
 // join: *nsfd is a namespace the command must be born in (a workspace
 // loopback): failing to enter it fails the start instead.
-func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
+func (r *Runner) forkIn(cg *cgroup.Cgroup, nsfd *int, join bool, path string, argv []string, attr *os.ProcAttr, hold <-chan struct{}) (*os.Process, error) {
 	sys := attr.Sys
 	var proc *os.Process
 	var serr error
 	lockedThread(func() <-chan struct{} {
 		leave := func() error { return nil }
 		if cg != nil {
-			l, err := cg.enterV1(r.ownV1, r.v1Roots)
+			l, err := r.tree.EnterV1(cg)
 			if err != nil {
 				serr = err
 				return nil
@@ -389,7 +455,7 @@ func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv 
 		// Pdeathsig would SIGKILL the child the moment its forking
 		// thread exits.
 		if errV1 != nil {
-			cg.stuck = true
+			cg.MarkStuck()
 		}
 		if serr != nil {
 			return ended // nothing started: end the thread now
@@ -405,6 +471,28 @@ func (r *Runner) forkIn(cg *execCgroup, nsfd *int, join bool, path string, argv 
 	return proc, serr
 }
 
+// lockedThread runs f on a fresh goroutine locked to its OS thread and
+// returns when f has. If f returns a non-nil hold channel, the thread is
+// tainted (it could not leave an execution's v1 cgroup): the goroutine stays
+// locked until hold is closed and then exits still locked, so the Go runtime
+// destroys the thread instead of reusing it. The wait matters: a child's
+// Pdeathsig fires when the thread that forked it ends, so a tainted thread
+// must outlive the child it started (hold = the execution's end).
+func lockedThread(f func() (hold <-chan struct{})) {
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		hold := f()
+		close(done)
+		if hold != nil {
+			<-hold
+			return
+		}
+		runtime.UnlockOSThread()
+	}()
+	<-done
+}
+
 // ended is a closed channel: "hold nothing, end the thread now".
 var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -414,8 +502,8 @@ func (p *Process) spawnFailed(err error) error {
 		p.ns = -1
 	}
 	if p.cg != nil {
-		p.cg.killAll(time.Second)
-		p.cg.remove()
+		p.cg.KillAll(time.Second)
+		p.cg.Remove()
 	}
 	return err
 }
@@ -454,8 +542,8 @@ func (p *Process) closeMountNS() {
 
 // Delivered says the execution's result has been delivered (the daemon has
 // committed its receipt): the execution stops holding the pools' refill back
-// (refillGate), if it still did, and lets its command's mount namespace go.
-// Without it the refill's hold ends after youngRun, the namespace's
+// (pool.Gate), if it still did, and lets its command's mount namespace go.
+// Without it the refill's hold ends after pool.YoungRun, the namespace's
 // mntnsGrace after the result.
 func (p *Process) Delivered() {
 	if p.grown != nil {
@@ -476,7 +564,7 @@ func (p *Process) CgroupPath() string {
 	if p.cg == nil {
 		return ""
 	}
-	return p.cg.v2
+	return p.cg.Path()
 }
 
 // Done is closed when the result is final.
@@ -524,8 +612,8 @@ func (p *Process) Pause() error {
 	case paused:
 		return nil
 	}
-	if p.cg != nil && p.cg.freeze {
-		if err := p.cg.setFrozen(true); err != nil {
+	if p.cg != nil && p.cg.CanFreeze() {
+		if err := p.cg.SetFrozen(true); err != nil {
 			return err
 		}
 	} else {
@@ -556,8 +644,8 @@ func (p *Process) Resume() error {
 // thaw requires p.ctl.
 func (p *Process) thaw() error {
 	var err error
-	if p.cg != nil && p.cg.freeze {
-		err = p.cg.setFrozen(false)
+	if p.cg != nil && p.cg.CanFreeze() {
+		err = p.cg.SetFrozen(false)
 	} else {
 		p.signalTree(syscall.SIGCONT, false)
 	}
@@ -609,52 +697,7 @@ func (p *Process) supervise(readers *sync.WaitGroup) {
 		p.waitExitNoReap()
 		close(exited)
 	}()
-	var tracking <-chan time.Time
-	if p.cg == nil {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		tracking = t.C
-		p.track(snapshot())
-	}
-	timeout := time.NewTimer(p.spec.Timeout)
-	defer timeout.Stop()
-	var idle <-chan struct{}
-	if p.spec.TTY != nil {
-		idleStop := make(chan struct{})
-		defer close(idleStop)
-		idle = p.tty.idleWatch(p.spec.TTY.Idle, idleStop)
-	}
-	var grace <-chan time.Time
-	stopping := p.stopping
-loop:
-	for {
-		select {
-		case <-exited:
-			break loop
-		case <-tracking:
-			p.track(snapshot())
-		case <-timeout.C:
-			select {
-			case <-exited: // exited first; not a timeout
-				break loop
-			default:
-			}
-			p.beginStop(StatusTimedOut)
-		case <-idle:
-			idle = nil
-			if p.beginStop(StatusTimedOut) {
-				p.tty.idle.Store(true)
-			}
-		case <-stopping:
-			stopping = nil
-			gt := time.NewTimer(p.spec.Grace)
-			defer gt.Stop()
-			grace = gt.C
-		case <-grace:
-			grace = nil
-			p.killTree()
-		}
-	}
+	p.watch(exited)
 
 	// The main process has exited but is not reaped yet (WNOWAIT), so its pid
 	// and process group id cannot be reused while we clean up.
@@ -669,28 +712,13 @@ loop:
 		unix.Close(p.pidfd)
 		p.pidfd = -1
 	}
-
-	// Everything that could hold the pipes is dead; EOF follows at once unless
-	// a process escaped containment. Do not hang on that.
-	readersDone := make(chan struct{})
-	go func() { readers.Wait(); close(readersDone) }()
-	select {
-	case <-readersDone:
-	case <-time.After(5 * time.Second):
-		for _, f := range p.pipes {
-			f.Close()
-		}
-		<-readersDone
-	}
-	for _, f := range p.pipes {
-		f.Close()
-	}
+	p.drainOutput(readers)
 	var limits []string
 	cgPath := ""
 	p.releaseNetNS() // before the cgroup goes: its emptiness is what lets the namespace serve again
 	if p.cg != nil {
-		limits = p.cg.applied
-		cgPath = p.cg.v2
+		limits = p.cg.Applied()
+		cgPath = p.cg.Path()
 		// Everything in it is dead; the kernel may take a few milliseconds to
 		// let the directory go, which the result need not wait for.
 		p.r.removeLater(p.cg)
@@ -717,33 +745,108 @@ loop:
 	reason := p.reason
 	p.paused = false
 	p.mu.Unlock()
-	switch {
-	case werr != nil:
-		res.Status = StatusFailed
-		res.Err = fmt.Errorf("wait: %w", werr)
-	default:
-		ws := state.Sys().(syscall.WaitStatus)
-		if ws.Exited() {
-			res.ExitCode = ws.ExitStatus()
-		} else if ws.Signaled() {
-			res.Signal = unix.SignalName(ws.Signal())
-		}
-		switch {
-		case reason != "":
-			res.Status = reason
-		case ws.Exited() && ws.ExitStatus() == 0:
-			res.Status = StatusSucceeded
-		case ws.Exited():
-			res.Status = StatusFailed
-		default:
-			res.Status = StatusKilled
-		}
-	}
+	setStatus(&res, reason, state, werr)
 	p.result = res
 	if p.mntns.Load() >= 0 {
 		time.AfterFunc(mntnsGrace, p.closeMountNS)
 	}
 	close(p.done)
+}
+
+// watch returns once the main process has exited (exited is closed),
+// meanwhile enforcing the timeout, the terminal's idle limit and the grace
+// after a stop, and (without a cgroup) tracking the process tree.
+func (p *Process) watch(exited <-chan struct{}) {
+	var tracking <-chan time.Time
+	if p.cg == nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		tracking = t.C
+		p.track(proctree.Snapshot())
+	}
+	timeout := time.NewTimer(p.spec.Timeout)
+	defer timeout.Stop()
+	var idle <-chan struct{}
+	if p.spec.TTY != nil {
+		idleStop := make(chan struct{})
+		defer close(idleStop)
+		idle = p.tty.idleWatch(p.spec.TTY.Idle, idleStop)
+	}
+	var grace <-chan time.Time
+	stopping := p.stopping
+	for {
+		select {
+		case <-exited:
+			return
+		case <-tracking:
+			p.track(proctree.Snapshot())
+		case <-timeout.C:
+			select {
+			case <-exited: // exited first; not a timeout
+				return
+			default:
+			}
+			p.beginStop(StatusTimedOut)
+		case <-idle:
+			idle = nil
+			if p.beginStop(StatusTimedOut) {
+				p.tty.idle.Store(true)
+			}
+		case <-stopping:
+			stopping = nil
+			gt := time.NewTimer(p.spec.Grace)
+			defer gt.Stop()
+			grace = gt.C
+		case <-grace:
+			grace = nil
+			p.killTree()
+		}
+	}
+}
+
+// drainOutput waits for the output readers and closes the pipes.
+// Everything that could hold the pipes is dead; EOF follows at once unless
+// a process escaped containment. Do not hang on that.
+func (p *Process) drainOutput(readers *sync.WaitGroup) {
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-readersDone:
+	case <-time.After(5 * time.Second):
+		for _, f := range p.pipes {
+			f.Close()
+		}
+		<-readersDone
+	}
+	for _, f := range p.pipes {
+		f.Close()
+	}
+}
+
+// setStatus sets res's status, exit code and signal from the main process's
+// wait status and the reason we ended it ("" = we did not).
+func setStatus(res *Result, reason Status, state *os.ProcessState, werr error) {
+	if werr != nil {
+		res.Status = StatusFailed
+		res.Err = fmt.Errorf("wait: %w", werr)
+		return
+	}
+	ws := state.Sys().(syscall.WaitStatus)
+	if ws.Exited() {
+		res.ExitCode = ws.ExitStatus()
+	} else if ws.Signaled() {
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	switch {
+	case reason != "":
+		res.Status = reason
+	case ws.Exited() && ws.ExitStatus() == 0:
+		res.Status = StatusSucceeded
+	case ws.Exited():
+		res.Status = StatusFailed
+	default:
+		res.Status = StatusKilled
+	}
 }
 
 // waitExitNoReap blocks until the main process has exited, leaving it a zombie.
@@ -777,7 +880,7 @@ func (p *Process) signalTree(sig syscall.Signal, stopAll bool) {
 		for i := 0; i < 50; i++ {
 			sent := 0
 			seen := map[int]bool{}
-			for _, pid := range p.cg.procs() {
+			for _, pid := range p.cg.Procs() {
 				if !seen[pid] {
 					seen[pid] = true
 					_ = unix.Kill(pid, sig)
@@ -792,7 +895,7 @@ func (p *Process) signalTree(sig syscall.Signal, stopAll bool) {
 	}
 	_ = unix.Kill(-p.pid, sig)
 	for i := 0; i < 50; i++ {
-		members := p.fallbackMembers(snapshot(), false)
+		members := p.fallbackMembers(proctree.Snapshot(), false)
 		seen := map[int]bool{}
 		for pid := range members {
 			seen[pid] = true
@@ -809,12 +912,12 @@ func (p *Process) signalTree(sig syscall.Signal, stopAll bool) {
 // state T/t/Z), i.e. another SIGSTOP round is needed.
 func (p *Process) hasUnstopped(set map[int]bool) bool {
 	for pid := range set {
-		if pi, ok := readProc(pid); ok && pi.state != 'T' && pi.state != 't' && pi.state != 'Z' && pi.state != 'X' {
+		if pi, ok := proctree.Read(pid); ok && pi.State != 'T' && pi.State != 't' && pi.State != 'Z' && pi.State != 'X' {
 			return true
 		}
 	}
 	if p.cg == nil {
-		for pid := range p.fallbackMembers(snapshot(), false) {
+		for pid := range p.fallbackMembers(proctree.Snapshot(), false) {
 			if !set[pid] {
 				return true
 			}
@@ -831,24 +934,24 @@ func (p *Process) killTree() int {
 		// The common case: the main process was alone and has exited (a
 		// zombie is no longer a member), so the cgroups are empty and nothing
 		// can enter them any more; skip listing and cgroup.kill.
-		if !p.cg.populated() {
+		if !p.cg.Populated() {
 			return 0
 		}
-		for _, pid := range p.cg.procs() {
-			if pi, ok := readProc(pid); ok {
+		for _, pid := range p.cg.Procs() {
+			if pi, ok := proctree.Read(pid); ok {
 				p.noteTracked(pi)
 			}
 			if pid != p.pid {
 				found[pid] = true
 			}
 		}
-		p.cg.killAll(10 * time.Second)
+		p.cg.KillAll(10 * time.Second)
 		return len(found)
 	}
 	_ = unix.Kill(-p.pid, syscall.SIGKILL)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		snap := snapshot()
+		snap := proctree.Snapshot()
 		p.track(snap)
 		alive := 0
 		for pid, pi := range p.fallbackMembers(snap, true) {
@@ -856,7 +959,7 @@ func (p *Process) killTree() int {
 				continue
 			}
 			p.noteTracked(pi) // so reapOrphans knows it
-			if pi.state == 'Z' {
+			if pi.State == 'Z' {
 				continue
 			}
 			alive++
@@ -871,19 +974,19 @@ func (p *Process) killTree() int {
 	return len(found)
 }
 
-func (p *Process) noteTracked(pi procInfo) {
+func (p *Process) noteTracked(pi proctree.Info) {
 	p.mu.Lock()
-	p.tracked[pi.pid] = pi.start
+	p.tracked[pi.Pid] = pi.Start
 	p.mu.Unlock()
 }
 
 // track records the current process tree of the execution (fallback mode), so
 // that its members stay attributable after their parents exit.
-func (p *Process) track(snap map[int]procInfo) {
+func (p *Process) track(snap map[int]proctree.Info) {
 	m := p.fallbackMembers(snap, false)
 	p.mu.Lock()
 	for pid, pi := range m {
-		p.tracked[pid] = pi.start
+		p.tracked[pid] = pi.Start
 	}
 	p.mu.Unlock()
 }
@@ -892,15 +995,15 @@ func (p *Process) track(snap map[int]procInfo) {
 // process, its process group, everything seen in its tree before, orphans
 // re-parented to us (subreaper) that must be ours, and all their descendants.
 // atEnd also claims orphans no other live execution can claim.
-func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]procInfo {
+func (p *Process) fallbackMembers(snap map[int]proctree.Info, atEnd bool) map[int]proctree.Info {
 	self := p.r.self
 	roots := map[int]bool{}
-	if pi, ok := snap[p.pid]; ok && pi.start == p.start {
+	if pi, ok := snap[p.pid]; ok && pi.Start == p.start {
 		roots[p.pid] = true
 	}
 	p.mu.Lock()
 	for pid, st := range p.tracked {
-		if pi, ok := snap[pid]; ok && pi.start == st {
+		if pi, ok := snap[pid]; ok && pi.Start == st {
 			roots[pid] = true
 		}
 	}
@@ -917,14 +1020,14 @@ func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]pro
 		if pid == self {
 			continue
 		}
-		if pi.pgid == p.pid {
+		if pi.Pgid == p.pid {
 			roots[pid] = true
 			continue
 		}
-		if atEnd && pi.ppid == self && pi.start >= p.start && p.r.unclaimedOrphan(pi) {
+		if atEnd && pi.PPid == self && pi.Start >= p.start && p.r.unclaimedOrphan(pi) {
 			claimed := false
 			for _, o := range others {
-				if _, ost := o.ident(); ost <= pi.start && !o.isEnded() {
+				if _, ost := o.ident(); ost <= pi.Start && !o.isEnded() {
 					claimed = true
 					break
 				}
@@ -934,7 +1037,7 @@ func (p *Process) fallbackMembers(snap map[int]procInfo, atEnd bool) map[int]pro
 			}
 		}
 	}
-	m := descendants(snap, roots)
+	m := proctree.Descendants(snap, roots)
 	delete(m, self)
 	return m
 }
@@ -948,12 +1051,12 @@ func (p *Process) isEnded() bool {
 // unclaimedOrphan: a direct child of ours that no execution started directly
 // and that does not look like a plain os/exec child of some other part of the
 // daemon (those share our session and process group).
-func (r *Runner) unclaimedOrphan(pi procInfo) bool {
-	if pi.sid == r.selfSid && pi.pgid == r.selfPgid {
+func (r *Runner) unclaimedOrphan(pi proctree.Info) bool {
+	if pi.Sid == r.selfSid && pi.Pgid == r.selfPgid {
 		return false
 	}
 	for _, o := range r.liveProcesses() {
-		if opid, ost := o.ident(); opid == pi.pid && ost == pi.start {
+		if opid, ost := o.ident(); opid == pi.Pid && ost == pi.Start {
 			return false
 		}
 	}
@@ -967,7 +1070,7 @@ func (p *Process) reapOrphans() {
 	if !hasZombieChild() {
 		return // the common case, without a /proc scan
 	}
-	if p.cg != nil && p.cg.noTasksCharged() {
+	if p.cg != nil && p.cg.NoTasksCharged() {
 		return // the zombie is another execution's: none of ours is left
 	}
 	p.r.reapFor(p)
@@ -990,17 +1093,8 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 	if pid <= 0 || pid == r.self {
 		return false
 	}
-	if r.parent != "" {
-		if cgs, ok := cgroupOf(pid); ok {
-			if under(cgs.v2, r.parentRel) {
-				return true
-			}
-			for ctl, rel := range r.v1Rel {
-				if under(cgs.v1[ctl], rel) {
-					return true
-				}
-			}
-		}
+	if r.tree.Holds(pid) {
+		return true
 	}
 	live := r.liveProcesses()
 	if len(live) == 0 {
@@ -1008,35 +1102,28 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 	}
 	cur := pid
 	for i := 0; i < 256; i++ {
-		pi, ok := readProc(cur)
+		pi, ok := proctree.Read(cur)
 		if !ok {
 			return false
 		}
 		for _, o := range live {
 			opid, ost := o.ident()
-			if (opid == pi.pid && ost == pi.start) || (pi.pgid == opid && opid != 0) {
+			if (opid == pi.Pid && ost == pi.Start) || (pi.Pgid == opid && opid != 0) {
 				return true
 			}
 			o.mu.Lock()
-			st, seen := o.tracked[pi.pid]
+			st, seen := o.tracked[pi.Pid]
 			o.mu.Unlock()
-			if seen && st == pi.start {
+			if seen && st == pi.Start {
 				return true
 			}
 		}
-		if pi.ppid <= 1 || pi.ppid == r.self {
+		if pi.PPid <= 1 || pi.PPid == r.self {
 			return false
 		}
-		cur = pi.ppid
+		cur = pi.PPid
 	}
 	return false
-}
-
-func under(path, parent string) bool {
-	if path == "" || parent == "" {
-		return false
-	}
-	return path == parent || (len(path) > len(parent) && path[:len(parent)] == parent && path[len(parent)] == '/')
 }
 
 // KillLeftovers kills whatever remains of an execution from a previous daemon
@@ -1053,25 +1140,25 @@ func KillLeftovers(pid int, cgroupPath string) error {
 func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
 	var errs []error
 	if cgroupPath != "" {
-		if err := killCgroupPath(cgroupPath); err != nil {
+		if err := cgroup.KillPath(cgroupPath); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if pid > 1 && pid != os.Getpid() {
-		if pi, ok := readProc(pid); ok && (startTicks == 0 || pi.start == startTicks) && pi.pgid == pid {
+		if pi, ok := proctree.Read(pid); ok && (startTicks == 0 || pi.Start == startTicks) && pi.Pgid == pid {
 			for i := 0; i < 100; i++ {
-				snap := snapshot()
+				snap := proctree.Snapshot()
 				roots := map[int]bool{pid: true}
 				for q, qi := range snap {
-					if qi.pgid == pid {
+					if qi.Pgid == pid {
 						roots[q] = true
 					}
 				}
-				m := descendants(snap, roots)
+				m := proctree.Descendants(snap, roots)
 				delete(m, os.Getpid())
 				alive := 0
 				for q, qi := range m {
-					if qi.state != 'Z' {
+					if qi.State != 'Z' {
 						alive++
 						_ = unix.Kill(q, syscall.SIGKILL)
 					}
@@ -1084,34 +1171,6 @@ func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func killCgroupPath(dir string) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return err
-	}
-	if st.Type != unix.CGROUP2_SUPER_MAGIC && st.Type != unix.CGROUP_SUPER_MAGIC {
-		return fmt.Errorf("%s is not a cgroup directory", dir)
-	}
-	cg := &execCgroup{v2: dir, kill: exists(dir + "/cgroup.kill"), freeze: exists(dir + "/cgroup.freeze")}
-	if st.Type == unix.CGROUP_SUPER_MAGIC {
-		cg = &execCgroup{v1: map[string]string{"x": dir}}
-		for i := 0; i < 5000 && len(cg.procs()) > 0; i++ {
-			cg.signal(syscall.SIGKILL)
-			time.Sleep(2 * time.Millisecond)
-		}
-	} else if !cg.killAll(10 * time.Second) {
-		return fmt.Errorf("cgroup %s still has processes", dir)
-	}
-	cg.remove()
-	if exists(dir) {
-		return fmt.Errorf("could not remove cgroup %s", dir)
-	}
-	return nil
 }
 
 // hasZombieChild peeks (WNOWAIT: reaps nothing, steals no status) whether any

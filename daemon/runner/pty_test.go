@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/runner/proctree"
 )
 
 // waitOutput waits (on output callbacks, not a sleep) until stdout contains want.
@@ -97,8 +99,8 @@ func waitChildSleeping(t *testing.T, leader int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		for pid, pi := range snapshot() {
-			if pi.sid == leader && pid != leader && pi.state == 'S' {
+		for pid, pi := range proctree.Snapshot() {
+			if pi.Sid == leader && pid != leader && pi.State == 'S' {
 				return
 			}
 		}

@@ -1,13 +1,12 @@
 package runner
 
 import (
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/runner/cgroup"
+	"github.com/termd/termd/daemon/runner/proctree"
 )
 
 // orphanReaper shares one /proc scan among the executions ending at the same
@@ -81,22 +80,22 @@ func (r *Runner) reapBatch(batch []*Process) {
 		owners = append(owners, owner{tracked: tracked, main: p.pid})
 		p.mu.Unlock()
 		if p.cg != nil {
-			cgNames[r.parentRel+"/"+p.name] = true
+			cgNames[r.tree.ParentRel+"/"+p.name] = true
 		}
 	}
-	for pid, pi := range snapshot() {
-		if pi.ppid != r.self || pi.state != 'Z' || r.isMain(pid, pi.start) {
+	for pid, pi := range proctree.Snapshot() {
+		if pi.PPid != r.self || pi.State != 'Z' || r.isMain(pid, pi.Start) {
 			continue
 		}
 		ours := false
 		for _, o := range owners {
-			if pid != o.main && pi.start != 0 && o.tracked[pid] == pi.start {
+			if pid != o.main && pi.Start != 0 && o.tracked[pid] == pi.Start {
 				ours = true
 				break
 			}
 		}
 		if !ours && len(cgNames) > 0 {
-			if cgs, ok := cgroupOf(pid); ok && cgNames[cgs.v2] {
+			if cgs, ok := cgroup.Of(pid); ok && cgNames[cgs.V2] {
 				ours = true
 			}
 		}
@@ -105,21 +104,4 @@ func (r *Runner) reapBatch(batch []*Process) {
 			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		}
 	}
-}
-
-// noTasksCharged reports whether the execution's pids controller (v1 on
-// hybrid hosts, else v2) charges no task any more. A zombie stays charged to
-// its cgroup until it is reaped, so once the main process is reaped, 0 means
-// no orphan of this execution is left to reap and no /proc scan is needed.
-// False when there is no pids controller to ask.
-func (cg *execCgroup) noTasksCharged() bool {
-	dir := cg.v1["pids"]
-	if dir == "" && slices.Contains(cg.controllers, "pids") {
-		dir = cg.v2
-	}
-	if dir == "" {
-		return false
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
-	return err == nil && strings.TrimSpace(string(b)) == "0"
 }

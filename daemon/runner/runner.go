@@ -19,8 +19,14 @@
 //     execution are re-parented to us and can still be found.
 //
 // Spawn pools (Linux): network namespaces and cgroups are made ahead in the
-// background and each given to one execution (see pool_linux.go); an empty
+// background and each given to one execution (package pool); an empty
 // pool means the spawn makes its own.
+//
+// Its parts live in subpackages it imports: cgroup (the host's cgroups, the
+// runner's parent tree and one execution's cgroups), pool (the spawn pools
+// and their refill gate) and proctree (processes read from /proc); none of
+// them imports daemon/runner. Of the rest of termd it imports only
+// daemon/sandbox/launcher (the launcher's configuration and protocol).
 //
 // Spawn failures (exec errors, cgroup creation errors, bad credentials) do not
 // make Start return an error: Start returns a Process whose Wait reports

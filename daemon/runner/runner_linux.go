@@ -1,47 +1,41 @@
 package runner
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/runner/cgroup"
+	"github.com/termd/termd/daemon/runner/pool"
 )
 
 // Runner starts executions. It is safe for concurrent use.
 type Runner struct {
-	caps      Capabilities
-	parent    string            // abs v2 parent dir, "" = no cgroups
-	parentRel string            // parent relative to the v2 mount (as in /proc/PID/cgroup)
-	v1Parents map[string]string // controller -> abs parent dir
-	v1Rel     map[string]string // controller -> parent relative to its mount
-	ownV1     map[string]string // controller -> our own abs v1 cgroup dir
-	v1Roots   map[string]string // controller -> its hierarchy's root (where a spawning thread goes when ownV1 is gone)
-	created   []string          // parent dirs we made (removed by Close)
-	self      int
-	selfSid   int
-	selfPgid  int
-	seq       atomic.Uint64
+	caps     Capabilities
+	tree     *cgroup.Tree // the cgroup parents (Parent "" = no cgroups)
+	self     int
+	selfSid  int
+	selfPgid int
+	seq      atomic.Uint64
 
 	mu   sync.Mutex
 	live map[*Process]struct{}
 
 	cleanup sync.WaitGroup // cgroup directories being removed
 	reaper  orphanReaper   // one /proc scan for the executions ending together
-	gate    refillGate     // the pools refill only when no execution is starting or young
-	young   time.Duration  // youngRun, unless a test sets another
+	gate    pool.Gate      // the pools refill only when no execution is starting or young
+	young   time.Duration  // pool.YoungRun, unless a test sets another
 
-	netns  *netnsPool  // nil: no pool (Options.NoPool, or no network namespaces)
-	ownNet int         // the daemon's network namespace (-1: cannot make or enter others)
-	cgPool *cgroupPool // nil: no pool (Options.NoPool, or no cgroups)
+	netns  *pool.NetNS   // nil: no pool (Options.NoPool, or no network namespaces)
+	ownNet int           // the daemon's network namespace (-1: cannot make or enter others)
+	cgPool *pool.Cgroups // nil: no pool (Options.NoPool, or no cgroups)
 	// launchers: pre-started termd-launch processes (nil: Options.NoPool,
 	// or no cgroups or network namespaces).
-	launchers *launcherPool
+	launchers *pool.Launchers
 	nice      int // the daemon's nice value at start, which commands run with
 
 	// LeafMove says whether termd moved itself into a leaf cgroup at start
@@ -50,11 +44,11 @@ type Runner struct {
 }
 
 // removeLater removes an ended execution's cgroups in the background.
-func (r *Runner) removeLater(cg *execCgroup) {
+func (r *Runner) removeLater(cg *cgroup.Cgroup) {
 	r.cleanup.Add(1)
 	go func() {
 		defer r.cleanup.Done()
-		cg.remove()
+		cg.Remove()
 	}()
 }
 
@@ -64,7 +58,8 @@ func New(cgroupParent string) (*Runner, error) {
 }
 
 // NewWithOptions makes a Runner. It creates the cgroup parent directories it
-// needs and enables the pids and memory controllers for them where v2 has them,
+// needs and enables the pids and memory controllers for them where v2 has them
+// (cgroup.NewTree),
 // removes the pooled cgroups a crashed termd left there, and (unless
 // o.NoPool) starts filling its spawn pools.
 func NewWithOptions(o Options) (*Runner, error) {
@@ -72,7 +67,7 @@ func NewWithOptions(o Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.parent != "" {
+	if r.tree.Parent != "" {
 		r.removeStalePools()
 	}
 	if !o.NoPool {
@@ -83,14 +78,10 @@ func NewWithOptions(o Options) (*Runner, error) {
 
 func newWithoutPools(o Options) (*Runner, error) {
 	r := &Runner{
-		caps:      Probe(),
-		v1Parents: map[string]string{},
-		v1Rel:     map[string]string{},
-		ownV1:     map[string]string{},
-		v1Roots:   map[string]string{},
-		self:      os.Getpid(),
-		live:      map[*Process]struct{}{},
-		young:     youngRun,
+		caps:  Probe(),
+		self:  os.Getpid(),
+		live:  map[*Process]struct{}{},
+		young: pool.YoungRun,
 	}
 	r.selfSid, _ = unix.Getsid(0)
 	r.selfPgid = unix.Getpgrp()
@@ -100,149 +91,12 @@ func newWithoutPools(o Options) (*Runner, error) {
 			r.ownNet = fd
 		}
 	}
-	mount := r.caps.CgroupV2
-	if o.CgroupParent != "" && mount == "" {
-		// An explicit parent need not be below termd's own cgroup, which
-		// the probe found unusable: any writable v2 mount will do.
-		if ms := cgroupMounts(); !ms.v2ro {
-			mount = ms.v2
-		}
+	tree, leafMove, err := cgroup.NewTree(&r.caps.Host, cgroup.TreeOptions{Parent: o.CgroupParent, NoCgroups: o.NoCgroups, NoV1: o.NoV1}, r.self)
+	if err != nil {
+		return nil, err
 	}
-	if o.NoCgroups || mount == "" {
-		return r, nil
-	}
-	own := ownCgroup("")
-	parent := o.CgroupParent
-	if parent == "" {
-		// On a hybrid host too: a v2 hierarchy that holds pids or memory
-		// (controllers v1 does not) gives limits only from a leaf.
-		r.LeafMove = moveToLeaf(mount, own.v2, r.self)
-		parent = filepath.Join(mount, own.v2, "termd")
-	}
-	parent = filepath.Clean(parent)
-	rel, err := filepath.Rel(mount, parent)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return nil, fmt.Errorf("cgroup parent %s is not below the cgroup v2 mount %s", parent, mount)
-	}
-	if err := r.mkParent(mount, parent); err != nil {
-		if o.CgroupParent != "" {
-			return nil, err
-		}
-		// Never every spawn failing: without a parent of its own, termd
-		// bounds executions without cgroups and says so.
-		r.caps.CgroupMissing = append(r.caps.CgroupMissing, fmt.Sprintf("%v: executions get no cgroup of their own (process groups, /proc scans and the subreaper bound them) and no pids/memory limits; %s", err, delegateFix))
-		r.caps.CgroupV2, r.caps.V1Pids, r.caps.V1Memory = "", "", ""
-		return r, nil
-	}
-	if o.CgroupParent == "" && unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
-		// Another user's termd made the shared parent (an unprivileged termd
-		// beside a root one in the same cgroup): no cgroups rather than
-		// failing every spawn.
-		r.LeafMove = "cgroup parent " + parent + " belongs to another user: executions use the process-group fallback"
-		return r, nil
-	}
-	r.caps.CgroupV2 = mount
-	r.parent = parent
-	r.parentRel = "/" + rel
-	if !o.NoV1 {
-		for _, ctl := range []string{"pids", "memory"} {
-			m := map[string]string{"pids": r.caps.V1Pids, "memory": r.caps.V1Memory}[ctl]
-			if m == "" || own.v1[ctl] == "" {
-				continue
-			}
-			ownDir := filepath.Join(m, own.v1[ctl])
-			d := filepath.Join(ownDir, filepath.Base(parent))
-			err := r.mkdirTracked(d)
-			if err == nil {
-				// It may have been there already, on a hierarchy this
-				// termd cannot write (a container's read-only v1 mount
-				// shows the host's directories).
-				err = writableDir(d)
-			}
-			if err != nil {
-				r.caps.CgroupMissing = append(r.caps.CgroupMissing, fmt.Sprintf("%s limits are not enforced: the v1 %s cgroup %s cannot be used (%v); %s", ctl, ctl, d, err, delegateFix))
-				if ctl == "pids" {
-					r.caps.V1Pids = ""
-				} else {
-					r.caps.V1Memory = ""
-				}
-				continue // v1 limits are optional
-			}
-			r.ownV1[ctl] = ownDir
-			r.v1Roots[ctl] = m
-			r.v1Parents[ctl] = d
-			r.v1Rel[ctl] = filepath.Join(own.v1[ctl], filepath.Base(parent))
-		}
-	}
+	r.tree, r.LeafMove = tree, leafMove
 	return r, nil
-}
-
-// moveToLeaf makes limits possible on a pure cgroup v2 host where termd owns
-// a delegated cgroup (systemd Delegate=yes): v2 will not hand controllers to
-// children of a cgroup that has processes of its own, so when termd is the
-// only process there and pids/memory are available, it moves itself into a
-// "daemon" leaf and enables the controllers for its executions' parent. It
-// reports what it did; on any failure it leaves things as they were.
-func moveToLeaf(mount, own string, self int) string {
-	if own == "/" || own == "" {
-		return ""
-	}
-	dir := filepath.Join(mount, own)
-	want := false
-	for _, c := range readControllers(filepath.Join(dir, "cgroup.controllers")) {
-		want = want || c == "pids" || c == "memory"
-	}
-	procs := readPids(filepath.Join(dir, "cgroup.procs"))
-	if !want || len(procs) != 1 || procs[0] != self {
-		return ""
-	}
-	leaf := filepath.Join(dir, "daemon")
-	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return "not moved: " + err.Error()
-	}
-	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), fmt.Sprint(self)); err != nil {
-		_ = os.Remove(leaf)
-		return "not moved: " + err.Error()
-	}
-	enableControllers(dir)
-	return "moved termd into " + leaf + " so executions can have pids/memory limits"
-}
-
-// mkParent creates parent (and missing ancestors) and enables pids/memory in
-// each level's subtree_control where available (best effort: a cgroup that has
-// processes of its own cannot delegate controllers in v2).
-func (r *Runner) mkParent(mount, parent string) error {
-	rel, _ := filepath.Rel(mount, parent)
-	cur := mount
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		enableControllers(cur)
-		cur = filepath.Join(cur, part)
-		if err := r.mkdirTracked(cur); err != nil {
-			return fmt.Errorf("create cgroup parent: %w", err)
-		}
-	}
-	enableControllers(cur)
-	return nil
-}
-
-func enableControllers(dir string) {
-	for _, c := range readControllers(filepath.Join(dir, "cgroup.controllers")) {
-		if c == "pids" || c == "memory" {
-			_ = writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+c)
-		}
-	}
-}
-
-func (r *Runner) mkdirTracked(d string) error {
-	err := os.Mkdir(d, 0o755)
-	if err == nil {
-		r.created = append(r.created, d)
-		return nil
-	}
-	if errors.Is(err, os.ErrExist) {
-		return nil
-	}
-	return err
 }
 
 // Close empties the spawn pools and removes the cgroup parent directories
@@ -250,21 +104,14 @@ func (r *Runner) mkdirTracked(d string) error {
 func (r *Runner) Close() error {
 	r.closePools()
 	r.cleanup.Wait()
-	var first error
-	for i := len(r.created) - 1; i >= 0; i-- {
-		if err := os.Remove(r.created[i]); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
-			first = err
-		}
-	}
-	r.created = nil
-	return first
+	return r.tree.Close()
 }
 
 // Capabilities reports what this Runner found at New.
 func (r *Runner) Capabilities() Capabilities { return r.caps }
 
 // CgroupParent is the v2 directory holding per-execution cgroups ("" = none).
-func (r *Runner) CgroupParent() string { return r.parent }
+func (r *Runner) CgroupParent() string { return r.tree.Parent }
 
 // ReserveCgroup is the v2 cgroup an execution with this id will use, so the
 // daemon can record it in the intent before the process starts ("" without
@@ -272,26 +119,26 @@ func (r *Runner) CgroupParent() string { return r.parent }
 // cgroup, which Start with that Spec.ID then uses; otherwise (or when the
 // pool is empty) Start makes <parent>/x-<id>.
 func (r *Runner) ReserveCgroup(id string) string {
-	if r.parent == "" || id == "" {
+	if r.tree.Parent == "" || id == "" {
 		return ""
 	}
 	if r.cgPool != nil {
-		if cg := r.cgPool.reserve(id); cg != nil {
-			return cg.v2
+		if cg := r.cgPool.Reserve(id); cg != nil {
+			return cg.Path()
 		}
 	}
-	return filepath.Join(r.parent, cgroupName(id))
+	return filepath.Join(r.tree.Parent, cgroupName(id))
 }
 
 // Reserve is ReserveCgroup for spec.ID, except that a spec a pre-started
 // launcher can serve is handed one now (Start with that Spec.ID then uses
 // it), and the cgroup returned is that launcher's.
 func (r *Runner) Reserve(spec Spec) string {
-	if r.parent == "" || spec.ID == "" {
+	if r.tree.Parent == "" || spec.ID == "" {
 		return ""
 	}
-	if pl := r.launchers.reserve(spec.ID, spec); pl != nil {
-		return pl.cg.v2
+	if pl := r.launchers.Reserve(spec.ID, launcherWant(spec)); pl != nil {
+		return pl.Cgroup.Path()
 	}
 	return r.ReserveCgroup(spec.ID)
 }
@@ -316,4 +163,15 @@ func (r *Runner) liveProcesses() []*Process {
 		out = append(out, p)
 	}
 	return out
+}
+
+// limitsOf is the cgroup limits of spec.
+func limitsOf(spec Spec) cgroup.Limits {
+	return cgroup.Limits{Pids: spec.PidsMax, Memory: spec.MemoryMax}
+}
+
+// launcherWant is what of spec decides whether a pre-started launcher can
+// serve it.
+func launcherWant(spec Spec) pool.Want {
+	return pool.Want{Launch: spec.Launch, NoNetwork: spec.NoNetwork, JoinNetNS: spec.JoinNetNS, Terminal: spec.TTY != nil, Stdin: spec.Stdin != nil}
 }

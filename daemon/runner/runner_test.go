@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/termd/termd/daemon/runner/pool"
+	"github.com/termd/termd/daemon/runner/proctree"
 )
 
 func TestMain(m *testing.M) {
@@ -114,15 +117,15 @@ func atoi(t *testing.T, s string) int {
 // gone: no such process at all (not even a zombie: orphans must be reaped).
 func assertGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	if pi, ok := readProc(pid); ok {
-		t.Errorf("%s (pid %d) survived the execution: state %c ppid %d", what, pid, pi.state, pi.ppid)
+	if pi, ok := proctree.Read(pid); ok {
+		t.Errorf("%s (pid %d) survived the execution: state %c ppid %d", what, pid, pi.State, pi.PPid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
 func assertAlive(t *testing.T, pid int, what string) {
 	t.Helper()
-	if pi, ok := readProc(pid); !ok || pi.state == 'Z' {
+	if pi, ok := proctree.Read(pid); !ok || pi.State == 'Z' {
 		t.Fatalf("%s (pid %d) is not running", what, pid)
 	}
 }
@@ -534,8 +537,8 @@ func TestKillLeftovers(t *testing.T) {
 		n, _ := out.Read(buf)
 		gc := atoi(t, string(buf[:n]))
 		pid, st := cmd.Process.Pid, uint64(0)
-		if pi, ok := readProc(pid); ok {
-			st = pi.start
+		if pi, ok := proctree.Read(pid); ok {
+			st = pi.Start
 		}
 		if err := KillLeftoversStrict(pid, st+1, ""); err != nil {
 			t.Fatal(err)
@@ -556,11 +559,11 @@ func TestKillLeftovers(t *testing.T) {
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
-		pi, ok := readProc(pid)
+		pi, ok := proctree.Read(pid)
 		if !ok {
 			return
 		}
-		if pi.state == 'Z' && pi.ppid == os.Getpid() {
+		if pi.State == 'Z' && pi.PPid == os.Getpid() {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		}
@@ -648,11 +651,11 @@ func TestStuckSpawnThreadDoesNotKillChild(t *testing.T) {
 	}
 	t.Run("own cgroup gone", func(t *testing.T) {
 		r := newRunner(t, Options{})
-		if r.v1Parents["pids"] == "" {
+		if r.tree.V1Parents["pids"] == "" {
 			t.Skip("no v1 pids hierarchy (not a hybrid host)")
 		}
 		// Writing the thread back fails (a plain directory has no tasks file).
-		r.ownV1["pids"] = t.TempDir()
+		r.tree.OwnV1["pids"] = t.TempDir()
 		run(t, r)
 	})
 	t.Run("no way out", func(t *testing.T) {
@@ -668,10 +671,10 @@ func TestStuckSpawnThreadDoesNotKillChild(t *testing.T) {
 		// never ends the main thread), keeping its cgroup busy: clean up
 		// what can be.
 		defer func() { _ = r.Close() }()
-		if r.v1Parents["pids"] == "" {
+		if r.tree.V1Parents["pids"] == "" {
 			t.Skip("no v1 pids hierarchy (not a hybrid host)")
 		}
-		r.ownV1["pids"], r.v1Roots["pids"] = t.TempDir(), t.TempDir()
+		r.tree.OwnV1["pids"], r.tree.V1Roots["pids"] = t.TempDir(), t.TempDir()
 		run(t, r)
 	})
 }
@@ -687,7 +690,7 @@ func killCgroupLeftovers(t *testing.T, pooled bool) {
 	if pooled {
 		waitPool(t, r, 0, 1)
 		dir = r.ReserveCgroup("crashed")
-		if !strings.HasPrefix(filepath.Base(dir), poolPrefix) || !exists(dir) {
+		if !strings.HasPrefix(filepath.Base(dir), pool.Prefix) || !exists(dir) {
 			t.Fatalf("reserved %s: want an existing pooled cgroup", dir)
 		}
 	} else {

@@ -1,4 +1,4 @@
-package runner
+package cgroup
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// execCgroup is the set of cgroups one execution lives in: one v2 cgroup (the
+// Cgroup is the set of cgroups one execution lives in: one v2 cgroup (the
 // primary: membership at clone time, kill, freeze, limits when v2 has
 // controllers) and, on hybrid hosts, optional v1 pids/memory cgroups for limits.
-type execCgroup struct {
+type Cgroup struct {
 	v2      string            // absolute dir in the v2 hierarchy
 	v1      map[string]string // controller -> absolute dir
 	kill    bool              // cgroup.kill exists
@@ -33,7 +33,7 @@ type execCgroup struct {
 	// them (counted in pids.max) until the execution ends.
 	stuck bool
 	// joined: its process is moved into its v1 cgroups after the fork
-	// (joinV1, a pooled launcher's), so no thread of ours ever counts in
+	// (JoinV1, a pooled launcher's), so no thread of ours ever counts in
 	// its v1 pids.max; inV1 are the v1 directories it was moved into.
 	joined bool
 	inV1   map[string]bool
@@ -42,13 +42,32 @@ type execCgroup struct {
 	// cgroup, ahead of its execution), so that the end reads them without a
 	// path walk each (by path: ~60 us and ~25 us each at p50 on a busy
 	// 2-core machine, most of the teardown after the exit); closed by
-	// remove. A v1 cgroup.procs descriptor serves one read: read again it
+	// Remove. A v1 cgroup.procs descriptor serves one read: read again it
 	// would give the pid list loaded at its first read (cgroup v1 keeps it
 	// about a second), so it is closed after it and later reads open the file.
 	open map[string]openFile
 }
 
-// openFile is a cgroup file kept open (execCgroup.open).
+// Limits are an execution's pids and memory limits (0: none).
+type Limits struct {
+	Pids   int64 // tasks
+	Memory int64 // bytes
+}
+
+// Path is the v2 cgroup's directory.
+func (cg *Cgroup) Path() string { return cg.v2 }
+
+// Applied lists the limits written, e.g. "v2:pids.max=64".
+func (cg *Cgroup) Applied() []string { return cg.applied }
+
+// CanFreeze: the v2 cgroup has cgroup.freeze.
+func (cg *Cgroup) CanFreeze() bool { return cg.freeze }
+
+// MarkStuck records that the spawning thread could not leave the v1
+// cgroups: it stays counted in pids.max, so Settle leaves the limit as is.
+func (cg *Cgroup) MarkStuck() { cg.stuck = true }
+
+// openFile is a cgroup file kept open (Cgroup.open).
 type openFile struct {
 	fd   int
 	once bool // serves one read
@@ -56,7 +75,7 @@ type openFile struct {
 
 // keepOpen opens path for reads at the execution's end (readFile), for one
 // read only with once; best effort.
-func (cg *execCgroup) keepOpen(path string, once bool) {
+func (cg *Cgroup) keepOpen(path string, once bool) {
 	if _, ok := cg.open[path]; ok {
 		return
 	}
@@ -72,7 +91,7 @@ func (cg *execCgroup) keepOpen(path string, once bool) {
 
 // readFile reads a cgroup file: from the start of its descriptor kept open
 // (kernfs renders it afresh at offset 0), else by opening it.
-func (cg *execCgroup) readFile(path string) ([]byte, error) {
+func (cg *Cgroup) readFile(path string) ([]byte, error) {
 	f, ok := cg.open[path]
 	if !ok {
 		return os.ReadFile(path)
@@ -99,160 +118,16 @@ func (cg *execCgroup) readFile(path string) ([]byte, error) {
 }
 
 // closeFiles closes what keepOpen opened.
-func (cg *execCgroup) closeFiles() {
+func (cg *Cgroup) closeFiles() {
 	for path, f := range cg.open {
 		unix.Close(f.fd)
 		delete(cg.open, path)
 	}
 }
 
-// createCgroup makes the cgroups for one execution and writes its limits.
-func (r *Runner) createCgroup(name string, spec Spec) (*execCgroup, error) {
-	cg, err := r.makeCgroup(name, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.applyLimits(cg, spec); err != nil {
-		cg.remove()
-		return nil, err
-	}
-	return cg, nil
-}
-
-// makeCgroup makes the v2 directory of one execution (and, with allV1, a
-// directory in every v1 hierarchy the Runner uses, for a pooled cgroup whose
-// limits are not known yet). No limit is written.
-func (r *Runner) makeCgroup(name string, allV1 bool) (*execCgroup, error) {
-	cg := &execCgroup{v1: map[string]string{}, written: map[string]string{}}
-	dir := filepath.Join(r.parent, name)
-	if err := freshDir(dir); err != nil {
-		return nil, err
-	}
-	cg.v2 = dir
-	cg.keepOpen(filepath.Join(dir, "cgroup.events"), false)
-	cg.kill = exists(filepath.Join(dir, "cgroup.kill"))
-	cg.freeze = exists(filepath.Join(dir, "cgroup.freeze"))
-	cg.controllers = readControllers(filepath.Join(dir, "cgroup.controllers"))
-	if allV1 {
-		for ctl, p := range r.v1Parents {
-			d := filepath.Join(p, name)
-			if err := freshDir(d); err != nil {
-				cg.remove()
-				return nil, err
-			}
-			cg.v1[ctl] = d
-			cg.keepOpen(filepath.Join(d, "cgroup.procs"), true)
-		}
-	}
-	return cg, nil
-}
-
-// applyLimits writes spec's pids and memory limits into cg (v2 where it has
-// the controller, else v1, making the v1 directory when it is missing and
-// removing v1 directories spec does not need) and records them in
-// cg.applied. A value cg already holds is not written again, so a pooled
-// cgroup whose limits were written ahead costs nothing here.
-func (r *Runner) applyLimits(cg *execCgroup, spec Spec) error {
-	name := filepath.Base(cg.v2)
-	dir := cg.v2
-	has := func(c string) bool {
-		for _, x := range cg.controllers {
-			if x == c {
-				return true
-			}
-		}
-		return false
-	}
-	cg.applied, cg.pidsMax = nil, 0
-	if has("pids") {
-		v := "max"
-		if spec.PidsMax > 0 {
-			v = strconv.FormatInt(spec.PidsMax, 10)
-			cg.applied = append(cg.applied, "v2:pids.max="+v)
-		}
-		if err := cg.set(filepath.Join(dir, "pids.max"), v); err != nil {
-			return err
-		}
-	}
-	if has("memory") {
-		v, swap := "max", "max"
-		if spec.MemoryMax > 0 {
-			// Without swap.max 0 the limit could be dodged by swapping.
-			v, swap = strconv.FormatInt(spec.MemoryMax, 10), "0"
-			cg.applied = append(cg.applied, "v2:memory.max="+v)
-		}
-		if err := cg.set(filepath.Join(dir, "memory.max"), v); err != nil {
-			return err
-		}
-		_ = cg.set(filepath.Join(dir, "memory.swap.max"), swap)
-	}
-	// v1 limits only for what v2 could not do. A v1 directory spec does
-	// not need is removed, unless a pre-started launcher was moved into it
-	// (a pooled cgroup made with the limits of an execution that needed it):
-	// then its limit is lifted and it goes with the cgroup at the end.
-	v1 := func(ctl string, want bool) (string, error) {
-		d := cg.v1[ctl]
-		switch {
-		case !want && d != "" && cg.inV1[d]:
-			return "", cg.liftV1(ctl, d)
-		case !want && d != "":
-			delete(cg.v1, ctl)
-			_ = os.Remove(d)
-			return "", nil
-		case !want || r.v1Parents[ctl] == "":
-			return "", nil
-		case d == "":
-			d = filepath.Join(r.v1Parents[ctl], name)
-			if err := freshDir(d); err != nil {
-				return "", err
-			}
-			cg.v1[ctl] = d
-			cg.keepOpen(filepath.Join(d, "cgroup.procs"), true)
-		}
-		return d, nil
-	}
-	d, err := v1("pids", spec.PidsMax > 0 && !has("pids"))
-	if err != nil {
-		return err
-	}
-	if d != "" {
-		// +1: the spawning daemon thread sits in this cgroup while it forks
-		// (settle lowers it after), unless the process joins it later.
-		v := spec.PidsMax
-		if !cg.joined {
-			v++
-			cg.pidsMax = spec.PidsMax
-		}
-		if err := cg.set(filepath.Join(d, "pids.max"), strconv.FormatInt(v, 10)); err != nil {
-			return err
-		}
-		cg.applied = append(cg.applied, "v1:pids.max="+strconv.FormatInt(spec.PidsMax, 10))
-	}
-	if d, err = v1("memory", spec.MemoryMax > 0 && !has("memory")); err != nil {
-		return err
-	}
-	if d != "" {
-		v := strconv.FormatInt(spec.MemoryMax, 10)
-		mem, memsw := filepath.Join(d, "memory.limit_in_bytes"), filepath.Join(d, "memory.memsw.limit_in_bytes")
-		// memsw may never be below the memory limit: raise it first when
-		// the limit written ahead was lower.
-		if old, ok := cg.written[mem]; ok && len(old) > 0 {
-			if n, _ := strconv.ParseInt(old, 10, 64); n < spec.MemoryMax {
-				_ = cg.set(memsw, v)
-			}
-		}
-		if err := cg.set(mem, v); err != nil {
-			return err
-		}
-		_ = cg.set(memsw, v)
-		cg.applied = append(cg.applied, "v1:memory.limit_in_bytes="+v)
-	}
-	return nil
-}
-
 // liftV1 takes the limit off d, the ctl v1 cgroup its process is in
 // (memsw first: it may never be below the memory limit).
-func (cg *execCgroup) liftV1(ctl, d string) error {
+func (cg *Cgroup) liftV1(ctl, d string) error {
 	switch ctl {
 	case "pids":
 		return cg.set(filepath.Join(d, "pids.max"), "max")
@@ -264,7 +139,7 @@ func (cg *execCgroup) liftV1(ctl, d string) error {
 }
 
 // set writes v to a cgroup file unless cg already wrote that value there.
-func (cg *execCgroup) set(path, v string) error {
+func (cg *Cgroup) set(path, v string) error {
 	if w, ok := cg.written[path]; ok && w == v {
 		return nil
 	}
@@ -319,7 +194,7 @@ func freshDir(dir string) error {
 // its limits. It returns a function that moves the thread back: to orig, or,
 // when that is gone, to the hierarchy's root (roots), so that the thread is
 // still fit for reuse.
-func (cg *execCgroup) enterV1(orig, roots map[string]string) (leave func() error, err error) {
+func (cg *Cgroup) enterV1(orig, roots map[string]string) (leave func() error, err error) {
 	if len(cg.v1) == 0 {
 		return func() error { return nil }, nil
 	}
@@ -356,12 +231,12 @@ func (cg *execCgroup) enterV1(orig, roots map[string]string) (leave func() error
 	return back, nil
 }
 
-// joinV1 moves process pid, a pooled launcher that has exec'd and waits for
+// JoinV1 moves process pid, a pooled launcher that has exec'd and waits for
 // its execution (it forks nothing before), into the v1 cgroups it is not in
 // yet (its execution's limits may need one its pooled cgroup did not have):
 // one write a hierarchy, where a spawning thread's entering and leaving are
 // two.
-func (cg *execCgroup) joinV1(pid int) error {
+func (cg *Cgroup) JoinV1(pid int) error {
 	for ctl, d := range cg.v1 {
 		if cg.inV1[d] {
 			continue
@@ -377,15 +252,15 @@ func (cg *execCgroup) joinV1(pid int) error {
 	return nil
 }
 
-// settle applies the final v1 pids.max once the spawning thread has left.
-func (cg *execCgroup) settle() {
+// Settle applies the final v1 pids.max once the spawning thread has left.
+func (cg *Cgroup) Settle() {
 	if d := cg.v1["pids"]; d != "" && cg.pidsMax > 0 && !cg.stuck {
 		_ = writeFile(filepath.Join(d, "pids.max"), strconv.FormatInt(cg.pidsMax, 10))
 	}
 }
 
-// procs lists member processes across all our hierarchies, never ourselves.
-func (cg *execCgroup) procs() []int {
+// Procs lists member processes across all our hierarchies, never ourselves.
+func (cg *Cgroup) Procs() []int {
 	self := os.Getpid()
 	seen := map[int]bool{}
 	var out []int
@@ -407,9 +282,11 @@ func (cg *execCgroup) procs() []int {
 	return out
 }
 
-func (cg *execCgroup) populated() bool {
+// Populated says whether any process is in the cgroups (cgroup.events, and
+// the v1 member lists).
+func (cg *Cgroup) Populated() bool {
 	if cg.v2 == "" {
-		return len(cg.procs()) > 0
+		return len(cg.Procs()) > 0
 	}
 	data, err := cg.readFile(filepath.Join(cg.v2, "cgroup.events"))
 	if err == nil {
@@ -428,11 +305,11 @@ func (cg *execCgroup) populated() bool {
 		}
 		return true
 	}
-	return len(cg.procs()) > 0
+	return len(cg.Procs()) > 0
 }
 
-// emptyV2: the v2 cgroup has no member process (cgroup.events says so).
-func (cg *execCgroup) emptyV2() bool {
+// EmptyV2: the v2 cgroup has no member process (cgroup.events says so).
+func (cg *Cgroup) EmptyV2() bool {
 	if cg.v2 == "" {
 		return false
 	}
@@ -441,14 +318,14 @@ func (cg *execCgroup) emptyV2() bool {
 }
 
 // signal sends sig to every member, once.
-func (cg *execCgroup) signal(sig syscall.Signal) {
-	for _, p := range cg.procs() {
+func (cg *Cgroup) signal(sig syscall.Signal) {
+	for _, p := range cg.Procs() {
 		_ = unix.Kill(p, sig)
 	}
 }
 
-// killAll kills every member and waits until the cgroup is empty (or timeout).
-func (cg *execCgroup) killAll(timeout time.Duration) bool {
+// KillAll kills every member and waits until the cgroup is empty (or timeout).
+func (cg *Cgroup) KillAll(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	if cg.kill {
 		_ = writeFile(filepath.Join(cg.v2, "cgroup.kill"), "1")
@@ -457,7 +334,7 @@ func (cg *execCgroup) killAll(timeout time.Duration) bool {
 		_ = writeFile(filepath.Join(cg.v2, "cgroup.freeze"), "1")
 	}
 	for {
-		if !cg.populated() {
+		if !cg.Populated() {
 			return true
 		}
 		// Members that got in after cgroup.kill, or no cgroup.kill at all.
@@ -469,8 +346,8 @@ func (cg *execCgroup) killAll(timeout time.Duration) bool {
 	}
 }
 
-// setFrozen writes cgroup.freeze and waits for cgroup.events to agree.
-func (cg *execCgroup) setFrozen(on bool) error {
+// SetFrozen writes cgroup.freeze and waits for cgroup.events to agree.
+func (cg *Cgroup) SetFrozen(on bool) error {
 	v := "0"
 	if on {
 		v = "1"
@@ -489,9 +366,9 @@ func (cg *execCgroup) setFrozen(on bool) error {
 	return fmt.Errorf("cgroup %s did not reach %q", cg.v2, want)
 }
 
-// remove deletes the (empty) cgroups, retrying briefly while the kernel
+// Remove deletes the (empty) cgroups, retrying briefly while the kernel
 // finishes tearing down exited members.
-func (cg *execCgroup) remove() {
+func (cg *Cgroup) Remove() {
 	cg.closeFiles()
 	dirs := []string{cg.v2}
 	for _, d := range cg.v1 {
@@ -512,7 +389,7 @@ func (cg *execCgroup) remove() {
 }
 
 // readPids is readPids through cg's open descriptors.
-func (cg *execCgroup) readPids(path string) []int {
+func (cg *Cgroup) readPids(path string) []int {
 	data, err := cg.readFile(path)
 	if err != nil {
 		return nil
@@ -557,24 +434,49 @@ func writeFile(path, v string) error {
 	return nil
 }
 
-// lockedThread runs f on a fresh goroutine locked to its OS thread and
-// returns when f has. If f returns a non-nil hold channel, the thread is
-// tainted (it could not leave an execution's v1 cgroup): the goroutine stays
-// locked until hold is closed and then exits still locked, so the Go runtime
-// destroys the thread instead of reusing it. The wait matters: a child's
-// Pdeathsig fires when the thread that forked it ends, so a tainted thread
-// must outlive the child it started (hold = the execution's end).
-func lockedThread(f func() (hold <-chan struct{})) {
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		hold := f()
-		close(done)
-		if hold != nil {
-			<-hold
-			return
+// NoTasksCharged reports whether the execution's pids controller (v1 on
+// hybrid hosts, else v2) charges no task any more. A zombie stays charged to
+// its cgroup until it is reaped, so once the main process is reaped, 0 means
+// no orphan of this execution is left to reap and no /proc scan is needed.
+// False when there is no pids controller to ask.
+func (cg *Cgroup) NoTasksCharged() bool {
+	dir := cg.v1["pids"]
+	if dir == "" && slices.Contains(cg.controllers, "pids") {
+		dir = cg.v2
+	}
+	if dir == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	return err == nil && strings.TrimSpace(string(b)) == "0"
+}
+
+// KillPath kills every process in the cgroup directory dir (v2 or v1) and
+// removes it; a missing dir is no error, a directory that is not a cgroup is.
+func KillPath(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
 		}
-		runtime.UnlockOSThread()
-	}()
-	<-done
+		return err
+	}
+	if st.Type != unix.CGROUP2_SUPER_MAGIC && st.Type != unix.CGROUP_SUPER_MAGIC {
+		return fmt.Errorf("%s is not a cgroup directory", dir)
+	}
+	cg := &Cgroup{v2: dir, kill: exists(dir + "/cgroup.kill"), freeze: exists(dir + "/cgroup.freeze")}
+	if st.Type == unix.CGROUP_SUPER_MAGIC {
+		cg = &Cgroup{v1: map[string]string{"x": dir}}
+		for i := 0; i < 5000 && len(cg.Procs()) > 0; i++ {
+			cg.signal(syscall.SIGKILL)
+			time.Sleep(2 * time.Millisecond)
+		}
+	} else if !cg.KillAll(10 * time.Second) {
+		return fmt.Errorf("cgroup %s still has processes", dir)
+	}
+	cg.Remove()
+	if exists(dir) {
+		return fmt.Errorf("could not remove cgroup %s", dir)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package runner
+package cgroup
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ const delegateFix = "run termd as the shipped systemd service (Delegate=yes, dep
 // memory limits from v2 where its cgroup has the controller, else from a
 // writable v1 hierarchy. v1 alone gives no cgroup per execution (the runner
 // hangs v1 limits on a v2 cgroup). What it cannot use is said in missing.
-func detectLayout(ms mountSet, own ownPaths, v2ctls []string, writable func(string) error) layout {
+func detectLayout(ms mountSet, own Paths, v2ctls []string, writable func(string) error) layout {
 	l := layout{v1: map[string]string{}}
 	switch {
 	case ms.v2 != "" && len(ms.v1) > 0:
@@ -45,7 +45,7 @@ func detectLayout(ms mountSet, own ownPaths, v2ctls []string, writable func(stri
 	if ms.v2 == "" {
 		l.missing = append(l.missing, fmt.Sprintf("no cgroup v2 hierarchy is mounted (layout %s): %s; mount cgroup2 (mount -t cgroup2 none /sys/fs/cgroup/unified) or boot with systemd.unified_cgroup_hierarchy=1", l.kind, noCgroup))
 	} else {
-		dir := filepath.Join(ms.v2, own.v2)
+		dir := filepath.Join(ms.v2, own.V2)
 		switch err := writable(dir); {
 		case ms.v2ro:
 			l.missing = append(l.missing, fmt.Sprintf("the cgroup v2 hierarchy at %s is mounted read-only: %s; %s", ms.v2, noCgroup, delegateFix))
@@ -70,12 +70,12 @@ func detectLayout(ms mountSet, own ownPaths, v2ctls []string, writable func(stri
 		case l.v2 == "":
 			l.missing = append(l.missing, fmt.Sprintf("%s: they need a cgroup per execution", what))
 		case m == "":
-			l.missing = append(l.missing, fmt.Sprintf("%s: termd's v2 cgroup %s has no %s controller and no v1 %s hierarchy is mounted; %s", what, filepath.Join(ms.v2, own.v2), ctl, ctl, delegateFix))
+			l.missing = append(l.missing, fmt.Sprintf("%s: termd's v2 cgroup %s has no %s controller and no v1 %s hierarchy is mounted; %s", what, filepath.Join(ms.v2, own.V2), ctl, ctl, delegateFix))
 		case ms.v1ro[ctl]:
 			l.missing = append(l.missing, fmt.Sprintf("%s: the v1 %s hierarchy at %s is read-only (a container's) and termd's v2 cgroup has no %s controller (on a hybrid host the v2 hierarchy has only the controllers v1 does not hold); boot the host with cgroup v2 only (systemd.unified_cgroup_hierarchy=1)", what, ctl, m, ctl))
 		default:
-			if err := writable(filepath.Join(m, own.v1[ctl])); err != nil {
-				l.missing = append(l.missing, fmt.Sprintf("%s: termd's v1 %s cgroup %s is not writable (%v) and its v2 cgroup has no %s controller; %s", what, ctl, filepath.Join(m, own.v1[ctl]), err, ctl, delegateFix))
+			if err := writable(filepath.Join(m, own.V1[ctl])); err != nil {
+				l.missing = append(l.missing, fmt.Sprintf("%s: termd's v1 %s cgroup %s is not writable (%v) and its v2 cgroup has no %s controller; %s", what, ctl, filepath.Join(m, own.V1[ctl]), err, ctl, delegateFix))
 				continue
 			}
 			l.v1[ctl] = m

@@ -1,11 +1,11 @@
 //go:build linux
 
-package runner
+package proctree
 
 import "testing"
 
 func BenchmarkSnapshot(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		snapshot()
+		Snapshot()
 	}
 }

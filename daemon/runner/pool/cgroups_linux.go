@@ -1,0 +1,216 @@
+package pool
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/termd/termd/daemon/runner/cgroup"
+	"github.com/termd/termd/daemon/runner/proctree"
+)
+
+// Cgroups keeps per-execution cgroups made ahead: the v2 directory and,
+// on hybrid hosts, the v1 pids and memory directories, with the limits of the
+// latest execution written (an execution with other limits rewrites them
+// when it takes one). Their names, p-<daemon pid>-<its start ticks>-<n>, say
+// which daemon made them, so a daemon that starts after a crash can remove
+// its predecessor's (Stale).
+type Cgroups struct {
+	tree   *cgroup.Tree
+	quiet  func() bool // may fill now (Gate.Quiet)
+	prefix string
+	seq    atomic.Uint64
+	ready  chan *cgroup.Cgroup
+	last   atomic.Pointer[cgroup.Limits] // limits written ahead
+	kick   chan struct{}                 // the refill gate became quiet: refill
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu       sync.Mutex
+	reserved map[string]*cgroup.Cgroup // execution id -> its cgroup (nil: made at spawn)
+	closed   bool
+}
+
+// Prefix begins the name of every pooled cgroup.
+const Prefix = "p-"
+
+// NewCgroups starts a pool of cgroups under tree's parents for the daemon
+// self, filled while quiet says so.
+func NewCgroups(tree *cgroup.Tree, self int, quiet func() bool) *Cgroups {
+	start := uint64(0)
+	if pi, ok := proctree.Read(self); ok {
+		start = pi.Start
+	}
+	cp := &Cgroups{
+		tree:     tree,
+		quiet:    quiet,
+		prefix:   fmt.Sprintf("%s%d-%d-", Prefix, self, start),
+		ready:    make(chan *cgroup.Cgroup, Size),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		reserved: map[string]*cgroup.Cgroup{},
+	}
+	go cp.fill()
+	return cp
+}
+
+// fill fills the pool at start and when the refill gate is quiet (see
+// NetNS.fill).
+func (cp *Cgroups) fill() {
+	defer close(cp.done)
+	for {
+		for len(cp.ready) < cap(cp.ready) && cp.quiet() { // only fill sends: never blocks
+			select {
+			case <-cp.stop:
+				return
+			default:
+			}
+			cg, err := cp.Make(false)
+			if err != nil {
+				break // spawns make their cgroups inline meanwhile; try again later
+			}
+			cp.ready <- cg
+		}
+		select {
+		case <-cp.kick:
+		case <-time.After(time.Second):
+		case <-cp.stop:
+			return
+		}
+	}
+}
+
+// Refill asks the filler to top the pool up.
+func (cp *Cgroups) Refill() {
+	if cp != nil {
+		select {
+		case cp.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Make makes a cgroup with the latest limits; joined: for a process that
+// joins its v1 cgroups after its fork (cgroup.Cgroup.JoinV1).
+func (cp *Cgroups) Make(joined bool) (*cgroup.Cgroup, error) {
+	cg, err := cp.tree.Make(cp.prefix+strconv.FormatUint(cp.seq.Add(1), 10), joined)
+	if err != nil {
+		return nil, err
+	}
+	if last := cp.last.Load(); last != nil {
+		if err := cp.tree.ApplyLimits(cg, *last); err != nil {
+			cg.Remove()
+			return nil, err
+		}
+	}
+	return cg, nil
+}
+
+func (cp *Cgroups) take() *cgroup.Cgroup {
+	select {
+	case cg := <-cp.ready:
+		return cg
+	default:
+		return nil
+	}
+}
+
+// Reserve hands the execution id a cgroup now, so its path can go into the
+// durable intent before the spawn; nil when the pool is empty (the spawn then
+// makes x-<id> as without a pool).
+func (cp *Cgroups) Reserve(id string) *cgroup.Cgroup {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cg, ok := cp.reserved[id]; ok || cp.closed {
+		return cg
+	}
+	cg := cp.take()
+	cp.reserved[id] = cg
+	return cg
+}
+
+// Claim is the cgroup for an execution starting now: its reservation, or
+// one from the pool; ok is false when there is none (make it inline).
+func (cp *Cgroups) Claim(id string, lim cgroup.Limits) (cg *cgroup.Cgroup, ok bool) {
+	if cp == nil {
+		return nil, false
+	}
+	cp.mu.Lock()
+	cg, reserved := cp.reserved[id]
+	delete(cp.reserved, id)
+	cp.mu.Unlock()
+	if !reserved {
+		cg = cp.take()
+	}
+	if cg == nil {
+		return nil, false
+	}
+	if last := cp.last.Load(); last == nil || *last != lim {
+		cp.last.Store(&lim)
+	}
+	return cg, true
+}
+
+// Close stops the filler and removes every cgroup the pool holds.
+func (cp *Cgroups) Close() {
+	if cp == nil {
+		return
+	}
+	cp.mu.Lock()
+	if cp.closed {
+		cp.mu.Unlock()
+		return
+	}
+	cp.closed = true
+	cp.mu.Unlock()
+	close(cp.stop)
+	<-cp.done
+	cp.mu.Lock()
+	for id, cg := range cp.reserved {
+		if cg != nil {
+			cg.Remove()
+		}
+		delete(cp.reserved, id)
+	}
+	cp.mu.Unlock()
+	for {
+		select {
+		case cg := <-cp.ready:
+			cg.Remove()
+		default:
+			return
+		}
+	}
+}
+
+// Stale: name is a pooled cgroup's whose daemon (pid and start time) is
+// gone.
+func Stale(name string) bool {
+	rest, ok := strings.CutPrefix(name, Prefix)
+	f := strings.Split(rest, "-")
+	if !ok || len(f) != 3 {
+		return false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	start, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	pi, alive := proctree.Read(pid)
+	return !alive || pi.Start != start
+}
+
+// Ready is how many cgroups are ready.
+func (cp *Cgroups) Ready() int { return len(cp.ready) }
+
+// Status says what the pool holds (tests print it).
+func (cp *Cgroups) Status() string {
+	if cp == nil {
+		return "cgroups: made at spawn"
+	}
+	return fmt.Sprintf("cgroups: %d ready", len(cp.ready))
+}
