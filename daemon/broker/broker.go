@@ -12,10 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/termd/termd/daemon/adviser"
+	"github.com/termd/termd/daemon/broker/advice"
 	"github.com/termd/termd/daemon/broker/grants"
 	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/projects"
 	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
@@ -32,11 +33,7 @@ import (
 )
 
 // Adviser is the optional model adviser as the broker sees it.
-type Adviser interface {
-	Available() (bool, string)
-	Advise(ctx context.Context, req adviser.Request, onChunk func(adviser.Chunk) error) (adviser.Result, error)
-	ForgetSession(id string)
-}
+type Adviser = advice.Adviser
 
 // Deps are the broker's collaborators.
 type Deps struct {
@@ -92,8 +89,9 @@ type Broker struct {
 	streams   map[string]int // open event streams per principal
 	journal   *journal.Journal
 	receipts  receiptq.Receipts
-	recovered map[string]string // plan id -> outcome_unknown receipt id
-	projects  []projectPolicy
+	recovered map[string]string    // plan id -> outcome_unknown receipt id
+	projects  *projects.Projects   // per-workspace policy layers (daemon/broker/projects)
+	advice    *advice.Advice       // the adviser glue (daemon/broker/advice)
 	grants    *grants.Grants       // remembered approvals (daemon/broker/grants)
 	terms     *terminals.Terminals // PTY executions' terminals (daemon/broker/terminals)
 	// fs is the host file system part: homes, TMPDIRs, reads as the
@@ -130,6 +128,8 @@ func New(d Deps) (*Broker, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	b.projects = projects.New(projects.Deps{Config: d.Config, Policy: d.Policy, Log: d.Log, Metrics: d.Metrics})
+	b.advice = advice.New(d.Adviser, d.Redactor, adviceHost{b})
 	b.grants = grants.New(grantHost{b})
 	b.terms = terminals.New(termHost{b})
 	b.fs = hostfs.New(hostfs.Deps{Config: d.Config, Log: d.Log, Store: d.Store, Search: d.Search, Redactor: d.Redactor, Protected: b.protectedPaths})
@@ -140,7 +140,7 @@ func New(d Deps) (*Broker, error) {
 		return nil, err
 	}
 	b.fs.RemoveStaleSpares()
-	b.loadProjectPolicies()
+	b.projects.Load()
 	if err := b.openJournal(filepath.Join(d.Config().StateDir, "plans.jsonl")); err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func (b *Broker) protectedPaths() []string {
 	}
 	p = append(p, cfg.Secrets...)
 	p = append(p, b.fs.PrivatePaths()...)
-	p = append(p, b.projectPolicyPaths()...)
+	p = append(p, b.projects.Paths()...)
 	if cfg.Adviser.APIKeyFile != "" {
 		p = append(p, cfg.Adviser.APIKeyFile)
 	}

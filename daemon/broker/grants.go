@@ -39,12 +39,7 @@ func (h grantHost) SessionOpen(id string) bool {
 // ProjectPolicy reports whether v is the version of a workspace's
 // narrowed policy (a grant made under a project policy).
 func (h grantHost) ProjectPolicy(v string) bool {
-	for _, pp := range h.b.projects {
-		if pp.pol != nil && pp.pol.Version() == v {
-			return true
-		}
-	}
-	return false
+	return h.b.projects.Narrowed(v)
 }
 
 func (h grantHost) Journal(g *grants.Grant, sync bool) error {

@@ -261,7 +261,7 @@ func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {
 
 // decide runs the policy (narrowed by a project policy) for a caller's request.
 func (b *Broker) decide(caller *termdv1.Principal, req policy.Request) policy.Decision {
-	return b.decideWith(req, b.policyContext(caller)).Decision
+	return b.projects.Decide(req, b.policyContext(caller)).Decision
 }
 
 // CheckPolicy decides a request and explains it, creating nothing.
@@ -270,7 +270,7 @@ func (b *Broker) CheckPolicy(_ context.Context, caller *termdv1.Principal, r *te
 	if err != nil {
 		return nil, "", err
 	}
-	ex := b.decideWith(req, b.policyContext(caller))
+	ex := b.projects.Decide(req, b.policyContext(caller))
 	d := ex.Decision
 	b.redactDecision(&d)
 	out := decisionProto(d)

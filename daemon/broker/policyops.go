@@ -1,11 +1,9 @@
 package broker
 
 import (
-	"strings"
 	"time"
 
 	"github.com/termd/termd/daemon/broker/receiptq"
-	"github.com/termd/termd/daemon/errdefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -52,21 +50,8 @@ func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse {
 	}
 }
 
-// ReloadPolicy re-reads the policy file; a bad file keeps the last good policy.
+// ReloadPolicy re-reads the policy file, then the project policies
+// (daemon/broker/projects); a bad file keeps the last good policy.
 func (b *Broker) ReloadPolicy() (*termdv1.ReloadPolicyResponse, error) {
-	prev := b.Policy.Current().Version()
-	changed, err := b.Policy.Reload()
-	if b.Metrics != nil {
-		b.Metrics.PolicyReloaded(err == nil)
-	}
-	if err != nil {
-		b.Log.Error("policy reload refused; keeping the last good policy", "error", err)
-		return nil, errdefs.Invalid("policy reload refused, the last good policy (%s) stays active: %s", prev, strings.TrimSpace(err.Error()))
-	}
-	b.loadProjectPolicies()
-	now := b.Policy.Current().Version()
-	if changed {
-		b.Log.Info("policy reloaded", "version", now, "previous", prev)
-	}
-	return &termdv1.ReloadPolicyResponse{Changed: changed, Version: now, PreviousVersion: prev}, nil
+	return b.projects.Reload()
 }
