@@ -219,3 +219,83 @@ func TestTermctlInitIsSmall(t *testing.T) {
 		t.Errorf("termctl's package initialisation makes %d allocations before main (budget 8,000): find the package with GODEBUG=inittrace=1 and make its work lazy", total)
 	}
 }
+
+// daemonFloors are the floors of the daemon's packages (docs/ARCHITECTURE.md,
+// "Floors"): a package imports termd's daemon packages only from lower
+// floors, and on its own floor only its family's (daemon/policy/…,
+// daemon/runner/…) and daemon/config. So the broker's parts (floor 3) never
+// import the broker or each other, and nothing below the broker reaches up.
+var daemonFloors = map[string]int{
+	// 1: vocabulary and leaves, importing no daemon package.
+	"daemon/domain": 1, "daemon/errdefs": 1, "daemon/policy/verdict": 1, "daemon/adviser": 1,
+	"daemon/adviser/fakeapi": 1, "daemon/egress": 1, "daemon/events": 1, "daemon/metrics": 1,
+	"daemon/netns": 1, "daemon/receiptstore": 1, "daemon/runner/cgroup": 1,
+	"daemon/runner/proctree": 1, "daemon/sandbox/launcher": 1,
+	// 2: the engines: configuration, policy, sandbox, runner, search.
+	"daemon/config": 2, "daemon/credentials": 2, "daemon/search": 2, "daemon/recipes": 2,
+	"daemon/otlpexport": 2, "daemon/sandbox": 2, "daemon/runner": 2, "daemon/runner/pool": 2,
+	"daemon/policy": 2, "daemon/policy/decision": 2, "daemon/policy/grammar": 2,
+	"daemon/policy/toolspec": 2, "daemon/policy/unixtools": 2, "daemon/policy/devtools": 2,
+	"daemon/policy/grant": 2,
+	// 3: the broker's parts, one noun each.
+	"daemon/broker/advice": 3, "daemon/broker/executions": 3, "daemon/broker/grants": 3,
+	"daemon/broker/hostfs": 3, "daemon/broker/journal": 3, "daemon/broker/projects": 3,
+	"daemon/broker/receiptq": 3, "daemon/broker/stages": 3, "daemon/broker/terminals": 3,
+	"daemon/broker/wsnet": 3,
+	// 4: the broker, holding the parts.
+	"daemon/broker": 4,
+	// 5: the edges: the gRPC server and termd doctor.
+	"daemon/server": 5, "daemon/doctor": 5,
+	// 6: the assembly and the config doc generator.
+	"daemon": 6, "daemon/config/gen": 6,
+}
+
+// family is a package's family for imports on its own floor.
+func family(pkg string) string {
+	for _, f := range []string{"daemon/policy", "daemon/runner"} {
+		if pkg == f || strings.HasPrefix(pkg, f+"/") {
+			return f
+		}
+	}
+	return pkg
+}
+
+func TestDaemonFloors(t *testing.T) {
+	seen := map[string]bool{}
+	for _, line := range goListLines(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./daemon/...") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(f[0], module)
+		if pkg == "daemon/e2e" || strings.Contains(pkg, "/testdata/") {
+			continue
+		}
+		floor, ok := daemonFloors[pkg]
+		if !ok {
+			t.Errorf("package %s has no floor: add it to daemonFloors and to the Floors table in docs/ARCHITECTURE.md", pkg)
+			continue
+		}
+		seen[pkg] = true
+		for _, imp := range f[1:] {
+			rel, ours := strings.CutPrefix(imp, module)
+			if !ours || (rel != "daemon" && !strings.HasPrefix(rel, "daemon/")) {
+				continue
+			}
+			to, ok := daemonFloors[rel]
+			switch {
+			case !ok:
+				t.Errorf("%s imports %s, which has no floor", pkg, rel)
+			case to > floor:
+				t.Errorf("%s (floor %d) imports %s (floor %d): dependencies point down; move what both need to a lower floor", pkg, floor, rel, to)
+			case to == floor && family(pkg) != family(rel) && rel != "daemon/config":
+				t.Errorf("%s imports %s on its own floor %d: only a family's packages (daemon/policy/…, daemon/runner/…) and daemon/config may; a broker part reaches the broker or another part through an interface it defines", pkg, rel, floor)
+			}
+		}
+	}
+	for pkg := range daemonFloors {
+		if !seen[pkg] {
+			t.Errorf("daemonFloors names %s, which does not exist (any more)", pkg)
+		}
+	}
+}
