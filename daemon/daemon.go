@@ -287,7 +287,6 @@ func (d *Daemon) observeGauges(tls bool) {
 		g.TLSCalls = func() int { _, n := d.srv.TLSStats(); return int(n) }
 	}
 	d.metrics.Observe(g)
-	d.metrics.Observe(g)
 }
 
 // refusePeer refuses socket connections from processes termd started.
