@@ -384,7 +384,7 @@ func (n *node) checkType(inst any, at string, out *[]*Error) bool {
 			return true
 		}
 	}
-	addError(out, at, "got %s, want %s", kindOf(inst), strings.Join(n.types, " or "))
+	addError(out, at, "got %s, want %s", KindOf(inst), strings.Join(n.types, " or "))
 	return false
 }
 
@@ -597,7 +597,9 @@ func hasType(v any, t string) bool {
 	return false
 }
 
-func kindOf(v any) string {
+// KindOf names a decoded JSON value's kind as a schema's "type" does:
+// object, array, string, number, boolean or null.
+func KindOf(v any) string {
 	switch v.(type) {
 	case map[string]any:
 		return "object"
