@@ -35,24 +35,7 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 	if err != nil {
 		return refusal(planID, err)
 	}
-
-	var (
-		execID     string
-		final      *termdv1.Execution
-		receipt    *termdv1.ReceiptSummary
-		gotEvent   bool
-		wantCancel bool
-		lagged     bool
-	)
-	cancelExec := func() {
-		fmt.Fprintf(a.stderr, "termctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", execID)
-		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, cerr := c.CancelExecution(cctx, execID)
-		ccancel()
-		if cerr != nil {
-			fmt.Fprintf(a.stderr, "termctl: cancelling: %v\n", cerr)
-		}
-	}
+	f := &follower{a: a, c: c, planID: planID, res: res}
 	events := make(chan *termdv1.Event)
 	errc := make(chan error, 1)
 	go func() {
@@ -75,103 +58,149 @@ func (a *app) follow(ctx context.Context, c *client.Client, planID string, res *
 		case <-sigs:
 			interrupts++
 			if interrupts > 1 {
-				return exitWith(ExitCancelled, fmt.Errorf("stopped waiting; termd cancels execution %s as this termctl leaves", execID))
+				return exitWith(ExitCancelled, fmt.Errorf("stopped waiting; termd cancels execution %s as this termctl leaves", f.execID))
 			}
-			if execID == "" {
-				wantCancel = true // cancel it as soon as it has an id
+			if f.execID == "" {
+				f.wantCancel = true // cancel it as soon as it has an id
 				continue
 			}
-			cancelExec()
+			f.cancelExec()
 		case ev := <-events:
-			gotEvent = true
-			switch ev.GetKind() {
-			case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED:
-				if ex := ev.GetExecution(); ex != nil {
-					execID = ex.Id
-					if wantCancel {
-						wantCancel = false
-						cancelExec()
-					}
-				}
-			case termdv1.EventKind_EVENT_KIND_OUTPUT:
-				out := ev.GetOutput()
-				if out == nil {
-					continue
-				}
-				if execID == "" {
-					execID = out.ExecutionId
-					if wantCancel {
-						wantCancel = false
-						cancelExec()
-					}
-				}
-				w := io.Writer(a.stdout)
-				if out.Stream == termdv1.OutputStream_OUTPUT_STREAM_STDERR {
-					w = a.stderr
-				}
-				if a.output != "table" {
-					w = res.sink(out.Stream)
-				}
-				if _, err := w.Write(out.Data); err != nil && !errors.Is(err, syscall.EPIPE) {
-					return err
-				}
-			case termdv1.EventKind_EVENT_KIND_LAGGED:
-				// termd skipped this reader ahead: the session's commands
-				// wrote more than its event ring holds before it read on.
-				lagged = true
-			case termdv1.EventKind_EVENT_KIND_PAUSED:
-				if isTerminal(a.stderr) {
-					fmt.Fprintln(a.stderr, "termctl: paused (termctl resume "+execID+")")
-				}
-			case termdv1.EventKind_EVENT_KIND_RESUMED:
-				if isTerminal(a.stderr) {
-					fmt.Fprintln(a.stderr, "termctl: resumed")
-				}
-			case termdv1.EventKind_EVENT_KIND_FINISHED:
-				if ex := ev.GetExecution(); ex != nil {
-					final = ex
-					execID = ex.Id
-				}
-			case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
-				receipt = ev.GetReceipt()
-			case termdv1.EventKind_EVENT_KIND_EGRESS_REFUSED:
-				// On stderr as it happens: what the command could not reach.
-				if r := ev.GetEgressRefused(); r != nil {
-					fmt.Fprintf(a.stderr, "termctl: egress refused %s:%d (%s): %s\n", r.Host, r.Port, r.Reason, r.Detail)
-				}
+			if err := f.event(ev); err != nil {
+				return err
 			}
 		case err := <-errc:
-			if !errors.Is(err, io.EOF) {
-				if !gotEvent {
-					return refusal(planID, err)
-				}
-				if final == nil {
-					return exitWith(ExitRefused, fmt.Errorf("lost the stream of execution %s: %w; it may still be running: `termctl output %s` reads its output", execID, err, execID))
-				}
-			}
-			if final == nil && execID != "" {
-				// The stream ended without a final state: ask for it.
-				gctx, gcancel := context.WithTimeout(context.Background(), 10*time.Second)
-				got, gerr := c.Execution(gctx, execID)
-				gcancel()
-				if gerr == nil {
-					final = got
-				}
-			}
-			if final == nil {
-				return exitWith(ExitRefused, fmt.Errorf("the execution stream of plan %s ended without a result: see `termctl receipts list`", planID))
-			}
-			if lagged {
-				fmt.Fprintf(a.stderr, "termctl: this termctl fell behind termd's events (the session's commands wrote faster than it read) and some of the output was skipped here; `termctl output %s` reads what termd kept\n", final.Id)
-			}
-			res.Execution = final
-			res.ReceiptID = final.ReceiptId
-			if receipt != nil && receipt.Id != "" {
-				res.ReceiptID = receipt.Id
-			}
-			return a.finish(final, receipt)
+			return f.end(err)
 		}
 	}
+}
+
+// follower is what follow knows of the execution so far.
+type follower struct {
+	a      *app
+	c      *client.Client
+	planID string
+	res    *runResult
+
+	execID     string
+	final      *termdv1.Execution
+	receipt    *termdv1.ReceiptSummary
+	gotEvent   bool
+	wantCancel bool // Ctrl-C came before the execution had an id
+	lagged     bool
+}
+
+func (f *follower) cancelExec() {
+	fmt.Fprintf(f.a.stderr, "termctl: cancelling execution %s (Ctrl-C again to stop waiting)\n", f.execID)
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, cerr := f.c.CancelExecution(cctx, f.execID)
+	ccancel()
+	if cerr != nil {
+		fmt.Fprintf(f.a.stderr, "termctl: cancelling: %v\n", cerr)
+	}
+}
+
+// started records the execution's id, cancelling it if Ctrl-C came first.
+func (f *follower) started(id string) {
+	f.execID = id
+	if f.wantCancel {
+		f.wantCancel = false
+		f.cancelExec()
+	}
+}
+
+// event handles one event of the stream.
+func (f *follower) event(ev *termdv1.Event) error {
+	a := f.a
+	f.gotEvent = true
+	switch ev.GetKind() {
+	case termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED:
+		if ex := ev.GetExecution(); ex != nil {
+			f.started(ex.Id)
+		}
+	case termdv1.EventKind_EVENT_KIND_OUTPUT:
+		return f.output(ev.GetOutput())
+	case termdv1.EventKind_EVENT_KIND_LAGGED:
+		// termd skipped this reader ahead: the session's commands
+		// wrote more than its event ring holds before it read on.
+		f.lagged = true
+	case termdv1.EventKind_EVENT_KIND_PAUSED:
+		if isTerminal(a.stderr) {
+			fmt.Fprintln(a.stderr, "termctl: paused (termctl resume "+f.execID+")")
+		}
+	case termdv1.EventKind_EVENT_KIND_RESUMED:
+		if isTerminal(a.stderr) {
+			fmt.Fprintln(a.stderr, "termctl: resumed")
+		}
+	case termdv1.EventKind_EVENT_KIND_FINISHED:
+		if ex := ev.GetExecution(); ex != nil {
+			f.final = ex
+			f.execID = ex.Id
+		}
+	case termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED:
+		f.receipt = ev.GetReceipt()
+	case termdv1.EventKind_EVENT_KIND_EGRESS_REFUSED:
+		// On stderr as it happens: what the command could not reach.
+		if r := ev.GetEgressRefused(); r != nil {
+			fmt.Fprintf(a.stderr, "termctl: egress refused %s:%d (%s): %s\n", r.Host, r.Port, r.Reason, r.Detail)
+		}
+	}
+	return nil
+}
+
+// output copies a chunk of output to the terminal (or into res with -o).
+func (f *follower) output(out *termdv1.OutputChunk) error {
+	if out == nil {
+		return nil
+	}
+	if f.execID == "" {
+		f.started(out.ExecutionId)
+	}
+	w := io.Writer(f.a.stdout)
+	if out.Stream == termdv1.OutputStream_OUTPUT_STREAM_STDERR {
+		w = f.a.stderr
+	}
+	if f.a.output != "table" {
+		w = f.res.sink(out.Stream)
+	}
+	if _, err := w.Write(out.Data); err != nil && !errors.Is(err, syscall.EPIPE) {
+		return err
+	}
+	return nil
+}
+
+// end handles the end of the stream (err is io.EOF when it ended cleanly):
+// it finds the final state and turns it into termctl's exit.
+func (f *follower) end(err error) error {
+	if !errors.Is(err, io.EOF) {
+		if !f.gotEvent {
+			return refusal(f.planID, err)
+		}
+		if f.final == nil {
+			return exitWith(ExitRefused, fmt.Errorf("lost the stream of execution %s: %w; it may still be running: `termctl output %s` reads its output", f.execID, err, f.execID))
+		}
+	}
+	if f.final == nil && f.execID != "" {
+		// The stream ended without a final state: ask for it.
+		gctx, gcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got, gerr := f.c.Execution(gctx, f.execID)
+		gcancel()
+		if gerr == nil {
+			f.final = got
+		}
+	}
+	if f.final == nil {
+		return exitWith(ExitRefused, fmt.Errorf("the execution stream of plan %s ended without a result: see `termctl receipts list`", f.planID))
+	}
+	if f.lagged {
+		fmt.Fprintf(f.a.stderr, "termctl: this termctl fell behind termd's events (the session's commands wrote faster than it read) and some of the output was skipped here; `termctl output %s` reads what termd kept\n", f.final.Id)
+	}
+	f.res.Execution = f.final
+	f.res.ReceiptID = f.final.ReceiptId
+	if f.receipt != nil && f.receipt.Id != "" {
+		f.res.ReceiptID = f.receipt.Id
+	}
+	return f.a.finish(f.final, f.receipt)
 }
 
 // finish turns a final execution state into termctl's exit code.

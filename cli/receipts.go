@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -37,8 +39,8 @@ Verify one offline, anywhere, with the public key:
 
 func newReceiptsList(a *app) *cobra.Command {
 	var (
-		req          termdv1.ListReceiptsRequest
-		since, until string
+		req    termdv1.ListReceiptsRequest
+		filter receiptFilter
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -49,21 +51,13 @@ func newReceiptsList(a *app) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if req.Since, err = parseWhen("--since", since); err != nil {
+			if req.SessionId, req.Status, req.Principal, req.Since, req.Until, err = filter.values(); err != nil {
 				return err
 			}
-			if req.Until, err = parseWhen("--until", until); err != nil {
-				return err
-			}
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			resp, err := c.Receipts.ListReceipts(ctx, &req)
-			if err != nil {
-				return fmt.Errorf("listing receipts: %w", err)
-			}
-			if ok, err := a.printData(resp); ok {
+			resp, printed, err := call(a, cmd, "listing receipts", func(ctx context.Context, c *client.Client) (*termdv1.ListReceiptsResponse, error) {
+				return c.Receipts.ListReceipts(ctx, &req)
+			})
+			if printed || err != nil {
 				return err
 			}
 			if len(resp.Receipts) == 0 {
@@ -81,15 +75,38 @@ func newReceiptsList(a *app) *cobra.Command {
 			return table(a.stdout, []string{"SEQ", "RECEIPT", "STATUS", "EXIT", "STARTED", "REQUESTER", "COMMAND"}, rows)
 		},
 	}
+	filter.flags(cmd)
 	f := cmd.Flags()
-	f.StringVar(&req.SessionId, "session", "", "only this session's receipts")
-	f.StringVar(&req.Status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, output_limit, denied, blocked, expired, outcome_unknown)")
-	f.StringVar(&req.Principal, "principal", "", "only receipts this principal requested or approved (e.g. uid:1000)")
-	f.StringVar(&since, "since", "", "only receipts from then on: a duration ago (24h) or a time (2006-01-02 or RFC 3339)")
-	f.StringVar(&until, "until", "", "only receipts before then (same forms as --since)")
 	f.Int32Var(&req.Limit, "limit", 50, "at most this many")
 	f.Int32Var(&req.Offset, "offset", 0, "skip this many (for paging)")
 	return cmd
+}
+
+// receiptFilter is the filter flags receipts list and search share.
+type receiptFilter struct {
+	session, status, principal string
+	since, until               string
+}
+
+func (rf *receiptFilter) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&rf.session, "session", "", "only this session's receipts")
+	f.StringVar(&rf.status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, output_limit, denied, blocked, expired, outcome_unknown)")
+	f.StringVar(&rf.principal, "principal", "", "only receipts this principal requested or approved (e.g. uid:1000)")
+	f.StringVar(&rf.since, "since", "", "only receipts from then on: a duration ago (24h) or a time (2006-01-02 or RFC 3339)")
+	f.StringVar(&rf.until, "until", "", "only receipts before then (same forms as --since)")
+}
+
+// values is the filter as the request fields take it; a malformed --since
+// or --until is a usage error.
+func (rf *receiptFilter) values() (session, status, principal string, since, until *timestamppb.Timestamp, err error) {
+	if since, err = parseWhen("--since", rf.since); err != nil {
+		return
+	}
+	if until, err = parseWhen("--until", rf.until); err != nil {
+		return
+	}
+	return rf.session, rf.status, rf.principal, since, until, nil
 }
 
 func parseWhen(flag, s string) (*timestamppb.Timestamp, error) {

@@ -90,6 +90,21 @@ func (a *app) dial(cmd *cobra.Command) (context.Context, *client.Client, error) 
 	return cmd.Context(), a.c, nil
 }
 
+// call dials termd and makes one call; what names it in an error ("listing
+// receipts: ..."). printed is true when -o json|yaml printed the answer
+// (err is then the printing's), so the caller is done.
+func call[T any](a *app, cmd *cobra.Command, what string, rpc func(context.Context, *client.Client) (T, error)) (resp T, printed bool, err error) {
+	ctx, c, err := a.dial(cmd)
+	if err != nil {
+		return resp, false, err
+	}
+	if resp, err = rpc(ctx, c); err != nil {
+		return resp, false, fmt.Errorf("%s: %w", what, err)
+	}
+	printed, err = a.printData(resp)
+	return resp, printed, err
+}
+
 const rootLong = `termctl talks to termd, the command broker: plan a command, see the policy's
 decision, approve it (operators), execute it, and verify its signed receipt.
 

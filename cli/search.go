@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -14,8 +15,8 @@ import (
 // receipts the caller may see.
 func newReceiptsSearch(a *app) *cobra.Command {
 	var (
-		req          termdv1.SearchReceiptsRequest
-		since, until string
+		req    termdv1.SearchReceiptsRequest
+		filter receiptFilter
 	)
 	cmd := &cobra.Command{
 		Use:   "search PHRASE",
@@ -42,21 +43,13 @@ from the receipts; "termctl receipts reindex" builds it again.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Query = args[0]
 			var err error
-			if req.Since, err = parseWhen("--since", since); err != nil {
+			if req.SessionId, req.Status, req.Principal, req.Since, req.Until, err = filter.values(); err != nil {
 				return err
 			}
-			if req.Until, err = parseWhen("--until", until); err != nil {
-				return err
-			}
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			resp, err := c.Receipts.SearchReceipts(ctx, &req)
-			if err != nil {
-				return fmt.Errorf("searching receipts: %w", err)
-			}
-			if ok, err := a.printData(resp); ok {
+			resp, printed, err := call(a, cmd, "searching receipts", func(ctx context.Context, c *client.Client) (*termdv1.SearchReceiptsResponse, error) {
+				return c.Receipts.SearchReceipts(ctx, &req)
+			})
+			if printed || err != nil {
 				return err
 			}
 			if resp.Incomplete {
@@ -80,12 +73,8 @@ from the receipts; "termctl receipts reindex" builds it again.`,
 			return err
 		},
 	}
+	filter.flags(cmd)
 	f := cmd.Flags()
-	f.StringVar(&req.SessionId, "session", "", "only this session's receipts")
-	f.StringVar(&req.Status, "status", "", "only this status (succeeded, failed, timed_out, cancelled, killed, output_limit, denied, blocked, expired, outcome_unknown)")
-	f.StringVar(&req.Principal, "principal", "", "only receipts this principal requested or approved (e.g. uid:1000)")
-	f.StringVar(&since, "since", "", "only receipts from then on: a duration ago (24h) or a time (2006-01-02 or RFC 3339)")
-	f.StringVar(&until, "until", "", "only receipts before then (same forms as --since)")
 	f.Int32Var(&req.Limit, "limit", 20, "hits per page (at most 100)")
 	f.StringVar(&req.PageToken, "page-token", "", "the next page: the token the previous page printed")
 	return cmd

@@ -66,11 +66,11 @@ type Client struct {
 // "tls://HOST:PORT", or any target when Options.TLS is set, is a termd's
 // mutual-TLS listener instead (see dialTLS).
 func Dial(socket string, opts ...Options) (*Client, error) {
-	if len(opts) > 0 && opts[0].TLS != nil || IsTLSTarget(socket) {
-		var o Options
-		if len(opts) > 0 {
-			o = opts[0]
-		}
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.TLS != nil || IsTLSTarget(socket) {
 		return dialTLS(socket, o)
 	}
 	if socket == "" {
@@ -83,22 +83,27 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 			socket = abs
 		}
 	}
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	md := o.metadata()
-	conn, err := grpc.NewClient("unix://"+socket,
+	return newClient("unix://"+socket, socket, o,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dialer(socket, operatorSocket(socket))),
-		grpc.WithChainUnaryInterceptor(unaryInterceptor(socket, md, o.CallTimeout)),
-		grpc.WithChainStreamInterceptor(streamInterceptor(socket, md)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
 	)
+}
+
+// newClient makes the connection to target with the transport options given
+// and what every connection has: o's metadata and call timeout on every
+// call, errors worded for label (the socket or tls://HOST:PORT), and room
+// for large answers.
+func newClient(target, label string, o Options, transport ...grpc.DialOption) (*Client, error) {
+	md := o.metadata()
+	conn, err := grpc.NewClient(target, append(transport,
+		grpc.WithChainUnaryInterceptor(unaryInterceptor(label, md, o.CallTimeout)),
+		grpc.WithChainStreamInterceptor(streamInterceptor(label, md)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
+	)...)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to termd at %s: %w", socket, err)
+		return nil, fmt.Errorf("connecting to termd at %s: %w", label, err)
 	}
-	return FromConn(conn, socket), nil
+	return FromConn(conn, label), nil
 }
 
 // metadata is what every call on the connection carries.

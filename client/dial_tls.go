@@ -89,21 +89,13 @@ func dialTLS(target string, o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	md := o.metadata()
 	tlsConfigs.Store(label, cfg)
-	conn, err := grpc.NewClient("passthrough:///"+addr,
+	return newClient("passthrough:///"+addr, label, o,
 		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
 		// A host cut off is noticed within about 40s even when no call
 		// is in flight (termd permits pings every 10s).
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.WithChainUnaryInterceptor(unaryInterceptor(label, md, o.CallTimeout)),
-		grpc.WithChainStreamInterceptor(streamInterceptor(label, md)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
 	)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to termd at %s: %w", label, err)
-	}
-	return FromConn(conn, label), nil
 }
 
 // wrapTLS words a failure of a call to a termd over mutual TLS.

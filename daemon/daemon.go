@@ -144,17 +144,9 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if d.policy, err = policy.NewEngine(cfg.Policy); err != nil {
 		return err
 	}
-	red := receiptstore.NewRedactor()
-	for _, f := range cfg.Secrets {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("secrets: %w", err)
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if v := strings.TrimSpace(line); v != "" {
-				red.AddSecret(v)
-			}
-		}
+	red, err := loadRedactor(cfg.Secrets)
+	if err != nil {
+		return err
 	}
 	keys, err := receiptstore.LoadOrCreateKeys(filepath.Join(cfg.StateDir, "keys"))
 	if err != nil {
@@ -168,39 +160,10 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 	if err := d.startExport(cfg); err != nil {
 		return err
 	}
-	if err := runner.EnableSubreaper(); err != nil {
-		d.log.Warn("no child subreaper: double-forked children are found through cgroups only", "error", err)
+	if err := d.startRunner(); err != nil {
+		return err
 	}
-	var ropts runner.Options
-	switch v := os.Getenv("TERMD_SPAWN_POOL"); v {
-	case "", "1":
-	case "0":
-		ropts.NoPool = true
-	default:
-		return fmt.Errorf("TERMD_SPAWN_POOL=%q: set it to 0 to make every execution's network namespace and cgroup at spawn (no spawn pools), or leave it unset", v)
-	}
-	if d.runner, err = runner.NewWithOptions(ropts); err != nil {
-		return fmt.Errorf("execution runtime: %w", err)
-	}
-	if d.runner.LeafMove != "" {
-		d.log.Info("cgroup delegation", "detail", d.runner.LeafMove)
-	}
-	caps := d.runner.Capabilities()
-	for _, m := range caps.CgroupMissing {
-		d.log.Warn("cgroups: "+m, "layout", caps.Layout)
-	}
-	if caps.CgroupV2 != "" && len(caps.CgroupMissing) == 0 {
-		d.log.Info("cgroups: each execution gets its own cgroup with pids and memory limits", "layout", caps.Layout, "v2", caps.CgroupV2)
-	}
-	sup, mode := sandbox.ForHost(cfg.SandboxLauncher, cfg.Sandbox)
-	switch level := sup.Level(mode); {
-	case level == sandbox.LevelFull:
-		d.log.Info("sandbox: every execution is confined by the kernel", "mode", mode, "platform", sup.Platform, "landlock_abi", sup.LandlockABI)
-	case mode == sandbox.Required:
-		d.log.Error("sandbox: required but this host cannot enforce it: every execution will be refused until this is fixed (or set sandbox: best_effort)", "missing", strings.Join(sup.Missing(), "; "))
-	default:
-		d.log.Warn("sandbox: executions are NOT fully confined by the kernel", "mode", mode, "level", level, "missing", strings.Join(sup.Missing(), "; "))
-	}
+	sup := d.sandboxSupport(cfg)
 	var adv broker.Adviser
 	if a := adviserFrom(cfg, red, d.log); a != nil {
 		adv = a
@@ -237,6 +200,78 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		}
 	}
 	d.srv = server.New(server.Options{Config: cfg, Log: d.log, RefusePeer: d.refusePeer, TLS: tlsConf})
+	d.observeGauges(tlsConf != nil)
+	d.observeExport()
+	d.srv.RegisterDaemon(d.broker)
+	d.srv.RegisterBroker(d.broker)
+	d.srv.RegisterRecipes(recipes.New(d.broker, func() string { return d.config().RecipesDir }))
+	return nil
+}
+
+// loadRedactor reads the secrets files, one secret a line, into a redactor.
+func loadRedactor(files []string) (*receiptstore.Redactor, error) {
+	red := receiptstore.NewRedactor()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: %w", err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v := strings.TrimSpace(line); v != "" {
+				red.AddSecret(v)
+			}
+		}
+	}
+	return red, nil
+}
+
+// startRunner makes the execution runtime (with spawn pools unless
+// TERMD_SPAWN_POOL=0) and logs what cgroups it can use.
+func (d *Daemon) startRunner() error {
+	if err := runner.EnableSubreaper(); err != nil {
+		d.log.Warn("no child subreaper: double-forked children are found through cgroups only", "error", err)
+	}
+	var ropts runner.Options
+	switch v := os.Getenv("TERMD_SPAWN_POOL"); v {
+	case "", "1":
+	case "0":
+		ropts.NoPool = true
+	default:
+		return fmt.Errorf("TERMD_SPAWN_POOL=%q: set it to 0 to make every execution's network namespace and cgroup at spawn (no spawn pools), or leave it unset", v)
+	}
+	var err error
+	if d.runner, err = runner.NewWithOptions(ropts); err != nil {
+		return fmt.Errorf("execution runtime: %w", err)
+	}
+	if d.runner.LeafMove != "" {
+		d.log.Info("cgroup delegation", "detail", d.runner.LeafMove)
+	}
+	caps := d.runner.Capabilities()
+	for _, m := range caps.CgroupMissing {
+		d.log.Warn("cgroups: "+m, "layout", caps.Layout)
+	}
+	if caps.CgroupV2 != "" && len(caps.CgroupMissing) == 0 {
+		d.log.Info("cgroups: each execution gets its own cgroup with pids and memory limits", "layout", caps.Layout, "v2", caps.CgroupV2)
+	}
+	return nil
+}
+
+// sandboxSupport finds what this host's kernel can confine and logs it.
+func (d *Daemon) sandboxSupport(cfg *config.Config) sandbox.Support {
+	sup, mode := sandbox.ForHost(cfg.SandboxLauncher, cfg.Sandbox)
+	switch level := sup.Level(mode); {
+	case level == sandbox.LevelFull:
+		d.log.Info("sandbox: every execution is confined by the kernel", "mode", mode, "platform", sup.Platform, "landlock_abi", sup.LandlockABI)
+	case mode == sandbox.Required:
+		d.log.Error("sandbox: required but this host cannot enforce it: every execution will be refused until this is fixed (or set sandbox: best_effort)", "missing", strings.Join(sup.Missing(), "; "))
+	default:
+		d.log.Warn("sandbox: executions are NOT fully confined by the kernel", "mode", mode, "level", level, "missing", strings.Join(sup.Missing(), "; "))
+	}
+	return sup
+}
+
+// observeGauges hands the metrics the daemon's live figures.
+func (d *Daemon) observeGauges(tls bool) {
 	g := metrics.Gauges{
 		ActiveSessions: func() int {
 			return len(d.broker.ListSessions(context.Background(), &termdv1.Principal{Role: termdv1.Role_ROLE_OPERATOR}, false))
@@ -254,16 +289,11 @@ func (d *Daemon) assemble(cfg *config.Config) error {
 		StoreWrites:        func() int { n, _ := d.store.WriteStats(); return int(n) },
 		StoreCommits:       func() int { _, n := d.store.WriteStats(); return int(n) },
 	}
-	if tlsConf != nil {
+	if tls {
 		g.TLSHandshakesRefused = func() int { n, _ := d.srv.TLSStats(); return int(n) }
 		g.TLSCalls = func() int { _, n := d.srv.TLSStats(); return int(n) }
 	}
 	d.metrics.Observe(g)
-	d.observeExport()
-	d.srv.RegisterDaemon(d.broker)
-	d.srv.RegisterBroker(d.broker)
-	d.srv.RegisterRecipes(recipes.New(d.broker, func() string { return d.config().RecipesDir }))
-	return nil
 }
 
 // refusePeer refuses socket connections from processes termd started.

@@ -143,7 +143,7 @@ func CheckIsReceipt(data []byte) error {
 func looksLikeReceipt(inst any) error {
 	obj, ok := inst.(map[string]any)
 	if !ok {
-		return fmt.Errorf("not a termd receipt: the document is a JSON %s, a receipt is one object (export one with `termctl receipts export ID`)", jsonKind(inst))
+		return fmt.Errorf("not a termd receipt: the document is a JSON %s, a receipt is one object (export one with `termctl receipts export ID`)", schemacheck.KindOf(inst))
 	}
 	v, ok := obj["schema_version"]
 	if !ok {
@@ -153,20 +153,6 @@ func looksLikeReceipt(inst any) error {
 		return fmt.Errorf("receipt schema_version %v is not supported: this verifier reads %s", v, supportedVersions())
 	}
 	return nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case []any:
-		return "array"
-	case string:
-		return "string"
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	}
-	return "number"
 }
 
 // validateTree checks a parsed receipt (the tree its canonical bytes were

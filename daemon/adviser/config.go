@@ -89,40 +89,27 @@ func (c Config) withDefaults() Config {
 	if c.APIKeyEnv == "" && c.APIKeyFile == "" {
 		c.APIKeyEnv = DefaultAPIKeyEnv
 	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.MaxTokens <= 0 {
-		c.MaxTokens = DefaultMaxTokens
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
+	positiveOr(&c.Timeout, DefaultTimeout)
+	positiveOr(&c.IdleTimeout, DefaultIdleTimeout)
+	positiveOr(&c.MaxTokens, DefaultMaxTokens)
+	positiveOr(&c.MaxAttempts, DefaultMaxAttempts)
 	if c.History < 0 {
 		c.History = 0
 	}
-	if c.BackoffBase <= 0 {
-		c.BackoffBase = DefaultBackoffBase
-	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = DefaultMaxBackoff
-	}
-	if c.MaxRetryAfter <= 0 {
-		c.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
-	if c.MaxContextBytes <= 0 {
-		c.MaxContextBytes = DefaultMaxContext
-	}
-	if c.MaxConcurrent <= 0 {
-		c.MaxConcurrent = DefaultMaxConcurrent
-	}
+	positiveOr(&c.BackoffBase, DefaultBackoffBase)
+	positiveOr(&c.MaxBackoff, DefaultMaxBackoff)
+	positiveOr(&c.MaxRetryAfter, DefaultMaxRetryAfter)
+	positiveOr(&c.MaxSessions, DefaultMaxSessions)
+	positiveOr(&c.MaxContextBytes, DefaultMaxContext)
+	positiveOr(&c.MaxConcurrent, DefaultMaxConcurrent)
 	return c
+}
+
+// positiveOr sets *v to def when it is zero or negative (unset).
+func positiveOr[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Validate reports a configuration the adviser cannot use safely. It does not

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -388,20 +389,95 @@ func (c *Config) ApplyDefaults() error {
 }
 
 // Validate checks every value and returns the first problem, naming the key.
+// The sections are checked in the order below, so the first problem reported
+// is the same whichever sections are wrong too.
 func (c *Config) Validate() error {
-	switch c.Sandbox {
-	case "", "required", "best_effort", "off":
-	default:
-		return fmt.Errorf("sandbox: %q is not one of required, best_effort, off", c.Sandbox)
+	for _, check := range []func() error{
+		c.validatePaths,
+		c.validateWorkspaces,
+		c.validateLogging,
+		c.validateRoles,
+		c.validateSessions,
+		c.Plans.validate,
+		c.Storage.validate,
+		c.Connections.validate,
+		c.validateTimeouts,
+		c.validateEndpoints,
+		c.validateSecrets,
+		c.validateGitIdentity,
+		c.validateCredentials,
+		c.ListenTLS.validate,
+		func() error { return c.Export.OTLP.validate(c.Source) },
+		c.validateEgress,
+		c.Adviser.validate,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intRange is the allowed range of one integer key.
+type intRange struct {
+	key    string
+	v      int
+	lo, hi int
+}
+
+// checkRanges returns the first value outside its range, naming its key.
+func checkRanges(rs ...intRange) error {
+	for _, r := range rs {
+		if r.v < r.lo || r.v > r.hi {
+			return fmt.Errorf("%s: %d is out of range %d..%d", r.key, r.v, r.lo, r.hi)
+		}
+	}
+	return nil
+}
+
+// checkAbs refuses a path that is set but not absolute.
+func checkAbs(key, p string) error {
+	if p != "" && !filepath.IsAbs(p) {
+		return fmt.Errorf("%s: %q must be an absolute path", key, p)
+	}
+	return nil
+}
+
+// checkHTTPURL refuses a URL that is set but not http(s) with a host.
+func checkHTTPURL(key, s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s: %q is not an http(s) URL", key, s)
+	}
+	return nil
+}
+
+// checkOneOf refuses a value that is not among the choices.
+func checkOneOf(key, v string, choices ...string) error {
+	if !slices.Contains(choices, v) {
+		return fmt.Errorf("%s: %q is not one of %s", key, v, strings.Join(choices, ", "))
+	}
+	return nil
+}
+
+// validatePaths checks the sandbox mode and the daemon's own paths.
+func (c *Config) validatePaths() error {
+	if c.Sandbox != "" {
+		if err := checkOneOf("sandbox", c.Sandbox, "required", "best_effort", "off"); err != nil {
+			return err
+		}
 	}
 	if c.RootMapUID == 1<<32-1 {
 		return fmt.Errorf("sandbox_root_map_uid: 4294967295 is not a valid uid; pick an unused uid such as 65533")
 	}
-	if c.SandboxLauncher != "" && !filepath.IsAbs(c.SandboxLauncher) {
-		return fmt.Errorf("sandbox_launcher: %q must be an absolute path", c.SandboxLauncher)
+	if err := checkAbs("sandbox_launcher", c.SandboxLauncher); err != nil {
+		return err
 	}
-	if c.Socket != "" && !filepath.IsAbs(c.Socket) {
-		return fmt.Errorf("socket: %q must be an absolute path", c.Socket)
+	if err := checkAbs("socket", c.Socket); err != nil {
+		return err
 	}
 	if c.OperatorSocket != "" && c.OperatorSocket != "none" {
 		if !filepath.IsAbs(c.OperatorSocket) {
@@ -412,13 +488,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, p := range c.PrivatePaths {
-		if !filepath.IsAbs(p) {
-			return fmt.Errorf("private_paths[%d]: %q must be an absolute path", i, p)
+		if err := checkAbs(fmt.Sprintf("private_paths[%d]", i), p); err != nil {
+			return err
 		}
 	}
-	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
-		return fmt.Errorf("state_dir: %q must be an absolute path", c.StateDir)
-	}
+	return checkAbs("state_dir", c.StateDir)
+}
+
+// validateWorkspaces checks the workspaces, replacing each by its real path,
+// then the paths read from them.
+func (c *Config) validateWorkspaces() error {
 	for i, w := range c.Workspaces {
 		if !filepath.IsAbs(w) {
 			return fmt.Errorf("workspaces[%d]: %q must be an absolute path", i, w)
@@ -439,22 +518,24 @@ func (c *Config) Validate() error {
 		}
 		c.Workspaces[i] = real
 	}
-	if c.RecipesDir != "" && !filepath.IsAbs(c.RecipesDir) {
-		return fmt.Errorf("recipes_dir: %q must be an absolute path", c.RecipesDir)
+	if err := checkAbs("recipes_dir", c.RecipesDir); err != nil {
+		return err
 	}
 	if pp := c.ProjectPolicy; pp != "" && (filepath.IsAbs(pp) || !filepath.IsLocal(pp)) {
 		return fmt.Errorf("project_policy: %q must be a path inside the workspace root (relative, no \"..\")", pp)
 	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("log_level: %q is not one of debug, info, warn, error", c.LogLevel)
+	return nil
+}
+
+func (c *Config) validateLogging() error {
+	if err := checkOneOf("log_level", c.LogLevel, "debug", "info", "warn", "error"); err != nil {
+		return err
 	}
-	switch c.LogFormat {
-	case "text", "json":
-	default:
-		return fmt.Errorf("log_format: %q is not one of text, json", c.LogFormat)
-	}
+	return checkOneOf("log_format", c.LogFormat, "text", "json")
+}
+
+// validateRoles checks the default role and that every named user and group exists.
+func (c *Config) validateRoles() error {
 	switch c.Roles.Default {
 	case "none", "viewer", "agent":
 	default:
@@ -480,36 +561,39 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("socket_group: unknown group %q (create it with `groupadd --system %s` — `make install` does — or remove socket_group from the config)", c.SocketGroup, c.SocketGroup)
 		}
 	}
-	if c.Sessions.PerPrincipal < 1 || c.Sessions.PerPrincipal > 10000 {
-		return fmt.Errorf("sessions.per_principal: %d is out of range 1..10000", c.Sessions.PerPrincipal)
-	}
-	if c.Sessions.Global < c.Sessions.PerPrincipal || c.Sessions.Global > 100000 {
-		return fmt.Errorf("sessions.global: %d must be at least sessions.per_principal (%d) and at most 100000", c.Sessions.Global, c.Sessions.PerPrincipal)
-	}
-	if c.Sessions.MaxPlans < 1 || c.Sessions.MaxPlans > 1000000 {
-		return fmt.Errorf("sessions.max_plans: %d is out of range 1..1000000", c.Sessions.MaxPlans)
-	}
-	if c.Sessions.MaxRunning < 1 || c.Sessions.MaxRunning > 10000 {
-		return fmt.Errorf("sessions.max_running: %d is out of range 1..10000", c.Sessions.MaxRunning)
-	}
-	if c.Sessions.MaxStreams < 1 || c.Sessions.MaxStreams > 100000 {
-		return fmt.Errorf("sessions.max_streams: %d is out of range 1..100000", c.Sessions.MaxStreams)
-	}
-	if err := c.Plans.validate(); err != nil {
+	return nil
+}
+
+func (c *Config) validateSessions() error {
+	s := c.Sessions
+	if err := checkRanges(intRange{"sessions.per_principal", s.PerPrincipal, 1, 10000}); err != nil {
 		return err
 	}
-	if st := c.Storage; st.PerPrincipalDay < 1<<20 || st.GlobalDay < st.PerPrincipalDay || st.MinFreeBytes < 0 {
+	if s.Global < s.PerPrincipal || s.Global > 100000 {
+		return fmt.Errorf("sessions.global: %d must be at least sessions.per_principal (%d) and at most 100000", s.Global, s.PerPrincipal)
+	}
+	return checkRanges(
+		intRange{"sessions.max_plans", s.MaxPlans, 1, 1000000},
+		intRange{"sessions.max_running", s.MaxRunning, 1, 10000},
+		intRange{"sessions.max_streams", s.MaxStreams, 1, 100000},
+	)
+}
+
+func (st Storage) validate() error {
+	if st.PerPrincipalDay < 1<<20 || st.GlobalDay < st.PerPrincipalDay || st.MinFreeBytes < 0 {
 		return fmt.Errorf("storage: per_principal_day (%d) must be at least 1048576, global_day (%d) at least per_principal_day, min_free_bytes (%d) not negative", st.PerPrincipalDay, st.GlobalDay, st.MinFreeBytes)
 	}
-	if st := c.Storage; st.OverBudget != "refuse" && st.OverBudget != "tail" {
+	if st.OverBudget != "refuse" && st.OverBudget != "tail" {
 		return fmt.Errorf("storage.over_budget %q: choose refuse or tail", st.OverBudget)
 	}
-	if st := c.Storage; st.TailBytes < 1 || st.TailBytes > 1<<20 {
+	if st.TailBytes < 1 || st.TailBytes > 1<<20 {
 		return fmt.Errorf("storage.tail_bytes %d: choose 1 to 1048576", st.TailBytes)
 	}
-	if err := c.Connections.validate(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateTimeouts checks the session, network and approval durations.
+func (c *Config) validateTimeouts() error {
 	if c.Sessions.IdleTimeout.D() < time.Second {
 		return fmt.Errorf("sessions.idle_timeout: %s is too short (at least 1s)", c.Sessions.IdleTimeout.D())
 	}
@@ -528,11 +612,13 @@ func (c *Config) Validate() error {
 	if w := c.Approvals.WorkspaceGrantTTL.D(); w < time.Second || w > c.Approvals.MaxGrantTTL.D() {
 		return fmt.Errorf("approvals.workspace_grant_ttl: %s must be at least 1s and at most approvals.max_grant_ttl (%s)", w, c.Approvals.MaxGrantTTL.D())
 	}
-	if c.ConsoleURL != "" {
-		u, err := url.Parse(c.ConsoleURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("console_url: %q is not an http(s) URL", c.ConsoleURL)
-		}
+	return nil
+}
+
+// validateEndpoints checks the console URL and the metrics listener.
+func (c *Config) validateEndpoints() error {
+	if err := checkHTTPURL("console_url", c.ConsoleURL); err != nil {
+		return err
 	}
 	if c.MetricsListen != "" {
 		loop, err := loopback.Listen(c.MetricsListen)
@@ -543,54 +629,42 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("metrics_listen: %q is not a loopback address; metrics are served on loopback only", c.MetricsListen)
 		}
 	}
+	return nil
+}
+
+func (c *Config) validateSecrets() error {
 	for i, s := range c.Secrets {
 		if err := CheckSecretFile(s); err != nil {
 			return fmt.Errorf("secrets[%d]: %v", i, err)
 		}
 	}
-	if err := c.validateGitIdentity(); err != nil {
-		return err
-	}
-	if err := c.validateCredentials(); err != nil {
-		return err
-	}
-	if err := c.ListenTLS.validate(); err != nil {
-		return err
-	}
-	if err := c.Export.OTLP.validate(c.Source); err != nil {
-		return err
-	}
+	return nil
+}
+
+func (c *Config) validateEgress() error {
 	if _, err := c.EgressLists(); err != nil {
 		return err
 	}
 	if _, err := c.EgressHosts(); err != nil {
 		return err
 	}
-	if m := c.Egress.MaxConnections; m < 1 || m > 10000 {
-		return fmt.Errorf("egress.max_connections: %d is out of range 1..10000", m)
-	}
-	a := c.Adviser
-	if a.BaseURL != "" {
-		u, err := url.Parse(a.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("adviser.base_url: %q is not an http(s) URL", a.BaseURL)
-		}
+	return checkRanges(intRange{"egress.max_connections", c.Egress.MaxConnections, 1, 10000})
+}
+
+func (a Adviser) validate() error {
+	if err := checkHTTPURL("adviser.base_url", a.BaseURL); err != nil {
+		return err
 	}
 	if a.APIKeyFile != "" {
 		if err := CheckSecretFile(a.APIKeyFile); err != nil {
 			return fmt.Errorf("adviser.api_key_file: %v", err)
 		}
 	}
-	if a.MaxTokens < 1 || a.MaxTokens > 65536 {
-		return fmt.Errorf("adviser.max_tokens: %d is out of range 1..65536", a.MaxTokens)
-	}
-	if a.MaxAttempts < 1 || a.MaxAttempts > 10 {
-		return fmt.Errorf("adviser.max_attempts: %d is out of range 1..10", a.MaxAttempts)
-	}
-	if a.History < 0 || a.History > 200 {
-		return fmt.Errorf("adviser.history: %d is out of range 0..200", a.History)
-	}
-	return nil
+	return checkRanges(
+		intRange{"adviser.max_tokens", a.MaxTokens, 1, 65536},
+		intRange{"adviser.max_attempts", a.MaxAttempts, 1, 10},
+		intRange{"adviser.history", a.History, 0, 200},
+	)
 }
 
 // CheckSecretFile refuses a secret file that others may read.
@@ -613,11 +687,11 @@ func lookupGroup(g string) (*user.Group, error) {
 }
 
 func (p Plans) validate() error {
-	if p.MaxOpen < 1 || p.MaxOpen > 1000000 {
-		return fmt.Errorf("plans.max_open: %d is out of range 1..1000000", p.MaxOpen)
-	}
-	if p.MaxRequestBytes < 1<<10 || p.MaxRequestBytes > 4<<20 {
-		return fmt.Errorf("plans.max_request_bytes: %d is out of range 1024..4194304", p.MaxRequestBytes)
+	if err := checkRanges(
+		intRange{"plans.max_open", p.MaxOpen, 1, 1000000},
+		intRange{"plans.max_request_bytes", p.MaxRequestBytes, 1 << 10, 4 << 20},
+	); err != nil {
+		return err
 	}
 	if p.MaxOpenBytes < int64(p.MaxRequestBytes) {
 		return fmt.Errorf("plans.max_open_bytes: %d must be at least plans.max_request_bytes (%d)", p.MaxOpenBytes, p.MaxRequestBytes)
@@ -625,8 +699,8 @@ func (p Plans) validate() error {
 	if p.MaxJournalBytes < 4*int64(p.MaxRequestBytes) {
 		return fmt.Errorf("plans.max_journal_bytes: %d must be at least 4 x plans.max_request_bytes (%d): a plan's journal record holds its request several times", p.MaxJournalBytes, 4*int64(p.MaxRequestBytes))
 	}
-	if p.KeepFinished < 0 || p.KeepFinished > 1000000 {
-		return fmt.Errorf("plans.keep_finished: %d is out of range 0..1000000", p.KeepFinished)
+	if err := checkRanges(intRange{"plans.keep_finished", p.KeepFinished, 0, 1000000}); err != nil {
+		return err
 	}
 	if p.MaxStdinBytes < 0 || p.MaxStdinBytes > 3<<20 {
 		// A request travels in one message (connections.max_message_bytes, 4 MiB by default).
@@ -636,8 +710,8 @@ func (p Plans) validate() error {
 }
 
 func (c Connections) validate() error {
-	if c.PerUID < 4 || c.PerUID > 100000 {
-		return fmt.Errorf("connections.per_uid: %d is out of range 4..100000", c.PerUID)
+	if err := checkRanges(intRange{"connections.per_uid", c.PerUID, 4, 100000}); err != nil {
+		return err
 	}
 	if c.Global < c.PerUID || c.Global > 1000000 {
 		return fmt.Errorf("connections.global: %d must be at least connections.per_uid (%d) and at most 1000000", c.Global, c.PerUID)
@@ -648,19 +722,12 @@ func (c Connections) validate() error {
 	if d := c.IdleTimeout.D(); d < time.Second {
 		return fmt.Errorf("connections.idle_timeout: %s is too short (at least 1s)", d)
 	}
-	if c.MaxStreams < 8 || c.MaxStreams > 100000 {
-		return fmt.Errorf("connections.max_streams: %d is out of range 8..100000", c.MaxStreams)
-	}
-	if c.CallsPerPrincipal < 1 || c.CallsPerPrincipal > 100000 {
-		return fmt.Errorf("connections.calls_per_principal: %d is out of range 1..100000", c.CallsPerPrincipal)
-	}
-	if c.AcceptRate < 1 || c.AcceptRate > 1000000 {
-		return fmt.Errorf("connections.accept_rate: %d is out of range 1..1000000", c.AcceptRate)
-	}
-	if c.MaxMessageBytes < 64<<10 || c.MaxMessageBytes > 64<<20 {
-		return fmt.Errorf("connections.max_message_bytes: %d is out of range 65536..67108864", c.MaxMessageBytes)
-	}
-	return nil
+	return checkRanges(
+		intRange{"connections.max_streams", c.MaxStreams, 8, 100000},
+		intRange{"connections.calls_per_principal", c.CallsPerPrincipal, 1, 100000},
+		intRange{"connections.accept_rate", c.AcceptRate, 1, 1000000},
+		intRange{"connections.max_message_bytes", c.MaxMessageBytes, 64 << 10, 64 << 20},
+	)
 }
 
 // closestKey is the known config key (at any level) nearest to a mistyped

@@ -190,11 +190,7 @@ func (b *Bus) Publish(sessionID string, kind termdv1.EventKind, fill func(e *ter
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.sessions[sessionID]
-	if s == nil {
-		s = &session{id: sessionID, ring: newRing(b.opts.SessionRingEvents, b.opts.SessionRingBytes)}
-		b.sessions[sessionID] = s
-	}
+	s := b.sessionLocked(sessionID)
 	if s.closed {
 		return nil
 	}
@@ -214,17 +210,24 @@ func (b *Bus) Publish(sessionID string, kind termdv1.EventKind, fill func(e *ter
 	return ev
 }
 
+// sessionLocked is the session sessionID, made (empty, open) when the bus has
+// none by that id. b.mu is held.
+func (b *Bus) sessionLocked(sessionID string) *session {
+	s := b.sessions[sessionID]
+	if s == nil {
+		s = &session{id: sessionID, ring: newRing(b.opts.SessionRingEvents, b.opts.SessionRingBytes)}
+		b.sessions[sessionID] = s
+	}
+	return s
+}
+
 // CloseSession marks a session closed; see the package comment. Closing an
 // unknown session records it as closed (so later Publish calls are ignored);
 // closing twice is a no-op.
 func (b *Bus) CloseSession(sessionID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.sessions[sessionID]
-	if s == nil {
-		s = &session{id: sessionID, ring: newRing(b.opts.SessionRingEvents, b.opts.SessionRingBytes)}
-		b.sessions[sessionID] = s
-	}
+	s := b.sessionLocked(sessionID)
 	if s.closed {
 		return
 	}

@@ -66,13 +66,7 @@ func (m *Manager) Acquire(k Key) (*Handle, error) {
 		s = &space{key: k, fd: fd, created: time.Now()}
 		m.spaces[k] = s
 	}
-	s.users++
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-	s.idleSince = time.Time{}
-	return &Handle{m: m, s: s}, nil
+	return m.holdLocked(s), nil
 }
 
 // Fd is the namespace's descriptor (valid while the handle is held); -1 for
@@ -221,6 +215,17 @@ func loopbackUp() error {
 	return nil
 }
 
+// holdLocked adds a user to s, stopping its idle timer. m.mu is held.
+func (m *Manager) holdLocked(s *space) *Handle {
+	s.users++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.idleSince = time.Time{}
+	return &Handle{m: m, s: s}
+}
+
 // held returns a hold on k's namespace if it exists.
 func (m *Manager) held(k Key) (*Handle, error) {
 	m.mu.Lock()
@@ -229,13 +234,7 @@ func (m *Manager) held(k Key) (*Handle, error) {
 	if s == nil || m.closed {
 		return nil, noSpace(k)
 	}
-	s.users++
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-	s.idleSince = time.Time{}
-	return &Handle{m: m, s: s}, nil
+	return m.holdLocked(s), nil
 }
 
 // Hold returns a hold on k's namespace when it exists (a port forward keeps

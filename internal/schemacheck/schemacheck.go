@@ -145,331 +145,372 @@ func (r *compiledRoot) compile(v any, at string) (*node, error) {
 	if !ok {
 		return nil, fmt.Errorf("schema %s: a schema must be an object", at)
 	}
-	n := &node{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1, root: r}
-	sub := func(key string) (*node, error) { return r.compile(m[key], at+"/"+key) }
-	list := func(key string) ([]*node, error) {
-		arr, ok := m[key].([]any)
-		if !ok {
-			return nil, fmt.Errorf("schema %s/%s: want an array", at, key)
-		}
-		out := make([]*node, len(arr))
-		for i, e := range arr {
-			c, err := r.compile(e, fmt.Sprintf("%s/%s/%d", at, key, i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = c
-		}
-		return out, nil
-	}
-	length := func(key string) (int, error) {
-		num, ok := m[key].(json.Number)
-		if !ok {
-			return 0, fmt.Errorf("schema %s/%s: want a number", at, key)
-		}
-		i, err := num.Int64()
-		return int(i), err
-	}
+	c := &schemaCompiler{r: r, m: m, at: at, n: &node{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1, root: r}}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var err error
 	for _, k := range keys {
-		val := m[k]
-		switch k {
-		case "$schema", "$id", "title", "description", "$defs":
-			// Annotations; $defs are compiled by compileSchema (at the root only).
-			if k == "$defs" && at != "#" {
-				return nil, fmt.Errorf("schema %s: $defs only at the root", at)
-			}
-		case "type":
-			switch t := val.(type) {
-			case string:
-				n.types = []string{t}
-			case []any:
-				for _, e := range t {
-					s, ok := e.(string)
-					if !ok {
-						return nil, fmt.Errorf("schema %s/type: want strings", at)
-					}
-					n.types = append(n.types, s)
-				}
-			default:
-				return nil, fmt.Errorf("schema %s/type: want a string or an array", at)
-			}
-			for _, t := range n.types {
-				switch t {
-				case "object", "array", "string", "integer", "number", "boolean", "null":
-				default:
-					return nil, fmt.Errorf("schema %s/type: unknown type %q", at, t)
-				}
-			}
-		case "const":
-			n.hasConst, n.constVal = true, val
-		case "enum":
-			arr, ok := val.([]any)
-			if !ok {
-				return nil, fmt.Errorf("schema %s/enum: want an array", at)
-			}
-			n.enum = arr
-		case "required":
-			arr, ok := val.([]any)
-			if !ok {
-				return nil, fmt.Errorf("schema %s/required: want an array", at)
-			}
-			for _, e := range arr {
-				s, ok := e.(string)
-				if !ok {
-					return nil, fmt.Errorf("schema %s/required: want strings", at)
-				}
-				n.required = append(n.required, s)
-			}
-		case "properties":
-			pm, ok := val.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("schema %s/properties: want an object", at)
-			}
-			n.props = map[string]*node{}
-			for name, ps := range pm {
-				if n.props[name], err = r.compile(ps, at+"/properties/"+name); err != nil {
-					return nil, err
-				}
-				n.propNames = append(n.propNames, name)
-			}
-			sort.Strings(n.propNames)
-		case "additionalProperties":
-			if b, ok := val.(bool); !ok || b {
-				return nil, fmt.Errorf("schema %s/additionalProperties: only false is supported", at)
-			}
-			n.closed = true
-		case "items":
-			if n.items, err = sub(k); err != nil {
-				return nil, err
-			}
-		case "anyOf":
-			if n.anyOf, err = list(k); err != nil {
-				return nil, err
-			}
-		case "allOf":
-			if n.allOf, err = list(k); err != nil {
-				return nil, err
-			}
-		case "if":
-			if n.ifN, err = sub(k); err != nil {
-				return nil, err
-			}
-		case "then":
-			if n.thenN, err = sub(k); err != nil {
-				return nil, err
-			}
-		case "not":
-			if n.not, err = sub(k); err != nil {
-				return nil, err
-			}
-		case "minimum":
-			num, ok := val.(json.Number)
-			if !ok {
-				return nil, fmt.Errorf("schema %s/minimum: want a number", at)
-			}
-			n.minimum, ok = new(big.Rat).SetString(string(num))
-			if !ok {
-				return nil, fmt.Errorf("schema %s/minimum: bad number %s", at, num)
-			}
-		case "maximum":
-			num, ok := val.(json.Number)
-			if !ok {
-				return nil, fmt.Errorf("schema %s/maximum: want a number", at)
-			}
-			n.maximum, ok = new(big.Rat).SetString(string(num))
-			if !ok {
-				return nil, fmt.Errorf("schema %s/maximum: bad number %s", at, num)
-			}
-		case "minItems":
-			if n.minItems, err = length(k); err != nil {
-				return nil, err
-			}
-		case "maxItems":
-			if n.maxItems, err = length(k); err != nil {
-				return nil, err
-			}
-		case "uniqueItems":
-			b, ok := val.(bool)
-			if !ok {
-				return nil, fmt.Errorf("schema %s/uniqueItems: want a boolean", at)
-			}
-			n.unique = b
-		case "prefixItems":
-			if n.prefix, err = list(k); err != nil {
-				return nil, err
-			}
-		case "minLength":
-			if n.minLength, err = length(k); err != nil {
-				return nil, err
-			}
-		case "maxLength":
-			if n.maxLength, err = length(k); err != nil {
-				return nil, err
-			}
-		case "pattern":
-			s, ok := val.(string)
-			if !ok {
-				return nil, fmt.Errorf("schema %s/pattern: want a string", at)
-			}
-			if n.pattern, err = regexp.Compile(s); err != nil {
-				return nil, fmt.Errorf("schema %s/pattern: %w", at, err)
-			}
-		case "format":
-			if val != "date-time" {
-				return nil, fmt.Errorf("schema %s/format: only date-time is supported, not %v", at, val)
-			}
-			n.dateTime = true
-		case "$ref":
-			s, ok := val.(string)
-			if !ok || !strings.HasPrefix(s, "#/$defs/") {
-				return nil, fmt.Errorf("schema %s/$ref: only local #/$defs/ references are supported", at)
-			}
-			n.ref = s
-		default:
-			return nil, fmt.Errorf("schema %s: keyword %q is not supported by termd's receipt validator (receipt/schemacheck.go)", at, k)
+		if err := c.keyword(k, m[k]); err != nil {
+			return nil, err
 		}
 	}
-	if n.thenN != nil && n.ifN == nil {
+	if c.n.thenN != nil && c.n.ifN == nil {
 		return nil, fmt.Errorf("schema %s: then without if", at)
 	}
-	return n, nil
+	return c.n, nil
+}
+
+// schemaCompiler compiles the keywords of one schema object m, found at at,
+// into n.
+type schemaCompiler struct {
+	r  *compiledRoot
+	m  map[string]any
+	at string
+	n  *node
+}
+
+// keyword compiles one keyword and its value.
+func (c *schemaCompiler) keyword(k string, val any) error {
+	n, at := c.n, c.at
+	switch k {
+	case "$schema", "$id", "title", "description", "$defs":
+		// Annotations; $defs are compiled by compileSchema (at the root only).
+		if k == "$defs" && at != "#" {
+			return fmt.Errorf("schema %s: $defs only at the root", at)
+		}
+	case "type":
+		return c.types(val)
+	case "const":
+		n.hasConst, n.constVal = true, val
+	case "enum":
+		arr, ok := val.([]any)
+		if !ok {
+			return fmt.Errorf("schema %s/enum: want an array", at)
+		}
+		n.enum = arr
+	case "required":
+		arr, ok := val.([]any)
+		if !ok {
+			return fmt.Errorf("schema %s/required: want an array", at)
+		}
+		for _, e := range arr {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("schema %s/required: want strings", at)
+			}
+			n.required = append(n.required, s)
+		}
+	case "properties":
+		return c.properties(val)
+	case "additionalProperties":
+		if b, ok := val.(bool); !ok || b {
+			return fmt.Errorf("schema %s/additionalProperties: only false is supported", at)
+		}
+		n.closed = true
+	case "items", "if", "then", "not":
+		return c.sub(k, map[string]**node{"items": &n.items, "if": &n.ifN, "then": &n.thenN, "not": &n.not}[k])
+	case "anyOf", "allOf", "prefixItems":
+		return c.list(k, map[string]*[]*node{"anyOf": &n.anyOf, "allOf": &n.allOf, "prefixItems": &n.prefix}[k])
+	case "minimum", "maximum":
+		return c.number(k, map[string]**big.Rat{"minimum": &n.minimum, "maximum": &n.maximum}[k])
+	case "minItems", "maxItems", "minLength", "maxLength":
+		return c.length(k, map[string]*int{"minItems": &n.minItems, "maxItems": &n.maxItems, "minLength": &n.minLength, "maxLength": &n.maxLength}[k])
+	case "uniqueItems":
+		b, ok := val.(bool)
+		if !ok {
+			return fmt.Errorf("schema %s/uniqueItems: want a boolean", at)
+		}
+		n.unique = b
+	case "pattern":
+		s, ok := val.(string)
+		if !ok {
+			return fmt.Errorf("schema %s/pattern: want a string", at)
+		}
+		var err error
+		if n.pattern, err = regexp.Compile(s); err != nil {
+			return fmt.Errorf("schema %s/pattern: %w", at, err)
+		}
+	case "format":
+		if val != "date-time" {
+			return fmt.Errorf("schema %s/format: only date-time is supported, not %v", at, val)
+		}
+		n.dateTime = true
+	case "$ref":
+		s, ok := val.(string)
+		if !ok || !strings.HasPrefix(s, "#/$defs/") {
+			return fmt.Errorf("schema %s/$ref: only local #/$defs/ references are supported", at)
+		}
+		n.ref = s
+	default:
+		return fmt.Errorf("schema %s: keyword %q is not supported by termd's receipt validator (receipt/schemacheck.go)", at, k)
+	}
+	return nil
+}
+
+// types compiles "type": one type name or an array of them.
+func (c *schemaCompiler) types(val any) error {
+	n, at := c.n, c.at
+	switch t := val.(type) {
+	case string:
+		n.types = []string{t}
+	case []any:
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("schema %s/type: want strings", at)
+			}
+			n.types = append(n.types, s)
+		}
+	default:
+		return fmt.Errorf("schema %s/type: want a string or an array", at)
+	}
+	for _, t := range n.types {
+		switch t {
+		case "object", "array", "string", "integer", "number", "boolean", "null":
+		default:
+			return fmt.Errorf("schema %s/type: unknown type %q", at, t)
+		}
+	}
+	return nil
+}
+
+// properties compiles "properties": a schema a named member.
+func (c *schemaCompiler) properties(val any) error {
+	n := c.n
+	pm, ok := val.(map[string]any)
+	if !ok {
+		return fmt.Errorf("schema %s/properties: want an object", c.at)
+	}
+	n.props = map[string]*node{}
+	for name, ps := range pm {
+		var err error
+		if n.props[name], err = c.r.compile(ps, c.at+"/properties/"+name); err != nil {
+			return err
+		}
+		n.propNames = append(n.propNames, name)
+	}
+	sort.Strings(n.propNames)
+	return nil
+}
+
+// sub compiles the schema under key into *dst.
+func (c *schemaCompiler) sub(key string, dst **node) error {
+	var err error
+	*dst, err = c.r.compile(c.m[key], c.at+"/"+key)
+	return err
+}
+
+// list compiles the array of schemas under key into *dst.
+func (c *schemaCompiler) list(key string, dst *[]*node) error {
+	arr, ok := c.m[key].([]any)
+	if !ok {
+		return fmt.Errorf("schema %s/%s: want an array", c.at, key)
+	}
+	out := make([]*node, len(arr))
+	for i, e := range arr {
+		s, err := c.r.compile(e, fmt.Sprintf("%s/%s/%d", c.at, key, i))
+		if err != nil {
+			return err
+		}
+		out[i] = s
+	}
+	*dst = out
+	return nil
+}
+
+// length reads the whole number under key into *dst.
+func (c *schemaCompiler) length(key string, dst *int) error {
+	num, ok := c.m[key].(json.Number)
+	if !ok {
+		return fmt.Errorf("schema %s/%s: want a number", c.at, key)
+	}
+	i, err := num.Int64()
+	if err != nil {
+		return err
+	}
+	*dst = int(i)
+	return nil
+}
+
+// number reads the exact number under key into *dst.
+func (c *schemaCompiler) number(key string, dst **big.Rat) error {
+	num, ok := c.m[key].(json.Number)
+	if !ok {
+		return fmt.Errorf("schema %s/%s: want a number", c.at, key)
+	}
+	if *dst, ok = new(big.Rat).SetString(string(num)); !ok {
+		return fmt.Errorf("schema %s/%s: bad number %s", c.at, key, num)
+	}
+	return nil
 }
 
 // check appends to out every problem of inst at the place at.
 func (n *node) check(inst any, at string, out *[]*Error) {
-	add := func(format string, args ...any) {
-		*out = append(*out, &Error{At: at, Problem: fmt.Sprintf(format, args...)})
-	}
 	if n.ref != "" {
 		n.root.defs[n.ref].check(inst, at, out)
 	}
-	if len(n.types) > 0 {
-		ok := false
-		for _, t := range n.types {
-			if hasType(inst, t) {
-				ok = true
-				break
-			}
+	if !n.checkType(inst, at, out) {
+		return
+	}
+	n.checkValue(inst, at, out)
+	switch v := inst.(type) {
+	case map[string]any:
+		n.checkObject(v, at, out)
+	case []any:
+		n.checkArray(v, at, out)
+	case string:
+		n.checkString(v, at, out)
+	case json.Number:
+		n.checkNumber(v, at, out)
+	}
+	n.checkApplicators(inst, at, out)
+}
+
+// addError appends one problem at the place at.
+func addError(out *[]*Error, at, format string, args ...any) {
+	*out = append(*out, &Error{At: at, Problem: fmt.Sprintf(format, args...)})
+}
+
+// checkType reports whether inst has one of the node's types (any when it
+// names none), adding the problem when not.
+func (n *node) checkType(inst any, at string, out *[]*Error) bool {
+	if len(n.types) == 0 {
+		return true
+	}
+	for _, t := range n.types {
+		if hasType(inst, t) {
+			return true
 		}
-		if !ok {
-			add("got %s, want %s", kindOf(inst), strings.Join(n.types, " or "))
+	}
+	addError(out, at, "got %s, want %s", KindOf(inst), strings.Join(n.types, " or "))
+	return false
+}
+
+// checkValue checks const and enum.
+func (n *node) checkValue(inst any, at string, out *[]*Error) {
+	if n.hasConst && !jsonEqual(inst, n.constVal) {
+		addError(out, at, "value must be %s", show(n.constVal))
+	}
+	if n.enum == nil {
+		return
+	}
+	for _, e := range n.enum {
+		if jsonEqual(inst, e) {
 			return
 		}
 	}
-	if n.hasConst && !jsonEqual(inst, n.constVal) {
-		add("value must be %s", show(n.constVal))
+	words := make([]string, len(n.enum))
+	for i, e := range n.enum {
+		words[i] = show(e)
 	}
-	if n.enum != nil {
-		ok := false
-		for _, e := range n.enum {
-			if jsonEqual(inst, e) {
-				ok = true
-				break
-			}
+	addError(out, at, "value must be one of %s", strings.Join(words, ", "))
+}
+
+// checkObject checks an object's required, named and additional members.
+func (n *node) checkObject(v map[string]any, at string, out *[]*Error) {
+	for _, k := range n.required {
+		if _, ok := v[k]; !ok {
+			addError(out, at, "missing property %q", k)
 		}
+	}
+	// The properties the schema names, in name order: a receipt's
+	// conditions (if/then on the whole object) name one or two of its
+	// 47 members each, and sorting the instance's keys for every one
+	// of them was half the cost of checking a receipt.
+	start, seen := len(*out), 0
+	for _, k := range n.propNames {
+		if e, ok := v[k]; ok {
+			seen++
+			n.props[k].check(e, at+"/"+k, out)
+		}
+	}
+	if !n.closed || seen == len(v) {
+		return
+	}
+	// An additional property is not allowed: report every problem
+	// again in the instance's key order, as before.
+	*out = (*out)[:start]
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p, ok := n.props[k]
 		if !ok {
-			words := make([]string, len(n.enum))
-			for i, e := range n.enum {
-				words[i] = show(e)
-			}
-			add("value must be one of %s", strings.Join(words, ", "))
+			addError(out, at, "additional property %q is not allowed", k)
+			continue
 		}
+		p.check(v[k], at+"/"+k, out)
 	}
-	switch v := inst.(type) {
-	case map[string]any:
-		for _, k := range n.required {
-			if _, ok := v[k]; !ok {
-				add("missing property %q", k)
-			}
-		}
-		// The properties the schema names, in name order: a receipt's
-		// conditions (if/then on the whole object) name one or two of its
-		// 47 members each, and sorting the instance's keys for every one
-		// of them was half the cost of checking a receipt.
-		start, seen := len(*out), 0
-		for _, k := range n.propNames {
-			if e, ok := v[k]; ok {
-				seen++
-				n.props[k].check(e, at+"/"+k, out)
-			}
-		}
-		if !n.closed || seen == len(v) {
-			break
-		}
-		// An additional property is not allowed: report every problem
-		// again in the instance's key order, as before.
-		*out = (*out)[:start]
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p, ok := n.props[k]
-			if !ok {
-				add("additional property %q is not allowed", k)
-				continue
-			}
-			p.check(v[k], at+"/"+k, out)
-		}
-	case []any:
-		if n.minItems >= 0 && len(v) < n.minItems {
-			add("at least %d items, but got %d", n.minItems, len(v))
-		}
-		if n.maxItems >= 0 && len(v) > n.maxItems {
-			add("at most %d items, but got %d", n.maxItems, len(v))
-		}
-		if n.unique {
-		dup:
-			for i := range v {
-				for j := i + 1; j < len(v); j++ {
-					if jsonEqual(v[i], v[j]) {
-						add("items %d and %d are equal", i, j)
-						break dup
-					}
+}
+
+// checkArray checks an array's length, uniqueness and items.
+func (n *node) checkArray(v []any, at string, out *[]*Error) {
+	if n.minItems >= 0 && len(v) < n.minItems {
+		addError(out, at, "at least %d items, but got %d", n.minItems, len(v))
+	}
+	if n.maxItems >= 0 && len(v) > n.maxItems {
+		addError(out, at, "at most %d items, but got %d", n.maxItems, len(v))
+	}
+	if n.unique {
+	dup:
+		for i := range v {
+			for j := i + 1; j < len(v); j++ {
+				if jsonEqual(v[i], v[j]) {
+					addError(out, at, "items %d and %d are equal", i, j)
+					break dup
 				}
 			}
 		}
-		for i, e := range v {
-			switch {
-			case i < len(n.prefix):
-				n.prefix[i].check(e, fmt.Sprintf("%s/%d", at, i), out)
-			case n.items != nil:
-				n.items.check(e, fmt.Sprintf("%s/%d", at, i), out)
-			}
-		}
-	case string:
-		if n.minLength >= 0 || n.maxLength >= 0 {
-			l := utf8.RuneCountInString(v)
-			if n.minLength >= 0 && l < n.minLength {
-				add("length must be >= %d, but got %d", n.minLength, l)
-			}
-			if n.maxLength >= 0 && l > n.maxLength {
-				add("length must be <= %d, but got %d", n.maxLength, l)
-			}
-		}
-		if n.pattern != nil && !n.pattern.MatchString(v) {
-			add("%q does not match pattern %q", v, n.pattern.String())
-		}
-		if n.dateTime && !isDateTime(v) {
-			add("%q is not a valid date-time (RFC 3339)", v)
-		}
-	case json.Number:
-		if r, ok := new(big.Rat).SetString(string(v)); ok {
-			if n.minimum != nil && r.Cmp(n.minimum) < 0 {
-				add("must be >= %s, but got %s", n.minimum.RatString(), v)
-			}
-			if n.maximum != nil && r.Cmp(n.maximum) > 0 {
-				add("must be <= %s, but got %s", n.maximum.RatString(), v)
-			}
+	}
+	for i, e := range v {
+		switch {
+		case i < len(n.prefix):
+			n.prefix[i].check(e, fmt.Sprintf("%s/%d", at, i), out)
+		case n.items != nil:
+			n.items.check(e, fmt.Sprintf("%s/%d", at, i), out)
 		}
 	}
+}
+
+// checkString checks a string's length, pattern and format.
+func (n *node) checkString(v string, at string, out *[]*Error) {
+	if n.minLength >= 0 || n.maxLength >= 0 {
+		l := utf8.RuneCountInString(v)
+		if n.minLength >= 0 && l < n.minLength {
+			addError(out, at, "length must be >= %d, but got %d", n.minLength, l)
+		}
+		if n.maxLength >= 0 && l > n.maxLength {
+			addError(out, at, "length must be <= %d, but got %d", n.maxLength, l)
+		}
+	}
+	if n.pattern != nil && !n.pattern.MatchString(v) {
+		addError(out, at, "%q does not match pattern %q", v, n.pattern.String())
+	}
+	if n.dateTime && !isDateTime(v) {
+		addError(out, at, "%q is not a valid date-time (RFC 3339)", v)
+	}
+}
+
+// checkNumber checks a number's bounds.
+func (n *node) checkNumber(v json.Number, at string, out *[]*Error) {
+	r, ok := new(big.Rat).SetString(string(v))
+	if !ok {
+		return
+	}
+	if n.minimum != nil && r.Cmp(n.minimum) < 0 {
+		addError(out, at, "must be >= %s, but got %s", n.minimum.RatString(), v)
+	}
+	if n.maximum != nil && r.Cmp(n.maximum) > 0 {
+		addError(out, at, "must be <= %s, but got %s", n.maximum.RatString(), v)
+	}
+}
+
+// checkApplicators checks allOf, anyOf, if/then and not.
+func (n *node) checkApplicators(inst any, at string, out *[]*Error) {
 	for _, a := range n.allOf {
 		a.check(inst, at, out)
 	}
@@ -488,14 +529,14 @@ func (n *node) check(inst any, at string, out *[]*Error) {
 			}
 		}
 		if !ok {
-			add("matches none of the allowed forms (first: %v)", first[0])
+			addError(out, at, "matches none of the allowed forms (first: %v)", first[0])
 		}
 	}
 	if n.ifN != nil && n.ifN.matches(inst, at) && n.thenN != nil {
 		n.thenN.check(inst, at, out)
 	}
 	if n.not != nil && n.not.matches(inst, at) {
-		add("must not be %s", describeNot(n.not))
+		addError(out, at, "must not be %s", describeNot(n.not))
 	}
 }
 
@@ -556,7 +597,9 @@ func hasType(v any, t string) bool {
 	return false
 }
 
-func kindOf(v any) string {
+// KindOf names a decoded JSON value's kind as a schema's "type" does:
+// object, array, string, number, boolean or null.
+func KindOf(v any) string {
 	switch v.(type) {
 	case map[string]any:
 		return "object"

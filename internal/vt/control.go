@@ -427,10 +427,17 @@ func (t *Terminal) csiDispatch(private byte, params []int, inter []byte, final b
 		return
 	}
 	n := param(params, 0, 1)
+	if !t.csiCursor(final, params, n) && !t.csiEdit(final, params, n) {
+		t.csiReport(final, params)
+	}
+	// SGR (m) and the rest are read and ignored.
+}
+
+// csiCursor runs the CSI sequences that move the cursor or set its bounds
+// (n is the first parameter, 1 when missing); it reports whether final was
+// one of them.
+func (t *Terminal) csiCursor(final byte, params []int, n int) bool {
 	switch final {
-	case '@': // ICH
-		t.cur.pendingWrap = false
-		t.insertBlanks(t.screen()[t.cur.row], t.cur.col, n)
 	case 'A': // CUU
 		t.moveRow(-n)
 	case 'B', 'e': // CUD, VPR
@@ -454,6 +461,33 @@ func (t *Terminal) csiDispatch(private byte, params []int, inter []byte, final b
 		t.tab(n)
 	case 'Z': // CBT
 		t.backTab(n)
+	case 'd': // VPA
+		t.moveTo(n-1, t.cur.col)
+	case 'r': // DECSTBM
+		top, bot := param(params, 0, 1)-1, param(params, 1, t.rows)-1
+		bot = min(bot, t.rows-1)
+		if top < bot {
+			t.top, t.bot = top, bot
+			t.moveTo(0, 0)
+		}
+	case 's': // SCOSC
+		t.saveCursor()
+	case 'u': // SCORC
+		t.restoreCursor()
+	default:
+		return false
+	}
+	return true
+}
+
+// csiEdit runs the CSI sequences that insert, erase, delete or scroll (n is
+// the first parameter, 1 when missing); it reports whether final was one of
+// them.
+func (t *Terminal) csiEdit(final byte, params []int, n int) bool {
+	switch final {
+	case '@': // ICH
+		t.cur.pendingWrap = false
+		t.insertBlanks(t.screen()[t.cur.row], t.cur.col, n)
 	case 'J': // ED
 		t.cur.pendingWrap = false
 		t.eraseDisplay(param(params, 0, 0))
@@ -462,7 +496,7 @@ func (t *Terminal) csiDispatch(private byte, params []int, inter []byte, final b
 		t.eraseLine(param(params, 0, 0))
 	case 'L', 'M': // IL, DL: only inside the scroll region
 		if t.cur.row < t.top || t.cur.row > t.bot {
-			return
+			return true
 		}
 		if final == 'L' {
 			t.scrollDown(t.cur.row, t.bot, n)
@@ -489,12 +523,20 @@ func (t *Terminal) csiDispatch(private byte, params []int, inter []byte, final b
 				t.print(t.last)
 			}
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// csiReport runs the CSI sequences that answer the host or set tab stops and
+// ANSI modes; the others it ignores.
+func (t *Terminal) csiReport(final byte, params []int) {
+	switch final {
 	case 'c': // DA1: a VT220 with nothing optional
 		if param(params, 0, 0) == 0 {
 			t.answer("\x1b[?62;22c")
 		}
-	case 'd': // VPA
-		t.moveTo(n-1, t.cur.col)
 	case 'g': // TBC
 		switch param(params, 0, 0) {
 		case 0:
@@ -522,19 +564,7 @@ func (t *Terminal) csiDispatch(private byte, params []int, inter []byte, final b
 			}
 			t.answer("\x1b[" + strconv.Itoa(row+1) + ";" + strconv.Itoa(t.cur.col+1) + "R")
 		}
-	case 'r': // DECSTBM
-		top, bot := param(params, 0, 1)-1, param(params, 1, t.rows)-1
-		bot = min(bot, t.rows-1)
-		if top < bot {
-			t.top, t.bot = top, bot
-			t.moveTo(0, 0)
-		}
-	case 's': // SCOSC
-		t.saveCursor()
-	case 'u': // SCORC
-		t.restoreCursor()
 	}
-	// SGR (m) and the rest are read and ignored.
 }
 
 func (t *Terminal) decModes(params []int, on bool) {
