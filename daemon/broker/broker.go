@@ -20,6 +20,7 @@ import (
 	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
@@ -241,7 +242,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 	pol := b.Policy.Current()
 	st.PolicyVersion = pol.Version()
 	st.PolicySource = pol.Name()
-	st.DefaultMode = modeProto(pol.DefaultMode())
+	st.DefaultMode = wire.ModeProto(pol.DefaultMode())
 	b.mu.Lock()
 	for _, s := range b.sessions {
 		if !s.closed && domain.Visible(caller, s.owner) {
