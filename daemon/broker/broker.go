@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/broker/advice"
+	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/grants"
 	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/broker/journal"
@@ -101,9 +102,10 @@ type Broker struct {
 	// net is the workspace network: loopbacks, port forwards, egress
 	// proxies (daemon/broker/wsnet).
 	net *wsnet.Net
-	// planUse is what each principal's plans hold (planbounds.go); settled
+	// planUse is what each principal's plans hold (daemon/broker/bounds,
+	// planbounds.go); settled
 	// are the plans settled since the mutex was taken, placed at unlock.
-	planUse map[string]*planUse
+	planUse bounds.Uses
 	settled []*planRec
 
 	stop chan struct{}
@@ -125,7 +127,7 @@ func New(d Deps) (*Broker, error) {
 		runningBy: map[string]int{},
 		recovered: map[string]string{},
 		streams:   map[string]int{},
-		planUse:   map[string]*planUse{},
+		planUse:   bounds.Uses{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/journal"
 	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/config"
@@ -38,7 +39,7 @@ type planRec struct {
 	// counted as open, whether it settled (and is among use.finished), and
 	// whether it was forgotten.
 	who           string
-	use           *planUse
+	use           *bounds.Use
 	reqBytes      int64
 	open, settled bool
 	inFinished    bool
@@ -362,7 +363,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
 	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
 	who := domain.PrincipalKey(caller)
-	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.useLocked(who), reqBytes: heldBytes(r)}
+	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.planUse.For(who), reqBytes: heldBytes(r)}
 	if req.Stdin != nil && dec.Verdict != policy.Deny { // a blocked plan never runs
 		rec.stdin = slices.Clone(r.Stdin)
 	}
