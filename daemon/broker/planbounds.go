@@ -4,9 +4,8 @@ import (
 	"errors"
 	"slices"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/termd/termd/daemon/broker/bounds"
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/receiptstore"
@@ -205,25 +204,5 @@ func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.E
 	if err != nil {
 		return nil, nil, errdefs.Internal("reading the receipt of execution %s: %v", id, err)
 	}
-	e := &termdv1.Execution{
-		Id: id, PlanId: r.PlanID, SessionId: r.SessionID, ReceiptId: r.ID,
-		State:       termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN,
-		StartedAt:   timestamppb.New(r.StartedAt),
-		FinishedAt:  timestamppb.New(r.FinishedAt),
-		DurationMs:  r.DurationMs,
-		Signal:      r.Signal,
-		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
-		OutputTruncated: r.OutputTruncated,
-		Error:           r.Detail,
-	}
-	if st, ok := domain.EndState(string(r.Status)); ok {
-		e.State = st.Proto()
-	}
-	if r.ExitCode != nil {
-		e.ExitCode = int32(*r.ExitCode)
-	}
-	if r.Sandbox != nil {
-		e.NetworkIsolated = r.Sandbox.NetworkNamespace
-	}
-	return e, r, nil
+	return wire.ExecutionOfReceipt(id, r), r, nil
 }

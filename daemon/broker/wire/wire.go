@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // The policy's words and the API's enums share their names ("confirm" is
@@ -204,4 +206,31 @@ func TerminalProto(t *policy.Terminal) *termdv1.TerminalOptions {
 		return nil
 	}
 	return &termdv1.TerminalOptions{Rows: uint32(t.Rows), Cols: uint32(t.Cols), IdleTimeoutSeconds: uint32(t.Idle / time.Second)}
+}
+
+// ExecutionOfReceipt is a finished execution termd no longer holds (its
+// plan was forgotten, or termd restarted) as its receipt r tells it: the
+// final state of its status word (OUTCOME_UNKNOWN when it names none).
+func ExecutionOfReceipt(id string, r *receipt.Receipt) *termdv1.Execution {
+	e := &termdv1.Execution{
+		Id: id, PlanId: r.PlanID, SessionId: r.SessionID, ReceiptId: r.ID,
+		State:       termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN,
+		StartedAt:   timestamppb.New(r.StartedAt),
+		FinishedAt:  timestamppb.New(r.FinishedAt),
+		DurationMs:  r.DurationMs,
+		Signal:      r.Signal,
+		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+		OutputTruncated: r.OutputTruncated,
+		Error:           r.Detail,
+	}
+	if st, ok := domain.EndState(string(r.Status)); ok {
+		e.State = st.Proto()
+	}
+	if r.ExitCode != nil {
+		e.ExitCode = int32(*r.ExitCode)
+	}
+	if r.Sandbox != nil {
+		e.NetworkIsolated = r.Sandbox.NetworkNamespace
+	}
+	return e
 }

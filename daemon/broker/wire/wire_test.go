@@ -9,6 +9,7 @@ import (
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
+	"github.com/termd/termd/receipt"
 )
 
 // Every policy word has its API enum, and a mode survives the round trip;
@@ -85,5 +86,23 @@ func TestRedactionLeavesTheRealRequest(t *testing.T) {
 	}
 	if req.Env["PASS"] != secret || req.Stdin == nil {
 		t.Errorf("redacting the request changed it: %v", req)
+	}
+}
+
+// A past execution is what its receipt says: its final state from the
+// status word, its exit code and sandbox; a status naming no final state
+// is OUTCOME_UNKNOWN.
+func TestExecutionOfReceipt(t *testing.T) {
+	code := 3
+	r := &receipt.Receipt{ID: "r1", PlanID: "p1", SessionID: "s1", Status: receipt.StatusFailed, ExitCode: &code,
+		StdoutBytes: 10, Detail: "exit 3", Sandbox: &receipt.Sandbox{NetworkNamespace: true}}
+	e := ExecutionOfReceipt("e1", r)
+	if e.Id != "e1" || e.PlanId != "p1" || e.SessionId != "s1" || e.ReceiptId != "r1" || e.ExitCode != 3 ||
+		e.StdoutBytes != 10 || e.Error != "exit 3" || !e.NetworkIsolated || e.State != termdv1.ExecutionState_EXECUTION_STATE_FAILED {
+		t.Errorf("execution %v does not tell receipt %+v", e, r)
+	}
+	r.Status = "no-such-status"
+	if e := ExecutionOfReceipt("e1", r); e.State != termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN {
+		t.Errorf("a status naming no final state gave %v, want OUTCOME_UNKNOWN", e.State)
 	}
 }
