@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/broker/advice"
+	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/grants"
 	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/broker/journal"
@@ -20,6 +21,7 @@ import (
 	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
@@ -100,9 +102,10 @@ type Broker struct {
 	// net is the workspace network: loopbacks, port forwards, egress
 	// proxies (daemon/broker/wsnet).
 	net *wsnet.Net
-	// planUse is what each principal's plans hold (planbounds.go); settled
+	// planUse is what each principal's plans hold (daemon/broker/bounds,
+	// planbounds.go); settled
 	// are the plans settled since the mutex was taken, placed at unlock.
-	planUse map[string]*planUse
+	planUse bounds.Uses
 	settled []*planRec
 
 	stop chan struct{}
@@ -124,7 +127,7 @@ func New(d Deps) (*Broker, error) {
 		runningBy: map[string]int{},
 		recovered: map[string]string{},
 		streams:   map[string]int{},
-		planUse:   map[string]*planUse{},
+		planUse:   bounds.Uses{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -241,7 +244,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 	pol := b.Policy.Current()
 	st.PolicyVersion = pol.Version()
 	st.PolicySource = pol.Name()
-	st.DefaultMode = modeProto(pol.DefaultMode())
+	st.DefaultMode = wire.ModeProto(pol.DefaultMode())
 	b.mu.Lock()
 	for _, s := range b.sessions {
 		if !s.closed && domain.Visible(caller, s.owner) {

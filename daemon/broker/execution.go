@@ -18,6 +18,7 @@ import (
 	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
@@ -352,7 +353,7 @@ func (b *Broker) recheck(r *reservation) (policy.Decision, error) {
 	// in that form. The request hash, computed on the real request, still
 	// binds exactly what runs.
 	shown := fresh
-	b.redactDecision(&shown)
+	wire.RedactDecision(b.Redactor, &shown)
 	msg := executions.Stale(r.approved, shown)
 	if msg == "" && p.p.GrantId != "" {
 		if why := b.grantStillCovers(p, fresh); why != "" {
@@ -679,7 +680,7 @@ func (b *Broker) terminalFor(e *execRec, d policy.Decision, requester *termdv1.P
 		return nil
 	}
 	e.hub = newTermHub(b, e, d.TTY, requester)
-	e.e.Tty = terminalProto(d.TTY)
+	e.e.Tty = wire.TerminalProto(d.TTY)
 	e.e.InputHolder = requester.GetName()
 	return &runner.TTY{Rows: d.TTY.Rows, Cols: d.TTY.Cols, Idle: d.TTY.Idle}
 }

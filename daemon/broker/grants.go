@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/broker/grants"
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
@@ -68,7 +69,7 @@ func (b *Broker) workspaceOf(dir string) string {
 // makes it durable once the approval is.
 func (b *Broker) newGrantLocked(caller *termdv1.Principal, p *planRec, spec *termdv1.GrantSpec) (*grants.Grant, error) {
 	return b.grants.Make(caller, grants.Plan{ID: p.p.Id, SessionID: p.session.id, Requester: p.p.Requester,
-		Request: p.req, Decision: p.dec, Risk: riskProto(p.dec.Risk)}, spec)
+		Request: p.req, Decision: p.dec, Risk: wire.RiskProto(p.dec.Risk)}, spec)
 }
 
 // storeGrantLocked records a new grant durably and makes it active.

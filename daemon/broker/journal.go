@@ -22,7 +22,7 @@ import (
 // start it restores what the journal holds (openJournal) and compacts it,
 // and again while it runs when dead records outweigh the live ones
 // (maybeCompactJournal). Every size the journal keeps for the broker
-// (session, plan and grant jbytes, planUse.journal, planRec.forgotten) is
+// (session, plan and grant jbytes, bounds.Use.Journal, planRec.forgotten) is
 // guarded by the journal's lock, taken after the broker's mutex.
 
 // journalRecord is a record of the journal (grants.go builds them).
@@ -161,7 +161,7 @@ func (b *Broker) compactJournalLocked() error {
 			}
 		}
 		for _, u := range b.planUse {
-			u.journal = 0
+			u.Journal = 0
 		}
 		// Each session's plans in the order they were made.
 		for _, s := range ss {
@@ -180,7 +180,7 @@ func (b *Broker) compactJournalLocked() error {
 				if err != nil {
 					return err
 				}
-				p.use.journal += p.jbytes
+				p.use.Journal += p.jbytes
 			}
 		}
 		return b.compactGrantsLocked(emit)
@@ -252,7 +252,7 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 		rec.enc.Drop()
 	}
 	if err == nil {
-		err = b.journal.Append(line, sync, &rec.jbytes, &rec.use.journal, &rec.forgotten)
+		err = b.journal.Append(line, sync, &rec.jbytes, &rec.use.Journal, &rec.forgotten)
 	}
 	if err != nil {
 		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", pp.Id, "error", err)

@@ -13,7 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
@@ -37,7 +39,7 @@ type planRec struct {
 	// counted as open, whether it settled (and is among use.finished), and
 	// whether it was forgotten.
 	who           string
-	use           *planUse
+	use           *bounds.Use
 	reqBytes      int64
 	open, settled bool
 	inFinished    bool
@@ -172,7 +174,7 @@ func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequ
 	pol := b.Policy.Current()
 	mode := pol.DefaultMode()
 	if r.Mode != termdv1.Mode_MODE_UNSPECIFIED {
-		m, err := modeFromProto(r.Mode)
+		m, err := wire.ModeFromProto(r.Mode)
 		if err != nil {
 			return policy.Request{}, err
 		}
@@ -272,8 +274,8 @@ func (b *Broker) CheckPolicy(_ context.Context, caller *termdv1.Principal, r *te
 	}
 	ex := b.projects.Decide(req, b.policyContext(caller))
 	d := ex.Decision
-	b.redactDecision(&d)
-	out := decisionProto(d)
+	wire.RedactDecision(b.Redactor, &d)
+	out := wire.DecisionProto(d)
 	out.Sandbox.Enforcement = string(b.SandboxLevel())
 	return out, b.Redactor.Redact(string(ex.Request)), nil
 }
@@ -337,15 +339,15 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1.CommandRequest, req policy.Request, dec policy.Decision, from string) *planRec {
 	now := b.Now()
 	cover := b.coverLocked(caller, s, dec) // before redaction: grants match the real argv
-	b.redactDecision(&dec)
+	wire.RedactDecision(b.Redactor, &dec)
 	pol := b.Policy.Current()
 	lim := pol.Limits()
 	p := &termdv1.Plan{
 		Id:            uuid.NewString(),
 		SessionId:     s.id,
-		Request:       redactRequest(b, r),
-		Decision:      decisionProto(dec),
-		Preview:       previewOf(dec),
+		Request:       wire.RedactRequest(b.Redactor, r),
+		Decision:      wire.DecisionProto(dec),
+		Preview:       wire.PreviewOf(dec),
 		Requester:     proto.Clone(caller).(*termdv1.Principal),
 		CreatedAt:     timestamppb.New(now),
 		UpdatedAt:     timestamppb.New(now),
@@ -361,7 +363,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
 	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
 	who := domain.PrincipalKey(caller)
-	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.useLocked(who), reqBytes: heldBytes(r)}
+	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.planUse.For(who), reqBytes: heldBytes(r)}
 	if req.Stdin != nil && dec.Verdict != policy.Deny { // a blocked plan never runs
 		rec.stdin = slices.Clone(r.Stdin)
 	}
@@ -592,7 +594,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 	if def := b.Policy.Current().DefaultMode(); req.Mode.MorePermissiveThan(def) && !domain.IsOperator(caller) {
 		req.Mode = def
 		r = proto.Clone(r).(*termdv1.CommandRequest)
-		r.Mode = modeProto(def)
+		r.Mode = wire.ModeProto(def)
 	}
 	dec := b.decide(caller, req)
 	b.mu.Lock()

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"slices"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
+	"github.com/termd/termd/daemon/broker/bounds"
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/receiptstore"
@@ -13,43 +13,15 @@ import (
 	"github.com/termd/termd/receipt"
 )
 
-// Plans are bounded per principal (config plans.*, docs/OPERATIONS.md):
-// only open plans (planned, awaiting approval, approved: they may still
-// run) count against plans.max_open, plans.max_open_bytes and
-// sessions.max_plans; a plan that settles (it ran, or was denied, blocked
-// or expired) joins its principal's finished plans, of which the newest
-// plans.keep_finished are kept, as long as the principal's records in the
-// journal stay within plans.max_journal_bytes. Older ones are forgotten:
-// dropped from memory and, at the next compaction, from the journal; their
-// receipts are the record of what happened. Closing a session expires its
-// open plans (each with its receipt) and forgets its plans.
-
-// planUse is what one principal's plans hold. Guarded by Broker.mu, except
-// journal (journal.fmu).
-type planUse struct {
-	open      int   // open plans
-	openBytes int64 // their request bytes
-	// finished are the ids of settled plans kept, oldest first; ids of
-	// plans forgotten otherwise (their session closed) are skipped.
-	finished []string
-	kept     int   // settled plans of finished still held
-	journal  int64 // bytes of its plans' current journal records
-}
+// The plan bounds per principal live in daemon/broker/bounds; here each
+// plan takes and leaves its place in its principal's bounds.Use as its
+// state changes, is forgotten, or is restored from the journal.
 
 // isOpenState and isSettled are domain.PlanState's IsOpen and IsSettled for
 // a plan state as the journal's records spell it.
 func isOpenState(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsOpen() }
 
 func isSettled(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsSettled() }
-
-func (b *Broker) useLocked(key string) *planUse {
-	u, ok := b.planUse[key]
-	if !ok {
-		u = &planUse{}
-		b.planUse[key] = u
-	}
-	return u
-}
 
 // trackPlanLocked accounts for a plan's state after it changed (or was
 // made or restored): its open counts, and, once settled, a place among its
@@ -64,8 +36,8 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 		if !open {
 			p.stdin = nil // it started (which took it) or settled
 		}
-		p.use.open += d
-		p.use.openBytes += int64(d) * p.reqBytes
+		p.use.Open += d
+		p.use.OpenBytes += int64(d) * p.reqBytes
 		p.session.open += d
 	}
 	if p.state().IsSettled() && !p.settled {
@@ -82,7 +54,7 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 func (b *Broker) settleLocked() {
 	ps := b.settled
 	b.settled = nil
-	var touched []*planUse
+	var touched []*bounds.Use
 	for _, p := range ps {
 		if p.forgotten {
 			continue
@@ -92,8 +64,7 @@ func (b *Broker) settleLocked() {
 			continue
 		}
 		u := p.use
-		u.finished = append(u.finished, p.p.Id)
-		u.kept++
+		u.Finish(p.p.Id)
 		p.inFinished = true
 		if !slices.Contains(touched, u) {
 			touched = append(touched, u)
@@ -107,39 +78,23 @@ func (b *Broker) settleLocked() {
 // trimLocked forgets a principal's oldest finished plans beyond
 // plans.keep_finished, and while its journal records pass
 // plans.max_journal_bytes.
-func (b *Broker) trimLocked(u *planUse) {
-	lim := b.Config().Plans
-	j := b.journal
-	over := func() bool {
-		if u.kept > lim.KeepFinished {
-			return true
-		}
-		if j == nil {
-			return false
-		}
-		return j.Load(&u.journal) > lim.MaxJournalBytes
+func (b *Broker) trimLocked(u *bounds.Use) {
+	var journal func() int64
+	if j := b.journal; j != nil {
+		journal = func() int64 { return j.Load(&u.Journal) }
 	}
-	i := 0
-	for i < len(u.finished) && u.kept > 0 && over() {
-		p, ok := b.plans[u.finished[i]]
-		i++
-		if ok && p.inFinished {
-			b.forgetPlanLocked(p)
-		}
-	}
-	u.finished = u.finished[i:]
-	// Ids of plans forgotten with their sessions stay in the list until
-	// they reach its head: squeeze them out before they outnumber the kept.
-	if len(u.finished) > 2*u.kept+64 {
-		kept := u.finished[:0]
-		for _, id := range u.finished {
-			if p, ok := b.plans[id]; ok && p.inFinished {
-				kept = append(kept, id)
-			}
-		}
-		u.finished = slices.Clip(kept)
-	}
+	u.Trim(b.Config().Plans, journal, finishedPlans{b})
 }
+
+// finishedPlans is the broker's plans as bounds.Use.Trim sees them.
+type finishedPlans struct{ b *Broker }
+
+func (f finishedPlans) Kept(id string) bool {
+	p, ok := f.b.plans[id]
+	return ok && p.inFinished
+}
+
+func (f finishedPlans) Forget(id string) { f.b.forgetPlanLocked(f.b.plans[id]) }
 
 // forgetPlanLocked drops a settled plan (and its finished execution) from
 // memory; its journal record is dead from now on (gone at the next
@@ -150,8 +105,8 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 	}
 	if p.open { // callers forget settled plans only; the counts stay exact anyway
 		p.open = false
-		p.use.open--
-		p.use.openBytes -= p.reqBytes
+		p.use.Open--
+		p.use.OpenBytes -= p.reqBytes
 		p.session.open--
 	}
 	delete(b.plans, p.p.Id)
@@ -164,10 +119,10 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 	}
 	if p.inFinished {
 		p.inFinished = false
-		p.use.kept--
+		p.use.Unkeep()
 	}
 	if j := b.journal; j != nil {
-		j.Forget(&p.jbytes, &p.use.journal, &p.forgotten)
+		j.Forget(&p.jbytes, &p.use.Journal, &p.forgotten)
 	} else {
 		p.forgotten = true
 	}
@@ -176,7 +131,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 // restorePlanUseLocked accounts for a plan replayed from the journal.
 func (b *Broker) restorePlanUseLocked(p *planRec) {
 	p.who = domain.PrincipalKey(p.p.Requester)
-	p.use = b.useLocked(p.who)
+	p.use = b.planUse.For(p.who)
 	p.reqBytes = int64(requestBytes(p.p.Request) + len(p.stdin))
 	b.trackPlanLocked(p)
 }
@@ -213,24 +168,16 @@ func (b *Broker) expireOpenPlansLocked(s *session, why string) {
 // count: the oldest are forgotten to make room.
 func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes int64) error {
 	cfg := b.Config()
-	if max := cfg.Sessions.MaxPlans; s.open >= max {
-		return errdefs.Exhausted("session %s already holds %d open plans (planned, awaiting approval or approved), its cap sessions.max_plans (%d): execute or let them expire, close the session with `termctl sessions close %s` (its open plans expire), or plan in a new session", s.id, s.open, max, s.id)
+	if err := bounds.SessionRoom(s.id, s.open, cfg.Sessions.MaxPlans); err != nil {
+		return err
 	}
-	u := b.useLocked(domain.PrincipalKey(caller))
-	lim := cfg.Plans
-	const todo = "execute them (`termctl execute ID`), have them approved or denied, or close sessions you no longer need (`termctl sessions close ID` expires their open plans); `termctl sessions list` shows your sessions"
-	if u.open >= lim.MaxOpen {
-		return errdefs.Exhausted("%s holds %d open plans (planned, awaiting approval or approved: not yet run), the limit plans.max_open (%d): %s, or ask an operator to raise plans.max_open", caller.GetName(), u.open, lim.MaxOpen, todo)
-	}
-	if u.openBytes+reqBytes > lim.MaxOpenBytes {
-		return errdefs.Exhausted("%s's open plans hold %s of requests and this one is %s, past the limit plans.max_open_bytes (%s): %s, or ask an operator to raise plans.max_open_bytes", caller.GetName(), domain.BytesWord(u.openBytes), domain.BytesWord(reqBytes), domain.BytesWord(lim.MaxOpenBytes), todo)
+	u := b.planUse.For(domain.PrincipalKey(caller))
+	if err := u.Room(caller.GetName(), cfg.Plans, reqBytes); err != nil {
+		return err
 	}
 	if j := b.journal; j != nil {
 		b.trimLocked(u)
-		n := j.Load(&u.journal)
-		if n > lim.MaxJournalBytes {
-			return errdefs.Exhausted("%s's plans hold %s of the plan journal, past the limit plans.max_journal_bytes (%s), and none of them is finished: %s, or ask an operator to raise plans.max_journal_bytes", caller.GetName(), domain.BytesWord(n), domain.BytesWord(lim.MaxJournalBytes), todo)
-		}
+		return bounds.JournalRoom(caller.GetName(), j.Load(&u.Journal), cfg.Plans)
 	}
 	return nil
 }
@@ -240,10 +187,7 @@ func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes 
 func (b *Broker) PlanStats() (held, open int) {
 	b.mu.Lock()
 	defer b.unlock()
-	for _, u := range b.planUse {
-		open += u.open
-	}
-	return len(b.plans), open
+	return len(b.plans), b.planUse.Open()
 }
 
 // pastExecution is a finished execution termd no longer holds (its plan
@@ -260,25 +204,5 @@ func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.E
 	if err != nil {
 		return nil, nil, errdefs.Internal("reading the receipt of execution %s: %v", id, err)
 	}
-	e := &termdv1.Execution{
-		Id: id, PlanId: r.PlanID, SessionId: r.SessionID, ReceiptId: r.ID,
-		State:       termdv1.ExecutionState_EXECUTION_STATE_OUTCOME_UNKNOWN,
-		StartedAt:   timestamppb.New(r.StartedAt),
-		FinishedAt:  timestamppb.New(r.FinishedAt),
-		DurationMs:  r.DurationMs,
-		Signal:      r.Signal,
-		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
-		OutputTruncated: r.OutputTruncated,
-		Error:           r.Detail,
-	}
-	if st, ok := domain.EndState(string(r.Status)); ok {
-		e.State = st.Proto()
-	}
-	if r.ExitCode != nil {
-		e.ExitCode = int32(*r.ExitCode)
-	}
-	if r.Sandbox != nil {
-		e.NetworkIsolated = r.Sandbox.NetworkNamespace
-	}
-	return e, r, nil
+	return wire.ExecutionOfReceipt(id, r), r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/broker/receiptq"
+	"github.com/termd/termd/daemon/broker/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -35,7 +36,7 @@ func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse {
 		Version:                  p.Version(),
 		Source:                   p.Name(),
 		Text:                     string(p.Canonical()),
-		DefaultMode:              modeProto(p.DefaultMode()),
+		DefaultMode:              wire.ModeProto(p.DefaultMode()),
 		NetworkAllowed:           p.NetworkAllowed(),
 		TrustedPath:              p.TrustedPath(),
 		EnvAllowlist:             p.EnvAllowlist(),

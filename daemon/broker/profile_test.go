@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/sandbox"
 )
@@ -53,7 +54,7 @@ func TestProfileConversions(t *testing.T) {
 		// host: target fields that are not the profile's, and why.
 		host map[string]string
 	}{
-		{name: "proto", out: sandboxProto(p), host: map[string]string{
+		{name: "proto", out: wire.SandboxProto(p), host: map[string]string{
 			"Enforcement": "the daemon's enforcement level (plan.go sets it from SandboxLevel)",
 		}},
 		{name: "sandbox record", out: rec, host: map[string]string{

@@ -70,13 +70,6 @@ func terminalRequest(t *termdv1.TerminalOptions) *policy.Terminal {
 // clampSide keeps a side in uint16 (the policy refuses what is too large).
 func clampSide(n uint32) uint16 { return uint16(min(n, 65535)) }
 
-func terminalProto(t *policy.Terminal) *termdv1.TerminalOptions {
-	if t == nil {
-		return nil
-	}
-	return &termdv1.TerminalOptions{Rows: uint32(t.Rows), Cols: uint32(t.Cols), IdleTimeoutSeconds: uint32(t.Idle / time.Second)}
-}
-
 // SendInput writes input to a terminal the caller holds the input of and,
 // with wait, returns when the program is ready for more.
 func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *termdv1.SendInputRequest) (*termdv1.SendInputResponse, error) {
