@@ -62,6 +62,10 @@ type Hub struct {
 	dropped    int64
 	nextSeq    int64
 	ended      bool
+	// sending counts inputs being written and recorded: End waits for
+	// them, so an input the program got (a ^D it exits on) is in the
+	// receipt; none starts once ended is set.
+	sending sync.WaitGroup
 }
 
 // termWatcher is one attached client's output queue.
@@ -126,7 +130,6 @@ func (h *Hub) Feed(off int64, chunk []byte) {
 func (h *Hub) End() {
 	h.proc.Store(nil)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.ended = true
 	for w := range h.watchers {
 		close(w.ch)
@@ -134,6 +137,8 @@ func (h *Hub) End() {
 	}
 	close(h.changed)
 	h.changed = make(chan struct{})
+	h.mu.Unlock()
+	h.sending.Wait()
 }
 
 // Text is the screen's text (unredacted: for matching, not for showing).

@@ -98,14 +98,25 @@ func (t *Terminals) SendInput(ctx context.Context, caller *termdv1.Principal, r 
 		h.mu.Unlock()
 		return nil, errdefs.Permission("the input of execution %s is held by %s; %s", h.x.ID, holder, h.takeHint(caller))
 	}
+	if h.ended {
+		h.mu.Unlock()
+		return nil, errdefs.Precondition("execution %s has ended; its terminal takes no more input", h.x.ID)
+	}
 	startOff := h.offset
+	if len(raw) > 0 {
+		h.sending.Add(1)
+	}
 	h.mu.Unlock()
 	if len(raw) > 0 {
-		if err := proc.WriteTerminal(raw); err != nil {
+		err := proc.WriteTerminal(raw)
+		if err == nil {
+			sum := sha256.Sum256(raw)
+			h.record(caller, "input", clipText(h.x.Redactor.Redact(shown), maxInputText), hex.EncodeToString(sum[:]), nil)
+		}
+		h.sending.Done()
+		if err != nil {
 			return nil, errdefs.Precondition("execution %s: writing to its terminal failed (%v); it has probably ended", h.x.ID, err)
 		}
-		sum := sha256.Sum256(raw)
-		h.record(caller, "input", clipText(h.x.Redactor.Redact(shown), maxInputText), hex.EncodeToString(sum[:]), nil)
 	}
 	out := &termdv1.SendInputResponse{}
 	if r.GetWait().GetWait() {
