@@ -31,7 +31,7 @@ func (h adviceHost) Plan(caller *termdv1.Principal, id string) (advice.Plan, err
 	}
 	// A copy: the decision is read after the broker's lock is released.
 	d := proto.Clone(p.p.Decision).(*termdv1.Decision)
-	return advice.Plan{ID: p.p.Id, State: stateWord(p.p.State), SessionID: p.session.id, Decision: d, Preview: p.p.Preview.GetSummary()}, nil
+	return advice.Plan{ID: p.p.Id, State: stateWord(p.p.State), SessionID: p.session.ID, Decision: d, Preview: p.p.Preview.GetSummary()}, nil
 }
 
 func (h adviceHost) Receipt(ctx context.Context, caller *termdv1.Principal, id string) (*receipt.Receipt, error) {

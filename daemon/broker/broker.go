@@ -19,6 +19,7 @@ import (
 	"github.com/termd/termd/daemon/broker/journal"
 	"github.com/termd/termd/daemon/broker/projects"
 	"github.com/termd/termd/daemon/broker/receiptq"
+	"github.com/termd/termd/daemon/broker/sessions"
 	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/broker/wire"
@@ -79,7 +80,7 @@ type Broker struct {
 	Deps
 
 	mu       sync.Mutex
-	sessions map[string]*session
+	sessions sessions.Registry[*execRec] // daemon/broker/sessions
 	plans    map[string]*planRec
 	execs    map[string]*execRec
 	// runningBy counts unfinished executions per requester (principalKey):
@@ -88,7 +89,7 @@ type Broker struct {
 	running   sync.WaitGroup
 	closing   bool
 
-	streams   map[string]int // open event streams per principal
+	streams   sessions.Streams // open event streams per principal
 	journal   *journal.Journal
 	receipts  receiptq.Receipts
 	recovered map[string]string    // plan id -> outcome_unknown receipt id
@@ -121,12 +122,12 @@ func New(d Deps) (*Broker, error) {
 	}
 	b := &Broker{
 		Deps:      d,
-		sessions:  map[string]*session{},
+		sessions:  sessions.Registry[*execRec]{},
 		plans:     map[string]*planRec{},
 		execs:     map[string]*execRec{},
 		runningBy: map[string]int{},
 		recovered: map[string]string{},
-		streams:   map[string]int{},
+		streams:   sessions.Streams{},
 		planUse:   bounds.Uses{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -247,12 +248,12 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 	st.DefaultMode = wire.ModeProto(pol.DefaultMode())
 	b.mu.Lock()
 	for _, s := range b.sessions {
-		if !s.closed && domain.Visible(caller, s.owner) {
+		if !s.Closed && domain.Visible(caller, s.Owner) {
 			st.ActiveSessions++
 		}
 	}
 	for _, e := range b.execs {
-		if !e.finished && domain.Visible(caller, e.plan.session.owner) {
+		if !e.finished && domain.Visible(caller, e.plan.session.Owner) {
 			st.ActiveExecutions++
 		}
 	}

@@ -129,13 +129,13 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 	p, err := b.planLocked(caller, planID)
 	var since uint64
 	if err == nil {
-		since = b.Bus.LastSeq(p.session.id)
+		since = b.Bus.LastSeq(p.session.ID)
 	}
 	b.unlock()
 	if err != nil {
 		return err
 	}
-	sub, err := b.Bus.Subscribe(p.session.id, since)
+	sub, err := b.Bus.Subscribe(p.session.ID, since)
 	if err != nil {
 		return errdefs.Internal("subscribing to session events: %v", err)
 	}
@@ -264,11 +264,11 @@ func (b *Broker) startableLocked(caller *termdv1.Principal, planID, sessionID st
 		return nil, err
 	}
 	s := p.session
-	if sessionID != "" && sessionID != s.id {
-		return nil, errdefs.Precondition("plan %s belongs to session %s, not %s; a plan runs only in its own session", planID, s.id, sessionID)
+	if sessionID != "" && sessionID != s.ID {
+		return nil, errdefs.Precondition("plan %s belongs to session %s, not %s; a plan runs only in its own session", planID, s.ID, sessionID)
 	}
-	if !domain.OwnerOrOperator(caller, s.owner) {
-		return nil, errdefs.Permission("plan %s belongs to %s; only its owner or an operator may execute it", planID, s.owner.Name)
+	if !domain.OwnerOrOperator(caller, s.Owner) {
+		return nil, errdefs.Permission("plan %s belongs to %s; only its owner or an operator may execute it", planID, s.Owner.Name)
 	}
 	// A command runs as its requester: only the requester (or an operator)
 	// may start it, or an agent could run an operator's plan with the
@@ -276,8 +276,8 @@ func (b *Broker) startableLocked(caller *termdv1.Principal, planID, sessionID st
 	if !domain.IsOperator(caller) && domain.PrincipalKey(caller) != domain.PrincipalKey(p.p.Requester) {
 		return nil, errdefs.Permission("plan %s was requested by %s and runs as that principal; only its requester or an operator may execute it", planID, p.p.Requester.GetName())
 	}
-	if s.closed {
-		return nil, errdefs.Precondition("session %s is closed; replan in an open session (`termctl replan %s`)", s.id, planID)
+	if s.Closed {
+		return nil, errdefs.Precondition("session %s is closed; replan in an open session (`termctl replan %s`)", s.ID, planID)
 	}
 	switch p.state() {
 	case domain.PlanPlanned, domain.PlanApproved:
@@ -318,15 +318,15 @@ func (b *Broker) reserve(caller *termdv1.Principal, planID, sessionID string, be
 		stdin:       stdin,
 		e: &termdv1.Execution{
 			PlanId:    p.p.Id,
-			SessionId: s.id,
+			SessionId: s.ID,
 			State:     termdv1.ExecutionState_EXECUTION_STATE_RUNNING,
 			StartedAt: timestamppb.New(now),
 		},
 	}
 	e.e.Id = e.id
 	e.stage[stages.Plan] = p.planned
-	s.addRunning(e)
-	s.touch(now)
+	s.AddRunning(e)
+	s.Touch(now)
 	p.p.ExecutionId = e.id
 	p.p.NextStep = nextStep(p.p)
 	// The intent is the durable record of the start; the journal's record
@@ -381,7 +381,7 @@ func (b *Broker) launch(r *reservation, fresh policy.Decision, spec runner.Spec)
 	if b.Runner.Capabilities().CgroupV2 != "" {
 		cgroupPath = b.Runner.Reserve(spec)
 	}
-	intent := receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: p.session.id, StartedAt: r.now, CgroupPath: cgroupPath, Receipt: draft}
+	intent := receiptstore.Intent{ExecutionID: e.id, PlanID: p.p.Id, SessionID: p.session.ID, StartedAt: r.now, CgroupPath: cgroupPath, Receipt: draft}
 	proc, err, ierr := b.spawn(e, spec, intent)
 	if ierr != nil {
 		if proc != nil {
@@ -473,7 +473,7 @@ func (b *Broker) started(e *execRec, proc *runner.Process, cgroupPath string) {
 	if stop {
 		_ = proc.Cancel()
 	}
-	b.Bus.Publish(e.plan.session.id, termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
+	b.Bus.Publish(e.plan.session.ID, termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
 }
 
 // abandon cancels an execution whose foreground client went away.
@@ -514,11 +514,11 @@ func (b *Broker) refuse(e *execRec, why string) {
 	b.endedLocked(e)
 	close(e.done)
 	delete(b.execs, e.id)
-	p.session.dropRunning(e)
+	p.session.DropRunning(e)
 	b.running.Done()
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
 	b.decisionReceiptLocked(p, "expired", nil, why)
-	if e.closeSessionAfter && !p.session.busy() {
+	if e.closeSessionAfter && !p.session.Busy() {
 		// The session was closed while this start was being checked: its
 		// streams end now, as they would after a run.
 		b.publishSessionClosed(p.session)
@@ -632,7 +632,7 @@ func (b *Broker) environment(e *execRec, d policy.Decision, path []string, home 
 		"NO_COLOR":         "1",
 		"PAGER":            "cat",
 		"GIT_PAGER":        "cat",
-		"TERMD_SESSION_ID": e.plan.session.id,
+		"TERMD_SESSION_ID": e.plan.session.ID,
 		"TERMD_PLAN_ID":    e.plan.p.Id,
 		"TERMD_EXECUTION":  e.id,
 		"TMPDIR":           e.tmp,
@@ -691,7 +691,7 @@ func (b *Broker) publishOutput(e *execRec, s runner.Stream, at int64, data []byt
 	if s == runner.Stderr {
 		stream = termdv1.OutputStream_OUTPUT_STREAM_STDERR
 	}
-	b.Bus.Publish(e.plan.session.id, termdv1.EventKind_EVENT_KIND_OUTPUT, func(ev *termdv1.Event) {
+	b.Bus.Publish(e.plan.session.ID, termdv1.EventKind_EVENT_KIND_OUTPUT, func(ev *termdv1.Event) {
 		ev.Payload = &termdv1.Event_Output{Output: &termdv1.OutputChunk{ExecutionId: e.id, Stream: stream, Offset: at, Data: data}}
 	})
 }
@@ -814,10 +814,10 @@ func (b *Broker) endLocked(e *execRec, res runner.Result, detail string, stored 
 	}
 	e.proc = nil // output is now served from the receipt
 	s := p.session
-	s.dropRunning(e)
-	s.touch(b.Now())
+	s.DropRunning(e)
+	s.Touch(b.Now())
 	b.publishEndLocked(e, stored)
-	if e.closeSessionAfter && !s.busy() {
+	if e.closeSessionAfter && !s.Busy() {
 		b.publishSessionClosed(s)
 	}
 	close(e.done)
@@ -827,7 +827,7 @@ func (b *Broker) endLocked(e *execRec, res runner.Result, detail string, stored 
 // publishEndLocked publishes an execution's end events (FINISHED, then
 // RECEIPT_SIGNED when its receipt was stored) and keeps them (e.ends).
 func (b *Broker) publishEndLocked(e *execRec, stored *receipt.Receipt) {
-	sid := e.plan.session.id
+	sid := e.plan.session.ID
 	snap := proto.Clone(e.e).(*termdv1.Execution)
 	if ev := b.Bus.Publish(sid, termdv1.EventKind_EVENT_KIND_FINISHED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} }); ev != nil {
 		e.ends = append(e.ends, ev)
@@ -846,7 +846,7 @@ func (b *Broker) execLocked(caller *termdv1.Principal, id string) (*execRec, err
 		return nil, errdefs.Invalid("execution_id is empty")
 	}
 	e, ok := b.execs[id]
-	if !ok || !domain.Visible(caller, e.plan.session.owner) {
+	if !ok || !domain.Visible(caller, e.plan.session.Owner) {
 		return nil, errdefs.NotFound("execution %s not found", id)
 	}
 	return e, nil
@@ -872,8 +872,8 @@ func (b *Broker) GetExecution(_ context.Context, caller *termdv1.Principal, id s
 func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.Execution, error) {
 	b.mu.Lock()
 	e, err := b.execLocked(caller, id)
-	if err == nil && !domain.OwnerOrOperator(caller, e.plan.session.owner) {
-		err = errdefs.Permission("execution %s belongs to %s; only its owner or an operator may %s it", id, e.plan.session.owner.Name, verb)
+	if err == nil && !domain.OwnerOrOperator(caller, e.plan.session.Owner) {
+		err = errdefs.Permission("execution %s belongs to %s; only its owner or an operator may %s it", id, e.plan.session.Owner.Name, verb)
 	}
 	if err == nil && (e.finished || e.proc == nil) {
 		done := map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled"}[verb]
@@ -921,8 +921,8 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 		}
 		_ = b.journalPlanLocked(p)
 		snap := proto.Clone(e.e).(*termdv1.Execution)
-		b.Bus.Publish(p.session.id, kind, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
-		p.session.touch(b.Now())
+		b.Bus.Publish(p.session.ID, kind, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Execution{Execution: snap} })
+		p.session.Touch(b.Now())
 	}
 	return proto.Clone(e.e).(*termdv1.Execution), nil
 }

@@ -34,7 +34,7 @@ func (h grantHost) WorkspaceOf(dir string) string { return h.b.workspaceOf(dir) 
 
 func (h grantHost) SessionOpen(id string) bool {
 	s, ok := h.b.sessions[id]
-	return ok && !s.closed
+	return ok && !s.Closed
 }
 
 // ProjectPolicy reports whether v is the version of a workspace's
@@ -68,7 +68,7 @@ func (b *Broker) workspaceOf(dir string) string {
 // approving plan p; nil for an approval of this plan once. storeGrantLocked
 // makes it durable once the approval is.
 func (b *Broker) newGrantLocked(caller *termdv1.Principal, p *planRec, spec *termdv1.GrantSpec) (*grants.Grant, error) {
-	return b.grants.Make(caller, grants.Plan{ID: p.p.Id, SessionID: p.session.id, Requester: p.p.Requester,
+	return b.grants.Make(caller, grants.Plan{ID: p.p.Id, SessionID: p.session.ID, Requester: p.p.Requester,
 		Request: p.req, Decision: p.dec, Risk: wire.RiskProto(p.dec.Risk)}, spec)
 }
 
@@ -78,7 +78,7 @@ func (b *Broker) storeGrantLocked(g *grants.Grant) (*termdv1.Grant, error) { ret
 // coverLocked finds an active grant that approves a new plan in session s,
 // or nil. d is the plan's unredacted decision.
 func (b *Broker) coverLocked(requester *termdv1.Principal, s *session, d policy.Decision) *grants.Grant {
-	return b.grants.Cover(requester, s.id, d)
+	return b.grants.Cover(requester, s.ID, d)
 }
 
 // approveByGrantLocked approves a new plan with the grant that covers it.
@@ -91,7 +91,7 @@ func (b *Broker) approveByGrantLocked(p *termdv1.Plan, g *grants.Grant, now time
 func (b *Broker) grantStillCovers(p *planRec, fresh policy.Decision) string {
 	b.mu.Lock()
 	defer b.unlock()
-	return b.grants.StillCovers(p.p.GrantId, p.p.Requester, p.session.id, fresh)
+	return b.grants.StillCovers(p.p.GrantId, p.p.Requester, p.session.ID, fresh)
 }
 
 // ListGrants lists grants; operators and viewers see all, agents their own.

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime/debug"
-	"sort"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/sessions"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/receiptstore"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -91,13 +91,13 @@ func (b *Broker) restoreSessions(rp *journal.Replayed) {
 		if ps.Closed && now.Sub(ps.LastActiveAt.AsTime()) > keepClosed {
 			continue
 		}
-		b.sessions[id] = &session{id: id, owner: ps.Owner, label: ps.Label, created: ps.CreatedAt.AsTime(), lastActive: now, closed: ps.Closed}
+		b.sessions[id] = sessions.Restore[*execRec](ps, now)
 		if ps.Closed {
 			b.Bus.CloseSession(id)
 		} else {
 			// Event sequence numbers restart with the daemon; the first event says so.
 			s := b.sessions[id]
-			b.Bus.Publish(id, termdv1.EventKind_EVENT_KIND_SESSION_CREATED, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Session{Session: s.proto(b)} })
+			b.Bus.Publish(id, termdv1.EventKind_EVENT_KIND_SESSION_CREATED, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Session{Session: b.sessionProto(s)} })
 		}
 	}
 }
@@ -131,7 +131,7 @@ func (b *Broker) restorePlans(rp *journal.Replayed) {
 			}
 		}
 		b.plans[id] = rec
-		s.plans = append(s.plans, id)
+		s.Plans = append(s.Plans, id)
 		b.restorePlanUseLocked(rec)
 	}
 }
@@ -141,20 +141,11 @@ func (b *Broker) restorePlans(rp *journal.Replayed) {
 // the sweep when dead records outweigh the live ones.
 func (b *Broker) compactJournalLocked() error {
 	return b.journal.Compact(func(emit journal.Emit) error {
-		ss := make([]*session, 0, len(b.sessions))
-		for _, s := range b.sessions {
-			ss = append(ss, s)
-		}
-		sort.Slice(ss, func(i, k int) bool {
-			if !ss[i].created.Equal(ss[k].created) {
-				return ss[i].created.Before(ss[k].created)
-			}
-			return ss[i].id < ss[k].id
-		})
+		ss := b.sessions.ByCreation()
 		for _, s := range ss {
 			line, err := b.sessionLine(s)
 			if err == nil {
-				err = emit(line, &s.jbytes)
+				err = emit(line, &s.JBytes)
 			}
 			if err != nil {
 				return err
@@ -165,7 +156,7 @@ func (b *Broker) compactJournalLocked() error {
 		}
 		// Each session's plans in the order they were made.
 		for _, s := range ss {
-			for _, id := range s.plans {
+			for _, id := range s.Plans {
 				p, ok := b.plans[id]
 				if !ok {
 					continue
@@ -233,7 +224,7 @@ func (b *Broker) journalPlan(p *planRec, sync bool) error {
 // tombstoned says whether a plan's next record is a tombstone: it settled
 // in a closed session, so it is forgotten (planbounds.go). Called with the
 // mutex held.
-func tombstoned(p *planRec) bool { return p.session.closed && isSettled(p.p.State) }
+func tombstoned(p *planRec) bool { return p.session.Closed && isSettled(p.p.State) }
 
 // journalPlanState records plan state pp of rec (pp is rec.p or a snapshot
 // of it); tomb writes a tombstone instead (tombstoned).
@@ -295,17 +286,17 @@ func (b *Broker) journalSessionLocked(s *session) error {
 	}
 	line, err := b.sessionLine(s)
 	if err == nil {
-		err = b.journal.Append(line, true, &s.jbytes, nil, nil)
+		err = b.journal.Append(line, true, &s.JBytes, nil, nil)
 	}
 	if err != nil {
-		b.Log.Error("plan journal write failed; this session would not survive a crash", "session", s.id, "error", err)
+		b.Log.Error("plan journal write failed; this session would not survive a crash", "session", s.ID, "error", err)
 	}
 	return err
 }
 
 // sessionLine is a session's journal record.
 func (b *Broker) sessionLine(s *session) ([]byte, error) {
-	ps := s.proto(b)
+	ps := b.sessionProto(s)
 	ps.ActiveExecutionId = ""
 	return journal.SessionLine(ps)
 }

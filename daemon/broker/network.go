@@ -28,7 +28,7 @@ func (b *Broker) joinLoopback(e *execRec, d policy.Decision) {
 // startEgress starts e's proxy for network mode m; e.egress holds it
 // (stopped from releaseSandbox).
 func (b *Broker) startEgress(e *execRec, m netmode.Mode) (err error) {
-	e.egress, err = b.net.StartEgress(m, wsnet.EgressFor{ExecutionID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.id})
+	e.egress, err = b.net.StartEgress(m, wsnet.EgressFor{ExecutionID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID})
 	return err
 }
 
@@ -62,7 +62,7 @@ func (b *Broker) ClosePortForward(caller *termdv1.Principal, id string) (*termdv
 type forwardTargets struct{ b *Broker }
 
 func loopbackOf(e *execRec) wsnet.Loopback {
-	return wsnet.Loopback{ExecutionID: e.id, SessionID: e.plan.session.id, Owner: e.plan.session.owner, Mode: e.netMode, Key: e.netKey}
+	return wsnet.Loopback{ExecutionID: e.id, SessionID: e.plan.session.ID, Owner: e.plan.session.Owner, Mode: e.netMode, Key: e.netKey}
 }
 
 func (t forwardTargets) Execution(caller *termdv1.Principal, id string) (wsnet.Loopback, error) {
@@ -81,7 +81,7 @@ func (t forwardTargets) Session(caller *termdv1.Principal, id string) (*termdv1.
 	b.mu.Lock()
 	defer b.unlock()
 	s, ok := b.sessions[id]
-	if !ok || !domain.Visible(caller, s.owner) {
+	if !ok || !domain.Visible(caller, s.Owner) {
 		return nil, wsnet.Loopback{}, false
 	}
 	var latest *execRec
@@ -91,7 +91,7 @@ func (t forwardTargets) Session(caller *termdv1.Principal, id string) (*termdv1.
 		}
 	}
 	if latest == nil {
-		return s.owner, wsnet.Loopback{}, false
+		return s.Owner, wsnet.Loopback{}, false
 	}
-	return s.owner, loopbackOf(latest), true
+	return s.Owner, loopbackOf(latest), true
 }

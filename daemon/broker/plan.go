@@ -315,22 +315,15 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 		if err != nil {
 			return nil, err
 		}
-		if s.closed {
+		if s.Closed {
 			return nil, errdefs.Precondition("session %s is closed; plan in an open session (omit session_id to use your latest)", id)
 		}
-		if !domain.OwnerOrOperator(caller, s.owner) {
-			return nil, errdefs.Permission("session %s belongs to %s; plan in your own session", id, s.owner.Name)
+		if !domain.OwnerOrOperator(caller, s.Owner) {
+			return nil, errdefs.Permission("session %s belongs to %s; plan in your own session", id, s.Owner.Name)
 		}
 		return s, nil
 	}
-	var latest *session
-	key := domain.PrincipalKey(caller)
-	for _, s := range b.sessions {
-		if !s.closed && domain.PrincipalKey(s.owner) == key && s.open < b.Config().Sessions.MaxPlans && (latest == nil || s.lastActive.After(latest.lastActive)) {
-			latest = s
-		}
-	}
-	if latest != nil {
+	if latest := b.sessions.ForPlan(caller, b.Config().Sessions.MaxPlans); latest != nil {
 		return latest, nil
 	}
 	return b.newSessionLocked(caller, "")
@@ -344,7 +337,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	lim := pol.Limits()
 	p := &termdv1.Plan{
 		Id:            uuid.NewString(),
-		SessionId:     s.id,
+		SessionId:     s.ID,
 		Request:       wire.RedactRequest(b.Redactor, r),
 		Decision:      wire.DecisionProto(dec),
 		Preview:       wire.PreviewOf(dec),
@@ -388,9 +381,9 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 		panic(err) // UNSPECIFIED -> each verdict's state is in the table
 	}
 	b.plans[p.Id] = rec
-	s.plans = append(s.plans, p.Id)
+	s.Plans = append(s.Plans, p.Id)
 	b.trackPlanLocked(rec)
-	s.touch(now)
+	s.Touch(now)
 	// An allowed plan's record need not be durable now: executing it writes
 	// the intent (fsync'd), which is its durable record from then on, and a
 	// plan lost before that was never run and can be planned again. Plans
@@ -410,7 +403,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 
 func (b *Broker) publishPlan(p *planRec, kind termdv1.EventKind) {
 	snap := proto.Clone(p.p).(*termdv1.Plan)
-	b.Bus.Publish(p.session.id, kind, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Plan{Plan: snap} })
+	b.Bus.Publish(p.session.ID, kind, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Plan{Plan: snap} })
 }
 
 // planLocked finds a plan the caller may see; another agent's plan is not found.
@@ -419,7 +412,7 @@ func (b *Broker) planLocked(caller *termdv1.Principal, id string) (*planRec, err
 		return nil, errdefs.Invalid("plan_id is empty; pass a plan id (see `termctl pending` or the plan's output)")
 	}
 	p, ok := b.plans[id]
-	if !ok || !domain.Visible(caller, p.session.owner) {
+	if !ok || !domain.Visible(caller, p.session.Owner) {
 		return nil, errdefs.NotFound("plan %s not found (see `termctl pending`; plans of closed sessions and older finished plans are forgotten, their receipts stay: `termctl receipts list`)", id)
 	}
 	return p, nil
@@ -447,7 +440,7 @@ func (b *Broker) ListPlans(_ context.Context, caller *termdv1.Principal, r *term
 	}
 	var out []*termdv1.Plan
 	for _, p := range b.plans {
-		if !domain.Visible(caller, p.session.owner) || (r.SessionId != "" && p.session.id != r.SessionId) {
+		if !domain.Visible(caller, p.session.Owner) || (r.SessionId != "" && p.session.ID != r.SessionId) {
 			continue
 		}
 		if len(r.States) > 0 && !slices.Contains(r.States, p.p.State) {
@@ -529,7 +522,7 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 	p.p.Approval = &termdv1.Approval{Approver: proto.Clone(caller).(*termdv1.Principal), ApprovedAt: timestamppb.New(now), ExpiresAt: timestamppb.New(exp), RequestHash: requestHash}
 	p.p.ExpiresAt = timestamppb.New(exp)
 	p.p.NextStep = nextStep(p.p)
-	p.session.touch(now)
+	p.session.Touch(now)
 	if err := b.journalPlanLocked(p); err != nil {
 		return nil, nil, errdefs.Internal("the approval could not be recorded durably (%v); try again", err)
 	}
@@ -571,8 +564,8 @@ func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reas
 func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Plan, error) {
 	b.mu.Lock()
 	old, err := b.planLocked(caller, id)
-	if err == nil && !domain.OwnerOrOperator(caller, old.session.owner) {
-		err = errdefs.Permission("plan %s belongs to %s; replan your own plans", id, old.session.owner.Name)
+	if err == nil && !domain.OwnerOrOperator(caller, old.session.Owner) {
+		err = errdefs.Permission("plan %s belongs to %s; replan your own plans", id, old.session.Owner.Name)
 	}
 	if err != nil {
 		b.unlock()
@@ -599,7 +592,7 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 	dec := b.decide(caller, req)
 	b.mu.Lock()
 	defer b.unlock()
-	if s.closed {
+	if s.Closed {
 		var err error
 		if s, err = b.planSessionLocked(caller, ""); err != nil {
 			return nil, err

@@ -38,7 +38,7 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 		}
 		p.use.Open += d
 		p.use.OpenBytes += int64(d) * p.reqBytes
-		p.session.open += d
+		p.session.Open += d
 	}
 	if p.state().IsSettled() && !p.settled {
 		p.settled = true
@@ -59,7 +59,7 @@ func (b *Broker) settleLocked() {
 		if p.forgotten {
 			continue
 		}
-		if p.session.closed {
+		if p.session.Closed {
 			b.forgetPlanLocked(p)
 			continue
 		}
@@ -107,12 +107,12 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 		p.open = false
 		p.use.Open--
 		p.use.OpenBytes -= p.reqBytes
-		p.session.open--
+		p.session.Open--
 	}
 	delete(b.plans, p.p.Id)
 	s := p.session
-	if i := slices.Index(s.plans, p.p.Id); i >= 0 {
-		s.plans = slices.Delete(s.plans, i, i+1)
+	if i := slices.Index(s.Plans, p.p.Id); i >= 0 {
+		s.Plans = slices.Delete(s.Plans, i, i+1)
 	}
 	if e, ok := b.execs[p.p.ExecutionId]; ok && e.plan == p && e.finished {
 		delete(b.execs, e.id)
@@ -141,7 +141,7 @@ func (b *Broker) restorePlanUseLocked(p *planRec) {
 // what was replayed.
 func (b *Broker) settleRestoredLocked() {
 	for _, s := range b.sessions {
-		if s.closed {
+		if s.Closed {
 			b.expireOpenPlansLocked(s, "its session had been closed")
 		}
 	}
@@ -155,7 +155,7 @@ func (b *Broker) settleRestoredLocked() {
 // expireOpenPlansLocked expires a closing session's open plans, each with
 // its receipt.
 func (b *Broker) expireOpenPlansLocked(s *session, why string) {
-	for _, id := range slices.Clone(s.plans) {
+	for _, id := range slices.Clone(s.Plans) {
 		if p, ok := b.plans[id]; ok && p.open {
 			b.expirePlanWhyLocked(p, why)
 		}
@@ -168,7 +168,7 @@ func (b *Broker) expireOpenPlansLocked(s *session, why string) {
 // count: the oldest are forgotten to make room.
 func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes int64) error {
 	cfg := b.Config()
-	if err := bounds.SessionRoom(s.id, s.open, cfg.Sessions.MaxPlans); err != nil {
+	if err := bounds.SessionRoom(s.ID, s.Open, cfg.Sessions.MaxPlans); err != nil {
 		return err
 	}
 	u := b.planUse.For(domain.PrincipalKey(caller))

@@ -35,7 +35,7 @@ func (b *Broker) draftReceipt(p *planRec, now time.Time) *receipt.Receipt {
 	r := &receipt.Receipt{
 		ID:            uuid.NewString(),
 		PlanID:        p.p.Id,
-		SessionID:     p.session.id,
+		SessionID:     p.session.ID,
 		RequestHash:   d.RequestHash,
 		Requester:     domain.ReceiptPrincipal(p.p.Requester),
 		Command:       cmd,
@@ -113,7 +113,7 @@ func (b *Broker) decisionReceiptLocked(p *planRec, status string, by *termdv1.Pr
 	p.p.NextStep = nextStep(p.p)
 	_ = b.journalPlanLocked(p)
 	sum := receiptq.Summary(stored)
-	b.Bus.Publish(p.session.id, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
+	b.Bus.Publish(p.session.ID, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED, func(ev *termdv1.Event) { ev.Payload = &termdv1.Event_Receipt{Receipt: sum} })
 }
 
 // finalReceipt builds the receipt of an execution that ended.

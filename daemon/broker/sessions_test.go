@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/daemon/broker/sessions"
 	"github.com/termd/termd/daemon/errdefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -31,7 +32,7 @@ func TestSessionCapReapsOnlyIdleSessions(t *testing.T) {
 	fresh := r.session(t, agent)
 	r.plan(t, agent, fresh, "echo", "later") // allowed, not yet executed
 
-	r.clock.Advance(newGrace + time.Second)
+	r.clock.Advance(sessions.NewGrace + time.Second)
 	fourth := r.session(t, agent) // takes the executed-only session's place
 	closed := map[string]bool{}
 	for _, s := range r.ListSessions(ctx, agent, true) {
@@ -46,7 +47,7 @@ func TestSessionCapReapsOnlyIdleSessions(t *testing.T) {
 
 	// An allowed plan left unexecuted for longer than reapGrace, and a
 	// session left empty, no longer hold their place.
-	r.clock.Advance(reapGrace + time.Second)
+	r.clock.Advance(sessions.ReapGrace + time.Second)
 	if _, err := r.CreateSession(ctx, agent, "test"); err != nil {
 		t.Fatalf("a stale idle session should make room: %v", err)
 	}

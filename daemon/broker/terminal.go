@@ -49,7 +49,7 @@ func (b *Broker) hubFor(caller *termdv1.Principal, id string) (*terminals.Hub, e
 // its redactor is set).
 func newTermHub(b *Broker, e *execRec, t *policy.Terminal, holder *termdv1.Principal) *terminals.Hub {
 	return b.terms.NewHub(terminals.Exec{
-		ID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.id,
+		ID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID,
 		Requester: e.plan.p.Requester, Redactor: e.redactor,
 		Snapshot: func() (*termdv1.Execution, bool) {
 			b.mu.Lock()
