@@ -247,11 +247,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 	st.PolicySource = pol.Name()
 	st.DefaultMode = wire.ModeProto(pol.DefaultMode())
 	b.mu.Lock()
-	for _, s := range b.sessions {
-		if !s.Closed && domain.Visible(caller, s.Owner) {
-			st.ActiveSessions++
-		}
-	}
+	st.ActiveSessions += b.sessions.OpenVisible(caller)
 	for _, e := range b.execs {
 		if !e.finished && domain.Visible(caller, e.plan.session.Owner) {
 			st.ActiveExecutions++

@@ -16,6 +16,7 @@ import (
 
 	"github.com/termd/termd/daemon/broker/executions"
 	"github.com/termd/termd/daemon/broker/receiptq"
+	"github.com/termd/termd/daemon/broker/sessions"
 	"github.com/termd/termd/daemon/broker/stages"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/broker/wire"
@@ -151,73 +152,11 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 			}
 		}()
 	}
-	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return err
-			}
-			return nil // session closed: its events ended
-		}
-		if !eventOf(ev, e.id, planID) {
-			continue
-		}
-		if err := send(ev); err != nil {
-			return err
-		}
-		if ev.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED && ev.GetReceipt().GetPlanId() == planID {
-			return nil
-		}
-		if ev.Kind != termdv1.EventKind_EVENT_KIND_LAGGED && ev.Kind != termdv1.EventKind_EVENT_KIND_FINISHED {
-			continue
-		}
-		// A reader that fell behind the session's ring (other executions
-		// of the session wrote a lot) may have been skipped past this
-		// execution's end: without it the stream would wait forever. The
-		// end events it missed are sent again (they keep their seq). An
-		// end without a stored receipt ends at FINISHED.
-		missed, over := b.endsUpTo(e, ev.Seq)
-		if ev.Kind == termdv1.EventKind_EVENT_KIND_LAGGED {
-			for _, m := range missed {
-				if err := send(m); err != nil {
-					return err
-				}
-			}
-		}
-		if over {
-			return nil
-		}
-	}
-}
-
-// endsUpTo returns e's end events with a seq at most seq, and whether its
-// last end event is among them (nothing more will come for e).
-func (b *Broker) endsUpTo(e *execRec, seq uint64) (missed []*termdv1.Event, over bool) {
-	b.mu.Lock()
-	ends := e.ends
-	b.unlock()
-	for _, ev := range ends {
-		if ev.Seq <= seq {
-			missed = append(missed, ev)
-		}
-	}
-	return missed, len(ends) > 0 && ends[len(ends)-1].Seq <= seq
-}
-
-func eventOf(ev *termdv1.Event, execID, planID string) bool {
-	switch p := ev.Payload.(type) {
-	case *termdv1.Event_Execution:
-		return p.Execution.Id == execID
-	case *termdv1.Event_Output:
-		return p.Output.ExecutionId == execID
-	case *termdv1.Event_Receipt:
-		return p.Receipt.PlanId == planID
-	case *termdv1.Event_Lagged:
-		return true
-	case *termdv1.Event_EgressRefused:
-		return p.EgressRefused.ExecutionId == execID
-	}
-	return false
+	return sessions.Follow(ctx, sub, e.id, planID, func() []*termdv1.Event {
+		b.mu.Lock()
+		defer b.unlock()
+		return e.ends
+	}, send)
 }
 
 // start checks everything, records the intent durably, and spawns.

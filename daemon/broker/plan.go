@@ -311,17 +311,7 @@ func (b *Broker) CreatePlan(_ context.Context, caller *termdv1.Principal, sessio
 // else the caller's most recent open session, else a new one.
 func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*session, error) {
 	if id != "" {
-		s, err := b.sessionLocked(caller, id)
-		if err != nil {
-			return nil, err
-		}
-		if s.Closed {
-			return nil, errdefs.Precondition("session %s is closed; plan in an open session (omit session_id to use your latest)", id)
-		}
-		if !domain.OwnerOrOperator(caller, s.Owner) {
-			return nil, errdefs.Permission("session %s belongs to %s; plan in your own session", id, s.Owner.Name)
-		}
-		return s, nil
+		return b.sessions.Plannable(caller, id)
 	}
 	if latest := b.sessions.ForPlan(caller, b.Config().Sessions.MaxPlans); latest != nil {
 		return latest, nil

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/termd/termd/daemon/broker/sessions"
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/policy"
@@ -31,7 +32,7 @@ func (h termHost) Bus() *events.Bus { return h.b.Bus }
 func (h termHost) Now() time.Time   { return h.b.Now() }
 
 func (h termHost) EventOf(ev *termdv1.Event, execID, planID string) bool {
-	return eventOf(ev, execID, planID)
+	return sessions.EventOf(ev, execID, planID)
 }
 
 // hubFor finds the terminal of an execution the caller may see (nil: it has none).

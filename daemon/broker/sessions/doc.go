@@ -16,9 +16,10 @@
 //
 // Locking: nothing here takes a lock. The broker guards its Registry, every
 // Session and its Streams with its mutex (Broker.mu) and calls these
-// methods with it held; Stream is called without it (it blocks), and the
-// visible function the broker passes it takes the mutex itself, from the
-// subscriber's goroutine (events.Bus calls it outside the bus lock).
+// methods with it held; Stream and Follow are called without it (they
+// block), and the visible and ends functions the broker passes them take
+// the mutex themselves, from the subscriber's goroutine (events.Bus calls
+// visible outside the bus lock).
 //
 // It may import daemon/domain and lower packages (errdefs, events, the
 // proto), never daemon/broker nor another of the broker's noun packages.

@@ -225,6 +225,17 @@ func (r Registry[E]) Closable(caller *termdv1.Principal, id string) (*Session[E]
 	return s, err
 }
 
+// OpenVisible counts the open sessions the caller may see.
+func (r Registry[E]) OpenVisible(caller *termdv1.Principal) int32 {
+	n := int32(0)
+	for _, s := range r {
+		if !s.Closed && domain.Visible(caller, s.Owner) {
+			n++
+		}
+	}
+	return n
+}
+
 // Visible reports whether the session id exists and the caller may see it.
 func (r Registry[E]) Visible(caller *termdv1.Principal, id string) bool {
 	s, ok := r[id]
@@ -242,6 +253,22 @@ func (r Registry[E]) List(caller *termdv1.Principal, includeClosed bool) []*Sess
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
 	return out
+}
+
+// Plannable finds the session id for a new plan of the caller: one it may
+// see, open, and its own (or any, for an operator).
+func (r Registry[E]) Plannable(caller *termdv1.Principal, id string) (*Session[E], error) {
+	s, err := r.Get(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Closed {
+		return nil, errdefs.Precondition("session %s is closed; plan in an open session (omit session_id to use your latest)", id)
+	}
+	if !domain.OwnerOrOperator(caller, s.Owner) {
+		return nil, errdefs.Permission("session %s belongs to %s; plan in your own session", id, s.Owner.Name)
+	}
+	return s, nil
 }
 
 // ForPlan is the session a new plan of the caller goes into when it names
