@@ -45,7 +45,7 @@ func TestSessionCapReapsOnlyIdleSessions(t *testing.T) {
 	_, err = r.CreateSession(ctx, agent, "test")
 	wantErr(t, err, errdefs.KindExhausted, "sessions.per_principal")
 
-	// An allowed plan left unexecuted for longer than reapGrace, and a
+	// An allowed plan left unexecuted for longer than sessions.ReapGrace, and a
 	// session left empty, no longer hold their place.
 	r.clock.Advance(sessions.ReapGrace + time.Second)
 	if _, err := r.CreateSession(ctx, agent, "test"); err != nil {
