@@ -65,15 +65,18 @@ func TestFollowResendsMissedEnds(t *testing.T) {
 	}
 	defer sub.Close()
 	end := publishExec(bus, "s", "e", termdv1.EventKind_EVENT_KIND_FINISHED)
-	for range 3 { // the ring keeps 2: the reader lags past the end
+	for range 2 { // the ring keeps 2: the end is the last event the reader missed
 		publishExec(bus, "s", "x", termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED)
 	}
 	var got []*termdv1.Event
-	err = Follow(context.Background(), sub, "e", "p", func() []*termdv1.Event { return []*termdv1.Event{end} }, func(ev *termdv1.Event) error {
+	// Once it was sent LAGGED a Follow that read on would see ctx's end.
+	ctx, cancel := context.WithCancel(context.Background())
+	err = Follow(ctx, sub, "e", "p", func() []*termdv1.Event { return []*termdv1.Event{end} }, func(ev *termdv1.Event) error {
 		got = append(got, ev)
+		cancel()
 		return nil
 	})
-	if err != nil || len(got) < 2 || got[len(got)-2].Kind != termdv1.EventKind_EVENT_KIND_LAGGED || got[len(got)-1] != end {
+	if err != nil || len(got) != 2 || got[0].Kind != termdv1.EventKind_EVENT_KIND_LAGGED || got[1] != end {
 		t.Fatalf("followed %v (%v): want LAGGED, then the missed end", got, err)
 	}
 }
