@@ -122,7 +122,7 @@ func TestForPlanIdleAndOrder(t *testing.T) {
 	full.Open = 2
 	closed := add("closed", agent, t0.Add(time.Second), t0.Add(3*time.Hour))
 	closed.Closed = true
-	theirs := add("theirs", other, t0.Add(2*time.Second), t0.Add(4*time.Hour))
+	add("theirs", other, t0.Add(2*time.Second), t0.Add(4*time.Hour))
 	if got := r.ForPlan(agent, 2); got != recent {
 		t.Errorf("a new plan goes into %v, want the most recent open session with room", got.ID)
 	}
@@ -144,7 +144,6 @@ func TestForPlanIdleAndOrder(t *testing.T) {
 	if want := []string{"a-recent", "b-old", "closed", "full", "theirs"}; !slices.Equal(ids, want) {
 		t.Errorf("journal order %v, want %v", ids, want)
 	}
-	_ = theirs
 }
 
 // An event stream counts against its principal's sessions.max_streams
