@@ -12,6 +12,7 @@ import (
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/cmdline"
+	"github.com/termd/termd/internal/policyjson"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -36,25 +37,15 @@ type checkJSON struct {
 	TimeoutSeconds   uint32            `json:"timeout_seconds,omitempty"`
 	PolicyVersion    string            `json:"policy_version,omitempty"`
 	Sandbox          checkSandbox      `json:"sandbox"`
-	Steps            []checkStep       `json:"steps,omitempty"`
+	Steps            []policyjson.Step `json:"steps,omitempty"`
 	CanonicalRequest json.RawMessage   `json:"canonical_request,omitempty"`
 }
 
-// checkSandbox is the plan's sandbox profile and what the daemon enforces of it.
+// checkSandbox is the plan's sandbox profile (the daemon's own type; its
+// cache directories are not shown) and what the daemon enforces of it.
 type checkSandbox struct {
-	Profile     string   `json:"profile"`
-	Network     bool     `json:"network"`
-	NetworkMode string   `json:"network_mode,omitempty"`
-	Exec        []string `json:"exec,omitempty"`
-	Read        []string `json:"read,omitempty"`
-	Write       []string `json:"write,omitempty"`
-	Enforcement string   `json:"enforcement"`
-}
-
-type checkStep struct {
-	Name    string `json:"name"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
+	policyjson.Profile
+	Enforcement string `json:"enforcement"`
 }
 
 func newPolicy(a *app) *cobra.Command {
@@ -97,34 +88,7 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 				return fmt.Errorf("checking the policy: %w", err)
 			}
 			d := resp.GetDecision()
-			out := checkJSON{
-				Decision:        verdictWord(d.GetVerdict()),
-				Risk:            riskWord(d.GetRisk()),
-				Reasons:         nonNil(d.GetReasons()),
-				Rules:           nonNil(d.GetRules()),
-				RequestHash:     d.GetRequestHash(),
-				ResolvedPath:    d.GetResolvedPath(),
-				BinarySHA256:    d.GetBinarySha256(),
-				Argv:            nonNil(d.GetArgv()),
-				Cwd:             d.GetCwd(),
-				Env:             d.GetEnv(),
-				Mode:            modeWord(d.GetMode()),
-				Network:         d.GetNetwork(),
-				ReadOnly:        d.GetReadOnly(),
-				RunsProjectCode: d.GetRunsProjectCode(),
-				Writes:          nonNil(d.GetWrites()),
-				TimeoutSeconds:  d.GetTimeoutSeconds(),
-				PolicyVersion:   d.GetPolicyVersion(),
-			}
-			if sb := d.GetSandbox(); sb != nil {
-				out.Sandbox = checkSandbox{Profile: sb.Profile, Network: sb.Network, NetworkMode: sb.NetworkMode, Exec: sb.Exec, Read: sb.Read, Write: sb.Write, Enforcement: sb.Enforcement}
-			}
-			for _, s := range d.GetSteps() {
-				out.Steps = append(out.Steps, checkStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
-			}
-			if json.Valid([]byte(resp.CanonicalRequest)) {
-				out.CanonicalRequest = json.RawMessage(resp.CanonicalRequest)
-			}
+			out := checkOutput(resp)
 			if ok, err := a.printData(out); ok {
 				if err != nil {
 					return err
@@ -146,6 +110,40 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 	rf.register(cmd, false, true)
 	cmd.Flags().BoolVar(&explain, "explain", false, "also show each step the policy took and the canonical request")
 	return cmd
+}
+
+// checkOutput is the daemon's answer to CheckPolicy as `policy check` shows it.
+func checkOutput(resp *termdv1.CheckPolicyResponse) checkJSON {
+	d := resp.GetDecision()
+	out := checkJSON{
+		Decision:        verdictWord(d.GetVerdict()),
+		Risk:            riskWord(d.GetRisk()),
+		Reasons:         nonNil(d.GetReasons()),
+		Rules:           nonNil(d.GetRules()),
+		RequestHash:     d.GetRequestHash(),
+		ResolvedPath:    d.GetResolvedPath(),
+		BinarySHA256:    d.GetBinarySha256(),
+		Argv:            nonNil(d.GetArgv()),
+		Cwd:             d.GetCwd(),
+		Env:             d.GetEnv(),
+		Mode:            modeWord(d.GetMode()),
+		Network:         d.GetNetwork(),
+		ReadOnly:        d.GetReadOnly(),
+		RunsProjectCode: d.GetRunsProjectCode(),
+		Writes:          nonNil(d.GetWrites()),
+		TimeoutSeconds:  d.GetTimeoutSeconds(),
+		PolicyVersion:   d.GetPolicyVersion(),
+	}
+	if sb := d.GetSandbox(); sb != nil {
+		out.Sandbox = checkSandbox{Profile: policyjson.Profile{Profile: sb.Profile, Network: sb.Network, NetworkMode: sb.NetworkMode, Exec: sb.Exec, Read: sb.Read, Write: sb.Write}, Enforcement: sb.Enforcement}
+	}
+	for _, s := range d.GetSteps() {
+		out.Steps = append(out.Steps, policyjson.Step{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
+	}
+	if json.Valid([]byte(resp.CanonicalRequest)) {
+		out.CanonicalRequest = json.RawMessage(resp.CanonicalRequest)
+	}
+	return out
 }
 
 func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
@@ -171,7 +169,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 		"cwd", out.Cwd,
 		"mode", out.Mode,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", client.SandboxWords(out.Sandbox.Profile, out.Sandbox.NetworkMode, out.Sandbox.Network, out.Sandbox.Enforcement),
+		"sandbox", client.SandboxWords(out.Sandbox.Profile.Profile, out.Sandbox.NetworkMode, out.Sandbox.Network, out.Sandbox.Enforcement),
 		"rules", strings.Join(out.Rules, ", "),
 		"policy", out.PolicyVersion,
 		"request hash", out.RequestHash,
