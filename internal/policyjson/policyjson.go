@@ -4,7 +4,7 @@
 // for them are aliases (daemon/domain.Profile, daemon/policy/decision's
 // SandboxProfile and Step), so there is one type each: the JSON the daemon
 // hashes, journals and compares grants with is the JSON `termctl policy
-// check -o json` prints of them.
+// check -o json` prints of them (and terminal_policy_check's steps).
 //
 // It is a leaf (standard library only): clients link no daemon package.
 package policyjson
