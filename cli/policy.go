@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -214,15 +215,10 @@ func newPolicyShow(a *app) *cobra.Command {
 		Short: "Print the active policy and where it came from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			p, err := c.Policy.GetPolicy(ctx, &termdv1.GetPolicyRequest{})
-			if err != nil {
-				return fmt.Errorf("reading the policy: %w", err)
-			}
-			if ok, err := a.printData(p); ok {
+			p, printed, err := call(a, cmd, "reading the policy", func(ctx context.Context, c *client.Client) (*termdv1.GetPolicyResponse, error) {
+				return c.Policy.GetPolicy(ctx, &termdv1.GetPolicyRequest{})
+			})
+			if printed || err != nil {
 				return err
 			}
 			var lim []string
@@ -318,15 +314,10 @@ func newPolicyReload(a *app) *cobra.Command {
 		Short: "Make termd reload its policy file (operators); a bad file keeps the last good policy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			r, err := c.Policy.ReloadPolicy(ctx, &termdv1.ReloadPolicyRequest{})
-			if err != nil {
-				return fmt.Errorf("reloading the policy (the last good policy stays active): %w", err)
-			}
-			if ok, err := a.printData(r); ok {
+			r, printed, err := call(a, cmd, "reloading the policy (the last good policy stays active)", func(ctx context.Context, c *client.Client) (*termdv1.ReloadPolicyResponse, error) {
+				return c.Policy.ReloadPolicy(ctx, &termdv1.ReloadPolicyRequest{})
+			})
+			if printed || err != nil {
 				return err
 			}
 			if !r.Changed {
