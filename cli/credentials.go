@@ -1,33 +1,24 @@
 package cli
 
 import (
-	"fmt"
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 func newCredentials(a *app) *cobra.Command {
 	list := func(cmd *cobra.Command, _ []string) error {
-		ctx, c, err := a.dial(cmd)
-		if err != nil {
+		resp, printed, err := call(a, cmd, "listing credentials", func(ctx context.Context, c *client.Client) (*termdv1.ListCredentialsResponse, error) {
+			return c.Policy.ListCredentials(ctx, &termdv1.ListCredentialsRequest{})
+		})
+		if printed || err != nil {
 			return err
 		}
-		resp, err := c.Policy.ListCredentials(ctx, &termdv1.ListCredentialsRequest{})
-		if err != nil {
-			return fmt.Errorf("listing credentials: %w", err)
-		}
-		if ok, err := a.printData(resp); ok {
-			return err
-		}
-		if len(resp.Credentials) == 0 {
-			_, err := fmt.Fprintln(a.stdout, "no credentials you may ask for (an operator defines them under credentials: in termd's config; docs/CREDENTIALS.md)")
-			return err
-		}
-		rows := make([][]string, 0, len(resp.Credentials))
-		for _, cr := range resp.Credentials {
+		return listTable(a.stdout, resp.Credentials, "no credentials you may ask for (an operator defines them under credentials: in termd's config; docs/CREDENTIALS.md)", []string{"NAME", "PROGRAMS", "PRINCIPALS", "SOURCE", "INJECT", "READABLE"}, func(cr *termdv1.CredentialInfo) []string {
 			source, principals := cr.Source, orAny(cr.Principals)
 			if cr.Path != "" {
 				source += " " + cr.Path
@@ -40,9 +31,8 @@ func newCredentials(a *app) *cobra.Command {
 			if !cr.Readable {
 				readable = "NO: " + cr.Problem
 			}
-			rows = append(rows, []string{cr.Name, orAny(cr.Programs), principals, source, cr.Inject, readable})
-		}
-		return table(a.stdout, []string{"NAME", "PROGRAMS", "PRINCIPALS", "SOURCE", "INJECT", "READABLE"}, rows)
+			return []string{cr.Name, orAny(cr.Programs), principals, source, cr.Inject, readable}
+		})
 	}
 	cmd := &cobra.Command{
 		Use:   "credentials [list]",

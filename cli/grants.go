@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -42,23 +44,13 @@ func newGrants(a *app) *cobra.Command {
 	var all bool
 	var session string
 	list := func(cmd *cobra.Command, _ []string) error {
-		ctx, c, err := a.dial(cmd)
-		if err != nil {
+		resp, printed, err := call(a, cmd, "listing grants", func(ctx context.Context, c *client.Client) (*termdv1.ListGrantsResponse, error) {
+			return c.Grants.ListGrants(ctx, &termdv1.ListGrantsRequest{All: all, SessionId: session})
+		})
+		if printed || err != nil {
 			return err
 		}
-		resp, err := c.Grants.ListGrants(ctx, &termdv1.ListGrantsRequest{All: all, SessionId: session})
-		if err != nil {
-			return fmt.Errorf("listing grants: %w", err)
-		}
-		if ok, err := a.printData(resp); ok {
-			return err
-		}
-		if len(resp.Grants) == 0 {
-			_, err := fmt.Fprintln(a.stdout, "no active grants (an operator makes one with `termctl approve PLAN --remember ...`)")
-			return err
-		}
-		rows := make([][]string, 0, len(resp.Grants))
-		for _, g := range resp.Grants {
+		return listTable(a.stdout, resp.Grants, "no active grants (an operator makes one with `termctl approve PLAN --remember ...`)", []string{"GRANT", "STATUS", "SCOPE", "COVERS", "FOR", "SESSION/WORKSPACE", "BY", "EXPIRES", "USES"}, func(g *termdv1.Grant) []string {
 			covers := g.Pattern
 			if g.RequestHash != "" {
 				covers = "request " + g.RequestHash[:min(16, len(g.RequestHash))]
@@ -67,9 +59,8 @@ func newGrants(a *app) *cobra.Command {
 			if where == "" {
 				where = g.Workspace
 			}
-			rows = append(rows, []string{g.Id, g.Status, grantScopeWord(g.Scope), covers, principalWord(g.Principal), where, principalWord(g.CreatedBy), fmtTime(g.ExpiresAt), fmt.Sprint(g.Uses)})
-		}
-		return table(a.stdout, []string{"GRANT", "STATUS", "SCOPE", "COVERS", "FOR", "SESSION/WORKSPACE", "BY", "EXPIRES", "USES"}, rows)
+			return []string{g.Id, g.Status, grantScopeWord(g.Scope), covers, principalWord(g.Principal), where, principalWord(g.CreatedBy), fmtTime(g.ExpiresAt), fmt.Sprint(g.Uses)}
+		})
 	}
 	cmd := &cobra.Command{
 		Use:   "grants [list|revoke GRANT_ID]",

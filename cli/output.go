@@ -178,6 +178,20 @@ func enumJSONWord(ed protoreflect.EnumDescriptor, name string) string {
 	return strings.ToLower(strings.TrimPrefix(name, prefix.String()))
 }
 
+// listTable prints a listing verb's items as a table, one row each, or
+// when there are none the sentence none (what to do about it).
+func listTable[T any](w io.Writer, items []T, none string, header []string, row func(T) []string) error {
+	if len(items) == 0 {
+		_, err := fmt.Fprintln(w, none)
+		return err
+	}
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, row(it))
+	}
+	return table(w, header, rows)
+}
+
 // table writes aligned rows.
 func table(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/cmdline"
+	"github.com/termd/termd/internal/policyjson"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -36,25 +38,15 @@ type checkJSON struct {
 	TimeoutSeconds   uint32            `json:"timeout_seconds,omitempty"`
 	PolicyVersion    string            `json:"policy_version,omitempty"`
 	Sandbox          checkSandbox      `json:"sandbox"`
-	Steps            []checkStep       `json:"steps,omitempty"`
+	Steps            []policyjson.Step `json:"steps,omitempty"`
 	CanonicalRequest json.RawMessage   `json:"canonical_request,omitempty"`
 }
 
-// checkSandbox is the plan's sandbox profile and what the daemon enforces of it.
+// checkSandbox is the plan's sandbox profile (the daemon's own type; its
+// cache directories are not shown) and what the daemon enforces of it.
 type checkSandbox struct {
-	Profile     string   `json:"profile"`
-	Network     bool     `json:"network"`
-	NetworkMode string   `json:"network_mode,omitempty"`
-	Exec        []string `json:"exec,omitempty"`
-	Read        []string `json:"read,omitempty"`
-	Write       []string `json:"write,omitempty"`
-	Enforcement string   `json:"enforcement"`
-}
-
-type checkStep struct {
-	Name    string `json:"name"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
+	policyjson.Profile
+	Enforcement string `json:"enforcement"`
 }
 
 func newPolicy(a *app) *cobra.Command {
@@ -97,34 +89,7 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 				return fmt.Errorf("checking the policy: %w", err)
 			}
 			d := resp.GetDecision()
-			out := checkJSON{
-				Decision:        verdictWord(d.GetVerdict()),
-				Risk:            riskWord(d.GetRisk()),
-				Reasons:         nonNil(d.GetReasons()),
-				Rules:           nonNil(d.GetRules()),
-				RequestHash:     d.GetRequestHash(),
-				ResolvedPath:    d.GetResolvedPath(),
-				BinarySHA256:    d.GetBinarySha256(),
-				Argv:            nonNil(d.GetArgv()),
-				Cwd:             d.GetCwd(),
-				Env:             d.GetEnv(),
-				Mode:            modeWord(d.GetMode()),
-				Network:         d.GetNetwork(),
-				ReadOnly:        d.GetReadOnly(),
-				RunsProjectCode: d.GetRunsProjectCode(),
-				Writes:          nonNil(d.GetWrites()),
-				TimeoutSeconds:  d.GetTimeoutSeconds(),
-				PolicyVersion:   d.GetPolicyVersion(),
-			}
-			if sb := d.GetSandbox(); sb != nil {
-				out.Sandbox = checkSandbox{Profile: sb.Profile, Network: sb.Network, NetworkMode: sb.NetworkMode, Exec: sb.Exec, Read: sb.Read, Write: sb.Write, Enforcement: sb.Enforcement}
-			}
-			for _, s := range d.GetSteps() {
-				out.Steps = append(out.Steps, checkStep{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
-			}
-			if json.Valid([]byte(resp.CanonicalRequest)) {
-				out.CanonicalRequest = json.RawMessage(resp.CanonicalRequest)
-			}
+			out := checkOutput(resp)
 			if ok, err := a.printData(out); ok {
 				if err != nil {
 					return err
@@ -146,6 +111,40 @@ the canonical request, with lowercase words ("allow", "ask", "deny";
 	rf.register(cmd, false, true)
 	cmd.Flags().BoolVar(&explain, "explain", false, "also show each step the policy took and the canonical request")
 	return cmd
+}
+
+// checkOutput is the daemon's answer to CheckPolicy as `policy check` shows it.
+func checkOutput(resp *termdv1.CheckPolicyResponse) checkJSON {
+	d := resp.GetDecision()
+	out := checkJSON{
+		Decision:        verdictWord(d.GetVerdict()),
+		Risk:            riskWord(d.GetRisk()),
+		Reasons:         nonNil(d.GetReasons()),
+		Rules:           nonNil(d.GetRules()),
+		RequestHash:     d.GetRequestHash(),
+		ResolvedPath:    d.GetResolvedPath(),
+		BinarySHA256:    d.GetBinarySha256(),
+		Argv:            nonNil(d.GetArgv()),
+		Cwd:             d.GetCwd(),
+		Env:             d.GetEnv(),
+		Mode:            modeWord(d.GetMode()),
+		Network:         d.GetNetwork(),
+		ReadOnly:        d.GetReadOnly(),
+		RunsProjectCode: d.GetRunsProjectCode(),
+		Writes:          nonNil(d.GetWrites()),
+		TimeoutSeconds:  d.GetTimeoutSeconds(),
+		PolicyVersion:   d.GetPolicyVersion(),
+	}
+	if sb := d.GetSandbox(); sb != nil {
+		out.Sandbox = checkSandbox{Profile: policyjson.Profile{Profile: sb.Profile, Network: sb.Network, NetworkMode: sb.NetworkMode, Exec: sb.Exec, Read: sb.Read, Write: sb.Write}, Enforcement: sb.Enforcement}
+	}
+	for _, s := range d.GetSteps() {
+		out.Steps = append(out.Steps, policyjson.Step{Name: s.Name, Outcome: s.Outcome, Detail: s.Detail})
+	}
+	if json.Valid([]byte(resp.CanonicalRequest)) {
+		out.CanonicalRequest = json.RawMessage(resp.CanonicalRequest)
+	}
+	return out
 }
 
 func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
@@ -171,7 +170,7 @@ func (a *app) printCheck(out checkJSON, explain bool, canonical string) error {
 		"cwd", out.Cwd,
 		"mode", out.Mode,
 		"effects", strings.Join(effects, "; "),
-		"sandbox", client.SandboxWords(out.Sandbox.Profile, out.Sandbox.NetworkMode, out.Sandbox.Network, out.Sandbox.Enforcement),
+		"sandbox", client.SandboxWords(out.Sandbox.Profile.Profile, out.Sandbox.NetworkMode, out.Sandbox.Network, out.Sandbox.Enforcement),
 		"rules", strings.Join(out.Rules, ", "),
 		"policy", out.PolicyVersion,
 		"request hash", out.RequestHash,
@@ -216,15 +215,10 @@ func newPolicyShow(a *app) *cobra.Command {
 		Short: "Print the active policy and where it came from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			p, err := c.Policy.GetPolicy(ctx, &termdv1.GetPolicyRequest{})
-			if err != nil {
-				return fmt.Errorf("reading the policy: %w", err)
-			}
-			if ok, err := a.printData(p); ok {
+			p, printed, err := call(a, cmd, "reading the policy", func(ctx context.Context, c *client.Client) (*termdv1.GetPolicyResponse, error) {
+				return c.Policy.GetPolicy(ctx, &termdv1.GetPolicyRequest{})
+			})
+			if printed || err != nil {
 				return err
 			}
 			var lim []string
@@ -320,15 +314,10 @@ func newPolicyReload(a *app) *cobra.Command {
 		Short: "Make termd reload its policy file (operators); a bad file keeps the last good policy",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			r, err := c.Policy.ReloadPolicy(ctx, &termdv1.ReloadPolicyRequest{})
-			if err != nil {
-				return fmt.Errorf("reloading the policy (the last good policy stays active): %w", err)
-			}
-			if ok, err := a.printData(r); ok {
+			r, printed, err := call(a, cmd, "reloading the policy (the last good policy stays active)", func(ctx context.Context, c *client.Client) (*termdv1.ReloadPolicyResponse, error) {
+				return c.Policy.ReloadPolicy(ctx, &termdv1.ReloadPolicyRequest{})
+			})
+			if printed || err != nil {
 				return err
 			}
 			if !r.Changed {

@@ -155,13 +155,7 @@ func (a *app) listForwards(ctx context.Context, c *client.Client) error {
 	if ok, err := a.printData(resp); ok {
 		return err
 	}
-	if len(resp.Forwards) == 0 {
-		_, err := fmt.Fprintln(a.stdout, "no open port forwards")
-		return err
-	}
-	rows := make([][]string, 0, len(resp.Forwards))
-	for _, f := range resp.Forwards {
-		rows = append(rows, []string{f.Id, f.LocalAddress, strconv.Itoa(int(f.RemotePort)), f.Principal, f.Workspace, principalWord(f.OpenedBy), fmtTime(f.OpenedAt), fmt.Sprintf("%d (%d open)", f.Connections, f.OpenConnections)})
-	}
-	return table(a.stdout, []string{"FORWARD", "HOST", "REMOTE", "LOOPBACK OF", "WORKSPACE", "BY", "OPENED", "CONNECTIONS"}, rows)
+	return listTable(a.stdout, resp.Forwards, "no open port forwards", []string{"FORWARD", "HOST", "REMOTE", "LOOPBACK OF", "WORKSPACE", "BY", "OPENED", "CONNECTIONS"}, func(f *termdv1.PortForward) []string {
+		return []string{f.Id, f.LocalAddress, strconv.Itoa(int(f.RemotePort)), f.Principal, f.Workspace, principalWord(f.OpenedBy), fmtTime(f.OpenedAt), fmt.Sprintf("%d (%d open)", f.Connections, f.OpenConnections)}
+	})
 }

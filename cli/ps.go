@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/internal/cmdline"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -58,31 +60,20 @@ with termctl output ID --offset N, stop it with termctl cancel ID.`,
 			if !all && len(req.States) == 0 {
 				req.States = activeStates
 			}
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
+			resp, printed, err := call(a, cmd, "listing executions", func(ctx context.Context, c *client.Client) (*termdv1.ListExecutionsResponse, error) {
+				return c.Executions.ListExecutions(ctx, req)
+			})
+			if printed || err != nil {
 				return err
 			}
-			resp, err := c.Executions.ListExecutions(ctx, req)
-			if err != nil {
-				return fmt.Errorf("listing executions: %w", err)
+			what := "running"
+			if all || len(states) > 0 {
+				what = "matching"
 			}
-			if ok, err := a.printData(resp); ok {
-				return err
-			}
-			if len(resp.Executions) == 0 {
-				what := "running"
-				if all || len(states) > 0 {
-					what = "matching"
-				}
-				_, err := fmt.Fprintf(a.stdout, "no %s executions (termctl ps --all lists those that ended since termd started)\n", what)
-				return err
-			}
-			rows := make([][]string, 0, len(resp.Executions))
-			for _, le := range resp.Executions {
+			return listTable(a.stdout, resp.Executions, fmt.Sprintf("no %s executions (termctl ps --all lists those that ended since termd started)", what), []string{"EXECUTION", "STATE", "STARTED", "TIME", "OWNER", "SESSION", "COMMAND"}, func(le *termdv1.ListedExecution) []string {
 				e := le.GetExecution()
-				rows = append(rows, []string{e.GetId(), execStateWord(e.GetState()), fmtTime(e.GetStartedAt()), runFor(e), principalWord(le.GetRequester()), e.GetSessionId(), cmdline.Quote(le.GetArgv())})
-			}
-			return table(a.stdout, []string{"EXECUTION", "STATE", "STARTED", "TIME", "OWNER", "SESSION", "COMMAND"}, rows)
+				return []string{e.GetId(), execStateWord(e.GetState()), fmtTime(e.GetStartedAt()), runFor(e), principalWord(le.GetRequester()), e.GetSessionId(), cmdline.Quote(le.GetArgv())}
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every state, including executions that ended since termd started")

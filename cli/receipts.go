@@ -60,19 +60,13 @@ func newReceiptsList(a *app) *cobra.Command {
 			if printed || err != nil {
 				return err
 			}
-			if len(resp.Receipts) == 0 {
-				_, err := fmt.Fprintln(a.stdout, "no receipts match")
-				return err
-			}
-			rows := make([][]string, 0, len(resp.Receipts))
-			for _, r := range resp.Receipts {
+			return listTable(a.stdout, resp.Receipts, "no receipts match", []string{"SEQ", "RECEIPT", "STATUS", "EXIT", "STARTED", "REQUESTER", "COMMAND"}, func(r *termdv1.ReceiptSummary) []string {
 				exit := ""
 				if r.FinishedAt != nil && (r.Status == "succeeded" || r.Status == "failed") {
 					exit = fmt.Sprint(r.ExitCode)
 				}
-				rows = append(rows, []string{fmt.Sprint(r.Seq), r.Id, r.Status, exit, fmtTime(r.StartedAt), r.Requester, truncate(r.Command, 60)})
-			}
-			return table(a.stdout, []string{"SEQ", "RECEIPT", "STATUS", "EXIT", "STARTED", "REQUESTER", "COMMAND"}, rows)
+				return []string{fmt.Sprint(r.Seq), r.Id, r.Status, exit, fmtTime(r.StartedAt), r.Requester, truncate(r.Command, 60)}
+			})
 		},
 	}
 	filter.flags(cmd)
@@ -349,15 +343,10 @@ printed on stderr, and receipts name theirs in signatures[].key_id.`,
   termctl receipts verify receipt.json --public-key termd.pub`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			r, err := c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
-			if err != nil {
-				return fmt.Errorf("reading the public key: %w", err)
-			}
-			if ok, err := a.printData(r); ok {
+			r, printed, err := call(a, cmd, "reading the public key", func(ctx context.Context, c *client.Client) (*termdv1.GetPublicKeyResponse, error) {
+				return c.Receipts.GetPublicKey(ctx, &termdv1.GetPublicKeyRequest{})
+			})
+			if printed || err != nil {
 				return err
 			}
 			// Current key first; rotated keys still verify older receipts.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	"github.com/termd/termd/recipe"
 )
 
@@ -27,6 +29,17 @@ The format and its JSON Schema: docs/RECIPES.md.`,
 	}
 	cmd.AddCommand(newRecipeList(a), newRecipeShow(a), newRecipeValidate(a), newRecipeRun(a))
 	return cmd
+}
+
+// dialRecipe reads a recipe argument (recipeArg: a malformed file is
+// reported before termd is asked anything) and connects to termd, for the
+// verbs that send a recipe (validate, run).
+func (a *app) dialRecipe(cmd *cobra.Command, arg string) (ctx context.Context, c *client.Client, name, text string, err error) {
+	if name, text, err = recipeArg(arg); err != nil {
+		return nil, nil, "", "", err
+	}
+	ctx, c, err = a.dial(cmd)
+	return ctx, c, name, text, err
 }
 
 // recipeArg says whether a recipe argument is a file (read here, sent as

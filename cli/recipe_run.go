@@ -34,11 +34,7 @@ recipe (a step is blocked, needs approval or writes: nothing ran).`,
   termctl recipe run discover-go-tests --dir ~/src/project
   termctl recipe run ./my-recipe.yaml -o json | jq '.steps[].receipt_id'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, text, err := recipeArg(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, c, err := a.dial(cmd)
+			ctx, c, name, text, err := a.dialRecipe(cmd, args[0])
 			if err != nil {
 				return err
 			}

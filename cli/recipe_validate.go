@@ -26,11 +26,7 @@ unexpectedly requires approval". Exit status 0 when valid, 1 when not.`,
 		Example: `  termctl recipe validate inspect-repository
   termctl recipe validate ./my-recipe.yaml --dir ~/src/project`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, text, err := recipeArg(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, c, err := a.dial(cmd)
+			ctx, c, name, text, err := a.dialRecipe(cmd, args[0])
 			if err != nil {
 				return err
 			}

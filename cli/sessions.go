@@ -1,40 +1,31 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 func newSessions(a *app) *cobra.Command {
 	var all bool
 	list := func(cmd *cobra.Command, _ []string) error {
-		ctx, c, err := a.dial(cmd)
-		if err != nil {
+		resp, printed, err := call(a, cmd, "listing sessions", func(ctx context.Context, c *client.Client) (*termdv1.ListSessionsResponse, error) {
+			return c.Sessions.ListSessions(ctx, &termdv1.ListSessionsRequest{IncludeClosed: all})
+		})
+		if printed || err != nil {
 			return err
 		}
-		resp, err := c.Sessions.ListSessions(ctx, &termdv1.ListSessionsRequest{IncludeClosed: all})
-		if err != nil {
-			return fmt.Errorf("listing sessions: %w", err)
-		}
-		if ok, err := a.printData(resp); ok {
-			return err
-		}
-		if len(resp.Sessions) == 0 {
-			_, err := fmt.Fprintln(a.stdout, "no open sessions (termctl plan opens one)")
-			return err
-		}
-		rows := make([][]string, 0, len(resp.Sessions))
-		for _, s := range resp.Sessions {
+		return listTable(a.stdout, resp.Sessions, "no open sessions (termctl plan opens one)", []string{"SESSION", "OWNER", "STATE", "PLANS", "RUNNING", "LAST ACTIVE", "LABEL"}, func(s *termdv1.Session) []string {
 			state := "open"
 			if s.Closed {
 				state = "closed"
 			}
-			rows = append(rows, []string{s.Id, principalWord(s.Owner), state, fmt.Sprint(s.PlanCount), s.ActiveExecutionId, fmtTime(s.LastActiveAt), s.Label})
-		}
-		return table(a.stdout, []string{"SESSION", "OWNER", "STATE", "PLANS", "RUNNING", "LAST ACTIVE", "LABEL"}, rows)
+			return []string{s.Id, principalWord(s.Owner), state, fmt.Sprint(s.PlanCount), s.ActiveExecutionId, fmtTime(s.LastActiveAt), s.Label}
+		})
 	}
 	cmd := &cobra.Command{
 		Use:   "sessions [list|create|close ID]",
@@ -59,15 +50,10 @@ command (which still gets a receipt) and ends its event streams.`,
 		Short: "Open a new session",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, c, err := a.dial(cmd)
-			if err != nil {
-				return err
-			}
-			s, err := c.CreateSession(ctx, label)
-			if err != nil {
-				return fmt.Errorf("opening a session: %w", err)
-			}
-			if ok, err := a.printData(s); ok {
+			s, printed, err := call(a, cmd, "opening a session", func(ctx context.Context, c *client.Client) (*termdv1.Session, error) {
+				return c.CreateSession(ctx, label)
+			})
+			if printed || err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(a.stdout, "%s\nuse it: termctl plan --session %s -- ARGV...\n", s.Id, s.Id)

@@ -323,14 +323,26 @@ func wrap(socket string, err error) error {
 		if local, err := filepath.Abs(".run/termd.sock"); err == nil && local != socket && answers(local) {
 			e.Hint = "a termd started by `make run` listens at " + local + ": `export TERMD_SOCKET=" + local + "` (or pass --socket " + local + ")"
 		}
-	case codes.PermissionDenied:
-		e.Hint = "ask an operator, or check the roles in the daemon's config"
-	case codes.Unauthenticated:
-		e.Hint = "your user has no role in termd's config"
-	case codes.DeadlineExceeded:
-		e.Hint = "the daemon did not answer in time"
+	default:
+		e.Hint = codeHints[st.Code()].local
 	}
 	return e
+}
+
+// codeHints say what to do about a refusal, in the terms of the transport
+// it came over: the local socket's roles, or listen_tls's certificates
+// (wrapTLS). What to do about an unreachable termd depends on how the
+// connection failed; wrap and wrapTLS word it themselves.
+var codeHints = map[codes.Code]struct{ local, tls string }{
+	codes.PermissionDenied: {
+		local: "ask an operator, or check the roles in the daemon's config",
+		tls:   "ask the operator of that termd to map your certificate in listen_tls.clients, or to give it a stronger role",
+	},
+	codes.Unauthenticated: {
+		local: "your user has no role in termd's config",
+		tls:   "your certificate has no principal in that termd's listen_tls.clients",
+	},
+	codes.DeadlineExceeded: {local: "the daemon did not answer in time", tls: "termd did not answer in time"},
 }
 
 // refusal asks termd, on a connection of its own, whether it turns this

@@ -2,12 +2,16 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -87,5 +91,33 @@ func TestDeadMakeRunSocketIsNotSuggested(t *testing.T) {
 	err = statusErr(t, filepath.Join(dir, "elsewhere.sock"))
 	if !strings.Contains(err.Error(), "a termd started by `make run` listens at "+local) {
 		t.Fatalf("a live make run socket is not suggested: %v", err)
+	}
+}
+
+// A refusal's hint is in the terms of the transport it came over: the
+// local socket's roles, or the certificates of listen_tls; a code with no
+// hint gets none.
+func TestRefusalHintsByTransport(t *testing.T) {
+	for _, c := range []struct {
+		target string
+		code   codes.Code
+		hint   string
+	}{
+		{"/run/termd/termd.sock", codes.PermissionDenied, "ask an operator, or check the roles in the daemon's config"},
+		{"/run/termd/termd.sock", codes.Unauthenticated, "your user has no role in termd's config"},
+		{"/run/termd/termd.sock", codes.DeadlineExceeded, "the daemon did not answer in time"},
+		{"/run/termd/termd.sock", codes.NotFound, ""},
+		{TLSScheme + "termd.example:7443", codes.PermissionDenied, "ask the operator of that termd to map your certificate in listen_tls.clients, or to give it a stronger role"},
+		{TLSScheme + "termd.example:7443", codes.Unauthenticated, "your certificate has no principal in that termd's listen_tls.clients"},
+		{TLSScheme + "termd.example:7443", codes.DeadlineExceeded, "termd did not answer in time"},
+		{TLSScheme + "termd.example:7443", codes.InvalidArgument, ""},
+	} {
+		var e *Error
+		if !errors.As(wrap(c.target, status.Error(c.code, "refused")), &e) {
+			t.Fatalf("%s %v: not an *Error", c.target, c.code)
+		}
+		if e.Hint != c.hint || e.Code != c.code || e.Message != "refused" {
+			t.Errorf("%s %v: %v %q hint %q, want hint %q", c.target, c.code, e.Code, e.Message, e.Hint, c.hint)
+		}
 	}
 }

@@ -122,12 +122,8 @@ func wrapTLS(target string, st *status.Status, e *Error) error {
 			e.Message = "termd is not reachable at " + target + ": " + msg
 			e.Hint = "check that termd there has listen_tls.address set to this address and that the network lets you reach it"
 		}
-	case codes.PermissionDenied:
-		e.Hint = "ask the operator of that termd to map your certificate in listen_tls.clients, or to give it a stronger role"
-	case codes.Unauthenticated:
-		e.Hint = "your certificate has no principal in that termd's listen_tls.clients"
-	case codes.DeadlineExceeded:
-		e.Hint = "termd did not answer in time"
+	default:
+		e.Hint = codeHints[st.Code()].tls
 	}
 	return e
 }

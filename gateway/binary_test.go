@@ -86,6 +86,8 @@ func TestBinaryRefusesUnsafeStarts(t *testing.T) {
 	_ = os.WriteFile(cfg, []byte("tokens:\n  - name: bob\n    token_file: "+short+"\n    role: viewer\n"), 0o600)
 	badRole := filepath.Join(dir, "role.yaml")
 	_ = os.WriteFile(badRole, []byte("tokens:\n  - name: bob\n    token_file: "+good+"\n    role: root\n"), 0o600)
+	typo := filepath.Join(dir, "typo.yaml")
+	_ = os.WriteFile(typo, []byte("tokns:\n  - name: bob\n"), 0o600)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -95,6 +97,8 @@ func TestBinaryRefusesUnsafeStarts(t *testing.T) {
 		{"token readable by others", []string{"--listen", "127.0.0.1:0", "--token-file", open}, "chmod 600"},
 		{"short token in config", []string{"--listen", "127.0.0.1:0", "--config", cfg}, "at least 43"},
 		{"unknown role", []string{"--listen", "127.0.0.1:0", "--config", badRole}, "not viewer, agent or operator"},
+		{"unknown key in config", []string{"--listen", "127.0.0.1:0", "--config", typo}, "gateway config " + typo + ": yaml: unmarshal errors:\n  line 1: field tokns not found"},
+		{"missing config", []string{"--listen", "127.0.0.1:0", "--config", filepath.Join(dir, "none.yaml")}, "reading gateway config: open " + filepath.Join(dir, "none.yaml")},
 		{"all interfaces without TLS", []string{"--listen", ":0", "--token-file", good}, "without TLS"},
 		{"public address without TLS", []string{"--listen", "0.0.0.0:0", "--token-file", good}, "without TLS"},
 	} {

@@ -53,17 +53,23 @@ type FileConfig struct {
 // LoadFileConfig reads a gateway config file. Unknown keys are refused so a
 // typo never silently drops a security setting.
 func LoadFileConfig(path string) (*FileConfig, error) {
+	return loadStrictYAML[FileConfig]("gateway config", path)
+}
+
+// loadStrictYAML reads the gateway's YAML file of one kind (what: its name
+// in errors), refusing unknown keys; an empty file is the zero T.
+func loadStrictYAML[T any](what, path string) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading gateway config: %w", err)
+		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
-	var fc FileConfig
+	var v T
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("gateway config %s: %w", path, err)
+	if err := dec.Decode(&v); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
 	}
-	return &fc, nil
+	return &v, nil
 }
 
 // ConfigTokens loads the tokens a config file lists. Each file must exist,

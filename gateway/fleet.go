@@ -1,17 +1,13 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // DefaultHostName names the one daemon of a gateway started with --socket
@@ -128,20 +124,14 @@ type FleetFile struct {
 
 // LoadFleetFile reads a fleet file; unknown keys are refused.
 func LoadFleetFile(path string) (*FleetFile, error) {
-	b, err := os.ReadFile(path)
+	ff, err := loadStrictYAML[FleetFile]("fleet file", path)
 	if err != nil {
-		return nil, fmt.Errorf("reading fleet file: %w", err)
-	}
-	var ff FleetFile
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&ff); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("fleet file %s: %w", path, err)
+		return nil, err
 	}
 	if len(ff.Hosts) == 0 {
 		return nil, fmt.Errorf("fleet file %s lists no hosts: add hosts: [{name: NAME, address: SOCKET or HOST:PORT}]", path)
 	}
-	return &ff, nil
+	return ff, nil
 }
 
 // FleetHosts builds the host list from --daemon flags, a fleet file (may be

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termd/termd/internal/policyjson"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -45,7 +46,7 @@ func (b *Bridge) check(ctx context.Context, req *mcp.CallToolRequest, in CheckIn
 		v.Decision = &DecisionView{}
 	}
 	for _, st := range d.GetSteps() {
-		v.Steps = append(v.Steps, StepView{Name: st.GetName(), Outcome: st.GetOutcome(), Detail: st.GetDetail()})
+		v.Steps = append(v.Steps, policyjson.Step{Name: st.GetName(), Outcome: st.GetOutcome(), Detail: st.GetDetail()})
 	}
 	switch d.GetVerdict() {
 	case termdv1.Verdict_VERDICT_ALLOW:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/termd/termd/client"
+	"github.com/termd/termd/internal/policyjson"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -109,17 +110,10 @@ type ReceiptView struct {
 
 // CheckView is a policy explanation.
 type CheckView struct {
-	Decision         *DecisionView `json:"decision"`
-	Steps            []StepView    `json:"steps,omitempty" jsonschema:"each check the policy made"`
-	CanonicalRequest string        `json:"canonical_request,omitempty"`
-	NextStep         string        `json:"next_step"`
-}
-
-// StepView is one step of a policy explanation.
-type StepView struct {
-	Name    string `json:"name"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
+	Decision         *DecisionView     `json:"decision"`
+	Steps            []policyjson.Step `json:"steps,omitempty" jsonschema:"each check the policy made"`
+	CanonicalRequest string            `json:"canonical_request,omitempty"`
+	NextStep         string            `json:"next_step"`
 }
 
 // AdviceView is the adviser's text: data for the agent, never an action.

@@ -5,6 +5,7 @@
 // conversion of each to and from the API's enum). As the broker is split by
 // noun, the plain Go types of plans and executions join them here.
 //
-// It imports no other daemon package (only the API's generated types and
-// package receipt), so every broker part may import it.
+// It imports no other daemon package (only the API's generated types,
+// package receipt and internal/policyjson, the home of the sandbox Profile
+// that clients print too), so every broker part may import it.
 package domain

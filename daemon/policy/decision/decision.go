@@ -2,8 +2,8 @@
 // the Context the daemon adds (workspaces, protected paths, sandbox
 // support, credentials), and the Decision with its steps, limits, terminal
 // and sandbox profile. Plain Go types with JSON tags (the canonical
-// request is built from them); it imports only verdict and domain (the
-// sandbox profile).
+// request is built from them); it imports only verdict, domain (the
+// sandbox profile) and internal/policyjson (the explain Step).
 package decision
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/policy/verdict"
+	"github.com/termd/termd/internal/policyjson"
 )
 
 // Request is what a caller asks to run.
@@ -74,12 +75,9 @@ type Context struct {
 	EgressLists []string
 }
 
-// Step is one stage of a decision, for explain.
-type Step struct {
-	Name    string `json:"name"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
-}
+// Step is one stage of a decision, for explain (internal/policyjson's, which
+// `termctl policy check --explain` prints too).
+type Step = policyjson.Step
 
 // Decision is the policy's answer for one request.
 type Decision struct {
