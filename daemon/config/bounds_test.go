@@ -20,18 +20,23 @@ func TestBoundsNameTheKey(t *testing.T) {
 		"sessions:\n  global: 100000\n":                   "",
 		"connections:\n  idle_timeout: 1s\n  global: 4\n": "connections.global: 4 must be at least connections.per_uid (128) and at most 1000000",
 	} {
-		c := Default()
-		c.Workspaces = []string{t.TempDir()}
-		err := Parse(c, []byte(yaml))
-		if err == nil {
-			err = c.Validate()
-		}
 		got := ""
-		if err != nil {
+		if err := parseAndValidate(t, yaml); err != nil {
 			got = err.Error()
 		}
 		if got != want {
 			t.Errorf("%q: err = %q, want %q", yaml, got, want)
 		}
 	}
+}
+
+// parseAndValidate reads yaml over the defaults, with a workspace, and
+// validates it: the first problem a config file has.
+func parseAndValidate(t *testing.T, yaml string) error {
+	c := Default()
+	c.Workspaces = []string{t.TempDir()}
+	if err := Parse(c, []byte(yaml)); err != nil {
+		return err
+	}
+	return c.Validate()
 }
