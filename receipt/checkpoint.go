@@ -3,7 +3,6 @@ package receipt
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,21 +56,12 @@ func (c *Checkpoint) normalize() {
 func (s Signer) SignCheckpoint(c *Checkpoint) ([]byte, error) {
 	c.normalize()
 	c.KeyID = s.KeyID
-	raw, err := json.Marshal(c)
+	msg, err := signingBytes(c)
 	if err != nil {
 		return nil, err
 	}
-	msg, err := canonicalize(raw, signatureFields)
-	if err != nil {
-		return nil, err
-	}
-	c.Signature = hmacHex(s.HMAC, msg)
-	c.SignatureEd25519 = hex.EncodeToString(ed25519.Sign(s.Ed25519, msg))
-	raw, err = json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	return Canonicalize(raw)
+	c.Signature, c.SignatureEd25519 = s.signatures(msg)
+	return canonicalBytes(c)
 }
 
 // VerifyCheckpoint checks a checkpoint document: its members (no unknown

@@ -43,8 +43,13 @@ func (s Signer) Sign(r *Receipt) error {
 }
 
 func (s Signer) sign(r *Receipt, msg []byte) {
-	r.Signature = hmacHex(s.HMAC, msg)
-	r.SignatureEd25519 = hex.EncodeToString(ed25519.Sign(s.Ed25519, msg))
+	r.Signature, r.SignatureEd25519 = s.signatures(msg)
+}
+
+// signatures are the HMAC-SHA256 and the Ed25519 signature of msg, in hex:
+// what a receipt's and a checkpoint's signature and signature_ed25519 hold.
+func (s Signer) signatures(msg []byte) (mac, ed string) {
+	return hmacHex(s.HMAC, msg), hex.EncodeToString(ed25519.Sign(s.Ed25519, msg))
 }
 
 func setMember(obj *jsonObject, key string, val any) {
@@ -65,8 +70,12 @@ func hmacHex(key, msg []byte) string {
 
 // SigningBytes is the canonical JSON (RFC 8785) of r without signature and
 // signature_ed25519: the bytes both signatures cover.
-func SigningBytes(r *Receipt) ([]byte, error) {
-	raw, err := json.Marshal(r)
+func SigningBytes(r *Receipt) ([]byte, error) { return signingBytes(r) }
+
+// signingBytes is the canonical JSON of a signed document (a receipt or a
+// checkpoint) without its signature members.
+func signingBytes(doc any) ([]byte, error) {
+	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +85,11 @@ func SigningBytes(r *Receipt) ([]byte, error) {
 // CanonicalBytes is the canonical JSON of the whole signed receipt. The
 // store keeps exactly these bytes, and the next receipt's prev_hash is their
 // SHA-256.
-func CanonicalBytes(r *Receipt) ([]byte, error) {
-	raw, err := json.Marshal(r)
+func CanonicalBytes(r *Receipt) ([]byte, error) { return canonicalBytes(r) }
+
+// canonicalBytes is the canonical JSON of a whole signed document.
+func canonicalBytes(doc any) ([]byte, error) {
+	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}

@@ -435,6 +435,31 @@ func checkRanges(rs ...intRange) error {
 	return nil
 }
 
+// minSecond is a duration key that must be at least one second.
+type minSecond struct {
+	key string
+	v   Duration
+}
+
+// checkSeconds returns the first duration under one second, naming its key.
+func checkSeconds(ds ...minSecond) error {
+	for _, d := range ds {
+		if d.v.D() < time.Second {
+			return fmt.Errorf("%s: %s is too short (at least 1s)", d.key, d.v.D())
+		}
+	}
+	return nil
+}
+
+// checkAtLeastKey refuses a bound that is below the bound of one (lowKey:
+// per principal, per uid) or above hi.
+func checkAtLeastKey(key string, v int, lowKey string, low, hi int) error {
+	if v < low || v > hi {
+		return fmt.Errorf("%s: %d must be at least %s (%d) and at most %d", key, v, lowKey, low, hi)
+	}
+	return nil
+}
+
 // checkAbs refuses a path that is set but not absolute.
 func checkAbs(key, p string) error {
 	if p != "" && !filepath.IsAbs(p) {
@@ -569,8 +594,8 @@ func (c *Config) validateSessions() error {
 	if err := checkRanges(intRange{"sessions.per_principal", s.PerPrincipal, 1, 10000}); err != nil {
 		return err
 	}
-	if s.Global < s.PerPrincipal || s.Global > 100000 {
-		return fmt.Errorf("sessions.global: %d must be at least sessions.per_principal (%d) and at most 100000", s.Global, s.PerPrincipal)
+	if err := checkAtLeastKey("sessions.global", s.Global, "sessions.per_principal", s.PerPrincipal, 100000); err != nil {
+		return err
 	}
 	return checkRanges(
 		intRange{"sessions.max_plans", s.MaxPlans, 1, 1000000},
@@ -594,8 +619,8 @@ func (st Storage) validate() error {
 
 // validateTimeouts checks the session, network and approval durations.
 func (c *Config) validateTimeouts() error {
-	if c.Sessions.IdleTimeout.D() < time.Second {
-		return fmt.Errorf("sessions.idle_timeout: %s is too short (at least 1s)", c.Sessions.IdleTimeout.D())
+	if err := checkSeconds(minSecond{"sessions.idle_timeout", c.Sessions.IdleTimeout}); err != nil {
+		return err
 	}
 	if c.Network.WorkspaceIdle.D() <= 0 {
 		return fmt.Errorf("network.workspace_idle: %s must be positive, e.g. 10m", c.Network.WorkspaceIdle.D())
@@ -603,11 +628,11 @@ func (c *Config) validateTimeouts() error {
 	if c.Network.MaxForwards < 1 {
 		return fmt.Errorf("network.max_forwards: %d must be at least 1", c.Network.MaxForwards)
 	}
-	if c.Approvals.TTL.D() < time.Second {
-		return fmt.Errorf("approvals.ttl: %s is too short (at least 1s)", c.Approvals.TTL.D())
-	}
-	if c.Approvals.MaxGrantTTL.D() < time.Second {
-		return fmt.Errorf("approvals.max_grant_ttl: %s is too short (at least 1s)", c.Approvals.MaxGrantTTL.D())
+	if err := checkSeconds(
+		minSecond{"approvals.ttl", c.Approvals.TTL},
+		minSecond{"approvals.max_grant_ttl", c.Approvals.MaxGrantTTL},
+	); err != nil {
+		return err
 	}
 	if w := c.Approvals.WorkspaceGrantTTL.D(); w < time.Second || w > c.Approvals.MaxGrantTTL.D() {
 		return fmt.Errorf("approvals.workspace_grant_ttl: %s must be at least 1s and at most approvals.max_grant_ttl (%s)", w, c.Approvals.MaxGrantTTL.D())
@@ -713,14 +738,14 @@ func (c Connections) validate() error {
 	if err := checkRanges(intRange{"connections.per_uid", c.PerUID, 4, 100000}); err != nil {
 		return err
 	}
-	if c.Global < c.PerUID || c.Global > 1000000 {
-		return fmt.Errorf("connections.global: %d must be at least connections.per_uid (%d) and at most 1000000", c.Global, c.PerUID)
+	if err := checkAtLeastKey("connections.global", c.Global, "connections.per_uid", c.PerUID, 1000000); err != nil {
+		return err
 	}
 	if d := c.HandshakeTimeout.D(); d < 100*time.Millisecond || d > 10*time.Minute {
 		return fmt.Errorf("connections.handshake_timeout: %s is out of range 100ms..10m", d)
 	}
-	if d := c.IdleTimeout.D(); d < time.Second {
-		return fmt.Errorf("connections.idle_timeout: %s is too short (at least 1s)", d)
+	if err := checkSeconds(minSecond{"connections.idle_timeout", c.IdleTimeout}); err != nil {
+		return err
 	}
 	return checkRanges(
 		intRange{"connections.max_streams", c.MaxStreams, 8, 100000},

@@ -33,12 +33,7 @@ func TestEgressConfig(t *testing.T) {
 		"egress:\n  hosts:\n    '*.a.test': 10.0.0.1\n":           `egress.hosts: "*.a.test" is not a host name`,
 		"egress:\n  max_connections: 0\n":                         "egress.max_connections: 0 is out of range",
 	} {
-		c := Default()
-		c.Workspaces = []string{t.TempDir()}
-		err := Parse(c, []byte(yaml))
-		if err == nil {
-			err = c.Validate()
-		}
+		err := parseAndValidate(t, yaml)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", yaml, err, want)
 		}

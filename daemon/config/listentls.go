@@ -43,15 +43,8 @@ func (l ListenTLS) Enabled() bool { return l.Address != "" }
 
 // RoleValue is the entry's role.
 func (c TLSClient) RoleValue() Role {
-	switch c.Role {
-	case "operator":
-		return RoleOperator
-	case "agent":
-		return RoleAgent
-	case "viewer":
-		return RoleViewer
-	}
-	return RoleNone
+	r, _ := RoleNamed(c.Role)
+	return r
 }
 
 // Identity describes what the entry matches, for messages.

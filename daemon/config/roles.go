@@ -18,16 +18,24 @@ const (
 	RoleOperator
 )
 
+// roleWords are the roles' words in files, messages and (upper-cased,
+// after ROLE_) the API's role names.
+var roleWords = [...]string{RoleNone: "none", RoleViewer: "viewer", RoleAgent: "agent", RoleOperator: "operator"}
+
 func (r Role) String() string {
-	switch r {
-	case RoleViewer:
-		return "viewer"
-	case RoleAgent:
-		return "agent"
-	case RoleOperator:
-		return "operator"
+	if r > RoleNone && int(r) < len(roleWords) {
+		return roleWords[r]
 	}
 	return "none"
+}
+
+// RoleNamed is the role a word names: viewer, agent or operator; for none
+// and any other word it is RoleNone and false.
+func RoleNamed(w string) (Role, bool) {
+	if i := slices.Index(roleWords[:], w); i > int(RoleNone) {
+		return Role(i), true
+	}
+	return RoleNone, false
 }
 
 // RoleOf maps a caller's uid and primary gid to a role. Root and the daemon's

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/termd/termd/receipt"
 )
 
 // Bounds on what one execution's account holds (a command that connects to
@@ -13,35 +15,9 @@ const (
 	MaxRefusals     = 256
 )
 
-// Destination is one host and port an execution reached through the proxy.
-type Destination struct {
-	Host        string `json:"host"`
-	Port        uint16 `json:"port"`
-	Address     string `json:"address,omitempty"` // the address dialed (last one)
-	Connections int64  `json:"connections"`
-	BytesUp     int64  `json:"bytes_up"`   // to the destination
-	BytesDown   int64  `json:"bytes_down"` // from the destination
-}
-
-// Refusal is a destination the proxy refused (or could not reach), with how
-// many times.
-type Refusal struct {
-	Host   string `json:"host"`
-	Port   uint16 `json:"port"`
-	Reason string `json:"reason"`
-	Detail string `json:"detail,omitempty"`
-	Count  int64  `json:"count"`
-}
-
-// Summary is an account as the receipt records it.
-type Summary struct {
-	AllowList    string        `json:"allow_list"`
-	Destinations []Destination `json:"destinations"`
-	Refused      []Refusal     `json:"refused"`
-	// Dropped counts destinations and refusals past the bounds (counted, not
-	// named).
-	Dropped int64 `json:"dropped,omitempty"`
-}
+// The account's summary is the receipt's egress member itself
+// (receipt.Egress): one type for what the proxy counted and what the receipt
+// records, so neither is copied into the other field by field.
 
 type destKey struct {
 	host string
@@ -58,7 +34,7 @@ type refKey struct {
 type Account struct {
 	mu      sync.Mutex
 	dests   map[destKey]*destCounter
-	refused map[refKey]*Refusal
+	refused map[refKey]*receipt.EgressRefusal
 	order   []refKey
 	dropped int64
 }
@@ -71,7 +47,7 @@ type destCounter struct {
 
 // NewAccount returns an empty account.
 func NewAccount() *Account {
-	return &Account{dests: map[destKey]*destCounter{}, refused: map[refKey]*Refusal{}}
+	return &Account{dests: map[destKey]*destCounter{}, refused: map[refKey]*receipt.EgressRefusal{}}
 }
 
 // connect records a connection to host:port at address and returns the
@@ -108,19 +84,19 @@ func (a *Account) refuse(host string, port uint16, reason, detail string) bool {
 		a.dropped++
 		return false
 	}
-	a.refused[k] = &Refusal{Host: host, Port: port, Reason: reason, Detail: detail, Count: 1}
+	a.refused[k] = &receipt.EgressRefusal{Host: host, Port: int(port), Reason: reason, Detail: detail, Count: 1}
 	a.order = append(a.order, k)
 	return true
 }
 
-// Summary returns the account so far, destinations sorted by host and
-// port, refusals in the order first seen.
-func (a *Account) Summary(list string) Summary {
+// Summary returns the account so far as the receipt records it,
+// destinations sorted by host and port, refusals in the order first seen.
+func (a *Account) Summary(list string) *receipt.Egress {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := Summary{AllowList: list, Destinations: []Destination{}, Refused: []Refusal{}, Dropped: a.dropped}
+	s := &receipt.Egress{AllowList: list, Destinations: []receipt.EgressDestination{}, Refused: []receipt.EgressRefusal{}, Dropped: a.dropped}
 	for k, d := range a.dests {
-		s.Destinations = append(s.Destinations, Destination{Host: k.host, Port: k.port, Address: d.address,
+		s.Destinations = append(s.Destinations, receipt.EgressDestination{Host: k.host, Port: int(k.port), Address: d.address,
 			Connections: d.connections, BytesUp: d.up.Load(), BytesDown: d.down.Load()})
 	}
 	sort.Slice(s.Destinations, func(i, j int) bool {

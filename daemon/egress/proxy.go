@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/termd/termd/receipt"
 )
 
 // Resolver looks names up (net.DefaultResolver is one).
@@ -35,7 +37,7 @@ type Options struct {
 	// OnRefuse is called the first time each host, port and reason is
 	// refused (later ones are only counted), from the connection's
 	// goroutine; it must not block for long.
-	OnRefuse func(Refusal)
+	OnRefuse func(receipt.EgressRefusal)
 	// MaxConns bounds concurrent client connections (0: 128).
 	MaxConns int
 	// HeaderTimeout bounds reading a request's head (0: 30s); DialTimeout
@@ -82,7 +84,7 @@ func New(o Options) *Proxy {
 func (p *Proxy) Account() *Account { return p.acct }
 
 // Summary is the account as the receipt records it.
-func (p *Proxy) Summary() Summary { return p.acct.Summary(p.o.List.Name) }
+func (p *Proxy) Summary() *receipt.Egress { return p.acct.Summary(p.o.List.Name) }
 
 // Serve accepts connections on l until Close; it returns nil after Close.
 func (p *Proxy) Serve(l net.Listener) error {
@@ -322,7 +324,7 @@ func (p *Proxy) check(ctx context.Context, host string, port uint16) ([]netip.Ad
 func (p *Proxy) refuse(c net.Conn, req *http.Request, host string, port uint16, reason, detail string) {
 	host = NormalizeHost(host)
 	if p.acct.refuse(host, port, reason, detail) && p.o.OnRefuse != nil {
-		p.o.OnRefuse(Refusal{Host: host, Port: port, Reason: reason, Detail: detail, Count: 1})
+		p.o.OnRefuse(receipt.EgressRefusal{Host: host, Port: int(port), Reason: reason, Detail: detail, Count: 1})
 	}
 	code := http.StatusForbidden
 	switch reason {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/termd/termd/receipt"
 )
 
 // startProxy serves a proxy for list on a loopback port.
@@ -148,14 +150,14 @@ func (f fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 
 func TestProxyRefusals(t *testing.T) {
 	var mu sync.Mutex
-	var live []Refusal
+	var live []receipt.EgressRefusal
 	res := fixedResolver{
 		"inside.test":   {netip.MustParseAddr("10.0.0.5")},
 		"meta.test":     {netip.MustParseAddr("169.254.169.254")},
 		"listedip.test": {netip.MustParseAddr("10.9.9.9")},
 	}
 	p, paddr := startProxy(t, []string{"inside.test", "meta.test", "localhost", "nowhere.test", "only443.test", "listedip.test:*", "10.9.9.9:1"},
-		Options{Resolver: res, OnRefuse: func(r Refusal) { mu.Lock(); live = append(live, r); mu.Unlock() }})
+		Options{Resolver: res, OnRefuse: func(r receipt.EgressRefusal) { mu.Lock(); live = append(live, r); mu.Unlock() }})
 	cases := []struct {
 		target, reason, says string
 		code                 int

@@ -106,28 +106,16 @@ func WithPrincipal(ctx context.Context, p *termdv1.Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
+// roleProto is r in the API: the proto enum value named ROLE_ and r's word
+// (ROLE_UNSPECIFIED for none).
 func roleProto(r config.Role) termdv1.Role {
-	switch r {
-	case config.RoleOperator:
-		return termdv1.Role_ROLE_OPERATOR
-	case config.RoleAgent:
-		return termdv1.Role_ROLE_AGENT
-	case config.RoleViewer:
-		return termdv1.Role_ROLE_VIEWER
-	}
-	return termdv1.Role_ROLE_UNSPECIFIED
+	return termdv1.Role(termdv1.Role_value["ROLE_"+strings.ToUpper(r.String())])
 }
 
+// roleFromName reads a role a caller names: its word or its API name
+// (viewer, ROLE_VIEWER), in any case.
 func roleFromName(s string) (config.Role, bool) {
-	switch strings.ToUpper(s) {
-	case "ROLE_OPERATOR", "OPERATOR":
-		return config.RoleOperator, true
-	case "ROLE_AGENT", "AGENT":
-		return config.RoleAgent, true
-	case "ROLE_VIEWER", "VIEWER":
-		return config.RoleViewer, true
-	}
-	return config.RoleNone, false
+	return config.RoleNamed(strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "ROLE_")))
 }
 
 var viaRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)

@@ -21,6 +21,23 @@ type PeerInfo struct {
 // AuthType names the mechanism.
 func (PeerInfo) AuthType() string { return "peercred" }
 
+// peerSockopt runs read on c's descriptor, where each system's readPeer
+// asks the kernel for the peer's credentials.
+func peerSockopt(c *net.UnixConn, read func(fd int) error) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var rerr error
+	if err := raw.Control(func(fd uintptr) { rerr = read(int(fd)) }); err != nil {
+		return err
+	}
+	if rerr != nil {
+		return fmt.Errorf("reading peer credentials: %w", rerr)
+	}
+	return nil
+}
+
 // peerCreds is a TransportCredentials that reads the peer's uid/gid/pid from
 // the unix socket at accept time and refuses peers started by termd itself.
 type peerCreds struct {

@@ -1,30 +1,23 @@
 package server
 
 import (
-	"fmt"
 	"net"
 
 	"golang.org/x/sys/unix"
 )
 
 func readPeer(c *net.UnixConn) (PeerInfo, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return PeerInfo{}, err
-	}
 	var cred *unix.Xucred
 	var pid int
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-		if cerr == nil {
-			pid, cerr = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+	err := peerSockopt(c, func(fd int) (err error) {
+		if cred, err = unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED); err != nil {
+			return err
 		}
-	}); err != nil {
+		pid, err = unix.GetsockoptInt(fd, unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+		return err
+	})
+	if err != nil {
 		return PeerInfo{}, err
-	}
-	if cerr != nil {
-		return PeerInfo{}, fmt.Errorf("reading peer credentials: %w", cerr)
 	}
 	info := PeerInfo{UID: cred.Uid, PID: int32(pid)}
 	if cred.Ngroups > 0 {

@@ -15,8 +15,7 @@ type portForwardSvc struct {
 }
 
 func (s portForwardSvc) PortForward(r *termdv1.PortForwardRequest, st grpc.ServerStreamingServer[termdv1.PortForwardResponse]) error {
-	ctx := st.Context()
-	return s.b.PortForward(ctx, who(ctx), r, st.Send)
+	return stream(r, st, s.b.PortForward)
 }
 
 func (s portForwardSvc) ListPortForwards(ctx context.Context, _ *termdv1.ListPortForwardsRequest) (*termdv1.ListPortForwardsResponse, error) {

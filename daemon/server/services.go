@@ -30,6 +30,13 @@ func (s *Server) RegisterBroker(b *broker.Broker) {
 
 var who = PrincipalFrom
 
+// stream serves a server-streaming call the broker answers by sending each
+// response itself, as the caller on the stream's context.
+func stream[Req, Resp any](r *Req, st grpc.ServerStreamingServer[Resp], serve func(context.Context, *termdv1.Principal, *Req, func(*Resp) error) error) error {
+	ctx := st.Context()
+	return serve(ctx, who(ctx), r, st.Send)
+}
+
 type sessionSvc struct {
 	termdv1.UnimplementedSessionServiceServer
 	b *broker.Broker
@@ -283,8 +290,7 @@ type adviserSvc struct {
 }
 
 func (s adviserSvc) Advise(r *termdv1.AdviseRequest, st grpc.ServerStreamingServer[termdv1.AdviseResponse]) error {
-	ctx := st.Context()
-	return s.b.Advise(ctx, who(ctx), r, st.Send)
+	return stream(r, st, s.b.Advise)
 }
 
 type workspaceSvc struct {

@@ -17,8 +17,7 @@ type terminalSvc struct {
 }
 
 func (s terminalSvc) AttachTerminal(r *termdv1.AttachTerminalRequest, st grpc.ServerStreamingServer[termdv1.AttachTerminalResponse]) error {
-	ctx := st.Context()
-	return s.b.AttachTerminal(ctx, who(ctx), r, st.Send)
+	return stream(r, st, s.b.AttachTerminal)
 }
 
 func (s terminalSvc) SendInput(ctx context.Context, r *termdv1.SendInputRequest) (*termdv1.SendInputResponse, error) {

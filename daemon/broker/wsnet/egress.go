@@ -98,7 +98,7 @@ func (n *Net) StartEgress(m netmode.Mode, e EgressFor) (*Egress, error) {
 	run := &Egress{list: name, nsfd: fd, env: egress.Env(ln.Addr().String())}
 	run.proxy = egress.New(egress.Options{
 		List: lists[name], Hosts: hosts, MaxConns: cfg.Egress.MaxConnections,
-		OnRefuse: func(r egress.Refusal) { n.publishEgressRefused(e, name, r) },
+		OnRefuse: func(r receipt.EgressRefusal) { n.publishEgressRefused(e, name, r) },
 	})
 	go func() { _ = run.proxy.Serve(ln) }()
 	return run, nil
@@ -119,7 +119,7 @@ func (run *Egress) Stop() {
 		return
 	}
 	run.proxy.Close()
-	run.summary = egressReceipt(run.proxy.Summary())
+	run.summary = run.proxy.Summary()
 	if run.nsfd >= 0 {
 		unix.Close(run.nsfd)
 		run.nsfd = -1
@@ -136,21 +136,10 @@ func (run *Egress) Receipt() *receipt.Egress {
 	return run.summary
 }
 
-func egressReceipt(s egress.Summary) *receipt.Egress {
-	out := &receipt.Egress{AllowList: s.AllowList, Destinations: []receipt.EgressDestination{}, Refused: []receipt.EgressRefusal{}, Dropped: s.Dropped}
-	for _, d := range s.Destinations {
-		out.Destinations = append(out.Destinations, receipt.EgressDestination{Host: d.Host, Port: int(d.Port), Address: d.Address, Connections: d.Connections, BytesUp: d.BytesUp, BytesDown: d.BytesDown})
-	}
-	for _, r := range s.Refused {
-		out.Refused = append(out.Refused, receipt.EgressRefusal{Host: r.Host, Port: int(r.Port), Reason: r.Reason, Detail: r.Detail, Count: r.Count})
-	}
-	return out
-}
-
 // publishEgressRefused tells the session's watchers, as it happens, that the
 // proxy refused a destination (once per host, port and reason), so an agent
 // learns what to ask for.
-func (n *Net) publishEgressRefused(e EgressFor, list string, r egress.Refusal) {
+func (n *Net) publishEgressRefused(e EgressFor, list string, r receipt.EgressRefusal) {
 	n.Bus.Publish(e.SessionID, termdv1.EventKind_EVENT_KIND_EGRESS_REFUSED, func(ev *termdv1.Event) {
 		ev.Payload = &termdv1.Event_EgressRefused{EgressRefused: &termdv1.EgressRefusal{
 			ExecutionId: e.ExecutionID, PlanId: e.PlanID, AllowList: list,

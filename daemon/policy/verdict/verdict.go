@@ -5,6 +5,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Mode is the execution mode of a request.
@@ -16,11 +17,34 @@ const (
 	ModeTrusted Mode = "trusted"
 )
 
+// Each vocabulary is one list in rank order (strictest mode, mildest
+// verdict, lowest risk first): parsing and ranking both read it.
+var (
+	modes    = []Mode{ModeInspect, ModeConfirm, ModeTrusted}
+	verdicts = []Verdict{Allow, Ask, Deny}
+	risks    = []Risk{RiskLow, RiskMedium, RiskHigh, RiskCritical}
+)
+
+// parse returns s as a word of vocabulary words, or false.
+func parse[T ~string](words []T, s string) (T, bool) {
+	if slices.Contains(words, T(s)) {
+		return T(s), true
+	}
+	return "", false
+}
+
+// rank is w's place in words; unknown words get unknown.
+func rank[T comparable](words []T, w T, unknown int) int {
+	if i := slices.Index(words, w); i >= 0 {
+		return i
+	}
+	return unknown
+}
+
 // ParseMode parses a mode name; unknown names are an error.
 func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeInspect, ModeConfirm, ModeTrusted:
-		return Mode(s), nil
+	if m, ok := parse(modes, s); ok {
+		return m, nil
 	}
 	return "", fmt.Errorf("unknown mode %q (want inspect, confirm or trusted)", s)
 }
@@ -36,18 +60,9 @@ func (m Mode) MorePermissiveThan(o Mode) bool {
 	return ModeRank(m) > ModeRank(o)
 }
 
-// ModeRank orders modes from strictest (0) to most permissive.
-func ModeRank(m Mode) int {
-	switch m {
-	case ModeInspect:
-		return 0
-	case ModeConfirm:
-		return 1
-	case ModeTrusted:
-		return 2
-	}
-	return -1
-}
+// ModeRank orders modes from strictest (0) to most permissive; an unknown
+// mode is -1.
+func ModeRank(m Mode) int { return rank(modes, m, -1) }
 
 // Verdict is the outcome of a decision.
 type Verdict string
@@ -58,23 +73,12 @@ const (
 	Deny  Verdict = "deny"
 )
 
-func VerdictRank(v Verdict) int {
-	switch v {
-	case Allow:
-		return 0
-	case Ask:
-		return 1
-	}
-	return 2 // deny and anything unknown
-}
+// VerdictRank orders verdicts from allow (0) to deny (2); anything unknown
+// ranks as deny.
+func VerdictRank(v Verdict) int { return rank(verdicts, v, 2) }
 
-func ParseVerdict(s string) (Verdict, bool) {
-	switch Verdict(s) {
-	case Allow, Ask, Deny:
-		return Verdict(s), true
-	}
-	return "", false
-}
+// ParseVerdict parses a verdict name.
+func ParseVerdict(s string) (Verdict, bool) { return parse(verdicts, s) }
 
 // Risk grades a decision.
 type Risk string
@@ -86,25 +90,12 @@ const (
 	RiskCritical Risk = "critical"
 )
 
-func RiskRank(r Risk) int {
-	switch r {
-	case RiskLow:
-		return 0
-	case RiskMedium:
-		return 1
-	case RiskHigh:
-		return 2
-	}
-	return 3
-}
+// RiskRank orders risks from low (0) to critical (3); anything unknown
+// ranks as critical.
+func RiskRank(r Risk) int { return rank(risks, r, 3) }
 
-func ParseRisk(s string) (Risk, bool) {
-	switch Risk(s) {
-	case RiskLow, RiskMedium, RiskHigh, RiskCritical:
-		return Risk(s), true
-	}
-	return "", false
-}
+// ParseRisk parses a risk name.
+func ParseRisk(s string) (Risk, bool) { return parse(risks, s) }
 
 func MaxRisk(a, b Risk) Risk {
 	if a == "" {
