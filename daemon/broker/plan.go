@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -151,102 +150,15 @@ func nextStep(p *termdv1.Plan) string {
 	return ""
 }
 
-// policyRequest turns the API request into the policy's canonical input.
+// policyRequest turns the API request into the policy's canonical input (wire.Request).
 func (b *Broker) policyRequest(caller *termdv1.Principal, r *termdv1.CommandRequest) (policy.Request, error) {
-	if r == nil {
-		return policy.Request{}, errdefs.Invalid("request is empty; send argv (a list) or command (a string)")
-	}
-	if len(r.Argv) > 0 && r.Command != "" {
-		return policy.Request{}, errdefs.Invalid("send either argv or command, not both")
-	}
-	if len(r.Argv) == 0 && strings.TrimSpace(r.Command) == "" {
-		return policy.Request{}, errdefs.Invalid("nothing to run: send argv (a list, e.g. [\"ls\", \"-la\"]) or command (a string)")
-	}
-	if n, max := requestBytes(r), b.Config().Plans.MaxRequestBytes; n > max {
-		// Refused before anything is decided or journalled: a plan, its
-		// receipt and the journal each keep copies of the request.
-		return policy.Request{}, errdefs.Invalid("the request is %s; termd accepts at most %s of argv, command, cwd and env together (plans.max_request_bytes, %d): put long input in a file in the workspace and pass its name", domain.BytesWord(int64(n)), domain.BytesWord(int64(max)), max)
-	}
-	stdin, err := b.stdinOf(r)
-	if err != nil {
-		return policy.Request{}, err
-	}
-	pol := b.Policy.Current()
-	mode := pol.DefaultMode()
-	if r.Mode != termdv1.Mode_MODE_UNSPECIFIED {
-		m, err := wire.ModeFromProto(r.Mode)
-		if err != nil {
-			return policy.Request{}, err
-		}
-		// Only operators may ask for a mode less strict than the policy's default.
-		if m.MorePermissiveThan(mode) && !domain.IsOperator(caller) {
-			return policy.Request{}, errdefs.Permission("mode %s is less strict than the policy's default (%s); only operators may request it", m, mode)
-		}
-		mode = m
-	}
-	cwd := r.Cwd
-	if cwd == "" {
-		cwd = b.Config().Workspaces[0]
-	} else if !filepath.IsAbs(cwd) {
-		// Agents think in project paths ("src"): relative to the first
-		// workspace root. The policy still checks where it resolves to.
-		cwd = filepath.Join(b.Config().Workspaces[0], cwd)
-	}
-	return policy.Request{
-		Argv:    slices.Clone(r.Argv),
-		Command: r.Command,
-		Cwd:     cwd,
-		Env:     r.Env,
-		Mode:    mode,
-		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
-		Sandbox: r.Sandbox,
-		TTY:     terminalRequest(r.Tty),
-		// Names only: values are read when an execution starts.
-		Credentials: slices.Clone(r.Credentials),
-		Privileged:  r.Privileged,
-		Stdin:       stdin,
-		Network:     r.Network,
-	}, nil
-}
-
-// stdinOf checks a request's stdin against plans.max_stdin_bytes and
-// describes it for the canonical request: its size and keyed SHA-256 (as
-// command_sha256, so a short secret piped in cannot be recovered from a
-// receipt by hashing guesses). nil: none (/dev/null).
-func (b *Broker) stdinOf(r *termdv1.CommandRequest) (*policy.Stdin, error) {
-	if len(r.Stdin) == 0 {
-		return nil, nil
-	}
-	if max := b.Config().Plans.MaxStdinBytes; len(r.Stdin) > max {
-		if max == 0 {
-			return nil, errdefs.Invalid("stdin is refused here (plans.max_stdin_bytes is 0): put the input in a file in the workspace and pass its name")
-		}
-		return nil, errdefs.Invalid("stdin is %s; termd accepts at most %s of stdin per plan (plans.max_stdin_bytes, %d): put larger input in a file in the workspace and pass its name", domain.BytesWord(int64(len(r.Stdin))), domain.BytesWord(int64(max)), max)
-	}
-	if r.Tty != nil {
-		return nil, errdefs.Invalid("stdin cannot be given to a terminal (tty) plan: its input is what is typed into it (`termctl send`, `termctl attach`); drop the tty or the stdin")
-	}
-	return &policy.Stdin{Bytes: int64(len(r.Stdin)), SHA256: b.Keys.Digest(r.Stdin)}, nil
+	cfg := b.Config()
+	return wire.Request(r, wire.RequestContext{Caller: caller, DefaultMode: b.Policy.Current().DefaultMode(), Workspaces: cfg.Workspaces,
+		MaxRequestBytes: cfg.Plans.MaxRequestBytes, MaxStdinBytes: cfg.Plans.MaxStdinBytes, Digest: b.Keys.Digest})
 }
 
 // heldBytes is what a plan of r holds: its request and its stdin.
-func heldBytes(r *termdv1.CommandRequest) int64 { return int64(requestBytes(r) + len(r.Stdin)) }
-
-// requestBytes is the size of a request's argv, command, cwd, env and
-// credential names (plans.max_request_bytes); not its stdin.
-func requestBytes(r *termdv1.CommandRequest) int {
-	n := len(r.Command) + len(r.Cwd)
-	for _, a := range r.Argv {
-		n += len(a)
-	}
-	for k, v := range r.Env {
-		n += len(k) + len(v)
-	}
-	for _, c := range r.Credentials {
-		n += len(c)
-	}
-	return n
-}
+func heldBytes(r *termdv1.CommandRequest) int64 { return wire.HeldBytes(r) }
 
 // policyContext is what the daemon (not the caller) knows for a decision.
 func (b *Broker) policyContext(caller *termdv1.Principal) policy.Context {

@@ -132,7 +132,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 func (b *Broker) restorePlanUseLocked(p *planRec) {
 	p.who = domain.PrincipalKey(p.p.Requester)
 	p.use = b.planUse.For(p.who)
-	p.reqBytes = int64(requestBytes(p.p.Request) + len(p.stdin))
+	p.reqBytes = int64(wire.RequestBytes(p.p.Request) + len(p.stdin))
 	b.trackPlanLocked(p)
 }
 

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"time"
-
 	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -29,27 +27,7 @@ func (b *Broker) PublicKeys() *termdv1.GetPublicKeyResponse {
 }
 
 // GetPolicy describes the active policy.
-func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse {
-	p := b.Policy.Current()
-	lim := p.Limits()
-	return &termdv1.GetPolicyResponse{
-		Version:                  p.Version(),
-		Source:                   p.Name(),
-		Text:                     string(p.Canonical()),
-		DefaultMode:              wire.ModeProto(p.DefaultMode()),
-		NetworkAllowed:           p.NetworkAllowed(),
-		TrustedPath:              p.TrustedPath(),
-		EnvAllowlist:             p.EnvAllowlist(),
-		SandboxedWorkspaceWrites: p.SandboxedWorkspaceWrites(),
-		Limits: &termdv1.Limits{
-			TimeoutSeconds: uint32(lim.DefaultTimeout / time.Second),
-			OutputBytes:    lim.OutputBytes,
-			MemoryBytes:    lim.MemoryBytes,
-			Pids:           lim.Pids,
-			GraceSeconds:   uint32(lim.Grace / time.Second),
-		},
-	}
-}
+func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse { return wire.PolicyProto(b.Policy.Current()) }
 
 // ReloadPolicy re-reads the policy file, then the project policies
 // (daemon/broker/projects); a bad file keeps the last good policy.
