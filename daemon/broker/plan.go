@@ -2,9 +2,7 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/plans"
 	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
@@ -57,9 +56,9 @@ type planRec struct {
 }
 
 // The plan state machine is domain.PlanState's table (daemon/domain/state.go):
-// every state change goes through it here (moveState). Only restoring a
-// plan at start may set a state directly, and only a final one the receipt
-// store proves (restoreFinal).
+// every state change goes through it (plans.Move). Only restoring a plan at
+// start may set a state directly, and only a final one the receipt store
+// proves (plans.RestoreFinal).
 
 // state is the plan's state (its record holds it as the API spells it).
 func (p *planRec) state() domain.PlanState { return domain.PlanStateOf(p.p.GetState()) }
@@ -69,85 +68,18 @@ func stateWord(s termdv1.PlanState) string { return domain.PlanStateOf(s).String
 
 // transition moves a plan to a new state or explains why it cannot.
 func (b *Broker) transition(p *planRec, to domain.PlanState) error {
-	if err := moveState(p.p, to, b.Now()); err != nil {
+	if err := plans.Move(p.p, to, b.Now()); err != nil {
 		return err
 	}
 	b.trackPlanLocked(p)
 	return nil
 }
 
-// moveState is the one place a plan's state changes (domain.PlanState.CanBecome).
-func moveState(p *termdv1.Plan, to domain.PlanState, now time.Time) error {
-	from := domain.PlanStateOf(p.State)
-	if !from.CanBecome(to) {
-		return errdefs.Precondition("plan %s is in state %s; it cannot become %s%s", p.Id, from, to, hintFor(p))
-	}
-	p.State = to.Proto()
-	p.UpdatedAt = timestamppb.New(now)
-	p.NextStep = nextStep(p)
-	return nil
-}
-
-// restoreFinal settles a plan restored from the journal at start in the
-// final state the receipt store proves (the journal writes start and finish
-// lazily, so it may still say approved or running). It is not a transition:
-// the move happened before the restart; only final states are accepted.
+// The plan's texts and its restoring at start are daemon/broker/plans'.
+func hintFor(p *termdv1.Plan) string  { return plans.Hint(p) }
+func nextStep(p *termdv1.Plan) string { return plans.NextStep(p) }
 func restoreFinal(p *termdv1.Plan, to termdv1.PlanState, receiptID string) {
-	if !domain.PlanStateOf(to).IsFinal() {
-		panic("broker: restoring plan " + p.Id + " to a non-final state " + stateWord(to))
-	}
-	p.State, p.ReceiptId = to, receiptID
-	p.NextStep = nextStep(p)
-}
-
-func hintFor(p *termdv1.Plan) string {
-	st := domain.PlanStateOf(p.State)
-	switch st {
-	case domain.PlanAwaitingApproval:
-		return fmt.Sprintf(" (it is awaiting approval: an operator runs `termctl approve %s`)", p.Id)
-	case domain.PlanApproved, domain.PlanPlanned:
-		return fmt.Sprintf(" (it may run now: `termctl execute %s --follow`)", p.Id)
-	case domain.PlanBlocked:
-		return " (the policy denied it: " + strings.Join(p.Decision.GetReasons(), "; ") + ")"
-	case domain.PlanExpired, domain.PlanDenied:
-		return fmt.Sprintf(" (run `termctl replan %s` to decide it again)", p.Id)
-	case domain.PlanRunning, domain.PlanPaused:
-		return " (a plan runs at most once; it is running now)"
-	}
-	if st.IsFinal() {
-		return fmt.Sprintf(" (a plan runs at most once; run `termctl replan %s` to run it again)", p.Id)
-	}
-	return ""
-}
-
-func nextStep(p *termdv1.Plan) string {
-	st := domain.PlanStateOf(p.State)
-	switch st {
-	case domain.PlanPlanned:
-		return fmt.Sprintf("allowed: run it now (`termctl execute %s --follow`)", p.Id)
-	case domain.PlanAwaitingApproval:
-		return fmt.Sprintf("needs approval: an operator runs `termctl approve %s` (or approves it in the console); then execute it", p.Id)
-	case domain.PlanApproved:
-		if p.GrantId != "" {
-			return fmt.Sprintf("approved by grant %s (an operator's remembered approval): run it with `termctl execute %s --follow` before the approval expires", p.GrantId, p.Id)
-		}
-		return fmt.Sprintf("approved: run it with `termctl execute %s --follow` before the approval expires", p.Id)
-	case domain.PlanBlocked:
-		return "denied by policy: change the command (see the reasons); it cannot be approved"
-	case domain.PlanDenied:
-		return "denied by " + p.Denial.GetDeniedBy().GetName() + ": " + p.Denial.GetReason()
-	case domain.PlanExpired:
-		return fmt.Sprintf("expired: run `termctl replan %s` to decide it again", p.Id)
-	case domain.PlanRunning, domain.PlanPaused:
-		if p.GetDecision().GetTty() != nil {
-			return fmt.Sprintf("running on a terminal as execution %s: attach to it with `termctl attach %s` (or type into it in the console), read its screen with `termctl screen %s`, or pause/cancel it", p.ExecutionId, p.ExecutionId, p.ExecutionId)
-		}
-		return fmt.Sprintf("running as execution %s: follow it with `termctl output %s` or pause/cancel it", p.ExecutionId, p.ExecutionId)
-	}
-	if st.IsFinal() {
-		return fmt.Sprintf("finished: its receipt is %s (`termctl receipts show %s`)", p.ReceiptId, p.ReceiptId)
-	}
-	return ""
+	plans.RestoreFinal(p, to, receiptID)
 }
 
 // policyRequest turns the API request into the policy's canonical input (wire.Request).
@@ -296,7 +228,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 			b.approveByGrantLocked(p, cover, now)
 		}
 	}
-	if err := moveState(p, initial, now); err != nil {
+	if err := plans.Move(p, initial, now); err != nil {
 		panic(err) // UNSPECIFIED -> each verdict's state is in the table
 	}
 	b.plans[p.Id] = rec
@@ -359,37 +291,11 @@ func (b *Broker) ListPlans(_ context.Context, caller *termdv1.Principal, r *term
 	}
 	var out []*termdv1.Plan
 	for _, p := range b.plans {
-		if !domain.Visible(caller, p.session.owner) || (r.SessionId != "" && p.session.id != r.SessionId) {
-			continue
+		if plans.Listed(caller, r, p.p, p.session.id, p.session.owner) {
+			out = append(out, p.p)
 		}
-		if len(r.States) > 0 && !slices.Contains(r.States, p.p.State) {
-			continue
-		}
-		if r.ApprovableOnly && (p.state() != domain.PlanAwaitingApproval || mayApprove(caller, p) != nil) {
-			continue
-		}
-		out = append(out, p.p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.AsTime().After(out[j].CreatedAt.AsTime()) })
-	if r.Limit > 0 && len(out) > int(r.Limit) {
-		out = out[:r.Limit]
-	}
-	for i := range out {
-		out[i] = proto.Clone(out[i]).(*termdv1.Plan)
-	}
-	return out, nil
-}
-
-// mayApprove says whether caller may approve or deny p.
-func mayApprove(caller *termdv1.Principal, p *planRec) error {
-	if !domain.IsOperator(caller) {
-		return errdefs.Permission("only operators approve plans; ask an operator to run `termctl approve %s`", p.p.Id)
-	}
-	req := p.p.Requester
-	if req.GetRole() == termdv1.Role_ROLE_AGENT && domain.PrincipalKey(req) == domain.PrincipalKey(caller) {
-		return errdefs.Permission("plan %s was requested by you as an agent; an agent cannot approve its own plan", p.p.Id)
-	}
-	return nil
+	return plans.Newest(out, r.Limit), nil
 }
 
 // decidableLocked finds a plan the caller may approve or deny.
@@ -398,7 +304,7 @@ func (b *Broker) decidableLocked(caller *termdv1.Principal, id string) (*planRec
 	if err != nil {
 		return nil, err
 	}
-	return p, mayApprove(caller, p)
+	return p, plans.MayApprove(caller, p.p)
 }
 
 // ApprovePlan approves exactly the request the approver saw (by its hash).
@@ -437,10 +343,7 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 		return nil, nil, err
 	}
 	now := b.Now()
-	exp := now.Add(b.Config().Approvals.TTL.D())
-	p.p.Approval = &termdv1.Approval{Approver: proto.Clone(caller).(*termdv1.Principal), ApprovedAt: timestamppb.New(now), ExpiresAt: timestamppb.New(exp), RequestHash: requestHash}
-	p.p.ExpiresAt = timestamppb.New(exp)
-	p.p.NextStep = nextStep(p.p)
+	plans.Approve(p.p, caller, requestHash, now, now.Add(b.Config().Approvals.TTL.D()))
 	p.session.touch(now)
 	if err := b.journalPlanLocked(p); err != nil {
 		return nil, nil, errdefs.Internal("the approval could not be recorded durably (%v); try again", err)
@@ -470,9 +373,7 @@ func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reas
 	if err := b.transition(p, domain.PlanDenied); err != nil {
 		return nil, err
 	}
-	p.p.Denial = &termdv1.Denial{DeniedBy: proto.Clone(caller).(*termdv1.Principal), DeniedAt: timestamppb.New(b.Now()), Reason: b.Redactor.Redact(reason)}
-	p.p.ExpiresAt = nil
-	p.p.NextStep = nextStep(p.p)
+	plans.Deny(p.p, caller, b.Redactor.Redact(reason), b.Now())
 	_ = b.journalPlanLocked(p)
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_DENIED)
 	b.decisionReceiptLocked(p, "denied", caller, "denied by "+caller.Name+": "+p.p.Denial.Reason)
