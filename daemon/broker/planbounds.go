@@ -1,14 +1,11 @@
 package broker
 
 import (
-	"errors"
 	"slices"
 
 	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/domain"
-	"github.com/termd/termd/daemon/errdefs"
-	"github.com/termd/termd/daemon/receiptstore"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -194,15 +191,9 @@ func (b *Broker) PlanStats() (held, open int) {
 // was forgotten, or termd restarted), as its receipt tells it, for a
 // caller who may see that receipt; nil when there is none.
 func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.Execution, *receipt.Receipt, error) {
-	if b.Store == nil || id == "" {
-		return nil, nil, nil
-	}
-	r, err := b.Store.ByExecution(id)
-	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !domain.ReceiptVisible(caller, r)) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, errdefs.Internal("reading the receipt of execution %s: %v", id, err)
+	r, err := b.receipts.OfExecution(caller, id)
+	if r == nil || err != nil {
+		return nil, nil, err
 	}
 	return wire.ExecutionOfReceipt(id, r), r, nil
 }

@@ -11,20 +11,7 @@ import (
 func Summary(r *receipt.Receipt) *termdv1.ReceiptSummary { return receiptq.Summary(r) }
 
 // PublicKeys returns the receipt signing keys, current first.
-func (b *Broker) PublicKeys() *termdv1.GetPublicKeyResponse {
-	out := &termdv1.GetPublicKeyResponse{}
-	cur := b.Keys.KeyID()
-	for id, pub := range b.Keys.PublicKeys() {
-		pem := string(receipt.PublicKeyPEMFor(id, pub))
-		k := &termdv1.PublicKey{KeyId: id, Pem: pem, Current: id == cur}
-		if k.Current {
-			out.Keys = append([]*termdv1.PublicKey{k}, out.Keys...)
-		} else {
-			out.Keys = append(out.Keys, k)
-		}
-	}
-	return out
-}
+func (b *Broker) PublicKeys() *termdv1.GetPublicKeyResponse { return b.receipts.PublicKeys() }
 
 // GetPolicy describes the active policy.
 func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse { return wire.PolicyProto(b.Policy.Current()) }
