@@ -3,12 +3,9 @@ package broker
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/journal"
@@ -182,30 +179,11 @@ func (b *Broker) planSessionLocked(caller *termdv1.Principal, id string) (*sessi
 
 func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1.CommandRequest, req policy.Request, dec policy.Decision, from string) *planRec {
 	now := b.Now()
-	cover := b.coverLocked(caller, s, dec) // before redaction: grants match the real argv
+	cover := b.grants.Cover(caller, s.id, dec) // before redaction: grants match the real argv
 	wire.RedactDecision(b.Redactor, &dec)
-	pol := b.Policy.Current()
-	lim := pol.Limits()
-	p := &termdv1.Plan{
-		Id:            uuid.NewString(),
-		SessionId:     s.id,
-		Request:       wire.RedactRequest(b.Redactor, r),
-		Decision:      wire.DecisionProto(dec),
-		Preview:       wire.PreviewOf(dec),
-		Requester:     proto.Clone(caller).(*termdv1.Principal),
-		CreatedAt:     timestamppb.New(now),
-		UpdatedAt:     timestamppb.New(now),
-		ReplannedFrom: from,
-		Limits: &termdv1.Limits{
-			TimeoutSeconds: uint32(dec.Timeout / time.Second),
-			OutputBytes:    lim.OutputBytes,
-			MemoryBytes:    lim.MemoryBytes,
-			Pids:           lim.Pids,
-			GraceSeconds:   uint32(lim.Grace / time.Second),
-		},
-	}
-	p.Decision.Sandbox.Enforcement = string(b.SandboxLevel())
-	p.Preview.Sandbox.Enforcement = p.Decision.Sandbox.Enforcement
+	p := plans.New(plans.Made{SessionID: s.id, From: from, Requester: caller, Request: wire.RedactRequest(b.Redactor, r),
+		Decision: wire.DecisionProto(dec), Preview: wire.PreviewOf(dec), Timeout: dec.Timeout, Limits: b.Policy.Current().Limits(),
+		Enforcement: string(b.SandboxLevel())}, now)
 	who := domain.PrincipalKey(caller)
 	rec := &planRec{p: p, req: req, dec: dec, session: s, who: who, use: b.planUse.For(who), reqBytes: heldBytes(r)}
 	if req.Stdin != nil && dec.Verdict != policy.Deny { // a blocked plan never runs
@@ -214,19 +192,9 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 	if b.Metrics != nil {
 		b.Metrics.PlanDecided(string(dec.Verdict))
 	}
-	ttl := b.Config().Approvals.TTL.D()
-	initial := domain.PlanBlocked
-	switch dec.Verdict {
-	case policy.Allow:
-		initial = domain.PlanPlanned
-		p.ExpiresAt = timestamppb.New(now.Add(ttl))
-	case policy.Ask:
-		initial = domain.PlanAwaitingApproval
-		p.ExpiresAt = timestamppb.New(now.Add(ttl))
-		if cover != nil {
-			initial = domain.PlanApproved
-			b.approveByGrantLocked(p, cover, now)
-		}
+	initial := plans.Decided(p, dec.Verdict, cover != nil, now.Add(b.Config().Approvals.TTL.D()))
+	if initial == domain.PlanApproved {
+		b.grants.Approve(p, cover, now)
 	}
 	if err := plans.Move(p, initial, now); err != nil {
 		panic(err) // UNSPECIFIED -> each verdict's state is in the table
@@ -326,14 +294,8 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.state() != domain.PlanAwaitingApproval {
-		return nil, nil, errdefs.Precondition("plan %s is %s, not awaiting approval%s", id, stateWord(p.p.State), hintFor(p.p))
-	}
-	if requestHash == "" {
-		return nil, nil, errdefs.Invalid("request_hash is empty: approve the exact request you reviewed by passing its hash (%s)", p.p.Decision.RequestHash)
-	}
-	if requestHash != p.p.Decision.RequestHash {
-		return nil, nil, errdefs.Precondition("request_hash %s does not match plan %s (%s): review the plan again before approving", requestHash, id, p.p.Decision.RequestHash)
+	if err := plans.CheckApproval(p.p, requestHash); err != nil {
+		return nil, nil, err
 	}
 	grant, err := b.newGrantLocked(caller, p, spec)
 	if err != nil {
@@ -351,7 +313,7 @@ func (b *Broker) ApprovePlanGrant(_ context.Context, caller *termdv1.Principal, 
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_APPROVED)
 	b.Log.Info("plan approved", "plan", id, "approver", caller.Name, "request_hash", requestHash)
 	if grant != nil {
-		if made, err = b.storeGrantLocked(grant); err != nil {
+		if made, err = b.grants.Store(grant); err != nil {
 			return proto.Clone(p.p).(*termdv1.Plan), nil, err
 		}
 	}
@@ -366,9 +328,8 @@ func (b *Broker) DenyPlan(_ context.Context, caller *termdv1.Principal, id, reas
 	if err != nil {
 		return nil, err
 	}
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
-		return nil, errdefs.Invalid("a denial needs a reason (e.g. --reason \"writes outside the task\")")
+	if reason, err = plans.DenialReason(reason); err != nil {
+		return nil, err
 	}
 	if err := b.transition(p, domain.PlanDenied); err != nil {
 		return nil, err
