@@ -352,23 +352,10 @@ func (b *Broker) Replan(_ context.Context, caller *termdv1.Principal, id string)
 		b.unlock()
 		return nil, err
 	}
-	req, s, r := old.req, old.session, old.p.Request
-	if req.Stdin != nil {
-		if old.stdin == nil {
-			b.unlock()
-			return nil, errdefs.Precondition("plan %s read %s of stdin, which termd holds only until a plan runs, expires or is denied: plan the command again with its input", id, domain.BytesWord(req.Stdin.Bytes))
-		}
-		r = proto.Clone(r).(*termdv1.CommandRequest)
-		r.Stdin = old.stdin
-	}
+	req, s, r, held := old.req, old.session, old.p.Request, old.stdin
 	b.unlock()
-	// The new plan is the caller's: it gets no mode the caller could not ask
-	// for (an agent replanning an operator's trusted plan is decided in the
-	// policy's default mode).
-	if def := b.Policy.Current().DefaultMode(); req.Mode.MorePermissiveThan(def) && !domain.IsOperator(caller) {
-		req.Mode = def
-		r = proto.Clone(r).(*termdv1.CommandRequest)
-		r.Mode = wire.ModeProto(def)
+	if req, r, err = wire.Replan(caller, id, req, r, held, b.Policy.Current().DefaultMode()); err != nil {
+		return nil, err
 	}
 	dec := b.decide(caller, req)
 	b.mu.Lock()
@@ -394,7 +381,6 @@ func (b *Broker) expirePlanWhyLocked(p *planRec, why string) {
 	if err := b.transition(p, domain.PlanExpired); err != nil {
 		return
 	}
-	p.p.NextStep = nextStep(p.p)
 	b.publishPlan(p, termdv1.EventKind_EVENT_KIND_PLAN_EXPIRED)
 	detail := "the plan was not run before it expired"
 	if why != "" {
@@ -413,18 +399,11 @@ func (b *Broker) FlagPlan(caller *termdv1.Principal, id, adviceDigest string, fl
 	if err != nil {
 		return err
 	}
-	p.p.AdviceDigest = adviceDigest
 	defer func() { _ = b.journalPlanLocked(p) }()
-	if !flagged {
-		return nil
-	}
-	p.p.FlaggedByAdviser = true
-	if p.state() == domain.PlanPlanned {
-		if err := b.transition(p, domain.PlanAwaitingApproval); err != nil {
-			return err
-		}
-		p.p.Decision.Reasons = append(p.p.Decision.Reasons, "the adviser flagged this plan as dangerous; it needs approval")
+	raised, err := plans.Flag(p.p, adviceDigest, flagged, b.Now())
+	if raised {
+		b.trackPlanLocked(p)
 		b.publishPlan(p, termdv1.EventKind_EVENT_KIND_AWAITING_APPROVAL)
 	}
-	return nil
+	return err
 }

@@ -5,8 +5,9 @@
 // a final state the receipts prove (RestoreFinal); the next step it shows
 // and the hint a refused change gives (NextStep, Hint); its approval and
 // denial (Approve, Deny), who may give them and on what (MayApprove,
-// CheckApproval, DenialReason); which plans a listing shows and in what
-// order (Listed, Newest).
+// CheckApproval, DenialReason), and the adviser's flag raising its
+// scrutiny (Flag); which plans a listing shows and in what order (Listed,
+// Newest).
 //
 // The broker holds the plans, guards them with its mutex and calls these
 // with it held.

@@ -104,3 +104,23 @@ func NextStep(p *termdv1.Plan) string {
 	}
 	return ""
 }
+
+// Flag records the adviser's answer on p: the digest of its advice and,
+// when it flagged the plan, raised scrutiny: a planned plan now awaits
+// approval (raised; the caller accounts for the move). Scrutiny is never
+// lowered.
+func Flag(p *termdv1.Plan, digest string, flagged bool, now time.Time) (raised bool, err error) {
+	p.AdviceDigest = digest
+	if !flagged {
+		return false, nil
+	}
+	p.FlaggedByAdviser = true
+	if domain.PlanStateOf(p.State) != domain.PlanPlanned {
+		return false, nil
+	}
+	if err := Move(p, domain.PlanAwaitingApproval, now); err != nil {
+		return false, err
+	}
+	p.Decision.Reasons = append(p.Decision.Reasons, "the adviser flagged this plan as dangerous; it needs approval")
+	return true, nil
+}

@@ -107,3 +107,28 @@ func TestApproveDenyRestore(t *testing.T) {
 	}()
 	RestoreFinal(p, termdv1.PlanState_PLAN_STATE_RUNNING, "r9")
 }
+
+// The adviser's flag raises a planned plan to awaiting approval with a
+// reason; it never lowers scrutiny, and an unflagged answer only records
+// its digest.
+func TestFlag(t *testing.T) {
+	now := time.Unix(7, 0)
+	planned := func() *termdv1.Plan {
+		return &termdv1.Plan{Id: "p1", State: termdv1.PlanState_PLAN_STATE_PLANNED, Decision: &termdv1.Decision{}}
+	}
+	p := planned()
+	if raised, err := Flag(p, "d1", false, now); raised || err != nil || p.AdviceDigest != "d1" || p.FlaggedByAdviser || p.State != termdv1.PlanState_PLAN_STATE_PLANNED {
+		t.Errorf("unflagged: %v %v %v", raised, err, p)
+	}
+	if raised, err := Flag(p, "d2", true, now); !raised || err != nil || !p.FlaggedByAdviser || p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || len(p.Decision.Reasons) != 1 {
+		t.Errorf("flagged: %v %v %v", raised, err, p)
+	}
+	if raised, _ := Flag(p, "d3", false, now); raised || !p.FlaggedByAdviser || p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Errorf("scrutiny lowered: %v", p)
+	}
+	p = planned()
+	p.State = termdv1.PlanState_PLAN_STATE_SUCCEEDED
+	if raised, err := Flag(p, "d4", true, now); raised || err != nil || p.State != termdv1.PlanState_PLAN_STATE_SUCCEEDED || !p.FlaggedByAdviser {
+		t.Errorf("a finished plan: %v %v %v", raised, err, p)
+	}
+}

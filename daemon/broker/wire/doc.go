@@ -5,8 +5,8 @@
 // passed in, and a past execution is made from its receipt. The other way,
 // an API request becomes the policy's canonical input (Request: checked
 // against plans.max_request_bytes and plans.max_stdin_bytes, its mode, cwd,
-// stdin digest and terminal settled; request.go), and the active policy
-// its API description (PolicyProto).
+// stdin digest and terminal settled; request.go; a replan's: Replan), and
+// the active policy its API description (PolicyProto).
 //
 // It may import daemon/domain and lower packages (errdefs, policy,
 // receiptstore, receipt, the proto package), never daemon/broker nor

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
@@ -153,4 +155,25 @@ func PolicyProto(p *policy.Policy) *termdv1.GetPolicyResponse {
 			GraceSeconds:   uint32(lim.Grace / time.Second),
 		},
 	}
+}
+
+// Replan is the request a replan of plan id decides for caller: the plan's
+// request r with its stdin back (held: what the plan still holds, nil once
+// it let go of it), in no mode the caller could not ask for (an agent
+// replanning an operator's trusted plan is decided in the policy's default
+// mode def). r is copied before it changes.
+func Replan(caller *termdv1.Principal, id string, req policy.Request, r *termdv1.CommandRequest, held []byte, def policy.Mode) (policy.Request, *termdv1.CommandRequest, error) {
+	if req.Stdin != nil {
+		if held == nil {
+			return req, nil, errdefs.Precondition("plan %s read %s of stdin, which termd holds only until a plan runs, expires or is denied: plan the command again with its input", id, domain.BytesWord(req.Stdin.Bytes))
+		}
+		r = proto.Clone(r).(*termdv1.CommandRequest)
+		r.Stdin = held
+	}
+	if req.Mode.MorePermissiveThan(def) && !domain.IsOperator(caller) {
+		req.Mode = def
+		r = proto.Clone(r).(*termdv1.CommandRequest)
+		r.Mode = ModeProto(def)
+	}
+	return req, r, nil
 }

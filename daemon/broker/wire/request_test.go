@@ -90,3 +90,34 @@ func TestRequestCanonicalForm(t *testing.T) {
 		t.Errorf("request bytes %d, held %d; want 8 and 10", RequestBytes(r), HeldBytes(r))
 	}
 }
+
+// A replan gets the plan's stdin back while the plan holds it, and an
+// agent's replan of a plan in a looser mode than the default is decided
+// in the default; the plan's own request is never changed.
+func TestReplan(t *testing.T) {
+	c := requestContext(t)
+	op := &termdv1.Principal{Name: "root", Role: termdv1.Role_ROLE_OPERATOR}
+	orig := &termdv1.CommandRequest{Argv: []string{"cat"}, Mode: termdv1.Mode_MODE_TRUSTED}
+	req, err := Request(orig, RequestContext{Caller: op, DefaultMode: policy.ModeConfirm, Workspaces: c.Workspaces, MaxRequestBytes: 64, MaxStdinBytes: 8, Digest: c.Digest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Stdin = &policy.Stdin{Bytes: 2}
+	if _, _, err := Replan(op, "p1", req, orig, nil, policy.ModeConfirm); errdefs.KindOf(err) != errdefs.KindPrecondition || !strings.Contains(err.Error(), "plan the command again with its input") {
+		t.Errorf("stdin let go: %v", err)
+	}
+	got, r, err := Replan(c.Caller, "p1", req, orig, []byte("in"), policy.ModeConfirm)
+	if err != nil || string(r.Stdin) != "in" || got.Mode != policy.ModeConfirm || r.Mode != termdv1.Mode_MODE_CONFIRM {
+		t.Errorf("agent replan: %+v, %v, %v", got, r, err)
+	}
+	if orig.Stdin != nil || orig.Mode != termdv1.Mode_MODE_TRUSTED || req.Mode != policy.ModeTrusted {
+		t.Errorf("the plan's request changed: %v, %+v", orig, req)
+	}
+	if got, r, err = Replan(op, "p1", req, orig, []byte("in"), policy.ModeConfirm); err != nil || got.Mode != policy.ModeTrusted || r.Mode != termdv1.Mode_MODE_TRUSTED {
+		t.Errorf("operator replan: %+v, %v, %v", got, r, err)
+	}
+	req.Stdin = nil
+	if _, r, _ = Replan(op, "p1", req, orig, nil, policy.ModeConfirm); r != orig {
+		t.Errorf("nothing to change, yet a copy")
+	}
+}
