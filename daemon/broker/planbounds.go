@@ -51,7 +51,7 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 func (b *Broker) settleLocked() {
 	ps := b.settled
 	b.settled = nil
-	var touched []*bounds.Use
+	var touched bounds.Settled
 	for _, p := range ps {
 		if p.forgotten {
 			continue
@@ -60,27 +60,18 @@ func (b *Broker) settleLocked() {
 			b.forgetPlanLocked(p)
 			continue
 		}
-		u := p.use
-		u.Finish(p.p.Id)
+		touched.Finish(p.use, p.p.Id)
 		p.inFinished = true
-		if !slices.Contains(touched, u) {
-			touched = append(touched, u)
-		}
 	}
-	for _, u := range touched {
-		b.trimLocked(u)
-	}
+	touched.Trim(b.Config().Plans, b.journalLoad(), finishedPlans{b})
 }
 
-// trimLocked forgets a principal's oldest finished plans beyond
-// plans.keep_finished, and while its journal records pass
-// plans.max_journal_bytes.
-func (b *Broker) trimLocked(u *bounds.Use) {
-	var journal func() int64
+// journalLoad reads the counts the plan journal guards (nil: no journal).
+func (b *Broker) journalLoad() bounds.Load {
 	if j := b.journal; j != nil {
-		journal = func() int64 { return j.Load(&u.Journal) }
+		return j.Load
 	}
-	u.Trim(b.Config().Plans, journal, finishedPlans{b})
+	return nil
 }
 
 // finishedPlans is the broker's plans as bounds.Use.Trim sees them.
@@ -159,24 +150,12 @@ func (b *Broker) expireOpenPlansLocked(s *session, why string) {
 	}
 }
 
-// planRoomLocked refuses a plan beyond the bounds on open plans: of the
-// session (sessions.max_plans) and of the caller (plans.max_open,
-// plans.max_open_bytes, plans.max_journal_bytes). Finished plans never
-// count: the oldest are forgotten to make room.
+// planRoomLocked refuses a plan beyond the bounds on open plans
+// (bounds.PlanRoom); finished plans are forgotten to make room.
 func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes int64) error {
 	cfg := b.Config()
-	if err := bounds.SessionRoom(s.id, s.open, cfg.Sessions.MaxPlans); err != nil {
-		return err
-	}
-	u := b.planUse.For(domain.PrincipalKey(caller))
-	if err := u.Room(caller.GetName(), cfg.Plans, reqBytes); err != nil {
-		return err
-	}
-	if j := b.journal; j != nil {
-		b.trimLocked(u)
-		return bounds.JournalRoom(caller.GetName(), j.Load(&u.Journal), cfg.Plans)
-	}
-	return nil
+	return b.planUse.PlanRoom(bounds.Ask{Key: domain.PrincipalKey(caller), Who: caller.GetName(), Session: s.id, SessionOpen: s.open, Bytes: reqBytes},
+		cfg.Sessions.MaxPlans, cfg.Plans, b.journalLoad(), finishedPlans{b})
 }
 
 // PlanStats counts the plans termd holds in memory and the open ones, for
