@@ -25,17 +25,11 @@ func isSettled(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsSettle
 // principal's finished plans (settleLocked, at unlock).
 func (b *Broker) trackPlanLocked(p *planRec) {
 	if open := p.state().IsOpen(); open != p.open {
-		d := 1
-		if !open {
-			d = -1
-		}
 		p.open = open
 		if !open {
 			p.stdin = nil // it started (which took it) or settled
 		}
-		p.use.Open += d
-		p.use.OpenBytes += int64(d) * p.reqBytes
-		p.session.open += d
+		p.session.open += p.use.Count(open, p.reqBytes)
 	}
 	if p.state().IsSettled() && !p.settled {
 		p.settled = true
@@ -93,9 +87,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 	}
 	if p.open { // callers forget settled plans only; the counts stay exact anyway
 		p.open = false
-		p.use.Open--
-		p.use.OpenBytes -= p.reqBytes
-		p.session.open--
+		p.session.open += p.use.Count(false, p.reqBytes)
 	}
 	delete(b.plans, p.p.Id)
 	s := p.session

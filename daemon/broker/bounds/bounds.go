@@ -57,6 +57,19 @@ func (u *Use) Finish(id string) {
 	u.kept++
 }
 
+// Count counts a plan holding bytes into the principal's open plans
+// (open) or out of them; it returns the change, 1 or -1, for the plan's
+// session to count as well.
+func (u *Use) Count(open bool, bytes int64) int {
+	d := 1
+	if !open {
+		d = -1
+	}
+	u.Open += d
+	u.OpenBytes += int64(d) * bytes
+	return d
+}
+
 // Unkeep accounts for a finished plan forgotten.
 func (u *Use) Unkeep() { u.kept-- }
 

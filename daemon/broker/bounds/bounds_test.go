@@ -162,3 +162,15 @@ func TestSettledTrimsEachOnce(t *testing.T) {
 		t.Errorf("a forgot %q and keeps %d, b forgot %q and keeps %d", pa.forgot, a.kept, pb.forgot, b.kept)
 	}
 }
+
+// A plan counted in and out of the open plans leaves the counts as they
+// were, and the change is what its session counts.
+func TestCountOpen(t *testing.T) {
+	u := &Use{Open: 1, OpenBytes: 5}
+	if d := u.Count(true, 100); d != 1 || u.Open != 2 || u.OpenBytes != 105 {
+		t.Errorf("in: %d, open %d holding %d", d, u.Open, u.OpenBytes)
+	}
+	if d := u.Count(false, 100); d != -1 || u.Open != 1 || u.OpenBytes != 5 {
+		t.Errorf("out: %d, open %d holding %d", d, u.Open, u.OpenBytes)
+	}
+}
