@@ -243,6 +243,7 @@ var daemonFloors = map[string]int{
 	"daemon/broker/receiptq": 3, "daemon/broker/stages": 3, "daemon/broker/terminals": 3,
 	"daemon/broker/wsnet": 3, "daemon/broker/wire": 3, "daemon/broker/bounds": 3,
 	"daemon/broker/sessions": 3,
+	"daemon/broker/plans":    3,
 	// 4: the broker, holding the parts.
 	"daemon/broker": 4,
 	// 5: the edges: the gRPC server and termd doctor.

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/termd/termd/daemon/broker/grants"
 	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/config"
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -53,37 +52,15 @@ func (h grantHost) Journal(g *grants.Grant, sync bool) error {
 
 // workspaceOf is the workspace root that holds dir ("" when none does).
 func (b *Broker) workspaceOf(dir string) string {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	for _, ws := range b.Config().Workspaces {
-		if dir == ws || strings.HasPrefix(dir, strings.TrimSuffix(ws, "/")+"/") {
-			return ws
-		}
-	}
-	return ""
+	return domain.WorkspaceOf(dir, b.Config().Workspaces)
 }
 
 // newGrantLocked builds (and checks) the grant an operator asks for while
-// approving plan p; nil for an approval of this plan once. storeGrantLocked
+// approving plan p; nil for an approval of this plan once. grants.Store
 // makes it durable once the approval is.
 func (b *Broker) newGrantLocked(caller *termdv1.Principal, p *planRec, spec *termdv1.GrantSpec) (*grants.Grant, error) {
 	return b.grants.Make(caller, grants.Plan{ID: p.p.Id, SessionID: p.session.ID, Requester: p.p.Requester,
 		Request: p.req, Decision: p.dec, Risk: wire.RiskProto(p.dec.Risk)}, spec)
-}
-
-// storeGrantLocked records a new grant durably and makes it active.
-func (b *Broker) storeGrantLocked(g *grants.Grant) (*termdv1.Grant, error) { return b.grants.Store(g) }
-
-// coverLocked finds an active grant that approves a new plan in session s,
-// or nil. d is the plan's unredacted decision.
-func (b *Broker) coverLocked(requester *termdv1.Principal, s *session, d policy.Decision) *grants.Grant {
-	return b.grants.Cover(requester, s.ID, d)
-}
-
-// approveByGrantLocked approves a new plan with the grant that covers it.
-func (b *Broker) approveByGrantLocked(p *termdv1.Plan, g *grants.Grant, now time.Time) {
-	b.grants.Approve(p, g, now)
 }
 
 // grantStillCovers re-checks, before a plan a grant approved runs, that the

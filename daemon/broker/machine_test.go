@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/config"
-	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/events"
 	"github.com/termd/termd/daemon/policy"
@@ -176,37 +175,6 @@ func wantErr(t *testing.T, err error, class errdefs.Kind, words ...string) {
 	for _, w := range words {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not say %q", err, w)
-		}
-	}
-}
-
-// Every pair of states: a move is allowed exactly when the table lists it,
-// and a refused move names the current state.
-func TestTransitionTable(t *testing.T) {
-	for _, f := range domain.PlanStates() {
-		for _, tt := range domain.PlanStates() {
-			p := &termdv1.Plan{Id: "p1", State: f.Proto()}
-			err := moveState(p, tt, time.Unix(1, 0))
-			allowed := false
-			for _, s := range f.Next() {
-				allowed = allowed || s == tt
-			}
-			switch {
-			case allowed && err != nil:
-				t.Errorf("%s -> %s: %v", f, tt, err)
-			case allowed && (p.State != tt.Proto() || p.UpdatedAt.AsTime() != time.Unix(1, 0).UTC()):
-				t.Errorf("%s -> %s: state %s, updated %v", f, tt, p.State, p.UpdatedAt)
-			case !allowed && err == nil:
-				t.Errorf("%s -> %s was allowed; the table does not list it", f, tt)
-			case !allowed && (p.State != f.Proto() || !strings.Contains(err.Error(), "in state "+f.String())):
-				t.Errorf("%s -> %s: state now %s, error %v", f, tt, p.State, err)
-			}
-		}
-	}
-	// Final states are final.
-	for _, s := range domain.PlanStates() {
-		if s.IsFinal() && len(s.Next()) > 0 {
-			t.Errorf("final state %s has transitions", s)
 		}
 	}
 }

@@ -1,14 +1,11 @@
 package broker
 
 import (
-	"errors"
 	"slices"
 
 	"github.com/termd/termd/daemon/broker/bounds"
 	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/domain"
-	"github.com/termd/termd/daemon/errdefs"
-	"github.com/termd/termd/daemon/receiptstore"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -28,17 +25,11 @@ func isSettled(s termdv1.PlanState) bool { return domain.PlanStateOf(s).IsSettle
 // principal's finished plans (settleLocked, at unlock).
 func (b *Broker) trackPlanLocked(p *planRec) {
 	if open := p.state().IsOpen(); open != p.open {
-		d := 1
-		if !open {
-			d = -1
-		}
 		p.open = open
 		if !open {
 			p.stdin = nil // it started (which took it) or settled
 		}
-		p.use.Open += d
-		p.use.OpenBytes += int64(d) * p.reqBytes
-		p.session.Open += d
+		p.session.Open += p.use.Count(open, p.reqBytes)
 	}
 	if p.state().IsSettled() && !p.settled {
 		p.settled = true
@@ -54,7 +45,7 @@ func (b *Broker) trackPlanLocked(p *planRec) {
 func (b *Broker) settleLocked() {
 	ps := b.settled
 	b.settled = nil
-	var touched []*bounds.Use
+	var touched bounds.Settled
 	for _, p := range ps {
 		if p.forgotten {
 			continue
@@ -63,27 +54,18 @@ func (b *Broker) settleLocked() {
 			b.forgetPlanLocked(p)
 			continue
 		}
-		u := p.use
-		u.Finish(p.p.Id)
+		touched.Finish(p.use, p.p.Id)
 		p.inFinished = true
-		if !slices.Contains(touched, u) {
-			touched = append(touched, u)
-		}
 	}
-	for _, u := range touched {
-		b.trimLocked(u)
-	}
+	touched.Trim(b.Config().Plans, b.journalLoad(), finishedPlans{b})
 }
 
-// trimLocked forgets a principal's oldest finished plans beyond
-// plans.keep_finished, and while its journal records pass
-// plans.max_journal_bytes.
-func (b *Broker) trimLocked(u *bounds.Use) {
-	var journal func() int64
+// journalLoad reads the counts the plan journal guards (nil: no journal).
+func (b *Broker) journalLoad() bounds.Load {
 	if j := b.journal; j != nil {
-		journal = func() int64 { return j.Load(&u.Journal) }
+		return j.Load
 	}
-	u.Trim(b.Config().Plans, journal, finishedPlans{b})
+	return nil
 }
 
 // finishedPlans is the broker's plans as bounds.Use.Trim sees them.
@@ -105,9 +87,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 	}
 	if p.open { // callers forget settled plans only; the counts stay exact anyway
 		p.open = false
-		p.use.Open--
-		p.use.OpenBytes -= p.reqBytes
-		p.session.Open--
+		p.session.Open += p.use.Count(false, p.reqBytes)
 	}
 	delete(b.plans, p.p.Id)
 	s := p.session
@@ -132,7 +112,7 @@ func (b *Broker) forgetPlanLocked(p *planRec) {
 func (b *Broker) restorePlanUseLocked(p *planRec) {
 	p.who = domain.PrincipalKey(p.p.Requester)
 	p.use = b.planUse.For(p.who)
-	p.reqBytes = int64(requestBytes(p.p.Request) + len(p.stdin))
+	p.reqBytes = int64(wire.RequestBytes(p.p.Request) + len(p.stdin))
 	b.trackPlanLocked(p)
 }
 
@@ -162,24 +142,12 @@ func (b *Broker) expireOpenPlansLocked(s *session, why string) {
 	}
 }
 
-// planRoomLocked refuses a plan beyond the bounds on open plans: of the
-// session (sessions.max_plans) and of the caller (plans.max_open,
-// plans.max_open_bytes, plans.max_journal_bytes). Finished plans never
-// count: the oldest are forgotten to make room.
+// planRoomLocked refuses a plan beyond the bounds on open plans
+// (bounds.PlanRoom); finished plans are forgotten to make room.
 func (b *Broker) planRoomLocked(caller *termdv1.Principal, s *session, reqBytes int64) error {
 	cfg := b.Config()
-	if err := bounds.SessionRoom(s.ID, s.Open, cfg.Sessions.MaxPlans); err != nil {
-		return err
-	}
-	u := b.planUse.For(domain.PrincipalKey(caller))
-	if err := u.Room(caller.GetName(), cfg.Plans, reqBytes); err != nil {
-		return err
-	}
-	if j := b.journal; j != nil {
-		b.trimLocked(u)
-		return bounds.JournalRoom(caller.GetName(), j.Load(&u.Journal), cfg.Plans)
-	}
-	return nil
+	return b.planUse.PlanRoom(bounds.Ask{Key: domain.PrincipalKey(caller), Who: caller.GetName(), Session: s.ID, SessionOpen: s.Open, Bytes: reqBytes},
+		cfg.Sessions.MaxPlans, cfg.Plans, b.journalLoad(), finishedPlans{b})
 }
 
 // PlanStats counts the plans termd holds in memory and the open ones, for
@@ -194,15 +162,9 @@ func (b *Broker) PlanStats() (held, open int) {
 // was forgotten, or termd restarted), as its receipt tells it, for a
 // caller who may see that receipt; nil when there is none.
 func (b *Broker) pastExecution(caller *termdv1.Principal, id string) (*termdv1.Execution, *receipt.Receipt, error) {
-	if b.Store == nil || id == "" {
-		return nil, nil, nil
-	}
-	r, err := b.Store.ByExecution(id)
-	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !domain.ReceiptVisible(caller, r)) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, errdefs.Internal("reading the receipt of execution %s: %v", id, err)
+	r, err := b.receipts.OfExecution(caller, id)
+	if r == nil || err != nil {
+		return nil, nil, err
 	}
 	return wire.ExecutionOfReceipt(id, r), r, nil
 }

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"time"
-
 	"github.com/termd/termd/daemon/broker/receiptq"
 	"github.com/termd/termd/daemon/broker/wire"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
@@ -13,43 +11,10 @@ import (
 func Summary(r *receipt.Receipt) *termdv1.ReceiptSummary { return receiptq.Summary(r) }
 
 // PublicKeys returns the receipt signing keys, current first.
-func (b *Broker) PublicKeys() *termdv1.GetPublicKeyResponse {
-	out := &termdv1.GetPublicKeyResponse{}
-	cur := b.Keys.KeyID()
-	for id, pub := range b.Keys.PublicKeys() {
-		pem := string(receipt.PublicKeyPEMFor(id, pub))
-		k := &termdv1.PublicKey{KeyId: id, Pem: pem, Current: id == cur}
-		if k.Current {
-			out.Keys = append([]*termdv1.PublicKey{k}, out.Keys...)
-		} else {
-			out.Keys = append(out.Keys, k)
-		}
-	}
-	return out
-}
+func (b *Broker) PublicKeys() *termdv1.GetPublicKeyResponse { return b.receipts.PublicKeys() }
 
 // GetPolicy describes the active policy.
-func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse {
-	p := b.Policy.Current()
-	lim := p.Limits()
-	return &termdv1.GetPolicyResponse{
-		Version:                  p.Version(),
-		Source:                   p.Name(),
-		Text:                     string(p.Canonical()),
-		DefaultMode:              wire.ModeProto(p.DefaultMode()),
-		NetworkAllowed:           p.NetworkAllowed(),
-		TrustedPath:              p.TrustedPath(),
-		EnvAllowlist:             p.EnvAllowlist(),
-		SandboxedWorkspaceWrites: p.SandboxedWorkspaceWrites(),
-		Limits: &termdv1.Limits{
-			TimeoutSeconds: uint32(lim.DefaultTimeout / time.Second),
-			OutputBytes:    lim.OutputBytes,
-			MemoryBytes:    lim.MemoryBytes,
-			Pids:           lim.Pids,
-			GraceSeconds:   uint32(lim.Grace / time.Second),
-		},
-	}
-}
+func (b *Broker) GetPolicy() *termdv1.GetPolicyResponse { return wire.PolicyProto(b.Policy.Current()) }
 
 // ReloadPolicy re-reads the policy file, then the project policies
 // (daemon/broker/projects); a bad file keeps the last good policy.

@@ -60,17 +60,6 @@ func newTermHub(b *Broker, e *execRec, t *policy.Terminal, holder *termdv1.Princ
 	}, t, holder)
 }
 
-// terminalRequest is the policy's form of a requested terminal.
-func terminalRequest(t *termdv1.TerminalOptions) *policy.Terminal {
-	if t == nil {
-		return nil
-	}
-	return &policy.Terminal{Rows: clampSide(t.Rows), Cols: clampSide(t.Cols), Idle: time.Duration(t.IdleTimeoutSeconds) * time.Second}
-}
-
-// clampSide keeps a side in uint16 (the policy refuses what is too large).
-func clampSide(n uint32) uint16 { return uint16(min(n, 65535)) }
-
 // SendInput writes input to a terminal the caller holds the input of and,
 // with wait, returns when the program is ready for more.
 func (b *Broker) SendInput(ctx context.Context, caller *termdv1.Principal, r *termdv1.SendInputRequest) (*termdv1.SendInputResponse, error) {

@@ -39,3 +39,17 @@ func BytesWord(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// WorkspaceOf is the workspace root of workspaces that holds dir, after
+// resolving dir's links ("" when none does).
+func WorkspaceOf(dir string, workspaces []string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	for _, ws := range workspaces {
+		if dir == ws || strings.HasPrefix(dir, strings.TrimSuffix(ws, "/")+"/") {
+			return ws
+		}
+	}
+	return ""
+}

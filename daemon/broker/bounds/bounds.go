@@ -57,6 +57,19 @@ func (u *Use) Finish(id string) {
 	u.kept++
 }
 
+// Count counts a plan holding bytes into the principal's open plans
+// (open) or out of them; it returns the change, 1 or -1, for the plan's
+// session to count as well.
+func (u *Use) Count(open bool, bytes int64) int {
+	d := 1
+	if !open {
+		d = -1
+	}
+	u.Open += d
+	u.OpenBytes += int64(d) * bytes
+	return d
+}
+
 // Unkeep accounts for a finished plan forgotten.
 func (u *Use) Unkeep() { u.kept-- }
 
@@ -135,4 +148,63 @@ func JournalRoom(who string, n int64, lim config.Plans) error {
 		return errdefs.Exhausted("%s's plans hold %s of the plan journal, past the limit plans.max_journal_bytes (%s), and none of them is finished: %s, or ask an operator to raise plans.max_journal_bytes", who, domain.BytesWord(n), domain.BytesWord(lim.MaxJournalBytes), todo)
 	}
 	return nil
+}
+
+// Load reads a count the plan journal guards (journal.Journal.Load); nil
+// when there is no journal.
+type Load func(*int64) int64
+
+// TrimFinished is Trim with u's journal bytes read through load.
+func (u *Use) TrimFinished(lim config.Plans, load Load, plans Plans) {
+	var journal func() int64
+	if load != nil {
+		journal = func() int64 { return load(&u.Journal) }
+	}
+	u.Trim(lim, journal, plans)
+}
+
+// Settled are the Uses whose plans settled under one hold of the broker's
+// mutex, each once, in the order they first did.
+type Settled []*Use
+
+// Finish places settled plan id among the finished plans of u.
+func (s *Settled) Finish(u *Use, id string) {
+	u.Finish(id)
+	if !slices.Contains(*s, u) {
+		*s = append(*s, u)
+	}
+}
+
+// Trim trims each principal's finished plans to the bounds (TrimFinished).
+func (s Settled) Trim(lim config.Plans, load Load, plans Plans) {
+	for _, u := range s {
+		u.TrimFinished(lim, load, plans)
+	}
+}
+
+// Ask is a new plan asking for room.
+type Ask struct {
+	Key, Who    string // its principal's key (domain.PrincipalKey) and name
+	Session     string // its session
+	SessionOpen int    // the open plans its session holds
+	Bytes       int64  // what it holds: its request and stdin
+}
+
+// PlanRoom refuses a plan beyond the bounds on open plans: of its session
+// (sessions.max_plans, maxPlans) and of its principal (plans.max_open,
+// plans.max_open_bytes and, with a journal, plans.max_journal_bytes).
+// Finished plans never count: the oldest are forgotten to make room.
+func (m Uses) PlanRoom(a Ask, maxPlans int, lim config.Plans, load Load, plans Plans) error {
+	if err := SessionRoom(a.Session, a.SessionOpen, maxPlans); err != nil {
+		return err
+	}
+	u := m.For(a.Key)
+	if err := u.Room(a.Who, lim, a.Bytes); err != nil {
+		return err
+	}
+	if load == nil {
+		return nil
+	}
+	u.TrimFinished(lim, load, plans)
+	return JournalRoom(a.Who, load(&u.Journal), lim)
 }

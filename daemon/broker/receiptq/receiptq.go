@@ -2,10 +2,15 @@
 // list, export (as stored or re-signed for sharing), verify a document or
 // the whole chain, prune the chain's start, and full-text search. Every
 // answer holds only what the caller may see (an agent, its own requests'
-// receipts). Building and storing receipts is the broker's; this package
-// only reads the store, signs share forms and prunes.
+// receipts), the receipt of an execution termd no longer holds
+// (OfExecution), and the signing keys (PublicKeys). It also writes what a
+// plan's receipt says (draft.go): what was asked, decided and approved and
+// who the command runs as (Draft), then how it ended (Finished) or why
+// nothing ran (Decided). Storing receipts and what only the broker knows
+// of an execution (its sandbox, terminal, credentials) are the broker's.
 //
-// It may import daemon/domain (principals and visibility), the receipt
+// It may import daemon/domain (principals and visibility), config, policy
+// and runner (the decision and result a receipt records), the receipt
 // store, the search index, errdefs, the generated proto and the receipt
 // format; never daemon/broker nor a sibling package under it.
 package receiptq
@@ -312,4 +317,36 @@ func (rq *Receipts) chainHash(seq int64) (int64, string) {
 		return 0, ""
 	}
 	return seq, receipt.ChainHash(c)
+}
+
+// OfExecution is the receipt of execution id, for a caller who may see it;
+// nil when there is none (or no store).
+func (rq *Receipts) OfExecution(caller *termdv1.Principal, id string) (*receipt.Receipt, error) {
+	if rq.Store == nil || id == "" {
+		return nil, nil
+	}
+	r, err := rq.Store.ByExecution(id)
+	if errors.Is(err, receiptstore.ErrNotFound) || (err == nil && !domain.ReceiptVisible(caller, r)) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errdefs.Internal("reading the receipt of execution %s: %v", id, err)
+	}
+	return r, nil
+}
+
+// PublicKeys are the receipt signing keys, current first.
+func (rq *Receipts) PublicKeys() *termdv1.GetPublicKeyResponse {
+	out := &termdv1.GetPublicKeyResponse{}
+	cur := rq.Keys.KeyID()
+	for id, pub := range rq.Keys.PublicKeys() {
+		pem := string(receipt.PublicKeyPEMFor(id, pub))
+		k := &termdv1.PublicKey{KeyId: id, Pem: pem, Current: id == cur}
+		if k.Current {
+			out.Keys = append([]*termdv1.PublicKey{k}, out.Keys...)
+		} else {
+			out.Keys = append(out.Keys, k)
+		}
+	}
+	return out
 }
