@@ -141,15 +141,15 @@ func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail 
 	r.StdoutDigest, r.StderrDigest = res.Stdout.Digest, res.Stderr.Digest
 	r.StdoutTruncated, r.StderrTruncated = res.Stdout.Truncated, res.Stderr.Truncated
 	r.OutputTruncated = res.Stdout.Truncated || res.Stderr.Truncated
-	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
-	e.receiptHostIdentity(r)
+	r.Sandbox = executions.ReceiptSandbox(e.Sandbox, res.NetNSApplied)
+	e.ReceiptHostIdentity(r)
 	if e.hub != nil {
 		r.Terminal = e.hub.Receipt()
 	}
-	r.Credentials = e.credentials
-	r.GitIdentity = e.gitIdentity
+	r.Credentials = e.Credentials
+	r.GitIdentity = e.GitIdentity
 	r.Egress = e.egress.Receipt()
-	e.redactor.RedactReceipt(r)
+	e.Redactor.RedactReceipt(r)
 	return r
 }
 
