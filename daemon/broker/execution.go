@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -706,8 +705,7 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 		err = errdefs.Permission("execution %s belongs to %s; only its owner or an operator may %s it", id, e.plan.session.owner.Name, verb)
 	}
 	if err == nil && (e.finished || e.proc == nil) {
-		done := map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled"}[verb]
-		err = errdefs.Precondition("execution %s is %s; only a running execution can be %s", id, execWord(e.e.State), done)
+		err = executions.NotRunning(id, e.e.State, verb)
 	}
 	if err != nil {
 		b.unlock()
@@ -715,25 +713,16 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 	}
 	proc, p := e.proc, e.plan
 	b.unlock()
-	var kind termdv1.EventKind
-	switch verb {
-	case "pause":
-		if err := proc.Pause(); err != nil {
-			return nil, errdefs.Precondition("pausing execution %s: %v", id, err)
-		}
-		kind = termdv1.EventKind_EVENT_KIND_PAUSED
-	case "resume":
-		if err := proc.Resume(); err != nil {
-			return nil, errdefs.Precondition("resuming execution %s: %v", id, err)
-		}
-		kind = termdv1.EventKind_EVENT_KIND_RESUMED
-	case "cancel":
+	if verb == "cancel" {
 		b.mu.Lock()
 		e.cancelledBy = caller
 		b.unlock()
-		if err := proc.Cancel(); err != nil && !errors.Is(err, runner.ErrFinished) && !errors.Is(err, runner.ErrStopping) {
-			return nil, errdefs.Precondition("cancelling execution %s: %v", id, err)
-		}
+	}
+	kind, err := executions.Control(proc, id, verb)
+	if err != nil {
+		return nil, err
+	}
+	if verb == "cancel" {
 		<-e.done
 		b.mu.Lock()
 		defer b.unlock()
@@ -757,10 +746,6 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 	return proto.Clone(e.e).(*termdv1.Execution), nil
 }
 
-func execWord(s termdv1.ExecutionState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "EXECUTION_STATE_"))
-}
-
 // PauseExecution freezes every process of an execution.
 func (b *Broker) PauseExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
 	return b.control(caller, id, "pause")
@@ -776,84 +761,28 @@ func (b *Broker) CancelExecution(_ context.Context, caller *termdv1.Principal, i
 	return b.control(caller, id, "cancel")
 }
 
-// ReadOutput reads redacted output by offset, while or after the command runs.
+// ReadOutput reads redacted output by offset, while or after the command
+// runs (executions.ReadOutput).
 func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *termdv1.ReadOutputRequest) (*termdv1.ReadOutputResponse, error) {
-	stream := runner.Stdout
-	switch r.Stream {
-	case termdv1.OutputStream_OUTPUT_STREAM_UNSPECIFIED, termdv1.OutputStream_OUTPUT_STREAM_STDOUT:
-	case termdv1.OutputStream_OUTPUT_STREAM_STDERR:
-		stream = runner.Stderr
-	default:
-		return nil, errdefs.Invalid("stream %v is not stdout or stderr", r.Stream)
-	}
-	if r.Offset < 0 {
-		return nil, errdefs.Invalid("offset %d is negative", r.Offset)
-	}
-	limit := int(r.Limit)
-	if limit <= 0 {
-		limit = 64 << 10
-	}
-	limit = min(limit, 1<<20)
-	b.mu.Lock()
-	e, err := b.execLocked(caller, r.ExecutionId)
-	if err != nil {
-		b.unlock()
-		// A finished execution whose plan was forgotten: read its receipt.
-		past, _, perr := b.pastExecution(caller, r.ExecutionId)
-		if perr != nil {
-			return nil, perr
-		}
-		if past == nil {
-			return nil, err
-		}
-		e = &execRec{e: past, finished: true}
+	return executions.ReadOutput(r, func() (executions.Output, error) {
 		b.mu.Lock()
-	}
-	proc, receiptID, ee, red := e.proc, e.e.ReceiptId, proto.Clone(e.e).(*termdv1.Execution), e.Redactor
-	b.unlock()
-
-	var kept []byte
-	var total int64
-	var done bool
-	if proc != nil {
-		raw, t, d := proc.ReadOutput(stream, 0, 1<<30)
-		// While it runs, the unfinished last line (maybe half a secret) is
-		// not served, as the live stream holds it back too.
-		if i := bytes.LastIndexByte(raw, '\n'); i >= 0 {
-			raw = raw[:i+1]
-		} else {
-			raw = raw[:max(0, len(raw)-receiptstore.DefaultHold)]
-		}
-		kept, total, done = []byte(red.Redact(string(raw))), t, d
-		done = false // the receipt, not the live buffer, is the final word
-	} else if receiptID != "" {
-		rc, err := b.Store.Get(receiptID)
+		e, err := b.execLocked(caller, r.ExecutionId)
 		if err != nil {
-			return nil, errdefs.Internal("reading the receipt of execution %s: %v", r.ExecutionId, err)
+			b.unlock()
+			// A finished execution whose plan was forgotten: read its receipt.
+			past, _, perr := b.pastExecution(caller, r.ExecutionId)
+			if perr != nil {
+				return executions.Output{}, perr
+			}
+			if past == nil {
+				return executions.Output{}, err
+			}
+			e = &execRec{e: past, finished: true}
+			b.mu.Lock()
 		}
-		if stream == runner.Stdout {
-			kept, total = []byte(rc.Stdout), rc.StdoutBytes
-		} else {
-			kept, total = []byte(rc.Stderr), rc.StderrBytes
-		}
-		done = true
-	} else {
-		done = e.finished
-		if stream == runner.Stdout {
-			total = ee.StdoutBytes
-		} else {
-			total = ee.StderrBytes
-		}
-	}
-	resp := &termdv1.ReadOutputResponse{Offset: r.Offset, KeptBytes: int64(len(kept)), TotalBytes: total}
-	resp.Truncated = total > int64(len(kept)) && done
-	if r.Offset < int64(len(kept)) {
-		end := min(int64(len(kept)), r.Offset+int64(limit))
-		resp.Data = kept[r.Offset:end]
-	}
-	resp.NextOffset = r.Offset + int64(len(resp.Data))
-	resp.Eof = done && resp.NextOffset >= int64(len(kept))
-	return resp, nil
+		defer b.unlock()
+		return executions.Output{Proc: e.proc, ReceiptID: e.e.ReceiptId, Exec: proto.Clone(e.e).(*termdv1.Execution), Finished: e.finished, Redactor: e.Redactor}, nil
+	}, b.Store.Get)
 }
 
 // stall holds termd at point when a test asked for it (Deps.Stall).
