@@ -22,7 +22,7 @@ const (
 
 // Profile is how the kernel confines a plan's execution: the one type the
 // policy decides (its decision carries it), the sandbox enforces, and the
-// API (broker/wire: SandboxProto) and the receipt (broker: receiptSandbox, from
+// API (broker/wire: SandboxProto) and the receipt (executions.ReceiptSandbox, from
 // what sandbox.Prepare enforced) are derived from. It is part of the
 // canonical request, so an approval binds to it: its JSON form is hashed
 // (policy/decision.CanonRequest) and journaled, and must not change.
