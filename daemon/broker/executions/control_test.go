@@ -19,16 +19,7 @@ import (
 func TestControlPausesResumesAndCancels(t *testing.T) {
 	r := newLaunchRig(t)
 	d := policy.Decision{Argv: []string{"sleep", "60"}, ResolvedPath: "/bin/sleep", Cwd: r.ws}
-	s := &executions.Setup{Redactor: r.Redactor}
-	spec, err := r.Spec(s, d, start("c1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.RemoveTmp()
-	proc, err := r.runner.Start(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proc := r.spawn(t, &executions.Setup{Redactor: r.Redactor}, d, "c1")
 	for verb, want := range map[string]termdv1.EventKind{"pause": termdv1.EventKind_EVENT_KIND_PAUSED, "resume": termdv1.EventKind_EVENT_KIND_RESUMED} {
 		if kind, err := executions.Control(proc, "c1", verb); err != nil || kind != want {
 			t.Fatalf("%s: %v, %v; want %v", verb, kind, err, want)
@@ -49,7 +40,7 @@ func TestControlPausesResumesAndCancels(t *testing.T) {
 	if _, err := executions.Control(proc, "c1", "pause"); errdefs.KindOf(err) != errdefs.KindPrecondition || !strings.Contains(err.Error(), "pausing execution c1") {
 		t.Fatalf("pausing a command that has ended: %v", err)
 	}
-	err = executions.NotRunning("c1", termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED, "resume")
+	err := executions.NotRunning("c1", termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED, "resume")
 	if errdefs.KindOf(err) != errdefs.KindPrecondition || err.Error() != "execution c1 is succeeded; only a running execution can be resumed" {
 		t.Fatalf("NotRunning: %v", err)
 	}
@@ -72,15 +63,7 @@ func TestReadOutputLiveAndFromReceipt(t *testing.T) {
 	}
 	d := policy.Decision{Argv: []string{"sh", "-c", "printf 'one secret-x1\\ntwo\\npartial'"}, ResolvedPath: "/bin/sh", Cwd: r.ws}
 	s := &executions.Setup{Redactor: receiptstore.NewRedactor().With("secret-x1")}
-	spec, err := r.Spec(s, d, start("o1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.RemoveTmp()
-	proc, err := r.runner.Start(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proc := r.spawn(t, s, d, "o1")
 	if res := proc.Wait(); res.Status != runner.StatusSucceeded {
 		t.Fatalf("the command ended %s", res.Status)
 	}

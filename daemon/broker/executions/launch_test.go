@@ -111,6 +111,22 @@ func (r *launchRig) run(t *testing.T, spec runner.Spec) (runner.Result, string) 
 	return res, string(out)
 }
 
+// spawn starts execution id of decision d on the runner, its TMPDIR
+// removed when the test ends.
+func (r *launchRig) spawn(t *testing.T, s *executions.Setup, d policy.Decision, id string) *runner.Process {
+	t.Helper()
+	spec, err := r.Spec(s, d, start(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.RemoveTmp)
+	proc, err := r.runner.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proc
+}
+
 // A spec built from a decision runs the command with everything its setup
 // holds: the plan's stdin on descriptor 0 (let go of once opened), the
 // environment termd sets (its trusted PATH, a private HOME and TMPDIR, the
