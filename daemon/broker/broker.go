@@ -14,6 +14,7 @@ import (
 
 	"github.com/termd/termd/daemon/broker/advice"
 	"github.com/termd/termd/daemon/broker/bounds"
+	"github.com/termd/termd/daemon/broker/executions"
 	"github.com/termd/termd/daemon/broker/grants"
 	"github.com/termd/termd/daemon/broker/hostfs"
 	"github.com/termd/termd/daemon/broker/journal"
@@ -103,6 +104,9 @@ type Broker struct {
 	// net is the workspace network: loopbacks, port forwards, egress
 	// proxies (daemon/broker/wsnet).
 	net *wsnet.Net
+	// launches builds each execution's runner spec: its sandbox, network,
+	// environment and private files (daemon/broker/executions).
+	launches *executions.Launches
 	// planUse is what each principal's plans hold (daemon/broker/bounds,
 	// planbounds.go); settled
 	// are the plans settled since the mutex was taken, placed at unlock.
@@ -139,6 +143,8 @@ func New(d Deps) (*Broker, error) {
 	b.fs = hostfs.New(hostfs.Deps{Config: d.Config, Log: d.Log, Store: d.Store, Search: d.Search, Redactor: d.Redactor, Protected: b.protectedPaths})
 	b.net = wsnet.New(wsnet.Deps{Config: d.Config, Log: d.Log, Bus: d.Bus, NetNS: func() bool { return d.Runner.Capabilities().NetNS },
 		WorkspaceOf: b.workspaceOf, Executions: forwardTargets{b}})
+	b.launches = executions.NewLaunches(executions.Deps{Config: d.Config, Policy: d.Policy, Sandbox: d.Sandbox, Keys: d.Keys,
+		Redactor: d.Redactor, Bus: d.Bus, Files: b.fs, MkdirOwned: hostfs.MkdirOwned})
 	b.receipts = receiptq.Receipts{Store: d.Store, Keys: d.Keys, Search: d.Search, Log: d.Log, Now: d.Now, Session: b.sessionVisible}
 	if err := b.recover(); err != nil {
 		return nil, err
@@ -274,7 +280,7 @@ func (b *Broker) FillStatus(_ context.Context, caller *termdv1.Principal, st *te
 		{Name: "cgroup_freeze", Available: caps.Freeze},
 		{Name: "network_namespace", Available: caps.NetNS},
 		{Name: "subreaper", Available: caps.Subreaper},
-		b.sandboxCapability(),
+		b.launches.Capability(),
 		b.net.LoopbackCapability(),
 	}
 }

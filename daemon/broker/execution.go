@@ -1,12 +1,8 @@
 package broker
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,16 +17,12 @@ import (
 	"github.com/termd/termd/daemon/broker/terminals"
 	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/broker/wsnet"
-	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/netns"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
-	"github.com/termd/termd/daemon/sandbox"
-	"github.com/termd/termd/daemon/sandbox/launcher"
-	"github.com/termd/termd/internal/netmode"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -59,32 +51,15 @@ type execRec struct {
 	storageTail string
 	cancelledBy *termdv1.Principal
 
-	// out holds the live, redacted output offsets; owned by the reader goroutines.
-	out [3]*executions.LiveStream
+	// Setup is what it was given to start with (daemon/broker/executions):
+	// its redactor, credentials, git identity, time limit, stdin, live
+	// output, launcher, sandbox record and private TMPDIR. Set before the
+	// spawn and never changed after.
+	executions.Setup
 	// hub is a PTY execution's terminal (daemon/broker/terminals); nil otherwise. Set
 	// before the spawn and never changed.
 	hub *terminals.Hub
 
-	// redactor redacts everything this execution produces: termd's
-	// redactor plus the values (and encoded forms) of the credentials it
-	// received. Set before the spawn and never changed after.
-	redactor *receiptstore.Redactor
-	// credentials are the names of the credentials it received.
-	credentials []string
-	// gitIdentity is the git identity termd supplied (nil: the request
-	// set its own); set before the spawn.
-	gitIdentity *receipt.GitIdentity
-	// timeout is the command's time limit; set before the spawn.
-	timeout time.Duration
-	// stdin is the command's standard input (its plan's), until spec
-	// opens it for the command; nil: /dev/null.
-	stdin []byte
-
-	// launch confines the command (nil: no sandbox); sandbox is what the
-	// receipt records of it; tmp is its private TMPDIR, removed at the end.
-	launch  *launcher.Launch
-	sandbox *sandbox.Record
-	tmp     string
 	// netMode is the plan's network (netmode.Mode), for the receipt; set
 	// before the spawn. netns is its hold on its workspace loopback (nil:
 	// none; released with the sandbox), netKey that loopback's key (kept
@@ -253,8 +228,7 @@ func (b *Broker) reserve(caller *termdv1.Principal, planID, sessionID string, be
 		done:        make(chan struct{}),
 		begun:       begun,
 		storageTail: tail,
-		redactor:    b.Redactor,
-		stdin:       stdin,
+		Setup:       executions.Setup{Redactor: b.Redactor, Stdin: stdin},
 		e: &termdv1.Execution{
 			PlanId:    p.p.Id,
 			SessionId: s.ID,
@@ -311,9 +285,9 @@ func (b *Broker) recheck(r *reservation) (policy.Decision, error) {
 func (b *Broker) launch(r *reservation, fresh policy.Decision, spec runner.Spec) (*execRec, error) {
 	e, p := r.e, r.e.plan
 	draft := b.draftReceipt(p, r.now)
-	draft.Credentials = e.credentials
-	draft.Sandbox = receiptSandbox(e.sandbox, !fresh.Sandbox.Network && b.Runner.Capabilities().NetNS)
-	e.receiptHostIdentity(draft)
+	draft.Credentials = e.Credentials
+	draft.Sandbox = executions.ReceiptSandbox(e.Sandbox, !fresh.Sandbox.Network && b.Runner.Capabilities().NetNS)
+	e.ReceiptHostIdentity(draft)
 	// The cgroup path is known before the spawn, so a crash at any moment
 	// leaves enough to find and kill what the command started.
 	cgroupPath := ""
@@ -464,181 +438,35 @@ func (b *Broker) refuse(e *execRec, why string) {
 	}
 }
 
-// spec builds the bounded process description from a fresh decision.
+// spec builds the bounded process description from a fresh decision
+// (executions.Launches.Spec), joining the execution's network where it is
+// made.
 func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principal) (runner.Spec, error) {
-	pol := b.Policy.Current()
-	rr := b.Config().RunAsRequester
-	cred, uid, gid, err := executions.RunAs(d.RunAs, requester.GetUid(), rr == nil || *rr)
-	if err != nil {
-		return runner.Spec{}, err
-	}
-	home, err := b.isolate(e, d, uid, gid)
-	if err != nil {
-		return runner.Spec{}, err
-	}
-	env := b.environment(e, d, pol.TrustedPath(), home, uid)
-	stdinFile, err := b.privateFiles(e, d, env, requester, uid, gid)
-	if err != nil {
-		return runner.Spec{}, err
-	}
-	lim := pol.Limits()
-	argv := d.ExecArgv
-	if len(argv) == 0 {
-		argv = d.Argv
-	}
-	e.timeout = d.Timeout
-	if e.timeout <= 0 {
-		e.timeout = lim.DefaultTimeout
-	}
-	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
-		e.out[s] = executions.NewLiveStream(e.redactor, func(at int64, data []byte) { b.publishOutput(e, s, at, data) })
-	}
-	outputCap := lim.OutputBytes
-	if e.storageTail != "" {
-		outputCap = min(outputCap, b.Config().Storage.TailBytes)
-	}
-	return runner.Spec{
-		ID:           e.id,
-		KeepTail:     e.storageTail != "",
-		Path:         d.ResolvedPath,
-		Argv:         argv,
-		Dir:          d.Cwd,
-		Env:          executions.EnvList(env),
-		Timeout:      e.timeout,
-		Grace:        lim.Grace,
-		OutputCap:    outputCap,
-		OutputBudget: lim.OutputBudget,
-		MemoryMax:    lim.MemoryBytes,
-		PidsMax:      lim.Pids,
-		NoNetwork:    !d.Sandbox.Network && e.netns == nil,
-		JoinNetNS:    e.netns != nil || e.egress != nil,
-		NetNSFD:      e.netNSFD(),
-		Credential:   cred,
-		Launch:       e.launch,
-		NewHash:      b.Keys.NewDigest,
-		TTY:          b.terminalFor(e, d, requester),
-		Stdin:        stdinFile,
-		OnOutput: func(s runner.Stream, off int64, chunk []byte) {
+	return b.launches.Spec(&e.Setup, d, executions.Start{
+		ID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID, Requester: requester,
+		KeepTail: e.storageTail != "", Term: terminals.TermName(d.TTY),
+		Network:  func() (executions.Network, error) { return b.joinNetwork(e, d) },
+		Terminal: func() *runner.TTY { return b.terminalFor(e, d, requester) },
+		Feed: func(off int64, chunk []byte) {
 			if e.hub != nil {
 				e.hub.Feed(off, chunk)
 			}
-			e.out[s].Write(chunk)
 		},
-	}, nil
+	})
 }
 
-// isolate gives the execution its network (a workspace loopback, the
-// egress proxy), its HOME and its sandbox with its private TMPDIR (e.tmp);
-// it returns the HOME.
-func (b *Broker) isolate(e *execRec, d policy.Decision, uid, gid int) (string, error) {
-	if err := b.net.Available(d.Sandbox.NetworkMode); err != nil {
-		return "", err
-	}
-	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
-		if err := b.startEgress(e, m); err != nil {
-			return "", err
-		}
-	}
-	b.joinLoopback(e, d)
-	home, err := b.fs.HomeFor(uid, gid)
-	if err != nil {
-		return "", errdefs.Internal("preparing HOME for the command: %v", err)
-	}
-	rec, tmp, err := b.sandboxFor(e, d, home, uid, gid)
-	if err != nil {
-		return "", err
-	}
-	e.sandbox, e.tmp = rec, tmp
-	return home, nil
-}
-
-// environment is the command's environment: the request's and the
-// policy's, then what termd always sets (PATH: the policy's trusted path),
-// then the egress proxy's.
-func (b *Broker) environment(e *execRec, d policy.Decision, path []string, home string, uid int) map[string]string {
-	env := map[string]string{}
-	for k, v := range d.Env {
-		env[k] = v
-	}
-	for k, v := range d.ExecEnv {
-		env[k] = v
-	}
-	fixed := map[string]string{
-		"PATH":             executions.JoinPath(path),
-		"HOME":             home,
-		"LANG":             "C.UTF-8",
-		"TERM":             terminals.TermName(d.TTY),
-		"NO_COLOR":         "1",
-		"PAGER":            "cat",
-		"GIT_PAGER":        "cat",
-		"TERMD_SESSION_ID": e.plan.session.ID,
-		"TERMD_PLAN_ID":    e.plan.p.Id,
-		"TERMD_EXECUTION":  e.id,
-		"TMPDIR":           e.tmp,
-	}
-	if a, err := config.LookupUID(uint32(uid)); err == nil {
-		fixed["USER"], fixed["LOGNAME"] = a.User.Username, a.User.Username
-	}
-	for k, v := range fixed {
-		env[k] = v
-	}
-	if e.egress != nil {
-		for k, v := range e.egress.Env() {
-			env[k] = v
-		}
-	}
-	return env
-}
-
-// privateFiles puts in the private TMPDIR what the command receives there
-// (its git identity, its credentials, its stdin), naming them in env, and
-// redacts the credentials' values from its output; it returns the stdin
-// (nil: /dev/null).
-func (b *Broker) privateFiles(e *execRec, d policy.Decision, env map[string]string, requester *termdv1.Principal, uid, gid int) (*os.File, error) {
-	var err error
-	if e.gitIdentity, err = executions.SupplyGitIdentity(b.Config(), env, e.tmp, requester, uid, gid); err != nil {
-		return nil, err
-	}
-	if len(d.Credentials) > 0 {
-		values, err := executions.InjectCredentials(b.Config(), d, env, e.tmp, uid, gid)
-		if err != nil {
-			return nil, err
-		}
-		var forms []string
-		for _, v := range values {
-			forms = append(forms, executions.RedactionForms(v)...)
-		}
-		e.redactor, e.credentials = b.Redactor.With(forms...), slices.Clone(d.Credentials)
-	}
-	return b.stdinFile(e, d, e.tmp, uid, gid)
-}
-
-// terminalFor is a PTY execution's terminal (nil: none), with its hub.
+// terminalFor is a PTY execution's terminal, with its hub.
 func (b *Broker) terminalFor(e *execRec, d policy.Decision, requester *termdv1.Principal) *runner.TTY {
-	if d.TTY == nil {
-		return nil
-	}
 	e.hub = newTermHub(b, e, d.TTY, requester)
 	e.e.Tty = wire.TerminalProto(d.TTY)
 	e.e.InputHolder = requester.GetName()
 	return &runner.TTY{Rows: d.TTY.Rows, Cols: d.TTY.Cols, Idle: d.TTY.Idle}
 }
 
-// publishOutput sends one coalesced piece of an execution's output as an event.
-func (b *Broker) publishOutput(e *execRec, s runner.Stream, at int64, data []byte) {
-	stream := termdv1.OutputStream_OUTPUT_STREAM_STDOUT
-	if s == runner.Stderr {
-		stream = termdv1.OutputStream_OUTPUT_STREAM_STDERR
-	}
-	b.Bus.Publish(e.plan.session.ID, termdv1.EventKind_EVENT_KIND_OUTPUT, func(ev *termdv1.Event) {
-		ev.Payload = &termdv1.Event_Output{Output: &termdv1.OutputChunk{ExecutionId: e.id, Stream: stream, Offset: at, Data: data}}
-	})
-}
-
 // finish records the final state: receipt first (durable), then state and events.
 func (b *Broker) finish(e *execRec, res runner.Result) {
 	for _, s := range []runner.Stream{runner.Stdout, runner.Stderr} {
-		if ls := e.out[s]; ls != nil {
+		if ls := e.Out[s]; ls != nil {
 			ls.Close()
 		}
 	}
@@ -697,7 +525,7 @@ func (b *Broker) endDetailLocked(e *execRec, res runner.Result) string {
 	} else if res.IdleTimedOut {
 		detail = fmt.Sprintf("the terminal was idle (no output and no input) for %s and the execution was ended", e.hub.Idle())
 	} else if res.Status == runner.StatusTimedOut {
-		detail = executions.TimeoutDetail(e.timeout, b.Policy.Current().Limits().MaxTimeout)
+		detail = executions.TimeoutDetail(e.Timeout, b.Policy.Current().Limits().MaxTimeout)
 	} else if res.Status == runner.StatusOutputLimit {
 		detail = fmt.Sprintf("the command wrote more than the output budget of %d bytes (policy limits.output_budget) and was ended; its first %d bytes per stream are kept", b.Policy.Current().Limits().OutputBudget, b.Policy.Current().Limits().OutputBytes)
 	} else if res.Status == runner.StatusCancelled {
@@ -815,8 +643,7 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 		err = errdefs.Permission("execution %s belongs to %s; only its owner or an operator may %s it", id, e.plan.session.Owner.Name, verb)
 	}
 	if err == nil && (e.finished || e.proc == nil) {
-		done := map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled"}[verb]
-		err = errdefs.Precondition("execution %s is %s; only a running execution can be %s", id, execWord(e.e.State), done)
+		err = executions.NotRunning(id, e.e.State, verb)
 	}
 	if err != nil {
 		b.unlock()
@@ -824,25 +651,16 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 	}
 	proc, p := e.proc, e.plan
 	b.unlock()
-	var kind termdv1.EventKind
-	switch verb {
-	case "pause":
-		if err := proc.Pause(); err != nil {
-			return nil, errdefs.Precondition("pausing execution %s: %v", id, err)
-		}
-		kind = termdv1.EventKind_EVENT_KIND_PAUSED
-	case "resume":
-		if err := proc.Resume(); err != nil {
-			return nil, errdefs.Precondition("resuming execution %s: %v", id, err)
-		}
-		kind = termdv1.EventKind_EVENT_KIND_RESUMED
-	case "cancel":
+	if verb == "cancel" {
 		b.mu.Lock()
 		e.cancelledBy = caller
 		b.unlock()
-		if err := proc.Cancel(); err != nil && !errors.Is(err, runner.ErrFinished) && !errors.Is(err, runner.ErrStopping) {
-			return nil, errdefs.Precondition("cancelling execution %s: %v", id, err)
-		}
+	}
+	kind, err := executions.Control(proc, id, verb)
+	if err != nil {
+		return nil, err
+	}
+	if verb == "cancel" {
 		<-e.done
 		b.mu.Lock()
 		defer b.unlock()
@@ -866,10 +684,6 @@ func (b *Broker) control(caller *termdv1.Principal, id, verb string) (*termdv1.E
 	return proto.Clone(e.e).(*termdv1.Execution), nil
 }
 
-func execWord(s termdv1.ExecutionState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "EXECUTION_STATE_"))
-}
-
 // PauseExecution freezes every process of an execution.
 func (b *Broker) PauseExecution(_ context.Context, caller *termdv1.Principal, id string) (*termdv1.Execution, error) {
 	return b.control(caller, id, "pause")
@@ -885,84 +699,28 @@ func (b *Broker) CancelExecution(_ context.Context, caller *termdv1.Principal, i
 	return b.control(caller, id, "cancel")
 }
 
-// ReadOutput reads redacted output by offset, while or after the command runs.
+// ReadOutput reads redacted output by offset, while or after the command
+// runs (executions.ReadOutput).
 func (b *Broker) ReadOutput(_ context.Context, caller *termdv1.Principal, r *termdv1.ReadOutputRequest) (*termdv1.ReadOutputResponse, error) {
-	stream := runner.Stdout
-	switch r.Stream {
-	case termdv1.OutputStream_OUTPUT_STREAM_UNSPECIFIED, termdv1.OutputStream_OUTPUT_STREAM_STDOUT:
-	case termdv1.OutputStream_OUTPUT_STREAM_STDERR:
-		stream = runner.Stderr
-	default:
-		return nil, errdefs.Invalid("stream %v is not stdout or stderr", r.Stream)
-	}
-	if r.Offset < 0 {
-		return nil, errdefs.Invalid("offset %d is negative", r.Offset)
-	}
-	limit := int(r.Limit)
-	if limit <= 0 {
-		limit = 64 << 10
-	}
-	limit = min(limit, 1<<20)
-	b.mu.Lock()
-	e, err := b.execLocked(caller, r.ExecutionId)
-	if err != nil {
-		b.unlock()
-		// A finished execution whose plan was forgotten: read its receipt.
-		past, _, perr := b.pastExecution(caller, r.ExecutionId)
-		if perr != nil {
-			return nil, perr
-		}
-		if past == nil {
-			return nil, err
-		}
-		e = &execRec{e: past, finished: true}
+	return executions.ReadOutput(r, func() (executions.Output, error) {
 		b.mu.Lock()
-	}
-	proc, receiptID, ee, red := e.proc, e.e.ReceiptId, proto.Clone(e.e).(*termdv1.Execution), e.redactor
-	b.unlock()
-
-	var kept []byte
-	var total int64
-	var done bool
-	if proc != nil {
-		raw, t, d := proc.ReadOutput(stream, 0, 1<<30)
-		// While it runs, the unfinished last line (maybe half a secret) is
-		// not served, as the live stream holds it back too.
-		if i := bytes.LastIndexByte(raw, '\n'); i >= 0 {
-			raw = raw[:i+1]
-		} else {
-			raw = raw[:max(0, len(raw)-receiptstore.DefaultHold)]
-		}
-		kept, total, done = []byte(red.Redact(string(raw))), t, d
-		done = false // the receipt, not the live buffer, is the final word
-	} else if receiptID != "" {
-		rc, err := b.Store.Get(receiptID)
+		e, err := b.execLocked(caller, r.ExecutionId)
 		if err != nil {
-			return nil, errdefs.Internal("reading the receipt of execution %s: %v", r.ExecutionId, err)
+			b.unlock()
+			// A finished execution whose plan was forgotten: read its receipt.
+			past, _, perr := b.pastExecution(caller, r.ExecutionId)
+			if perr != nil {
+				return executions.Output{}, perr
+			}
+			if past == nil {
+				return executions.Output{}, err
+			}
+			e = &execRec{e: past, finished: true}
+			b.mu.Lock()
 		}
-		if stream == runner.Stdout {
-			kept, total = []byte(rc.Stdout), rc.StdoutBytes
-		} else {
-			kept, total = []byte(rc.Stderr), rc.StderrBytes
-		}
-		done = true
-	} else {
-		done = e.finished
-		if stream == runner.Stdout {
-			total = ee.StdoutBytes
-		} else {
-			total = ee.StderrBytes
-		}
-	}
-	resp := &termdv1.ReadOutputResponse{Offset: r.Offset, KeptBytes: int64(len(kept)), TotalBytes: total}
-	resp.Truncated = total > int64(len(kept)) && done
-	if r.Offset < int64(len(kept)) {
-		end := min(int64(len(kept)), r.Offset+int64(limit))
-		resp.Data = kept[r.Offset:end]
-	}
-	resp.NextOffset = r.Offset + int64(len(resp.Data))
-	resp.Eof = done && resp.NextOffset >= int64(len(kept))
-	return resp, nil
+		defer b.unlock()
+		return executions.Output{Proc: e.proc, ReceiptID: e.e.ReceiptId, Exec: proto.Clone(e.e).(*termdv1.Execution), Finished: e.finished, Redactor: e.Redactor}, nil
+	}, b.Store.Get)
 }
 
 // stall holds termd at point when a test asked for it (Deps.Stall).

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/termd/termd/daemon/broker/executions"
 	"github.com/termd/termd/daemon/broker/wsnet"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/policy"
@@ -14,31 +15,31 @@ import (
 // execution records of its network, and the executions and sessions a port
 // forward reaches.
 
-// joinLoopback records an execution's network and, on network
-// workspace-loopback, its hold on its principal's namespace for its
-// workspace (wsnet.Net.Join). What port forwards read (netMode, netKey) is
-// set under b.mu.
-func (b *Broker) joinLoopback(e *execRec, d policy.Decision) {
+// joinNetwork gives the execution its network (executions.Start.Network):
+// the egress proxy of a network egress:NAME execution (e.egress, stopped
+// from releaseSandbox), and, on network workspace-loopback, its hold on its
+// principal's namespace for its workspace (wsnet.Net.Join). What port
+// forwards read (netMode, netKey) is set under b.mu.
+func (b *Broker) joinNetwork(e *execRec, d policy.Decision) (executions.Network, error) {
+	if err := b.net.Available(d.Sandbox.NetworkMode); err != nil {
+		return executions.Network{}, err
+	}
+	if m := netmode.Mode(d.Sandbox.NetworkMode); m.IsEgress() {
+		var err error
+		if e.egress, err = b.net.StartEgress(m, wsnet.EgressFor{ExecutionID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID}); err != nil {
+			return executions.Network{}, err
+		}
+	}
 	h, key, fallback := b.net.Join(e.who, d.Cwd, d.Sandbox.NetworkMode)
 	b.mu.Lock()
 	e.netMode, e.netns, e.netKey, e.netFallback = d.Sandbox.NetworkMode, h, key, fallback
 	b.unlock()
-}
-
-// startEgress starts e's proxy for network mode m; e.egress holds it
-// (stopped from releaseSandbox).
-func (b *Broker) startEgress(e *execRec, m netmode.Mode) (err error) {
-	e.egress, err = b.net.StartEgress(m, wsnet.EgressFor{ExecutionID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID})
-	return err
-}
-
-// netNSFD is the namespace the execution joins: its egress namespace, or
-// its workspace loopback's (-1: none).
-func (e *execRec) netNSFD() int {
+	// The namespace it joins: its egress namespace, or its workspace loopback's (-1: none).
+	nw := executions.Network{Loopback: e.netns != nil, Egress: e.egress != nil, NSFD: e.netns.Fd(), Fallback: e.netFallback}
 	if e.egress != nil {
-		return e.egress.NSFD()
+		nw.EgressEnv, nw.NSFD = e.egress.Env(), e.egress.NSFD()
 	}
-	return e.netns.Fd()
+	return nw, nil
 }
 
 // PortForward opens a forward for caller and serves it until ctx ends or it

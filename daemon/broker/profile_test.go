@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/termd/termd/daemon/broker/executions"
 	"github.com/termd/termd/daemon/broker/wire"
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/sandbox"
@@ -65,7 +66,7 @@ func TestProfileConversions(t *testing.T) {
 			"RootMappedTo": "the host uid a root run held (sandbox.Paths.RootMap)",
 		}},
 		{name: "enforced record", out: enforced},
-		{name: "receipt", out: receiptSandbox(&enforced, true)},
+		{name: "receipt", out: executions.ReceiptSandbox(&enforced, true)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

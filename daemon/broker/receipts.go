@@ -38,14 +38,14 @@ func (b *Broker) decisionReceiptLocked(p *planRec, status string, by *termdv1.Pr
 func (b *Broker) finalReceipt(p *planRec, e *execRec, res runner.Result, detail string) *receipt.Receipt {
 	r := b.draftReceipt(p, res.StartedAt)
 	receiptq.Finished(r, e.id, res, detail)
-	r.Sandbox = receiptSandbox(e.sandbox, res.NetNSApplied)
-	e.receiptHostIdentity(r)
+	r.Sandbox = executions.ReceiptSandbox(e.Sandbox, res.NetNSApplied)
+	e.ReceiptHostIdentity(r)
 	if e.hub != nil {
 		r.Terminal = e.hub.Receipt()
 	}
-	r.Credentials = e.credentials
-	r.GitIdentity = e.gitIdentity
+	r.Credentials = e.Credentials
+	r.GitIdentity = e.GitIdentity
 	r.Egress = e.egress.Receipt()
-	e.redactor.RedactReceipt(r)
+	e.Redactor.RedactReceipt(r)
 	return r
 }

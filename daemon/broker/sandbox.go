@@ -1,213 +1,30 @@
 package broker
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
-	"runtime"
-
-	"github.com/termd/termd/daemon/broker/hostfs"
-	"github.com/termd/termd/daemon/config"
-	"github.com/termd/termd/daemon/domain"
-	"github.com/termd/termd/daemon/errdefs"
-	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
-	"github.com/termd/termd/internal/safefs"
-	termdv1 "github.com/termd/termd/proto/termd/v1"
-	"github.com/termd/termd/receipt"
 )
 
-// SandboxMode is the configured sandbox mode, or this host's default:
-// required where the kernel can confine (Landlock, or macOS sandbox-exec),
-// best effort elsewhere.
-func (b *Broker) SandboxMode() sandbox.Mode {
-	if m := b.Config().Sandbox; m != "" {
-		return sandbox.Mode(m)
-	}
-	return b.Sandbox.DefaultMode()
-}
+// SandboxMode is the configured sandbox mode, or this host's default
+// (executions.Launches.Mode).
+func (b *Broker) SandboxMode() sandbox.Mode { return b.launches.Mode() }
 
 // SandboxLevel is how much of every profile this daemon enforces.
-func (b *Broker) SandboxLevel() sandbox.Level { return b.Sandbox.Level(b.SandboxMode()) }
+func (b *Broker) SandboxLevel() sandbox.Level { return b.launches.Level() }
 
 // sandboxEnforced: profiles are fully enforced, so the policy may let
 // confined project code run without approval.
 func (b *Broker) sandboxEnforced() bool { return b.SandboxLevel() == sandbox.LevelFull }
 
 // sandboxEnforcer names what confines executions, for the policy's reasons.
-func (b *Broker) sandboxEnforcer() string {
-	switch b.Sandbox.Platform {
-	case "linux-landlock":
-		return "Landlock"
-	case "macos-seatbelt":
-		return "Seatbelt"
-	}
-	return ""
-}
+func (b *Broker) sandboxEnforcer() string { return b.launches.Enforcer() }
 
-// sandboxFor prepares the sandbox of one execution. It creates the execution's
-// private temporary directory (returned, to be removed when it ends) and the
-// build caches under HOME.
-func (b *Broker) sandboxFor(e *execRec, d policy.Decision, home string, uid, gid int) (*sandbox.Record, string, error) {
-	cfg := b.Config()
-	pol := b.Policy.Current()
-	tmp, err := b.fs.PrivateTmp(e.id, uid, gid)
-	if err != nil {
-		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
-	}
-	for _, rel := range d.Sandbox.CacheDirs() {
-		// Made (as the command's user) so a read-only run can fill it.
-		if err := hostfs.MkdirOwned(home, rel, uid, gid); err != nil {
-			_ = b.fs.RemoveTmp(filepath.Base(tmp))
-			return nil, "", errdefs.Precondition("preparing the cache directory %s: %v", filepath.Join(home, rel), err)
-		}
-	}
-	paths := sandbox.Paths{
-		Workspaces:     cfg.Workspaces,
-		SystemRead:     pol.SystemRead(),
-		Home:           home,
-		Tmp:            tmp,
-		Cwd:            d.Cwd,
-		Hidden:         append(b.hiddenPaths(), b.fs.PrivatePaths()...),
-		ProtectedNames: pol.ProtectedNames(),
-		ProtectedDirs:  pol.ProtectedDirs(),
-		Terminal:       d.TTY != nil,
-		RootMap:        b.rootMap(uid, d.Privileged),
-		NetNS:          e.netns != nil,
-	}
-	if e.egress != nil {
-		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
-	}
-	l, rec, err := sandbox.Prepare(d.Sandbox, paths, b.SandboxMode(), b.Sandbox)
-	if err == nil && e.netFallback != "" {
-		rec.Missing = append(rec.Missing, e.netFallback)
-	}
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		var refused *sandbox.RefusedError
-		var rootMap *sandbox.RootMapError
-		if errors.As(err, &refused) || errors.As(err, &rootMap) {
-			return nil, "", errdefs.Precondition("%v", err)
-		}
-		return nil, "", errdefs.Internal("%v", err)
-	}
-	e.launch = l
-	return &rec, tmp, nil
-}
-
-// rootMap is the unprivileged host uid a command that runs as uid (0: root)
-// holds instead (sandbox.Paths.RootMap), or 0 when it keeps uid: it is not
-// root, termd is not root, or the plan is privileged (a person approved a
-// run as real root). Invariant 12: no execution holds host root unless a
-// person approved exactly that.
-func (b *Broker) rootMap(uid int, privileged bool) uint32 {
-	if uid != 0 || privileged || os.Geteuid() != 0 || runtime.GOOS != "linux" {
-		return 0
-	}
-	if m := b.Config().RootMapUID; m != 0 {
-		return m
-	}
-	return sandbox.DefaultRootMapUID
-}
-
-// hiddenPaths are termd's own files and the host's well-known secrets,
-// which no execution may reach, whatever uid it runs as (a privileged run
-// included): covered in its mount namespace wherever a readable root would
-// reach them.
-func (b *Broker) hiddenPaths() []string {
-	cfg := b.Config()
-	h := []string{cfg.StateDir, cfg.Socket, cfg.Source, cfg.Policy, cfg.Adviser.APIKeyFile, cfg.CredentialsFile}
-	h = append(h, cfg.Secrets...)
-	for _, c := range cfg.Credentials {
-		h = append(h, c.File)
-	}
-	if dir := filepath.Dir(cfg.Socket); !domain.InsideAny(dir, cfg.Workspaces) && !domain.ContainsAny(dir, cfg.Workspaces) {
-		h = append(h, dir)
-	}
-	// Where the gateway keeps its operator token by default (the daemon's
-	// user's $XDG_CONFIG_HOME/termd) and, when termd is root, the host's
-	// secrets (a termd that is not root runs commands as its own user, who
-	// cannot read them): never a directory that holds a workspace or the
-	// command homes.
-	var own []string
-	if dir, err := os.UserConfigDir(); err == nil {
-		own = append(own, filepath.Join(dir, "termd"))
-	}
-	if os.Geteuid() == 0 {
-		own = append(own, hostSecrets...)
-		if keys, err := filepath.Glob("/etc/ssh/ssh_host_*key"); err == nil {
-			own = append(own, keys...)
-		}
-	}
-	keep := append([]string{b.fs.Base()}, cfg.Workspaces...)
-	for _, p := range own {
-		if !domain.ContainsAny(p, keep) && !domain.InsideAny(p, cfg.Workspaces) {
-			h = append(h, p)
-		}
-	}
-	return h
-}
-
-// hostSecrets are files and directories of any Linux host that hold
-// secrets of root's: password hashes, root's home (its keys, tokens and
-// shell history). ssh host keys are globbed at each execution.
-var hostSecrets = []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/root"}
-
-// receiptSandbox is the receipt's record of what confined an execution: the
-// record sandbox.Prepare made from the plan's profile (its name and network)
-// and what it enforced, and whether the execution got its own network
-// namespace.
-func receiptSandbox(r *sandbox.Record, netns bool) *receipt.Sandbox {
-	if r == nil {
-		return nil
-	}
-	return &receipt.Sandbox{
-		NetworkMode:         r.NetworkMode,
-		Profile:             r.Profile,
-		Level:               string(r.Level),
-		Mode:                string(r.Mode),
-		Platform:            r.Platform,
-		LandlockABI:         r.LandlockABI,
-		Seccomp:             r.Seccomp,
-		MountNamespace:      r.MountNS,
-		NetworkNamespace:    netns,
-		CapabilitiesDropped: r.CapsDropped,
-		Missing:             r.Missing,
-	}
-}
-
-// receiptHostIdentity records in r the unprivileged host uid a command run
-// for root held (run_as.host_uid), when it was mapped.
-func (e *execRec) receiptHostIdentity(r *receipt.Receipt) {
-	if e.sandbox == nil || e.sandbox.RootMappedTo == 0 {
-		return
-	}
-	if r.RunAs == nil {
-		r.RunAs = &receipt.RunAs{User: config.UserName(0)}
-	}
-	r.RunAs.HostUID = int(e.sandbox.RootMappedTo)
-}
-
-// releaseSandbox closes what the launcher did not take and removes the
-// execution's private temporary directory (everything the command left in it).
+// releaseSandbox closes what the launcher did not take, stops the egress
+// proxy, lets go of the network namespace and removes the execution's
+// private temporary directory (everything the command left in it).
 func (e *execRec) releaseSandbox() {
-	e.launch.Close()
+	e.Launch.Close()
 	e.egress.Stop()
 	e.netns.Release()
 	e.netns = nil
-	if e.tmp != "" {
-		// The command's user's tree: removed through descriptors, following
-		// no link it left there.
-		if d, err := safefs.Open(filepath.Dir(e.tmp), os.Geteuid()); err == nil {
-			_ = d.RemoveAll(filepath.Base(e.tmp))
-			d.Close()
-		}
-		e.tmp = ""
-	}
-}
-
-// sandboxCapability is the sandbox line of the daemon's status.
-func (b *Broker) sandboxCapability() *termdv1.Capability {
-	level, detail := b.Sandbox.Describe(b.SandboxMode())
-	return &termdv1.Capability{Name: "sandbox", Available: level == sandbox.LevelFull, Detail: detail}
+	e.RemoveTmp()
 }

@@ -51,7 +51,7 @@ func (b *Broker) hubFor(caller *termdv1.Principal, id string) (*terminals.Hub, e
 func newTermHub(b *Broker, e *execRec, t *policy.Terminal, holder *termdv1.Principal) *terminals.Hub {
 	return b.terms.NewHub(terminals.Exec{
 		ID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID,
-		Requester: e.plan.p.Requester, Redactor: e.redactor,
+		Requester: e.plan.p.Requester, Redactor: e.Redactor,
 		Snapshot: func() (*termdv1.Execution, bool) {
 			b.mu.Lock()
 			defer b.unlock()

@@ -10,8 +10,10 @@ const (
 )
 
 // Profile is how the kernel confines a plan's execution: the one type the
-// policy decides, the sandbox enforces, and the API, the receipt and
-// `termctl policy check` are derived from. It lives in internal/policyjson
+// policy decides (its decision carries it), the sandbox enforces, and the
+// API (broker/wire: SandboxProto), the receipt (executions.ReceiptSandbox,
+// from what sandbox.Prepare enforced) and `termctl policy check` are
+// derived from. It lives in internal/policyjson
 // so that clients print the daemon's own type (they link no daemon
 // package); its JSON form is hashed and journaled, and must not change.
 type Profile = policyjson.Profile

@@ -149,7 +149,7 @@ func (s Support) Level(m Mode) Level {
 }
 
 // Record is what a receipt says about the sandbox of one execution: what
-// was enforced, and the profile's name and network (broker: receiptSandbox).
+// was enforced, and the profile's name and network (executions.ReceiptSandbox).
 type Record struct {
 	Profile     string   `json:"profile"`
 	NetworkMode string   `json:"network_mode,omitempty"`
