@@ -104,27 +104,7 @@ func holding(t *testing.T, d *harness.Daemon, phrase string) []string {
 
 func TestReceiptsSearch(t *testing.T) {
 	d := startSearch(t)
-	// The agents' phrases are only in their output (files they print).
-	if err := os.Chmod(d.Workspace, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{"a.txt": "migrations applied: 12\n", "b.txt": "migrations applied: 7\n"} {
-		if err := os.WriteFile(filepath.Join(d.Workspace, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runAs(t, d, harness.Nobody, "cat", "a.txt")
-	runAs(t, d, agentB, "cat", "b.txt")
-	runAs(t, d, nil, "echo", "a OR b")
-	runAs(t, d, nil, "echo", "a", "b")
-	runAs(t, d, nil, "echo", "*")
-	runAs(t, d, nil, "echo", "no star here")
-	// The secret reaches the output from a file (a secret in argv makes a
-	// plan stale at execute: its redacted view differs from the request).
-	if err := os.WriteFile(filepath.Join(d.Workspace, "env.txt"), []byte("token="+searchSecret+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runAs(t, d, nil, "cat", "env.txt")
+	seedSearchReceipts(t, d)
 
 	// Found by a phrase from the redacted output, by each agent only its
 	// own, by the operator both.
@@ -199,6 +179,40 @@ func TestReceiptsSearch(t *testing.T) {
 		t.Fatalf("pages: %+v then %+v", p1, p2)
 	}
 
+	checkSearchIndexIsDisposable(t, d)
+	// The chain is untouched by all of it.
+	ok(t, d, "audit", "verify")
+}
+
+// seedSearchReceipts runs the commands whose receipts the searches find:
+// two agents' outputs, phrases that look like search syntax, and a secret.
+func seedSearchReceipts(t *testing.T, d *harness.Daemon) {
+	// The agents' phrases are only in their output (files they print).
+	if err := os.Chmod(d.Workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"a.txt": "migrations applied: 12\n", "b.txt": "migrations applied: 7\n"} {
+		if err := os.WriteFile(filepath.Join(d.Workspace, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runAs(t, d, harness.Nobody, "cat", "a.txt")
+	runAs(t, d, agentB, "cat", "b.txt")
+	runAs(t, d, nil, "echo", "a OR b")
+	runAs(t, d, nil, "echo", "a", "b")
+	runAs(t, d, nil, "echo", "*")
+	runAs(t, d, nil, "echo", "no star here")
+	// The secret reaches the output from a file (a secret in argv makes a
+	// plan stale at execute: its redacted view differs from the request).
+	if err := os.WriteFile(filepath.Join(d.Workspace, "env.txt"), []byte("token="+searchSecret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runAs(t, d, nil, "cat", "env.txt")
+}
+
+// checkSearchIndexIsDisposable deletes the index and rebuilds it on request:
+// the answers stay the same, and only the operator may rebuild it.
+func checkSearchIndexIsDisposable(t *testing.T, d *harness.Daemon) {
 	// The index is disposable: deleted (termd rebuilds it at start) or
 	// rebuilt on request, the answers are the same.
 	before := searchAs(t, d, nil, "echo")
@@ -223,8 +237,6 @@ func TestReceiptsSearch(t *testing.T) {
 	if _, errOut, code := d.RunAs(harness.Nobody, "termctl", nil, "receipts", "reindex"); code == 0 || !strings.Contains(errOut, "operator") {
 		t.Fatalf("an agent may not rebuild the index: exit %d %q", code, errOut)
 	}
-	// The chain is untouched by all of it.
-	ok(t, d, "audit", "verify")
 }
 
 func itoa(n int) string {

@@ -97,71 +97,10 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 			t.Errorf("%s: mode %04o, want %04o", p, got, m)
 		}
 	}
-	unit, _ := os.ReadFile(filepath.Join(prefix, "lib/systemd/system/termd.service"))
-	if !strings.Contains(string(unit), "ExecStart="+prefix+"/bin/termd --config "+prefix+"/etc/termd/termd.yaml") {
-		t.Errorf("unit does not point at the prefix:\n%s", unit)
-	}
-	for _, s := range []string{"KillMode=mixed", "Delegate=yes", "StateDirectory=termd", "ReadWritePaths=-/home -/root -/srv -/var/tmp -/run/termd", "ProtectSystem=strict", "PrivateTmp=yes", "Restart=on-failure"} {
-		if !strings.Contains(string(unit), s) {
-			t.Errorf("termd.service lacks %s", s)
-		}
-	}
-	sock, _ := os.ReadFile(filepath.Join(prefix, "lib/systemd/system/termd.socket"))
-	for _, s := range []string{"SocketGroup=termd", "SocketMode=0660", "ListenStream=/run/termd/termd.sock"} {
-		if !strings.Contains(string(sock), s) {
-			t.Errorf("termd.socket lacks %s", s)
-		}
-	}
-	op, _ := os.ReadFile(filepath.Join(prefix, "lib/systemd/system/termd-operator.socket"))
-	for _, s := range []string{"SocketMode=0600", "SocketUser=root", "ListenStream=/run/termd/termd-operator.sock", "FileDescriptorName=termd-operator", "Service=termd.service"} {
-		if !strings.Contains(string(op), s) {
-			t.Errorf("termd-operator.socket lacks %s", s)
-		}
-	}
-	if !strings.Contains(string(unit), "Sockets=termd.socket termd-operator.socket") {
-		t.Error("termd.service does not inherit the operator socket (Sockets=)")
-	}
-	// The installed config names every key and sets the system values.
-	y, _ := os.ReadFile(filepath.Join(prefix, "etc/termd/termd.yaml"))
-	c := config.Default()
-	if err := config.Parse(c, y); err != nil {
-		t.Fatalf("installed termd.yaml does not parse: %v", err)
-	}
-	if c.SocketGroup != "termd" || c.Socket != "/run/termd/termd.sock" || c.StateDir != "/var/lib/termd" || c.Policy != prefix+"/etc/termd/policy.yaml" {
-		t.Errorf("installed config: socket %q group %q state %q policy %q", c.Socket, c.SocketGroup, c.StateDir, c.Policy)
-	}
-	for _, k := range config.Keys() {
-		short := k.Name[strings.LastIndex(k.Name, ".")+1:]
-		if !strings.Contains(string(y), short+":") {
-			t.Errorf("installed config lacks key %s", k.Name)
-		}
-	}
-	pol, _ := os.ReadFile(filepath.Join(prefix, "etc/termd/policy.yaml"))
-	if string(pol) != string(policy.DefaultYAML()) {
-		t.Error("installed policy.yaml is not the embedded default")
-	}
-	if _, err := policy.LoadFile(filepath.Join(prefix, "etc/termd/policy.yaml")); err != nil {
-		t.Errorf("installed policy does not load: %v", err)
-	}
+	checkInstalledUnits(t, prefix)
+	checkInstalledConfig(t, prefix)
 
-	t.Run("systemd-analyze verify", func(t *testing.T) {
-		sa, err := exec.LookPath("systemd-analyze")
-		if err != nil {
-			harness.Missing(t, "systemd-analyze is not installed: run scripts/ci-deps.sh")
-		}
-		sys := filepath.Join(prefix, "lib/systemd/system")
-		cmd := exec.Command(sa, "verify", filepath.Join(sys, "termd.socket"), filepath.Join(sys, "termd-operator.socket"), filepath.Join(sys, "termd.service"), filepath.Join(sys, "termd-gateway.service"))
-		if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
-			t.Errorf("systemd-analyze verify (system units): %v\n%s", err, out)
-		}
-		rt := t.TempDir()
-		usr := filepath.Join(prefix, "share/systemd/user")
-		cmd = exec.Command(sa, "--user", "verify", filepath.Join(usr, "termd.socket"), filepath.Join(usr, "termd.service"))
-		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
-		if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
-			t.Errorf("systemd-analyze --user verify (user units): %v\n%s", err, out)
-		}
-	})
+	t.Run("systemd-analyze verify", func(t *testing.T) { verifyInstalledUnits(t, prefix) })
 
 	// A second install keeps the administrator's config.
 	if err := os.WriteFile(filepath.Join(prefix, "etc/termd/termd.yaml"), []byte("log_level: debug\n"), 0o644); err != nil {
@@ -186,6 +125,84 @@ func TestInstallTreeVerifyAndUninstall(t *testing.T) {
 	}
 	if !strings.Contains(out, "Kept: configuration") || !strings.Contains(out, "/var/lib/termd") {
 		t.Errorf("uninstall does not say what it kept:\n%s", out)
+	}
+}
+
+// checkInstalledUnits checks the installed system units point at the prefix
+// and carry the settings the docs promise (sandboxing, socket modes, the
+// operator socket).
+func checkInstalledUnits(t *testing.T, prefix string) {
+	unit, _ := os.ReadFile(filepath.Join(prefix, "lib/systemd/system/termd.service"))
+	if !strings.Contains(string(unit), "ExecStart="+prefix+"/bin/termd --config "+prefix+"/etc/termd/termd.yaml") {
+		t.Errorf("unit does not point at the prefix:\n%s", unit)
+	}
+	for _, s := range []string{"KillMode=mixed", "Delegate=yes", "StateDirectory=termd", "ReadWritePaths=-/home -/root -/srv -/var/tmp -/run/termd", "ProtectSystem=strict", "PrivateTmp=yes", "Restart=on-failure"} {
+		if !strings.Contains(string(unit), s) {
+			t.Errorf("termd.service lacks %s", s)
+		}
+	}
+	sock, _ := os.ReadFile(filepath.Join(prefix, "lib/systemd/system/termd.socket"))
+	for _, s := range []string{"SocketGroup=termd", "SocketMode=0660", "ListenStream=/run/termd/termd.sock"} {
+		if !strings.Contains(string(sock), s) {
+			t.Errorf("termd.socket lacks %s", s)
+		}
+	}
+	op, _ := os.ReadFile(filepath.Join(prefix, "lib/systemd/system/termd-operator.socket"))
+	for _, s := range []string{"SocketMode=0600", "SocketUser=root", "ListenStream=/run/termd/termd-operator.sock", "FileDescriptorName=termd-operator", "Service=termd.service"} {
+		if !strings.Contains(string(op), s) {
+			t.Errorf("termd-operator.socket lacks %s", s)
+		}
+	}
+	if !strings.Contains(string(unit), "Sockets=termd.socket termd-operator.socket") {
+		t.Error("termd.service does not inherit the operator socket (Sockets=)")
+	}
+}
+
+// checkInstalledConfig checks the installed config and policy: every key
+// named, the system values set, the policy the embedded default.
+func checkInstalledConfig(t *testing.T, prefix string) {
+	// The installed config names every key and sets the system values.
+	y, _ := os.ReadFile(filepath.Join(prefix, "etc/termd/termd.yaml"))
+	c := config.Default()
+	if err := config.Parse(c, y); err != nil {
+		t.Fatalf("installed termd.yaml does not parse: %v", err)
+	}
+	if c.SocketGroup != "termd" || c.Socket != "/run/termd/termd.sock" || c.StateDir != "/var/lib/termd" || c.Policy != prefix+"/etc/termd/policy.yaml" {
+		t.Errorf("installed config: socket %q group %q state %q policy %q", c.Socket, c.SocketGroup, c.StateDir, c.Policy)
+	}
+	for _, k := range config.Keys() {
+		short := k.Name[strings.LastIndex(k.Name, ".")+1:]
+		if !strings.Contains(string(y), short+":") {
+			t.Errorf("installed config lacks key %s", k.Name)
+		}
+	}
+	pol, _ := os.ReadFile(filepath.Join(prefix, "etc/termd/policy.yaml"))
+	if string(pol) != string(policy.DefaultYAML()) {
+		t.Error("installed policy.yaml is not the embedded default")
+	}
+	if _, err := policy.LoadFile(filepath.Join(prefix, "etc/termd/policy.yaml")); err != nil {
+		t.Errorf("installed policy does not load: %v", err)
+	}
+}
+
+// verifyInstalledUnits runs systemd-analyze verify on the installed system
+// and user units: no complaint.
+func verifyInstalledUnits(t *testing.T, prefix string) {
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		harness.Missing(t, "systemd-analyze is not installed: run scripts/ci-deps.sh")
+	}
+	sys := filepath.Join(prefix, "lib/systemd/system")
+	cmd := exec.Command(sa, "verify", filepath.Join(sys, "termd.socket"), filepath.Join(sys, "termd-operator.socket"), filepath.Join(sys, "termd.service"), filepath.Join(sys, "termd-gateway.service"))
+	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("systemd-analyze verify (system units): %v\n%s", err, out)
+	}
+	rt := t.TempDir()
+	usr := filepath.Join(prefix, "share/systemd/user")
+	cmd = exec.Command(sa, "--user", "verify", filepath.Join(usr, "termd.socket"), filepath.Join(usr, "termd.service"))
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
+	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("systemd-analyze --user verify (user units): %v\n%s", err, out)
 	}
 }
 

@@ -43,20 +43,8 @@ func TestBenchTermdAB(t *testing.T) {
 		t.Fatalf("%v (set MCP_PAIRS to mcp_pairs.py)", err)
 	}
 	needRoot(t)
-	type side struct {
-		name     string
-		d        *harness.Daemon
-		hb       *httpBridge
-		sid      string
-		grpc     []time.Duration
-		grpcCPU  time.Duration
-		grpcN    int
-		mcp      []time.Duration // per-round medians
-		mcpCPU   time.Duration
-		mcpPairs int
-	}
 	ctx := context.Background()
-	start := func(name, dir string, env ...string) *side {
+	start := func(name, dir string, env ...string) *abSide {
 		bin := ""
 		if dir != "" {
 			bin = filepath.Join(dir, "termd")
@@ -66,64 +54,20 @@ func TestBenchTermdAB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &side{name: name, d: d, hb: startHTTPBridgeProfiled(t, d, ""), sid: s.GetSession().GetId()}
+		return &abSide{name: name, d: d, hb: startHTTPBridgeProfiled(t, d, ""), sid: s.GetSession().GetId()}
 	}
 	// TERMD_BENCH_B_ENV=K=V[,K=V]: environment for B only (GOGC=200, say).
 	var benv []string
 	if e := os.Getenv("TERMD_BENCH_B_ENV"); e != "" {
 		benv = strings.Split(e, ",")
 	}
-	sides := []*side{start("A (TERMD_BENCH_BASE)", base), start("B (this tree) "+strings.Join(benv, " "), "", benv...)}
+	sides := []*abSide{start("A (TERMD_BENCH_BASE)", base), start("B (this tree) "+strings.Join(benv, " "), "", benv...)}
 
-	grpcPair := func(s *side) time.Duration {
-		began := time.Now()
-		p, err := s.d.Client.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: s.sid, Request: &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: s.d.Workspace}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := s.d.Client.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: p.GetPlan().GetId()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := st.Recv(); err != nil {
-				break
-			}
-		}
-		return time.Since(began)
-	}
-	mcpRound := func(s *side, n, warmup int) (median time.Duration) {
-		u, err := url.Parse(s.hb.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("python3", script, "pairs", "--port", u.Port(), "--era", "modern", "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
-		cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+u.Path, "MCP_BENCH_TOKEN="+s.hb.Token)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("mcp_pairs.py: %v\n%s", err, out)
-		}
-		var res struct {
-			Pairs struct {
-				Pair struct {
-					Median float64 `json:"median_ms"`
-				} `json:"pair"`
-				Statuses map[string]int `json:"receipt_statuses"`
-			} `json:"pairs"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("mcp_pairs.py: %v\n%s", err, out)
-		}
-		if res.Pairs.Statuses["succeeded"] != n {
-			t.Fatalf("mcp_pairs.py: statuses %v", res.Pairs.Statuses)
-		}
-		return time.Duration(res.Pairs.Pair.Median * float64(time.Millisecond))
-	}
 	for _, s := range sides { // warm up
 		for range 10 {
-			grpcPair(s)
+			abGRPCPair(t, ctx, s)
 		}
-		mcpRound(s, 5, 5)
+		abMCPRound(t, script, s, 5, 5)
 	}
 	// gRPC pairs alternate one by one; each daemon's CPU is its total over
 	// the whole phase (background work included), per pair.
@@ -136,7 +80,7 @@ func TestBenchTermdAB(t *testing.T) {
 		}
 		for j := range sides {
 			s := sides[(i+j)%2]
-			s.grpc = append(s.grpc, grpcPair(s))
+			s.grpc = append(s.grpc, abGRPCPair(t, ctx, s))
 		}
 	}
 	for j, s := range sides {
@@ -147,7 +91,7 @@ func TestBenchTermdAB(t *testing.T) {
 	for r := range mcpRounds {
 		for j := range sides {
 			s := sides[(r+j)%2]
-			s.mcp = append(s.mcp, mcpRound(s, mcpPer, warmup))
+			s.mcp = append(s.mcp, abMCPRound(t, script, s, mcpPer, warmup))
 			s.mcpPairs += mcpPer + warmup
 		}
 	}
@@ -169,4 +113,68 @@ func TestBenchTermdAB(t *testing.T) {
 		float64(b.grpcCPU)/float64(b.grpcN)/(float64(a.grpcCPU)/float64(a.grpcN)),
 		float64(harness.Pct(b.mcp, 50))/float64(harness.Pct(a.mcp, 50)),
 		float64(b.mcpCPU)/float64(b.mcpPairs)/(float64(a.mcpCPU)/float64(a.mcpPairs))))
+}
+
+// abSide is one daemon of the A/B comparison, with what was measured of it.
+type abSide struct {
+	name     string
+	d        *harness.Daemon
+	hb       *httpBridge
+	sid      string
+	grpc     []time.Duration
+	grpcCPU  time.Duration
+	grpcN    int
+	mcp      []time.Duration // per-round medians
+	mcpCPU   time.Duration
+	mcpPairs int
+}
+
+// abGRPCPair plans and executes /bin/true over gRPC on side s, and returns
+// how long the pair took.
+func abGRPCPair(t *testing.T, ctx context.Context, s *abSide) time.Duration {
+	began := time.Now()
+	p, err := s.d.Client.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: s.sid, Request: &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: s.d.Workspace}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.d.Client.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: p.GetPlan().GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := st.Recv(); err != nil {
+			break
+		}
+	}
+	return time.Since(began)
+}
+
+// abMCPRound runs n MCP pairs (after warmup ones) against side s's bridge
+// with mcp_pairs.py (script), and returns the pairs' median.
+func abMCPRound(t *testing.T, script string, s *abSide, n, warmup int) (median time.Duration) {
+	u, err := url.Parse(s.hb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", script, "pairs", "--port", u.Port(), "--era", "modern", "--n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup))
+	cmd.Env = append(os.Environ(), "MCP_BENCH_PATH="+u.Path, "MCP_BENCH_TOKEN="+s.hb.Token)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mcp_pairs.py: %v\n%s", err, out)
+	}
+	var res struct {
+		Pairs struct {
+			Pair struct {
+				Median float64 `json:"median_ms"`
+			} `json:"pair"`
+			Statuses map[string]int `json:"receipt_statuses"`
+		} `json:"pairs"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("mcp_pairs.py: %v\n%s", err, out)
+	}
+	if res.Pairs.Statuses["succeeded"] != n {
+		t.Fatalf("mcp_pairs.py: statuses %v", res.Pairs.Statuses)
+	}
+	return time.Duration(res.Pairs.Pair.Median * float64(time.Millisecond))
 }

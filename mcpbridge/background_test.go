@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/termd/termd/internal/harness"
 )
 
 // Background work through MCP, against a real daemon, on both subscription
@@ -25,20 +26,7 @@ func TestBackgroundExecution(t *testing.T) {
 			if err := os.WriteFile(log, []byte("hello\n"), 0o666); err != nil {
 				t.Fatal(err)
 			}
-			updated := make(chan string, 8)
-			c := mcp.NewClient(&mcp.Implementation{Name: "termd-e2e", Version: "1"}, &mcp.ClientOptions{
-				ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-					updated <- req.Params.URI
-				},
-			})
-			cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: bridgeCmd(t, d, &syncBuf{})}, &mcp.ClientSessionOptions{ProtocolVersion: tr.version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
-			if !cs.InitializeResult().Capabilities.Resources.Subscribe {
-				t.Fatal("the bridge does not offer resource subscriptions")
-			}
+			cs, updated := connectForUpdates(t, d, tr)
 			subscribe := func(uri string) {
 				if tr.version == "2026-07-28" {
 					// subscriptions/listen stays open until unsubscribed.
@@ -85,28 +73,7 @@ func TestBackgroundExecution(t *testing.T) {
 				t.Fatalf("terminal_list should show the running tail: %s", text(res))
 			}
 
-			// New output since an offset: what tail prints after "hello\n".
-			f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			line := "world " + tr.version + "\n"
-			_, _ = f.WriteString(line)
-			f.Close()
-			var got string
-			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(got, "world"); {
-				out, res := call(t, cs, "terminal_output", map[string]any{"execution_id": id, "offset": len("hello\n")}, false)
-				if res.IsError {
-					t.Fatalf("terminal_output: %s", text(res))
-				}
-				got = str(out, "data")
-				if time.Now().After(deadline) {
-					t.Fatalf("terminal_output from offset 6 never showed the new line: %q", got)
-				}
-			}
-			if got != line {
-				t.Errorf("terminal_output from offset 6: %q, want %q", got, line)
-			}
+			checkOutputSinceOffset(t, cs, tr, log, id)
 
 			subscribe(uri)
 			st, res := call(t, cs, "terminal_status", map[string]any{"execution_id": id}, false)
@@ -149,5 +116,53 @@ func TestBackgroundExecution(t *testing.T) {
 				t.Errorf("subscribing to policy://current: %v", err)
 			}
 		})
+	}
+}
+
+// connectForUpdates connects a client over tr that hands the URIs of
+// notifications/resources/updated to the returned channel, and checks the
+// bridge offers resource subscriptions.
+func connectForUpdates(t *testing.T, d *harness.Daemon, tr transport) (*mcp.ClientSession, chan string) {
+	updated := make(chan string, 8)
+	c := mcp.NewClient(&mcp.Implementation{Name: "termd-e2e", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: bridgeCmd(t, d, &syncBuf{})}, &mcp.ClientSessionOptions{ProtocolVersion: tr.version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if !cs.InitializeResult().Capabilities.Resources.Subscribe {
+		t.Fatal("the bridge does not offer resource subscriptions")
+	}
+	return cs, updated
+}
+
+// checkOutputSinceOffset appends a line to the log the background tail
+// follows: terminal_output from offset 6 shows exactly that new line.
+func checkOutputSinceOffset(t *testing.T, cs *mcp.ClientSession, tr transport, log, id string) {
+	// New output since an offset: what tail prints after "hello\n".
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := "world " + tr.version + "\n"
+	_, _ = f.WriteString(line)
+	f.Close()
+	var got string
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(got, "world"); {
+		out, res := call(t, cs, "terminal_output", map[string]any{"execution_id": id, "offset": len("hello\n")}, false)
+		if res.IsError {
+			t.Fatalf("terminal_output: %s", text(res))
+		}
+		got = str(out, "data")
+		if time.Now().After(deadline) {
+			t.Fatalf("terminal_output from offset 6 never showed the new line: %q", got)
+		}
+	}
+	if got != line {
+		t.Errorf("terminal_output from offset 6: %q, want %q", got, line)
 	}
 }

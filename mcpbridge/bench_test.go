@@ -54,101 +54,14 @@ func TestBenchBridge(t *testing.T) {
 		trueTimes = append(trueTimes, time.Since(start))
 	}
 
-	// The daemon's own share: the same pair straight over gRPC (as the
-	// operator; CreatePlan + ExecuteAndWait to the signed receipt), with no
-	// bridge, so the bridge's overhead can be told apart.
-	sess, err := d.Client.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: "bench"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct := func() time.Duration {
-		start := time.Now()
-		p, err := d.Client.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: sess.GetSession().GetId(), Request: &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: d.Workspace}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := d.Client.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: p.GetPlan().GetId()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := st.Recv(); err != nil {
-				break
-			}
-		}
-		if _, err := d.Client.Receipts.GetReceipt(ctx, &termdv1.GetReceiptRequest{SessionId: sess.GetSession().GetId()}); err != nil {
-			t.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	for range 10 {
-		direct()
-	}
-	var directTimes []time.Duration
-	for range pairs {
-		directTimes = append(directTimes, direct())
-	}
-	report(t, "daemon alone (gRPC plan+execute-and-wait+receipt)", directTimes, "fork/exec /bin/true", trueTimes, 2.5)
+	directTimes := benchDaemonAlone(t, ctx, d, pairs, trueTimes)
 
 	// plan + execute over streamable HTTP (protocol 2026-07-28, stateless).
 	hb := startHTTPBridgeProfiled(t, d, bridgePprof)
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	pair := func() (plan, execute time.Duration) {
-		start := time.Now()
-		p, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"pwd"}}, false)
-		if res.IsError || str(p, "state") != "planned" {
-			t.Fatalf("plan: %s", text(res))
-		}
-		mid := time.Now()
-		ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false)
-		if res.IsError || str(ex, "state") != "succeeded" || str(ex, "receipt_id") == "" {
-			t.Fatalf("execute: %s", text(res))
-		}
-		return mid.Sub(start), time.Since(mid)
-	}
-	for range 10 { // warm up
-		pair()
-	}
-	var pairTimes, planTimes, execTimes []time.Duration
-	for range pairs {
-		p, e := pair()
-		planTimes, execTimes, pairTimes = append(planTimes, p), append(execTimes, e), append(pairTimes, p+e)
-	}
-	report(t, "plan+execute over HTTP", pairTimes, "fork/exec /bin/true", trueTimes, 2.5)
-	t.Logf("  of which terminal_plan median %v, terminal_execute median %v; the bridge adds %v to the daemon's median", pct(planTimes, 50), pct(execTimes, 50), pct(pairTimes, 50)-pct(directTimes, 50))
+	benchHTTPPairs(t, ctx, hb, pairs, trueTimes, directTimes)
 
 	// Cold start over stdio versus a trivial Go binary.
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module trivial\n\ngo 1.26\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-o", "trivial", ".")
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the trivial binary: %v\n%s", err, out)
-	}
-	// The floor: the SDK, gRPC and the generated API initialised and an MCP
-	// server with one hand-written tool answering (bench/mcpfloor).
-	floorDir, err := os.MkdirTemp("", "mcpfloor-") // the floor runs as the bridge does (nobody)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(floorDir) })
-	_ = os.Chmod(floorDir, 0o755)
-	floorBin := filepath.Join(floorDir, "mcpfloor")
-	fb := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", floorBin, "./bench/mcpfloor")
-	fb.Dir = ".."
-	if out, err := fb.CombinedOutput(); err != nil {
-		t.Fatalf("building the floor binary: %v\n%s", err, out)
-	}
+	dir, floorDir, floorBin := buildColdStartBinaries(t)
 	const starts = 30
 	var listed []*mcp.Tool
 	coldStart := func(cmd *exec.Cmd) time.Duration {
@@ -215,6 +128,113 @@ func TestBenchBridge(t *testing.T) {
 	if baseline != "" {
 		benchPairsBaseline(t, hb, startHTTPBridgeBin(t, d, baseline, ""))
 	}
+}
+
+// benchDaemonAlone times plan + execute + receipt straight over gRPC, pairs
+// times, against fork/exec of /bin/true, and returns the pairs' times.
+func benchDaemonAlone(t *testing.T, ctx context.Context, d *harness.Daemon, pairs int, trueTimes []time.Duration) []time.Duration {
+	// The daemon's own share: the same pair straight over gRPC (as the
+	// operator; CreatePlan + ExecuteAndWait to the signed receipt), with no
+	// bridge, so the bridge's overhead can be told apart.
+	sess, err := d.Client.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := func() time.Duration {
+		start := time.Now()
+		p, err := d.Client.Plans.CreatePlan(ctx, &termdv1.CreatePlanRequest{SessionId: sess.GetSession().GetId(), Request: &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: d.Workspace}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := d.Client.Executions.ExecuteAndWait(ctx, &termdv1.ExecuteAndWaitRequest{PlanId: p.GetPlan().GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := st.Recv(); err != nil {
+				break
+			}
+		}
+		if _, err := d.Client.Receipts.GetReceipt(ctx, &termdv1.GetReceiptRequest{SessionId: sess.GetSession().GetId()}); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for range 10 {
+		direct()
+	}
+	var directTimes []time.Duration
+	for range pairs {
+		directTimes = append(directTimes, direct())
+	}
+	report(t, "daemon alone (gRPC plan+execute-and-wait+receipt)", directTimes, "fork/exec /bin/true", trueTimes, 2.5)
+	return directTimes
+}
+
+// benchHTTPPairs times terminal_plan + terminal_execute through the HTTP
+// bridge hb, pairs times, against /bin/true and the daemon alone.
+func benchHTTPPairs(t *testing.T, ctx context.Context, hb *httpBridge, pairs int, trueTimes, directTimes []time.Duration) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hb.URL, HTTPClient: &http.Client{Transport: bearer{hb.Token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() }) // open until the test ends
+	pair := func() (plan, execute time.Duration) {
+		start := time.Now()
+		p, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"pwd"}}, false)
+		if res.IsError || str(p, "state") != "planned" {
+			t.Fatalf("plan: %s", text(res))
+		}
+		mid := time.Now()
+		ex, res := call(t, cs, "terminal_execute", map[string]any{"plan_id": str(p, "plan_id")}, false)
+		if res.IsError || str(ex, "state") != "succeeded" || str(ex, "receipt_id") == "" {
+			t.Fatalf("execute: %s", text(res))
+		}
+		return mid.Sub(start), time.Since(mid)
+	}
+	for range 10 { // warm up
+		pair()
+	}
+	var pairTimes, planTimes, execTimes []time.Duration
+	for range pairs {
+		p, e := pair()
+		planTimes, execTimes, pairTimes = append(planTimes, p), append(execTimes, e), append(pairTimes, p+e)
+	}
+	report(t, "plan+execute over HTTP", pairTimes, "fork/exec /bin/true", trueTimes, 2.5)
+	t.Logf("  of which terminal_plan median %v, terminal_execute median %v; the bridge adds %v to the daemon's median", pct(planTimes, 50), pct(execTimes, 50), pct(pairTimes, 50)-pct(directTimes, 50))
+}
+
+// buildColdStartBinaries builds a trivial Go binary (in dir) and the floor
+// MCP server (floorBin, in floorDir, which nobody, the bridge's user, can reach).
+func buildColdStartBinaries(t *testing.T) (dir, floorDir, floorBin string) {
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module trivial\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", "trivial", ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the trivial binary: %v\n%s", err, out)
+	}
+	// The floor: the SDK, gRPC and the generated API initialised and an MCP
+	// server with one hand-written tool answering (bench/mcpfloor).
+	floorDir, err := os.MkdirTemp("", "mcpfloor-") // the floor runs as the bridge does (nobody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(floorDir) })
+	_ = os.Chmod(floorDir, 0o755)
+	floorBin = filepath.Join(floorDir, "mcpfloor")
+	fb := exec.Command("go", "build", "-tags", harness.BuildTags, "-o", floorBin, "./bench/mcpfloor")
+	fb.Dir = ".."
+	if out, err := fb.CombinedOutput(); err != nil {
+		t.Fatalf("building the floor binary: %v\n%s", err, out)
+	}
+	return dir, floorDir, floorBin
 }
 
 // benchPairsScript drives the bridge with the plain-Python MCP client that

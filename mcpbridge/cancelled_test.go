@@ -124,32 +124,7 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 		}
 		return resp
 	}
-	// events reads a whole SSE stream: each event's id and JSON data.
-	type event struct {
-		id   string
-		data map[string]any
-	}
-	events := func(r io.Reader) []event {
-		var out []event
-		var cur event
-		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 4<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if cur.id != "" || cur.data != nil {
-					out = append(out, cur)
-				}
-				cur = event{}
-			case strings.HasPrefix(line, "id:"):
-				cur.id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
-			case strings.HasPrefix(line, "data:"):
-				_ = json.Unmarshal([]byte(strings.TrimSpace(strings.TrimPrefix(line, "data:"))), &cur.data)
-			}
-		}
-		return out
-	}
+	events := readSSEEvents
 	call := func(id int, body string) map[string]any {
 		t.Helper()
 		resp := open(body, nil)
@@ -182,14 +157,14 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 	}
 	exec := open(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"terminal_execute","arguments":{"plan_id":"`+plan+`","wait_seconds":120}}}`, nil)
 	defer exec.Body.Close()
-	stream := make(chan []event, 1)
+	stream := make(chan []sseEvent, 1)
 	go func() { stream <- events(exec.Body) }()
 	time.Sleep(1500 * time.Millisecond) // let it start (either way it must end cancelled)
 	open(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"test"}}`, nil).Body.Close()
 	waitCancelled(t, plan, call)
 	// The handler has returned (it cancelled the command before the receipt
 	// existed): the call's stream ends, without a response to 3.
-	var got []event
+	var got []sseEvent
 	select {
 	case got = <-stream:
 	case <-time.After(time.Minute):
@@ -205,6 +180,13 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 			t.Errorf("a response was sent to the cancelled request: %s", data)
 		}
 	}
+	checkResumeReplaysNoResponse(t, hb, hdr, got, last)
+}
+
+// checkResumeReplaysNoResponse resumes the cancelled call's stream from its
+// priming event (Last-Event-ID): it replays nothing for request 3.
+func checkResumeReplaysNoResponse(t *testing.T, hb *httpBridge, hdr map[string]string, got []sseEvent, last string) {
+	events := readSSEEvents
 	// Resuming the stream from its priming event replays nothing for 3.
 	if last == "" {
 		t.Fatal("the call's stream had no event id to resume from")
@@ -227,6 +209,35 @@ func TestNoResponseAfterCancelledOverHTTP(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+}
+
+// sseEvent is one event of an SSE stream: its id and JSON data.
+type sseEvent struct {
+	id   string
+	data map[string]any
+}
+
+// readSSEEvents reads a whole SSE stream: each event's id and JSON data.
+func readSSEEvents(r io.Reader) []sseEvent {
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.id != "" || cur.data != nil {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "id:"):
+			cur.id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		case strings.HasPrefix(line, "data:"):
+			_ = json.Unmarshal([]byte(strings.TrimSpace(strings.TrimPrefix(line, "data:"))), &cur.data)
+		}
+	}
+	return out
 }
 
 // waitCancelled polls terminal_status (call sends a request with that id

@@ -300,57 +300,7 @@ func TestBridgeOverTransports(t *testing.T) {
 			cs := connect(t, d, tr, rec, false)
 			ctx := context.Background()
 
-			// Tools: the flow is there, and approval is not.
-			tools, err := cs.ListTools(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			names := map[string]*mcp.Tool{}
-			for _, tool := range tools.Tools {
-				names[tool.Name] = tool
-				if strings.Contains(tool.Name, "approve") {
-					t.Errorf("an agent is offered %q", tool.Name)
-				}
-			}
-			for _, want := range []string{"terminal_run", "terminal_plan", "terminal_execute", "terminal_status", "terminal_output", "terminal_list", "terminal_pause", "terminal_resume", "terminal_cancel", "terminal_retry", "terminal_receipt", "terminal_policy_check", "terminal_advise"} {
-				if names[want] == nil {
-					t.Errorf("tool %s missing", want)
-				}
-			}
-			// Output schemas were two thirds of tools/list: only
-			// terminal_run's is listed (results carry structuredContent).
-			if names["terminal_run"].OutputSchema == nil {
-				t.Errorf("terminal_run has no output schema")
-			}
-			if a := names["terminal_status"].Annotations; a == nil || !a.ReadOnlyHint {
-				t.Errorf("terminal_status is not read-only: %+v", a)
-			}
-			// argv is a plain array of strings: UI clients (the Inspector)
-			// cannot send an array into ["null","array"].
-			for _, tool := range []string{"terminal_plan", "terminal_policy_check"} {
-				raw, _ := json.Marshal(names[tool].InputSchema)
-				var in struct {
-					Properties map[string]struct {
-						Type  any `json:"type"`
-						Items struct {
-							Type any `json:"type"`
-						} `json:"items"`
-					} `json:"properties"`
-				}
-				_ = json.Unmarshal(raw, &in)
-				if p := in.Properties["argv"]; p.Type != "array" || p.Items.Type != "string" {
-					t.Errorf("%s: argv should be {type: array, items: string}, got %s", tool, raw)
-				}
-				if tool == "terminal_plan" && in.Properties["env"].Type != "object" {
-					t.Errorf("terminal_plan: env should be an object, got %s", raw)
-				}
-			}
-			if a := names["terminal_execute"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
-				t.Errorf("terminal_execute is not marked destructive: %+v", a)
-			}
-			if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "terminal_plan") || !strings.Contains(ins, "terminal_execute") {
-				t.Errorf("instructions do not name the flow: %q", ins)
-			}
+			checkToolsList(t, ctx, cs)
 
 			// An allowed command: plan, execute, receipt, with output as progress.
 			plan, res := call(t, cs, "terminal_plan", map[string]any{"argv": []string{"echo", "hello from " + tr.name}}, false)
@@ -392,27 +342,7 @@ func TestBridgeOverTransports(t *testing.T) {
 				t.Errorf("terminal_receipt include_output: %s", text(res))
 			}
 
-			// Denied commands come back with their reasons.
-			for _, denied := range []map[string]any{
-				{"argv": []string{"sudo", "ls"}},
-				{"command": `bash -c "echo hi"`},
-			} {
-				p, res := call(t, cs, "terminal_plan", denied, false)
-				if !res.IsError || str(p, "state") != "blocked" {
-					t.Errorf("plan %v: want blocked isError result, got %s", denied, text(res))
-				}
-				dec, _ := p["decision"].(map[string]any)
-				if reasons, _ := dec["reasons"].([]any); len(reasons) == 0 || str(dec, "verdict") != "deny" {
-					t.Errorf("plan %v: no deny reasons: %s", denied, text(res))
-				}
-				if str(p, "next_step") == "" {
-					t.Errorf("plan %v: no next step", denied)
-				}
-			}
-			chk, res := call(t, cs, "terminal_policy_check", map[string]any{"argv": []string{"sudo", "ls"}}, false)
-			if dec, _ := chk["decision"].(map[string]any); res.IsError || str(dec, "verdict") != "deny" {
-				t.Errorf("policy check sudo: %s", text(res))
-			}
+			checkDeniedCommands(t, cs)
 
 			// A long command is handed back running, and finished by polling.
 			plan, res = call(t, cs, "terminal_plan", map[string]any{"argv": []string{"sleep", "3"}}, false)
@@ -449,6 +379,88 @@ func TestBridgeOverTransports(t *testing.T) {
 				t.Errorf("output of finished sleep: %s", text(res))
 			}
 		})
+	}
+}
+
+// checkToolsList checks tools/list offers the plan/execute flow with its
+// schemas and annotations, and no approval, and the instructions name it.
+func checkToolsList(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+	// Tools: the flow is there, and approval is not.
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]*mcp.Tool{}
+	for _, tool := range tools.Tools {
+		names[tool.Name] = tool
+		if strings.Contains(tool.Name, "approve") {
+			t.Errorf("an agent is offered %q", tool.Name)
+		}
+	}
+	for _, want := range []string{"terminal_run", "terminal_plan", "terminal_execute", "terminal_status", "terminal_output", "terminal_list", "terminal_pause", "terminal_resume", "terminal_cancel", "terminal_retry", "terminal_receipt", "terminal_policy_check", "terminal_advise"} {
+		if names[want] == nil {
+			t.Errorf("tool %s missing", want)
+		}
+	}
+	// Output schemas were two thirds of tools/list: only
+	// terminal_run's is listed (results carry structuredContent).
+	if names["terminal_run"].OutputSchema == nil {
+		t.Errorf("terminal_run has no output schema")
+	}
+	if a := names["terminal_status"].Annotations; a == nil || !a.ReadOnlyHint {
+		t.Errorf("terminal_status is not read-only: %+v", a)
+	}
+	// argv is a plain array of strings: UI clients (the Inspector)
+	// cannot send an array into ["null","array"].
+	for _, tool := range []string{"terminal_plan", "terminal_policy_check"} {
+		raw, _ := json.Marshal(names[tool].InputSchema)
+		var in struct {
+			Properties map[string]struct {
+				Type  any `json:"type"`
+				Items struct {
+					Type any `json:"type"`
+				} `json:"items"`
+			} `json:"properties"`
+		}
+		_ = json.Unmarshal(raw, &in)
+		if p := in.Properties["argv"]; p.Type != "array" || p.Items.Type != "string" {
+			t.Errorf("%s: argv should be {type: array, items: string}, got %s", tool, raw)
+		}
+		if tool == "terminal_plan" && in.Properties["env"].Type != "object" {
+			t.Errorf("terminal_plan: env should be an object, got %s", raw)
+		}
+	}
+	if a := names["terminal_execute"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
+		t.Errorf("terminal_execute is not marked destructive: %+v", a)
+	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "terminal_plan") || !strings.Contains(ins, "terminal_execute") {
+		t.Errorf("instructions do not name the flow: %q", ins)
+	}
+}
+
+// checkDeniedCommands checks denied commands come back blocked, as an error
+// result with their reasons and a next step, and so does a policy check.
+func checkDeniedCommands(t *testing.T, cs *mcp.ClientSession) {
+	// Denied commands come back with their reasons.
+	for _, denied := range []map[string]any{
+		{"argv": []string{"sudo", "ls"}},
+		{"command": `bash -c "echo hi"`},
+	} {
+		p, res := call(t, cs, "terminal_plan", denied, false)
+		if !res.IsError || str(p, "state") != "blocked" {
+			t.Errorf("plan %v: want blocked isError result, got %s", denied, text(res))
+		}
+		dec, _ := p["decision"].(map[string]any)
+		if reasons, _ := dec["reasons"].([]any); len(reasons) == 0 || str(dec, "verdict") != "deny" {
+			t.Errorf("plan %v: no deny reasons: %s", denied, text(res))
+		}
+		if str(p, "next_step") == "" {
+			t.Errorf("plan %v: no next step", denied)
+		}
+	}
+	chk, res := call(t, cs, "terminal_policy_check", map[string]any{"argv": []string{"sudo", "ls"}}, false)
+	if dec, _ := chk["decision"].(map[string]any); res.IsError || str(dec, "verdict") != "deny" {
+		t.Errorf("policy check sudo: %s", text(res))
 	}
 }
 

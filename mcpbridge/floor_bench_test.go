@@ -139,6 +139,15 @@ func TestBenchFloor(t *testing.T) {
 	}
 	rss("the rounds")
 
+	benchFloorClients(t, sides, seconds, rss)
+	saveFloorHeapProfiles(t, profiles, termdPprof, bridgePprof)
+	harness.Bench(t, "floor: the seed (term_mcp_deepseek v1.0.0, Python) is not run here; issue 35 measured it, in its own run, at 6.1/6.4 ms a pair, 199 pairs/s p99 100 ms with 8 clients, 156 pairs/s with 32, peak RSS 80 MB")
+}
+
+// benchFloorClients runs 8 and then 32 concurrent clients against each side
+// in turn (the floor last) and reports throughput, latency and CPU a pair.
+func benchFloorClients(t *testing.T, sides []*server, seconds int, rss func(when string)) {
+	n := len(sides)
 	for _, clients := range []int{8, 32} {
 		for k := range n {
 			s := sides[(k+1)%n] // the floor last, as before
@@ -159,6 +168,11 @@ func TestBenchFloor(t *testing.T) {
 		}
 		rss(fmt.Sprintf("%d clients", clients))
 	}
+}
+
+// saveFloorHeapProfiles writes termd's and termd-mcp's heap profiles to
+// TERMD_BENCH_PROFILES (profiles), when it is set.
+func saveFloorHeapProfiles(t *testing.T, profiles, termdPprof, bridgePprof string) {
 	if profiles != "" {
 		for name, addr := range map[string]string{"termd": termdPprof, "bridge": bridgePprof} {
 			resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
@@ -172,7 +186,6 @@ func TestBenchFloor(t *testing.T) {
 			}
 		}
 	}
-	harness.Bench(t, "floor: the seed (term_mcp_deepseek v1.0.0, Python) is not run here; issue 35 measured it, in its own run, at 6.1/6.4 ms a pair, 199 pairs/s p99 100 ms with 8 clients, 156 pairs/s with 32, peak RSS 80 MB")
 }
 
 func envInt(name string, def int) int {

@@ -49,55 +49,10 @@ func stdioBridge(t *testing.T, d *harness.Daemon, cred *syscall.Credential) (*mc
 // covered. Against a real daemon and real bridge processes; the operator
 // approves with termctl.
 func TestWorkspaceGrantSurvivesClientRestart(t *testing.T) {
-	needRoot(t)
-	root, err := os.MkdirTemp("", "termd-grant-ws-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	ws, ws2 := filepath.Join(root, "ws"), filepath.Join(root, "ws2")
-	for _, dir := range []string{root, ws, ws2} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		// Commands run as the requesting agent: let both agents write here.
-		if err := os.Chown(dir, int(harness.Nobody.Uid), int(harness.Nobody.Gid)); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Chmod(dir, 0o775)
-	}
-	cfg := "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534, 65532]\nworkspaces: [" + ws + ", " + ws2 + "]\n"
-	d := harness.Start(t, harness.Options{Config: cfg, AskWrites: true, Workspace: ws})
+	d, ws, ws2 := startGrantDaemon(t)
 	ctx := context.Background()
-	run := func(cs *mcp.ClientSession, dir string, argv ...string) map[string]any {
-		t.Helper()
-		args := map[string]any{"argv": argv}
-		if dir != "" {
-			args["cwd"] = dir
-		}
-		out, res := call(t, cs, "terminal_run", args, false)
-		if res.IsError {
-			t.Fatalf("terminal_run %v: %s", argv, text(res))
-		}
-		return out
-	}
-	approve := func(id string, flags ...string) string {
-		t.Helper()
-		out, errOut, code := d.Run("termctl", append([]string{"approve", id}, flags...)...)
-		if code != 0 {
-			t.Fatalf("termctl approve %s %v: %d %s %s", id, flags, code, out, errOut)
-		}
-		return out
-	}
-
-	planOf := func(id string) *termdv1.Plan {
-		t.Helper()
-		p, err := d.Client.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Plan
-	}
+	ops := grantOps{t: t, d: d, ctx: ctx}
+	run, approve, planOf := ops.run, ops.approve, ops.planOf
 
 	// The first conversation: two commands ask; the operator remembers one
 	// for the workspace and the other for the session.
@@ -176,6 +131,95 @@ func TestWorkspaceGrantSurvivesClientRestart(t *testing.T) {
 		t.Errorf("the same command in another workspace was covered: %v", p)
 	}
 
+	checkShortGrantExpires(t, ops, cs)
+	// The long one is journalled: after a daemon restart it still covers
+	// (a new bridge, a new session); then it is revoked.
+	d.Stop()
+	d.Restart()
+	cs, _ = stdioBridge(t, d, harness.Nobody)
+	if p := run(cs, "", "touch", "built.txt"); str(p, "state") != "succeeded" {
+		t.Errorf("after a daemon restart the workspace-request grant does not cover: %v", p)
+	}
+	if out, errOut, code := d.Run("termctl", "grants", "revoke", g.Id); code != 0 {
+		t.Fatalf("revoke: %d %s %s", code, out, errOut)
+	}
+	if p := run(cs, "", "touch", "built.txt"); str(p, "state") != "awaiting_approval" {
+		t.Errorf("a revoked workspace-request grant still covers: %v", p)
+	}
+}
+
+// startGrantDaemon starts a daemon asking before writes, with two agents
+// (nobody and uid 65532) and two workspaces both agents may write in.
+func startGrantDaemon(t *testing.T) (d *harness.Daemon, ws, ws2 string) {
+	needRoot(t)
+	root, err := os.MkdirTemp("", "termd-grant-ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	ws, ws2 = filepath.Join(root, "ws"), filepath.Join(root, "ws2")
+	for _, dir := range []string{root, ws, ws2} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Commands run as the requesting agent: let both agents write here.
+		if err := os.Chown(dir, int(harness.Nobody.Uid), int(harness.Nobody.Gid)); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(dir, 0o775)
+	}
+	cfg := "socket_group: \"65534\"\nroles:\n  agents:\n    uids: [65534, 65532]\nworkspaces: [" + ws + ", " + ws2 + "]\n"
+	d = harness.Start(t, harness.Options{Config: cfg, AskWrites: true, Workspace: ws})
+	return d, ws, ws2
+}
+
+// grantOps are the test's moves as an agent (terminal_run through its
+// bridge) and as the operator (termctl approve, the plan as stored).
+type grantOps struct {
+	t   *testing.T
+	d   *harness.Daemon
+	ctx context.Context
+}
+
+func (o grantOps) run(cs *mcp.ClientSession, dir string, argv ...string) map[string]any {
+	t := o.t
+	t.Helper()
+	args := map[string]any{"argv": argv}
+	if dir != "" {
+		args["cwd"] = dir
+	}
+	out, res := call(t, cs, "terminal_run", args, false)
+	if res.IsError {
+		t.Fatalf("terminal_run %v: %s", argv, text(res))
+	}
+	return out
+}
+
+func (o grantOps) approve(id string, flags ...string) string {
+	t, d := o.t, o.d
+	t.Helper()
+	out, errOut, code := d.Run("termctl", append([]string{"approve", id}, flags...)...)
+	if code != 0 {
+		t.Fatalf("termctl approve %s %v: %d %s %s", id, flags, code, out, errOut)
+	}
+	return out
+}
+
+func (o grantOps) planOf(id string) *termdv1.Plan {
+	t, d, ctx := o.t, o.d, o.ctx
+	t.Helper()
+	p, err := d.Client.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Plan
+}
+
+// checkShortGrantExpires approves a workspace-request grant for 1s: once it
+// is listed expired it covers nothing.
+func checkShortGrantExpires(t *testing.T, ops grantOps, cs *mcp.ClientSession) {
+	d, ctx := ops.d, ops.ctx
+	run, approve, planOf := ops.run, ops.approve, ops.planOf
 	// Expiry ends a grant: a short one, covering nothing once it expired.
 	short := run(cs, "", "touch", "short.txt")
 	approve(str(short, "plan_id"), "--remember", "workspace-request", "--ttl", "1s")
@@ -197,19 +241,5 @@ func TestWorkspaceGrantSurvivesClientRestart(t *testing.T) {
 	}
 	if p := run(cs, "", "touch", "short.txt"); str(p, "state") != "awaiting_approval" {
 		t.Errorf("an expired workspace-request grant still covers: %v", p)
-	}
-	// The long one is journalled: after a daemon restart it still covers
-	// (a new bridge, a new session); then it is revoked.
-	d.Stop()
-	d.Restart()
-	cs, _ = stdioBridge(t, d, harness.Nobody)
-	if p := run(cs, "", "touch", "built.txt"); str(p, "state") != "succeeded" {
-		t.Errorf("after a daemon restart the workspace-request grant does not cover: %v", p)
-	}
-	if out, errOut, code := d.Run("termctl", "grants", "revoke", g.Id); code != 0 {
-		t.Fatalf("revoke: %d %s %s", code, out, errOut)
-	}
-	if p := run(cs, "", "touch", "built.txt"); str(p, "state") != "awaiting_approval" {
-		t.Errorf("a revoked workspace-request grant still covers: %v", p)
 	}
 }

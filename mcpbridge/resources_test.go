@@ -36,40 +36,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 	}
 	receiptID := str(ex, "receipt_id")
 
-	// Listing: the policy, the latest receipts, and every workspace file
-	// across cursor pages.
-	seen := map[string]bool{}
-	pages := 0
-	var cursor string
-	for {
-		r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages++
-		for _, x := range r.Resources {
-			seen[x.URI] = true
-		}
-		if cursor = r.NextCursor; cursor == "" || pages > 50 {
-			break
-		}
-	}
-	t.Logf("%d resources in %d pages", len(seen), pages)
-	if !seen["policy://current"] || !seen["receipt://"+receiptID] {
-		t.Errorf("policy or latest receipt not listed")
-	}
-	files := 0
-	for u := range seen {
-		if strings.HasPrefix(u, "workspace:///") && strings.HasSuffix(u, ".txt") {
-			files++
-		}
-	}
-	if files != nfiles+1 {
-		t.Errorf("listed %d workspace files, want %d", files, nfiles+1)
-	}
-	if _, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: "not-a-cursor"}); err == nil {
-		t.Error("a forged cursor was accepted")
-	}
+	seen := listResources(t, ctx, cs, receiptID, nfiles)
 
 	read := func(uri string) (string, error) {
 		r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
@@ -143,6 +110,47 @@ func TestResourcesAndPrompts(t *testing.T) {
 	if er, ok := p.Messages[0].Content.(*mcp.EmbeddedResource); !ok || !strings.Contains(er.Resource.Text, "nonexistent-dir") {
 		t.Errorf("diagnose_failure does not carry the receipt: %+v", p.Messages[0].Content)
 	}
+}
+
+// listResources lists every resource across cursor pages and checks the
+// listing holds the policy, the latest receipt and every workspace file
+// (nfiles of them and one with an odd name), and refuses a forged cursor.
+func listResources(t *testing.T, ctx context.Context, cs *mcp.ClientSession, receiptID string, nfiles int) map[string]bool {
+	// Listing: the policy, the latest receipts, and every workspace file
+	// across cursor pages.
+	seen := map[string]bool{}
+	pages := 0
+	var cursor string
+	for {
+		r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, x := range r.Resources {
+			seen[x.URI] = true
+		}
+		if cursor = r.NextCursor; cursor == "" || pages > 50 {
+			break
+		}
+	}
+	t.Logf("%d resources in %d pages", len(seen), pages)
+	if !seen["policy://current"] || !seen["receipt://"+receiptID] {
+		t.Errorf("policy or latest receipt not listed")
+	}
+	files := 0
+	for u := range seen {
+		if strings.HasPrefix(u, "workspace:///") && strings.HasSuffix(u, ".txt") {
+			files++
+		}
+	}
+	if files != nfiles+1 {
+		t.Errorf("listed %d workspace files, want %d", files, nfiles+1)
+	}
+	if _, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: "not-a-cursor"}); err == nil {
+		t.Error("a forged cursor was accepted")
+	}
+	return seen
 }
 
 func TestPauseResumeCancel(t *testing.T) {

@@ -34,59 +34,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/tmp", "PROTO=" + tr.version, "BIN=" + harness.Bin(t, "termd-mcp"), "SOCKET=" + d.Socket, "WORKSPACE=" + d.Workspace}
-			if tr.http {
-				hb := startHTTPBridge(t, d)
-				env = append(env, "TRANSPORT=http", "URL="+hb.URL, "TOKEN="+hb.Token)
-			} else {
-				env = append(env, "TRANSPORT=stdio")
-			}
-			cmd := exec.Command(node, "client.mjs")
-			cmd.Dir = dir
-			cmd.Env = env
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: harness.Nobody}
-			stderr := &syncBuf{}
-			cmd.Stderr = stderr
-			stdin, _ := cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				stdin.Close()
-				_ = cmd.Wait()
-				if t.Failed() {
-					t.Logf("node stderr:\n%s", stderr.String())
-				}
-			}()
-			steps := map[string]map[string]any{}
-			sc := bufio.NewScanner(stdout)
-			sc.Buffer(nil, 4<<20)
-			for sc.Scan() {
-				var m map[string]any
-				if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-					t.Fatalf("node printed %q", sc.Text())
-				}
-				step := str(m, "step")
-				steps[step] = m
-				if e := str(m, "error"); e != "" {
-					t.Fatalf("%s: %s", step, e)
-				}
-				if step == "approve" || step == "approve_repl" {
-					p, _ := m["sc"].(map[string]any)
-					id := str(p, "plan_id")
-					if str(p, "state") != "awaiting_approval" || !strings.Contains(str(m, "text"), "termctl --socket "+d.Socket+" approve "+id) {
-						t.Errorf("%s plan: %v", step, m)
-					}
-					if out, errOut, code := d.Run("termctl", "approve", id); code != 0 {
-						t.Fatalf("termctl approve %s: %d %s %s", id, code, out, errOut)
-					}
-					stdin.Write([]byte("approved\n"))
-				}
-			}
-			if steps["done"] == nil {
-				t.Fatalf("the TypeScript client did not finish; steps: %v", steps)
-			}
+			steps := runTypeScriptClient(t, d, tr, node, dir)
 			res := func(step string) map[string]any { m, _ := steps[step]["sc"].(map[string]any); return m }
 
 			if v := str(steps["connect"], "version"); v != tr.version {
@@ -149,4 +97,66 @@ func TestTypeScriptClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runTypeScriptClient runs the TypeScript SDK client (client.mjs) over tr
+// as nobody, approves the plans it asks to be approved, and returns each
+// step it printed, by name. The client is stopped when the (sub)test ends.
+func runTypeScriptClient(t *testing.T, d *harness.Daemon, tr transport, node, dir string) map[string]map[string]any {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/tmp", "PROTO=" + tr.version, "BIN=" + harness.Bin(t, "termd-mcp"), "SOCKET=" + d.Socket, "WORKSPACE=" + d.Workspace}
+	if tr.http {
+		hb := startHTTPBridge(t, d)
+		env = append(env, "TRANSPORT=http", "URL="+hb.URL, "TOKEN="+hb.Token)
+	} else {
+		env = append(env, "TRANSPORT=stdio")
+	}
+	cmd := exec.Command(node, "client.mjs")
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: harness.Nobody}
+	stderr := &syncBuf{}
+	cmd.Stderr = stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped when the subtest ends, after its checks: a failed check
+	// still shows node's stderr.
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("node stderr:\n%s", stderr.String())
+		}
+	})
+	steps := map[string]map[string]any{}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("node printed %q", sc.Text())
+		}
+		step := str(m, "step")
+		steps[step] = m
+		if e := str(m, "error"); e != "" {
+			t.Fatalf("%s: %s", step, e)
+		}
+		if step == "approve" || step == "approve_repl" {
+			p, _ := m["sc"].(map[string]any)
+			id := str(p, "plan_id")
+			if str(p, "state") != "awaiting_approval" || !strings.Contains(str(m, "text"), "termctl --socket "+d.Socket+" approve "+id) {
+				t.Errorf("%s plan: %v", step, m)
+			}
+			if out, errOut, code := d.Run("termctl", "approve", id); code != 0 {
+				t.Fatalf("termctl approve %s: %d %s %s", id, code, out, errOut)
+			}
+			stdin.Write([]byte("approved\n"))
+		}
+	}
+	if steps["done"] == nil {
+		t.Fatalf("the TypeScript client did not finish; steps: %v", steps)
+	}
+	return steps
 }

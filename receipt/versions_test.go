@@ -45,7 +45,57 @@ func TestSchemaVersionsVerify(t *testing.T) {
 		return b
 	}
 
-	cur := testReceipt()
+	cur := checkCurrentSchema(t, sign, keys)
+
+	checkCertPrincipalSchema(t, sign, keys, cur)
+
+	v15n := checkSchemas15To12(t, sign, keys, cur)
+
+	v11 := testReceipt()
+	v11.SchemaVersion = "1.1"
+	v11.Sandbox = v15n.Sandbox
+	v11.Sandbox.NetworkMode = ""
+	if _, err := VerifyJSON(sign(v11), keys); err != nil {
+		t.Fatalf("a 1.1 receipt no longer verifies: %v", err)
+	}
+	v11g := testReceipt()
+	v11g.SchemaVersion = "1.1"
+	v11g.GrantID = "g-1234"
+	if _, err := VerifyJSON(sign(v11g), keys); err == nil || !strings.Contains(err.Error(), "1.1") {
+		t.Fatalf("a 1.1 receipt with a grant_id member must not match schema 1.1: %v", err)
+	}
+
+	old := testReceipt()
+	old.SchemaVersion = "1.0"
+	if _, err := VerifyJSON(sign(old), keys); err != nil {
+		t.Fatalf("a 1.0 receipt no longer verifies: %v", err)
+	}
+
+	bad := testReceipt()
+	bad.SchemaVersion = "1.0"
+	bad.Sandbox = cur.Sandbox
+	if _, err := VerifyJSON(sign(bad), keys); err == nil || !strings.Contains(err.Error(), "1.0") {
+		t.Fatalf("a 1.0 receipt with a sandbox member must not match schema 1.0: %v", err)
+	}
+
+	wrong := testReceipt()
+	wrong.Sandbox = &Sandbox{Profile: "anything-goes", Level: "full", Mode: "required"}
+	if _, err := VerifyJSON(sign(wrong), keys); err == nil {
+		t.Fatal("an unknown sandbox profile passed the schema")
+	}
+
+	future := testReceipt()
+	future.SchemaVersion = "9.9"
+	if _, err := VerifyJSON(sign(future), keys); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("an unknown schema version: %v", err)
+	}
+}
+
+// checkCurrentSchema signs receipts of the current schema (1.7) with every
+// member, and ones with a malformed member that must not pass; it returns
+// the full one (cur) for the older versions' checks.
+func checkCurrentSchema(t *testing.T, sign func(r *Receipt) []byte, keys map[string]ed25519.PublicKey) (cur *Receipt) {
+	cur = testReceipt()
 	cur.Sandbox = &Sandbox{Profile: "workspace-write", Level: "full", Mode: "required", Platform: "linux-landlock", LandlockABI: 7, Seccomp: true, MountNamespace: true, NetworkNamespace: true, NetworkMode: "workspace-loopback", CapabilitiesDropped: true}
 	cur.GrantID = "g-1234"
 	cur.Terminal = &Terminal{Rows: 24, Cols: 80, IdleTimeoutMs: 600000, Inputs: []TerminalInput{
@@ -111,7 +161,12 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	if _, err := VerifyJSON(sign(pr), keys); err != nil {
 		t.Fatalf("a 1.6 receipt of a privileged run: %v", err)
 	}
+	return cur
+}
 
+// checkCertPrincipalSchema: a certificate principal, and an approval
+// through a gateway certificate, need 1.7; a plain 1.6 receipt still verifies.
+func checkCertPrincipalSchema(t *testing.T, sign func(r *Receipt) []byte, keys map[string]ed25519.PublicKey, cur *Receipt) {
 	// 1.7: a certificate principal, and a person approving through a
 	// gateway certificate; a 1.6 receipt can carry neither.
 	cert := testReceipt()
@@ -137,8 +192,13 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	if _, err := VerifyJSON(sign(v16), keys); err != nil {
 		t.Fatalf("a 1.6 receipt no longer verifies: %v", err)
 	}
+}
 
-	v15n := testReceipt()
+// checkSchemas15To12: receipts of schemas 1.5 down to 1.2 still verify, and
+// each refuses the members that came after it; it returns the 1.5 receipt
+// (v15n), whose sandbox the 1.1 check reuses.
+func checkSchemas15To12(t *testing.T, sign func(r *Receipt) []byte, keys map[string]ed25519.PublicKey, cur *Receipt) (v15n *Receipt) {
+	v15n = testReceipt()
 	v15n.SchemaVersion = "1.5"
 	v15n.RunAs, v15n.Privileged, v15n.GitIdentity = cur.RunAs, true, cur.GitIdentity
 	v15n.Sandbox = &Sandbox{Profile: "read-only", Level: "full", Mode: "required", NetworkNamespace: true}
@@ -209,43 +269,5 @@ func TestSchemaVersionsVerify(t *testing.T) {
 	if _, err := VerifyJSON(sign(badIn), keys); err == nil {
 		t.Fatal("an input digest that is not hex passed the schema")
 	}
-
-	v11 := testReceipt()
-	v11.SchemaVersion = "1.1"
-	v11.Sandbox = v15n.Sandbox
-	v11.Sandbox.NetworkMode = ""
-	if _, err := VerifyJSON(sign(v11), keys); err != nil {
-		t.Fatalf("a 1.1 receipt no longer verifies: %v", err)
-	}
-	v11g := testReceipt()
-	v11g.SchemaVersion = "1.1"
-	v11g.GrantID = "g-1234"
-	if _, err := VerifyJSON(sign(v11g), keys); err == nil || !strings.Contains(err.Error(), "1.1") {
-		t.Fatalf("a 1.1 receipt with a grant_id member must not match schema 1.1: %v", err)
-	}
-
-	old := testReceipt()
-	old.SchemaVersion = "1.0"
-	if _, err := VerifyJSON(sign(old), keys); err != nil {
-		t.Fatalf("a 1.0 receipt no longer verifies: %v", err)
-	}
-
-	bad := testReceipt()
-	bad.SchemaVersion = "1.0"
-	bad.Sandbox = cur.Sandbox
-	if _, err := VerifyJSON(sign(bad), keys); err == nil || !strings.Contains(err.Error(), "1.0") {
-		t.Fatalf("a 1.0 receipt with a sandbox member must not match schema 1.0: %v", err)
-	}
-
-	wrong := testReceipt()
-	wrong.Sandbox = &Sandbox{Profile: "anything-goes", Level: "full", Mode: "required"}
-	if _, err := VerifyJSON(sign(wrong), keys); err == nil {
-		t.Fatal("an unknown sandbox profile passed the schema")
-	}
-
-	future := testReceipt()
-	future.SchemaVersion = "9.9"
-	if _, err := VerifyJSON(sign(future), keys); err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Fatalf("an unknown schema version: %v", err)
-	}
+	return v15n
 }

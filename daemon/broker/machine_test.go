@@ -217,99 +217,8 @@ func TestModeOrdering(t *testing.T) {
 
 // The state machine through the broker's own API, one scenario per row.
 func TestPlanLifecycle(t *testing.T) {
-	type step func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan
-	approve := func(who *termdv1.Principal) step {
-		return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
-			got, err := r.ApprovePlan(context.Background(), who, p.Id, p.Decision.GetRequestHash())
-			if err != nil {
-				t.Fatalf("approve: %v", err)
-			}
-			return got
-		}
-	}
-	refuse := func(what string, class errdefs.Kind, words ...string) step {
-		return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
-			var err error
-			switch what {
-			case "approve":
-				_, err = r.ApprovePlan(context.Background(), operator, p.Id, p.Decision.GetRequestHash())
-			case "approve-own":
-				_, err = r.ApprovePlan(context.Background(), agent, p.Id, p.Decision.GetRequestHash())
-			case "approve-wrong-hash":
-				_, err = r.ApprovePlan(context.Background(), operator, p.Id, strings.Repeat("0", 64))
-			case "deny":
-				_, err = r.DenyPlan(context.Background(), operator, p.Id, "no")
-			case "execute":
-				_, err = r.Execute(context.Background(), operator, p.Id, p.SessionId)
-			case "execute-agent":
-				_, err = r.Execute(context.Background(), agent, p.Id, p.SessionId)
-			}
-			wantErr(t, err, class, words...)
-			return p
-		}
-	}
-	deny := func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
-		got, err := r.DenyPlan(context.Background(), operator, p.Id, "not today")
-		if err != nil {
-			t.Fatalf("deny: %v", err)
-		}
-		return got
-	}
-	run := func(want termdv1.PlanState) step {
-		return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
-			got, err := r.run(t, operator, p)
-			if err != nil {
-				t.Fatalf("execute: %v", err)
-			}
-			pp, _ := r.GetPlan(context.Background(), operator, p.Id)
-			if got != want {
-				detail := ""
-				if rc, err := r.store.Get(pp.ReceiptId); err == nil {
-					detail = rc.Detail + " " + rc.Stderr
-				}
-				t.Fatalf("ran to %s, want %s: %s", stateWord(got), stateWord(want), detail)
-			}
-			if pp.ReceiptId == "" {
-				t.Fatal("a finished plan names no receipt")
-			}
-			return pp
-		}
-	}
-	expire := func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
-		r.clock.Advance(testTTL - time.Second)
-		r.expire()
-		if s := r.state(t, p.Id); s == termdv1.PlanState_PLAN_STATE_EXPIRED {
-			t.Fatal("expired before its TTL")
-		}
-		r.clock.Advance(2 * time.Second)
-		r.expire()
-		pp, _ := r.GetPlan(context.Background(), operator, p.Id)
-		return pp
-	}
-	replan := func(want termdv1.PlanState) step {
-		return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
-			np, err := r.Replan(context.Background(), operator, p.Id)
-			if err != nil {
-				t.Fatalf("replan: %v", err)
-			}
-			if np.ReplannedFrom != p.Id || np.Id == p.Id || np.State != want {
-				t.Fatalf("replan: new plan %s from %q in state %s, want a new plan from %s in %s", np.Id, np.ReplannedFrom, stateWord(np.State), p.Id, stateWord(want))
-			}
-			return np
-		}
-	}
-	// stalePolicy changes the policy file and reloads it: the version an
-	// approval was bound to is gone.
-	stalePolicy := func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
-		data := strings.Replace(string(policy.DefaultYAML()), "name: termd-default", "name: termd-changed", 1)
-		if err := os.WriteFile(r.policyPath, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.ReloadPolicy(); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	type step = lifecycleStep
+	approve, refuse, deny, run, expire, replan, stalePolicy := lifecycleApprove, lifecycleRefuse, lifecycleDeny, lifecycleRun, lifecycleExpire, lifecycleReplan, lifecycleStalePolicy
 	write := []string{"touch", "new.txt"} // a write: needs approval in confirm mode
 
 	for _, c := range []struct {
@@ -380,6 +289,116 @@ func TestPlanLifecycle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lifecycleStep is one move on a plan in TestPlanLifecycle; it returns the
+// plan as it is after the move.
+type lifecycleStep func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan
+
+// lifecycleApprove approves the plan as who.
+func lifecycleApprove(who *termdv1.Principal) lifecycleStep {
+	return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
+		got, err := r.ApprovePlan(context.Background(), who, p.Id, p.Decision.GetRequestHash())
+		if err != nil {
+			t.Fatalf("approve: %v", err)
+		}
+		return got
+	}
+}
+
+// lifecycleRefuse tries what (approve, approve-own, approve-wrong-hash, deny,
+// execute, execute-agent) and checks it is refused as class, naming words.
+func lifecycleRefuse(what string, class errdefs.Kind, words ...string) lifecycleStep {
+	return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
+		var err error
+		switch what {
+		case "approve":
+			_, err = r.ApprovePlan(context.Background(), operator, p.Id, p.Decision.GetRequestHash())
+		case "approve-own":
+			_, err = r.ApprovePlan(context.Background(), agent, p.Id, p.Decision.GetRequestHash())
+		case "approve-wrong-hash":
+			_, err = r.ApprovePlan(context.Background(), operator, p.Id, strings.Repeat("0", 64))
+		case "deny":
+			_, err = r.DenyPlan(context.Background(), operator, p.Id, "no")
+		case "execute":
+			_, err = r.Execute(context.Background(), operator, p.Id, p.SessionId)
+		case "execute-agent":
+			_, err = r.Execute(context.Background(), agent, p.Id, p.SessionId)
+		}
+		wantErr(t, err, class, words...)
+		return p
+	}
+}
+
+// lifecycleDeny denies the plan as the operator.
+func lifecycleDeny(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
+	got, err := r.DenyPlan(context.Background(), operator, p.Id, "not today")
+	if err != nil {
+		t.Fatalf("deny: %v", err)
+	}
+	return got
+}
+
+// lifecycleRun executes the plan as the operator: it ends in want, naming a receipt.
+func lifecycleRun(want termdv1.PlanState) lifecycleStep {
+	return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
+		got, err := r.run(t, operator, p)
+		if err != nil {
+			t.Fatalf("execute: %v", err)
+		}
+		pp, _ := r.GetPlan(context.Background(), operator, p.Id)
+		if got != want {
+			detail := ""
+			if rc, err := r.store.Get(pp.ReceiptId); err == nil {
+				detail = rc.Detail + " " + rc.Stderr
+			}
+			t.Fatalf("ran to %s, want %s: %s", stateWord(got), stateWord(want), detail)
+		}
+		if pp.ReceiptId == "" {
+			t.Fatal("a finished plan names no receipt")
+		}
+		return pp
+	}
+}
+
+// lifecycleExpire moves the clock past the plan's TTL: not expired a second before.
+func lifecycleExpire(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
+	r.clock.Advance(testTTL - time.Second)
+	r.expire()
+	if s := r.state(t, p.Id); s == termdv1.PlanState_PLAN_STATE_EXPIRED {
+		t.Fatal("expired before its TTL")
+	}
+	r.clock.Advance(2 * time.Second)
+	r.expire()
+	pp, _ := r.GetPlan(context.Background(), operator, p.Id)
+	return pp
+}
+
+// lifecycleReplan replans the plan: a new plan, from it, in want.
+func lifecycleReplan(want termdv1.PlanState) lifecycleStep {
+	return func(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
+		np, err := r.Replan(context.Background(), operator, p.Id)
+		if err != nil {
+			t.Fatalf("replan: %v", err)
+		}
+		if np.ReplannedFrom != p.Id || np.Id == p.Id || np.State != want {
+			t.Fatalf("replan: new plan %s from %q in state %s, want a new plan from %s in %s", np.Id, np.ReplannedFrom, stateWord(np.State), p.Id, stateWord(want))
+		}
+		return np
+	}
+}
+
+// lifecycleStalePolicy changes the policy file and reloads it: the version an
+// approval was bound to is gone.
+func lifecycleStalePolicy(t *testing.T, r *rig, p *termdv1.Plan) *termdv1.Plan {
+	data := strings.Replace(string(policy.DefaultYAML()), "name: termd-default", "name: termd-changed", 1)
+	if err := os.WriteFile(r.policyPath, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReloadPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // Execute decides again on the file system as it is then: a working

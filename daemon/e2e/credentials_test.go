@@ -146,61 +146,7 @@ echo "password=$GH_TOKEN"
 // another program or ask for another principal's credential; rotation takes
 // effect on the next execution; a group-readable file is refused.
 func TestCredentialByReference(t *testing.T) {
-	requireRoot(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		harness.Missing(t, "git is not installed")
-	}
-	secrets := t.TempDir()
-	if err := os.Chmod(secrets, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	tokenFile := filepath.Join(secrets, "gh_token")
-	token := "plainvalue" + strings.Repeat("Zq7", 12) // no secret shape: only the credential redactor can catch it
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	url := gitServer(t, tokenFile)
-	// git runs with no global or system config and its credential helpers
-	// reset (-c credential.helper=), so a workspace cannot run one. The
-	// operator's policy adds a helper for one URL after that reset
-	// (docs/CREDENTIALS.md, "git"); it reads the token from GH_TOKEN.
-	helperDir, err := os.MkdirTemp("", "termd-git-helper-") // t.TempDir's parent is 0700: the agent's uid could not reach it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(helperDir) })
-	if err := os.Chmod(helperDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	helper := filepath.Join(helperDir, "git-credential-termd-test")
-	if err := os.WriteFile(helper, []byte(credHelper), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// What docs/CREDENTIALS.md shows an operator adding to git's forced
-	// settings (its spec resets credential.helper first).
-	pol := string(policy.DefaultYAML())
-	const at = "\nprograms:\n"
-	if !strings.Contains(pol, at) {
-		t.Fatalf("the default policy no longer has %q; update this test", at)
-	}
-	pol = strings.Replace(pol, at, at+"  git:\n    sandbox_exec: [/bin, /usr/bin, "+helperDir+"]\n    exec_args: [-c, \"credential."+url+".helper="+helper+"\"]\n", 1)
-	pol += fmt.Sprintf("  - {id: test.credfile, program: sh, exact: [sh, -c, %q], decision: allow, risk: high, reason: \"test: reads an injected credential file\"}\n", fileProbe)
-	d := harness.Start(t, harness.Options{Policy: pol, Config: `socket_group: "65534"
-roles:
-  agents:
-    uids: [65534]
-credentials:
-  - name: GH_TOKEN
-    file: ` + tokenFile + `
-    programs: [git]
-  - name: OPS_TOKEN
-    file: ` + tokenFile + `
-    principals: {uids: [0]}
-  - name: FILE_TOKEN
-    file: ` + tokenFile + `
-    programs: [sh]
-    inject: file
-`})
+	d, tokenFile, token, url := startCredentialDaemon(t)
 	agent := func(args ...string) (string, string, int) {
 		return d.RunAs(harness.Nobody, "termctl", nil, args...)
 	}
@@ -230,47 +176,8 @@ credentials:
 	show("operator credentials", protojson.Format(ops))
 
 	// Plan, approve, run: git authenticates with the token.
-	runGit := func() (planID, receiptID string) {
-		t.Helper()
-		out, errOut, code := agent("plan", "-o", "json", "--credential", "GH_TOKEN", "--", "git", "ls-remote", url)
-		show("agent plan", out+errOut)
-		if code != 0 {
-			t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
-		}
-		p := printedPlan(t, d, out)
-		if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || strings.Join(p.GetDecision().GetCredentials(), ",") != "GH_TOKEN" {
-			t.Fatalf("a plan receiving a credential must ask in confirm mode: %v %v", p.State, p.GetDecision().GetReasons())
-		}
-		pend, pendErr, _ := d.Run("termctl", "pending")
-		show("operator pending", pend+pendErr)
-		if !strings.Contains(pend, "credentials:") || !strings.Contains(pend, "GH_TOKEN") {
-			t.Fatalf("termctl pending must show the credential's name:\n%s", pend)
-		}
-		// The console's approval page reads these REST routes.
-		queue := rest("GET", "/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200", "")
-		show("REST approval queue", queue)
-		show("REST plan", rest("GET", "/v1/plans/"+p.Id, ""))
-		if !strings.Contains(queue, `"credentials":["GH_TOKEN"]`) {
-			t.Fatalf("the approval queue must show the credential's name:\n%s", queue)
-		}
-		if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
-			t.Fatal(err)
-		}
-		out, errOut, code = agent("execute", p.Id, "--follow")
-		show("agent execute", out+errOut)
-		if code != 0 || !strings.Contains(out, "refs/heads/") {
-			t.Fatalf("git ls-remote with the credential: exit %d\nstdout:\n%s\nstderr:\n%s\n%s", code, out, errOut, d.Log())
-		}
-		if !strings.Contains(errOut, "helper sees [REDACTED]") {
-			t.Fatalf("the helper's echo of the value should show redacted:\n%s", errOut)
-		}
-		got, err := d.Client.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: p.Id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		show("plan view", protojson.Format(got))
-		return p.Id, got.Plan.ReceiptId
-	}
+	cr := credRig{d: d, ctx: ctx, url: url, agent: agent, show: show, rest: rest}
+	runGit := func() (planID, receiptID string) { return cr.runGit(t) }
 	planID, receiptID := runGit()
 	rc := receiptJSON(t, d.Client, receiptID)
 	if fmt.Sprint(rc["credentials"]) != "[GH_TOKEN]" || rc["schema_version"] != "1.7" {
@@ -285,10 +192,152 @@ credentials:
 		show("ReadOutput", string(ro.Data))
 	}
 
+	checkCredentialRouting(t, cr)
+
+	// Rotation: the next execution reads the new value (the server now
+	// wants it), and the new value is redacted too.
+	rotated := "plainvalue" + strings.Repeat("Rt9", 12)
+	if err := os.WriteFile(tokenFile, []byte(rotated+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, receipt2 := runGit()
+
+	checkFileCredential(t, cr)
+
+	checkGroupReadableRefused(t, cr, tokenFile)
+
+	checkNoCredentialLeaks(t, cr, &surfaces, []string{receiptID, receipt2}, []string{token, rotated})
+}
+
+// startCredentialDaemon starts a daemon with three credentials read from one
+// token file (GH_TOKEN for git, OPS_TOKEN for root only, FILE_TOKEN injected
+// as a file for sh), a git server over HTTP wanting the token (url), and the
+// policy's git settings adding a credential helper for that URL.
+func startCredentialDaemon(t *testing.T) (d *harness.Daemon, tokenFile, token, url string) {
+	requireRoot(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		harness.Missing(t, "git is not installed")
+	}
+	secrets := t.TempDir()
+	if err := os.Chmod(secrets, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile = filepath.Join(secrets, "gh_token")
+	token = "plainvalue" + strings.Repeat("Zq7", 12) // no secret shape: only the credential redactor can catch it
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url = gitServer(t, tokenFile)
+	// git runs with no global or system config and its credential helpers
+	// reset (-c credential.helper=), so a workspace cannot run one. The
+	// operator's policy adds a helper for one URL after that reset
+	// (docs/CREDENTIALS.md, "git"); it reads the token from GH_TOKEN.
+	helperDir, err := os.MkdirTemp("", "termd-git-helper-") // t.TempDir's parent is 0700: the agent's uid could not reach it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(helperDir) })
+	if err := os.Chmod(helperDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	helper := filepath.Join(helperDir, "git-credential-termd-test")
+	if err := os.WriteFile(helper, []byte(credHelper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// What docs/CREDENTIALS.md shows an operator adding to git's forced
+	// settings (its spec resets credential.helper first).
+	pol := string(policy.DefaultYAML())
+	const at = "\nprograms:\n"
+	if !strings.Contains(pol, at) {
+		t.Fatalf("the default policy no longer has %q; update this test", at)
+	}
+	pol = strings.Replace(pol, at, at+"  git:\n    sandbox_exec: [/bin, /usr/bin, "+helperDir+"]\n    exec_args: [-c, \"credential."+url+".helper="+helper+"\"]\n", 1)
+	pol += fmt.Sprintf("  - {id: test.credfile, program: sh, exact: [sh, -c, %q], decision: allow, risk: high, reason: \"test: reads an injected credential file\"}\n", fileProbe)
+	d = harness.Start(t, harness.Options{Policy: pol, Config: `socket_group: "65534"
+roles:
+  agents:
+    uids: [65534]
+credentials:
+  - name: GH_TOKEN
+    file: ` + tokenFile + `
+    programs: [git]
+  - name: OPS_TOKEN
+    file: ` + tokenFile + `
+    principals: {uids: [0]}
+  - name: FILE_TOKEN
+    file: ` + tokenFile + `
+    programs: [sh]
+    inject: file
+`})
+	return d, tokenFile, token, url
+}
+
+// credRig is TestCredentialByReference's daemon and its moves: termctl as
+// the agent, the gateway's REST API, and show, which collects everything a
+// person or an agent could read for the final search for the secret.
+type credRig struct {
+	d     *harness.Daemon
+	ctx   context.Context
+	url   string
+	agent func(args ...string) (string, string, int)
+	show  func(what string, s string)
+	rest  func(method, path, body string) string
+}
+
+// runGit plans git ls-remote with GH_TOKEN as the agent, checks the plan
+// asks and the operator's surfaces name the credential, approves it, and
+// runs it: git authenticates, the helper's echo of the value is redacted.
+func (r credRig) runGit(t *testing.T) (planID, receiptID string) {
+	d, ctx, url, agent, show, rest := r.d, r.ctx, r.url, r.agent, r.show, r.rest
+	t.Helper()
+	out, errOut, code := agent("plan", "-o", "json", "--credential", "GH_TOKEN", "--", "git", "ls-remote", url)
+	show("agent plan", out+errOut)
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	p := printedPlan(t, d, out)
+	if p.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL || strings.Join(p.GetDecision().GetCredentials(), ",") != "GH_TOKEN" {
+		t.Fatalf("a plan receiving a credential must ask in confirm mode: %v %v", p.State, p.GetDecision().GetReasons())
+	}
+	pend, pendErr, _ := d.Run("termctl", "pending")
+	show("operator pending", pend+pendErr)
+	if !strings.Contains(pend, "credentials:") || !strings.Contains(pend, "GH_TOKEN") {
+		t.Fatalf("termctl pending must show the credential's name:\n%s", pend)
+	}
+	// The console's approval page reads these REST routes.
+	queue := rest("GET", "/v1/plans?states=PLAN_STATE_AWAITING_APPROVAL&limit=200", "")
+	show("REST approval queue", queue)
+	show("REST plan", rest("GET", "/v1/plans/"+p.Id, ""))
+	if !strings.Contains(queue, `"credentials":["GH_TOKEN"]`) {
+		t.Fatalf("the approval queue must show the credential's name:\n%s", queue)
+	}
+	if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = agent("execute", p.Id, "--follow")
+	show("agent execute", out+errOut)
+	if code != 0 || !strings.Contains(out, "refs/heads/") {
+		t.Fatalf("git ls-remote with the credential: exit %d\nstdout:\n%s\nstderr:\n%s\n%s", code, out, errOut, d.Log())
+	}
+	if !strings.Contains(errOut, "helper sees [REDACTED]") {
+		t.Fatalf("the helper's echo of the value should show redacted:\n%s", errOut)
+	}
+	got, err := d.Client.Plans.GetPlan(ctx, &termdv1.GetPlanRequest{PlanId: p.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	show("plan view", protojson.Format(got))
+	return p.Id, got.Plan.ReceiptId
+}
+
+// checkCredentialRouting: the agent cannot route the credential to another
+// program, nor ask for another principal's credential.
+func checkCredentialRouting(t *testing.T, r credRig) {
+	url, agent, show := r.url, r.agent, r.show
 	// The agent cannot route the credential to another program, nor ask
 	// for another principal's credential: the same answer as for a name
 	// that does not exist.
-	out, errOut, _ = agent("plan", "--credential", "GH_TOKEN", "--", "curl", "-s", url)
+	out, errOut, _ := agent("plan", "--credential", "GH_TOKEN", "--", "curl", "-s", url)
 	show("curl plan", out+errOut)
 	if !strings.Contains(out+errOut, "credential GH_TOKEN is available only to git; this plan runs curl") {
 		t.Fatalf("curl with GH_TOKEN:\n%s%s", out, errOut)
@@ -307,18 +356,15 @@ credentials:
 	if !strings.Contains(notMine, "state:        blocked") {
 		t.Fatalf("the plan should be blocked:\n%s", notMine)
 	}
+}
 
-	// Rotation: the next execution reads the new value (the server now
-	// wants it), and the new value is redacted too.
-	rotated := "plainvalue" + strings.Repeat("Rt9", 12)
-	if err := os.WriteFile(tokenFile, []byte(rotated+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, receipt2 := runGit()
-
+// checkFileCredential: with inject: file the variable names a private file
+// holding the value, gone when the execution ends.
+func checkFileCredential(t *testing.T, r credRig) {
+	d, ctx, agent, show := r.d, r.ctx, r.agent, r.show
 	// inject: file: the variable names a file in the execution's private
 	// TMPDIR holding the value; the file is gone when the execution ends.
-	out, errOut, code = agent("plan", "-o", "json", "--mode", "confirm", "--credential", "FILE_TOKEN", "--", "sh", "-c", fileProbe)
+	out, errOut, code := agent("plan", "-o", "json", "--mode", "confirm", "--credential", "FILE_TOKEN", "--", "sh", "-c", fileProbe)
 	if code != 0 {
 		t.Fatalf("file credential plan: exit %d\n%s%s", code, out, errOut)
 	}
@@ -335,17 +381,22 @@ credentials:
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the credential file %s outlived its execution: %v", path, err)
 	}
+}
 
+// checkGroupReadableRefused: a group-readable credential file refuses the
+// execution, naming file, mode and fix, and the list says it is unreadable.
+func checkGroupReadableRefused(t *testing.T, r credRig, tokenFile string) {
+	d, ctx, url, agent, show := r.d, r.ctx, r.url, r.agent, r.show
 	// A group-readable credential file is refused, naming file, mode, fix.
 	if err := os.Chmod(tokenFile, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, _ = agent("plan", "-o", "json", "--credential", "GH_TOKEN", "--", "git", "ls-remote", url)
+	out, errOut, _ := agent("plan", "-o", "json", "--credential", "GH_TOKEN", "--", "git", "ls-remote", url)
 	p := printedPlan(t, d, out)
 	if _, err := d.Client.Plans.ApprovePlan(ctx, &termdv1.ApprovePlanRequest{PlanId: p.Id, RequestHash: p.Decision.RequestHash}); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = agent("execute", p.Id, "--follow")
+	out, errOut, code := agent("execute", p.Id, "--follow")
 	show("refused", out+errOut)
 	if code == 0 || !strings.Contains(errOut, tokenFile+" has mode 0640") || !strings.Contains(errOut, "chmod 600 "+tokenFile) {
 		t.Fatalf("a group-readable credential file must refuse the execution clearly: exit %d\n%s%s", code, out, errOut)
@@ -355,7 +406,13 @@ credentials:
 	if !strings.Contains(lst, "NO: ") {
 		t.Fatalf("credentials list should say the source is not readable:\n%s", lst)
 	}
+}
 
+// checkNoCredentialLeaks collects every surface (events of every session,
+// the receipts receiptIDs, the export, the daemon's log) into surfaces and
+// checks no value of secrets is in it, in any form.
+func checkNoCredentialLeaks(t *testing.T, r credRig, surfaces *bytes.Buffer, receiptIDs, secrets []string) {
+	d, ctx, show := r.d, r.ctx, r.show
 	// Every surface: events of every session, receipts (exported JSON
 	// too), the daemon's log.
 	ectx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -372,7 +429,7 @@ credentials:
 		b, _ := protojson.Marshal(m)
 		show("event", string(b))
 	}
-	for _, id := range []string{receiptID, receipt2} {
+	for _, id := range receiptIDs {
 		b, _ := json.Marshal(receiptJSON(t, d.Client, id))
 		show("receipt", string(b))
 	}
@@ -383,7 +440,7 @@ credentials:
 	if !strings.Contains(all, "refs/heads/") || !strings.Contains(all, "EVENT_KIND_OUTPUT") {
 		t.Fatalf("the surfaces collected lack the run's output or events; the search below would prove nothing:\n%s", all)
 	}
-	for _, v := range []string{token, rotated} {
+	for _, v := range secrets {
 		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), base64.StdEncoding.EncodeToString([]byte("x-access-token:" + v))[8:40]} {
 			if i := strings.Index(all, form); i >= 0 {
 				t.Fatalf("a credential (form %q) leaked:\n%s", form, all[max(0, i-400):min(len(all), i+200)])

@@ -286,7 +286,35 @@ func TestFleetEndToEnd(t *testing.T) {
 	noCert := testpki.Files{CA: gwFiles.CA}
 
 	names := []string{"host-a", "host-b", "host-c"}
-	hosts := make([]*fleetHost, 3)
+	hosts := startFleetHosts(t, names, nets, ca, dir, col)
+	a, b, c := hosts[0], hosts[1], hosts[2]
+
+	// --- Certificates over the real links ---
+	t.Run("certificates", func(t *testing.T) {
+		checkFleetCertificates(t, ca, a, b, strangerCert, noCert, strangerFiles, agentFiles)
+	})
+
+	// --- The gateway: one fleet over mTLS, alice its person ---
+	g := startFleetGateway(t, dir, hosts, gwFiles)
+	stream := openFleetStream(t, g.url, g.token)
+
+	// --- Agents plan on all three; one queue; approvals carried home ---
+	plans := approveAgentPlansAcrossFleet(t, br, g, names, hosts)
+
+	// --- A long command on C; C's link is cut while it runs ---
+	fin := runLongCommandAcrossCut(t, g, stream, a, b, c, plans[2].ag)
+
+	checkCutHostEventsArrive(t, g, stream, c, fin)
+
+	checkCollectorHoldsEveryReceipt(t, col, hosts)
+}
+
+// startFleetHosts starts a daemon in each network namespace of nets, named
+// by names, listening for mTLS on its link address with a server certificate
+// from ca, gateway-1 its operator (and agent-a an agent on the first host
+// only), exporting its receipts to the collector col.
+func startFleetHosts(t *testing.T, names []string, nets []*harness.NetHost, ca *testpki.CA, dir string, col *harness.Collector) (hosts []*fleetHost) {
+	hosts = make([]*fleetHost, 3)
 	for i, n := range names {
 		nh := nets[i]
 		srv, err := ca.Server(n, []net.IP{net.ParseIP(nh.IP)})
@@ -315,77 +343,84 @@ func TestFleetEndToEnd(t *testing.T) {
 		}
 		hosts[i] = &fleetHost{name: n, net: nh, d: d, addr: net.JoinHostPort(nh.IP, fleetTLSPort)}
 	}
-	a, b, c := hosts[0], hosts[1], hosts[2]
+	return hosts
+}
 
-	// --- Certificates over the real links ---
-	t.Run("certificates", func(t *testing.T) {
-		// No client certificate, or one from another CA: the handshake
-		// fails; no call is made.
-		for _, tc := range []struct {
-			what  string
-			certs []tls.Certificate
-		}{{"no client certificate", nil}, {"a certificate from another CA", []tls.Certificate{strangerCert.TLS()}}} {
-			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", a.addr, &tls.Config{RootCAs: ca.Pool(), Certificates: tc.certs, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS13})
-			if err == nil {
-				// TLS 1.3: the server's verdict on the client's
-				// certificate arrives as an alert on the first read.
-				_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-				_, err = conn.Read(make([]byte, 1))
-				conn.Close()
-			}
-			if err == nil || !strings.Contains(err.Error(), "certificate") {
-				t.Errorf("%s: the TLS listener did not refuse it in the handshake: %v", tc.what, err)
-			}
+// checkFleetCertificates: over the real links, a client without a
+// certificate or with another CA's is refused in the handshake, agent-a is
+// an agent on host A and nothing on B, and cannot approve, not even its own
+// plan.
+func checkFleetCertificates(t *testing.T, ca *testpki.CA, a, b *fleetHost, strangerCert *testpki.Cert, noCert, strangerFiles, agentFiles testpki.Files) {
+	// No client certificate, or one from another CA: the handshake
+	// fails; no call is made.
+	for _, tc := range []struct {
+		what  string
+		certs []tls.Certificate
+	}{{"no client certificate", nil}, {"a certificate from another CA", []tls.Certificate{strangerCert.TLS()}}} {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", a.addr, &tls.Config{RootCAs: ca.Pool(), Certificates: tc.certs, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS13})
+		if err == nil {
+			// TLS 1.3: the server's verdict on the client's
+			// certificate arrives as an alert on the first read.
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
 		}
-		out, code := termctlTLS(t, a.addr, noCert, "status")
-		t.Logf("no client certificate: exit %d: %s", code, out)
-		if code == 0 {
-			t.Errorf("termctl status without a client certificate succeeded:\n%s", out)
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: the TLS listener did not refuse it in the handshake: %v", tc.what, err)
 		}
-		out, code = termctlTLS(t, a.addr, strangerFiles, "status")
-		t.Logf("another CA's certificate: exit %d: %s", code, out)
-		if code == 0 || !strings.Contains(out, "refused this client's certificate in the TLS handshake") {
-			t.Errorf("termctl status with another CA's certificate succeeded:\n%s", out)
-		}
-		// agent-a is an agent on A...
-		out, code = termctlTLS(t, a.addr, agentFiles, "status", "-o", "json")
-		if code != 0 || !strings.Contains(out, `"role": "agent"`) {
-			t.Fatalf("agent-a on host A: %d\n%s", code, out)
-		}
-		// ...and nothing on B, over the same CA.
-		out, code = termctlTLS(t, b.addr, agentFiles, "status")
-		t.Logf("agent-a on host B: exit %d: %s", code, out)
-		if code == 0 || !strings.Contains(out, "maps to no principal") {
-			t.Errorf("agent-a (mapped on host A only) on host B: %d, want a refusal naming the unmapped certificate:\n%s", code, out)
-		}
-		// An agent certificate cannot approve, not even its own plan: it
-		// stays awaiting approval.
-		out, code = termctlTLS(t, a.addr, agentFiles, "plan", "-o", "json", "--cwd", a.d.Workspace, "--", "touch", "agent-approves.txt")
-		var p struct {
-			ID       string `json:"id"`
-			State    string `json:"state"`
-			Decision struct {
-				RequestHash string `json:"request_hash"`
-			} `json:"decision"`
-		}
-		if err := json.Unmarshal([]byte(out), &p); err != nil || code != 0 || p.ID == "" {
-			t.Fatalf("agent-a plans on A: %d %v\n%s", code, err, out)
-		}
-		out, code = termctlTLS(t, a.addr, agentFiles, "approve", p.ID, "--hash", p.Decision.RequestHash)
-		t.Logf("agent-a approving its own plan on A: exit %d: %s", code, out)
-		if code == 0 {
-			t.Errorf("agent-a approved a plan:\n%s", out)
-		}
-		got, err := a.d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: p.ID})
-		if err != nil || got.Plan.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
-			t.Errorf("after agent-a's attempt the plan is %v (%v), want still awaiting approval", got.GetPlan().GetState(), err)
-		}
-		if _, err := a.d.Client.Plans.DenyPlan(ctxT(t), &termdv1.DenyPlanRequest{PlanId: p.ID, Reason: "test: agent-approval probe"}); err != nil {
-			t.Fatal(err)
-		}
-	})
+	}
+	out, code := termctlTLS(t, a.addr, noCert, "status")
+	t.Logf("no client certificate: exit %d: %s", code, out)
+	if code == 0 {
+		t.Errorf("termctl status without a client certificate succeeded:\n%s", out)
+	}
+	out, code = termctlTLS(t, a.addr, strangerFiles, "status")
+	t.Logf("another CA's certificate: exit %d: %s", code, out)
+	if code == 0 || !strings.Contains(out, "refused this client's certificate in the TLS handshake") {
+		t.Errorf("termctl status with another CA's certificate succeeded:\n%s", out)
+	}
+	// agent-a is an agent on A...
+	out, code = termctlTLS(t, a.addr, agentFiles, "status", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"role": "agent"`) {
+		t.Fatalf("agent-a on host A: %d\n%s", code, out)
+	}
+	// ...and nothing on B, over the same CA.
+	out, code = termctlTLS(t, b.addr, agentFiles, "status")
+	t.Logf("agent-a on host B: exit %d: %s", code, out)
+	if code == 0 || !strings.Contains(out, "maps to no principal") {
+		t.Errorf("agent-a (mapped on host A only) on host B: %d, want a refusal naming the unmapped certificate:\n%s", code, out)
+	}
+	// An agent certificate cannot approve, not even its own plan: it
+	// stays awaiting approval.
+	out, code = termctlTLS(t, a.addr, agentFiles, "plan", "-o", "json", "--cwd", a.d.Workspace, "--", "touch", "agent-approves.txt")
+	var p struct {
+		ID       string `json:"id"`
+		State    string `json:"state"`
+		Decision struct {
+			RequestHash string `json:"request_hash"`
+		} `json:"decision"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || code != 0 || p.ID == "" {
+		t.Fatalf("agent-a plans on A: %d %v\n%s", code, err, out)
+	}
+	out, code = termctlTLS(t, a.addr, agentFiles, "approve", p.ID, "--hash", p.Decision.RequestHash)
+	t.Logf("agent-a approving its own plan on A: exit %d: %s", code, out)
+	if code == 0 {
+		t.Errorf("agent-a approved a plan:\n%s", out)
+	}
+	got, err := a.d.Client.Plans.GetPlan(ctxT(t), &termdv1.GetPlanRequest{PlanId: p.ID})
+	if err != nil || got.Plan.State != termdv1.PlanState_PLAN_STATE_AWAITING_APPROVAL {
+		t.Errorf("after agent-a's attempt the plan is %v (%v), want still awaiting approval", got.GetPlan().GetState(), err)
+	}
+	if _, err := a.d.Client.Plans.DenyPlan(ctxT(t), &termdv1.DenyPlanRequest{PlanId: p.ID, Reason: "test: agent-approval probe"}); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	// --- The gateway: one fleet over mTLS, alice its person ---
+// startFleetGateway starts a gateway over every host with gateway-1's
+// certificate, alice its operator by token, and waits until it has every
+// host up.
+func startFleetGateway(t *testing.T, dir string, hosts []*fleetHost, gwFiles testpki.Files) (g *fleetGW) {
 	fleetFile := filepath.Join(dir, "fleet.yaml")
 	ff := fmt.Sprintf("tls:\n  cert: %s\n  key: %s\n  ca: %s\nhosts:\n", gwFiles.Cert, gwFiles.Key, gwFiles.CA)
 	for _, h := range hosts {
@@ -398,20 +433,27 @@ func TestFleetEndToEnd(t *testing.T) {
 	gwConfig := filepath.Join(dir, "gateway.yaml")
 	writeFile(t, gwConfig, fmt.Sprintf("tokens:\n  - {name: alice, token_file: %s, role: operator}\n", aliceToken))
 	gp := harness.StartGateway(t, "--fleet", fleetFile, "--config", gwConfig)
-	g := &fleetGW{t: t, url: gp.URL, token: "aliceFleetToken-0123456789abcdef0123456789abcdef0123456789"}
+	g = &fleetGW{t: t, url: gp.URL, token: "aliceFleetToken-0123456789abcdef0123456789abcdef0123456789"}
 	waitUntil(t, "every host up at the gateway", func() (bool, string) {
 		st := g.hostStates()
 		return st["host-a"] == "up" && st["host-b"] == "up" && st["host-c"] == "up", fmt.Sprint(st)
 	})
-	stream := openFleetStream(t, g.url, g.token)
+	return g
+}
 
-	// --- Agents plan on all three; one queue; approvals carried home ---
-	type agentPlan struct {
-		h    *fleetHost
-		plan *termdv1.Plan
-		ag   *agentConn
-	}
-	var plans []agentPlan
+// agentPlan is an agent's plan on a host of the fleet, and the agent's
+// connection to that host.
+type agentPlan struct {
+	h    *fleetHost
+	plan *termdv1.Plan
+	ag   *agentConn
+}
+
+// approveAgentPlansAcrossFleet: an agent on each host plans a write; the
+// plans come to one queue at the gateway; A's is approved in the console (in
+// Chromium), B's and C's over REST; each runs on its own host only, its
+// receipt naming alice through gateway-1 as the approver.
+func approveAgentPlansAcrossFleet(t *testing.T, br harness.Browser, g *fleetGW, names []string, hosts []*fleetHost) (plans []agentPlan) {
 	for _, h := range hosts {
 		ag := newAgentConn(t, h.d)
 		p := ag.plan("touch", "from-agent-"+h.name+".txt")
@@ -458,9 +500,14 @@ func TestFleetEndToEnd(t *testing.T) {
 			t.Errorf("%s: the receipt's approver is %v, want alice through the gateway-1 certificate", p.h.name, ap)
 		}
 	}
+	return plans
+}
 
-	// --- A long command on C; C's link is cut while it runs ---
-	agC := plans[2].ag
+// runLongCommandAcrossCut runs a long command on host c and cuts c's link
+// while it runs: c is shown down, a and b are served meanwhile, and the
+// command ends while cut off; the link is restored once the gateway's stream
+// says c is down. It returns the command's end.
+func runLongCommandAcrossCut(t *testing.T, g *fleetGW, stream *fleetStream, a, b, c *fleetHost, agC *agentConn) (fin *termdv1.Execution) {
 	// Project code: a script in the workspace, run by its path.
 	tick := filepath.Join(c.d.Workspace, "tick.sh")
 	writeFile(t, tick, "#!/bin/sh\ni=0\nwhile [ ! -e stop ]; do i=$((i+1)); echo tick $i; sleep 0.2; done\necho stopped after $i\n")
@@ -496,7 +543,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	// C's command ends while cut off: its end and receipt are events the
 	// gateway has not seen.
 	writeFile(t, filepath.Join(c.d.Workspace, "stop"), "")
-	fin := waitFinal(t, c.d.Client, longExec)
+	fin = waitFinal(t, c.d.Client, longExec)
 	if fin.State != termdv1.ExecutionState_EXECUTION_STATE_SUCCEEDED {
 		t.Fatalf("C's long command ended %s: %s", fin.State, fin.Error)
 	}
@@ -515,7 +562,13 @@ func TestFleetEndToEnd(t *testing.T) {
 	})
 	c.net.Restore()
 	t.Logf("host-c cut for %v", time.Since(cutAt).Round(time.Millisecond))
+	return fin
+}
 
+// checkCutHostEventsArrive: every event of c's, from the first the stream
+// delivered to the long command's receipt (fin), arrives through the
+// gateway once, and the receipt is the gateway's to show.
+func checkCutHostEventsArrive(t *testing.T, g *fleetGW, stream *fleetStream, c *fleetHost, fin *termdv1.Execution) {
 	// Every event of C's, from the first the stream delivered of C to the
 	// long command's receipt, arrives through the gateway: compared by
 	// global_seq with C's own log.
@@ -563,7 +616,11 @@ func TestFleetEndToEnd(t *testing.T) {
 	if r := g.call("GET", "/v1/hosts/host-c/receipts/"+fin.ReceiptId, nil); !strings.Contains(fmt.Sprint(r["receipt_json"]), fin.ReceiptId) {
 		t.Errorf("C's receipt through the gateway: %v", r)
 	}
+}
 
+// checkCollectorHoldsEveryReceipt: the collector holds every receipt of
+// every host, each verifying offline with its host's key.
+func checkCollectorHoldsEveryReceipt(t *testing.T, col *harness.Collector, hosts []*fleetHost) {
 	// --- The collector holds every receipt of every host, each verifying
 	// offline with its host's key ---
 	var oh []*otlpHost

@@ -660,43 +660,7 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 			}()
 		}
 	}
-	// All-sessions subscribers: global order, visibility, until told to stop.
-	stopAll, stop := context.WithCancel(ctx)
-	var allWG sync.WaitGroup
-	for k := 0; k < 2; k++ {
-		sub := b.SubscribeAll(0, func(id string) bool { return id != "s0" })
-		allWG.Add(1)
-		go func() {
-			defer allWG.Done()
-			defer sub.Close()
-			var c streamCheck
-			for {
-				ev, err := sub.Next(stopAll)
-				if err != nil {
-					if !errors.Is(err, context.Canceled) {
-						errc <- err
-					}
-					return
-				}
-				if ev.Kind == kLagged {
-					// The cursor also passed invisible events, so the gap
-					// starts at or after the last visible one.
-					l := ev.GetLagged()
-					if l.ResumeFromSeq < c.last || l.Dropped == 0 || ev.GlobalSeq != l.ResumeFromSeq+l.Dropped {
-						errc <- fmt.Errorf("all-sessions: after g%d bad LAGGED %v", c.last, ev)
-						return
-					}
-					c.last = ev.GlobalSeq
-					continue
-				}
-				if ev.SessionId == "s0" || ev.GlobalSeq <= c.last {
-					errc <- fmt.Errorf("all-sessions: got %s g%d after g%d", ev.SessionId, ev.GlobalSeq, c.last)
-					return
-				}
-				c.last = ev.GlobalSeq
-			}
-		}()
-	}
+	stop, allWG := startAllSessionsReaders(ctx, b, errc)
 
 	var pubWG sync.WaitGroup
 	for _, id := range ids {
@@ -744,6 +708,50 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 	if b.Subscribers() != 0 {
 		t.Errorf("Subscribers = %d after all closed", b.Subscribers())
 	}
+}
+
+// startAllSessionsReaders starts two all-sessions subscribers that check
+// global order and visibility (s0 is hidden from them), reporting to errc,
+// until stop; allWG.Wait waits for them to end.
+func startAllSessionsReaders(ctx context.Context, b *Bus, errc chan<- error) (stop context.CancelFunc, allWG *sync.WaitGroup) {
+	// All-sessions subscribers: global order, visibility, until told to stop.
+	stopAll, stop := context.WithCancel(ctx)
+	allWG = new(sync.WaitGroup)
+	for k := 0; k < 2; k++ {
+		sub := b.SubscribeAll(0, func(id string) bool { return id != "s0" })
+		allWG.Add(1)
+		go func() {
+			defer allWG.Done()
+			defer sub.Close()
+			var c streamCheck
+			for {
+				ev, err := sub.Next(stopAll)
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
+						errc <- err
+					}
+					return
+				}
+				if ev.Kind == kLagged {
+					// The cursor also passed invisible events, so the gap
+					// starts at or after the last visible one.
+					l := ev.GetLagged()
+					if l.ResumeFromSeq < c.last || l.Dropped == 0 || ev.GlobalSeq != l.ResumeFromSeq+l.Dropped {
+						errc <- fmt.Errorf("all-sessions: after g%d bad LAGGED %v", c.last, ev)
+						return
+					}
+					c.last = ev.GlobalSeq
+					continue
+				}
+				if ev.SessionId == "s0" || ev.GlobalSeq <= c.last {
+					errc <- fmt.Errorf("all-sessions: got %s g%d after g%d", ev.SessionId, ev.GlobalSeq, c.last)
+					return
+				}
+				c.last = ev.GlobalSeq
+			}
+		}()
+	}
+	return stop, allWG
 }
 
 func TestClosedSessionWithoutTail(t *testing.T) {

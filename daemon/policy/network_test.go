@@ -119,6 +119,60 @@ func TestLoopbackClients(t *testing.T) {
 			t.Errorf("%q: no network step says why it gets the workspace loopback: %+v", argv, d.Steps)
 		}
 	}
+	checkNotLoopbackClients(t, decide, enforced)
+	// Asked for host, or an unenforced sandbox: host, asked.
+	for _, c := range []struct {
+		ctx     decision.Context
+		network string
+		why     string
+	}{{enforced, "host", "uses the network"}, {f.ctx, "", "uses the network"}} {
+		d := decide(c.ctx, verdict.ModeConfirm, c.network, "curl", "http://127.0.0.1:8080/")
+		if d.Verdict != verdict.Ask || !d.Network || d.Sandbox.NetworkMode != "host" || !hasReason(d, c.why) {
+			t.Errorf("curl to the loopback with network %q, sandbox enforced %v: %s network %v mode %q; %q", c.network, c.ctx.Sandbox, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Reasons)
+		}
+	}
+	if d := decide(f.ctx, verdict.ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); !hasStep(d, "network", "without a fully enforced sandbox") {
+		t.Errorf("an unenforced sandbox does not say why a loopback curl keeps host: %+v", d.Steps)
+	}
+	// Writes are decided as writes: offline, but asked (curl and wget are
+	// not plain edits), and a protected name is refused as before.
+	for _, argv := range [][]string{
+		{"curl", "-o", "page.html", "http://127.0.0.1:8080/"},
+		{"curl", "-sO", "http://127.0.0.1:8080/app.js"},
+		{"curl", "--output-dir", "build", "-o", "x.html", "http://localhost:8080/"},
+		{"wget", "http://127.0.0.1:8080/"},
+	} {
+		d := decide(enforced, verdict.ModeConfirm, "", argv...)
+		if d.Verdict != verdict.Ask || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || len(d.Writes) == 0 || !hasReason(d, "writes") || hasReason(d, "uses the network") {
+			t.Errorf("%q: %s network %v mode %q writes %v; want asked for its writes only; %q", argv, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Writes, d.Reasons)
+		}
+	}
+	// Standard output and /dev/null are no files: nothing written.
+	for _, argv := range [][]string{{"curl", "-o", "-", "http://127.0.0.1:8080/"}, {"curl", "-so", "/dev/null", "http://127.0.0.1:8080/"}, {"wget", "-O", "/dev/null", "http://127.0.0.1:8080/"}} {
+		if d := decide(enforced, verdict.ModeConfirm, "", argv...); d.Verdict != verdict.Allow || len(d.Writes) > 0 || !d.ReadOnly {
+			t.Errorf("%q: %s writes %v; want allowed, read-only; %q", argv, d.Verdict, d.Writes, d.Reasons)
+		}
+	}
+	if d := decide(enforced, verdict.ModeConfirm, "", "wget", "-O", "-", "-O", "out.html", "http://127.0.0.1:8080/"); d.Verdict != verdict.Ask || !grammar.Contains(d.Writes, f.ws+"/out.html") {
+		t.Errorf("wget -O - -O out.html: %s writes %v; %q", d.Verdict, d.Writes, d.Reasons)
+	}
+	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "-o", ".bashrc", "http://127.0.0.1:8080/"); d.Verdict != verdict.Deny {
+		t.Errorf("curl -o .bashrc from the loopback: %s %q", d.Verdict, d.Reasons)
+	}
+	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "-K", "cfg", "http://127.0.0.1:8080/"); d.Verdict != verdict.Deny || !hasReason(d, "reads options from a file") {
+		t.Errorf("curl -K to the loopback: %s %q", d.Verdict, d.Reasons)
+	}
+	// curl never reads ~/.curlrc: -q comes first.
+	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); len(d.ExecArgv) < 2 || d.ExecArgv[1] != "-q" {
+		t.Errorf("curl's exec argv %q does not start with -q", d.ExecArgv)
+	}
+}
+
+// checkNotLoopbackClients checks that what reaches beyond the loopback (or
+// may: a proxy, a resolve override, URLs from input) is not run on the
+// workspace loopback, and that options the grammar does not know make curl
+// unknown code, never a loopback client.
+func checkNotLoopbackClients(t *testing.T, decide func(ctx decision.Context, mode verdict.Mode, network string, argv ...string) decision.Decision, enforced decision.Context) {
 	// Anything else that reaches out: host, asked for the network.
 	for _, argv := range [][]string{
 		{"curl", "https://example.com"},
@@ -166,52 +220,6 @@ func TestLoopbackClients(t *testing.T) {
 		if hasStep(d, "network", "reaches only loopback") || !hasReason(d, "runs as unknown code") {
 			t.Errorf("%q: decided as a loopback client, or not as unknown code: %q %+v", argv, d.Reasons, d.Steps)
 		}
-	}
-	// Asked for host, or an unenforced sandbox: host, asked.
-	for _, c := range []struct {
-		ctx     decision.Context
-		network string
-		why     string
-	}{{enforced, "host", "uses the network"}, {f.ctx, "", "uses the network"}} {
-		d := decide(c.ctx, verdict.ModeConfirm, c.network, "curl", "http://127.0.0.1:8080/")
-		if d.Verdict != verdict.Ask || !d.Network || d.Sandbox.NetworkMode != "host" || !hasReason(d, c.why) {
-			t.Errorf("curl to the loopback with network %q, sandbox enforced %v: %s network %v mode %q; %q", c.network, c.ctx.Sandbox, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Reasons)
-		}
-	}
-	if d := decide(f.ctx, verdict.ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); !hasStep(d, "network", "without a fully enforced sandbox") {
-		t.Errorf("an unenforced sandbox does not say why a loopback curl keeps host: %+v", d.Steps)
-	}
-	// Writes are decided as writes: offline, but asked (curl and wget are
-	// not plain edits), and a protected name is refused as before.
-	for _, argv := range [][]string{
-		{"curl", "-o", "page.html", "http://127.0.0.1:8080/"},
-		{"curl", "-sO", "http://127.0.0.1:8080/app.js"},
-		{"curl", "--output-dir", "build", "-o", "x.html", "http://localhost:8080/"},
-		{"wget", "http://127.0.0.1:8080/"},
-	} {
-		d := decide(enforced, verdict.ModeConfirm, "", argv...)
-		if d.Verdict != verdict.Ask || d.Network || d.Sandbox.NetworkMode != "workspace-loopback" || len(d.Writes) == 0 || !hasReason(d, "writes") || hasReason(d, "uses the network") {
-			t.Errorf("%q: %s network %v mode %q writes %v; want asked for its writes only; %q", argv, d.Verdict, d.Network, d.Sandbox.NetworkMode, d.Writes, d.Reasons)
-		}
-	}
-	// Standard output and /dev/null are no files: nothing written.
-	for _, argv := range [][]string{{"curl", "-o", "-", "http://127.0.0.1:8080/"}, {"curl", "-so", "/dev/null", "http://127.0.0.1:8080/"}, {"wget", "-O", "/dev/null", "http://127.0.0.1:8080/"}} {
-		if d := decide(enforced, verdict.ModeConfirm, "", argv...); d.Verdict != verdict.Allow || len(d.Writes) > 0 || !d.ReadOnly {
-			t.Errorf("%q: %s writes %v; want allowed, read-only; %q", argv, d.Verdict, d.Writes, d.Reasons)
-		}
-	}
-	if d := decide(enforced, verdict.ModeConfirm, "", "wget", "-O", "-", "-O", "out.html", "http://127.0.0.1:8080/"); d.Verdict != verdict.Ask || !grammar.Contains(d.Writes, f.ws+"/out.html") {
-		t.Errorf("wget -O - -O out.html: %s writes %v; %q", d.Verdict, d.Writes, d.Reasons)
-	}
-	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "-o", ".bashrc", "http://127.0.0.1:8080/"); d.Verdict != verdict.Deny {
-		t.Errorf("curl -o .bashrc from the loopback: %s %q", d.Verdict, d.Reasons)
-	}
-	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "-K", "cfg", "http://127.0.0.1:8080/"); d.Verdict != verdict.Deny || !hasReason(d, "reads options from a file") {
-		t.Errorf("curl -K to the loopback: %s %q", d.Verdict, d.Reasons)
-	}
-	// curl never reads ~/.curlrc: -q comes first.
-	if d := decide(enforced, verdict.ModeConfirm, "", "curl", "http://127.0.0.1:8080/"); len(d.ExecArgv) < 2 || d.ExecArgv[1] != "-q" {
-		t.Errorf("curl's exec argv %q does not start with -q", d.ExecArgv)
 	}
 }
 

@@ -29,8 +29,19 @@ func TestBenchDurableWrites(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the receipt benchmarks")
 	}
-	const n = 300
 	s, k, _ := newStore(t)
+	benchIntentWrites(t, s, k)
+
+	benchGroupCommit(t, s, k)
+
+	benchBudgetCheck(t)
+}
+
+// benchIntentWrites prints what making one intent durable costs: appended
+// with fdatasync, written in place in a preallocated log, and as a SQLite
+// insert (today), in alternating rounds of n.
+func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
+	const n = 300
 	draft := sampleReceipt(k, receipt.StatusSucceeded, "bench")
 	body, err := receipt.CanonicalBytes(draft)
 	if err != nil {
@@ -102,23 +113,17 @@ func TestBenchDurableWrites(t *testing.T) {
 		ring = append(ring, prealloc())
 		lite = append(lite, sqliteIntent())
 	}
-	med := func(ds []time.Duration) time.Duration {
-		c := append([]time.Duration(nil), ds...)
-		for i := range c {
-			for j := i + 1; j < len(c); j++ {
-				if c[j] < c[i] {
-					c[i], c[j] = c[j], c[i]
-				}
-			}
-		}
-		return c[len(c)/2]
-	}
-	a, r, l := med(app), med(ring), med(lite)
+	a, r, l := medianDuration(app), medianDuration(ring), medianDuration(lite)
 	fmt.Printf("\ndurable writes (%d-byte record, median of 3 alternating rounds of %d)\n", len(body), n)
 	fmt.Printf("%-52s %10.0f µs %8s\n", "append + fdatasync (file grows)", us(a), "1.00x")
 	fmt.Printf("%-52s %10.0f µs %7.2fx\n", "preallocated log: write in place + fdatasync", us(r), float64(r)/float64(a))
 	fmt.Printf("%-52s %10.0f µs %7.2fx\n", "intent today: SQLite insert, synchronous=FULL", us(l), float64(l)/float64(a))
+}
 
+// benchGroupCommit prints receipts appended by 64 writers at once (group
+// commit) against the same number appended one after another, and checks
+// the chain they made.
+func benchGroupCommit(t *testing.T, s *Store, k *Keys) {
 	// Group commit: 64 writers at once against one writer.
 	const writers, per = 64, 8
 	seq := func() time.Duration {
@@ -157,12 +162,17 @@ func TestBenchDurableWrites(t *testing.T) {
 		pr, commits = append(pr, d), c
 	}
 	total := float64(writers * per)
-	fmt.Printf("%-52s %10.0f /s %8s\n", "receipts appended one after another", total/med(sq).Seconds(), "1.00x")
-	fmt.Printf("%-52s %10.0f /s %7.2fx (%d commits for %d receipts)\n", fmt.Sprintf("receipts appended by %d writers at once", writers), total/med(pr).Seconds(), med(sq).Seconds()/med(pr).Seconds(), commits, writers*per)
+	fmt.Printf("%-52s %10.0f /s %8s\n", "receipts appended one after another", total/medianDuration(sq).Seconds(), "1.00x")
+	fmt.Printf("%-52s %10.0f /s %7.2fx (%d commits for %d receipts)\n", fmt.Sprintf("receipts appended by %d writers at once", writers), total/medianDuration(pr).Seconds(), medianDuration(sq).Seconds()/medianDuration(pr).Seconds(), commits, writers*per)
 	if _, bad, err := s.VerifyChain(); err != nil || bad != 0 {
 		t.Fatalf("chain: %d %v", bad, err)
 	}
+}
 
+// benchBudgetCheck prints the storage budget's question before every
+// execution, with 10,000 receipts in the last day: from memory against the
+// database scan, checking both give the same answer.
+func benchBudgetCheck(t *testing.T) {
 	// The storage budget's question before every execution, with 10,000
 	// receipts in the last day: from memory against the database scan.
 	s3, k3, _ := newStore(t)
@@ -193,6 +203,19 @@ func TestBenchDurableWrites(t *testing.T) {
 			t.Fatalf("StoredSince %d, the database %d", a, b)
 		}
 	}
-	fmt.Printf("%-52s %10.0f µs %8s\n", "budget check over 10,000 receipts: database scan", us(med(scan)), "1.00x")
-	fmt.Printf("%-52s %10.0f µs %7.4fx\n", "budget check over 10,000 receipts: in memory", us(med(mem)), float64(med(mem))/float64(med(scan)))
+	fmt.Printf("%-52s %10.0f µs %8s\n", "budget check over 10,000 receipts: database scan", us(medianDuration(scan)), "1.00x")
+	fmt.Printf("%-52s %10.0f µs %7.4fx\n", "budget check over 10,000 receipts: in memory", us(medianDuration(mem)), float64(medianDuration(mem))/float64(medianDuration(scan)))
+}
+
+// medianDuration is the median of ds (ds is left as it was).
+func medianDuration(ds []time.Duration) time.Duration {
+	c := append([]time.Duration(nil), ds...)
+	for i := range c {
+		for j := i + 1; j < len(c); j++ {
+			if c[j] < c[i] {
+				c[i], c[j] = c[j], c[i]
+			}
+		}
+	}
+	return c[len(c)/2]
 }
