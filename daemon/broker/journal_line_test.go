@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -17,6 +19,9 @@ import (
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
+
+// pjm and pju are protojson as the journal writes and reads it.
+var pjm, pju = journal.ProtoMarshal, journal.ProtoUnmarshal
 
 // TestPlanLineIsTheRecordFormat: a plan's journal line, assembled from its
 // parts, holds what json.Marshal of journalRecord writes (what journals
@@ -44,7 +49,7 @@ func TestPlanLineIsTheRecordFormat(t *testing.T) {
 			case 3:
 				rec.p.Decision.Reasons = append(rec.p.Decision.Reasons, "the adviser flagged this plan")
 			}
-			line, err := planLine(rec.p, rec)
+			line, err := rec.enc.Record(rec.p, &rec.req, &rec.dec, &rec.stdin, false)
 			data, merr := pjm.Marshal(rec.p)
 			snap := proto.Clone(rec.p)
 			r.mu.Unlock()
@@ -233,7 +238,7 @@ func BenchmarkJournalPlanRecord(b *testing.B) {
 	rec := r.plans[p.Id]
 	r.mu.Unlock()
 	pp, req, dec := rec.p, &rec.req, &rec.dec
-	for _, c := range []struct {
+	variants := []struct {
 		name string
 		line func(first bool) ([]byte, error)
 	}{
@@ -259,7 +264,8 @@ func BenchmarkJournalPlanRecord(b *testing.B) {
 			}
 			return json.Marshal(journalRecord{Kind: "plan", Plan: data, Request: req, Decision: dec})
 		}},
-	} {
+	}
+	for _, c := range variants {
 		for _, first := range []bool{true, false} {
 			name := c.name + "/next"
 			if first {
@@ -277,6 +283,49 @@ func BenchmarkJournalPlanRecord(b *testing.B) {
 			})
 		}
 	}
+	// alternating: blocks of each variant in turn, timed in the process's
+	// CPU time (getrusage: a busy machine's waits are not counted, the
+	// garbage collector's work is); reports the median block's CPU ns per
+	// record of each and their ratios to direct.
+	b.Run("alternating", func(b *testing.B) {
+		const block = 100
+		cpu := func() int64 {
+			var ru syscall.Rusage
+			if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+				b.Fatal(err)
+			}
+			return ru.Utime.Nano() + ru.Stime.Nano()
+		}
+		per := map[string][]float64{}
+		for b.Loop() {
+			for _, c := range variants {
+				for _, first := range []bool{true, false} {
+					name := c.name + "-next"
+					if first {
+						name = c.name + "-first"
+					}
+					_, _ = c.line(true)
+					start := cpu()
+					for range block {
+						if _, err := c.line(first); err != nil {
+							b.Fatal(err)
+						}
+					}
+					per[name] = append(per[name], float64(cpu()-start)/block)
+				}
+			}
+		}
+		med := func(xs []float64) float64 { slices.Sort(xs); return xs[len(xs)/2] }
+		for name, xs := range per {
+			per[name] = []float64{med(xs)}
+			b.ReportMetric(per[name][0], name+"-cpu-ns/record")
+		}
+		for _, k := range []string{"first", "next"} {
+			for _, base := range []string{"cached", "protojson"} {
+				b.ReportMetric(per["direct-"+k][0]/per[base+"-"+k][0], "direct/"+base+"-"+k)
+			}
+		}
+	})
 }
 
 func BenchmarkJournalSessionRecord(b *testing.B) {

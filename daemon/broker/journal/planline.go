@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/policy"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -65,10 +66,34 @@ func (e *PlanEncoding) PlanLine(pp *termdv1.Plan, req *policy.Request, dec *poli
 	return line, nil
 }
 
-// KeepEncodingsBelow is the record size above which a plan's encodings are
+// Record is the record of plan state pp (decided on req and dec): a
+// tombstone when tomb (TombstoneLine), else its PlanLine, with *stdin while
+// pp is open (*stdin is read only then: the record of a plan that is not
+// open may be written without the broker's mutex). The kept encodings are
+// let go (Drop) after a settled state's record and after a large one.
+func (e *PlanEncoding) Record(pp *termdv1.Plan, req *policy.Request, dec *policy.Decision, stdin *[]byte, tomb bool) ([]byte, error) {
+	var line []byte
+	var err error
+	st := domain.PlanStateOf(pp.State)
+	if tomb {
+		line, err = TombstoneLine(pp)
+	} else {
+		var in []byte
+		if st.IsOpen() {
+			in = *stdin
+		}
+		line, err = e.PlanLine(pp, req, dec, in)
+	}
+	if st.IsSettled() || len(line) > keepEncodingsBelow {
+		e.Drop()
+	}
+	return line, err
+}
+
+// keepEncodingsBelow is the record size above which a plan's encodings are
 // not kept between its records (Drop): for a large plan memory matters more
 // than the encoding they save.
-const KeepEncodingsBelow = 64 << 10
+const keepEncodingsBelow = 64 << 10
 
 // Drop lets go of a plan's kept encodings, its request and decision:
 // after a settled state's record (written again only by a compaction,
