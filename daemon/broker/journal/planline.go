@@ -2,9 +2,6 @@ package journal
 
 import (
 	"encoding/base64"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/termd/termd/daemon/domain"
@@ -35,14 +32,8 @@ func (e *PlanEncoding) PlanLine(pp *termdv1.Plan, req *policy.Request, dec *poli
 	e.mu.Lock()
 	tail, size := e.tail, e.size
 	if tail == nil {
-		rq, rerr := json.Marshal(req)
-		dc, derr := json.Marshal(dec)
-		if err := errors.Join(rerr, derr); err != nil {
-			e.mu.Unlock()
-			return nil, fmt.Errorf("encoding the request and decision of plan %s: %w", pp.Id, err)
-		}
-		t := append([]byte(`,"request":`), rq...)
-		tail = append(append(t, `,"decision":`...), dc...)
+		tail = appendRequest(append(make([]byte, 0, 2048), `,"request":`...), req)
+		tail = appendDecision(append(tail, `,"decision":`...), dec)
 		e.tail = tail
 	}
 	e.mu.Unlock()

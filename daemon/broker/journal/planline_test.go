@@ -251,7 +251,8 @@ func checkDirect(t *testing.T, m proto.Message) {
 	}
 }
 
-// checkFilled fills a plan and a session from data and checks both.
+// checkFilled fills a plan, a session, a request and a decision (policy
+// form) from data and checks each.
 func checkFilled(t *testing.T, data []byte) {
 	t.Helper()
 	for _, m := range []proto.Message{&termdv1.Plan{}, &termdv1.Session{}} {
@@ -259,6 +260,7 @@ func checkFilled(t *testing.T, data []byte) {
 		f.fill(m.ProtoReflect())
 		checkDirect(t, m)
 	}
+	checkPolicyFilled(t, data)
 }
 
 // TestDirectEncodingEveryField: the direct encoding writes what protojson
@@ -312,7 +314,8 @@ func TestDirectEncodingMatchesProtojson(t *testing.T) {
 }
 
 // FuzzDirectEncoding: whatever plan or session the fuzzer's bytes fill
-// (filler), the direct encoding is protojson's (checkDirect).
+// (filler), the direct encoding is protojson's (checkDirect); whatever
+// request and decision they fill, json.Marshal's (checkPolicyEncoding).
 func FuzzDirectEncoding(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"))
