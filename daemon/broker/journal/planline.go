@@ -95,34 +95,6 @@ func (e *PlanEncoding) Drop() {
 	e.mu.Unlock()
 }
 
-// appendJSONString appends s (valid UTF-8) as a JSON string.
-func appendJSONString(out []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	out = append(out, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		out = append(out, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			out = append(out, '\\', c)
-		case '\n':
-			out = append(out, '\\', 'n')
-		case '\r':
-			out = append(out, '\\', 'r')
-		case '\t':
-			out = append(out, '\\', 't')
-		default:
-			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	return append(append(out, s[start:]...), '"')
-}
-
 // TombstoneLine is the record of a forgotten plan: its id, session, state
 // and receipt, without the request and decision replay needs to restore a
 // plan, so replay drops it. Its receipt is the durable word on it.

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -27,7 +28,7 @@ func (w *gw) key(name string, first bool) {
 	w.b = append(append(append(w.b, '"'), name...), '"', ':')
 }
 
-func (w *gw) str(s string) { w.b = appendGoJSONString(w.b, s) }
+func (w *gw) str(s string) { w.b = appendJSONString(w.b, s) }
 
 func (w *gw) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
 
@@ -39,14 +40,7 @@ func (w *gw) strs(vs []string) {
 		w.b = append(w.b, "null"...)
 		return
 	}
-	w.b = append(w.b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.str(v)
-	}
-	w.b = append(w.b, ']')
+	w.b = appendStrings(w.b, vs)
 }
 
 // strMap writes a map[string]string, keys sorted (null when nil).
@@ -55,21 +49,33 @@ func (w *gw) strMap(m map[string]string) {
 		w.b = append(w.b, "null"...)
 		return
 	}
-	w.b = append(w.b, '{')
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for i, k := range keys {
+	w.b = appendStringMap(w.b, m)
+}
+
+// appendStrings appends vs as a JSON array of strings (appendJSONString).
+func appendStrings(b []byte, vs []string) []byte {
+	b = append(b, '[')
+	for i, v := range vs {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			b = append(b, ',')
 		}
-		w.str(k)
-		w.b = append(w.b, ':')
-		w.str(m[k])
+		b = appendJSONString(b, v)
 	}
-	w.b = append(w.b, '}')
+	return append(b, ']')
+}
+
+// appendStringMap appends m as a JSON object, its keys sorted (as both
+// json.Marshal and protojson write them).
+func appendStringMap(b []byte, m map[string]string) []byte {
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendJSONString(b, k), ':')
+		b = appendJSONString(b, m[k])
+	}
+	return append(b, '}')
 }
 
 func (w *gw) terminal(t *policy.Terminal) {
@@ -232,9 +238,10 @@ func (w *gw) optMap(name string, m map[string]string) {
 	}
 }
 
-// appendGoJSONString appends s as encoding/json writes a string: HTML's
-// <, > and & escaped, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
-func appendGoJSONString(dst []byte, s string) []byte {
+// appendJSONString appends s as encoding/json writes a string: HTML's
+// <, > and & escaped, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD
+// (protojson, which refuses invalid UTF-8, reads the same string back).
+func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0

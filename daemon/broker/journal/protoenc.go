@@ -2,8 +2,6 @@ package journal
 
 import (
 	"encoding/base64"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -17,7 +15,7 @@ import (
 // The plans and sessions in journal records are protojson (proto field
 // names), which replay reads with protojson.Unmarshal. They are written
 // here directly, field by field, as protojson would write them up to the
-// order of map entries and spaces: protojson walks every message by
+// order of map entries, spaces and which characters are escaped: protojson walks every message by
 // reflection, and encoding records that way was ~5% of termd's CPU per
 // execution. What protojson would refuse (a string that is not UTF-8, a
 // timestamp out of its range) is left to protojson, which says so.
@@ -88,6 +86,17 @@ func (w *jw) quote(v string) {
 	w.b = appendJSONString(w.b, v)
 }
 
+// valid says whether every string in vs is UTF-8, else notes w bad.
+func (w *jw) valid(vs ...string) bool {
+	for _, v := range vs {
+		if !utf8.ValidString(v) {
+			w.bad = true
+			return false
+		}
+	}
+	return true
+}
+
 func (w *jw) flag(name string, v bool) {
 	if v {
 		w.key(name)
@@ -145,18 +154,10 @@ func (w *jw) bytes(name string, v []byte) {
 }
 
 func (w *jw) strs(name string, vs []string) {
-	if len(vs) == 0 {
-		return
+	if len(vs) > 0 && w.valid(vs...) {
+		w.key(name)
+		w.b = appendStrings(w.b, vs)
 	}
-	w.key(name)
-	w.b = append(w.b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.quote(v)
-	}
-	w.b = append(w.b, ']')
 }
 
 // strMap writes a map<string, string>, its keys sorted (as protojson).
@@ -164,16 +165,13 @@ func (w *jw) strMap(name string, m map[string]string) {
 	if len(m) == 0 {
 		return
 	}
-	w.open(name)
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if w.b[len(w.b)-1] != '{' {
-			w.b = append(w.b, ',')
+	for k, v := range m {
+		if !w.valid(k, v) {
+			return
 		}
-		w.quote(k)
-		w.b = append(w.b, ':')
-		w.quote(m[k])
 	}
-	w.close()
+	w.key(name)
+	w.b = appendStringMap(w.b, m)
 }
 
 // ts writes a timestamp as protojson does: RFC 3339 in UTC with 0, 3, 6
