@@ -10,7 +10,7 @@ TAGS      ?= grpcnotrace
 BUF       := $(GO) tool -modfile=tools/go.mod buf
 FUZZTIME  ?= 30s
 # Fuzz targets run by `make test` (package:target).
-FUZZ      ?= ./internal/cmdline:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide ./internal/vt:FuzzWrite ./daemon/receiptstore:FuzzRedactMatchesReference
+FUZZ      ?= ./internal/cmdline:FuzzSplitCommand ./daemon/policy:FuzzParseArgs ./daemon/policy:FuzzDecide ./internal/vt:FuzzWrite ./daemon/receiptstore:FuzzRedactMatchesReference ./daemon/broker/journal:FuzzDirectEncoding
 
 .PHONY: all build test deps unit vet fuzz run generate check-generated lint bench install uninstall man docs clean
 

@@ -1,19 +1,13 @@
 package broker
 
 import (
-	"encoding/json"
-	"errors"
 	"runtime/debug"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/termd/termd/daemon/broker/journal"
 	"github.com/termd/termd/daemon/broker/sessions"
-	"github.com/termd/termd/daemon/domain"
-	"github.com/termd/termd/daemon/receiptstore"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
-	"github.com/termd/termd/receipt"
 )
 
 // The plan journal (daemon/broker/journal) makes sessions, plans and
@@ -27,8 +21,6 @@ import (
 
 // journalRecord is a record of the journal (grants.go builds them).
 type journalRecord = journal.Record
-
-var pjm, pju = journal.ProtoMarshal, journal.ProtoUnmarshal
 
 // unlock releases the broker's mutex, then makes the journal records that
 // must be durable so (see journal.Journal). Every b.mu.Lock pairs with it.
@@ -50,10 +42,6 @@ func (b *Broker) unlockDurable() error {
 	}
 	return j.Sync()
 }
-
-// keepClosed is how long closed sessions stay in the journal (their plans
-// are forgotten when they close; their receipts stay).
-const keepClosed = 7 * 24 * time.Hour
 
 // openJournal replays the journal into the broker and compacts it.
 func (b *Broker) openJournal(path string) error {
@@ -82,15 +70,11 @@ func (b *Broker) openJournal(path string) error {
 	return nil
 }
 
-// restoreSessions restores the replayed sessions, but for those closed
-// longer than keepClosed.
+// restoreSessions restores the replayed sessions (journal.Replayed.LiveSessions).
 func (b *Broker) restoreSessions(rp *journal.Replayed) {
 	now := b.Now()
-	for _, id := range rp.SessionOrder {
-		ps := rp.Sessions[id]
-		if ps.Closed && now.Sub(ps.LastActiveAt.AsTime()) > keepClosed {
-			continue
-		}
+	for _, ps := range rp.LiveSessions(now) {
+		id := ps.Id
 		b.sessions[id] = sessions.Restore[*execRec](ps, now)
 		if ps.Closed {
 			b.Bus.CloseSession(id)
@@ -103,37 +87,17 @@ func (b *Broker) restoreSessions(rp *journal.Replayed) {
 }
 
 // restorePlans restores the replayed plans of the restored sessions, each
-// settled in the state the receipt store proves (settleRestoredPlan).
+// settled in the state the receipt store proves (journal.Restorer).
 func (b *Broker) restorePlans(rp *journal.Replayed) {
-	ran := &ranIndex{b: b, bySes: map[string]map[string]*receipt.Receipt{}}
-	for _, id := range rp.PlanOrder {
-		r := rp.Plans[id]
-		delete(rp.Plans, id) // its raw record is garbage once decoded
-		p := &termdv1.Plan{}
-		if err := pju.Unmarshal(r.Plan, p); err != nil {
-			b.Log.Warn("plan journal: bad plan record", "plan", id, "error", err)
-			continue
-		}
-		s, ok := b.sessions[p.SessionId]
-		if !ok || len(r.Request) == 0 || len(r.Decision) == 0 {
-			continue
-		}
-		rec := &planRec{p: p, session: s}
-		if err := errors.Join(json.Unmarshal(r.Request, &rec.req), json.Unmarshal(r.Decision, &rec.dec)); err != nil {
-			b.Log.Warn("plan journal: bad plan record", "plan", id, "error", err)
-			continue
-		}
-		b.settleRestoredPlan(p, ran)
-		// An open plan's stdin (one that ran, as its receipt proves, needs none).
-		if len(r.Stdin) > 0 && isOpenState(p.State) {
-			if err := json.Unmarshal(r.Stdin, &rec.stdin); err != nil {
-				b.Log.Warn("plan journal: bad stdin in a plan record; the plan is refused when it starts (plan the command again with its input)", "plan", id, "error", err)
-			}
-		}
-		b.plans[id] = rec
-		s.Plans = append(s.Plans, id)
+	rs := journal.Restorer{Log: b.Log, Store: b.Store, Recovered: b.recovered, Final: restoreFinal,
+		HasSession: func(id string) bool { _, ok := b.sessions[id]; return ok }}
+	rs.Plans(rp, func(r *journal.RestoredPlan) {
+		s := b.sessions[r.Plan.SessionId]
+		rec := &planRec{p: r.Plan, req: r.Request, dec: r.Decision, stdin: r.Stdin, session: s}
+		b.plans[r.Plan.Id] = rec
+		s.Plans = append(s.Plans, r.Plan.Id)
 		b.restorePlanUseLocked(rec)
-	}
+	})
 }
 
 // compactJournalLocked rewrites the journal with one record per live
@@ -161,10 +125,7 @@ func (b *Broker) compactJournalLocked() error {
 				if !ok {
 					continue
 				}
-				line, err := planLine(p.p, p)
-				if isSettled(p.p.State) || len(line) > journal.KeepEncodingsBelow {
-					p.enc.Drop()
-				}
+				line, err := p.enc.Record(p.p, &p.req, &p.dec, &p.stdin, false)
 				if err == nil {
 					err = emit(line, &p.jbytes)
 				}
@@ -232,16 +193,7 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 	if b.journal == nil {
 		return nil
 	}
-	var line []byte
-	var err error
-	if tomb {
-		line, err = journal.TombstoneLine(pp)
-	} else {
-		line, err = planLine(pp, rec)
-	}
-	if isSettled(pp.State) || len(line) > journal.KeepEncodingsBelow {
-		rec.enc.Drop()
-	}
+	line, err := rec.enc.Record(pp, &rec.req, &rec.dec, &rec.stdin, tomb)
 	if err == nil {
 		err = b.journal.Append(line, sync, &rec.jbytes, &rec.use.Journal, &rec.forgotten)
 	}
@@ -249,16 +201,6 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", pp.Id, "error", err)
 	}
 	return err
-}
-
-// planLine is the journal record of plan state pp of rec
-// (journal.PlanEncoding.PlanLine), with rec's stdin while the plan is open.
-func planLine(pp *termdv1.Plan, rec *planRec) ([]byte, error) {
-	var stdin []byte
-	if isOpenState(pp.State) { // lazy records (not open) are written outside b.mu
-		stdin = rec.stdin
-	}
-	return rec.enc.PlanLine(pp, &rec.req, &rec.dec, stdin)
 }
 
 // journalPlanAfter, called with the mutex held, takes a plan's state at the
@@ -305,58 +247,4 @@ func (b *Broker) closeJournal() {
 	if j := b.journal; j != nil {
 		j.Close()
 	}
-}
-
-// settleRestoredPlan fixes the state of a plan whose last journal record may
-// predate its execution: the receipt store is the durable word on what ran.
-// ranIndex maps plan ids to the receipts of their executions, per session, read
-// once at start rather than once per restored plan.
-type ranIndex struct {
-	b     *Broker
-	bySes map[string]map[string]*receipt.Receipt
-}
-
-func (x *ranIndex) receiptOf(sessionID, planID string) *receipt.Receipt {
-	m, ok := x.bySes[sessionID]
-	if !ok {
-		m = map[string]*receipt.Receipt{}
-		if rs, err := x.b.Store.List(receiptstore.Filter{SessionID: sessionID, Limit: -1}); err == nil {
-			for _, r := range rs {
-				if r.ExecutionID != "" {
-					m[r.PlanID] = r
-				}
-			}
-		}
-		x.bySes[sessionID] = m
-	}
-	return m[planID]
-}
-
-func (b *Broker) settleRestoredPlan(p *termdv1.Plan, ran *ranIndex) {
-	switch p.State {
-	case termdv1.PlanState_PLAN_STATE_PLANNED, termdv1.PlanState_PLAN_STATE_APPROVED,
-		termdv1.PlanState_PLAN_STATE_RUNNING, termdv1.PlanState_PLAN_STATE_PAUSED:
-	default:
-		return
-	}
-	if rid, ok := b.recovered[p.Id]; ok {
-		restoreFinal(p, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, rid)
-		return
-	}
-	if r := ran.receiptOf(p.SessionId, p.Id); r != nil {
-		restoreFinal(p, planStateOf(r.Status), r.ID)
-		return
-	}
-	if p.State == termdv1.PlanState_PLAN_STATE_RUNNING || p.State == termdv1.PlanState_PLAN_STATE_PAUSED {
-		restoreFinal(p, termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN, p.ReceiptId)
-	}
-}
-
-// planStateOf maps a receipt's status to the plan's final state (the same
-// table the live path uses; receipt and runner statuses share their words).
-func planStateOf(s receipt.Status) termdv1.PlanState {
-	if st, ok := domain.EndState(string(s)); ok {
-		return st.PlanState().Proto()
-	}
-	return termdv1.PlanState_PLAN_STATE_OUTCOME_UNKNOWN
 }

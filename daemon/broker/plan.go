@@ -25,8 +25,8 @@ type planRec struct {
 	dec     policy.Decision
 	session *session
 
-	// enc keeps the parts of the plan's journal record that rarely change
-	// between its records (journal.go: planLine).
+	// enc keeps the part of the plan's journal record that never changes
+	// between its records (journal.PlanEncoding.Record).
 	enc journal.PlanEncoding
 
 	// The plan bounds (planbounds.go): who requested it (principalKey) and
@@ -42,7 +42,7 @@ type planRec struct {
 	jbytes        int64 // size of its current journal record (journal.fmu)
 
 	// stdin is the command's standard input (req.Stdin describes it),
-	// held while the plan may still run and journalled with it (planLine);
+	// held while the plan may still run and journalled with it (PlanEncoding.Record);
 	// let go when it starts or settles (trackPlanLocked).
 	stdin []byte
 

@@ -1,13 +1,18 @@
 // Package journal is termd's durable plan journal, state_dir/plans.jsonl:
-// the file, its record format, replaying it at start, appending to it,
+// the file, its record format (plans and sessions written directly as
+// protojson, protoenc.go), replaying it at start, appending to it,
 // compacting it, and the fsync discipline that makes a change durable
-// before its caller is answered. What the records hold (sessions, plans,
-// grants) and what replay restores is the broker's: it hands the journal
-// encoded lines and reads back decoded records.
+// before its caller is answered; and, at start, what replay restores:
+// the live sessions (LiveSessions) and each plan decoded and settled in
+// the state the receipt store proves (Restorer). Which records to write,
+// and the sessions, plans and grants themselves, are the broker's: it
+// hands the journal its plans and sessions to encode, and takes restored
+// ones back.
 //
-// It may import daemon/policy (the request and decision in plan records),
-// the generated proto and the standard library; never daemon/broker nor a
-// sibling package under it.
+// It may import daemon/domain (plan states), daemon/policy (the request
+// and decision in plan records), daemon/receiptstore and receipt (what
+// ran, read at start), the generated proto and the standard library; never
+// daemon/broker nor a sibling package under it.
 package journal
 
 import (
