@@ -59,6 +59,7 @@ func ProjectEntryPaths(t *ToolSpec, pc *grammar.Parsed, cwd string, ctx *DecideC
 	if t == nil || t.Entry == nil || cwd == "" {
 		return nil
 	}
+	ctx.Taint("a tool's project entry files") // found through hooks, unobserved
 	e := t.Entry
 	dir := cwd
 	if e.Chdir != "" {
