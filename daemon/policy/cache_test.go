@@ -2,8 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -400,5 +403,76 @@ func TestCacheIsBoundedAndConcurrent(t *testing.T) {
 	}
 	if st := c.Stats(); st.Hits == 0 || st.Entries == 0 {
 		t.Fatalf("nothing was cached: %+v", st)
+	}
+}
+
+// fsCall matches what asks the file system (or the clock, the environment,
+// the user database) in the policy packages; within toolspec also its own
+// helpers that do, called unqualified.
+var fsCall = regexp.MustCompile(`(\b(os\.(Stat|Lstat|Open|OpenFile|ReadFile|Readlink|ReadDir|Getwd|Getenv|LookupEnv|Environ|Executable|Hostname|DirFS)|syscall\.(Open|Openat|Stat|Lstat|Fstat|Fstatat|Readlink|Getdents|Access|Getuid|Geteuid|Getgid)|unix\.[A-Z]\w*|filepath\.(EvalSymlinks|Glob|Walk|WalkDir|Abs)|exec\.LookPath|user\.Lookup\w*|program\.Exec|time\.Now|rand\.\w+|toolspec\.(ResolvePath|ResolveAbs|Exists|IsDir|IsSetID|HardLinked|PrivilegedOnly|RecursiveOutside|FileSHA256|ReadProjectFile|ProjectFiles|OptionFiles|ProjectEntryPaths)|PathMemo\(nil\))|\.WorkDir|(^|[^.\w])(ResolvePath|ResolveAbs|Exists|IsDir|IsSetID|HardLinked|PrivilegedOnly|RecursiveOutside|FileSHA256|ReadProjectFile|projectFileDigest|OptionFiles|openRead))\(`)
+
+// TestDecisionCacheSeesEveryFileSystemCall holds the policy packages' file
+// system calls to the places reviewed for the decision cache: a decision
+// asks the file system only through its PathMemo, a probe (observe.go), or
+// code whose caller taints the decision (tool hooks, project entry files, a
+// tool's chdir option). A new call changes a count here: route it through a
+// probe (or taint where it is reached), then update the table.
+func TestDecisionCacheSeesEveryFileSystemCall(t *testing.T) {
+	want := map[string]int{
+		"decide.go": 3, // ProjectEntryPaths twice and WorkDir: each taints
+		"policy.go": 1, // LoadFile: no part of a decision
+		// The probes: answer() asks, the DecideCtx methods wrap it.
+		"toolspec/observe.go": 20,
+		// FileSHA256 and openRead, Exists, IsSetID: through probes; IsDir
+		// only from a hook.
+		"toolspec/context.go": 11,
+		// The PathMemo (Lstat, Readlink) and ResolvePath without one (only
+		// from hooks, WorkDir, Exists, entry files); HardLinked,
+		// PrivilegedOnly, RecursiveOutside: through probes.
+		"toolspec/paths.go": 12,
+		// ProjectEntryPaths and OptionFiles (taint: entry files);
+		// projectFileDigest: a probe.
+		"toolspec/project.go":         7,
+		"toolspec/readfile.go":        2,  // ReadProjectFile: only hooks call it
+		"unixtools/tool_files.go":     4,  // chmod --reference, cp -p: Check hooks
+		"unixtools/tool_text.go":      4,  // diff: a DerivedReads hook
+		"devtools/tool_git.go":        11, // FixedReads, DerivedReads, Check hooks
+		"devtools/tool_go.go":         1,  // entry files' Extra
+		"devtools/tool_javascript.go": 5,  // entry files' Dirs and Extra, the .npmrc Check
+		"devtools/tool_make.go":       1,  // entry files' Extra
+		"devtools/tool_python.go":     1,  // entry files' Dirs
+		"devtools/tool_rust.go":       1,  // entry files' Extra
+	}
+	got := map[string]int{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if s := strings.TrimSpace(line); !strings.HasPrefix(s, "//") {
+				got[path] += len(fsCall.FindAllString(line, -1))
+			}
+		}
+		if got[path] == 0 {
+			delete(got, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, n := range got {
+		if want[f] != n {
+			t.Errorf("%s asks the file system %d times, reviewed for the decision cache: %d (see this test's comment)", f, n, want[f])
+		}
+	}
+	for f, n := range want {
+		if _, ok := got[f]; !ok {
+			t.Errorf("%s no longer asks the file system (reviewed: %d): update the table", f, n)
+		}
 	}
 }

@@ -239,7 +239,9 @@ func (ctx *DecideCtx) EvalSymlinks(path string) (string, bool) {
 // Exists is Exists, observed.
 func (ctx *DecideCtx) Exists(dir, name string) bool { return ctx.ask(ProbeExists, dir, name) == "1" }
 
-// ProjectFiles is ProjectFiles, each digest observed.
+// ProjectFiles digests the entry files of a command that runs project code:
+// path -> "sha256:HEX", "absent", or why it could not be read; each digest
+// observed.
 func (ctx *DecideCtx) ProjectFiles(pc *grammar.Parsed, paths []string) map[string]string {
 	if !pc.Code || len(paths) == 0 {
 		return nil
