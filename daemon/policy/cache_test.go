@@ -434,6 +434,7 @@ func TestDecisionCacheSeesEveryFileSystemCall(t *testing.T) {
 		// projectFileDigest: a probe.
 		"toolspec/project.go":         7,
 		"toolspec/readfile.go":        2,  // ReadProjectFile: only hooks call it
+		"toolspec/tool.go":            1,  // WorkDir: its callers taint (checkPaths) or are hooks
 		"unixtools/tool_files.go":     4,  // chmod --reference, cp -p: Check hooks
 		"unixtools/tool_text.go":      4,  // diff: a DerivedReads hook
 		"devtools/tool_git.go":        11, // FixedReads, DerivedReads, Check hooks
