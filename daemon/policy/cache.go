@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/termd/termd/daemon/policy/decision"
 	"github.com/termd/termd/daemon/policy/toolspec"
@@ -69,8 +70,10 @@ const (
 type cacheKey [sha256.Size]byte
 
 type cacheEntry struct {
-	key  cacheKey
-	pol  *Policy
+	key cacheKey
+	// pol is the policy it was decided under: weak, so that entries do not
+	// keep a replaced policy alive (a collected one is found by no lookup).
+	pol  weak.Pointer[Policy]
 	ex   Explanation // never handed out: each hit gets a copy
 	memo toolspec.PathMemo
 	obs  []toolspec.Observation
@@ -133,7 +136,7 @@ func (c *Cache) Explain(p *Policy, req Request, ctx Context) Explanation {
 		c.tainted.Add(1)
 		return ex
 	}
-	e := &cacheEntry{key: key, pol: p, ex: cloneExplanation(ex), memo: memo, obs: obs.Obs}
+	e := &cacheEntry{key: key, pol: weak.Make(p), ex: cloneExplanation(ex), memo: memo, obs: obs.Obs}
 	e.size = e.estimate()
 	c.store(e)
 	return ex
@@ -147,7 +150,7 @@ func (c *Cache) lookup(key cacheKey, p *Policy) *cacheEntry {
 		return nil
 	}
 	e := el.Value.(*cacheEntry)
-	if e.pol != p {
+	if e.pol.Value() != p {
 		return nil
 	}
 	c.lru.MoveToFront(el)
