@@ -74,7 +74,11 @@ type Explanation struct {
 // Explain decides and returns the canonical request, its hash, the
 // decision and every step considered.
 func (p *Policy) Explain(req decision.Request, ctx decision.Context) Explanation {
-	d := p.Decide(req, ctx)
+	return p.explainOf(p.Decide(req, ctx))
+}
+
+// explainOf is the explanation of decision d.
+func (p *Policy) explainOf(d decision.Decision) Explanation {
 	c := p.canonical(d)
 	if c.Env == nil {
 		c.Env = map[string]string{}
