@@ -136,7 +136,7 @@ func New(d Deps) (*Broker, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	b.projects = projects.New(projects.Deps{Config: d.Config, Policy: d.Policy, Log: d.Log, Metrics: d.Metrics, Cache: policy.NewCache(0, 0)})
+	b.projects = projects.New(projects.Deps{Config: d.Config, Policy: d.Policy, Log: d.Log, Metrics: d.Metrics})
 	b.advice = advice.New(d.Adviser, d.Redactor, adviceHost{b})
 	b.grants = grants.New(grantHost{b})
 	b.terms = terminals.New(termHost{b})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/termd/termd/daemon/policy/decision"
-	"github.com/termd/termd/daemon/policy/verdict"
 )
 
 func benchPolicy(b *testing.B, extra int) (*Policy, *fixture) {
@@ -77,52 +76,4 @@ func TestRulesIndexedByProgram(t *testing.T) {
 	if len(p.byProg["git"]) != len(Default().byProg["git"]) || len(p.byProg["tool0007"]) != 1 {
 		t.Fatal("rules not indexed by program")
 	}
-}
-
-// cacheBenchCmds are typical agent commands: cacheable ones, and git
-// status, which its tool hooks keep out of the cache (the cost of a miss).
-var cacheBenchCmds = [][]string{{"pwd"}, {"ls", "-la"}, {"cat", "README.md"}, {"sed", "-n", "5p", "data.txt"}, {"git", "status"}}
-
-// BenchmarkCacheDecide: each command decided by the engine (Explain, as the
-// broker asks) and through a warm Cache, in the same run.
-func BenchmarkCacheDecide(b *testing.B) {
-	p, fx := benchPolicy(b, 0)
-	for _, argv := range cacheBenchCmds {
-		req := decision.Request{Argv: argv, Cwd: fx.ws, Mode: verdict.ModeConfirm}
-		c := NewCache(0, 0)
-		c.Explain(p, req, fx.ctx)
-		b.Run("engine/"+argv[0], func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				p.Explain(req, fx.ctx)
-			}
-		})
-		b.Run("cache/"+argv[0], func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				c.Explain(p, req, fx.ctx)
-			}
-		})
-	}
-}
-
-// BenchmarkCacheDecideRatio alternates the engine and the warm cache on
-// the same commands and reports the ratio of their times (cache/engine).
-func BenchmarkCacheDecideRatio(b *testing.B) {
-	p, fx := benchPolicy(b, 0)
-	c := NewCache(0, 0)
-	var engine, cached time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		req := decision.Request{Argv: cacheBenchCmds[i%len(cacheBenchCmds)], Cwd: fx.ws, Mode: verdict.ModeConfirm}
-		t0 := time.Now()
-		p.Explain(req, fx.ctx)
-		t1 := time.Now()
-		c.Explain(p, req, fx.ctx)
-		cached += time.Since(t1)
-		engine += t1.Sub(t0)
-	}
-	b.ReportMetric(float64(engine.Nanoseconds())/float64(b.N), "ns-engine/op")
-	b.ReportMetric(float64(cached.Nanoseconds())/float64(b.N), "ns-cache/op")
-	b.ReportMetric(float64(cached)/float64(engine), "ratio")
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -42,7 +43,7 @@ func (p *Policy) checkCredentials(req decision.Request, ctx *toolspec.DecideCtx,
 			ok = false
 			continue
 		}
-		if len(sc.Programs) > 0 && !programIn(sc.Programs, d, ctx) {
+		if len(sc.Programs) > 0 && !programIn(sc.Programs, d) {
 			s.deny(verdict.RiskHigh, fmt.Sprintf("credential %s is available only to %s; this plan runs %s", n, strings.Join(sc.Programs, ", "), program))
 			ok = false
 			continue
@@ -80,7 +81,7 @@ func (p *Policy) checkCredentials(req decision.Request, ctx *toolspec.DecideCtx,
 // programIn reports whether the decided program is one of progs: a bare
 // name matches a program found through the trusted PATH (not a path the
 // request named), an absolute path matches the resolved binary.
-func programIn(progs []string, d *decision.Decision, ctx *toolspec.DecideCtx) bool {
+func programIn(progs []string, d *decision.Decision) bool {
 	if len(d.Argv) == 0 || d.ResolvedPath == "" {
 		return false
 	}
@@ -95,7 +96,7 @@ func programIn(progs []string, d *decision.Decision, ctx *toolspec.DecideCtx) bo
 		if pr == d.ResolvedPath {
 			return true
 		}
-		if real, ok := ctx.EvalSymlinks(pr); ok && real == d.ResolvedPath {
+		if real, err := filepath.EvalSymlinks(pr); err == nil && real == d.ResolvedPath {
 			return true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/termd/termd/daemon/policy/verdict"
 	"github.com/termd/termd/internal/cmdline"
 	"github.com/termd/termd/internal/netmode"
+	"github.com/termd/termd/internal/program"
 )
 
 // Input bounds. Oversized input is denied, never truncated then matched.
@@ -49,22 +50,13 @@ func (s *state) raise(v verdict.Verdict, r verdict.Risk, reason string) {
 func (s *state) deny(r verdict.Risk, reason string) { s.raise(verdict.Deny, r, reason) }
 
 // Decide decides a request. It never panics and always returns a decision.
-func (p *Policy) Decide(req decision.Request, ctx decision.Context) decision.Decision {
-	d, _ := p.decideObserved(req, ctx, nil)
-	return d
-}
-
-// decideObserved is Decide, writing down in obs (when not nil) what it asked
-// the file system; memo is the path components it looked at.
-func (p *Policy) decideObserved(req decision.Request, ctx decision.Context, obs *toolspec.Observer) (d decision.Decision, memo toolspec.PathMemo) {
+func (p *Policy) Decide(req decision.Request, ctx decision.Context) (d decision.Decision) {
 	defer func() {
 		if r := recover(); r != nil {
-			obs.Taint("a panic")
 			d = decision.Decision{Verdict: verdict.Deny, Risk: verdict.RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &toolspec.DecideCtx{Home: ctx.Home, Sandbox: ctx.Sandbox, SandboxBy: ctx.SandboxBy, Credentials: ctx.Credentials, EgressLists: ctx.EgressLists, Paths: toolspec.PathMemo{}, Obs: obs}
-	memo = dc.Paths
+	dc := &toolspec.DecideCtx{Home: ctx.Home, Sandbox: ctx.Sandbox, SandboxBy: ctx.SandboxBy, Credentials: ctx.Credentials, EgressLists: ctx.EgressLists, Paths: toolspec.PathMemo{}}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
 			dc.Workspaces = append(dc.Workspaces, dc.Paths.Resolve(w, 0))
@@ -88,7 +80,7 @@ func (p *Policy) decideObserved(req decision.Request, ctx decision.Context, obs 
 		d.Stdin = &in
 	}
 	d.RequestHash = decision.HashRequest(p.canonical(d))
-	return d, memo
+	return d
 }
 
 // canonical builds the canonical request of a decision.
@@ -176,7 +168,7 @@ func (p *Policy) decide(req decision.Request, ctx *toolspec.DecideCtx, depth int
 	} else {
 		cwd = ctx.Paths.Resolve(req.Cwd, 0)
 		d.Cwd = cwd
-		if m, ok := ctx.Stat(cwd); !ok || !m.IsDir() {
+		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 			s.deny(verdict.RiskMedium, "cwd "+cwd+" is not an existing directory")
 		}
 		in := false
@@ -370,9 +362,9 @@ func badProgramChar(s string) (rune, bool) {
 	return 0, false
 }
 
-func isExecFile(ctx *toolspec.DecideCtx, path string) bool {
-	m, ok := ctx.Stat(path)
-	return ok && m.IsRegular() && m.Perm()&0o111 != 0
+func isExecFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 // resolveProgram finds name in the trusted PATH; returns the candidate
@@ -384,7 +376,7 @@ func (p *Policy) resolveProgram(name string, ctx *toolspec.DecideCtx) (string, s
 			continue
 		}
 		cand := dir + "/" + name
-		if !isExecFile(ctx, cand) {
+		if !isExecFile(cand) {
 			continue
 		}
 		real := ctx.Paths.Resolve(cand, 0)
@@ -403,7 +395,7 @@ func workspaceProgram(a0, cwd string, ctx *toolspec.DecideCtx) *toolspec.Project
 		return nil
 	}
 	real := ctx.Paths.ResolvePath(cwd, a0)
-	if !toolspec.InAnyWorkspace(real, ctx) || !isExecFile(ctx, real) {
+	if !toolspec.InAnyWorkspace(real, ctx) || !isExecFile(real) {
 		return nil
 	}
 	return &toolspec.ProjectCode{File: real, Program: true, Why: "runs project code: " + a0 + " is a program in the workspace (" + real + "); its arguments are not analysed"}
@@ -424,7 +416,7 @@ func (p *Policy) venvInterpreter(argv []string, cwd string, ctx *toolspec.Decide
 		link = cwd + "/" + link
 	}
 	link = filepath.Clean(link)
-	if m, ok := ctx.Lstat(link); !ok || m&os.ModeSymlink == 0 || !toolspec.InAnyWorkspace(ctx.Paths.Resolve(filepath.Dir(link), 0), ctx) {
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 || !toolspec.InAnyWorkspace(ctx.Paths.Resolve(filepath.Dir(link), 0), ctx) {
 		return nil, ""
 	}
 	real := ctx.Paths.Resolve(link, 0)
@@ -446,7 +438,8 @@ func interpretedScript(argv []string, cwd string, ctx *toolspec.DecideCtx) *tool
 		return nil
 	}
 	real := ctx.Paths.ResolvePath(cwd, argv[1])
-	if m, ok := ctx.Stat(real); !ok || !m.IsRegular() || !toolspec.InAnyWorkspace(real, ctx) {
+	fi, err := os.Stat(real)
+	if err != nil || !fi.Mode().IsRegular() || !toolspec.InAnyWorkspace(real, ctx) {
 		return nil
 	}
 	return &toolspec.ProjectCode{File: real, Why: "runs project code: " + grammar.BaseName(argv[0]) + " (" + toolspec.EscapeClass(grammar.BaseName(argv[0])) + ") runs the workspace file " + argv[1] + " (" + real + "); its arguments are not analysed"}
@@ -650,7 +643,7 @@ func (c *command) identity() bool {
 		cr := c.ctx.Paths.Resolve(clean, 0)
 		if p.pinned(base, clean) {
 			resolved, real = clean, cr
-			if !isExecFile(c.ctx, cr) {
+			if !isExecFile(cr) {
 				s.deny(verdict.RiskHigh, "pinned program "+clean+" is not an executable file")
 				return false
 			}
@@ -681,7 +674,7 @@ func (c *command) identity() bool {
 		s.deny(verdict.RiskCritical, fmt.Sprintf("program %s resolves to %s, a %s", base, real, rc))
 		return false
 	}
-	sum, err := c.ctx.FileSHA256(real)
+	sum, err := toolspec.FileSHA256(real)
 	if err != nil {
 		s.deny(verdict.RiskHigh, "cannot hash program "+real+": "+err.Error())
 		return false
@@ -716,7 +709,7 @@ func (c *command) wrapper() bool {
 	}
 	sub := decision.Request{Argv: w.Inner, Cwd: c.req.Cwd, Env: env, Mode: c.req.Mode, Timeout: c.req.Timeout, Sandbox: c.req.Sandbox, TTY: c.req.TTY, Network: c.req.Network}
 	if w.Chdir != "" {
-		sub.Cwd = c.ctx.Paths.ResolvePath(c.cwd, w.Chdir)
+		sub.Cwd = toolspec.ResolvePath(c.cwd, w.Chdir)
 	}
 	in := c.p.decide(sub, c.ctx, c.depth+1)
 	inner := grammar.Clip(cmdline.Quote(w.Inner))
@@ -730,7 +723,7 @@ func (c *command) wrapper() bool {
 	d.Rules = append(d.Rules, in.Rules...)
 	d.Network, d.RunsProjectCode, d.ReadOnly, d.RunAs = in.Network, in.RunsProjectCode, in.ReadOnly, in.RunAs
 	d.Writes, d.ProjectFiles, d.Sandbox = in.Writes, in.ProjectFiles, in.Sandbox
-	d.Sandbox.Exec = append(c.ctx.ProgramExec(c.real, c.p.spec.TrustedPath), in.Sandbox.Exec...)
+	d.Sandbox.Exec = append(program.Exec(c.real, c.p.spec.TrustedPath...), in.Sandbox.Exec...)
 	for _, v := range w.Reads {
 		c.wrapperPath(v, false)
 	}
@@ -828,7 +821,7 @@ func (c *command) grammar() bool {
 				if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
 					a = v
 				}
-				if a != "" && !strings.HasPrefix(a, "-") && (strings.Contains(a, "/") || c.ctx.Exists(c.cwd, a)) {
+				if a != "" && !strings.HasPrefix(a, "-") && (strings.Contains(a, "/") || toolspec.Exists(c.cwd, a)) {
 					c.pc.Paths = append(c.pc.Paths, grammar.Operand{Value: a, Kind: grammar.KPathRead})
 				}
 			}
@@ -868,7 +861,6 @@ func (c *command) grammar() bool {
 
 // hook runs one tool hook on the command and applies what it reported.
 func (c *command) hook(h func(*toolspec.ToolCall)) {
-	c.ctx.Taint("a tool hook") // hooks ask the file system unobserved
 	tc := &toolspec.ToolCall{Pc: c.pc, Cwd: c.cwd, Ctx: c.ctx, Entries: c.entries, ExecArgv: c.d.ExecArgv, ExecEnv: c.d.ExecEnv}
 	h(tc)
 	for _, f := range tc.Denials {
@@ -879,7 +871,6 @@ func (c *command) hook(h func(*toolspec.ToolCall)) {
 
 // hookReads runs a hook that names files the command reads.
 func (c *command) hookReads(h func(*toolspec.ToolCall) []string) {
-	c.ctx.Taint("a tool hook") // hooks ask the file system unobserved
 	for _, f := range h(&toolspec.ToolCall{Pc: c.pc, Cwd: c.cwd, Ctx: c.ctx}) {
 		c.pc.Paths = append(c.pc.Paths, grammar.Operand{Value: f, Kind: grammar.KPathRead})
 	}
@@ -906,7 +897,7 @@ func (c *command) paths() bool {
 	for _, f := range c.entries {
 		// Tools read these by fixed names: a link to a root-only file
 		// would be printed in a parse error.
-		if _, ok := ctx.Lstat(f); ok {
+		if _, err := os.Lstat(f); err == nil {
 			pc.Paths = append(pc.Paths, grammar.Operand{Value: f, Kind: grammar.KPathRead})
 		}
 	}
@@ -1045,7 +1036,7 @@ func (c *command) effects() bool {
 // project-files: the entry files of project code, bound to the request.
 func (c *command) projectFiles() bool {
 	s, pc := c.s, c.pc
-	if pf := c.ctx.ProjectFiles(pc, c.entries); len(pf) > 0 {
+	if pf := toolspec.ProjectFiles(pc, c.entries); len(pf) > 0 {
 		c.d.ProjectFiles = pf
 		var shown []string
 		for _, k := range toolspec.SortedKeys(pf) {
@@ -1269,7 +1260,6 @@ func (p *Policy) checkPaths(pc *grammar.Parsed, cwd string, ctx *toolspec.Decide
 	base := cwd
 	t := toolspec.ToolNamed(pc.Tool)
 	if t != nil && t.Chdir != "" {
-		ctx.Taint("a tool's chdir option") // WorkDir resolves unobserved
 		base = t.WorkDir(pc, cwd)
 		var rest []grammar.Operand
 		chdir, c := grammar.Operand{Value: base, Kind: grammar.KPathRead}, t.Grammar.OptIndex[t.Chdir]
@@ -1296,7 +1286,7 @@ func (p *Policy) checkPaths(pc *grammar.Parsed, cwd string, ctx *toolspec.Decide
 		} else {
 			s.raise(verdict.Allow, pv.Risk, "")
 		}
-		if !write && pc.Recursive && pv.Verdict != verdict.Deny && ctx.RecursiveOutside(real) {
+		if !write && pc.Recursive && pv.Verdict != verdict.Deny && toolspec.RecursiveOutside(real) {
 			if !toolspec.InAnyWorkspace(real, ctx) {
 				s.raise(verdict.Ask, verdict.RiskHigh, pc.CmdName()+" reads "+real+" recursively: files below it (keys, credentials readable only by root) are not checked")
 			}
@@ -1307,7 +1297,7 @@ func (p *Policy) checkPaths(pc *grammar.Parsed, cwd string, ctx *toolspec.Decide
 		if !write && pv.Verdict != verdict.Deny && !grammar.Contains(reads, real) {
 			reads = append(reads, real)
 		}
-		if write && ctx.IsSetID(real) && (t == nil || !t.WritesNoContent) {
+		if write && toolspec.IsSetID(real) && (t == nil || !t.WritesNoContent) {
 			// Writing a setuid/setgid file as root keeps its bits: new
 			// content would run with the owner's privileges.
 			s.deny(verdict.RiskCritical, "write to "+real+" is denied: it is setuid/setgid, and a write by root keeps those bits (remove them first: chmod u-s,g-s)")
@@ -1340,7 +1330,7 @@ func (p *Policy) checkPaths(pc *grammar.Parsed, cwd string, ctx *toolspec.Decide
 			}
 			// cp/mv/ln into an existing directory write DIR/basename(src)
 			if pc.CopyInto && op.Kind == grammar.KPathWrite && i == len(pc.Operands)-1 {
-				if m, ok := ctx.Stat(real); ok && m.IsDir() {
+				if fi, err := os.Stat(real); err == nil && fi.IsDir() {
 					for _, src := range sources {
 						// Not filepath.Join: it would drop "L/.." before the
 						// kernel follows the link L.

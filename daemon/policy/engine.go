@@ -74,11 +74,7 @@ type Explanation struct {
 // Explain decides and returns the canonical request, its hash, the
 // decision and every step considered.
 func (p *Policy) Explain(req decision.Request, ctx decision.Context) Explanation {
-	return p.explainOf(p.Decide(req, ctx))
-}
-
-// explainOf is the explanation of decision d.
-func (p *Policy) explainOf(d decision.Decision) Explanation {
+	d := p.Decide(req, ctx)
 	c := p.canonical(d)
 	if c.Env == nil {
 		c.Env = map[string]string{}

@@ -34,7 +34,7 @@ func (p *Policy) checkPath(real string, write, names bool, ctx *toolspec.DecideC
 	}
 	inWS := toolspec.InAnyWorkspace(real, ctx)
 	if inWS {
-		if v, ok := ctx.HardLinked(real, write); ok {
+		if v, ok := toolspec.HardLinked(real, write); ok {
 			return v
 		}
 	}
@@ -60,7 +60,7 @@ func (p *Policy) checkPath(real string, write, names bool, ctx *toolspec.DecideC
 	// termd runs as root: a file outside the workspace that ordinary users
 	// cannot read (mode, or an unsearchable parent) is a secret by
 	// definition (/etc/krb5.keytab, /etc/kubernetes/admin.conf, /root/...).
-	if why := ctx.PrivilegedOnly(real); why != "" {
+	if why := toolspec.PrivilegedOnly(real); why != "" {
 		return toolspec.PathVerdict{Verdict: verdict.Deny, Risk: verdict.RiskHigh, Reason: "read of " + real + " outside the workspace is denied: " + why + " (termd runs as root)"}
 	}
 	for _, pat := range spec.Paths.SensitiveRead {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/termd/termd/daemon/policy/decision"
 	"github.com/termd/termd/daemon/policy/toolspec"
+	"github.com/termd/termd/internal/program"
 )
 
 // sandboxFor derives the profile from what the decision already knows.
@@ -16,7 +17,7 @@ func (p *Policy) sandboxFor(d *decision.Decision, base string, reads []string, c
 		sb.Profile = decision.SandboxReadOnly
 	}
 	if d.ResolvedPath != "" {
-		sb.Exec = ctx.ProgramExec(d.ResolvedPath, p.spec.TrustedPath)
+		sb.Exec = program.Exec(d.ResolvedPath, p.spec.TrustedPath...)
 	}
 	ps := p.programs[base]
 	for _, x := range ps.SandboxExec {

@@ -36,9 +36,6 @@ type Deps struct {
 	Log    *slog.Logger
 	// Metrics observes policy reloads (nil = none).
 	Metrics interface{ PolicyReloaded(ok bool) }
-	// Cache remembers decisions (nil = decide every time); it tells the
-	// policies apart, so a reload or a layer loaded again needs nothing.
-	Cache *policy.Cache
 }
 
 // layer is one workspace's project policy.
@@ -144,7 +141,7 @@ func (p *Projects) Decide(req policy.Request, ctx policy.Context) policy.Explana
 	if l != nil && l.pol != nil {
 		pol = l.pol
 	}
-	ex := p.d.Cache.Explain(pol, req, ctx)
+	ex := pol.Explain(req, ctx)
 	if l != nil && l.err != nil {
 		d := &ex.Decision
 		d.Verdict, d.Risk = policy.Deny, policy.RiskHigh

@@ -22,9 +22,6 @@ type DecideCtx struct {
 	EgressLists []string
 	// Paths is this decision's memo of the path components it resolved.
 	Paths PathMemo
-	// Obs writes down the decision's other file system answers (observe.go);
-	// nil: nothing is written down.
-	Obs *Observer
 }
 
 // hashKey identifies a file version: a rewrite in place that keeps size and

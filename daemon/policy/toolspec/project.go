@@ -38,6 +38,19 @@ func EntryFileName(path string) bool {
 // maxProjectFile bounds how much of one entry file is hashed.
 const maxProjectFile = 16 << 20
 
+// ProjectFiles digests the entry files of a command that runs project code:
+// path -> "sha256:HEX", "absent", or why it could not be read.
+func ProjectFiles(pc *grammar.Parsed, paths []string) map[string]string {
+	if !pc.Code || len(paths) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, p := range paths {
+		out[p] = projectFileDigest(p)
+	}
+	return out
+}
+
 // ProjectEntryPaths are the entry files a tool reads in the directories it
 // works in (cwd, -C, workspace members) and, for tools that search upwards,
 // in each parent up to the workspace root. In cwd every name is listed (an
@@ -46,7 +59,6 @@ func ProjectEntryPaths(t *ToolSpec, pc *grammar.Parsed, cwd string, ctx *DecideC
 	if t == nil || t.Entry == nil || cwd == "" {
 		return nil
 	}
-	ctx.Taint("a tool's project entry files") // found through hooks, unobserved
 	e := t.Entry
 	dir := cwd
 	if e.Chdir != "" {
