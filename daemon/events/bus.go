@@ -64,8 +64,10 @@
 //
 // # Memory
 //
-// Event sizes are accounted as proto.Size of the event plus a fixed
-// per-event overhead. Each ring holds at most its event count and at most its
+// Event sizes are accounted as the Go heap the event holds (heapSize: its
+// messages' structs, strings, bytes and lists) plus its ring slot, not its
+// encoded length, which counts a plan's event at less than half of what it
+// holds. Each ring holds at most its event count and at most its
 // byte budget, except that the newest event is always kept. The session rings
 // and the global ring share the same *Event values, so the real footprint is
 // at most the sum of the live sessions' rings, the closed sessions' tails and
@@ -80,7 +82,6 @@ import (
 	"time"
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -94,10 +95,11 @@ const (
 	DefaultClosedSessions    = 1024
 )
 
-// eventOverhead is added to proto.Size when accounting an event: it covers
-// the seq and global_seq varints (set after sizing) and, roughly, the Go
-// structs and pointers behind a stored event.
-const eventOverhead = 128
+// slotBytes is a ring slot's own size, added to an event's heapSize.
+const slotBytes = 16
+
+// accountedSize is what an event counts against a ring's byte budget.
+func accountedSize(ev *termdv1.Event) int { return heapSize(ev.ProtoReflect()) + slotBytes }
 
 var (
 	// ErrUnknownSession is returned by Subscribe for a session the bus has no
@@ -186,7 +188,7 @@ func (b *Bus) Publish(sessionID string, kind termdv1.EventKind, fill func(e *ter
 	}
 	ev.SessionId, ev.Kind = sessionID, kind
 	ev.Time = &timestamppb.Timestamp{}
-	size := proto.Size(ev) + eventOverhead
+	size := accountedSize(ev)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
