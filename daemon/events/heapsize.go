@@ -16,43 +16,66 @@ import (
 // over twice what they said (issue 35). Bytes fields (output) cost what
 // they encode to.
 func heapSize(m protoreflect.Message) int {
-	n := roundAlloc(int(reflect.TypeOf(m.Interface()).Elem().Size()))
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.ContainingOneof() != nil && !fd.ContainingOneof().IsSynthetic() {
-			n += 16 // the oneof's wrapper struct
-		}
-		switch {
-		case fd.IsList():
-			l := v.List()
-			n += roundAlloc(l.Len() * elemWords(fd))
-			for i := range l.Len() {
-				n += valueHeap(fd, l.Get(i))
-			}
-		case fd.IsMap():
-			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				n += 48 + valueHeap(fd.MapKey(), k.Value()) + valueHeap(fd.MapValue(), mv)
-				return true
-			})
-		default:
-			n += valueHeap(fd, v)
-		}
-		return true
-	})
-	return n
+	s := &sizer{}
+	s.field, s.entry = s.addField, s.addEntry // one closure each per event, not per message
+	s.message(m)
+	return s.n
 }
 
-// valueHeap is what one value holds outside the struct or array slot that
+// sizer sums heapSize over an event's messages.
+type sizer struct {
+	n     int
+	field func(protoreflect.FieldDescriptor, protoreflect.Value) bool
+	entry func(protoreflect.MapKey, protoreflect.Value) bool
+	mapFD protoreflect.FieldDescriptor // the map field entry is called for
+}
+
+func (s *sizer) message(m protoreflect.Message) {
+	s.n += roundAlloc(int(reflect.TypeOf(m.Interface()).Elem().Size()))
+	m.Range(s.field)
+}
+
+func (s *sizer) addField(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() {
+		s.n += 16 // the oneof's wrapper struct
+	}
+	switch {
+	case fd.IsList():
+		l := v.List()
+		s.n += roundAlloc(l.Len() * elemWords(fd))
+		for i := range l.Len() {
+			s.value(fd, l.Get(i))
+		}
+	case fd.IsMap():
+		outer := s.mapFD
+		s.mapFD = fd
+		v.Map().Range(s.entry)
+		s.mapFD = outer
+	default:
+		s.value(fd, v)
+	}
+	return true
+}
+
+func (s *sizer) addEntry(k protoreflect.MapKey, v protoreflect.Value) bool {
+	fd := s.mapFD
+	s.n += 48 // the entry's share of the map's buckets
+	s.value(fd.MapKey(), k.Value())
+	s.value(fd.MapValue(), v)
+	return true
+}
+
+// value adds what one value holds outside the struct or array slot that
 // refers to it.
-func valueHeap(fd protoreflect.FieldDescriptor, v protoreflect.Value) int {
+func (s *sizer) value(fd protoreflect.FieldDescriptor, v protoreflect.Value) {
 	switch fd.Kind() {
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return heapSize(v.Message())
+		s.message(v.Message())
 	case protoreflect.StringKind:
-		return roundAlloc(len(v.String()))
+		s.n += roundAlloc(len(v.String()))
 	case protoreflect.BytesKind:
-		return roundAlloc(len(v.Bytes()))
+		s.n += roundAlloc(len(v.Bytes()))
 	}
-	return 0
 }
 
 // elemWords is the size of one slot of a list's backing array.
