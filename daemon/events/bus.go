@@ -56,7 +56,8 @@
 // caller publishes EVENT_KIND_SESSION_CLOSED first). Later Publish calls to it
 // are ignored and return nil. Its subscribers receive every event still held
 // up to the last one, then io.EOF. Once a closed session has no subscribers,
-// its ring is trimmed to the last Options.ClosedSessionTail events, and the
+// its ring is trimmed to the last Options.ClosedSessionTail events (and to
+// Options.ClosedSessionTailBytes, its newest event kept), and the
 // bus remembers at most Options.ClosedSessions closed sessions (oldest
 // forgotten first); a forgotten session is unknown to Subscribe, and a Publish
 // to its id would start a new session at seq 1 (session ids are never
@@ -93,6 +94,10 @@ const (
 	DefaultGlobalRingBytes   = 16 << 20
 	DefaultClosedSessionTail = 16
 	DefaultClosedSessions    = 1024
+	// DefaultClosedSessionTailBytes holds a closed session's tail to about
+	// sixteen plans' events (~3.4 KB each) but not to sixteen of its last
+	// output events (up to 512 KiB each).
+	DefaultClosedSessionTailBytes = 64 << 10
 )
 
 // slotBytes is a ring slot's own size, added to an event's heapSize.
@@ -118,6 +123,9 @@ type Options struct {
 	// ClosedSessionTail is how many of its last events a closed session
 	// keeps once it has no subscribers (default 16; negative means 0).
 	ClosedSessionTail int
+	// ClosedSessionTailBytes bounds the accounted bytes of that tail (default
+	// 64 KiB; its newest event is kept whatever its size).
+	ClosedSessionTailBytes int
 	// ClosedSessions is how many closed sessions the bus remembers
 	// (default 1024).
 	ClosedSessions int
@@ -134,6 +142,7 @@ func (o Options) withDefaults() Options {
 	def(&o.GlobalRingEvents, DefaultGlobalRingEvents)
 	def(&o.GlobalRingBytes, DefaultGlobalRingBytes)
 	def(&o.ClosedSessions, DefaultClosedSessions)
+	def(&o.ClosedSessionTailBytes, DefaultClosedSessionTailBytes)
 	switch {
 	case o.ClosedSessionTail == 0:
 		o.ClosedSessionTail = DefaultClosedSessionTail
@@ -238,7 +247,7 @@ func (b *Bus) CloseSession(sessionID string) {
 		sub.poke()
 	}
 	if len(s.subs) == 0 {
-		s.ring.trim(b.opts.ClosedSessionTail)
+		s.ring.trim(b.opts.ClosedSessionTail, b.opts.ClosedSessionTailBytes)
 	}
 	b.closedIDs = append(b.closedIDs, s)
 	for len(b.closedIDs) > b.opts.ClosedSessions {
@@ -449,7 +458,7 @@ func (s *Subscription) Close() {
 		if s.sess != nil {
 			s.sess.subs = removeSub(s.sess.subs, s)
 			if s.sess.closed && len(s.sess.subs) == 0 {
-				s.sess.ring.trim(b.opts.ClosedSessionTail)
+				s.sess.ring.trim(b.opts.ClosedSessionTail, b.opts.ClosedSessionTailBytes)
 			}
 		} else {
 			b.allSubs = removeSub(b.allSubs, s)

@@ -796,7 +796,7 @@ func TestRingWrapAndGrow(t *testing.T) {
 	if len(r.buf) != 5 {
 		t.Fatalf("buffer grew to %d slots, bound 5", len(r.buf))
 	}
-	r.trim(2)
+	r.trim(2, r.maxBytes)
 	if r.n != 2 || len(r.buf) != 2 || r.first != 22 || r.get(23).Seq != 23 || r.bytes != 20 {
 		t.Fatalf("trim: n %d slots %d first %d bytes %d", r.n, len(r.buf), r.first, r.bytes)
 	}

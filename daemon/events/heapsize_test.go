@@ -63,3 +63,33 @@ func TestRingBytesBoundTheHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(b)
 }
+
+// A closed session's tail is bounded by bytes as well as by count: a
+// session that ended on a flood of output keeps its last events up to
+// 64 KiB (and its newest, SESSION_CLOSED), not sixteen 100 KiB outputs,
+// so 1,024 remembered closed sessions cannot hold gigabytes. A subscriber
+// resuming from the start is told what it missed.
+func TestClosedSessionTailBoundedByBytes(t *testing.T) {
+	ctx := testCtx(t)
+	b := New(Options{})
+	for range 20 {
+		b.Publish("s", kOutput, output(100<<10))
+	}
+	b.Publish("s", kClosed, nil)
+	b.CloseSession("s")
+	b.mu.Lock()
+	held, n := b.sessions["s"].ring.bytes, b.sessions["s"].ring.n
+	b.mu.Unlock()
+	if held > 64<<10 {
+		t.Errorf("the closed session holds %d events, %d KiB; want at most 64 KiB", n, held>>10)
+	}
+	s, err := b.Subscribe("s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	wantLagged(t, next(t, ctx, s), 0, uint64(21-n))
+	if ev := next(t, ctx, s); ev.Kind != kClosed || ev.Seq != 21 {
+		t.Fatalf("after the lag got %s (seq %d), want SESSION_CLOSED (seq 21)", ev.Kind, ev.Seq)
+	}
+}
