@@ -56,7 +56,8 @@
 // caller publishes EVENT_KIND_SESSION_CLOSED first). Later Publish calls to it
 // are ignored and return nil. Its subscribers receive every event still held
 // up to the last one, then io.EOF. Once a closed session has no subscribers,
-// its ring is trimmed to the last Options.ClosedSessionTail events, and the
+// its ring is trimmed to the last Options.ClosedSessionTail events (and to
+// Options.ClosedSessionTailBytes, its newest event kept), and the
 // bus remembers at most Options.ClosedSessions closed sessions (oldest
 // forgotten first); a forgotten session is unknown to Subscribe, and a Publish
 // to its id would start a new session at seq 1 (session ids are never
@@ -64,8 +65,10 @@
 //
 // # Memory
 //
-// Event sizes are accounted as proto.Size of the event plus a fixed
-// per-event overhead. Each ring holds at most its event count and at most its
+// Event sizes are accounted as the Go heap the event holds (heapSize: its
+// messages' structs, strings, bytes and lists) plus its ring slot, not its
+// encoded length, which counts a plan's event at less than half of what it
+// holds. Each ring holds at most its event count and at most its
 // byte budget, except that the newest event is always kept. The session rings
 // and the global ring share the same *Event values, so the real footprint is
 // at most the sum of the live sessions' rings, the closed sessions' tails and
@@ -80,7 +83,6 @@ import (
 	"time"
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -92,12 +94,17 @@ const (
 	DefaultGlobalRingBytes   = 16 << 20
 	DefaultClosedSessionTail = 16
 	DefaultClosedSessions    = 1024
+	// DefaultClosedSessionTailBytes holds a closed session's tail to about
+	// sixteen plans' events (~3.4 KB each) but not to sixteen of its last
+	// output events (up to 512 KiB each).
+	DefaultClosedSessionTailBytes = 64 << 10
 )
 
-// eventOverhead is added to proto.Size when accounting an event: it covers
-// the seq and global_seq varints (set after sizing) and, roughly, the Go
-// structs and pointers behind a stored event.
-const eventOverhead = 128
+// slotBytes is a ring slot's own size, added to an event's heapSize.
+const slotBytes = 16
+
+// accountedSize is what an event counts against a ring's byte budget.
+func accountedSize(ev *termdv1.Event) int { return heapSize(ev.ProtoReflect()) + slotBytes }
 
 var (
 	// ErrUnknownSession is returned by Subscribe for a session the bus has no
@@ -116,6 +123,9 @@ type Options struct {
 	// ClosedSessionTail is how many of its last events a closed session
 	// keeps once it has no subscribers (default 16; negative means 0).
 	ClosedSessionTail int
+	// ClosedSessionTailBytes bounds the accounted bytes of that tail (default
+	// 64 KiB; its newest event is kept whatever its size).
+	ClosedSessionTailBytes int
 	// ClosedSessions is how many closed sessions the bus remembers
 	// (default 1024).
 	ClosedSessions int
@@ -132,6 +142,7 @@ func (o Options) withDefaults() Options {
 	def(&o.GlobalRingEvents, DefaultGlobalRingEvents)
 	def(&o.GlobalRingBytes, DefaultGlobalRingBytes)
 	def(&o.ClosedSessions, DefaultClosedSessions)
+	def(&o.ClosedSessionTailBytes, DefaultClosedSessionTailBytes)
 	switch {
 	case o.ClosedSessionTail == 0:
 		o.ClosedSessionTail = DefaultClosedSessionTail
@@ -186,7 +197,7 @@ func (b *Bus) Publish(sessionID string, kind termdv1.EventKind, fill func(e *ter
 	}
 	ev.SessionId, ev.Kind = sessionID, kind
 	ev.Time = &timestamppb.Timestamp{}
-	size := proto.Size(ev) + eventOverhead
+	size := accountedSize(ev)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -236,7 +247,7 @@ func (b *Bus) CloseSession(sessionID string) {
 		sub.poke()
 	}
 	if len(s.subs) == 0 {
-		s.ring.trim(b.opts.ClosedSessionTail)
+		s.ring.trim(b.opts.ClosedSessionTail, b.opts.ClosedSessionTailBytes)
 	}
 	b.closedIDs = append(b.closedIDs, s)
 	for len(b.closedIDs) > b.opts.ClosedSessions {
@@ -447,7 +458,7 @@ func (s *Subscription) Close() {
 		if s.sess != nil {
 			s.sess.subs = removeSub(s.sess.subs, s)
 			if s.sess.closed && len(s.sess.subs) == 0 {
-				s.sess.ring.trim(b.opts.ClosedSessionTail)
+				s.sess.ring.trim(b.opts.ClosedSessionTail, b.opts.ClosedSessionTailBytes)
 			}
 		} else {
 			b.allSubs = removeSub(b.allSubs, s)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	termdv1 "github.com/termd/termd/proto/termd/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 const (
@@ -316,7 +315,7 @@ func TestLaggedThenOldestHeld(t *testing.T) {
 func TestLaggedByBytes(t *testing.T) {
 	ctx := testCtx(t)
 	ev := New(Options{}).Publish("x", kOutput, output(1000))
-	size := proto.Size(ev) + eventOverhead
+	size := accountedSize(ev)
 	// Room for three such events by bytes, plenty by count.
 	b := New(Options{SessionRingEvents: 100, SessionRingBytes: 3*size + size/2})
 	for i := 0; i < 10; i++ {
@@ -343,7 +342,7 @@ func checkRing(t *testing.T, name string, r *ring) {
 	for i := 0; i < r.n; i++ {
 		sl := r.buf[(r.head+i)%len(r.buf)]
 		sum += sl.size
-		if want := proto.Size(sl.ev) + eventOverhead; sl.size < want-22 || sl.size > want {
+		if want := accountedSize(sl.ev); sl.size != want {
 			t.Fatalf("%s: slot size %d, event sizes %d", name, sl.size, want)
 		}
 	}
@@ -797,7 +796,7 @@ func TestRingWrapAndGrow(t *testing.T) {
 	if len(r.buf) != 5 {
 		t.Fatalf("buffer grew to %d slots, bound 5", len(r.buf))
 	}
-	r.trim(2)
+	r.trim(2, r.maxBytes)
 	if r.n != 2 || len(r.buf) != 2 || r.first != 22 || r.get(23).Seq != 23 || r.bytes != 20 {
 		t.Fatalf("trim: n %d slots %d first %d bytes %d", r.n, len(r.buf), r.first, r.bytes)
 	}

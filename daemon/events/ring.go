@@ -85,10 +85,11 @@ func (r *ring) popOldest() {
 	r.first++
 }
 
-// trim keeps only the newest keep events and shrinks the backing array to
-// fit them, so a closed session costs no more than its tail.
-func (r *ring) trim(keep int) {
-	for r.n > keep {
+// trim keeps only the newest keep events, and of those no more than
+// maxBytes (the newest is kept), and shrinks the backing array to fit
+// them, so a closed session costs no more than its tail.
+func (r *ring) trim(keep, maxBytes int) {
+	for r.n > keep || (r.n > 1 && r.bytes > maxBytes) {
 		r.popOldest()
 	}
 	if len(r.buf) != r.n {
