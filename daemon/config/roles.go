@@ -5,6 +5,7 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Role is what a caller may do.
@@ -36,6 +37,13 @@ func RoleNamed(w string) (Role, bool) {
 		return Role(i), true
 	}
 	return RoleNone, false
+}
+
+// RoleFromName reads a role a caller names: its word or its API name
+// (viewer, ROLE_VIEWER), in any case; none and other names are RoleNone
+// and false.
+func RoleFromName(s string) (Role, bool) {
+	return RoleNamed(strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "ROLE_")))
 }
 
 // RoleOf maps a caller's uid and primary gid to a role. Root and the daemon's

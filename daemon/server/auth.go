@@ -112,12 +112,6 @@ func roleProto(r config.Role) termdv1.Role {
 	return termdv1.Role(termdv1.Role_value["ROLE_"+strings.ToUpper(r.String())])
 }
 
-// roleFromName reads a role a caller names: its word or its API name
-// (viewer, ROLE_VIEWER), in any case.
-func roleFromName(s string) (config.Role, bool) {
-	return config.RoleNamed(strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "ROLE_")))
-}
-
 var viaRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
 // identity is who a connection is, before the call's metadata.
@@ -157,7 +151,7 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 	role, name, via, gateway := id.role, id.name, "", ""
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(wire.MDRole); len(v) > 0 {
-			r, ok := roleFromName(v[0])
+			r, ok := config.RoleFromName(v[0])
 			if !ok {
 				return nil, status.Errorf(codes.InvalidArgument, "%s metadata %q is not a role (operator, agent, viewer)", wire.MDRole, v[0])
 			}

@@ -25,13 +25,13 @@ func TestRoleWordsMapToTheAPI(t *testing.T) {
 		"viewer": config.RoleViewer, "AGENT": config.RoleAgent, "Operator": config.RoleOperator,
 		"ROLE_VIEWER": config.RoleViewer, "role_agent": config.RoleAgent, termdv1.Role_ROLE_OPERATOR.String(): config.RoleOperator,
 	} {
-		if got, ok := roleFromName(name); !ok || got != want {
-			t.Errorf("roleFromName(%q) = %s, %v; want %s", name, got, ok, want)
+		if got, ok := config.RoleFromName(name); !ok || got != want {
+			t.Errorf("config.RoleFromName(%q) = %s, %v; want %s", name, got, ok, want)
 		}
 	}
 	for _, name := range []string{"", "none", "ROLE_NONE", "ROLE_UNSPECIFIED", "root", "ROLE_ROLE_AGENT", "operators"} {
-		if got, ok := roleFromName(name); ok {
-			t.Errorf("roleFromName(%q) = %s, want refused", name, got)
+		if got, ok := config.RoleFromName(name); ok {
+			t.Errorf("config.RoleFromName(%q) = %s, want refused", name, got)
 		}
 	}
 }

@@ -18,17 +18,11 @@ import (
 // intent is durable, and the execution's redactor removes them (and their
 // encoded forms, RedactionForms) from everything it produces.
 
-// configRole is the config's word for a principal's role.
+// configRole is the config's role for a principal's: its API name read as
+// config reads a role's name (RoleNone for none).
 func configRole(p *termdv1.Principal) config.Role {
-	switch p.GetRole() {
-	case termdv1.Role_ROLE_OPERATOR:
-		return config.RoleOperator
-	case termdv1.Role_ROLE_AGENT:
-		return config.RoleAgent
-	case termdv1.Role_ROLE_VIEWER:
-		return config.RoleViewer
-	}
-	return config.RoleNone
+	r, _ := config.RoleFromName(p.GetRole().String())
+	return r
 }
 
 // mayAsk says whether caller may ask for cr.
