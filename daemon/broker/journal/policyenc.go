@@ -17,66 +17,36 @@ import (
 // to json.Marshal's: a field added to Request, Decision or what they hold
 // and not written here fails it.
 
-// gw writes the bytes json.Marshal writes for the policy's types: jw's
-// keys, objects and flags; put* for the fields written whatever their
-// value, str, strs and strMap for omitempty ones (a string's invalid UTF-8
-// written as U+FFFD, as encoding/json does, where protojson refuses it);
-// its own terminal, stdin, profile and steps for the policy's types.
-type gw struct{ jw }
+// gw writes the bytes json.Marshal writes for the policy's types.
+type gw struct{ b []byte }
 
-// newGW starts an object after out.
-func newGW(out []byte) gw { return gw{jw{b: append(out, '{')}} }
-
-func (w *gw) null() { w.b = append(w.b, "null"...) }
-
-func (w *gw) putStr(name, v string) {
-	w.key(name)
-	w.b = appendJSONString(w.b, v)
-}
-
-func (w *gw) putInt(name string, v int64) {
-	w.key(name)
-	w.b = strconv.AppendInt(w.b, v, 10)
-}
-
-func (w *gw) putFlag(name string, v bool) {
-	w.key(name)
-	w.b = strconv.AppendBool(w.b, v)
-}
-
-func (w *gw) str(name, v string) {
-	if v != "" {
-		w.putStr(name, v)
+// key writes an object's key; first says it is the object's first.
+func (w *gw) key(name string, first bool) {
+	if !first {
+		w.b = append(w.b, ',')
 	}
+	w.b = append(append(append(w.b, '"'), name...), '"', ':')
 }
 
-func (w *gw) strs(name string, vs []string) {
-	if len(vs) > 0 {
-		w.putStrs(name, vs)
-	}
-}
+func (w *gw) str(s string) { w.b = appendJSONString(w.b, s) }
 
-func (w *gw) strMap(name string, m map[string]string) {
-	if len(m) > 0 {
-		w.putMap(name, m)
-	}
-}
+func (w *gw) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
 
-// putStrs writes a []string (null when nil, as json.Marshal).
-func (w *gw) putStrs(name string, vs []string) {
-	w.key(name)
+func (w *gw) flag(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+// strs writes a []string (null when nil, as json.Marshal).
+func (w *gw) strs(vs []string) {
 	if vs == nil {
-		w.null()
+		w.b = append(w.b, "null"...)
 		return
 	}
 	w.b = appendStrings(w.b, vs)
 }
 
-// putMap writes a map[string]string, keys sorted (null when nil).
-func (w *gw) putMap(name string, m map[string]string) {
-	w.key(name)
+// strMap writes a map[string]string, keys sorted (null when nil).
+func (w *gw) strMap(m map[string]string) {
 	if m == nil {
-		w.null()
+		w.b = append(w.b, "null"...)
 		return
 	}
 	w.b = appendStringMap(w.b, m)
@@ -108,117 +78,164 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 	return append(b, '}')
 }
 
-// terminal writes t (null when nil).
-func (w *gw) terminal(name string, t *policy.Terminal) {
+func (w *gw) terminal(t *policy.Terminal) {
 	if t == nil {
-		w.key(name)
-		w.null()
+		w.b = append(w.b, "null"...)
 		return
 	}
-	w.open(name)
-	w.putInt("rows", int64(t.Rows))
-	w.putInt("cols", int64(t.Cols))
-	w.putInt("idle", int64(t.Idle))
-	w.close()
+	w.b = strconv.AppendUint(append(w.b, `{"rows":`...), uint64(t.Rows), 10)
+	w.key("cols", false)
+	w.b = strconv.AppendUint(w.b, uint64(t.Cols), 10)
+	w.key("idle", false)
+	w.int(int64(t.Idle))
+	w.b = append(w.b, '}')
 }
 
-// stdin writes s, an omitempty field.
 func (w *gw) stdin(s *policy.Stdin) {
-	if s == nil {
-		return
-	}
-	w.open("stdin")
-	w.putInt("bytes", s.Bytes)
-	w.putStr("sha256", s.SHA256)
-	w.close()
+	w.b = append(w.b, `{"bytes":`...)
+	w.int(s.Bytes)
+	w.key("sha256", false)
+	w.str(s.SHA256)
+	w.b = append(w.b, '}')
 }
 
 // appendRequest appends json.Marshal(r)'s bytes.
 func appendRequest(out []byte, r *policy.Request) []byte {
-	w := newGW(out)
-	w.putStrs("Argv", r.Argv)
-	w.putStr("Command", r.Command)
-	w.putStr("Cwd", r.Cwd)
-	w.putMap("Env", r.Env)
-	w.putStr("Mode", string(r.Mode))
-	w.putInt("Timeout", int64(r.Timeout))
-	w.putStr("Sandbox", r.Sandbox)
-	w.terminal("TTY", r.TTY)
-	w.putStrs("Credentials", r.Credentials)
-	w.putFlag("Privileged", r.Privileged)
-	w.putStr("Network", r.Network)
-	w.stdin(r.Stdin)
-	w.close()
-	return w.b
+	w := gw{b: append(out, '{')}
+	w.key("Argv", true)
+	w.strs(r.Argv)
+	w.key("Command", false)
+	w.str(r.Command)
+	w.key("Cwd", false)
+	w.str(r.Cwd)
+	w.key("Env", false)
+	w.strMap(r.Env)
+	w.key("Mode", false)
+	w.str(string(r.Mode))
+	w.key("Timeout", false)
+	w.int(int64(r.Timeout))
+	w.key("Sandbox", false)
+	w.str(r.Sandbox)
+	w.key("TTY", false)
+	w.terminal(r.TTY)
+	w.key("Credentials", false)
+	w.strs(r.Credentials)
+	w.key("Privileged", false)
+	w.flag(r.Privileged)
+	w.key("Network", false)
+	w.str(r.Network)
+	if r.Stdin != nil {
+		w.key("stdin", false)
+		w.stdin(r.Stdin)
+	}
+	return append(w.b, '}')
 }
 
 // appendDecision appends json.Marshal(d)'s bytes.
 func appendDecision(out []byte, d *policy.Decision) []byte {
-	w := newGW(out)
-	w.putStr("verdict", string(d.Verdict))
-	w.putStr("risk", string(d.Risk))
-	w.putStrs("reasons", d.Reasons)
-	w.putStrs("rules", d.Rules)
-	w.putStr("mode", string(d.Mode))
-	w.putStr("policy_version", d.PolicyVersion)
-	w.putStr("request_hash", d.RequestHash)
-	w.putStrs("argv", d.Argv)
-	w.strs("exec_argv", d.ExecArgv)
-	w.str("resolved_path", d.ResolvedPath)
-	w.str("binary_sha256", d.BinarySHA256)
-	w.str("cwd", d.Cwd)
-	w.strMap("env", d.Env)
-	w.strMap("exec_env", d.ExecEnv)
-	w.putInt("timeout", int64(d.Timeout))
-	w.putFlag("network", d.Network)
-	w.putFlag("runs_project_code", d.RunsProjectCode)
-	w.putFlag("read_only", d.ReadOnly)
-	w.strs("writes", d.Writes)
-	w.strMap("project_files", d.ProjectFiles)
-	w.str("run_as", d.RunAs)
-	w.profile("sandbox", &d.Sandbox)
+	w := gw{b: append(out, '{')}
+	w.key("verdict", true)
+	w.str(string(d.Verdict))
+	w.key("risk", false)
+	w.str(string(d.Risk))
+	w.key("reasons", false)
+	w.strs(d.Reasons)
+	w.key("rules", false)
+	w.strs(d.Rules)
+	w.key("mode", false)
+	w.str(string(d.Mode))
+	w.key("policy_version", false)
+	w.str(d.PolicyVersion)
+	w.key("request_hash", false)
+	w.str(d.RequestHash)
+	w.key("argv", false)
+	w.strs(d.Argv)
+	w.optStrs("exec_argv", d.ExecArgv)
+	w.optStr("resolved_path", d.ResolvedPath)
+	w.optStr("binary_sha256", d.BinarySHA256)
+	w.optStr("cwd", d.Cwd)
+	w.optMap("env", d.Env)
+	w.optMap("exec_env", d.ExecEnv)
+	w.key("timeout", false)
+	w.int(int64(d.Timeout))
+	w.key("network", false)
+	w.flag(d.Network)
+	w.key("runs_project_code", false)
+	w.flag(d.RunsProjectCode)
+	w.key("read_only", false)
+	w.flag(d.ReadOnly)
+	w.optStrs("writes", d.Writes)
+	w.optMap("project_files", d.ProjectFiles)
+	w.optStr("run_as", d.RunAs)
+	w.key("sandbox", false)
+	w.profile(&d.Sandbox)
 	if d.TTY != nil {
-		w.terminal("tty", d.TTY)
+		w.key("tty", false)
+		w.terminal(d.TTY)
 	}
-	w.strs("credentials", d.Credentials)
-	w.flag("privileged", d.Privileged)
-	w.stdin(d.Stdin)
-	w.steps(d.Steps)
-	w.close()
-	return w.b
-}
-
-// steps writes the decision's steps (null when nil).
-func (w *gw) steps(steps []policy.Step) {
-	w.key("steps")
-	if steps == nil {
-		w.null()
-		return
+	w.optStrs("credentials", d.Credentials)
+	if d.Privileged {
+		w.key("privileged", false)
+		w.flag(true)
 	}
-	w.b = append(w.b, '[')
-	for i, s := range steps {
-		if i > 0 {
-			w.b = append(w.b, ',')
+	if d.Stdin != nil {
+		w.key("stdin", false)
+		w.stdin(d.Stdin)
+	}
+	w.key("steps", false)
+	if d.Steps == nil {
+		w.b = append(w.b, "null"...)
+	} else {
+		w.b = append(w.b, '[')
+		for i, s := range d.Steps {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, `{"name":`...)
+			w.str(s.Name)
+			w.key("outcome", false)
+			w.str(s.Outcome)
+			w.optStr("detail", s.Detail)
+			w.b = append(w.b, '}')
 		}
-		w.b = append(w.b, '{')
-		w.putStr("name", s.Name)
-		w.putStr("outcome", s.Outcome)
-		w.str("detail", s.Detail)
-		w.close()
+		w.b = append(w.b, ']')
 	}
-	w.b = append(w.b, ']')
+	return append(w.b, '}')
 }
 
-func (w *gw) profile(name string, p *domain.Profile) {
-	w.open(name)
-	w.putStr("profile", p.Profile)
-	w.putFlag("network", p.Network)
-	w.str("network_mode", p.NetworkMode)
-	w.strs("exec", p.Exec)
-	w.strs("read", p.Read)
-	w.strs("write", p.Write)
-	w.strs("cache", p.Cache)
-	w.close()
+func (w *gw) profile(p *domain.Profile) {
+	w.b = append(w.b, `{"profile":`...)
+	w.str(p.Profile)
+	w.key("network", false)
+	w.flag(p.Network)
+	w.optStr("network_mode", p.NetworkMode)
+	w.optStrs("exec", p.Exec)
+	w.optStrs("read", p.Read)
+	w.optStrs("write", p.Write)
+	w.optStrs("cache", p.Cache)
+	w.b = append(w.b, '}')
+}
+
+// optStr, optStrs and optMap write an omitempty field (never an object's first).
+func (w *gw) optStr(name, v string) {
+	if v != "" {
+		w.key(name, false)
+		w.str(v)
+	}
+}
+
+func (w *gw) optStrs(name string, vs []string) {
+	if len(vs) > 0 {
+		w.key(name, false)
+		w.strs(vs)
+	}
+}
+
+func (w *gw) optMap(name string, m map[string]string) {
+	if len(m) > 0 {
+		w.key(name, false)
+		w.strMap(m)
+	}
 }
 
 // appendJSONString appends s as encoding/json writes a string: HTML's
