@@ -163,25 +163,38 @@ func (t *Terminals) TakeInput(_ context.Context, caller *termdv1.Principal, id s
 
 func (h *Hub) take(caller *termdv1.Principal) error {
 	req := h.x.Requester
-	h.mu.Lock()
-	cur := h.holder
-	switch {
-	case domain.PrincipalKey(cur) == domain.PrincipalKey(caller):
-		h.mu.Unlock()
+	from, handed, err := h.handInput(caller, func(cur *termdv1.Principal) error {
+		switch {
+		case domain.IsOperator(caller):
+		case domain.PrincipalKey(caller) == domain.PrincipalKey(req) && !domain.IsOperator(cur):
+		case domain.PrincipalKey(caller) == domain.PrincipalKey(req):
+			return errdefs.Permission("the input of execution %s is held by the operator %s; an agent or requester cannot take it from an operator", h.x.ID, cur.GetName())
+		default:
+			return errdefs.Permission("execution %s was requested by %s; only its requester or an operator may take its input", h.x.ID, req.GetName())
+		}
 		return nil
-	case domain.IsOperator(caller):
-	case domain.PrincipalKey(caller) == domain.PrincipalKey(req) && !domain.IsOperator(cur):
-	case domain.PrincipalKey(caller) == domain.PrincipalKey(req):
-		h.mu.Unlock()
-		return errdefs.Permission("the input of execution %s is held by the operator %s; an agent or requester cannot take it from an operator", h.x.ID, cur.GetName())
-	default:
-		h.mu.Unlock()
-		return errdefs.Permission("execution %s was requested by %s; only its requester or an operator may take its input", h.x.ID, req.GetName())
+	})
+	if handed {
+		h.record(caller, "input_taken", "from "+from.GetName(), "", nil)
 	}
-	h.holder = proto.Clone(caller).(*termdv1.Principal)
-	h.mu.Unlock()
-	h.record(caller, "input_taken", "from "+cur.GetName(), "", nil)
-	return nil
+	return err
+}
+
+// handInput makes to the input holder when may, given the holder now (cur),
+// allows it: it returns cur and whether the input changed hands (not when
+// to holds it already).
+func (h *Hub) handInput(to *termdv1.Principal, may func(cur *termdv1.Principal) error) (cur *termdv1.Principal, handed bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur = h.holder
+	if domain.PrincipalKey(cur) == domain.PrincipalKey(to) {
+		return cur, false, nil
+	}
+	if err := may(cur); err != nil {
+		return cur, false, err
+	}
+	h.holder = proto.Clone(to).(*termdv1.Principal)
+	return cur, true, nil
 }
 
 // ReleaseInput hands a terminal's input back to its requester: called by
@@ -193,19 +206,18 @@ func (t *Terminals) ReleaseInput(_ context.Context, caller *termdv1.Principal, i
 		return nil, err
 	}
 	req := h.x.Requester
-	h.mu.Lock()
-	cur := h.holder
-	switch {
-	case domain.PrincipalKey(cur) == domain.PrincipalKey(req):
-		h.mu.Unlock()
-		return h.snapshot(), nil
-	case domain.PrincipalKey(cur) != domain.PrincipalKey(caller) && !domain.IsOperator(caller):
-		h.mu.Unlock()
-		return nil, errdefs.Permission("the input of execution %s is held by %s; only its holder or an operator may hand it back to %s", h.x.ID, cur.GetName(), req.GetName())
+	_, handed, err := h.handInput(req, func(cur *termdv1.Principal) error {
+		if domain.PrincipalKey(cur) != domain.PrincipalKey(caller) && !domain.IsOperator(caller) {
+			return errdefs.Permission("the input of execution %s is held by %s; only its holder or an operator may hand it back to %s", h.x.ID, cur.GetName(), req.GetName())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	h.holder = proto.Clone(req).(*termdv1.Principal)
-	h.mu.Unlock()
-	h.record(caller, "input_released", "to "+req.GetName(), "", nil)
+	if handed {
+		h.record(caller, "input_released", "to "+req.GetName(), "", nil)
+	}
 	return h.snapshot(), nil
 }
 
