@@ -69,3 +69,34 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkPlanExecute is an agent's plan+execute pair of `pwd` in-process
+// (sandbox off, as the rig is): CreatePlan, then ExecuteAndWait until the
+// receipt is signed — the decision twice, the journal, the intent and the
+// receipt committed durably, the spawn. cpu-ns/op is the whole process's
+// CPU per pair (the child's fork/exec included, reaped children not).
+func BenchmarkPlanExecute(b *testing.B) {
+	r := newRig(b)
+	r.Metrics = metrics.New()
+	cfg := r.Config()
+	cfg.Sessions.MaxPlans, cfg.Plans.MaxOpen = b.N+1, b.N+1
+	cfg.Plans.MaxOpenBytes, cfg.Plans.MaxJournalBytes = 1<<40, 1<<40
+	req := &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: r.ws}
+	ctx := context.Background()
+	s, err := r.CreateSession(ctx, agent, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := r.CreatePlan(ctx, agent, s.Id, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.ExecuteAndWait(ctx, agent, p.Id, s.Id, false, func(*termdv1.Event) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
