@@ -16,16 +16,8 @@ import (
 // plans.max_open) are raised above b.N: closing a session to make room
 // would expire its open plans, a receipt each, counted in cpu-ns/op.
 func BenchmarkCreatePlan(b *testing.B) {
-	r := newRig(b)
-	r.Metrics = metrics.New()
-	cfg := r.Config()
-	cfg.Sessions.MaxPlans, cfg.Plans.MaxOpen = b.N+1, b.N+1
-	cfg.Plans.MaxOpenBytes, cfg.Plans.MaxJournalBytes = 1<<40, 1<<40
+	r, s := planBenchRig(b)
 	req := &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: r.ws}
-	s, err := r.CreateSession(context.Background(), agent, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	b.ResetTimer()
@@ -34,6 +26,21 @@ func BenchmarkCreatePlan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// planBenchRig is a rig with metrics and an agent's session, whose open-plan
+// caps are raised above b.N (see BenchmarkCreatePlan).
+func planBenchRig(b *testing.B) (*rig, *termdv1.Session) {
+	r := newRig(b)
+	r.Metrics = metrics.New()
+	cfg := r.Config()
+	cfg.Sessions.MaxPlans, cfg.Plans.MaxOpen = b.N+1, b.N+1
+	cfg.Plans.MaxOpenBytes, cfg.Plans.MaxJournalBytes = 1<<40, 1<<40
+	s, err := r.CreateSession(context.Background(), agent, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, s
 }
 
 // BenchmarkDecide is the decision alone, as CreatePlan and Execute's check
@@ -76,17 +83,9 @@ func processCPU() time.Duration {
 // receipt committed durably, the spawn. cpu-ns/op is the whole process's
 // CPU per pair (the child's fork/exec included, reaped children not).
 func BenchmarkPlanExecute(b *testing.B) {
-	r := newRig(b)
-	r.Metrics = metrics.New()
-	cfg := r.Config()
-	cfg.Sessions.MaxPlans, cfg.Plans.MaxOpen = b.N+1, b.N+1
-	cfg.Plans.MaxOpenBytes, cfg.Plans.MaxJournalBytes = 1<<40, 1<<40
+	r, s := planBenchRig(b)
 	req := &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: r.ws}
 	ctx := context.Background()
-	s, err := r.CreateSession(ctx, agent, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	b.ResetTimer()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,17 +206,7 @@ func TestKill9LosesNothingAcked(t *testing.T) {
 // writes were ever acknowledged by one transaction (group commit).
 func killRound(t *testing.T, dir string, writers, round, stopAfter int, acked map[int64]string, intents map[string]bool) (shared bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir, fmt.Sprintf("%s=%d", killWritersEnv, writers))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startHelper(t, helperEnv+"="+dir, fmt.Sprintf("%s=%d", killWritersEnv, writers))
 	sc := bufio.NewScanner(stdout)
 	n := 0
 	for sc.Scan() {
@@ -240,12 +231,30 @@ func killRound(t *testing.T, dir string, writers, round, stopAfter int, acked ma
 		for sc.Scan() {
 		}
 	}()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("round %d: helper did not die by SIGKILL: %v; stderr: %s", round, err, stderr.String())
 	}
 	checkAfterKill(t, dir, writers, round, acked, intents)
 	return shared
+}
+
+// startHelper starts this test binary again with env added (TestMain
+// sends it to a helper), its stdout piped and its stderr kept.
+func startHelper(t *testing.T, env ...string) (*exec.Cmd, io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, stderr
 }
 
 // checkAfterKill opens the store a killed helper left and checks it (see
