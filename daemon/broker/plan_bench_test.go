@@ -16,16 +16,8 @@ import (
 // plans.max_open) are raised above b.N: closing a session to make room
 // would expire its open plans, a receipt each, counted in cpu-ns/op.
 func BenchmarkCreatePlan(b *testing.B) {
-	r := newRig(b)
-	r.Metrics = metrics.New()
-	cfg := r.Config()
-	cfg.Sessions.MaxPlans, cfg.Plans.MaxOpen = b.N+1, b.N+1
-	cfg.Plans.MaxOpenBytes, cfg.Plans.MaxJournalBytes = 1<<40, 1<<40
+	r, s := planBenchRig(b)
 	req := &termdv1.CommandRequest{Argv: []string{"true"}, Cwd: r.ws}
-	s, err := r.CreateSession(context.Background(), agent, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	b.ResetTimer()
@@ -34,6 +26,21 @@ func BenchmarkCreatePlan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// planBenchRig is a rig with metrics and an agent's session, whose open-plan
+// caps are raised above b.N (see BenchmarkCreatePlan).
+func planBenchRig(b *testing.B) (*rig, *termdv1.Session) {
+	r := newRig(b)
+	r.Metrics = metrics.New()
+	cfg := r.Config()
+	cfg.Sessions.MaxPlans, cfg.Plans.MaxOpen = b.N+1, b.N+1
+	cfg.Plans.MaxOpenBytes, cfg.Plans.MaxJournalBytes = 1<<40, 1<<40
+	s, err := r.CreateSession(context.Background(), agent, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, s
 }
 
 // BenchmarkDecide is the decision alone, as CreatePlan and Execute's check
@@ -68,4 +75,27 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPlanExecute is an agent's plan+execute pair of `pwd` in-process
+// (sandbox off, as the rig is): CreatePlan, then ExecuteAndWait until the
+// receipt is signed — the decision twice, the journal, the intent and the
+// receipt committed durably, the spawn. cpu-ns/op is the whole process's
+// CPU per pair (the child's fork/exec included, reaped children not).
+func BenchmarkPlanExecute(b *testing.B) {
+	r, s := planBenchRig(b)
+	req := &termdv1.CommandRequest{Argv: []string{"pwd"}, Cwd: r.ws}
+	ctx := context.Background()
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := r.CreatePlan(ctx, agent, s.Id, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.ExecuteAndWait(ctx, agent, p.Id, s.Id, false, func(*termdv1.Event) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -127,6 +129,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// killWritersEnv sets how many goroutines of the kill -9 helper append at
+// once (default 1): with several, their writes share transactions (group
+// commit).
+const killWritersEnv = "TERMD_RECEIPT_KILL_WRITERS"
+
 func killHelper(dir string) int {
 	k, err := LoadOrCreateKeys(filepath.Join(dir, "keys"))
 	if err != nil {
@@ -138,25 +145,43 @@ func killHelper(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	writers, _ := strconv.Atoi(os.Getenv(killWritersEnv))
 	out := bufio.NewWriter(os.Stdout)
-	for i := 0; ; i++ {
-		exec := fmt.Sprintf("exec-%d-%d", os.Getpid(), i)
-		r := sampleReceipt(k, receipt.StatusSucceeded, "kill")
-		r.ExecutionID = exec
-		if err := s.AppendIntent(Intent{ExecutionID: exec, PlanID: "p-" + exec, SessionID: "kill", Receipt: r}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
-		fmt.Fprintf(out, "intent %s\n", exec)
-		out.Flush()
-		got, err := s.Append(r)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
-		fmt.Fprintf(out, "acked %d %s\n", got.Seq, got.ID)
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format, args...)
 		out.Flush()
 	}
+	failed := make(chan struct{})
+	for w := range max(writers, 1) {
+		go func() {
+			for i := 0; ; i++ {
+				exec := fmt.Sprintf("exec-%d-%d-%d", os.Getpid(), w, i)
+				r := sampleReceipt(k, receipt.StatusSucceeded, "kill")
+				r.ExecutionID = exec
+				if err := s.AppendIntent(Intent{ExecutionID: exec, PlanID: "p-" + exec, SessionID: "kill", Receipt: r}); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					close(failed)
+					return
+				}
+				say("intent %s\n", exec)
+				got, err := s.Append(r)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					close(failed)
+					return
+				}
+				// After the seq and id: how many writes the store
+				// committed so far, in how many transactions.
+				writes, commits := s.WriteStats()
+				say("acked %d %s %d %d\n", got.Seq, got.ID, writes, commits)
+			}
+		}()
+	}
+	<-failed
+	return 2
 }
 
 func TestKill9LosesNothingAcked(t *testing.T) {
@@ -164,85 +189,122 @@ func TestKill9LosesNothingAcked(t *testing.T) {
 	acked := map[int64]string{}
 	intents := map[string]bool{}
 	for round, stopAfter := range []int{25, 40, 7} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), helperEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		n := 0
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			switch f[0] {
-			case "intent":
-				intents[f[1]] = true
-			case "acked":
-				seq, _ := strconv.ParseInt(f[1], 10, 64)
-				acked[seq] = f[2]
-				n++
-			}
-			if n == stopAfter {
-				// Mid-loop: the helper is already working on its next append.
-				cmd.Process.Signal(syscall.SIGKILL)
-				break
-			}
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
-		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d: helper did not die by SIGKILL: %v; stderr: %s", round, err, stderr.String())
-		}
-
-		k, err := LoadOrCreateKeys(filepath.Join(dir, "keys"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := Open(filepath.Join(dir, "receipts.db"), k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for seq, id := range acked {
-			r, err := s.GetSeq(seq)
-			if err != nil || r.ID != id {
-				t.Fatalf("round %d: acked seq %d (%s) lost: %v", round, seq, id, err)
-			}
-		}
-		checked, bad, err := s.VerifyChain()
-		if err != nil || bad != 0 || checked < len(acked) {
-			t.Fatalf("round %d: chain after kill -9: checked %d (acked %d), bad %d, %v", round, checked, len(acked), bad, err)
-		}
-		// Every intent either has its receipt or is returned for recovery;
-		// recovering turns it into an outcome_unknown receipt.
-		open, err := s.RecoverIntents()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(open) > 1 {
-			t.Fatalf("round %d: %d open intents, at most 1 expected", round, len(open))
-		}
-		for _, in := range open {
-			got, err := s.Append(in.OutcomeUnknown(in.StartedAt, "daemon was killed"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			acked[got.Seq] = got.ID
-		}
-		if open, _ := s.RecoverIntents(); len(open) != 0 {
-			t.Fatalf("round %d: intents still open after recovery", round)
-		}
-		s.Close()
+		killRound(t, dir, 1, round, stopAfter, acked, intents)
 	}
 	if len(acked) < 25+40+7 {
 		t.Fatalf("only %d acked", len(acked))
+	}
+}
+
+// killRound runs the kill -9 helper with writers appending at once, kills
+// it once stopAfter receipts were acknowledged (mid-loop: it is already
+// working on its next appends), and checks the store it left: every
+// acknowledged receipt is there at its seq, the chain verifies, and every
+// acknowledged intent has its receipt or is returned for recovery (at most
+// one a writer), which turns it into an outcome_unknown receipt. It adds
+// what was acknowledged to acked and intents, and returns whether two
+// writes were ever acknowledged by one transaction (group commit).
+func killRound(t *testing.T, dir string, writers, round, stopAfter int, acked map[int64]string, intents map[string]bool) (shared bool) {
+	t.Helper()
+	cmd, stdout, stderr := startHelper(t, helperEnv+"="+dir, fmt.Sprintf("%s=%d", killWritersEnv, writers))
+	sc := bufio.NewScanner(stdout)
+	n := 0
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch f[0] {
+		case "intent":
+			intents[f[1]] = true
+		case "acked":
+			seq, _ := strconv.ParseInt(f[1], 10, 64)
+			acked[seq] = f[2]
+			writes, _ := strconv.ParseInt(f[3], 10, 64)
+			commits, _ := strconv.ParseInt(f[4], 10, 64)
+			shared = shared || writes > commits
+			n++
+		}
+		if n == stopAfter {
+			cmd.Process.Signal(syscall.SIGKILL)
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("round %d: helper did not die by SIGKILL: %v; stderr: %s", round, err, stderr.String())
+	}
+	checkAfterKill(t, dir, writers, round, acked, intents)
+	return shared
+}
+
+// startHelper starts this test binary again with env added (TestMain
+// sends it to a helper), its stdout piped and its stderr kept.
+func startHelper(t *testing.T, env ...string) (*exec.Cmd, io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, stderr
+}
+
+// checkAfterKill opens the store a killed helper left and checks it (see
+// killRound), recovering its open intents.
+func checkAfterKill(t *testing.T, dir string, writers, round int, acked map[int64]string, intents map[string]bool) {
+	t.Helper()
+	k, err := LoadOrCreateKeys(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(filepath.Join(dir, "receipts.db"), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for seq, id := range acked {
+		r, err := s.GetSeq(seq)
+		if err != nil || r.ID != id {
+			t.Fatalf("round %d: acked seq %d (%s) lost: %v", round, seq, id, err)
+		}
+	}
+	checked, bad, err := s.VerifyChain()
+	if err != nil || bad != 0 || checked < len(acked) {
+		t.Fatalf("round %d: chain after kill -9: checked %d (acked %d), bad %d, %v", round, checked, len(acked), bad, err)
+	}
+	open, err := s.RecoverIntents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) > writers {
+		t.Fatalf("round %d: %d open intents, at most %d expected", round, len(open), writers)
+	}
+	isOpen := map[string]bool{}
+	for _, in := range open {
+		isOpen[in.ExecutionID] = true
+	}
+	for exec := range intents {
+		if _, err := s.ByExecution(exec); err != nil && !isOpen[exec] {
+			t.Fatalf("round %d: acked intent %s lost: neither its receipt nor open (%v)", round, exec, err)
+		}
+	}
+	for _, in := range open {
+		got, err := s.Append(in.OutcomeUnknown(in.StartedAt, "daemon was killed"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked[got.Seq] = got.ID
+	}
+	if open, _ := s.RecoverIntents(); len(open) != 0 {
+		t.Fatalf("round %d: intents still open after recovery", round)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +40,9 @@ func TestBenchDurableWrites(t *testing.T) {
 
 // benchIntentWrites prints what making one intent durable costs: appended
 // with fdatasync, written in place in a preallocated log, and as a SQLite
-// insert (today), in alternating rounds of n.
+// insert (today), in alternating rounds of n: wall time and the process's
+// CPU time (user and system, the store's writer goroutine included) per
+// write.
 func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
 	const n = 300
 	draft := sampleReceipt(k, receipt.StatusSucceeded, "bench")
@@ -49,13 +52,13 @@ func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
 	}
 	dir := t.TempDir()
 
-	appendSync := func() time.Duration {
+	appendSync := func() (time.Duration, time.Duration) {
 		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("append-%d", time.Now().UnixNano())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		for range n {
 			if _, err := f.Write(body); err != nil {
 				t.Fatal(err)
@@ -64,9 +67,9 @@ func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
 				t.Fatal(err)
 			}
 		}
-		return time.Since(start) / n
+		return time.Since(start) / n, (processCPU() - cpu) / n
 	}
-	prealloc := func() time.Duration {
+	prealloc := func() (time.Duration, time.Duration) {
 		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("ring-%d", time.Now().UnixNano())), os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +86,7 @@ func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
 		binary.LittleEndian.PutUint32(rec, uint32(len(body)))
 		binary.LittleEndian.PutUint32(rec[4:], crc32.ChecksumIEEE(body))
 		copy(rec[8:], body)
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		var off int64
 		for range n {
 			if _, err := f.WriteAt(rec, off); err != nil {
@@ -94,30 +97,47 @@ func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
 			}
 			off += int64(len(rec))
 		}
-		return time.Since(start) / n
+		return time.Since(start) / n, (processCPU() - cpu) / n
 	}
-	sqliteIntent := func() time.Duration {
-		start := time.Now()
+	sqliteIntent := func() (time.Duration, time.Duration) {
+		start, cpu := time.Now(), processCPU()
 		for i := range n {
 			in := Intent{ExecutionID: fmt.Sprintf("e-%d-%d", time.Now().UnixNano(), i), PlanID: "p", SessionID: "s", Receipt: draft}
 			if err := s.AppendIntent(in); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return time.Since(start) / n
+		return time.Since(start) / n, (processCPU() - cpu) / n
 	}
 	// Alternate rounds so that load from elsewhere hits all alike.
-	var app, ring, lite []time.Duration
-	for range 3 {
-		app = append(app, appendSync())
-		ring = append(ring, prealloc())
-		lite = append(lite, sqliteIntent())
+	ways := []struct {
+		name      string
+		run       func() (time.Duration, time.Duration)
+		wall, cpu []time.Duration
+	}{
+		{name: "append + fdatasync (file grows)", run: appendSync},
+		{name: "preallocated log: write in place + fdatasync", run: prealloc},
+		{name: "intent today: SQLite insert, synchronous=FULL", run: sqliteIntent},
 	}
-	a, r, l := medianDuration(app), medianDuration(ring), medianDuration(lite)
-	fmt.Printf("\ndurable writes (%d-byte record, median of 3 alternating rounds of %d)\n", len(body), n)
-	fmt.Printf("%-52s %10.0f µs %8s\n", "append + fdatasync (file grows)", us(a), "1.00x")
-	fmt.Printf("%-52s %10.0f µs %7.2fx\n", "preallocated log: write in place + fdatasync", us(r), float64(r)/float64(a))
-	fmt.Printf("%-52s %10.0f µs %7.2fx\n", "intent today: SQLite insert, synchronous=FULL", us(l), float64(l)/float64(a))
+	for range 3 {
+		for i := range ways {
+			w, c := ways[i].run()
+			ways[i].wall, ways[i].cpu = append(ways[i].wall, w), append(ways[i].cpu, c)
+		}
+	}
+	fmt.Printf("\ndurable writes (%d-byte record, median of 3 alternating rounds of %d): wall, then process CPU per write\n", len(body), n)
+	a, ac := medianDuration(ways[0].wall), medianDuration(ways[0].cpu)
+	for _, w := range ways {
+		m, c := medianDuration(w.wall), medianDuration(w.cpu)
+		fmt.Printf("%-52s %8.0f µs %6.2fx %8.0f µs CPU %6.2fx\n", w.name, us(m), float64(m)/float64(a), us(c), float64(c)/float64(ac))
+	}
+}
+
+// processCPU is the process's CPU time so far (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchGroupCommit prints receipts appended by 64 writers at once (group

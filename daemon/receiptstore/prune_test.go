@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -267,17 +266,7 @@ func TestKill9DuringPrune(t *testing.T) {
 	for round, delay := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond, time.Hour} {
 		dir := t.TempDir()
 		copyDir(t, src, dir)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), pruneHelperEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stdout, stderr := startHelper(t, pruneHelperEnv+"="+dir)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if sc.Text() == "deleting" {
@@ -289,7 +278,7 @@ func TestKill9DuringPrune(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 		}
 		go io.Copy(io.Discard, stdout)
-		err = cmd.Wait()
+		err := cmd.Wait()
 		if delay == time.Hour && err != nil {
 			t.Fatalf("prune without a kill: %v; %s", err, stderr.String())
 		}

@@ -49,8 +49,6 @@ func (l *Launches) Capability() *termdv1.Capability {
 // the execution's private temporary directory (returned, to be removed when
 // it ends) and the build caches under HOME.
 func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network, home string, uid, gid int) (*sandbox.Record, string, error) {
-	cfg := l.Config()
-	pol := l.Policy.Current()
 	tmp, err := l.Files.PrivateTmp(id, uid, gid)
 	if err != nil {
 		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
@@ -62,6 +60,33 @@ func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network
 			return nil, "", errdefs.Precondition("preparing the cache directory %s: %v", filepath.Join(home, rel), err)
 		}
 	}
+	mode := l.Mode()
+	launch, rec, err := sandbox.Prepare(d.Sandbox, l.sandboxPaths(mode, d, nw, home, tmp, uid), mode, l.Sandbox)
+	if err == nil && nw.Fallback != "" {
+		rec.Missing = append(rec.Missing, nw.Fallback)
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		var refused *sandbox.RefusedError
+		var rootMap *sandbox.RootMapError
+		if errors.As(err, &refused) || errors.As(err, &rootMap) {
+			return nil, "", errdefs.Precondition("%v", err)
+		}
+		return nil, "", errdefs.Internal("%v", err)
+	}
+	s.Launch = launch
+	return &rec, tmp, nil
+}
+
+// sandboxPaths are what an execution's sandbox confines it to and hides
+// from it. With the sandbox off there are none to compute: Prepare reads
+// none of them then (its record says the sandbox is off), and the hidden
+// paths cost a glob of /etc/ssh and a few lookups per execution.
+func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network, home, tmp string, uid int) sandbox.Paths {
+	if mode == sandbox.Off {
+		return sandbox.Paths{}
+	}
+	cfg, pol := l.Config(), l.Policy.Current()
 	paths := sandbox.Paths{
 		Workspaces:     cfg.Workspaces,
 		SystemRead:     pol.SystemRead(),
@@ -78,21 +103,7 @@ func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network
 	if nw.Egress {
 		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
 	}
-	launch, rec, err := sandbox.Prepare(d.Sandbox, paths, l.Mode(), l.Sandbox)
-	if err == nil && nw.Fallback != "" {
-		rec.Missing = append(rec.Missing, nw.Fallback)
-	}
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		var refused *sandbox.RefusedError
-		var rootMap *sandbox.RootMapError
-		if errors.As(err, &refused) || errors.As(err, &rootMap) {
-			return nil, "", errdefs.Precondition("%v", err)
-		}
-		return nil, "", errdefs.Internal("%v", err)
-	}
-	s.Launch = launch
-	return &rec, tmp, nil
+	return paths
 }
 
 // RootMap is the unprivileged host uid a command that runs as uid (0:
