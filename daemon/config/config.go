@@ -139,8 +139,8 @@ type OTLP struct {
 	Protocol   string            `yaml:"protocol" doc:"grpc or http/protobuf" default:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf"`
 	Headers    map[string]string `yaml:"headers" doc:"headers sent with every export (e.g. authorization); when set they replace OTEL_EXPORTER_OTLP_HEADERS; a config holding a secret here must be mode 0600" default:"OTEL_EXPORTER_OTLP_LOGS_HEADERS, else OTEL_EXPORTER_OTLP_HEADERS"`
 	CAFile     string            `yaml:"ca_file" doc:"PEM file of the CA that signed the collector's certificate (https endpoints)" default:"OTEL_EXPORTER_OTLP_CERTIFICATE, else the system roots"`
-	CertFile   string            `yaml:"cert_file" doc:"PEM client certificate for a collector that asks for one (mutual TLS); needs key_file" default:"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"`
-	KeyFile    string            `yaml:"key_file" doc:"PEM private key of cert_file; must be mode 0600 or stricter" default:"OTEL_EXPORTER_OTLP_CLIENT_KEY"`
+	CertFile   string            `yaml:"cert_file" doc:"PEM client certificate for a collector that asks for one (mutual TLS); needs key_file" default:"the file OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE names, else none"`
+	KeyFile    string            `yaml:"key_file" doc:"PEM private key of cert_file; must be mode 0600 or stricter" default:"the file OTEL_EXPORTER_OTLP_CLIENT_KEY names, else none"`
 	Timeout    Duration          `yaml:"timeout" doc:"time limit of one export request" default:"10s"`
 	HostName   string            `yaml:"host_name" doc:"the host name records carry (host.name), so a backend tells hosts apart" default:"the machine's host name"`
 	Batch      int               `yaml:"batch" doc:"receipts sent in one export request at most (fewer when they add up to more than 3 MiB); also the most termd holds in memory for export: the rest wait in the receipt store" default:"256"`

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestConfigDocIsCurrent fails when docs/CONFIG.md no longer matches the
@@ -65,6 +67,22 @@ func TestExampleYAMLLoadsAndListsEveryKey(t *testing.T) {
 	}
 	if c.ShutdownGrace.D().String() != "10s" || c.Adviser.BaseURL != "https://api.deepseek.com" || c.Sessions.PerPrincipal != 8 {
 		t.Fatalf("uncommented defaults changed values: %+v", c)
+	}
+	// Every value shown is the default itself, never a description of it
+	// (a key_file literally named after an environment variable).
+	// Two keys are left unset by Default() and mean what the example shows:
+	// OTLP's enabled (true: export when an endpoint is set) and the root map
+	// uid (0: sandbox.DefaultRootMapUID, 65533).
+	d := Default()
+	d.Export.OTLP.Enabled, d.RootMapUID = c.Export.OTLP.Enabled, c.RootMapUID
+	if *c.Export.OTLP.Enabled != true || c.RootMapUID != 65533 {
+		t.Fatalf("uncommented otlp.enabled / sandbox_root_map_uid: %v %d", *c.Export.OTLP.Enabled, c.RootMapUID)
+	}
+	// Compared as YAML: an empty list and an unset one are the same config.
+	gotY, err1 := yaml.Marshal(c)
+	wantY, err2 := yaml.Marshal(d)
+	if err1 != nil || err2 != nil || string(gotY) != string(wantY) {
+		t.Fatalf("uncommenting the example changes the config (%v, %v):\n got %s\nwant %s", err1, err2, gotY, wantY)
 	}
 }
 
