@@ -176,9 +176,10 @@ func TestCredentialByReference(t *testing.T) {
 	show("operator credentials", protojson.Format(ops))
 
 	// Plan, approve, run: git authenticates with the token.
-	cr := credRig{d: d, ctx: ctx, url: url, agent: agent, show: show, rest: rest}
+	cr := credRig{d: d, url: url, agent: agent, show: show, rest: rest}
 	runGit := func() (planID, receiptID string) { return cr.runGit(t) }
 	planID, receiptID := runGit()
+	ctx = ctxT(t)
 	rc := receiptJSON(t, d.Client, receiptID)
 	if fmt.Sprint(rc["credentials"]) != "[GH_TOKEN]" || rc["schema_version"] != "1.7" {
 		t.Fatalf("the receipt must name the credential: %v (schema %v)", rc["credentials"], rc["schema_version"])
@@ -277,7 +278,6 @@ credentials:
 // person or an agent could read for the final search for the secret.
 type credRig struct {
 	d     *harness.Daemon
-	ctx   context.Context
 	url   string
 	agent func(args ...string) (string, string, int)
 	show  func(what string, s string)
@@ -288,7 +288,8 @@ type credRig struct {
 // asks and the operator's surfaces name the credential, approves it, and
 // runs it: git authenticates, the helper's echo of the value is redacted.
 func (r credRig) runGit(t *testing.T) (planID, receiptID string) {
-	d, ctx, url, agent, show, rest := r.d, r.ctx, r.url, r.agent, r.show, r.rest
+	d, url, agent, show, rest := r.d, r.url, r.agent, r.show, r.rest
+	ctx := ctxT(t) // each step its own time budget: the whole test can outlast one
 	t.Helper()
 	out, errOut, code := agent("plan", "-o", "json", "--credential", "GH_TOKEN", "--", "git", "ls-remote", url)
 	show("agent plan", out+errOut)
@@ -361,7 +362,8 @@ func checkCredentialRouting(t *testing.T, r credRig) {
 // checkFileCredential: with inject: file the variable names a private file
 // holding the value, gone when the execution ends.
 func checkFileCredential(t *testing.T, r credRig) {
-	d, ctx, agent, show := r.d, r.ctx, r.agent, r.show
+	d, agent, show := r.d, r.agent, r.show
+	ctx := ctxT(t)
 	// inject: file: the variable names a file in the execution's private
 	// TMPDIR holding the value; the file is gone when the execution ends.
 	out, errOut, code := agent("plan", "-o", "json", "--mode", "confirm", "--credential", "FILE_TOKEN", "--", "sh", "-c", fileProbe)
@@ -386,7 +388,8 @@ func checkFileCredential(t *testing.T, r credRig) {
 // checkGroupReadableRefused: a group-readable credential file refuses the
 // execution, naming file, mode and fix, and the list says it is unreadable.
 func checkGroupReadableRefused(t *testing.T, r credRig, tokenFile string) {
-	d, ctx, url, agent, show := r.d, r.ctx, r.url, r.agent, r.show
+	d, url, agent, show := r.d, r.url, r.agent, r.show
+	ctx := ctxT(t)
 	// A group-readable credential file is refused, naming file, mode, fix.
 	if err := os.Chmod(tokenFile, 0o640); err != nil {
 		t.Fatal(err)
@@ -412,7 +415,8 @@ func checkGroupReadableRefused(t *testing.T, r credRig, tokenFile string) {
 // the receipts receiptIDs, the export, the daemon's log) into surfaces and
 // checks no value of secrets is in it, in any form.
 func checkNoCredentialLeaks(t *testing.T, r credRig, surfaces *bytes.Buffer, receiptIDs, secrets []string) {
-	d, ctx, show := r.d, r.ctx, r.show
+	d, show := r.d, r.show
+	ctx := ctxT(t)
 	// Every surface: events of every session, receipts (exported JSON
 	// too), the daemon's log.
 	ectx, cancel := context.WithTimeout(ctx, 3*time.Second)
