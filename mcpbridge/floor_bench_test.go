@@ -339,10 +339,9 @@ func (s *server) series(t *testing.T, era string, n, warmup int) ([]time.Duratio
 	for i := range n + warmup {
 		d, err := c.pair()
 		if err != nil {
-			if failed == 0 {
-				t.Logf("%s %s: %v", s.name, era, err)
+			if failed++; failed <= maxLoggedFailures {
+				t.Logf("%s %s: failure %d: %v", s.name, era, failed, err)
 			}
-			failed++
 			continue
 		}
 		if i >= warmup {
