@@ -162,8 +162,8 @@ func benchFloorClients(t *testing.T, sides []*server, seconds int, rss func(when
 			}
 			harness.Bench(t, fmt.Sprintf("floor: %2d clients x %ds, %-10s: %6.1f pairs/s, p50 %v, p99 %v, worst %v, %d failed, CPU/pair %v%s; load average %s -> %s",
 				clients, seconds, s.name, float64(len(res.ok))/res.wall.Seconds(), ms(harness.Pct(res.ok, 50)), ms(harness.Pct(res.ok, 99)), ms(harness.Pct(res.ok, 100)), res.failed, ms(c), group, l0, loadavg()))
-			if res.failed > 0 {
-				t.Logf("%s, %d clients: first failure: %s", s.name, clients, res.firstErr)
+			for i, e := range res.errs {
+				t.Logf("%s, %d clients: failure %d of %d: %s", s.name, clients, i+1, res.failed, e)
 			}
 		}
 		rss(fmt.Sprintf("%d clients", clients))
@@ -339,10 +339,9 @@ func (s *server) series(t *testing.T, era string, n, warmup int) ([]time.Duratio
 	for i := range n + warmup {
 		d, err := c.pair()
 		if err != nil {
-			if failed == 0 {
-				t.Logf("%s %s: %v", s.name, era, err)
+			if failed++; failed <= maxLoggedFailures {
+				t.Logf("%s %s: failure %d: %v", s.name, era, failed, err)
 			}
-			failed++
 			continue
 		}
 		if i >= warmup {
@@ -352,11 +351,15 @@ func (s *server) series(t *testing.T, era string, n, warmup int) ([]time.Duratio
 	return ds, failed
 }
 
+// maxLoggedFailures is how many failed pairs of a concurrent run are
+// logged in full.
+const maxLoggedFailures = 5
+
 type loadResult struct {
-	ok       []time.Duration
-	failed   int
-	firstErr string
-	wall     time.Duration
+	ok     []time.Duration
+	failed int
+	errs   []string // the first maxLoggedFailures failures, in full
+	wall   time.Duration
 }
 
 // concurrent runs clients clients (modern era), each its own connection
@@ -383,9 +386,9 @@ func (s *server) concurrent(t *testing.T, clients int, d time.Duration) loadResu
 			for time.Now().Before(end) {
 				p, err := c.pair()
 				if err != nil {
-					if failed.Add(1) == 1 {
+					if failed.Add(1) <= maxLoggedFailures {
 						mu.Lock()
-						res.firstErr = err.Error()
+						res.errs = append(res.errs, err.Error())
 						mu.Unlock()
 					}
 					continue
@@ -527,7 +530,25 @@ func (c *mcpPairs) pair() (time.Duration, error) {
 		return 0, err
 	}
 	if x["state"] != "succeeded" {
-		return 0, fmt.Errorf("execute: state %v", x["state"])
+		return 0, c.failedExecution(x)
 	}
 	return time.Since(start), nil
+}
+
+// failedExecution says why an execution did not succeed, in full: its
+// answer (exit code, signal, stdout, stderr, error = the receipt's detail)
+// and, where termd signed one, the receipt (terminal_status), so a rare
+// failure under load is diagnosable from the bench's log alone.
+func (c *mcpPairs) failedExecution(x map[string]any) error {
+	answer, _ := json.Marshal(x)
+	err := fmt.Errorf("execute: state %v: %s", x["state"], answer)
+	if id, _ := x["execution_id"].(string); id != "" && c.s.termd {
+		st, serr := c.tool("terminal_status", map[string]any{"execution_id": id})
+		if serr != nil {
+			return fmt.Errorf("%w; terminal_status: %v", err, serr)
+		}
+		rec, _ := json.Marshal(st["receipt"])
+		err = fmt.Errorf("%w; receipt: %s", err, rec)
+	}
+	return err
 }
