@@ -104,18 +104,11 @@ func (rf *receiptFilter) values() (session, status, principal string, since, unt
 }
 
 func parseWhen(flag, s string) (*timestamppb.Timestamp, error) {
-	if s == "" {
-		return nil, nil
+	ts, err := client.ParseWhen(s)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("%s %q: give a duration ago (24h) or a time (2006-01-02, 2006-01-02 15:04:05, RFC 3339)", flag, s))
 	}
-	if d, err := time.ParseDuration(s); err == nil {
-		return timestamppb.New(time.Now().Add(-d)), nil
-	}
-	for _, layout := range []string{time.RFC3339, time.DateTime, time.DateOnly} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return timestamppb.New(t), nil
-		}
-	}
-	return nil, usageErr(fmt.Errorf("%s %q: give a duration ago (24h) or a time (2006-01-02, 2006-01-02 15:04:05, RFC 3339)", flag, s))
+	return ts, nil
 }
 
 func truncate(s string, n int) string {

@@ -73,7 +73,7 @@ type ExecuteInput struct {
 // ExecutionInput names an execution, by its id or by the plan it runs.
 type ExecutionInput struct {
 	ExecutionID string `json:"execution_id,omitempty" jsonschema:"the execution, from terminal_execute"`
-	PlanID      string `json:"plan_id,omitempty" jsonschema:"or the plan it runs (when the execution_id was not seen, e.g. after a cancelled or timed-out terminal_execute call)"`
+	PlanID      string `json:"plan_id,omitempty" jsonschema:"or the plan it runs (when no call returned its execution_id)"`
 }
 
 // executionID resolves an ExecutionInput to an execution id.

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/termd/termd/client"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -18,7 +19,7 @@ type HistoryInput struct {
 	SessionID string `json:"session_id,omitempty" jsonschema:"only this session's receipts"`
 	Status    string `json:"status,omitempty" jsonschema:"only this status: succeeded, failed, timed_out, cancelled, killed, output_limit, denied, blocked, expired, outcome_unknown"`
 	Principal string `json:"principal,omitempty" jsonschema:"only receipts this principal requested or approved (e.g. uid:1000)"`
-	Since     string `json:"since,omitempty" jsonschema:"only receipts that started from then on: RFC 3339, or a duration ago such as 24h"`
+	Since     string `json:"since,omitempty" jsonschema:"only receipts that started from then on: a duration ago (24h) or a time (2026-01-02, RFC 3339)"`
 	Until     string `json:"until,omitempty" jsonschema:"only receipts that started before then (same forms as since)"`
 	Limit     int32  `json:"limit,omitempty" jsonschema:"hits per page: 20 by default, at most 100"`
 	PageToken string `json:"page_token,omitempty" jsonschema:"next_page_token of the previous page"`
@@ -87,17 +88,11 @@ func (b *Bridge) history(ctx context.Context, _ *mcp.CallToolRequest, in History
 	return reply(v, false, summary)
 }
 
-// when reads a time filter: RFC 3339 or a duration ago.
+// when reads a time filter (client.ParseWhen: a duration ago or a time).
 func when(name, s string) (*timestamppb.Timestamp, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		return timestamppb.New(time.Now().Add(-d)), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
+	ts, err := client.ParseWhen(s)
 	if err != nil {
-		return nil, fmt.Errorf("%s %q is neither RFC 3339 (2026-01-02T15:04:05Z) nor a duration ago (24h). Next: fix it and call terminal_history again", name, s)
+		return nil, fmt.Errorf("%s %q is %v. Next: fix it and call terminal_history again", name, s, err)
 	}
-	return timestamppb.New(t), nil
+	return ts, nil
 }

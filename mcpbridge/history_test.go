@@ -50,3 +50,29 @@ func TestHistorySearchesOwnReceipts(t *testing.T) {
 		t.Fatalf("an empty query should be an error naming the fix: %s", text(res))
 	}
 }
+
+// terminal_history's since and until take what termctl's --since and
+// --until take (client.ParseWhen): a date as well as RFC 3339 or a
+// duration ago; anything else is an error naming the forms.
+func TestHistoryTimeFilters(t *testing.T) {
+	d := startDaemon(t)
+	cs := connect(t, d, transports[0], &clientRecorder{}, false)
+	if run, res := call(t, cs, "terminal_run", map[string]any{"argv": []string{"echo", "when-probe"}}, false); res.IsError || str(run, "state") != "succeeded" {
+		t.Fatalf("run: %s", text(res))
+	}
+	for args, want := range map[[2]string]int{
+		{"2000-01-01", ""}:                     1,
+		{"", "2000-01-01 00:00:00"}:            0,
+		{"1h", ""}:                             1,
+		{"2000-01-01T00:00:00Z", "2000-01-02"}: 0,
+	} {
+		got, res := call(t, cs, "terminal_history", map[string]any{"query": "when-probe", "since": args[0], "until": args[1]}, false)
+		if hits, _ := got["hits"].([]any); res.IsError || len(hits) != want {
+			t.Errorf("terminal_history since %q until %q: want %d hits: %s", args[0], args[1], want, text(res))
+		}
+	}
+	_, res := call(t, cs, "terminal_history", map[string]any{"query": "when-probe", "since": "yesterday"}, false)
+	if !res.IsError || !strings.Contains(text(res), "2006-01-02") || !strings.Contains(text(res), "since") {
+		t.Fatalf("since yesterday should be an error naming the argument and the forms: %s", text(res))
+	}
+}

@@ -32,19 +32,25 @@ func (b *Bridge) addPlanTools() {
 	}, b.retry)
 }
 
-// PlanInput asks for a plan.
-type PlanInput struct {
-	Argv           []string          `json:"argv,omitempty" jsonschema:"the command as argv (preferred), e.g. [\"ls\",\"-la\"]; it is never run by a shell"`
+// CommandInput is the command terminal_plan and terminal_run take alike:
+// what runs, where, and under which limits (termd's CommandRequest).
+type CommandInput struct {
+	Argv           []string          `json:"argv,omitempty" jsonschema:"the command as argv, e.g. [\"ls\",\"-la\"]; never run by a shell"`
 	Command        string            `json:"command,omitempty" jsonschema:"or the command as one string, split like a shell would (quotes respected) but never run by one"`
 	Cwd            string            `json:"cwd,omitempty" jsonschema:"working directory, absolute or relative to the workspace root (the default)"`
-	Env            map[string]string `json:"env,omitempty" jsonschema:"extra environment variables (the policy decides which are allowed)"`
-	SessionID      string            `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill the command after this many seconds (default: the policy's limit)"`
-	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"read-only or workspace-write (default: the policy's choice; a program termd has no grammar for runs read-only: if it fails writing in the workspace, plan it again with workspace-write)"`
+	Env            map[string]string `json:"env,omitempty" jsonschema:"extra environment variables (the policy decides)"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill it after this many seconds (default: the policy's limit)"`
+	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"read-only or workspace-write (default: the policy's choice; a program termd has no grammar for runs read-only: if it fails writing in the workspace, try again with workspace-write)"`
 	Network        string            `json:"network,omitempty" jsonschema:"none, workspace-loopback (127.0.0.1 shared by your commands here, no route out: the default for offline work and curl to localhost), host (asks) or egress:NAME (an allow-list)"`
 	Credentials    []string          `json:"credentials,omitempty" jsonschema:"names of operator-defined secrets (e.g. GH_TOKEN) to put in its environment (you never see the values); needs approval unless a grant covers it"`
 	Stdin          string            `json:"stdin,omitempty" jsonschema:"text the command reads on its standard input (default: none); at most termd's plans.max_stdin_bytes (1 MiB)"`
-	TTY            *TTYInput         `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
+}
+
+// PlanInput asks for a plan.
+type PlanInput struct {
+	CommandInput
+	SessionID string    `json:"session_id,omitempty" jsonschema:"a termd session to plan in (default: this client's session)"`
+	TTY       *TTYInput `json:"tty,omitempty" jsonschema:"run the program on a pseudo-terminal of this size (an interactive program: a REPL, a prompt, less, git add -p); then type into it with terminal_send. A REPL needs a person's approval: what is typed into it is code"`
 }
 
 // RetryInput replans a plan.
@@ -67,7 +73,7 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 		}
 		return b.planResult(ctx, req, p, action, false)
 	}
-	cr, err := commandRequest(in)
+	cr, err := commandRequest(in.CommandInput, in.TTY)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,7 +85,7 @@ func (b *Bridge) plan(ctx context.Context, req *mcp.CallToolRequest, in PlanInpu
 }
 
 // commandRequest checks a plan's arguments and builds its request.
-func commandRequest(in PlanInput) (*termdv1.CommandRequest, error) {
+func commandRequest(in CommandInput, ttyIn *TTYInput) (*termdv1.CommandRequest, error) {
 	argv, command, err := splitCommand(in.Argv, in.Command)
 	if err != nil {
 		return nil, err
@@ -95,7 +101,7 @@ func commandRequest(in PlanInput) (*termdv1.CommandRequest, error) {
 	if _, _, err := netmode.Parse(in.Network); err != nil {
 		return nil, fmt.Errorf("%v. Next: omit network for the policy's choice", err)
 	}
-	tty, err := ttyOptions(in.TTY)
+	tty, err := ttyOptions(ttyIn)
 	if err != nil {
 		return nil, err
 	}

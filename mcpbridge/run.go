@@ -27,17 +27,9 @@ import (
 
 // RunInput asks for a command to be planned and, if allowed, run.
 type RunInput struct {
-	Argv           []string          `json:"argv,omitempty" jsonschema:"the command as argv, e.g. [\"ls\",\"-la\"]; never run by a shell"`
-	Command        string            `json:"command,omitempty" jsonschema:"or the command as one string, split like a shell would (quotes respected) but never run by one"`
-	Cwd            string            `json:"cwd,omitempty" jsonschema:"working directory, absolute or relative to the workspace root (the default)"`
-	Env            map[string]string `json:"env,omitempty" jsonschema:"extra environment variables (the policy decides)"`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"kill it after this many seconds (default: the policy's limit)"`
-	Sandbox        string            `json:"sandbox,omitempty" jsonschema:"read-only or workspace-write (default: the policy's choice; a program termd has no grammar for runs read-only: if it fails writing in the workspace, run it again with workspace-write)"`
-	Network        string            `json:"network,omitempty" jsonschema:"none, workspace-loopback (default for offline work: 127.0.0.1 shared with your other commands in this workspace), host (needs approval) or egress:NAME"`
-	Credentials    []string          `json:"credentials,omitempty" jsonschema:"names of operator-defined secrets to put in its environment (you never see the values); needs approval unless a grant covers it"`
-	Stdin          string            `json:"stdin,omitempty" jsonschema:"text the command reads on its standard input (default: none); at most 1 MiB"`
-	WaitSeconds    int               `json:"wait_seconds,omitempty" jsonschema:"wait this long for it to end before returning it as running (default 45, max 600)"`
-	Detail         bool              `json:"detail,omitempty" jsonschema:"also return the policy decision and the signed receipt"`
+	CommandInput
+	WaitSeconds int  `json:"wait_seconds,omitempty" jsonschema:"wait this long for it to end before returning it as running (default 45, max 600)"`
+	Detail      bool `json:"detail,omitempty" jsonschema:"also return the policy decision and the signed receipt"`
 }
 
 // RunView is a terminal_run result (and its structuredContent).
@@ -74,7 +66,7 @@ func (b *Bridge) runCommand(ctx context.Context, req *mcp.CallToolRequest, in Ru
 	if in.WaitSeconds < 0 {
 		return nil, nil, errors.New("wait_seconds must not be negative. Next: omit it to wait up to 45 s")
 	}
-	cr, err := commandRequest(PlanInput{Argv: in.Argv, Command: in.Command, Cwd: in.Cwd, Env: in.Env, TimeoutSeconds: in.TimeoutSeconds, Sandbox: in.Sandbox, Network: in.Network, Credentials: in.Credentials, Stdin: in.Stdin})
+	cr, err := commandRequest(in.CommandInput, nil)
 	if err != nil {
 		return nil, nil, err
 	}

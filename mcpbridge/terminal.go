@@ -26,22 +26,20 @@ type TTYInput struct {
 
 // SendInput types into a PTY execution.
 type SendInput struct {
-	ExecutionID string   `json:"execution_id,omitempty" jsonschema:"the PTY execution, from terminal_execute"`
-	PlanID      string   `json:"plan_id,omitempty" jsonschema:"or the plan it runs"`
-	Text        string   `json:"text,omitempty" jsonschema:"typed as is, without Enter (e.g. y to answer a single-key prompt)"`
-	Line        string   `json:"line,omitempty" jsonschema:"typed, then Enter: one line (a REPL statement, an answer); for multi-line Python blocks end with an empty line"`
-	Keys        []string `json:"keys,omitempty" jsonschema:"named keys pressed after text and line, in order: enter, tab, backspace, escape, up, down, left, right, home, end, page_up, page_down, ctrl_c (SIGINT to the foreground program), ctrl_d (end of input), ctrl_z"`
-	NoWait      bool     `json:"no_wait,omitempty" jsonschema:"return at once instead of waiting until the program is ready for input again"`
-	TimeoutMs   int      `json:"timeout_ms,omitempty" jsonschema:"wait at most this long (default 10000, max 300000); the answer then says timeout"`
-	QuietMs     int      `json:"quiet_ms,omitempty" jsonschema:"also ready once the program has printed nothing for this long (for programs that never read the terminal while busy)"`
-	Pattern     string   `json:"pattern,omitempty" jsonschema:"also ready once the screen text matches this regular expression (RE2), e.g. a prompt"`
+	ExecutionInput
+	Text      string   `json:"text,omitempty" jsonschema:"typed as is, without Enter (e.g. y to answer a single-key prompt)"`
+	Line      string   `json:"line,omitempty" jsonschema:"typed, then Enter: one line (a REPL statement, an answer); for multi-line Python blocks end with an empty line"`
+	Keys      []string `json:"keys,omitempty" jsonschema:"named keys pressed after text and line, in order: enter, tab, backspace, escape, up, down, left, right, home, end, page_up, page_down, ctrl_c (SIGINT to the foreground program), ctrl_d (end of input), ctrl_z"`
+	NoWait    bool     `json:"no_wait,omitempty" jsonschema:"return at once instead of waiting until the program is ready for input again"`
+	TimeoutMs int      `json:"timeout_ms,omitempty" jsonschema:"wait at most this long (default 10000, max 300000); the answer then says timeout"`
+	QuietMs   int      `json:"quiet_ms,omitempty" jsonschema:"also ready once the program has printed nothing for this long (for programs that never read the terminal while busy)"`
+	Pattern   string   `json:"pattern,omitempty" jsonschema:"also ready once the screen text matches this regular expression (RE2), e.g. a prompt"`
 }
 
 // ScreenInput reads a PTY execution's screen.
 type ScreenInput struct {
-	ExecutionID     string `json:"execution_id,omitempty" jsonschema:"the PTY execution"`
-	PlanID          string `json:"plan_id,omitempty" jsonschema:"or the plan it runs"`
-	ScrollbackLines int    `json:"scrollback_lines,omitempty" jsonschema:"also return up to this many lines that scrolled off the top (max 10000)"`
+	ExecutionInput
+	ScrollbackLines int `json:"scrollback_lines,omitempty" jsonschema:"also return up to this many lines that scrolled off the top (max 10000)"`
 }
 
 // TerminalView is a terminal as an agent reads it: plain text, no escape codes.
@@ -94,7 +92,7 @@ func ttyOptions(in *TTYInput) (*termdv1.TerminalOptions, error) {
 }
 
 func (b *Bridge) send(ctx context.Context, req *mcp.CallToolRequest, in SendInput) (*mcp.CallToolResult, *TerminalView, error) {
-	id, err := b.executionID(ctx, ExecutionInput{ExecutionID: in.ExecutionID, PlanID: in.PlanID})
+	id, err := b.executionID(ctx, in.ExecutionInput)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +144,7 @@ func (b *Bridge) send(ctx context.Context, req *mcp.CallToolRequest, in SendInpu
 }
 
 func (b *Bridge) screen(ctx context.Context, req *mcp.CallToolRequest, in ScreenInput) (*mcp.CallToolResult, *TerminalView, error) {
-	id, err := b.executionID(ctx, ExecutionInput{ExecutionID: in.ExecutionID, PlanID: in.PlanID})
+	id, err := b.executionID(ctx, in.ExecutionInput)
 	if err != nil {
 		return nil, nil, err
 	}

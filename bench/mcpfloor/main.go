@@ -17,49 +17,36 @@ import (
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/termd/termd/bench/internal/floorcmd"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:  "mcpfloor",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			conn, err := grpc.NewClient("unix://"+os.Getenv("TERMD_SOCKET"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	floorcmd.Main("mcpfloor", func(ctx context.Context, conn *grpc.ClientConn) error {
+		_ = termdv1.NewDaemonServiceClient(conn)
+		s := mcp.NewServer(&mcp.Implementation{Name: "mcpfloor", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+		if f := os.Getenv("MCPFLOOR_TOOLS"); f != "" {
+			tools, err := os.ReadFile(f)
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
-			_ = termdv1.NewDaemonServiceClient(conn)
-			s := mcp.NewServer(&mcp.Implementation{Name: "mcpfloor", Version: "1"}, nil)
-			s.AddTool(&mcp.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
-			if f := os.Getenv("MCPFLOOR_TOOLS"); f != "" {
-				tools, err := os.ReadFile(f)
-				if err != nil {
-					return err
-				}
-				s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-					return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-						res, err := next(ctx, method, req)
-						if lr, ok := res.(*mcp.ListToolsResult); ok {
-							return listed{lr, tools}, err
-						}
-						return res, err
+			s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					res, err := next(ctx, method, req)
+					if lr, ok := res.(*mcp.ListToolsResult); ok {
+						return listed{lr, tools}, err
 					}
-				})
-			}
-			return s.Run(context.Background(), &mcp.StdioTransport{})
-		},
-	}
-	if err := root.Execute(); err != nil {
-		os.Exit(1)
-	}
+					return res, err
+				}
+			})
+		}
+		return s.Run(ctx, &mcp.StdioTransport{})
+	})
 }
 
 // listed is a tools/list answer whose tools are JSON text.
