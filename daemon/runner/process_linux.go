@@ -54,6 +54,9 @@ type Process struct {
 	grown func()
 
 	ctl sync.Mutex // serialises pause/resume/stop signalling
+	// cgGone: the cgroup went back to the pool or away (releaseCgroup);
+	// under ctl, after which nothing signals through it.
+	cgGone bool
 
 	mu       sync.Mutex
 	reason   Status // set once by timeout or cancel
@@ -679,6 +682,9 @@ func (p *Process) beginStop(reason Status) bool {
 
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
+	if p.cgGone {
+		return true // the exit came first and its cleanup is over
+	}
 	p.signalTree(syscall.SIGTERM, false)
 	p.mu.Lock()
 	paused := p.paused
@@ -719,9 +725,7 @@ func (p *Process) supervise(readers *sync.WaitGroup) {
 	if p.cg != nil {
 		limits = p.cg.Applied()
 		cgPath = p.cg.Path()
-		// Everything in it is dead; the kernel may take a few milliseconds to
-		// let the directory go, which the result need not wait for.
-		p.r.removeLater(p.cg)
+		p.releaseCgroup()
 	}
 	p.r.unregister(p)
 

@@ -218,6 +218,10 @@ func (t *Tree) Make(name string, joined bool) (*Cgroup, error) {
 	return cg, nil
 }
 
+// MarkJoined readies cg, made or reset for a spawn forked into it, for a
+// process that joins its v1 cgroups after its fork instead (Make's joined).
+func (cg *Cgroup) MarkJoined() { cg.joined = true }
+
 // Create makes the cgroups for one execution and writes its limits.
 func (t *Tree) Create(name string, lim Limits) (*Cgroup, error) {
 	cg, err := t.makeCgroup(name, false)
@@ -357,6 +361,11 @@ func (t *Tree) v1Dir(cg *Cgroup, ctl string, want bool) (string, error) {
 	case !want && d != "":
 		delete(cg.v1, ctl)
 		_ = os.Remove(d)
+		for path := range cg.written { // made again later, it holds no limit
+			if filepath.Dir(path) == d {
+				delete(cg.written, path)
+			}
+		}
 		return "", nil
 	case !want || t.V1Parents[ctl] == "":
 		return "", nil

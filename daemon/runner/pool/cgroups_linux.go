@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,7 +64,7 @@ func NewCgroups(tree *cgroup.Tree, self int, quiet func() bool) *Cgroups {
 func (cp *Cgroups) fill() {
 	defer close(cp.done)
 	for {
-		for len(cp.ready) < cap(cp.ready) && cp.quiet() { // only fill sends: never blocks
+		for len(cp.ready) < cap(cp.ready) && cp.quiet() {
 			select {
 			case <-cp.stop:
 				return
@@ -73,7 +74,11 @@ func (cp *Cgroups) fill() {
 			if err != nil {
 				break // spawns make their cgroups inline meanwhile; try again later
 			}
-			cp.ready <- cg
+			select {
+			case cp.ready <- cg:
+			default: // recycled ones (Recycle) took the room meanwhile
+				cg.Remove()
+			}
 		}
 		select {
 		case <-cp.kick:
@@ -108,6 +113,39 @@ func (cp *Cgroups) Make(joined bool) (*cgroup.Cgroup, error) {
 		}
 	}
 	return cg, nil
+}
+
+// Recycle takes back the cgroup of an ended execution (after its result:
+// every process of it is dead and reaped, see cgroup.Cgroup.Reset) to serve
+// the next one, which saves making and removing three directories and
+// writing its limits; false: the caller removes it (it was not one of the
+// pool's, or something of its execution is left in it, or the pool is full
+// or closed).
+func (cp *Cgroups) Recycle(cg *cgroup.Cgroup) bool {
+	if cp == nil || !strings.HasPrefix(filepath.Base(cg.Path()), cp.prefix) || len(cp.ready) == cap(cp.ready) || !cg.Reset() {
+		return false
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock() // Close drains ready after it set closed under mu
+	if cp.closed {
+		return false
+	}
+	select {
+	case cp.ready <- cg:
+		return true
+	default: // filled meanwhile
+		return false
+	}
+}
+
+// ForLauncher is a cgroup for a pre-started launcher, which joins its v1
+// cgroups after its fork: a recycled one when there is one, else made now.
+func (cp *Cgroups) ForLauncher() (*cgroup.Cgroup, error) {
+	if cg := cp.take(); cg != nil {
+		cg.MarkJoined()
+		return cg, nil
+	}
+	return cp.Make(true)
 }
 
 func (cp *Cgroups) take() *cgroup.Cgroup {
