@@ -158,3 +158,56 @@ func TestCgroupWithLeftoverMemoryNotRecycled(t *testing.T) {
 		t.Errorf("the cgroup still charged with an 8 MiB tmpfs file was kept for reuse (stat: %v)", err)
 	}
 }
+
+// One cgroup serving executions with limits, none, and the limits again
+// holds them exactly each time: a v1 directory removed for the execution
+// without limits and made again for the next one starts with no limit,
+// whatever the cgroup wrote into its predecessor.
+func TestRecycledCgroupLimitsAfterNone(t *testing.T) {
+	r := newRunner(t, Options{})
+	if r.CgroupParent() == "" {
+		t.Skip("no cgroups")
+	}
+	waitPool(t, r, 0, pool.Size)
+	r.holdRefill()
+	defer r.releaseRefill()
+	for i := range pool.Size - 1 { // held aside: one cgroup is left to serve them all
+		r.ReserveCgroup(fmt.Sprintf("aside-%d", i))
+	}
+	var first string
+	for i, mib := range []int64{64, 0, 64, 0, 32} {
+		id := fmt.Sprintf("limits-%d", i)
+		path := r.ReserveCgroup(id)
+		if first == "" {
+			first = path
+		}
+		if path != first {
+			t.Fatalf("execution %d got cgroup %s, not the one recycled (%s): %s", i, path, first, r.poolStatus())
+		}
+		s := sh(`true`)
+		s.ID, s.PidsMax, s.MemoryMax = id, mib/4, mib<<20
+		p := start(t, r, s)
+		res := p.Wait()
+		p.Delivered()
+		if res.Status != StatusSucceeded {
+			t.Fatalf("execution %d: %s %v", i, res.Status, res.Err)
+		}
+		if mib > 0 && len(res.Limits) == 0 {
+			t.Skip("no pids or memory controller here (v2 or v1)")
+		}
+		if mib == 0 && len(res.Limits) != 0 {
+			t.Errorf("execution %d asked for no limit; applied %v", i, res.Limits)
+		}
+		name := filepath.Base(path)
+		for _, l := range res.Limits {
+			key, want, _ := strings.Cut(l, "=")
+			file := filepath.Join(path, strings.TrimPrefix(key, "v2:"))
+			if f, ok := strings.CutPrefix(key, "v1:"); ok {
+				file = filepath.Join(r.tree.V1Parents[strings.Split(f, ".")[0]], name, f)
+			}
+			if data, err := os.ReadFile(file); err != nil || strings.TrimSpace(string(data)) != want {
+				t.Errorf("execution %d applied %s; %s holds %q (%v)", i, l, file, data, err)
+			}
+		}
+	}
+}
