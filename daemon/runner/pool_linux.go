@@ -54,20 +54,25 @@ func (p *Process) releaseNetNS() {
 	p.r.netns.Recycle(fd)
 }
 
-// releaseCgroup lets the ended execution's cgroup go: back to the pool
-// when it can serve another execution (pool.Cgroups.Recycle), else removed
-// in the background (everything in it is dead; the kernel may take a few
-// milliseconds to let the directory go, which the result need not wait
-// for). Never while a Pause, Resume or stop still works on it (they hold
-// ctl; Pause and Resume see the exit, a stop sees cgGone): a signal through
-// it would reach the next execution's processes.
+// releaseCgroup lets the ended execution's cgroup go, in the background
+// (the result need not wait): back to the pool when it can serve another
+// execution (pool.Cgroups.Recycle), else removed (everything in it is dead;
+// the kernel may take a few milliseconds to let the directory go). Never
+// while a Pause, Resume or stop still works on it (they hold ctl; Pause and
+// Resume see the exit, a stop sees cgGone): a signal through it would reach
+// the next execution's processes.
 func (p *Process) releaseCgroup() {
 	p.ctl.Lock()
 	p.cgGone = true
 	p.ctl.Unlock()
-	if !p.r.cgPool.Recycle(p.cg) {
-		p.r.removeLater(p.cg)
-	}
+	r, cg := p.r, p.cg
+	r.cleanup.Add(1)
+	go func() {
+		defer r.cleanup.Done()
+		if !r.cgPool.Recycle(cg) {
+			cg.Remove()
+		}
+	}()
 }
 
 // leaveNetNS moves the calling locked thread back into the daemon's network

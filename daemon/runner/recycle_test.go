@@ -49,6 +49,7 @@ func TestRecycledCgroupsServeNextExecutionClean(t *testing.T) {
 		p := start(t, r, s)
 		res := p.Wait()
 		p.Delivered()
+		r.cleanup.Wait() // its cgroup is recycled or removed in the background
 		if !strings.HasPrefix(filepath.Base(res.CgroupPath), pool.Prefix) || res.CgroupPath != path {
 			t.Fatalf("execution %d ran in cgroup %q (reserved %q), not a pooled one: %s", i, res.CgroupPath, path, r.poolStatus())
 		}
@@ -64,7 +65,6 @@ func TestRecycledCgroupsServeNextExecutionClean(t *testing.T) {
 			t.Fatalf("execution %d: its background processes were not found at its end: %+v", i, res)
 		}
 		killed[path] = true
-		r.cleanup.Wait()
 		if _, err := os.Stat(path); !os.IsNotExist(err) {
 			t.Errorf("execution %d's cgroup %s, where its leftovers were killed, was kept (stat: %v)", i, path, err)
 		}
@@ -140,10 +140,10 @@ func TestCgroupWithLeftoverMemoryNotRecycled(t *testing.T) {
 		p := start(t, r, s)
 		res := p.Wait()
 		p.Delivered()
+		r.cleanup.Wait() // its cgroup is recycled or removed in the background
 		if res.Status != StatusSucceeded {
 			t.Fatalf("%s: %s %v %q", id, res.Status, res.Err, res.Stderr.Kept)
 		}
-		r.cleanup.Wait() // a cgroup not recycled is removed in the background
 		return res
 	}
 	clean := run("clean", `true`)
@@ -189,6 +189,7 @@ func TestRecycledCgroupLimitsAfterNone(t *testing.T) {
 		p := start(t, r, s)
 		res := p.Wait()
 		p.Delivered()
+		r.cleanup.Wait() // its cgroup is recycled or removed in the background
 		if res.Status != StatusSucceeded {
 			t.Fatalf("execution %d: %s %v", i, res.Status, res.Err)
 		}

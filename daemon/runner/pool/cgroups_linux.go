@@ -33,7 +33,16 @@ type Cgroups struct {
 	mu       sync.Mutex
 	reserved map[string]*cgroup.Cgroup // execution id -> its cgroup (nil: made at spawn)
 	closed   bool
+	// made, reused: cgroups made, and handed back by Recycle to serve again.
+	made, reused atomic.Uint64
 }
+
+// cgroupsKept bounds the cgroups ready: fresh ones are made up to Size,
+// recycled ones kept up to this many, so that one an ended execution hands
+// back is not turned away because the filler replaced meanwhile the one a
+// pre-started launcher took (ForLauncher), which left the next made and
+// removed per execution as without recycling.
+const cgroupsKept = 2 * Size
 
 // Prefix begins the name of every pooled cgroup.
 const Prefix = "p-"
@@ -49,7 +58,7 @@ func NewCgroups(tree *cgroup.Tree, self int, quiet func() bool) *Cgroups {
 		tree:     tree,
 		quiet:    quiet,
 		prefix:   fmt.Sprintf("%s%d-%d-", Prefix, self, start),
-		ready:    make(chan *cgroup.Cgroup, Size),
+		ready:    make(chan *cgroup.Cgroup, cgroupsKept),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -64,7 +73,7 @@ func NewCgroups(tree *cgroup.Tree, self int, quiet func() bool) *Cgroups {
 func (cp *Cgroups) fill() {
 	defer close(cp.done)
 	for {
-		for len(cp.ready) < cap(cp.ready) && cp.quiet() {
+		for len(cp.ready) < Size && cp.quiet() {
 			select {
 			case <-cp.stop:
 				return
@@ -106,6 +115,7 @@ func (cp *Cgroups) Make(joined bool) (*cgroup.Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	cp.made.Add(1)
 	if last := cp.last.Load(); last != nil {
 		if err := cp.tree.ApplyLimits(cg, *last); err != nil {
 			cg.Remove()
@@ -132,6 +142,7 @@ func (cp *Cgroups) Recycle(cg *cgroup.Cgroup) bool {
 	}
 	select {
 	case cp.ready <- cg:
+		cp.reused.Add(1)
 		return true
 	default: // filled meanwhile
 		return false
@@ -250,5 +261,5 @@ func (cp *Cgroups) Status() string {
 	if cp == nil {
 		return "cgroups: made at spawn"
 	}
-	return fmt.Sprintf("cgroups: %d ready", len(cp.ready))
+	return fmt.Sprintf("cgroups: %d ready (%d made, %d reused)", len(cp.ready), cp.made.Load(), cp.reused.Load())
 }
