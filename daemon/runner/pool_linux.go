@@ -69,7 +69,7 @@ func (p *Process) releaseCgroup() {
 	r.cleanup.Add(1)
 	go func() {
 		defer r.cleanup.Done()
-		if !r.cgPool.Recycle(cg) {
+		if r.noReuse || !r.cgPool.Recycle(cg) {
 			cg.Remove()
 		}
 	}()
