@@ -261,6 +261,9 @@ func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
 	r, spec := p.r, p.spec
 	cg, pooled := r.cgPool.Claim(p.id, limitsOf(spec))
 	if pooled {
+		if p.joinsV1() {
+			cg.MarkJoined()
+		}
 		if err := r.tree.ApplyLimits(cg, limitsOf(spec)); err != nil {
 			cg.Remove()
 			return -1, err
@@ -268,7 +271,7 @@ func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
 		p.name = filepath.Base(cg.Path())
 	} else {
 		var err error
-		if cg, err = r.tree.Create(p.name, limitsOf(spec)); err != nil {
+		if cg, err = r.tree.Create(p.name, limitsOf(spec), p.joinsV1()); err != nil {
 			return -1, err
 		}
 	}
@@ -346,7 +349,22 @@ func (p *Process) inlineLauncher(attr *os.ProcAttr) (path string, argv []string,
 // own when the kernel refused one and the spec does not require it.
 func (p *Process) fork(nsfd *int, path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
 	spec := p.spec
-	proc, err := p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+	cg, join := p.cg, p.cg != nil && p.joinsV1()
+	if join {
+		cg = nil // the thread forks it into its v2 cgroup only (CgroupFD)
+	}
+	forkIn := func() (*os.Process, error) {
+		proc, err := p.r.forkIn(cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+		if err == nil && join {
+			if err = p.cg.JoinV1(proc.Pid); err != nil {
+				_ = proc.Kill()
+				_, _ = proc.Wait()
+				return nil, err
+			}
+		}
+		return proc, err
+	}
+	proc, err := forkIn()
 	if err != nil && p.netns && !spec.RequireNoNetwork && !spec.JoinNetNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
 		attr.Sys.Cloneflags &^= syscall.CLONE_NEWNET
 		p.netns = false
@@ -354,10 +372,18 @@ func (p *Process) fork(nsfd *int, path string, argv []string, attr *os.ProcAttr)
 			unix.Close(*nsfd)
 			*nsfd = -1
 		}
-		proc, err = p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+		proc, err = forkIn()
 	}
 	return proc, err
 }
+
+// joinsV1: the execution's main process is an inline launcher, which is
+// moved into its v1 cgroups right after its fork (cgroup.Cgroup.JoinV1,
+// one write a hierarchy) rather than forked by a thread that enters them
+// and leaves them again (four writes, and a fifth for the pids limit the
+// thread raised): it waits for its configuration before it does anything,
+// as a pre-started one does.
+func (p *Process) joinsV1() bool { return p.spec.Launch != nil }
 
 // afterFork does what needs no running command before the release, while
 // the intent is committed, not between the command's exec and its run: the

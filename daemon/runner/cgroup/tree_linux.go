@@ -222,12 +222,14 @@ func (t *Tree) Make(name string, joined bool) (*Cgroup, error) {
 // process that joins its v1 cgroups after its fork instead (Make's joined).
 func (cg *Cgroup) MarkJoined() { cg.joined = true }
 
-// Create makes the cgroups for one execution and writes its limits.
-func (t *Tree) Create(name string, lim Limits) (*Cgroup, error) {
+// Create makes the cgroups for one execution and writes its limits;
+// joined: for a process that joins its v1 cgroups after its fork (JoinV1).
+func (t *Tree) Create(name string, lim Limits, joined bool) (*Cgroup, error) {
 	cg, err := t.makeCgroup(name, false)
 	if err != nil {
 		return nil, err
 	}
+	cg.joined = joined
 	if err := t.ApplyLimits(cg, lim); err != nil {
 		cg.Remove()
 		return nil, err
