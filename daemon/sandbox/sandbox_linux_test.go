@@ -372,6 +372,7 @@ func TestPooledLauncherConfinedLikeInline(t *testing.T) {
 					t.Errorf("whoami: pooled %q, inline %q (want uid %d gid %d)", got, want, uid, gid)
 				}
 				inOwnCgroups(t, got, res)
+				inOwnCgroups(t, want, wantRes) // an inline launcher joins its v1 cgroups after its fork
 			} else if got != want {
 				t.Errorf("%v: pre-started launcher (%v) answered %q, inline %q", c, pre, got, want)
 			}
