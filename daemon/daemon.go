@@ -239,6 +239,13 @@ func (d *Daemon) startRunner() error {
 	default:
 		return fmt.Errorf("TERMD_SPAWN_POOL=%q: set it to 0 to make every execution's network namespace and cgroup at spawn (no spawn pools), or leave it unset", v)
 	}
+	switch v := os.Getenv("TERMD_CGROUP_REUSE"); v {
+	case "", "1":
+	case "0":
+		ropts.NoCgroupReuse = true
+	default:
+		return fmt.Errorf("TERMD_CGROUP_REUSE=%q: set it to 0 to remove every execution's cgroup at its end (no reuse), or leave it unset", v)
+	}
 	var err error
 	if d.runner, err = runner.NewWithOptions(ropts); err != nil {
 		return fmt.Errorf("execution runtime: %w", err)

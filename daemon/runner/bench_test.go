@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/termd/termd/daemon/runner/pool"
 )
 
@@ -258,4 +260,62 @@ func TestBenchSpawnPools(t *testing.T) {
 	}
 	fmt.Printf("BENCH spawn: Runner.Start /bin/true, no network, pids+memory limits: with spawn pools median %v (p90 %v) vs without (TERMD_SPAWN_POOL=0) median %v (p90 %v): ratio %.2fx; os/exec start median %v\n",
 		pct(with, 50), pct(with, 90), pct(without, 50), pct(without, 90), float64(pct(with, 50))/float64(pct(without, 50)), pct(plain, 50))
+}
+
+// TestBenchCgroupReuse prints what reusing ended executions' cgroups saves
+// (pool.Cgroups.Recycle): the process's CPU (threads and reaped children,
+// getrusage) per Runner.Start + Wait of /bin/true with pids and memory
+// limits and no network, on a runner that reuses them and on one that does
+// not (Options.NoCgroupReuse), in alternating rounds of the same run, each
+// round ending once its runner's pools are full again (their refill is in
+// its CPU). Spawns are 5 ms apart, as an agent's are at least.
+func TestBenchCgroupReuse(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1")
+	}
+	arms := []*Runner{newRunner(t, Options{}), newRunner(t, Options{NoCgroupReuse: true})}
+	spec := Spec{Path: "/bin/true", Timeout: 10 * time.Second, NoNetwork: true, PidsMax: 512, MemoryMax: 1 << 30}
+	cpu := func() time.Duration {
+		var self, kids unix.Rusage
+		_ = unix.Getrusage(unix.RUSAGE_SELF, &self)
+		_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &kids)
+		return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+	}
+	const rounds, per = 12, 40
+	var ratios []float64
+	var total [2]time.Duration
+	for round := range rounds + 1 {
+		var got [2]time.Duration
+		for k := range arms {
+			i := (round + k) % 2 // the first arm rotates
+			r := arms[i]
+			waitPool(t, r, pool.Size, pool.Size)
+			c0 := cpu()
+			for range per {
+				p, err := r.Start(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res := p.Wait(); res.Status != StatusSucceeded {
+					t.Fatalf("true: %+v", res)
+				}
+				p.Delivered()
+				time.Sleep(5 * time.Millisecond)
+			}
+			waitPool(t, r, pool.Size, pool.Size)
+			r.cleanup.Wait()
+			got[i] = cpu() - c0
+		}
+		if round == 0 {
+			continue // warm-up
+		}
+		total[0] += got[0]
+		total[1] += got[1]
+		ratios = append(ratios, float64(got[0])/float64(got[1]))
+	}
+	slices.Sort(ratios)
+	n := time.Duration(rounds * per)
+	fmt.Printf("BENCH cgroup reuse: CPU per spawn of /bin/true (pids+memory limits, no network; process + children, pool refill included): reuse %v vs no reuse (TERMD_CGROUP_REUSE=0) %v: ratio %.3f; per-round ratios median %.3f, min %.3f, max %.3f (%d rounds of %d); %s; %s\n",
+		(total[0] / n).Round(time.Microsecond), (total[1] / n).Round(time.Microsecond), float64(total[0])/float64(total[1]),
+		ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], rounds, per, arms[0].poolStatus(), arms[1].poolStatus())
 }

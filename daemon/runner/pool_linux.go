@@ -54,6 +54,27 @@ func (p *Process) releaseNetNS() {
 	p.r.netns.Recycle(fd)
 }
 
+// releaseCgroup lets the ended execution's cgroup go, in the background
+// (the result need not wait): back to the pool when it can serve another
+// execution (pool.Cgroups.Recycle), else removed (everything in it is dead;
+// the kernel may take a few milliseconds to let the directory go). Never
+// while a Pause, Resume or stop still works on it (they hold ctl; Pause and
+// Resume see the exit, a stop sees cgGone): a signal through it would reach
+// the next execution's processes.
+func (p *Process) releaseCgroup() {
+	p.ctl.Lock()
+	p.cgGone = true
+	p.ctl.Unlock()
+	r, cg := p.r, p.cg
+	r.cleanup.Add(1)
+	go func() {
+		defer r.cleanup.Done()
+		if r.noReuse || !r.cgPool.Recycle(cg) {
+			cg.Remove()
+		}
+	}()
+}
+
 // leaveNetNS moves the calling locked thread back into the daemon's network
 // namespace (forkIn entered one so that the child it forked was born there).
 func (r *Runner) leaveNetNS() error { return unix.Setns(r.ownNet, unix.CLONE_NEWNET) }

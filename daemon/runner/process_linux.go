@@ -54,6 +54,9 @@ type Process struct {
 	grown func()
 
 	ctl sync.Mutex // serialises pause/resume/stop signalling
+	// cgGone: the cgroup went back to the pool or away (releaseCgroup);
+	// under ctl, after which nothing signals through it.
+	cgGone bool
 
 	mu       sync.Mutex
 	reason   Status // set once by timeout or cancel
@@ -258,6 +261,9 @@ func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
 	r, spec := p.r, p.spec
 	cg, pooled := r.cgPool.Claim(p.id, limitsOf(spec))
 	if pooled {
+		if p.joinsV1() {
+			cg.MarkJoined()
+		}
 		if err := r.tree.ApplyLimits(cg, limitsOf(spec)); err != nil {
 			cg.Remove()
 			return -1, err
@@ -265,7 +271,7 @@ func (p *Process) openCgroup(sys *syscall.SysProcAttr) (int, error) {
 		p.name = filepath.Base(cg.Path())
 	} else {
 		var err error
-		if cg, err = r.tree.Create(p.name, limitsOf(spec)); err != nil {
+		if cg, err = r.tree.Create(p.name, limitsOf(spec), p.joinsV1()); err != nil {
 			return -1, err
 		}
 	}
@@ -343,7 +349,22 @@ func (p *Process) inlineLauncher(attr *os.ProcAttr) (path string, argv []string,
 // own when the kernel refused one and the spec does not require it.
 func (p *Process) fork(nsfd *int, path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
 	spec := p.spec
-	proc, err := p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+	cg, join := p.cg, p.cg != nil && p.joinsV1()
+	if join {
+		cg = nil // the thread forks it into its v2 cgroup only (CgroupFD)
+	}
+	forkIn := func() (*os.Process, error) {
+		proc, err := p.r.forkIn(cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+		if err == nil && join {
+			if err = p.cg.JoinV1(proc.Pid); err != nil {
+				_ = proc.Kill()
+				_, _ = proc.Wait()
+				return nil, err
+			}
+		}
+		return proc, err
+	}
+	proc, err := forkIn()
 	if err != nil && p.netns && !spec.RequireNoNetwork && !spec.JoinNetNS && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
 		attr.Sys.Cloneflags &^= syscall.CLONE_NEWNET
 		p.netns = false
@@ -351,10 +372,18 @@ func (p *Process) fork(nsfd *int, path string, argv []string, attr *os.ProcAttr)
 			unix.Close(*nsfd)
 			*nsfd = -1
 		}
-		proc, err = p.r.forkIn(p.cg, nsfd, spec.JoinNetNS, path, argv, attr, p.done)
+		proc, err = forkIn()
 	}
 	return proc, err
 }
+
+// joinsV1: the execution's main process is an inline launcher, which is
+// moved into its v1 cgroups right after its fork (cgroup.Cgroup.JoinV1,
+// one write a hierarchy) rather than forked by a thread that enters them
+// and leaves them again (four writes, and a fifth for the pids limit the
+// thread raised): it waits for its configuration before it does anything,
+// as a pre-started one does.
+func (p *Process) joinsV1() bool { return p.spec.Launch != nil }
 
 // afterFork does what needs no running command before the release, while
 // the intent is committed, not between the command's exec and its run: the
@@ -679,6 +708,9 @@ func (p *Process) beginStop(reason Status) bool {
 
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
+	if p.cgGone {
+		return true // the exit came first and its cleanup is over
+	}
 	p.signalTree(syscall.SIGTERM, false)
 	p.mu.Lock()
 	paused := p.paused
@@ -719,9 +751,7 @@ func (p *Process) supervise(readers *sync.WaitGroup) {
 	if p.cg != nil {
 		limits = p.cg.Applied()
 		cgPath = p.cg.Path()
-		// Everything in it is dead; the kernel may take a few milliseconds to
-		// let the directory go, which the result need not wait for.
-		p.r.removeLater(p.cg)
+		p.releaseCgroup()
 	}
 	p.r.unregister(p)
 

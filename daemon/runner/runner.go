@@ -205,6 +205,10 @@ type Options struct {
 	// its own at spawn, as when a pool is empty. termd sets it from
 	// TERMD_SPAWN_POOL=0.
 	NoPool bool
+	// NoCgroupReuse removes every execution's cgroup at its end instead
+	// of handing it back to the pool to serve the next one (see
+	// pool.Cgroups.Recycle). termd sets it from TERMD_CGROUP_REUSE=0.
+	NoCgroupReuse bool
 }
 
 func cgroupName(id string) string {

@@ -36,7 +36,8 @@ type Runner struct {
 	// launchers: pre-started termd-launch processes (nil: Options.NoPool,
 	// or no cgroups or network namespaces).
 	launchers *pool.Launchers
-	nice      int // the daemon's nice value at start, which commands run with
+	nice      int  // the daemon's nice value at start, which commands run with
+	noReuse   bool // Options.NoCgroupReuse
 
 	// LeafMove says whether termd moved itself into a leaf cgroup at start
 	// (pure v2 with a delegated cgroup), for the daemon's log.
@@ -78,10 +79,11 @@ func NewWithOptions(o Options) (*Runner, error) {
 
 func newWithoutPools(o Options) (*Runner, error) {
 	r := &Runner{
-		caps:  Probe(),
-		self:  os.Getpid(),
-		live:  map[*Process]struct{}{},
-		young: pool.YoungRun,
+		caps:    Probe(),
+		self:    os.Getpid(),
+		live:    map[*Process]struct{}{},
+		young:   pool.YoungRun,
+		noReuse: o.NoCgroupReuse,
 	}
 	r.selfSid, _ = unix.Getsid(0)
 	r.selfPgid = unix.Getpgrp()

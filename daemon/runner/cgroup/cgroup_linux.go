@@ -37,6 +37,12 @@ type Cgroup struct {
 	// its v1 pids.max; inV1 are the v1 directories it was moved into.
 	joined bool
 	inV1   map[string]bool
+	// killed: KillAll ran (its execution left processes behind). Such a
+	// cgroup is not reused (Reset): after a cgroup.kill this kernel
+	// SIGKILLs every process later cloned into it (CLONE_INTO_CGROUP; a
+	// move by cgroup.procs is spared), and an execution that left
+	// processes is not one whose cgroup needs to be quick to reuse.
+	killed bool
 	// open: the files read at the execution's end (v2 cgroup.events, v1
 	// cgroup.procs), opened when the directories were made (for a pooled
 	// cgroup, ahead of its execution), so that the end reads them without a
@@ -252,11 +258,77 @@ func (cg *Cgroup) JoinV1(pid int) error {
 	return nil
 }
 
-// Settle applies the final v1 pids.max once the spawning thread has left.
+// Settle applies the final v1 pids.max once the spawning thread has left
+// (recorded as written, so that a reused cgroup's next ApplyLimits knows
+// what the file holds).
 func (cg *Cgroup) Settle() {
 	if d := cg.v1["pids"]; d != "" && cg.pidsMax > 0 && !cg.stuck {
-		_ = writeFile(filepath.Join(d, "pids.max"), strconv.FormatInt(cg.pidsMax, 10))
+		_ = cg.set(filepath.Join(d, "pids.max"), strconv.FormatInt(cg.pidsMax, 10))
 	}
+}
+
+// MaxLeftoverMemory is the most memory an ended execution's cgroup may
+// still have charged (kernel objects and page cache the kernel has not
+// reclaimed yet) for Reset to let it serve another execution: the next one
+// could otherwise be held to less than its limit by what the previous one
+// left (tmpfs files, say, which cannot be reclaimed without swap).
+const MaxLeftoverMemory = 1 << 20
+
+// Reset readies the cgroup of an ended execution for the next one, as if
+// Make had made it: true only when nothing of the ended execution is left
+// in it (no member in v2 or any v1 hierarchy, no task charged: its zombies
+// are reaped), nothing had to be killed in it (KillAll), it is not frozen,
+// its spawning thread never got stuck in it, and at most MaxLeftoverMemory
+// is charged to it. The limits written stay
+// (the next ApplyLimits writes only what differs) and the names stay. false:
+// do not reuse it (remove it).
+func (cg *Cgroup) Reset() bool {
+	if cg.v2 == "" || cg.stuck || cg.killed {
+		return false
+	}
+	events, err := cg.readFile(filepath.Join(cg.v2, "cgroup.events"))
+	if err != nil || !bytes.Contains(events, []byte("populated 0")) || cg.freeze && !bytes.Contains(events, []byte("frozen 0")) {
+		return false
+	}
+	for _, d := range cg.v1 {
+		if len(readPids(filepath.Join(d, "cgroup.procs"))) > 0 { // afresh: a kept descriptor may be stale
+			return false
+		}
+	}
+	if !cg.NoTasksCharged() && (cg.v1["pids"] != "" || cg.has("pids")) {
+		return false
+	}
+	if !cg.memoryBelow(MaxLeftoverMemory) {
+		return false
+	}
+	cg.joined, cg.inV1, cg.applied, cg.pidsMax = false, nil, nil, 0
+	for _, d := range cg.v1 {
+		cg.keepOpen(filepath.Join(d, "cgroup.procs"), true)
+	}
+	return true
+}
+
+// memoryBelow: every memory counter of cg (v2 memory.current, v1
+// memory.usage_in_bytes) reads at most n bytes; a counter that cannot be
+// read is not below.
+func (cg *Cgroup) memoryBelow(n int64) bool {
+	var files []string
+	if cg.has("memory") {
+		files = append(files, filepath.Join(cg.v2, "memory.current"))
+	}
+	if d := cg.v1["memory"]; d != "" {
+		files = append(files, filepath.Join(d, "memory.usage_in_bytes"))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false
+		}
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil || v > n {
+			return false
+		}
+	}
+	return true
 }
 
 // Procs lists member processes across all our hierarchies, never ourselves.
@@ -327,6 +399,7 @@ func (cg *Cgroup) signal(sig syscall.Signal) {
 // KillAll kills every member and waits until the cgroup is empty (or timeout).
 func (cg *Cgroup) KillAll(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
+	cg.killed = true
 	if cg.kill {
 		_ = writeFile(filepath.Join(cg.v2, "cgroup.kill"), "1")
 	} else if cg.freeze {

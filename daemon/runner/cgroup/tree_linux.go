@@ -218,12 +218,18 @@ func (t *Tree) Make(name string, joined bool) (*Cgroup, error) {
 	return cg, nil
 }
 
-// Create makes the cgroups for one execution and writes its limits.
-func (t *Tree) Create(name string, lim Limits) (*Cgroup, error) {
+// MarkJoined readies cg, made or reset for a spawn forked into it, for a
+// process that joins its v1 cgroups after its fork instead (Make's joined).
+func (cg *Cgroup) MarkJoined() { cg.joined = true }
+
+// Create makes the cgroups for one execution and writes its limits;
+// joined: for a process that joins its v1 cgroups after its fork (JoinV1).
+func (t *Tree) Create(name string, lim Limits, joined bool) (*Cgroup, error) {
 	cg, err := t.makeCgroup(name, false)
 	if err != nil {
 		return nil, err
 	}
+	cg.joined = joined
 	if err := t.ApplyLimits(cg, lim); err != nil {
 		cg.Remove()
 		return nil, err
@@ -357,6 +363,11 @@ func (t *Tree) v1Dir(cg *Cgroup, ctl string, want bool) (string, error) {
 	case !want && d != "":
 		delete(cg.v1, ctl)
 		_ = os.Remove(d)
+		for path := range cg.written { // made again later, it holds no limit
+			if filepath.Dir(path) == d {
+				delete(cg.written, path)
+			}
+		}
 		return "", nil
 	case !want || t.V1Parents[ctl] == "":
 		return "", nil

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +33,16 @@ type Cgroups struct {
 	mu       sync.Mutex
 	reserved map[string]*cgroup.Cgroup // execution id -> its cgroup (nil: made at spawn)
 	closed   bool
+	// made, reused: cgroups made, and handed back by Recycle to serve again.
+	made, reused atomic.Uint64
 }
+
+// cgroupsKept bounds the cgroups ready: fresh ones are made up to Size,
+// recycled ones kept up to this many, so that one an ended execution hands
+// back is not turned away because the filler replaced meanwhile the one a
+// pre-started launcher took (ForLauncher), which left the next made and
+// removed per execution as without recycling.
+const cgroupsKept = 2 * Size
 
 // Prefix begins the name of every pooled cgroup.
 const Prefix = "p-"
@@ -48,7 +58,7 @@ func NewCgroups(tree *cgroup.Tree, self int, quiet func() bool) *Cgroups {
 		tree:     tree,
 		quiet:    quiet,
 		prefix:   fmt.Sprintf("%s%d-%d-", Prefix, self, start),
-		ready:    make(chan *cgroup.Cgroup, Size),
+		ready:    make(chan *cgroup.Cgroup, cgroupsKept),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -63,7 +73,7 @@ func NewCgroups(tree *cgroup.Tree, self int, quiet func() bool) *Cgroups {
 func (cp *Cgroups) fill() {
 	defer close(cp.done)
 	for {
-		for len(cp.ready) < cap(cp.ready) && cp.quiet() { // only fill sends: never blocks
+		for len(cp.ready) < Size && cp.quiet() {
 			select {
 			case <-cp.stop:
 				return
@@ -73,7 +83,11 @@ func (cp *Cgroups) fill() {
 			if err != nil {
 				break // spawns make their cgroups inline meanwhile; try again later
 			}
-			cp.ready <- cg
+			select {
+			case cp.ready <- cg:
+			default: // recycled ones (Recycle) took the room meanwhile
+				cg.Remove()
+			}
 		}
 		select {
 		case <-cp.kick:
@@ -101,6 +115,7 @@ func (cp *Cgroups) Make(joined bool) (*cgroup.Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	cp.made.Add(1)
 	if last := cp.last.Load(); last != nil {
 		if err := cp.tree.ApplyLimits(cg, *last); err != nil {
 			cg.Remove()
@@ -108,6 +123,40 @@ func (cp *Cgroups) Make(joined bool) (*cgroup.Cgroup, error) {
 		}
 	}
 	return cg, nil
+}
+
+// Recycle takes back the cgroup of an ended execution (after its result:
+// every process of it is dead and reaped, see cgroup.Cgroup.Reset) to serve
+// the next one, which saves making and removing three directories and
+// writing its limits; false: the caller removes it (it was not one of the
+// pool's, or something of its execution is left in it, or the pool is full
+// or closed).
+func (cp *Cgroups) Recycle(cg *cgroup.Cgroup) bool {
+	if cp == nil || !strings.HasPrefix(filepath.Base(cg.Path()), cp.prefix) || len(cp.ready) == cap(cp.ready) || !cg.Reset() {
+		return false
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock() // Close drains ready after it set closed under mu
+	if cp.closed {
+		return false
+	}
+	select {
+	case cp.ready <- cg:
+		cp.reused.Add(1)
+		return true
+	default: // filled meanwhile
+		return false
+	}
+}
+
+// ForLauncher is a cgroup for a pre-started launcher, which joins its v1
+// cgroups after its fork: a recycled one when there is one, else made now.
+func (cp *Cgroups) ForLauncher() (*cgroup.Cgroup, error) {
+	if cg := cp.take(); cg != nil {
+		cg.MarkJoined()
+		return cg, nil
+	}
+	return cp.Make(true)
 }
 
 func (cp *Cgroups) take() *cgroup.Cgroup {
@@ -212,5 +261,5 @@ func (cp *Cgroups) Status() string {
 	if cp == nil {
 		return "cgroups: made at spawn"
 	}
-	return fmt.Sprintf("cgroups: %d ready", len(cp.ready))
+	return fmt.Sprintf("cgroups: %d ready (%d made, %d reused)", len(cp.ready), cp.made.Load(), cp.reused.Load())
 }

@@ -136,9 +136,10 @@ func (lp *Launchers) Refill() {
 	}
 }
 
-// start starts one launcher in a fresh pooled cgroup and network namespace.
+// start starts one launcher in a pooled cgroup (recycled or made now) and a
+// fresh network namespace.
 func (lp *Launchers) start(path string) (pl *Launcher, err error) {
-	cg, err := lp.Cgroups.Make(true)
+	cg, err := lp.Cgroups.ForLauncher()
 	if err != nil {
 		return nil, err
 	}
