@@ -1,9 +1,9 @@
 package receiptstore
 
 import (
-	"context"
-	"database/sql"
 	"testing"
+
+	"github.com/termd/termd/internal/harness"
 )
 
 // TestEveryConnectionCachesAtMost512KiB holds each of the store's pooled
@@ -13,26 +13,9 @@ import (
 // read 6,000 receipts: 20 MB of SQLite heap, against 6.4 MB at 512 KiB).
 func TestEveryConnectionCachesAtMost512KiB(t *testing.T) {
 	s, _, _ := newStore(t)
-	checkCacheBound(t, s.db, maxConns)
-}
-
-// checkCacheBound takes n connections of db at once (so n distinct ones) and
-// fails t unless each has a page cache of at most 512 KiB (CachePragma).
-func checkCacheBound(t testing.TB, db *sql.DB, n int) {
-	t.Helper()
-	ctx := context.Background()
-	for i := range n {
-		c, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		var kib int
-		if err := c.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&kib); err != nil {
-			t.Fatal(err)
-		}
-		if kib != -512 {
-			t.Errorf("connection %d of %d: cache_size %d, want -512 (KiB; a positive value is pages)", i+1, n, kib)
+	for i, kib := range harness.SQLiteCacheKiB(t, s.db, maxConns) {
+		if kib != 512 {
+			t.Errorf("connection %d of %d caches up to %d KiB of pages, want 512", i+1, maxConns, kib)
 		}
 	}
 }

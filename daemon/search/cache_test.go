@@ -1,8 +1,9 @@
 package search
 
 import (
-	"context"
 	"testing"
+
+	"github.com/termd/termd/internal/harness"
 )
 
 // TestIndexConnectionsCacheAtMost512KiB holds both of the index's SQLite
@@ -14,19 +15,9 @@ func TestIndexConnectionsCacheAtMost512KiB(t *testing.T) {
 	f.add("uid:1000", "pwd", "/home/dev\n")
 	f.idx.mu.Lock()
 	defer f.idx.mu.Unlock()
-	ctx := context.Background()
-	for i := range 2 {
-		c, err := f.idx.db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		var kib int
-		if err := c.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&kib); err != nil {
-			t.Fatal(err)
-		}
-		if kib != -512 {
-			t.Errorf("connection %d of 2: cache_size %d, want -512 (KiB; a positive value is pages)", i+1, kib)
+	for i, kib := range harness.SQLiteCacheKiB(t, f.idx.db, 2) {
+		if kib != 512 {
+			t.Errorf("connection %d of 2 caches up to %d KiB of pages, want 512", i+1, kib)
 		}
 	}
 }
