@@ -32,7 +32,8 @@ import (
 // gap to the floor splits into what the sandbox costs and what the
 // daemon's own work costs. TERMD_BENCH_BASE=DIR adds a third termd, the
 // build in DIR (say main's `go build -o DIR ./cmd/...`), sandboxed, for
-// a before/after in one run ("base").
+// a before/after in one run ("base"), with the termd-mcp in DIR when there
+// is one.
 //
 //   - the `pwd` plan+execute pair, stateless 2026-07-28 ("modern") and
 //     stateful 2025-11-25 ("legacy"), in rounds that rotate which side
@@ -68,7 +69,13 @@ func TestBenchFloor(t *testing.T) {
 	startTermd := func(name, config, bin, termdPprof, bridgePprof string) *server {
 		metrics := freeLoopback(t)
 		d := harness.Start(t, harness.Options{Config: agentConfig + caps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
-		hb := startHTTPBridgeProfiled(t, d, bridgePprof)
+		bridge := "" // this tree's termd-mcp, or the one beside bin (TERMD_BENCH_BASE)
+		if b := filepath.Join(filepath.Dir(bin), "termd-mcp"); bin != "" {
+			if _, err := os.Stat(b); err == nil {
+				bridge = b
+			}
+		}
+		hb := startHTTPBridgeBin(t, d, bridge, bridgePprof)
 		return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true, metrics: metrics}
 	}
 	fl := startFloor(t, t.TempDir())
@@ -312,8 +319,9 @@ func (s *server) rss() string {
 		return fmt.Sprintf("%s %d MB", s.name, serverHWM(s))
 	}
 	d, b := s.pids[0], s.pids[1]
-	return fmt.Sprintf("%s %d MB + termd-mcp %d MB = %d MB (VmRSS now %d + %d MB)", s.name, hwm(d), hwm(b), hwm(d)+hwm(b),
-		harness.StatusKB(d, "VmRSS")>>10, harness.StatusKB(b, "VmRSS")>>10)
+	kb := func(pid int, f string) int64 { return harness.StatusKB(pid, f) >> 10 }
+	return fmt.Sprintf("%s %d MB + termd-mcp %d MB = %d MB (VmRSS now %d + %d MB, of which the binaries' pages %d + %d MB)", s.name, hwm(d), hwm(b), hwm(d)+hwm(b),
+		kb(d, "VmRSS"), kb(b, "VmRSS"), kb(d, "RssFile"), kb(b, "RssFile"))
 }
 
 // cpu is the CPU its processes and their reaped children used so far.

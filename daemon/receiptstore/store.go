@@ -135,6 +135,18 @@ type Store struct {
 	onChangeMu sync.Mutex
 }
 
+// CachePragma bounds the page cache of each SQLite connection (the store's
+// maxConns and the search index's) to 512 KiB, not SQLite's default of
+// 2,000 KiB: a commit touches the few pages at the end of its tables and
+// indexes, and a miss is a read from the OS's page cache. With the default
+// the SQLite heap of a store whose 4 connections had each read 6,000
+// receipts was 20 MB (a cached page takes an 8 KiB slot of modernc's
+// allocator), with 512 KiB 6.4 MB.
+const CachePragma = "cache_size(-512)"
+
+// maxConns is how many connections the store's pool opens.
+const maxConns = 4
+
 // Open opens (creating if needed) the store at path, a file in the state
 // directory.
 func Open(path string, keys *Keys) (*Store, error) {
@@ -146,12 +158,13 @@ func Open(path string, keys *Keys) (*Store, error) {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", CachePragma)
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("receipt store: %w", err)
 	}
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(maxConns)
 	if _, err := db.Exec(storeSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("receipt store %s: %w", path, err)

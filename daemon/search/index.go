@@ -93,6 +93,7 @@ func (x *Index) openLocked() error {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)") // derived data: a lost tail is indexed again
 	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", receiptstore.CachePragma)
 	q.Set("_txlock", "immediate")
 	// Created 0600 before SQLite opens it: the index holds redacted
 	// output, which is no one else's business.
