@@ -497,6 +497,10 @@ func lockedThread(f func() (hold <-chan struct{})) {
 var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (p *Process) spawnFailed(err error) error {
+	if p.pidfd >= 0 { // forked, then failed (the release): supervise, which closes it, never runs
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
 	if p.ns >= 0 {
 		unix.Close(p.ns)
 		p.ns = -1
