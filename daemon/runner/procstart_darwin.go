@@ -2,9 +2,8 @@ package runner
 
 import "golang.org/x/sys/unix"
 
-// procStart is pid's start time in microseconds since the epoch (the kernel's
-// p_starttime), 0 when pid does not exist: with the pid it names one process
-// across pid reuse.
+// procStart is pid's start time in µs since the epoch (p_starttime; 0: no
+// such pid): with the pid it names one process across pid reuse.
 func procStart(pid int) uint64 {
 	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
 	if err != nil || kp.Proc.P_pid != int32(pid) {

@@ -2,7 +2,6 @@
 
 package runner
 
-// procStart: this platform's process start time is not read, so a pid
-// cannot be told apart from a later process that reuses it (0: recovery
-// after a crash does not kill by pid here).
+// procStart: start times are not read here, so a pid cannot be told from a
+// later process with it (0: recovery after a crash does not kill by pid).
 func procStart(int) uint64 { return 0 }

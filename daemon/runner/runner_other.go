@@ -213,8 +213,7 @@ func (p *Process) Delivered() {}
 // Pid is the main process id.
 func (p *Process) Pid() int { return p.pid }
 
-// Identity is (pid, start time) for KillLeftoversStrict; the start time is 0
-// where this platform does not report one (procStart).
+// Identity is (pid, start time: procStart) for KillLeftoversStrict.
 func (p *Process) Identity() (int, uint64) { return p.pid, p.ident }
 
 // CgroupPath is always "" here.
@@ -299,10 +298,7 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 // start 0 (not known on this platform, or not recorded) nothing is killed:
 // after pid reuse the group may be an unrelated one.
 func KillLeftoversStrict(pid int, start uint64, _ string) error {
-	if pid <= 1 || start == 0 || procStart(pid) != start {
-		return nil
-	}
-	if pg, err := unix.Getpgid(pid); err != nil || pg != pid {
+	if pg, err := unix.Getpgid(pid); pid <= 1 || start == 0 || procStart(pid) != start || err != nil || pg != pid {
 		return nil
 	}
 	if err := unix.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
