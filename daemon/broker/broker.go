@@ -164,8 +164,14 @@ func (b *Broker) recover() error {
 		return fmt.Errorf("recovering interrupted executions: %w", err)
 	}
 	for _, in := range intents {
+		if in.Pid > 0 && in.PidStart == 0 {
+			// Recorded by an older termd (or where start times are not
+			// known): the pid may since belong to an unrelated process group.
+			b.Log.Warn("an interrupted execution's process has no recorded start time: its process group is not killed by pid (the pid may have been reused), only its cgroup if it had one",
+				"execution", in.ExecutionID, "pid", in.Pid, "cgroup", in.CgroupPath)
+		}
 		if in.Pid > 0 || in.CgroupPath != "" {
-			if err := runner.KillLeftovers(in.Pid, in.CgroupPath); err != nil {
+			if err := runner.KillLeftoversStrict(in.Pid, in.PidStart, in.CgroupPath); err != nil {
 				b.Log.Warn("killing leftovers of an interrupted execution", "execution", in.ExecutionID, "error", err)
 			}
 		}

@@ -368,10 +368,11 @@ func (b *Broker) spawn(e *execRec, spec runner.Spec, in receiptstore.Intent) (*r
 // started records a spawned command: where its leftovers would be found,
 // its process in the execution, and the event saying it started.
 func (b *Broker) started(e *execRec, proc *runner.Process, cgroupPath string) {
-	pid, _ := proc.Identity()
+	pid, start := proc.Identity()
 	if proc.CgroupPath() == "" || proc.CgroupPath() != cgroupPath {
-		// Without a known cgroup, leftovers are found by process group.
-		_ = b.Store.RecordSpawn(e.id, pid, pid, proc.CgroupPath())
+		// Without a known cgroup, leftovers are found by process group
+		// (and the start time tells the process from a later one with its pid).
+		_ = b.Store.RecordSpawn(e.id, pid, pid, start, proc.CgroupPath())
 	}
 	if e.hub != nil {
 		e.hub.SetProcess(proc)

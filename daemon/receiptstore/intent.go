@@ -10,13 +10,17 @@ import (
 // enough to build an outcome_unknown receipt and to find leftovers to kill if
 // the daemon dies before the final receipt is appended.
 type Intent struct {
-	ExecutionID string    `json:"execution_id"`
-	PlanID      string    `json:"plan_id"`
-	SessionID   string    `json:"session_id"`
-	Pid         int       `json:"pid,omitempty"`
-	Pgid        int       `json:"pgid,omitempty"`
-	CgroupPath  string    `json:"cgroup_path,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
+	ExecutionID string `json:"execution_id"`
+	PlanID      string `json:"plan_id"`
+	SessionID   string `json:"session_id"`
+	Pid         int    `json:"pid,omitempty"`
+	Pgid        int    `json:"pgid,omitempty"`
+	// PidStart is Pid's start time (clock ticks since boot; 0 = not known,
+	// as in a store written before it was recorded): recovery kills by pid
+	// only a process that still has this start time.
+	PidStart   uint64    `json:"pid_start,omitempty"`
+	CgroupPath string    `json:"cgroup_path,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
 	// Receipt is the pre-filled draft (command, policy, principals, ...).
 	Receipt *receipt.Receipt `json:"receipt,omitempty"`
 }

@@ -384,7 +384,7 @@ func TestIntentsAndOutcomeUnknown(t *testing.T) {
 	if err := s.AppendIntent(Intent{ExecutionID: "e1"}); err == nil {
 		t.Fatal("duplicate intent accepted")
 	}
-	if err := s.RecordSpawn("e2", 4242, 4242, "/sys/fs/cgroup/termd/e2"); err != nil {
+	if err := s.RecordSpawn("e2", 4242, 4242, 777, "/sys/fs/cgroup/termd/e2"); err != nil {
 		t.Fatal(err)
 	}
 	final := draft.Clone()
@@ -411,7 +411,7 @@ func TestIntentsAndOutcomeUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(open) != 1 || open[0].ExecutionID != "e2" || open[0].Pid != 4242 || open[0].CgroupPath != "/sys/fs/cgroup/termd/e2" {
+	if len(open) != 1 || open[0].ExecutionID != "e2" || open[0].Pid != 4242 || open[0].PidStart != 777 || open[0].CgroupPath != "/sys/fs/cgroup/termd/e2" {
 		t.Fatalf("open intents = %+v", open)
 	}
 	r := open[0].OutcomeUnknown(time.Now(), "")

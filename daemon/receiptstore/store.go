@@ -69,7 +69,8 @@ CREATE TABLE IF NOT EXISTS intent_spawns (
 	pid          INTEGER NOT NULL,
 	pgid         INTEGER NOT NULL,
 	cgroup_path  TEXT    NOT NULL,
-	at_ns        INTEGER NOT NULL
+	at_ns        INTEGER NOT NULL,
+	start_ticks  INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS intent_spawns_exec ON intent_spawns(execution_id);
 
@@ -169,6 +170,10 @@ func Open(path string, keys *Keys) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("receipt store %s: %w", path, err)
 	}
+	if err := addStartTicks(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("receipt store %s: %w", path, err)
+	}
 	var mode string
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
 		db.Close()
@@ -242,13 +247,33 @@ func (s *Store) AppendIntentTimed(in Intent, t *WriteTimes) error {
 	return nil
 }
 
+// addStartTicks gives a store made before intent_spawns had start_ticks the
+// column; the rows it has keep 0 (start unknown: recovery does not kill by
+// their pid).
+func addStartTicks(db *sql.DB) error {
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('intent_spawns') WHERE name = 'start_ticks'`).Scan(&n); err != nil {
+		return fmt.Errorf("reading the intent_spawns columns: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := db.Exec(`ALTER TABLE intent_spawns ADD COLUMN start_ticks INTEGER NOT NULL DEFAULT 0`); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+		return fmt.Errorf("adding intent_spawns.start_ticks: %w", err)
+	}
+	return nil
+}
+
 // RecordSpawn durably adds the process ids of a spawned intent so that
-// leftovers can be found and killed after a crash.
-func (s *Store) RecordSpawn(executionID string, pid, pgid int, cgroupPath string) error {
+// leftovers can be found and killed after a crash. start is the process's
+// start time (clock ticks since boot, /proc/PID/stat field 22; 0 where it
+// is not known): recovery kills by pid only a process that still has it,
+// never one that took the pid over.
+func (s *Store) RecordSpawn(executionID string, pid, pgid int, start uint64, cgroupPath string) error {
 	at := time.Now().UnixNano()
 	err := s.submit(func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns) VALUES (?,?,?,?,?)`,
-			executionID, pid, pgid, cgroupPath, at)
+		_, err := tx.Exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns, start_ticks) VALUES (?,?,?,?,?,?)`,
+			executionID, pid, pgid, cgroupPath, at, int64(start))
 		return err
 	}, time.Time{}, nil)
 	if err != nil {
@@ -258,7 +283,7 @@ func (s *Store) RecordSpawn(executionID string, pid, pgid int, cgroupPath string
 }
 
 // RecoverIntents returns every intent that no final receipt has closed, oldest
-// first, with the latest recorded pid/pgid/cgroup. The daemon turns each into
+// first, with the latest recorded pid/pgid/start/cgroup. The daemon turns each into
 // an outcome_unknown receipt (Intent.OutcomeUnknown, then Append) after
 // killing any leftovers.
 func (s *Store) RecoverIntents() ([]Intent, error) {
@@ -266,7 +291,8 @@ func (s *Store) RecoverIntents() ([]Intent, error) {
 		SELECT i.body,
 		       (SELECT pid FROM intent_spawns p WHERE p.execution_id = i.execution_id ORDER BY p.rowid DESC LIMIT 1),
 		       (SELECT pgid FROM intent_spawns p WHERE p.execution_id = i.execution_id ORDER BY p.rowid DESC LIMIT 1),
-		       (SELECT cgroup_path FROM intent_spawns p WHERE p.execution_id = i.execution_id ORDER BY p.rowid DESC LIMIT 1)
+		       (SELECT cgroup_path FROM intent_spawns p WHERE p.execution_id = i.execution_id ORDER BY p.rowid DESC LIMIT 1),
+		       (SELECT start_ticks FROM intent_spawns p WHERE p.execution_id = i.execution_id ORDER BY p.rowid DESC LIMIT 1)
 		FROM intents i
 		WHERE NOT EXISTS (SELECT 1 FROM receipts r WHERE r.execution_id = i.execution_id)
 		  AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.execution_id = '' AND i.plan_id != '' AND r.plan_id = i.plan_id)
@@ -278,9 +304,9 @@ func (s *Store) RecoverIntents() ([]Intent, error) {
 	var out []Intent
 	for rows.Next() {
 		var body []byte
-		var pid, pgid sql.NullInt64
+		var pid, pgid, start sql.NullInt64
 		var cg sql.NullString
-		if err := rows.Scan(&body, &pid, &pgid, &cg); err != nil {
+		if err := rows.Scan(&body, &pid, &pgid, &cg, &start); err != nil {
 			return nil, err
 		}
 		var in Intent
@@ -288,7 +314,7 @@ func (s *Store) RecoverIntents() ([]Intent, error) {
 			return nil, fmt.Errorf("receipt store: corrupt intent: %w", err)
 		}
 		if pid.Valid {
-			in.Pid, in.Pgid = int(pid.Int64), int(pgid.Int64)
+			in.Pid, in.Pgid, in.PidStart = int(pid.Int64), int(pgid.Int64), uint64(start.Int64)
 			if cg.String != "" {
 				in.CgroupPath = cg.String
 			}

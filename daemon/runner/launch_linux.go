@@ -113,7 +113,9 @@ func sendLaunchConfig(ctl *os.File, cfg []byte, files []*os.File) error {
 	}
 	var serr error
 	err = raw.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), hdr[:], oob, nil, 0)
+		for serr = unix.EINTR; serr == unix.EINTR; { // a signal in the call: again at once, not fatal
+			serr = unix.Sendmsg(int(fd), hdr[:], oob, nil, 0)
+		}
 		return serr != unix.EAGAIN
 	})
 	if err == nil {

@@ -526,6 +526,10 @@ func lockedThread(f func() (hold <-chan struct{})) {
 var ended = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (p *Process) spawnFailed(err error) error {
+	if p.pidfd >= 0 { // forked, then failed (the release): supervise, which closes it, never runs
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
 	if p.ns >= 0 {
 		unix.Close(p.ns)
 		p.ns = -1
@@ -1156,17 +1160,12 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 	return false
 }
 
-// KillLeftovers kills whatever remains of an execution from a previous daemon
-// run (an intent without a receipt): every process in cgroupPath (then the
-// cgroup is removed), and, when pid > 0, the process group and descendants of
-// pid. Without a cgroup the pid cannot be verified against reuse; prefer
-// KillLeftoversStrict with the start time from Process.Identity.
-func KillLeftovers(pid int, cgroupPath string) error {
-	return KillLeftoversStrict(pid, 0, cgroupPath)
-}
-
-// KillLeftoversStrict is KillLeftovers where pid is only touched if its start
-// time (clock ticks since boot) equals startTicks (0 = do not check).
+// KillLeftoversStrict kills whatever remains of an execution from a previous
+// daemon run (an intent without a receipt): every process in cgroupPath (then
+// the cgroup is removed), and the process group and descendants of pid when
+// pid still leads its group and still has the start time startTicks (clock
+// ticks since boot, from Process.Identity). With startTicks 0 (not known)
+// pid is not touched: after pid reuse it may lead an unrelated group.
 func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
 	var errs []error
 	if cgroupPath != "" {
@@ -1175,7 +1174,7 @@ func KillLeftoversStrict(pid int, startTicks uint64, cgroupPath string) error {
 		}
 	}
 	if pid > 1 && pid != os.Getpid() {
-		if pi, ok := proctree.Read(pid); ok && (startTicks == 0 || pi.Start == startTicks) && pi.Pgid == pid {
+		if pi, ok := proctree.Read(pid); ok && startTicks != 0 && pi.Start == startTicks && pi.Pgid == pid {
 			for i := 0; i < 100; i++ {
 				snap := proctree.Snapshot()
 				roots := map[int]bool{pid: true}

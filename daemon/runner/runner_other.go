@@ -77,6 +77,7 @@ type Process struct {
 	spec   Spec
 	cmd    *exec.Cmd
 	pid    int
+	ident  uint64 // pid's start time (procStart)
 	out    [3]*capture
 	done   chan struct{}
 	res    Result
@@ -129,6 +130,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 		return p.failed(err), nil
 	}
 	p.cmd, p.pid = cmd, cmd.Process.Pid
+	p.ident = procStart(p.pid)
 	r.mu.Lock()
 	r.live[p] = struct{}{}
 	r.mu.Unlock()
@@ -211,8 +213,8 @@ func (p *Process) Delivered() {}
 // Pid is the main process id.
 func (p *Process) Pid() int { return p.pid }
 
-// Identity is (pid, 0): start times are not tracked here.
-func (p *Process) Identity() (int, uint64) { return p.pid, 0 }
+// Identity is (pid, start time: procStart) for KillLeftoversStrict.
+func (p *Process) Identity() (int, uint64) { return p.pid, p.ident }
 
 // CgroupPath is always "" here.
 func (p *Process) CgroupPath() string { return "" }
@@ -291,20 +293,18 @@ func (r *Runner) IsExecutionProcess(pid int) bool {
 	return false
 }
 
-// KillLeftovers kills the process group an interrupted execution led.
-func KillLeftovers(pid int, _ string) error {
-	if pid <= 0 {
+// KillLeftoversStrict kills the process group an interrupted execution led,
+// if pid still leads it and still has the start time start (Identity); with
+// start 0 (not known on this platform, or not recorded) nothing is killed:
+// after pid reuse the group may be an unrelated one.
+func KillLeftoversStrict(pid int, start uint64, _ string) error {
+	if pg, err := unix.Getpgid(pid); pid <= 1 || start == 0 || procStart(pid) != start || err != nil || pg != pid {
 		return nil
 	}
 	if err := unix.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	return nil
-}
-
-// KillLeftoversStrict is KillLeftovers (start times are not tracked here).
-func KillLeftoversStrict(pid int, _ uint64, cgroupPath string) error {
-	return KillLeftovers(pid, cgroupPath)
 }
 
 // WriteTerminal: terminals need Linux here.

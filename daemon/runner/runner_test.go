@@ -544,13 +544,17 @@ func TestKillLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertAlive(t, gc, "grandchild (wrong start time must not kill)")
+		if err := KillLeftoversStrict(pid, 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		assertAlive(t, gc, "grandchild (an unknown start time must not kill by pid)")
 		if err := KillLeftoversStrict(pid, st, ""); err != nil {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
 		waitGone(t, gc)
 	})
-	if err := KillLeftovers(0, "/tmp"); err == nil {
+	if err := KillLeftoversStrict(0, 0, "/tmp"); err == nil {
 		t.Error("a non-cgroup directory must be refused")
 	}
 }
@@ -713,7 +717,7 @@ func killCgroupLeftovers(t *testing.T, pooled bool) {
 	buf := make([]byte, 32)
 	n, _ := out.Read(buf)
 	gc := atoi(t, string(buf[:n]))
-	if err := KillLeftovers(cmd.Process.Pid, dir); err != nil {
+	if err := KillLeftoversStrict(cmd.Process.Pid, 0, dir); err != nil { // the cgroup alone
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
