@@ -36,9 +36,7 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 			f.Close()
 			p.pipes[i] = nil
 		}
-		unix.Close(p.pidfd)
-		p.pidfd = -1
-		return p.spawnFailed(err)
+		return p.spawnFailed(err) // closes the pidfd and the mount namespace
 	}
 	if err := r.tree.ApplyLimits(pl.Cgroup, limitsOf(spec)); err != nil {
 		spec.Launch.Close()
