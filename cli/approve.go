@@ -99,14 +99,7 @@ program file (path and hash), policy version, entry files and sandbox profile.
 
 // grantSpec turns the approve flags into the API's grant request.
 func grantSpec(remember, pattern string, ttl time.Duration) (*termdv1.GrantSpec, error) {
-	scopes := map[string]termdv1.GrantScope{
-		"once":              termdv1.GrantScope_GRANT_SCOPE_ONCE,
-		"request":           termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST,
-		"session-pattern":   termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN,
-		"workspace-request": termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST,
-		"workspace-pattern": termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN,
-	}
-	scope, ok := scopes[remember]
+	scope, ok := grantScopes[remember]
 	if !ok {
 		return nil, usageErr(fmt.Errorf("--remember %q: want once, request, session-pattern, workspace-request or workspace-pattern", remember))
 	}

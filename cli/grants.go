@@ -11,16 +11,22 @@ import (
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
+// grantScopes are the --remember words for the grant scopes: termctl
+// approve reads them, grant listings print them.
+var grantScopes = map[string]termdv1.GrantScope{
+	"once":              termdv1.GrantScope_GRANT_SCOPE_ONCE,
+	"request":           termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST,
+	"session-pattern":   termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN,
+	"workspace-request": termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST,
+	"workspace-pattern": termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN,
+}
+
+// grantScopeWord is a scope's --remember word; "once" for one it does not know.
 func grantScopeWord(s termdv1.GrantScope) string {
-	switch s {
-	case termdv1.GrantScope_GRANT_SCOPE_SESSION_REQUEST:
-		return "request"
-	case termdv1.GrantScope_GRANT_SCOPE_SESSION_PATTERN:
-		return "session-pattern"
-	case termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_PATTERN:
-		return "workspace-pattern"
-	case termdv1.GrantScope_GRANT_SCOPE_WORKSPACE_REQUEST:
-		return "workspace-request"
+	for word, scope := range grantScopes {
+		if scope == s {
+			return word
+		}
 	}
 	return "once"
 }

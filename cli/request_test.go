@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/termd/termd/internal/cmdline"
+	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
 func TestRequestFlagsBuild(t *testing.T) {
@@ -58,5 +60,30 @@ func TestSignalNumber(t *testing.T) {
 		if got := signalNumber(name); got != want {
 			t.Errorf("signalNumber(%q) = %d, want %d", name, got, want)
 		}
+	}
+}
+
+// The --remember words termctl approve reads are the words grant listings
+// print, scope for scope.
+func TestGrantScopeWords(t *testing.T) {
+	for _, word := range []string{"once", "request", "session-pattern", "workspace-request", "workspace-pattern"} {
+		pattern := ""
+		if strings.HasSuffix(word, "-pattern") {
+			pattern = "git commit -m <any>"
+		}
+		spec, err := grantSpec(word, pattern, 0)
+		if err != nil {
+			t.Fatalf("--remember %s: %v", word, err)
+		}
+		scope := termdv1.GrantScope_GRANT_SCOPE_ONCE
+		if spec != nil {
+			scope = spec.Scope
+		}
+		if got := grantScopeWord(scope); got != word {
+			t.Errorf("--remember %s makes scope %v, printed as %q", word, scope, got)
+		}
+	}
+	if got := grantScopeWord(termdv1.GrantScope_GRANT_SCOPE_UNSPECIFIED); got != "once" {
+		t.Errorf("an unspecified scope is printed as %q, want once", got)
 	}
 }
