@@ -17,25 +17,21 @@ import (
 // to json.Marshal's: a field added to Request, Decision or what they hold
 // and not written here fails it.
 
-// gw writes the bytes json.Marshal writes for the policy's types.
+// gw writes the bytes json.Marshal writes for the policy's types: each
+// writer writes a field, its key and value (json.Marshal writes every field,
+// null for a nil slice, map or pointer; the opt writers are omitempty's).
 type gw struct{ b []byte }
 
-// key writes an object's key; first says it is the object's first.
-func (w *gw) key(name string, first bool) {
-	if !first {
-		w.b = append(w.b, ',')
-	}
-	w.b = append(append(append(w.b, '"'), name...), '"', ':')
-}
+func (w *gw) key(name string) { w.b = appendKey(w.b, name) }
 
-func (w *gw) str(s string) { w.b = appendJSONString(w.b, s) }
+func (w *gw) str(name, v string) { w.key(name); w.b = appendJSONString(w.b, v) }
 
-func (w *gw) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
+func (w *gw) int(name string, v int64) { w.key(name); w.b = strconv.AppendInt(w.b, v, 10) }
 
-func (w *gw) flag(v bool) { w.b = strconv.AppendBool(w.b, v) }
+func (w *gw) flag(name string, v bool) { w.key(name); w.b = strconv.AppendBool(w.b, v) }
 
-// strs writes a []string (null when nil, as json.Marshal).
-func (w *gw) strs(vs []string) {
+func (w *gw) strs(name string, vs []string) {
+	w.key(name)
 	if vs == nil {
 		w.b = append(w.b, "null"...)
 		return
@@ -43,13 +39,41 @@ func (w *gw) strs(vs []string) {
 	w.b = appendStrings(w.b, vs)
 }
 
-// strMap writes a map[string]string, keys sorted (null when nil).
-func (w *gw) strMap(m map[string]string) {
+func (w *gw) strMap(name string, m map[string]string) {
+	w.key(name)
 	if m == nil {
 		w.b = append(w.b, "null"...)
 		return
 	}
 	w.b = appendStringMap(w.b, m)
+}
+
+// optStr, optStrs and optMap write an omitempty field.
+func (w *gw) optStr(name, v string) {
+	if v != "" {
+		w.str(name, v)
+	}
+}
+
+func (w *gw) optStrs(name string, vs []string) {
+	if len(vs) > 0 {
+		w.strs(name, vs)
+	}
+}
+
+func (w *gw) optMap(name string, m map[string]string) {
+	if len(m) > 0 {
+		w.strMap(name, m)
+	}
+}
+
+// appendKey appends an object's key, after a comma unless it is the
+// object's first (b ends in its '{': no value ends in one).
+func appendKey(b []byte, name string) []byte {
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
+	}
+	return append(append(append(b, '"'), name...), '"', ':')
 }
 
 // appendStrings appends vs as a JSON array of strings (appendJSONString).
@@ -78,55 +102,43 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 	return append(b, '}')
 }
 
-func (w *gw) terminal(t *policy.Terminal) {
+func (w *gw) terminal(name string, t *policy.Terminal) {
+	w.key(name)
 	if t == nil {
 		w.b = append(w.b, "null"...)
 		return
 	}
-	w.b = strconv.AppendUint(append(w.b, `{"rows":`...), uint64(t.Rows), 10)
-	w.key("cols", false)
-	w.b = strconv.AppendUint(w.b, uint64(t.Cols), 10)
-	w.key("idle", false)
-	w.int(int64(t.Idle))
+	w.b = append(w.b, '{')
+	w.int("rows", int64(t.Rows))
+	w.int("cols", int64(t.Cols))
+	w.int("idle", int64(t.Idle))
 	w.b = append(w.b, '}')
 }
 
-func (w *gw) stdin(s *policy.Stdin) {
-	w.b = append(w.b, `{"bytes":`...)
-	w.int(s.Bytes)
-	w.key("sha256", false)
-	w.str(s.SHA256)
+func (w *gw) stdin(name string, s *policy.Stdin) {
+	w.key(name)
+	w.b = append(w.b, '{')
+	w.int("bytes", s.Bytes)
+	w.str("sha256", s.SHA256)
 	w.b = append(w.b, '}')
 }
 
 // appendRequest appends json.Marshal(r)'s bytes.
 func appendRequest(out []byte, r *policy.Request) []byte {
 	w := gw{b: append(out, '{')}
-	w.key("Argv", true)
-	w.strs(r.Argv)
-	w.key("Command", false)
-	w.str(r.Command)
-	w.key("Cwd", false)
-	w.str(r.Cwd)
-	w.key("Env", false)
-	w.strMap(r.Env)
-	w.key("Mode", false)
-	w.str(string(r.Mode))
-	w.key("Timeout", false)
-	w.int(int64(r.Timeout))
-	w.key("Sandbox", false)
-	w.str(r.Sandbox)
-	w.key("TTY", false)
-	w.terminal(r.TTY)
-	w.key("Credentials", false)
-	w.strs(r.Credentials)
-	w.key("Privileged", false)
-	w.flag(r.Privileged)
-	w.key("Network", false)
-	w.str(r.Network)
+	w.strs("Argv", r.Argv)
+	w.str("Command", r.Command)
+	w.str("Cwd", r.Cwd)
+	w.strMap("Env", r.Env)
+	w.str("Mode", string(r.Mode))
+	w.int("Timeout", int64(r.Timeout))
+	w.str("Sandbox", r.Sandbox)
+	w.terminal("TTY", r.TTY)
+	w.strs("Credentials", r.Credentials)
+	w.flag("Privileged", r.Privileged)
+	w.str("Network", r.Network)
 	if r.Stdin != nil {
-		w.key("stdin", false)
-		w.stdin(r.Stdin)
+		w.stdin("stdin", r.Stdin)
 	}
 	return append(w.b, '}')
 }
@@ -134,55 +146,39 @@ func appendRequest(out []byte, r *policy.Request) []byte {
 // appendDecision appends json.Marshal(d)'s bytes.
 func appendDecision(out []byte, d *policy.Decision) []byte {
 	w := gw{b: append(out, '{')}
-	w.key("verdict", true)
-	w.str(string(d.Verdict))
-	w.key("risk", false)
-	w.str(string(d.Risk))
-	w.key("reasons", false)
-	w.strs(d.Reasons)
-	w.key("rules", false)
-	w.strs(d.Rules)
-	w.key("mode", false)
-	w.str(string(d.Mode))
-	w.key("policy_version", false)
-	w.str(d.PolicyVersion)
-	w.key("request_hash", false)
-	w.str(d.RequestHash)
-	w.key("argv", false)
-	w.strs(d.Argv)
+	w.str("verdict", string(d.Verdict))
+	w.str("risk", string(d.Risk))
+	w.strs("reasons", d.Reasons)
+	w.strs("rules", d.Rules)
+	w.str("mode", string(d.Mode))
+	w.str("policy_version", d.PolicyVersion)
+	w.str("request_hash", d.RequestHash)
+	w.strs("argv", d.Argv)
 	w.optStrs("exec_argv", d.ExecArgv)
 	w.optStr("resolved_path", d.ResolvedPath)
 	w.optStr("binary_sha256", d.BinarySHA256)
 	w.optStr("cwd", d.Cwd)
 	w.optMap("env", d.Env)
 	w.optMap("exec_env", d.ExecEnv)
-	w.key("timeout", false)
-	w.int(int64(d.Timeout))
-	w.key("network", false)
-	w.flag(d.Network)
-	w.key("runs_project_code", false)
-	w.flag(d.RunsProjectCode)
-	w.key("read_only", false)
-	w.flag(d.ReadOnly)
+	w.int("timeout", int64(d.Timeout))
+	w.flag("network", d.Network)
+	w.flag("runs_project_code", d.RunsProjectCode)
+	w.flag("read_only", d.ReadOnly)
 	w.optStrs("writes", d.Writes)
 	w.optMap("project_files", d.ProjectFiles)
 	w.optStr("run_as", d.RunAs)
-	w.key("sandbox", false)
-	w.profile(&d.Sandbox)
+	w.profile("sandbox", &d.Sandbox)
 	if d.TTY != nil {
-		w.key("tty", false)
-		w.terminal(d.TTY)
+		w.terminal("tty", d.TTY)
 	}
 	w.optStrs("credentials", d.Credentials)
 	if d.Privileged {
-		w.key("privileged", false)
-		w.flag(true)
+		w.flag("privileged", true)
 	}
 	if d.Stdin != nil {
-		w.key("stdin", false)
-		w.stdin(d.Stdin)
+		w.stdin("stdin", d.Stdin)
 	}
-	w.key("steps", false)
+	w.key("steps")
 	if d.Steps == nil {
 		w.b = append(w.b, "null"...)
 	} else {
@@ -191,10 +187,9 @@ func appendDecision(out []byte, d *policy.Decision) []byte {
 			if i > 0 {
 				w.b = append(w.b, ',')
 			}
-			w.b = append(w.b, `{"name":`...)
-			w.str(s.Name)
-			w.key("outcome", false)
-			w.str(s.Outcome)
+			w.b = append(w.b, '{')
+			w.str("name", s.Name)
+			w.str("outcome", s.Outcome)
 			w.optStr("detail", s.Detail)
 			w.b = append(w.b, '}')
 		}
@@ -203,39 +198,17 @@ func appendDecision(out []byte, d *policy.Decision) []byte {
 	return append(w.b, '}')
 }
 
-func (w *gw) profile(p *domain.Profile) {
-	w.b = append(w.b, `{"profile":`...)
-	w.str(p.Profile)
-	w.key("network", false)
-	w.flag(p.Network)
+func (w *gw) profile(name string, p *domain.Profile) {
+	w.key(name)
+	w.b = append(w.b, '{')
+	w.str("profile", p.Profile)
+	w.flag("network", p.Network)
 	w.optStr("network_mode", p.NetworkMode)
 	w.optStrs("exec", p.Exec)
 	w.optStrs("read", p.Read)
 	w.optStrs("write", p.Write)
 	w.optStrs("cache", p.Cache)
 	w.b = append(w.b, '}')
-}
-
-// optStr, optStrs and optMap write an omitempty field (never an object's first).
-func (w *gw) optStr(name, v string) {
-	if v != "" {
-		w.key(name, false)
-		w.str(v)
-	}
-}
-
-func (w *gw) optStrs(name string, vs []string) {
-	if len(vs) > 0 {
-		w.key(name, false)
-		w.strs(vs)
-	}
-}
-
-func (w *gw) optMap(name string, m map[string]string) {
-	if len(m) > 0 {
-		w.key(name, false)
-		w.strMap(m)
-	}
 }
 
 // appendJSONString appends s as encoding/json writes a string: HTML's

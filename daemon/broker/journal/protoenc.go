@@ -59,12 +59,7 @@ func (w *jw) done(out []byte, m proto.Message) ([]byte, error) {
 	return append(out, j...), nil
 }
 
-func (w *jw) key(name string) {
-	if w.b[len(w.b)-1] != '{' {
-		w.b = append(w.b, ',')
-	}
-	w.b = append(append(append(w.b, '"'), name...), '"', ':')
-}
+func (w *jw) key(name string) { w.b = appendKey(w.b, name) }
 
 // open starts an object value under name (the field is set).
 func (w *jw) open(name string) { w.key(name); w.b = append(w.b, '{') }
