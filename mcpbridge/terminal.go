@@ -129,10 +129,7 @@ func (b *Bridge) send(ctx context.Context, req *mcp.CallToolRequest, in SendInpu
 		return nil, nil, failure(err, next)
 	}
 	v := terminalView(resp.GetExecution(), resp.GetScreen())
-	v.Ready = enumWord(resp.GetReady().String(), "READY_REASON_")
-	if v.Ready == "unspecified" {
-		v.Ready = ""
-	}
+	v.Ready = readyWord(resp)
 	v.Output, v.OutputOffset = resp.GetOutputText(), resp.GetOutputOffset()
 	switch v.Ready {
 	case "timeout":
@@ -158,6 +155,15 @@ func (b *Bridge) screen(ctx context.Context, req *mcp.CallToolRequest, in Screen
 	v := terminalView(resp.GetExecution(), resp.GetScreen())
 	v.Scrollback, v.ScrollbackTotal = resp.GetScrollback(), int(resp.GetScrollbackTotal())
 	return b.terminalReply(v)
+}
+
+// readyWord is why a wait returned, as the agent reads it: "" when the
+// daemon did not wait (or says nothing), never "unspecified".
+func readyWord(resp *termdv1.SendInputResponse) string {
+	if w := enumWord(resp.GetReady().String(), "READY_REASON_"); w != "unspecified" {
+		return w
+	}
+	return ""
 }
 
 func terminalView(e *termdv1.Execution, sc *termdv1.Screen) *TerminalView {
@@ -210,7 +216,7 @@ func (b *Bridge) startTerminal(ctx context.Context, e *termdv1.Execution, wait i
 	}
 	ex := resp.GetExecution()
 	t := terminalView(ex, resp.GetScreen())
-	t.Ready = enumWord(resp.GetReady().String(), "READY_REASON_")
+	t.Ready = readyWord(resp)
 	t.Output, t.OutputOffset = resp.GetOutputText(), resp.GetOutputOffset()
 	v := executionView(ex)
 	v.Terminal, v.NextStep = t, t.NextStep
