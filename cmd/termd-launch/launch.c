@@ -395,11 +395,6 @@ static int empty_tmpfs(void) {
 	return m;
 }
 
-// apply_mount opens path without following any symbolic link and covers it:
-// "readonly" binds it onto itself read-only, "hide" puts an empty read-only
-// directory (or /dev/null for a file) over it, "idmap" binds it onto itself
-// through the user namespace userns_fd's mapping (a file the command, uid 0
-// inside that namespace, creates there is owned by uid 0 on the disk).
 // not_a_link returns fd, or closes it and fails with ELOOP when it is a
 // symbolic link: under O_PATH | O_NOFOLLOW a link at the end of the path is
 // opened as itself (openat2's RESOLVE_NO_SYMLINKS included), and a cover
@@ -479,6 +474,13 @@ static int identify(int fd, struct statx *sx) {
 	return 0;
 }
 
+// apply_mount opens path without following any symbolic link and covers it:
+// "readonly" binds it onto itself read-only, "hide" puts an empty read-only
+// directory (or /dev/null for a file) over it, "idmap" binds it onto itself
+// through the user namespace userns_fd's mapping (a file the command, uid 0
+// inside that namespace, creates there is owned by uid 0 on the disk).
+// It records in *cv what it mounted, that the path was absent, or that what
+// it opened was removed before the mount could land on it.
 static void apply_mount(const char *kind, const char *path, int userns_fd, struct cover *cv) {
 	cv->state = COVER_ABSENT;
 	int target = open_nofollow(path);
@@ -543,8 +545,10 @@ static int covered(const char *path, const struct cover *cv) {
 // stays in the clear): the cover is then over an object no longer at the
 // path. A cover follows its object through later renames, so once every
 // path leads to its own cover each object that was at a masked path keeps
-// one. A path that does not is covered again (a surplus cover only hides
-// more), for at most MOUNT_ROUNDS rounds; then the launch fails, naming it.
+// one. A path that does not is covered again, for at most MOUNT_ROUNDS
+// rounds; then the launch fails, naming it. The cover left behind is over
+// an object that was at the path (a read-only or idmapped bind shows that
+// object itself), so it hides no less than one placed without the race.
 #define MOUNT_ROUNDS 8
 static void apply_mounts(struct config *c) {
 	struct cover *cv = calloc(c->nmounts, sizeof *cv);
