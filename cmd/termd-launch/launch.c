@@ -300,7 +300,7 @@ static void parse(char *buf, size_t len, struct config *c) {
 			push(&c->argv, &c->nargv, val);
 		} else if (!strcmp(key, "env")) {
 			push(&c->env, &c->nenv, val);
-		} else if (!strcmp(key, "readonly") || !strcmp(key, "hide") || !strcmp(key, "idmap")) {
+		} else if (!strcmp(key, "readonly") || !strcmp(key, "hide") || !strcmp(key, "idmap") || !strcmp(key, "pin")) {
 			push(&c->mount_kind, &c->nkinds, key);
 			push(&c->mount_path, &c->nmounts, val);
 		} else if (!strcmp(key, "uid")) {
@@ -478,8 +478,9 @@ static int identify(int fd, struct statx *sx) {
 // "readonly" binds it onto itself read-only, "hide" puts an empty read-only
 // directory (or /dev/null for a file) over it, "idmap" binds it onto itself
 // through the user namespace userns_fd's mapping (a file the command, uid 0
-// inside that namespace, creates there is owned by uid 0 on the disk).
-// It records in *cv what it mounted, that the path was absent, or that what
+// inside that namespace, creates there is owned by uid 0 on the disk), "pin"
+// binds it onto itself unchanged (a mount point cannot be renamed or removed
+// in its mount namespace). It records in *cv what it mounted, that the path was absent, or that what
 // it opened was removed before the mount could land on it.
 static void apply_mount(const char *kind, const char *path, int userns_fd, struct cover *cv) {
 	cv->state = COVER_ABSENT;
@@ -500,7 +501,7 @@ static void apply_mount(const char *kind, const char *path, int userns_fd, struc
 		attr = (struct tl_mount_attr){.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
 		doing = "idmapping it (its file system must support idmapped mounts, Linux 5.12 or later)";
 	}
-	if (!strcmp(kind, "readonly") || !strcmp(kind, "idmap"))
+	if (!strcmp(kind, "readonly") || !strcmp(kind, "idmap") || !strcmp(kind, "pin"))
 		tree = syscall(SYS_open_tree, target, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	else if (S_ISDIR(st.st_mode))
 		tree = empty_tmpfs();
@@ -508,7 +509,7 @@ static void apply_mount(const char *kind, const char *path, int userns_fd, struc
 		tree = syscall(SYS_open_tree, AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		fail("sandbox: preparing the %s mount for %s: %s", kind, path, strerror(errno));
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+	if (strcmp(kind, "pin") && syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
 		fail("sandbox: the %s mount of %s: %s: %s", kind, path, doing, strerror(errno));
 	// ENOENT: what was opened has been removed or renamed over since (a
 	// mount point must have a name); the next round opens the path again.

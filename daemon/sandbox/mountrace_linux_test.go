@@ -7,8 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/internal/program"
 )
 
 // The launcher opens each masked path and then mounts its cover over what it
@@ -114,5 +119,50 @@ func TestLauncherMasksSurviveRenameExchange(t *testing.T) {
 				t.Fatalf("the race was not run: %d swaps, %d launches ran", swaps.Load(), ran)
 			}
 		})
+	}
+}
+
+// A protected path below a directory the command may write (.git/hooks
+// below .git) is covered where it is, and the cover follows it if .git is
+// renamed; but the next execution's plan finds no .git/hooks to protect.
+// Two executions planted a hook that way: the first renamed .git, the
+// second wrote .git2/hooks and renamed it back. The directory between the
+// workspace and the protected path is pinned (bound onto itself), so that
+// renaming it is refused in the command's mount namespace.
+func TestMountPinsTheParentOfProtectedPaths(t *testing.T) {
+	f := newFixture(t)
+	if os.Geteuid() != 0 {
+		t.Skip("protected paths are bound read-only in a mount namespace termd makes as root")
+	}
+	sh := func(script string) string {
+		t.Helper()
+		p := workspaceWrite
+		p.Exec = program.Exec("/bin/sh")
+		l, _, err := sandbox.Prepare(p, f.paths, sandbox.Required, f.sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc, err := f.run.Start(runner.Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "{ " + script + "; } 2>&1"}, Dir: f.ws, Timeout: 20 * time.Second, Launch: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := proc.Wait()
+		if res.Err != nil {
+			t.Fatalf("%s: %v", script, res.Err)
+		}
+		return strings.TrimSpace(string(res.Stdout.Kept))
+	}
+	hook := filepath.Join(f.ws, ".git", "hooks", "pre-commit")
+	out1 := sh("echo evil > .git/hooks/pre-commit; mv .git .git2 && echo renamed")
+	out2 := sh("echo evil > .git2/hooks/pre-commit && mv .git2 .git && echo planted")
+	if _, err := os.Stat(hook); err == nil || strings.Contains(out1, "renamed") {
+		t.Fatalf("a hook was planted in the protected .git/hooks (first execution printed %q, second %q)", out1, out2)
+	}
+	if !strings.Contains(out1, "Read-only file system") || !strings.Contains(out1, "busy") {
+		t.Fatalf("the first execution printed %q; want the write refused read-only and the rename refused busy", out1)
+	}
+	// git itself still works in the pinned .git.
+	if out := sh("git init -q --template= . && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m m && git log --format=%s"); out != "m" {
+		t.Fatalf("git in a pinned .git: %q", out)
 	}
 }
