@@ -80,6 +80,9 @@
 #define RESOLVE_NO_MAGICLINKS 0x02
 #define RESOLVE_NO_SYMLINKS 0x04
 #endif
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
@@ -297,7 +300,7 @@ static void parse(char *buf, size_t len, struct config *c) {
 			push(&c->argv, &c->nargv, val);
 		} else if (!strcmp(key, "env")) {
 			push(&c->env, &c->nenv, val);
-		} else if (!strcmp(key, "readonly") || !strcmp(key, "hide") || !strcmp(key, "idmap")) {
+		} else if (!strcmp(key, "readonly") || !strcmp(key, "hide") || !strcmp(key, "idmap") || !strcmp(key, "pin")) {
 			push(&c->mount_kind, &c->nkinds, key);
 			push(&c->mount_path, &c->nmounts, val);
 		} else if (!strcmp(key, "uid")) {
@@ -392,11 +395,20 @@ static int empty_tmpfs(void) {
 	return m;
 }
 
-// apply_mount opens path without following any symbolic link and covers it:
-// "readonly" binds it onto itself read-only, "hide" puts an empty read-only
-// directory (or /dev/null for a file) over it, "idmap" binds it onto itself
-// through the user namespace userns_fd's mapping (a file the command, uid 0
-// inside that namespace, creates there is owned by uid 0 on the disk).
+// not_a_link returns fd, or closes it and fails with ELOOP when it is a
+// symbolic link: under O_PATH | O_NOFOLLOW a link at the end of the path is
+// opened as itself (openat2's RESOLVE_NO_SYMLINKS included), and a cover
+// mounted on it would protect the link, not what was at the path.
+static int not_a_link(int fd) {
+	struct stat st;
+	int e = fstat(fd, &st) < 0 ? errno : (S_ISLNK(st.st_mode) ? ELOOP : 0);
+	if (!e)
+		return fd;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 // open_nofollow opens the absolute path as O_PATH without following a
 // symbolic link anywhere in it. Where openat2 is refused (systemd's
 // RestrictSUIDSGID= answers it ENOSYS, since a filter cannot read its
@@ -405,7 +417,9 @@ static int empty_tmpfs(void) {
 static int open_nofollow(const char *path) {
 	struct tl_open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	int fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+	if (fd >= 0)
+		return not_a_link(fd);
+	if (errno != ENOSYS && errno != EPERM)
 		return fd;
 	if (path[0] != '/') {
 		errno = EINVAL;
@@ -430,14 +444,9 @@ static int open_nofollow(const char *path) {
 		int next = openat(dir, c, O_PATH | O_CLOEXEC | O_NOFOLLOW);
 		int e = errno;
 		close(dir);
-		dir = next;
-		errno = e;
-		struct stat st;
-		if (dir >= 0 && fstat(dir, &st) == 0 && S_ISLNK(st.st_mode)) {
-			close(dir);
-			dir = -1;
-			errno = ELOOP;
-		}
+		dir = next >= 0 ? not_a_link(next) : -1;
+		if (next < 0)
+			errno = e;
 	}
 	int e = errno;
 	free(copy);
@@ -445,7 +454,36 @@ static int open_nofollow(const char *path) {
 	return dir;
 }
 
-static void apply_mount(const char *kind, const char *path, int userns_fd) {
+// A cover: what apply_mount put over one path, known by its mount's id and
+// its root's inode, so that covered() can tell whether the path, resolved
+// again, leads to it.
+struct cover {
+	enum { COVER_ABSENT, COVER_MOUNTED, COVER_LOST } state;
+	uint64_t mnt_id, ino;
+	uint32_t dev_major, dev_minor;
+};
+
+// identify reads the mount id and inode of what fd refers to.
+static int identify(int fd, struct statx *sx) {
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_MNT_ID, sx) < 0)
+		return -1;
+	if (!(sx->stx_mask & STATX_MNT_ID)) {
+		errno = ENOSYS; // before Linux 5.8
+		return -1;
+	}
+	return 0;
+}
+
+// apply_mount opens path without following any symbolic link and covers it:
+// "readonly" binds it onto itself read-only, "hide" puts an empty read-only
+// directory (or /dev/null for a file) over it, "idmap" binds it onto itself
+// through the user namespace userns_fd's mapping (a file the command, uid 0
+// inside that namespace, creates there is owned by uid 0 on the disk), "pin"
+// binds it onto itself unchanged (a mount point cannot be renamed or removed
+// in its mount namespace). It records in *cv what it mounted, that the path was absent, or that what
+// it opened was removed before the mount could land on it.
+static void apply_mount(const char *kind, const char *path, int userns_fd, struct cover *cv) {
+	cv->state = COVER_ABSENT;
 	int target = open_nofollow(path);
 	if (target < 0 && errno == ENOENT)
 		return; // gone since the plan was checked: nothing to cover
@@ -463,7 +501,7 @@ static void apply_mount(const char *kind, const char *path, int userns_fd) {
 		attr = (struct tl_mount_attr){.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
 		doing = "idmapping it (its file system must support idmapped mounts, Linux 5.12 or later)";
 	}
-	if (!strcmp(kind, "readonly") || !strcmp(kind, "idmap"))
+	if (!strcmp(kind, "readonly") || !strcmp(kind, "idmap") || !strcmp(kind, "pin"))
 		tree = syscall(SYS_open_tree, target, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	else if (S_ISDIR(st.st_mode))
 		tree = empty_tmpfs();
@@ -471,12 +509,75 @@ static void apply_mount(const char *kind, const char *path, int userns_fd) {
 		tree = syscall(SYS_open_tree, AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		fail("sandbox: preparing the %s mount for %s: %s", kind, path, strerror(errno));
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+	if (strcmp(kind, "pin") && syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
 		fail("sandbox: the %s mount of %s: %s: %s", kind, path, doing, strerror(errno));
-	if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	// ENOENT: what was opened has been removed or renamed over since (a
+	// mount point must have a name); the next round opens the path again.
+	struct statx sx;
+	cv->state = COVER_LOST;
+	if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0) {
+		if (identify(tree, &sx) < 0)
+			fail("sandbox: identifying the cover over %s (Linux 5.8 or later is needed): %s", path, strerror(errno));
+		*cv = (struct cover){COVER_MOUNTED, sx.stx_mnt_id, sx.stx_ino, sx.stx_dev_major, sx.stx_dev_minor};
+	} else if (errno != ENOENT)
 		fail("sandbox: mounting over %s: %s", path, strerror(errno));
 	close(tree);
 	close(target);
+}
+
+// covered says whether path, resolved again now, leads to the root of the
+// cover apply_mount made for it (the topmost mount there), or is still
+// absent when it was absent then.
+static int covered(const char *path, const struct cover *cv) {
+	int fd = open_nofollow(path);
+	if (fd < 0)
+		return cv->state == COVER_ABSENT && errno == ENOENT;
+	struct statx sx;
+	int ok = cv->state == COVER_MOUNTED && identify(fd, &sx) == 0 && sx.stx_mnt_id == cv->mnt_id &&
+		 sx.stx_ino == cv->ino && sx.stx_dev_major == cv->dev_major && sx.stx_dev_minor == cv->dev_minor;
+	close(fd);
+	return ok;
+}
+
+// apply_mounts covers every path, then checks that each path leads to its
+// own cover. Between the open and the mount of a path, another process may
+// rename it or a parent, or exchange it with another name (even another
+// masked path, so that two covers land on one object and the other object
+// stays in the clear): the cover is then over an object no longer at the
+// path. A cover follows its object through later renames, so once every
+// path leads to its own cover each object that was at a masked path keeps
+// one. A path that does not is covered again, for at most MOUNT_ROUNDS
+// rounds; then the launch fails, naming it. The cover left behind is over
+// an object that was at the path (a read-only or idmapped bind shows that
+// object itself), so it hides no less than one placed without the race.
+#define MOUNT_ROUNDS 8
+static void apply_mounts(struct config *c) {
+	struct cover *cv = calloc(c->nmounts, sizeof *cv);
+	char *todo = malloc(c->nmounts);
+	if (!cv || !todo)
+		fail("launcher: out of memory");
+	memset(todo, 1, c->nmounts);
+	for (int round = 1;; round++) {
+		for (int i = 0; i < c->nmounts; i++)
+			if (todo[i])
+				apply_mount(c->mount_kind[i], c->mount_path[i], c->userns_fd, &cv[i]);
+		const char *moved = NULL;
+		for (int i = 0; i < c->nmounts; i++) {
+			// A later entry for the same path covers this one's cover.
+			int later = 0;
+			for (int j = i + 1; j < c->nmounts && !later; j++)
+				later = !strcmp(c->mount_path[i], c->mount_path[j]);
+			todo[i] = !later && !covered(c->mount_path[i], &cv[i]);
+			if (todo[i] && !moved)
+				moved = c->mount_path[i];
+		}
+		if (!moved)
+			break;
+		if (round == MOUNT_ROUNDS)
+			fail("sandbox: %s was renamed, replaced or exchanged while it was being covered, %d times in a row: the command does not run with it uncovered", moved, MOUNT_ROUNDS);
+	}
+	free(cv);
+	free(todo);
 }
 
 static void write_file(const char *path, const char *data) {
@@ -529,8 +630,7 @@ static void confine(struct config *c) {
 	if (c->nmounts > 0) {
 		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			fail("sandbox: making the mount namespace private: %s", strerror(errno));
-		for (int i = 0; i < c->nmounts; i++)
-			apply_mount(c->mount_kind[i], c->mount_path[i], c->userns_fd);
+		apply_mounts(c);
 		// The working directory was entered before the mounts: enter it
 		// again so that it is seen through them. Without that the command
 		// would work in the directory as it was before (a read-only or

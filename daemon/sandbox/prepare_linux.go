@@ -369,22 +369,25 @@ func mountsFor(p domain.Profile, ps Paths, rules []rule) []launcher.Mount {
 	if p.Profile != domain.WorkspaceWrite {
 		return out
 	}
-	var prot []string
+	var ro, pins []string
 	for _, dir := range protectedDirsToScan(ps) {
-		for _, n := range ps.ProtectedNames {
-			prot = append(prot, filepath.Join(dir, n))
-		}
-		for _, n := range ps.ProtectedDirs {
-			prot = append(prot, filepath.Join(dir, n))
-		}
-		prot = append(prot, filepath.Join(dir, ".git", "hooks"), filepath.Join(dir, ".git", "config"),
-			filepath.Join(dir, ".git", "info"), filepath.Join(dir, ".termd"))
-	}
-	var ro []string
-	for _, x := range prot {
-		if _, err := os.Lstat(x); err == nil && reach(x, accessWrite) && !isHiddenBy(x, hidden) {
+		names := append(append([]string{".git/hooks", ".git/config", ".git/info", ".termd"}, ps.ProtectedNames...), ps.ProtectedDirs...)
+		for _, n := range names {
+			x := filepath.Join(dir, n)
+			if _, err := os.Lstat(x); err != nil || !reach(x, accessWrite) || isHiddenBy(x, hidden) {
+				continue
+			}
 			ro = append(ro, x)
+			// The directories between (.git for .git/hooks) are pinned:
+			// renamed, they would take the read-only cover along, and the
+			// next execution's plan would find nothing here to protect.
+			for p := filepath.Dir(x); p != dir && within(dir, p); p = filepath.Dir(p) {
+				pins = append(pins, p)
+			}
 		}
+	}
+	for _, x := range uniqSorted(pins) {
+		out = append(out, launcher.Mount{Kind: "pin", Path: x})
 	}
 	for _, x := range uniqSorted(ro) {
 		out = append(out, launcher.Mount{Kind: "readonly", Path: x})

@@ -154,7 +154,9 @@ type Config struct {
 type Mount struct {
 	// Kind: "readonly" binds Path onto itself read-only; "hide" covers Path
 	// with an empty read-only directory (or /dev/null for a file); "idmap"
-	// binds Path onto itself idmapped through Config.UserNSFD's mapping.
+	// binds Path onto itself idmapped through Config.UserNSFD's mapping;
+	// "pin" binds Path onto itself unchanged, so that the command cannot
+	// rename or remove it (a mount point, in its mount namespace).
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 }
