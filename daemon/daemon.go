@@ -357,7 +357,7 @@ func newLogger(cfg *config.Config, level *slog.LevelVar) *slog.Logger {
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg := d.config()
 	if addr := os.Getenv("TERMD_DEBUG_PPROF"); addr != "" {
-		startPprof(addr, d.log, d.stages.Report)
+		startPprof(addr, d.log, func() string { return d.stages.Report() + "spawn pools: " + d.runner.PoolStatus() + "\n" })
 	}
 	opSock := ""
 	if d.opListener != nil {

@@ -26,7 +26,8 @@ import (
 // daemon; short runs, alternating), each against the durable floor of the
 // same run. gRPC pairs alternate one by one. Run with TERMD_BENCH=1 on an
 // otherwise idle machine if you can: what else runs lands on both sides,
-// but unevenly over short stretches.
+// but unevenly over short stretches. TERMD_BENCH_POOLS=1 prints each
+// side's spawn pools' counts (from /debug/stages, where a build has them).
 func TestBenchTermdAB(t *testing.T) {
 	base := os.Getenv("TERMD_BENCH_BASE")
 	if os.Getenv("TERMD_BENCH") != "1" || base == "" {
@@ -49,12 +50,13 @@ func TestBenchTermdAB(t *testing.T) {
 		if dir != "" {
 			bin = filepath.Join(dir, "termd")
 		}
-		d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Bin: bin, Env: env, Args: []string{"--console-url", consoleURL}})
+		debug := poolsDebug(t)
+		d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Bin: bin, Env: append(env, "TERMD_DEBUG_PPROF="+debug), Args: []string{"--console-url", consoleURL}})
 		s, err := d.Client.Sessions.CreateSession(ctx, &termdv1.CreateSessionRequest{Label: "ab"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &abSide{name: name, d: d, hb: startHTTPBridgeProfiled(t, d, ""), sid: s.GetSession().GetId()}
+		return &abSide{name: name, d: d, hb: startHTTPBridgeProfiled(t, d, ""), sid: s.GetSession().GetId(), debug: debug}
 	}
 	// TERMD_BENCH_B_ENV=K=V[,K=V]: environment for B only (GOGC=200, say).
 	var benv []string
@@ -100,6 +102,9 @@ func TestBenchTermdAB(t *testing.T) {
 	}
 	fm := harness.Pct(floor, 50)
 	for _, s := range sides {
+		if l := poolsLine(t, s.debug); l != "" {
+			harness.Bench(t, fmt.Sprintf("ab: %s %s", s.name, l))
+		}
 		g := harness.Pct(s.grpc, 50)
 		harness.Bench(t, fmt.Sprintf("ab: %s gRPC plan+execute /bin/true median %v (p90 %v), %.2fx the floor (median %v); termd CPU per pair %v",
 			s.name, g.Round(10*time.Microsecond), harness.Pct(s.grpc, 90).Round(10*time.Microsecond), float64(g)/float64(fm), fm.Round(10*time.Microsecond), (s.grpcCPU/time.Duration(s.grpcN)).Round(10*time.Microsecond)))
@@ -127,6 +132,7 @@ type abSide struct {
 	mcp      []time.Duration // per-round medians
 	mcpCPU   time.Duration
 	mcpPairs int
+	debug    string // TERMD_DEBUG_PPROF's address
 }
 
 // abGRPCPair plans and executes /bin/true over gRPC on side s, and returns

@@ -49,7 +49,9 @@ import (
 //     concurrency level (and the floor's).
 //
 // TERMD_BENCH_ROUNDS (default 6) and TERMD_BENCH_PAIRS (default 40 a round
-// and era) shorten or lengthen the rounds. Nothing is downloaded.
+// and era) shorten or lengthen the rounds; TERMD_BENCH_POOLS=1 prints each
+// termd's spawn pools' counts (pre-started launchers served, spawns that
+// started theirs inline) with the RSS. Nothing is downloaded.
 func TestBenchFloor(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the floor benchmark")
@@ -68,6 +70,9 @@ func TestBenchFloor(t *testing.T) {
 	const caps = "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n"
 	startTermd := func(name, config, bin, termdPprof, bridgePprof string) *server {
 		metrics := freeLoopback(t)
+		if termdPprof == "" {
+			termdPprof = poolsDebug(t)
+		}
 		d := harness.Start(t, harness.Options{Config: agentConfig + caps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
 		bridge := "" // this tree's termd-mcp, or the one beside bin (TERMD_BENCH_BASE)
 		if b := filepath.Join(filepath.Dir(bin), "termd-mcp"); bin != "" {
@@ -76,7 +81,7 @@ func TestBenchFloor(t *testing.T) {
 			}
 		}
 		hb := startHTTPBridgeBin(t, d, bridge, bridgePprof)
-		return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true, metrics: metrics}
+		return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true, metrics: metrics, debug: termdPprof}
 	}
 	fl := startFloor(t, t.TempDir())
 	sides := []*server{fl, startTermd("termd", "", "", termdPprof, bridgePprof), startTermd("termd-nosb", "sandbox: \"off\"\n", "", "", "")}
@@ -142,6 +147,9 @@ func TestBenchFloor(t *testing.T) {
 	rss := func(when string) {
 		for _, s := range sides {
 			harness.Bench(t, fmt.Sprintf("floor: peak RSS after %s: %s", when, s.rss()))
+			if l := poolsLine(t, s.debug); l != "" { // TERMD_BENCH_POOLS=1
+				harness.Bench(t, fmt.Sprintf("floor: after %s, %s %s", when, s.name, l))
+			}
 		}
 	}
 	rss("the rounds")
@@ -285,6 +293,7 @@ type server struct {
 	pids             []int // termd's sides: termd, termd-mcp
 	termd            bool
 	metrics          string // termd's metrics_listen
+	debug            string // termd's TERMD_DEBUG_PPROF (TERMD_BENCH_POOLS=1)
 }
 
 // storeWrites reads termd's receipt store counters (termd_receipt_store_

@@ -223,6 +223,30 @@ func roundMs(ds []time.Duration) string {
 	return "[" + strings.Join(s, " ") + "] ms"
 }
 
+// poolsDebug is a TERMD_DEBUG_PPROF address for a benchmarked termd when
+// TERMD_BENCH_POOLS=1 (poolsLine then reads its spawn pools' counts), else
+// "" (the endpoint samples mutex and block profiles, which costs CPU).
+func poolsDebug(t *testing.T) string {
+	if os.Getenv("TERMD_BENCH_POOLS") != "1" {
+		return ""
+	}
+	return freeLoopback(t)
+}
+
+// poolsLine is the spawn pools' line of termd's /debug/stages at addr (a
+// build that has one; "" without addr).
+func poolsLine(t *testing.T, addr string) string {
+	if addr == "" {
+		return ""
+	}
+	for _, l := range strings.Split(fetch(t, "http://"+addr+"/debug/stages"), "\n") {
+		if strings.HasPrefix(l, "spawn pools: ") {
+			return l
+		}
+	}
+	return ""
+}
+
 func fetch(t *testing.T, u string) string {
 	resp, err := http.Get(u)
 	if err != nil {

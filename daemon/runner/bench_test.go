@@ -317,5 +317,5 @@ func TestBenchCgroupReuse(t *testing.T) {
 	n := time.Duration(rounds * per)
 	fmt.Printf("BENCH cgroup reuse: CPU per spawn of /bin/true (pids+memory limits, no network; process + children, pool refill included): reuse %v vs no reuse (TERMD_CGROUP_REUSE=0) %v: ratio %.3f; per-round ratios median %.3f, min %.3f, max %.3f (%d rounds of %d); %s; %s\n",
 		(total[0] / n).Round(time.Microsecond), (total[1] / n).Round(time.Microsecond), float64(total[0])/float64(total[1]),
-		ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], rounds, per, arms[0].poolStatus(), arms[1].poolStatus())
+		ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], rounds, per, arms[0].PoolStatus(), arms[1].PoolStatus())
 }

@@ -133,7 +133,7 @@ func (r *Runner) closePools() {
 	r.cgPool.Close()
 }
 
-// poolStatus says what the spawn pools hold (tests print it).
-func (r *Runner) poolStatus() string {
+// PoolStatus says what the spawn pools hold and served (/debug/stages).
+func (r *Runner) PoolStatus() string {
 	return strings.Join([]string{r.netns.Status(), r.cgPool.Status(), r.launchers.Status()}, "; ")
 }

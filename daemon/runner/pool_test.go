@@ -35,7 +35,7 @@ func waitPool(t *testing.T, r *Runner, netns, cgroups int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("spawn pools did not fill (want %d namespaces, %d cgroups): %s", netns, cgroups, r.poolStatus())
+			t.Fatalf("spawn pools did not fill (want %d namespaces, %d cgroups): %s", netns, cgroups, r.PoolStatus())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -397,7 +397,7 @@ func TestPoolsRefillBetweenExecutions(t *testing.T) {
 	}
 	r := newRunner(t, Options{})
 	if r.netns == nil {
-		t.Fatalf("no network namespace pool: %s", r.poolStatus())
+		t.Fatalf("no network namespace pool: %s", r.PoolStatus())
 	}
 	waitPool(t, r, pool.Size, 0)
 	r.young = time.Hour // it stays young for the whole test

@@ -51,7 +51,7 @@ func TestRecycledCgroupsServeNextExecutionClean(t *testing.T) {
 		p.Delivered()
 		r.cleanup.Wait() // its cgroup is recycled or removed in the background
 		if !strings.HasPrefix(filepath.Base(res.CgroupPath), pool.Prefix) || res.CgroupPath != path {
-			t.Fatalf("execution %d ran in cgroup %q (reserved %q), not a pooled one: %s", i, res.CgroupPath, path, r.poolStatus())
+			t.Fatalf("execution %d ran in cgroup %q (reserved %q), not a pooled one: %s", i, res.CgroupPath, path, r.PoolStatus())
 		}
 		paths[path] = true
 		if res.Status != StatusSucceeded {
@@ -182,7 +182,7 @@ func TestRecycledCgroupLimitsAfterNone(t *testing.T) {
 			first = path
 		}
 		if path != first {
-			t.Fatalf("execution %d got cgroup %s, not the one recycled (%s): %s", i, path, first, r.poolStatus())
+			t.Fatalf("execution %d got cgroup %s, not the one recycled (%s): %s", i, path, first, r.PoolStatus())
 		}
 		s := sh(`true`)
 		s.ID, s.PidsMax, s.MemoryMax = id, mib/4, mib<<20

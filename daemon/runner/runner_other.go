@@ -210,6 +210,9 @@ func (p *Process) stop(reason Status) bool {
 // pools there is nothing to refill.
 func (p *Process) Delivered() {}
 
+// PoolStatus: there are no spawn pools here.
+func (r *Runner) PoolStatus() string { return "no spawn pools" }
+
 // Pid is the main process id.
 func (p *Process) Pid() int { return p.pid }
 

@@ -70,6 +70,10 @@ type Launchers struct {
 	mu       sync.Mutex
 	reserved map[string]*Launcher
 	closed   bool
+	// served, inline: spawns that fit (Want) and got a pre-started
+	// launcher, or found none ready and started theirs inline; started:
+	// launchers the filler started (Status).
+	served, inline, started atomic.Uint64
 }
 
 // LauncherDeps is what a Launchers pool uses of the runner.
@@ -115,6 +119,7 @@ func (lp *Launchers) fill() {
 					lp.err.Store(&err)
 					break // spawns start their launchers inline meanwhile
 				}
+				lp.started.Add(1)
 				lp.ready <- pl
 			}
 		}
@@ -334,17 +339,21 @@ func (lp *Launchers) Claim(id string, w Want) *Launcher {
 	delete(lp.reserved, id)
 	closed := lp.closed
 	lp.mu.Unlock()
-	if ok {
-		if pl.alive() {
-			return pl
+	if !ok {
+		if closed || !lp.fits(w) {
+			return nil
 		}
+		pl = lp.take()
+	} else if !pl.alive() {
 		pl.discard(lp)
-		return nil
+		pl = nil
 	}
-	if closed || !lp.fits(w) {
-		return nil
+	if pl == nil {
+		lp.inline.Add(1)
+	} else {
+		lp.served.Add(1)
 	}
-	return lp.take()
+	return pl
 }
 
 // Close stops the filler and discards every launcher the pool holds.
@@ -376,13 +385,16 @@ func (lp *Launchers) Close() {
 	}
 }
 
-// Status says what the pool holds (tests print it).
+// Status says what the pool holds and how many spawns it served (tests
+// and /debug/stages print it).
 func (lp *Launchers) Status() string {
-	switch {
-	case lp == nil:
+	if lp == nil {
 		return "launchers: started at spawn"
-	case lp.err.Load() != nil:
-		return fmt.Sprintf("launchers: %d ready (last start failed: %v)", len(lp.ready), *lp.err.Load())
 	}
-	return fmt.Sprintf("launchers: %d ready", len(lp.ready))
+	s := fmt.Sprintf("launchers: %d ready, %d started; spawns served %d, started inline %d (none ready)",
+		len(lp.ready), lp.started.Load(), lp.served.Load(), lp.inline.Load())
+	if err := lp.err.Load(); err != nil {
+		s += fmt.Sprintf(" (last start failed: %v)", *err)
+	}
+	return s
 }
