@@ -3,9 +3,8 @@ package broker
 import (
 	"runtime/debug"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/plans"
 	"github.com/termd/termd/daemon/broker/sessions"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -216,7 +215,7 @@ func (b *Broker) journalPlanAfter(p *planRec) func() {
 	if b.journal == nil {
 		return func() {}
 	}
-	snap := proto.Clone(p.p).(*termdv1.Plan)
+	snap := plans.Snapshot(p.p)
 	tomb := tombstoned(p)
 	return func() { _ = b.journalPlanState(snap, p, false, tomb) }
 }
