@@ -195,6 +195,7 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 	line, err := rec.enc.Record(pp, &rec.req, &rec.dec, &rec.stdin, tomb)
 	if err == nil {
 		err = b.journal.Append(line, sync, &rec.jbytes, &rec.use.Journal, &rec.forgotten)
+		journal.Release(line)
 	}
 	if err != nil {
 		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", pp.Id, "error", err)
