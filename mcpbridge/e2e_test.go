@@ -122,7 +122,7 @@ func startHTTPBridgeBin(t testing.TB, d *harness.Daemon, bin, pprofAddr string, 
 		b.cmd.Path, b.cmd.Args[0] = bin, bin
 	}
 	if pprofAddr != "" {
-		b.cmd.Env = append(b.cmd.Env, "TERMD_DEBUG_PPROF="+pprofAddr)
+		b.cmd.Env = append(b.cmd.Env, "TERMD_DEBUG_PPROF="+pprofAddr, profileRate)
 	}
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -70,10 +70,14 @@ func TestBenchFloor(t *testing.T) {
 	const caps = "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n"
 	startTermd := func(name, config, bin, termdPprof, bridgePprof string) *server {
 		metrics := freeLoopback(t)
-		if termdPprof == "" {
-			termdPprof = poolsDebug(t)
+		var env []string
+		if termdPprof != "" {
+			env = append(env, profileRate) // profiles asked for: sample finely
+		} else {
+			termdPprof = poolsDebug(t) // TERMD_BENCH_POOLS=1: the pool counts, no profile
 		}
-		d := harness.Start(t, harness.Options{Config: agentConfig + caps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: []string{"TERMD_DEBUG_PPROF=" + termdPprof}})
+		env = append(env, "TERMD_DEBUG_PPROF="+termdPprof)
+		d := harness.Start(t, harness.Options{Config: agentConfig + caps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: env})
 		bridge := "" // this tree's termd-mcp, or the one beside bin (TERMD_BENCH_BASE)
 		if b := filepath.Join(filepath.Dir(bin), "termd-mcp"); bin != "" {
 			if _, err := os.Stat(b); err == nil {
@@ -185,18 +189,30 @@ func benchFloorClients(t *testing.T, sides []*server, seconds int, rss func(when
 	}
 }
 
+// profileRate samples one allocation in every 4 KiB (Go's default: 512
+// KiB) in a profiled termd and termd-mcp, so that a heap of a few MB shows
+// more than a few dozen samples.
+const profileRate = "GODEBUG=memprofilerate=4096"
+
 // saveFloorHeapProfiles writes termd's and termd-mcp's heap profiles to
-// TERMD_BENCH_PROFILES (profiles), when it is set.
+// TERMD_BENCH_PROFILES (profiles), when it is set, and beside each the
+// runtime's memory statistics (NAME-heap.txt: the end of ?debug=1).
 func saveFloorHeapProfiles(t *testing.T, profiles, termdPprof, bridgePprof string) {
-	if profiles != "" {
-		for name, addr := range map[string]string{"termd": termdPprof, "bridge": bridgePprof} {
-			resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if profiles == "" {
+		return
+	}
+	for name, addr := range map[string]string{"termd": termdPprof, "bridge": bridgePprof} {
+		for file, query := range map[string]string{name + "-heap.pb.gz": "", name + "-heap.txt": "?debug=1"} {
+			resp, err := http.Get("http://" + addr + "/debug/pprof/heap" + query)
 			if err != nil {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if err := os.WriteFile(filepath.Join(profiles, name+"-heap.pb.gz"), body, 0o644); err != nil {
+			if query != "" {
+				body = body[max(0, bytes.LastIndex(body, []byte("\n# runtime.MemStats"))):]
+			}
+			if err := os.WriteFile(filepath.Join(profiles, file), body, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

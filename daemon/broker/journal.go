@@ -3,9 +3,8 @@ package broker
 import (
 	"runtime/debug"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/termd/termd/daemon/broker/journal"
+	"github.com/termd/termd/daemon/broker/plans"
 	"github.com/termd/termd/daemon/broker/sessions"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -196,6 +195,7 @@ func (b *Broker) journalPlanState(pp *termdv1.Plan, rec *planRec, sync, tomb boo
 	line, err := rec.enc.Record(pp, &rec.req, &rec.dec, &rec.stdin, tomb)
 	if err == nil {
 		err = b.journal.Append(line, sync, &rec.jbytes, &rec.use.Journal, &rec.forgotten)
+		journal.Release(line)
 	}
 	if err != nil {
 		b.Log.Error("plan journal write failed; this change would not survive a crash", "plan", pp.Id, "error", err)
@@ -216,7 +216,7 @@ func (b *Broker) journalPlanAfter(p *planRec) func() {
 	if b.journal == nil {
 		return func() {}
 	}
-	snap := proto.Clone(p.p).(*termdv1.Plan)
+	snap := plans.Snapshot(p.p)
 	tomb := tombstoned(p)
 	return func() { _ = b.journalPlanState(snap, p, false, tomb) }
 }

@@ -204,7 +204,7 @@ func (b *Broker) newPlanLocked(caller *termdv1.Principal, s *session, r *termdv1
 }
 
 func (b *Broker) publishPlan(p *planRec, kind termdv1.EventKind) {
-	snap := proto.Clone(p.p).(*termdv1.Plan)
+	snap := plans.Snapshot(p.p)
 	b.Bus.Publish(p.session.ID, kind, func(e *termdv1.Event) { e.Payload = &termdv1.Event_Plan{Plan: snap} })
 }
 

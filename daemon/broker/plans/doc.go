@@ -7,7 +7,8 @@
 // denial (Approve, Deny), who may give them and on what (MayApprove,
 // CheckApproval, DenialReason), and the adviser's flag raising its
 // scrutiny (Flag); which plans a listing shows and in what order (Listed,
-// Newest).
+// Newest); a plan's state for an event or a journal record, sharing its
+// sub-messages, which a plan replaces and never writes into (Snapshot).
 //
 // The broker holds the plans, guards them with its mutex and calls these
 // with it held.

@@ -121,6 +121,9 @@ func Flag(p *termdv1.Plan, digest string, flagged bool, now time.Time) (raised b
 	if err := Move(p, domain.PlanAwaitingApproval, now); err != nil {
 		return false, err
 	}
-	p.Decision.Reasons = append(p.Decision.Reasons, "the adviser flagged this plan as dangerous; it needs approval")
+	// A new decision, not one written into: snapshots share the old one.
+	d := proto.Clone(p.Decision).(*termdv1.Decision)
+	d.Reasons = append(d.Reasons, "the adviser flagged this plan as dangerous; it needs approval")
+	p.Decision = d
 	return true, nil
 }
