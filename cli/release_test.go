@@ -64,6 +64,11 @@ func TestAttachReleaseHandsInputBack(t *testing.T) {
 	if errOut, code := sendAs("agent", "first"); code != 0 {
 		t.Fatalf("the agent cannot type into its own terminal: exit %d\n%s", code, errOut)
 	}
+	// An operator reads the screen by the session's id, as pause, resume
+	// and cancel take it.
+	if out := ok(t, d, "screen", p.Plan.SessionId); !strings.Contains(out, "first") {
+		t.Fatalf("termctl screen SESSION_ID: %q; want the screen of the session's running terminal", out)
+	}
 	if _, err := d.Client.Terminals.TakeInput(ctx, &termdv1.TakeInputRequest{ExecutionId: execID}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,13 @@ import (
 func newScreen(a *app) *cobra.Command {
 	var scrollback uint32
 	cmd := &cobra.Command{
-		Use:   "screen EXECUTION_ID [--scrollback N]",
+		Use:   "screen EXECUTION_ID|SESSION_ID [--scrollback N]",
 		Short: "Print a PTY execution's screen as plain text",
 		Long: `screen prints what a PTY execution's terminal shows now, rendered by termd
 as plain text (escape codes interpreted, secrets redacted), while it runs or
-after it ended. --scrollback N first prints up to N lines that scrolled off
-the top. -o json adds the cursor, the size, the title and whether a
+after it ended; a session id means that session's running execution.
+--scrollback N first prints up to N lines that scrolled off the top. -o
+json adds the cursor, the size, the title and whether a
 full-screen program (the alternate screen) is up.`,
 		Example: `  termctl screen 7d0a...c2
   termctl screen 7d0a...c2 --scrollback 100`,
@@ -28,9 +29,13 @@ full-screen program (the alternate screen) is up.`,
 			if err != nil {
 				return err
 			}
-			r, err := c.Terminals.GetScreen(ctx, &termdv1.GetScreenRequest{ExecutionId: args[0], ScrollbackLines: scrollback})
+			id, err := resolveExecution(ctx, c, args[0])
 			if err != nil {
-				return fmt.Errorf("reading the screen of %s: %w", args[0], err)
+				return err
+			}
+			r, err := c.Terminals.GetScreen(ctx, &termdv1.GetScreenRequest{ExecutionId: id, ScrollbackLines: scrollback})
+			if err != nil {
+				return fmt.Errorf("reading the screen of %s: %w", id, err)
 			}
 			if done, err := a.printData(r); done {
 				return err
