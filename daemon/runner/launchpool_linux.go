@@ -70,14 +70,14 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 		c.NetNSFD = launcher.FirstFD + len(files)
 		files = append(files[:len(files):len(files)], ns)
 	}
-	err = sendLaunchConfig(pl.Ctl, c.Encode(), files)
+	err = pool.SendConfig(pl.Ctl, c.Encode(), files)
 	spec.Launch.Close() // the launcher holds its copies now
 	if err != nil {
 		return fail(err)
 	}
 	// It confines itself while the intent is committed.
 	if c.SayConfined {
-		mntns, err := awaitConfined(pl.Ctl, pl.Report, pl.Proc.Pid)
+		mntns, err := pool.AwaitConfined(pl.Ctl, pl.Report, pl.Proc.Pid)
 		if err != nil {
 			return fail(err) // its report: nothing ran
 		}
@@ -88,7 +88,7 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 			return fail(err) // the launcher never gets its 'g': nothing ran
 		}
 	}
-	if err := releaseLauncher(pl.Ctl, pl.Report); err != nil {
+	if err := pool.Release(pl.Ctl, pl.Report); err != nil {
 		return fail(err)
 	}
 	p.setMain(pl.Proc, pl.Start)

@@ -32,7 +32,7 @@ type Process struct {
 	// mntns holds the mount namespace the launcher made for the command (-1:
 	// none) until the result was delivered (or mntnsGrace after the result),
 	// so that the command's exit does not wait for the namespace's teardown
-	// (awaitConfined); closeMountNS closes it.
+	// (pool.AwaitConfined); closeMountNS closes it.
 	mntns atomic.Int32
 	start uint64 // start ticks of the main process
 	cg    *cgroup.Cgroup
