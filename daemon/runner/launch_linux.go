@@ -84,7 +84,8 @@ func (lp *launchPipes) confined(pid int) (mntns int, err error) {
 }
 
 // release lets the launcher exec the command and waits until it has (the
-// report pipe closes) or has refused (a message arrives).
+// report pipe closes; the socket stays open, see pool.Release) or has
+// refused (a message arrives).
 func (lp *launchPipes) release() error {
 	return pool.Release(lp.ctl, lp.repR)
 }
@@ -94,6 +95,7 @@ func (lp *launchPipes) release() error {
 func launchConfig(spec Spec, env []string) launcher.Config {
 	c := spec.Launch.Config
 	c.Path, c.Argv, c.Env = spec.Path, spec.Argv, env
+	c.HoldFilter = len(c.Seccomp) > 0 // see Process.filter
 	if cr := spec.Credential; cr != nil {
 		c.SetCred, c.UID, c.GID, c.Groups = true, cr.Uid, cr.Gid, cr.Groups
 	}

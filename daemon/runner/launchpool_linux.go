@@ -27,7 +27,7 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 	p.pipes = pl.Out
 	p.ns, pl.NS = pl.NS, -1 // spawnFailed closes it
 	fail := func(err error) error {
-		p.closeMountNS()
+		p.letGo()
 		pl.Ctl.Close()
 		_ = pl.Proc.Kill()
 		_, _ = pl.Proc.Wait()
@@ -91,6 +91,7 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 	if err := pool.Release(pl.Ctl, pl.Report); err != nil {
 		return fail(err)
 	}
+	p.launcherCtl = pl.Ctl // supervise takes the filter from it
 	p.setMain(pl.Proc, pl.Start)
 	return nil
 }

@@ -81,12 +81,67 @@ func AwaitConfined(ctl, rep *os.File, pid int) (mntns int, err error) {
 	return fd, nil
 }
 
-// Release sends the go-ahead on ctl (and closes it) to a launcher
-// that has confined itself and waits until it has exec'd the command (rep,
-// the report pipe, closes) or has refused (a message says why).
+// Release sends the go-ahead on ctl to a launcher that has confined itself
+// and waits until it has exec'd the command (rep, the report pipe, closes)
+// or has refused (a message says why; ctl is closed). After an exec ctl
+// stays open: what the launcher passed on it before the go-ahead (its
+// seccomp filter's listener, launcher.Filter) is the caller's to take
+// (TakeFilter), and until then the descriptor in flight holds the filter.
 func Release(ctl, rep *os.File) error {
-	_, err := ctl.Write([]byte{launcher.Go})
-	return Ended(ctl, rep, err)
+	if _, err := ctl.Write([]byte{launcher.Go}); err != nil {
+		return Ended(ctl, rep, err)
+	}
+	if err := report(rep, nil); err != nil {
+		ctl.Close()
+		return err
+	}
+	return nil
+}
+
+// TakeFilter receives, without waiting, what a released launcher passed on
+// ctl after Confined (launcher.Filter: its seccomp filter's listener) and
+// closes ctl. It returns that descriptor, which holds the filter (and its
+// program) until it is closed, or -1 when none came (the launcher was not
+// asked, or the kernel gave it no listener).
+func TakeFilter(ctl *os.File) int {
+	defer ctl.Close()
+	raw, err := ctl.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	var b [1]byte
+	oob := make([]byte, unix.CmsgSpace(4*launcher.MaxPassedFDs))
+	fd := -1
+	_ = raw.Control(func(s uintptr) {
+		n, oobn, _, _, err := unix.Recvmsg(int(s), b[:], oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		if err != nil || oobn == 0 {
+			return
+		}
+		fds := receivedFDs(oob[:oobn])
+		for i, f := range fds {
+			if i == 0 && n == 1 && b[0] == launcher.Filter {
+				fd = f
+				continue
+			}
+			unix.Close(f) // nothing else is expected
+		}
+	})
+	return fd
+}
+
+// receivedFDs are the descriptors SCM_RIGHTS messages in oob carried.
+func receivedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if f, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
 }
 
 // Ended closes ctl, reads the launcher's report to its end (at its
@@ -94,6 +149,11 @@ func Release(ctl, rep *os.File) error {
 // the command did not start.
 func Ended(ctl, rep *os.File, err error) error {
 	ctl.Close()
+	return report(rep, err)
+}
+
+// report reads the launcher's report to its end and closes it (see Ended).
+func report(rep *os.File, err error) error {
 	msg, rerr := io.ReadAll(io.LimitReader(rep, 64<<10))
 	rep.Close()
 	switch {
