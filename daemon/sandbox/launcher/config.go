@@ -65,7 +65,8 @@ const ArgvZero = "termd-launch"
 // carrying the per-plan descriptors (SCM_RIGHTS; they become FirstFD, FirstFD+1,
 // ...), that many bytes of Config (Encode), then, once the intent is
 // durable, the byte 'g'. It confines itself on receiving the Config, says so
-// with the byte 'c' (Confined) on the socket when asked, and execs the
+// with the byte 'c' (Confined) on the socket when asked, passes its seccomp
+// filter's listener with the byte 'f' (Filter) when asked, and execs the
 // command only on 'g'; the end of file at any point before (termd
 // let it go, or died) ends it without running anything. A launcher started
 // for its execution (argv[0] alone, without the pool) takes the same
