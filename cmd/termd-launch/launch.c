@@ -133,6 +133,8 @@ struct config {
 	int drop_caps, no_new_privs, ruleset_fd;
 	struct sock_filter *filter;
 	int nfilter;
+	int hold_filter; // install the filter with a listener and pass it to termd
+	int filter_fd;   // that listener, or -1
 };
 
 // read_full reads exactly n bytes; 0 at a clean end of file before the first
@@ -240,6 +242,33 @@ static void await_go(void) {
 		_exit(EXIT_CONFIG);
 }
 
+// hand_filter passes termd the seccomp filter's listener (the byte 'f'
+// carrying it by SCM_RIGHTS) and closes it here: while termd holds it, the
+// filter outlives the command, whose exit would otherwise free the filter's
+// program (a kernel worker that ran in the exit's way, before termd was
+// told). The filter never answers SECCOMP_RET_USER_NOTIF: nothing is ever
+// notified on it. Not sent (termd let the launcher go): nothing is lost.
+static void hand_filter(int fd) {
+	char b = 'f';
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	memset(&ctl, 0, sizeof ctl);
+	struct iovec iov = {.iov_base = &b, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	ssize_t r;
+	do
+		r = sendmsg(CONFIG_FD, &msg, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	close(fd);
+}
+
 static void push(char ***v, int *n, char *s) {
 	*v = realloc(*v, sizeof(char *) * (*n + 2));
 	if (!*v)
@@ -281,6 +310,7 @@ static void parse(char *buf, size_t len, struct config *c) {
 	memset(c, 0, sizeof *c);
 	int have_gid = 0;
 	c->ruleset_fd = -1;
+	c->filter_fd = -1;
 	c->userns_fd = -1;
 	c->netns_fd = -1;
 	size_t i = 0;
@@ -322,6 +352,8 @@ static void parse(char *buf, size_t len, struct config *c) {
 			c->netns_fd = number(key, val);
 		} else if (!strcmp(key, "say_confined")) {
 			c->say_confined = 1;
+		} else if (!strcmp(key, "hold_filter")) {
+			c->hold_filter = 1;
 		} else if (!strcmp(key, "mountns")) {
 			c->new_mountns = 1;
 		} else if (!strcmp(key, "cwd")) {
@@ -704,7 +736,11 @@ static void confine(struct config *c) {
 	}
 	if (c->nfilter > 0) {
 		struct sock_fprog prog = {.len = c->nfilter, .filter = c->filter};
-		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		// With a listener (see hand_filter), where the kernel gives one;
+		// a refusal attaches nothing, and the same filter goes on without.
+		if (c->hold_filter)
+			c->filter_fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+		if (c->filter_fd < 0 && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 			fail("sandbox: installing the seccomp filter: %s", strerror(errno));
 	}
 	// Nothing but stdin, stdout and stderr reaches the command; the report
@@ -728,6 +764,8 @@ __attribute__((constructor)) static void termd_launch(int argc, char **argv) {
 	confine(&c);
 	if (c.say_confined)
 		confined();
+	if (c.filter_fd >= 0)
+		hand_filter(c.filter_fd); // after 'c', which termd reads alone
 	await_go(); // confined already; CONFIG_FD closes at exec
 	execve(c.path, c.argv, c.env);
 	fail("exec %s: %s", c.path, strerror(errno));

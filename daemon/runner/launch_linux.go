@@ -1,14 +1,12 @@
 package runner
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/termd/termd/daemon/runner/pool"
 	"github.com/termd/termd/daemon/sandbox/launcher"
 )
 
@@ -73,114 +71,23 @@ func (lp *launchPipes) send(spec Spec, env []string) error {
 	c := launchConfig(spec, env)
 	c.SayConfined = lp.l.NewMountNS || lp.l.Config.UserNS
 	lp.sayConfined = c.SayConfined
-	return sendLaunchConfig(lp.ctl, c.Encode(), nil)
+	return pool.SendConfig(lp.ctl, c.Encode(), nil)
 }
 
 // confined waits until the launcher has confined itself, when it was asked
-// to say so (see awaitConfined); -1 otherwise.
+// to say so (see pool.AwaitConfined); -1 otherwise.
 func (lp *launchPipes) confined(pid int) (mntns int, err error) {
 	if !lp.sayConfined {
 		return -1, nil
 	}
-	return awaitConfined(lp.ctl, lp.repR, pid)
+	return pool.AwaitConfined(lp.ctl, lp.repR, pid)
 }
 
 // release lets the launcher exec the command and waits until it has (the
-// report pipe closes) or has refused (a message arrives).
+// report pipe closes; the socket stays open, see pool.Release) or has
+// refused (a message arrives).
 func (lp *launchPipes) release() error {
-	return releaseLauncher(lp.ctl, lp.repR)
-}
-
-// sendLaunchConfig writes a waiting launcher's configuration to its socket
-// ctl: the length, carrying files by SCM_RIGHTS, then cfg (launcher.Pooled).
-func sendLaunchConfig(ctl *os.File, cfg []byte, files []*os.File) error {
-	if len(cfg) == 0 || len(cfg) > 8<<20 {
-		return fmt.Errorf("a launcher configuration of %d bytes", len(cfg))
-	}
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(cfg)))
-	var oob []byte
-	if len(files) > 0 {
-		fds := make([]int, len(files))
-		for i, f := range files {
-			fds[i] = int(f.Fd())
-		}
-		oob = unix.UnixRights(fds...)
-	}
-	raw, err := ctl.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	err = raw.Write(func(fd uintptr) bool {
-		for serr = unix.EINTR; serr == unix.EINTR; { // a signal in the call: again at once, not fatal
-			serr = unix.Sendmsg(int(fd), hdr[:], oob, nil, 0)
-		}
-		return serr != unix.EAGAIN
-	})
-	if err == nil {
-		err = serr
-	}
-	if err == nil {
-		_, err = ctl.Write(cfg)
-	}
-	if err != nil {
-		return fmt.Errorf("the launcher did not take its configuration: %w", err)
-	}
-	return nil
-}
-
-// awaitConfined waits until the launcher (process pid), which made a mount
-// namespace and was asked to say so, has confined itself (launcher.Confined
-// on ctl), which it does while the intent is committed; if it ended instead,
-// the error is its report. It then opens that namespace and returns the
-// descriptor (-1 when it could not), which keeps the namespace alive after the
-// command has exited: the kernel tears a mount namespace down (every mount of
-// its copy released) in the exiting task before the parent is told of the
-// exit, so a command that was its last holder made its exit seen that much
-// later (Process.mntns). A launcher without a mount namespace is not asked:
-// waiting for it would put its wake-up between the intent and the command
-// whenever it confines itself slower than the intent commits.
-func awaitConfined(ctl, rep *os.File, pid int) (mntns int, err error) {
-	var b [1]byte
-	if _, err = io.ReadFull(ctl, b[:]); err == nil && b[0] != launcher.Confined {
-		err = fmt.Errorf("the launcher sent %q instead of saying it was confined", b[0])
-	}
-	if err != nil {
-		return -1, launcherEnded(ctl, rep, err)
-	}
-	// Our unreaped child: its pid cannot be reused meanwhile.
-	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, nil // the command's exit tears it down, as without the hold
-	}
-	return fd, nil
-}
-
-// releaseLauncher sends the go-ahead on ctl (and closes it) to a launcher
-// that has confined itself and waits until it has exec'd the command (rep,
-// the report pipe, closes) or has refused (a message says why).
-func releaseLauncher(ctl, rep *os.File) error {
-	_, err := ctl.Write([]byte{launcher.Go})
-	return launcherEnded(ctl, rep, err)
-}
-
-// launcherEnded closes ctl, reads the launcher's report to its end (at its
-// exec, or its exit) and closes it: the report's message, else err, is why
-// the command did not start.
-func launcherEnded(ctl, rep *os.File, err error) error {
-	ctl.Close()
-	msg, rerr := io.ReadAll(io.LimitReader(rep, 64<<10))
-	rep.Close()
-	switch {
-	case len(msg) > 0:
-		return errors.New(string(msg))
-	case err != nil:
-		return fmt.Errorf("the launcher ended before it was released: %w", err)
-	case rerr != nil:
-		return fmt.Errorf("reading the launcher's report: %w", rerr)
-	}
-	return nil
+	return pool.Release(lp.ctl, lp.repR)
 }
 
 // launchConfig is the launcher's whole configuration for spec: the
@@ -188,6 +95,7 @@ func launcherEnded(ctl, rep *os.File, err error) error {
 func launchConfig(spec Spec, env []string) launcher.Config {
 	c := spec.Launch.Config
 	c.Path, c.Argv, c.Env = spec.Path, spec.Argv, env
+	c.HoldFilter = len(c.Seccomp) > 0 // see Process.filter
 	if cr := spec.Credential; cr != nil {
 		c.SetCred, c.UID, c.GID, c.Groups = true, cr.Uid, cr.Gid, cr.Groups
 	}

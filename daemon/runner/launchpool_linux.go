@@ -27,7 +27,7 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 	p.pipes = pl.Out
 	p.ns, pl.NS = pl.NS, -1 // spawnFailed closes it
 	fail := func(err error) error {
-		p.closeMountNS()
+		p.letGo()
 		pl.Ctl.Close()
 		_ = pl.Proc.Kill()
 		_, _ = pl.Proc.Wait()
@@ -70,14 +70,14 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 		c.NetNSFD = launcher.FirstFD + len(files)
 		files = append(files[:len(files):len(files)], ns)
 	}
-	err = sendLaunchConfig(pl.Ctl, c.Encode(), files)
+	err = pool.SendConfig(pl.Ctl, c.Encode(), files)
 	spec.Launch.Close() // the launcher holds its copies now
 	if err != nil {
 		return fail(err)
 	}
 	// It confines itself while the intent is committed.
 	if c.SayConfined {
-		mntns, err := awaitConfined(pl.Ctl, pl.Report, pl.Proc.Pid)
+		mntns, err := pool.AwaitConfined(pl.Ctl, pl.Report, pl.Proc.Pid)
 		if err != nil {
 			return fail(err) // its report: nothing ran
 		}
@@ -88,9 +88,10 @@ func (p *Process) spawnPooled(pl *pool.Launcher) (err error) {
 			return fail(err) // the launcher never gets its 'g': nothing ran
 		}
 	}
-	if err := releaseLauncher(pl.Ctl, pl.Report); err != nil {
+	if err := pool.Release(pl.Ctl, pl.Report); err != nil {
 		return fail(err)
 	}
+	p.launcherCtl = pl.Ctl // supervise takes the filter from it
 	p.setMain(pl.Proc, pl.Start)
 	return nil
 }

@@ -32,11 +32,17 @@ type Process struct {
 	// mntns holds the mount namespace the launcher made for the command (-1:
 	// none) until the result was delivered (or mntnsGrace after the result),
 	// so that the command's exit does not wait for the namespace's teardown
-	// (awaitConfined); closeMountNS closes it.
+	// (pool.AwaitConfined); letGo closes it.
 	mntns atomic.Int32
-	start uint64 // start ticks of the main process
-	cg    *cgroup.Cgroup
-	netns bool
+	// launcherCtl is a released launcher's configuration socket (nil: none), from
+	// which supervise takes the command's seccomp filter's listener
+	// (pool.TakeFilter) into filter (-1: none), held as mntns is, so that
+	// the command's exit does not free the filter's program.
+	launcherCtl *os.File
+	filter      atomic.Int32
+	start       uint64 // start ticks of the main process
+	cg          *cgroup.Cgroup
+	netns       bool
 	// ns is the network namespace the command was born in, kept to be
 	// reused once the execution has ended (-1: none, or not reusable; see
 	// pool.ReusableNetNS and releaseNetNS).
@@ -94,6 +100,7 @@ func (r *Runner) Start(spec Spec) (*Process, error) {
 	p.out[1] = newCapture(Stderr, spec.OutputCap, spec.NewHash(), spec.OnOutput, ob)
 	p.out[0].tail, p.out[1].tail = spec.KeepTail, spec.KeepTail
 	p.mntns.Store(-1)
+	p.filter.Store(-1)
 	p.startedAt = time.Now()
 	// Registered before spawning: while pid is 0 the execution claims every
 	// orphan (see fallbackMembers), so another execution's cleanup cannot take
@@ -419,10 +426,12 @@ func (p *Process) releaseInline(ln *launchPipes, proc *os.Process, env []string)
 		err = p.spec.BeforeRelease()
 	}
 	if err == nil {
-		err = ln.release()
+		if err = ln.release(); err == nil {
+			p.launcherCtl = ln.ctl // supervise takes the filter from it
+		}
 	}
 	if err != nil {
-		p.closeMountNS()
+		p.letGo()
 		ln.abandon() // the end of file: a launcher still waiting exits without running anything
 		_ = proc.Kill()
 		_, _ = proc.Wait()
@@ -561,28 +570,30 @@ func (p *Process) finishSpawnFailure(err error) {
 }
 
 // mntnsGrace is how long after its result an execution whose delivery
-// nobody reports keeps holding its mount namespace.
+// nobody reports keeps holding its mount namespace and seccomp filter.
 const mntnsGrace = time.Second
 
-// closeMountNS ends the execution's hold on its command's mount namespace:
-// the kernel tears the namespace down in this thread now, after the result,
-// instead of in the command's exit.
-func (p *Process) closeMountNS() {
-	if fd := p.mntns.Swap(-1); fd >= 0 {
-		unix.Close(int(fd))
+// letGo ends the execution's hold on its command's mount namespace and
+// seccomp filter: the kernel tears the namespace down in this thread now,
+// and frees the filter, after the result instead of in the command's exit.
+func (p *Process) letGo() {
+	for _, h := range []*atomic.Int32{&p.mntns, &p.filter} {
+		if fd := h.Swap(-1); fd >= 0 {
+			unix.Close(int(fd))
+		}
 	}
 }
 
 // Delivered says the execution's result has been delivered (the daemon has
 // committed its receipt): the execution stops holding the pools' refill back
-// (pool.Gate), if it still did, and lets its command's mount namespace go.
-// Without it the refill's hold ends after pool.YoungRun, the namespace's
-// mntnsGrace after the result.
+// (pool.Gate), if it still did, and lets its command's mount namespace and
+// seccomp filter go. Without it the refill's hold ends after pool.YoungRun,
+// the namespace's and the filter's mntnsGrace after the result.
 func (p *Process) Delivered() {
 	if p.grown != nil {
 		p.grown()
 	}
-	p.closeMountNS()
+	p.letGo()
 }
 
 // Pid is the main process id (0 after a spawn failure).
@@ -728,6 +739,9 @@ func (p *Process) beginStop(reason Status) bool {
 // supervise waits for the main process, enforces timeout and grace, then
 // cleans up and publishes the result.
 func (p *Process) supervise(readers *sync.WaitGroup) {
+	if p.launcherCtl != nil {
+		p.filter.Store(int32(pool.TakeFilter(p.launcherCtl)))
+	}
 	exited := make(chan struct{})
 	go func() {
 		p.waitExitNoReap()
@@ -781,8 +795,8 @@ func (p *Process) supervise(readers *sync.WaitGroup) {
 	p.mu.Unlock()
 	setStatus(&res, reason, state, werr)
 	p.result = res
-	if p.mntns.Load() >= 0 {
-		time.AfterFunc(mntnsGrace, p.closeMountNS)
+	if p.mntns.Load() >= 0 || p.filter.Load() >= 0 {
+		time.AfterFunc(mntnsGrace, p.letGo)
 	}
 	close(p.done)
 }

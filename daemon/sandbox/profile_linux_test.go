@@ -19,7 +19,7 @@ import (
 // host that enforces everything sets every field Prepare owns.
 func TestProfileToLaunchConfig(t *testing.T) {
 	prepared := map[string]bool{"Mounts": true, "UserNS": true, "UserNSFD": true, "RulesetFD": true, "Seccomp": true, "NoNewPrivs": true, "DropCaps": true}
-	byRunner := []string{"NetNSFD", "SayConfined", "MountNS", "Cwd", "SetNice", "Nice", "SetCred", "UID", "GID", "Groups", "Path", "Argv", "Env"}
+	byRunner := []string{"NetNSFD", "SayConfined", "HoldFilter", "MountNS", "Cwd", "SetNice", "Nice", "SetCred", "UID", "GID", "Groups", "Path", "Argv", "Env"}
 	ct := reflect.TypeFor[launcher.Config]()
 	for i := range ct.NumField() {
 		if name := ct.Field(i).Name; !prepared[name] && !slices.Contains(byRunner, name) {

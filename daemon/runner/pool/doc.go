@@ -24,6 +24,9 @@
 // launcher is used once: it becomes the execution's main process. Plans a
 // pooled launcher cannot serve (network allowed, a terminal, a user
 // namespace, another launcher binary) start their launcher inline.
+// The runner's side of the protocol both kinds of launcher take (sending the
+// configuration, awaiting Confined, the release) is here too
+// (protocol_linux.go).
 //
 // It imports daemon/runner/cgroup, daemon/runner/proctree and
 // daemon/sandbox/launcher (the launcher's configuration type and

@@ -65,7 +65,8 @@ const ArgvZero = "termd-launch"
 // carrying the per-plan descriptors (SCM_RIGHTS; they become FirstFD, FirstFD+1,
 // ...), that many bytes of Config (Encode), then, once the intent is
 // durable, the byte 'g'. It confines itself on receiving the Config, says so
-// with the byte 'c' (Confined) on the socket when asked, and execs the
+// with the byte 'c' (Confined) on the socket when asked, passes its seccomp
+// filter's listener with the byte 'f' (Filter) when asked, and execs the
 // command only on 'g'; the end of file at any point before (termd
 // let it go, or died) ends it without running anything. A launcher started
 // for its execution (argv[0] alone, without the pool) takes the same
@@ -80,6 +81,11 @@ const Go = 'g'
 // once it has confined itself (its mount namespace is the command's) and
 // waits for Go.
 const Confined = 'c'
+
+// Filter is the byte a launcher sends, when its Config says HoldFilter,
+// after Confined (if asked for) and before it waits for Go, carrying its
+// seccomp filter's listener by SCM_RIGHTS.
+const Filter = 'f'
 
 // MaxPassedFDs is how many descriptors a pre-started launcher accepts.
 const MaxPassedFDs = 16
@@ -107,6 +113,16 @@ type Config struct {
 	// SayConfined: the launcher says Confined once it has confined itself
 	// (termd waits for it to open the launcher's mount namespace).
 	SayConfined bool `json:"say_confined,omitempty"`
+	// HoldFilter: the launcher installs its seccomp filter with a listener
+	// (SECCOMP_FILTER_FLAG_NEW_LISTENER; the filter never answers
+	// SECCOMP_RET_USER_NOTIF, so nothing is ever notified on it) and passes
+	// that descriptor to termd (Filter): while termd holds it, the filter
+	// outlives the command, so the kernel frees the filter's program (a
+	// kernel worker that preempted the command's exit) when termd lets it
+	// go, after the result. Where the kernel refuses a listener (before
+	// Linux 5.0, or termd itself runs under a filter that has one) the
+	// filter is installed without one and nothing is passed.
+	HoldFilter bool `json:"hold_filter,omitempty"`
 	// MountNS: the launcher makes its private mount namespace itself (a
 	// pre-started launcher; an inline one is cloned into a new one).
 	MountNS bool `json:"mountns,omitempty"`
@@ -190,6 +206,9 @@ func (c Config) Encode() []byte {
 	// says why) instead of never saying Confined while termd waits for it.
 	if c.SayConfined {
 		kv("say_confined", "1")
+	}
+	if c.HoldFilter {
+		kv("hold_filter", "1")
 	}
 	if c.NetNSFD > 0 {
 		kv("netns_fd", strconv.Itoa(c.NetNSFD))
