@@ -699,6 +699,7 @@ static void confine(struct config *c) {
 // while termd commits the intent, and exec the command only on the
 // go-ahead.
 static void __attribute__((noreturn)) launch(void) {
+	tl_prefault();
 	size_t len;
 	char *buf = receive_config(&len);
 	struct config c;
