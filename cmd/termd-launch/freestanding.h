@@ -205,8 +205,16 @@ static int tl_fstat(int fd, struct tl_stat *st) {
 }
 #define fstat tl_fstat
 
+// getcwd as the C library has it: a directory outside the root (the
+// kernel's "(unreachable)/...") is ENOENT.
 static char *tl_getcwd(char *buf, size_t n) {
-	return tl_sys(__NR_getcwd, buf, n, 0, 0, 0, 0) < 0 ? NULL : buf;
+	if (tl_sys(__NR_getcwd, buf, n, 0, 0, 0, 0) < 0)
+		return NULL;
+	if (buf[0] != '/') {
+		tl_errno = ENOENT;
+		return NULL;
+	}
+	return buf;
 }
 #define getcwd tl_getcwd
 
@@ -347,15 +355,17 @@ static void *tl_malloc(size_t n) {
 #define malloc tl_malloc
 
 // tl_prefault touches, while a pooled launcher waits for its execution, the
-// pages the launch writes first: the static block and the deepest stack
-// frames (fail's message, confine's working directory). Faulted there, not
-// after the configuration arrives, they cost the execution no time.
+// pages the launch writes first: the static block and the allocator's
+// pointers, the deepest stack frames (fail's message, confine's working
+// directory). Faulted there, not after the configuration arrives, they cost
+// the execution no time.
 static void __attribute__((noinline)) tl_prefault(void) {
 	volatile unsigned char stack[16 << 10];
 	for (size_t i = sizeof stack; i > 0; i -= 4096)
 		stack[i - 1] = 0;
 	for (size_t i = 0; i < sizeof tl_first; i += 4096)
 		((volatile unsigned char *)tl_first)[i] = 0;
+	tl_arena = tl_first, tl_arena_end = tl_first + sizeof tl_first; // and their page
 }
 
 static void *tl_calloc(size_t n, size_t size) {

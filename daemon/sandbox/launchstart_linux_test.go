@@ -13,7 +13,7 @@ import (
 // from its entry point, before the static C library starts (CPUID, thread
 // storage, IFUNC relocations: about 30 page faults and 1 ms of CPU per
 // execution here). A pooled launcher that termd lets go (end of file on its
-// configuration socket) exits 125 having touched only a few pages.
+// configuration socket) exits 125 having touched few pages.
 func TestLauncherStartsWithoutTheCLibrary(t *testing.T) {
 	launcherPath, _ := bins(t)
 	const runs = 5
@@ -46,9 +46,10 @@ func TestLauncherStartsWithoutTheCLibrary(t *testing.T) {
 			best = f
 		}
 	}
-	// Measured: 5-8 from its entry point, 37 after the C library's start.
-	if best > 16 {
-		t.Errorf("a pooled launcher let go took %d page faults (the least of %d runs); want at most 16: does something start the C library before launch.c runs?", best, runs)
+	// Measured: 12 from its entry point (8 of them the pages tl_prefault
+	// touches while it waits), 32-37 after the C library's start.
+	if best > 20 {
+		t.Errorf("a pooled launcher let go took %d page faults (the least of %d runs); want at most 20: does something start the C library before launch.c runs?", best, runs)
 	}
 	t.Logf("page faults of a launcher let go: %d (the least of %d runs)", best, runs)
 }
