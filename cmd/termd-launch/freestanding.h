@@ -12,6 +12,10 @@
 // TestLauncherStartsWithoutTheCLibrary holds the launcher's start-up to a
 // handful of page faults.
 
+// A function this file does not give is an error, not an implicit
+// declaration that would link the C library's, uninitialised.
+#pragma GCC diagnostic error "-Wimplicit-function-declaration"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <asm/unistd.h>

@@ -3,6 +3,9 @@ package sandbox_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -52,4 +55,42 @@ func TestLauncherStartsWithoutTheCLibrary(t *testing.T) {
 		t.Errorf("a pooled launcher let go took %d page faults (the least of %d runs); want at most 20: does something start the C library before launch.c runs?", best, runs)
 	}
 	t.Logf("page faults of a launcher let go: %d (the least of %d runs)", best, runs)
+}
+
+// TestLauncherCallsNoCLibrary: launch.c, compiled as cgo compiles it, refers
+// to no symbol outside itself but the C library's entry point, to which it
+// hands a start that is not termd's: a call into the C library (or a
+// memset or memcpy the compiler put in) would run before the library's
+// start, with no thread storage and no IFUNC relocations applied.
+func TestLauncherCallsNoCLibrary(t *testing.T) {
+	cc, err := exec.Command("go", "env", "CC").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm, err := exec.LookPath("nm")
+	if err != nil {
+		t.Skip("nm not found")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "termd-launch", "launch.c")
+	for _, opt := range []string{"-O0", "-O2"} { // go build's, and a debugging build's
+		obj := filepath.Join(t.TempDir(), "launch.o")
+		args := append(strings.Fields(string(cc)), opt, "-g", "-fno-stack-protector", "-c", "-o", obj, src)
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		out, err := exec.Command(nm, "-u", obj).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var undefined []string
+		for _, f := range strings.Fields(string(out)) {
+			if f != "U" && f != "_start" {
+				undefined = append(undefined, f)
+			}
+		}
+		if len(undefined) > 0 {
+			t.Errorf("launch.c at %s calls outside itself: %v (freestanding.h must give it these)", opt, undefined)
+		}
+	}
 }
