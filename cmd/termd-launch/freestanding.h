@@ -168,6 +168,7 @@ static __attribute__((noreturn)) void tl_exit(int code) {
 #define write(fd, b, n) tl_sys(__NR_write, fd, b, n, 0, 0, 0)
 #define close(fd) tl_sys(__NR_close, fd, 0, 0, 0, 0, 0)
 #define recvmsg(fd, m, fl) tl_sys(__NR_recvmsg, fd, m, fl, 0, 0, 0)
+#define sendmsg(fd, m, fl) tl_sys(__NR_sendmsg, fd, m, fl, 0, 0, 0)
 #define send(fd, b, n, fl) tl_sys(__NR_sendto, fd, b, n, fl, 0, 0)
 #define fcntl(fd, cmd, arg) tl_sys(__NR_fcntl, fd, cmd, arg, 0, 0, 0)
 #define openat(dir, p, fl) tl_sys(__NR_openat, dir, p, fl, 0, 0, 0)
