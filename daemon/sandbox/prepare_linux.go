@@ -390,11 +390,12 @@ func mountsFor(p domain.Profile, ps Paths, rules []rule) []launcher.Mount {
 		return false
 	}
 	var hidden []string
+	memo := realPaths{}
 	for _, h := range ps.Hidden {
 		if h == "" || !filepath.IsAbs(h) {
 			continue
 		}
-		if real, err := filepath.EvalSymlinks(h); err == nil {
+		if real, err := memo.resolve(h); err == nil {
 			h = real
 		}
 		if reach(h, accessRead|accessWrite|accessExec) && exists(h) {
