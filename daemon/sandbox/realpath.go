@@ -51,7 +51,8 @@ func (m realPaths) resolve(p string) (string, error) {
 	cur, rest, links := "/", p, 0
 	for rest != "" {
 		var c string
-		c, rest, _ = strings.Cut(strings.TrimLeft(rest, "/"), "/")
+		var more bool // a separator follows c: it must be a directory
+		c, rest, more = strings.Cut(strings.TrimLeft(rest, "/"), "/")
 		switch c {
 		case "", ".":
 			continue
@@ -65,7 +66,7 @@ func (m realPaths) resolve(p string) (string, error) {
 		case rc.err != nil:
 			return "", rc.err
 		case !rc.link:
-			if !rc.dir && strings.Trim(rest, "/") != "" {
+			if !rc.dir && more {
 				return "", &os.PathError{Op: "lstat", Path: next, Err: syscall.ENOTDIR}
 			}
 			cur = next
@@ -77,7 +78,11 @@ func (m realPaths) resolve(p string) (string, error) {
 		if filepath.IsAbs(rc.target) {
 			cur = "/"
 		}
-		rest = rc.target + "/" + rest
+		if more {
+			rest = rc.target + "/" + rest
+		} else {
+			rest = rc.target
+		}
 	}
 	return cur, nil
 }

@@ -42,11 +42,11 @@ func TestRealPathsAsEvalSymlinks(t *testing.T) {
 	memo := realPaths{}
 	for _, p := range []string{
 		"a/b/c/f", "abs", "abs/c/f", "rel/f", "x/up/b/c", "x/y/chain/c/f", "x/file", "x/file/more",
-		"a/b/c/f/more", "a/b/c/f/..", "dangling", "dangling/x", "loop1", "loop2/x", "a/b/dots/f", "missing", "a/missing/..",
+		"a/b/c/f/more", "a/b/c/f/..", "a/b/c/f/", "x/file/", "abs/", "a/b/c/f/.", "dangling", "dangling/x", "loop1", "loop2/x", "a/b/dots/f", "missing", "a/missing/..",
 		"a/b/../b/c", "x/y/../up/b/", "abs/../../x", ".", "a//b/./c",
 	} {
 		full := filepath.Join(base, p)
-		if p == "a//b/./c" || p == "x/y/../up/b/" || p == "a/missing/.." || p == "a/b/c/f/.." {
+		if p == "a//b/./c" || p == "x/y/../up/b/" || p == "a/missing/.." || p == "a/b/c/f/.." || p == "a/b/c/f/" || p == "x/file/" || p == "abs/" || p == "a/b/c/f/." {
 			full = base + "/" + p // unclean, as a configured path may be
 		}
 		want, wantErr := filepath.EvalSymlinks(full)
