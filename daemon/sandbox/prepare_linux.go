@@ -291,7 +291,7 @@ func rulesetFile(rules []rule, network bool, abi int) (*os.File, error) {
 		return nil, fmt.Errorf("landlock_create_ruleset: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), "landlock-ruleset")
-	for _, r := range rules {
+	for _, r := range mergeRules(rules) {
 		pfd, err := openRule(r)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
@@ -303,14 +303,7 @@ func rulesetFile(rules []rule, network bool, abi int) (*os.File, error) {
 			f.Close()
 			return nil, fmt.Errorf("opening %s: %w", r.path, err)
 		}
-		access := r.access & attr.Handled_access_fs
-		var st unix.Stat_t
-		if unix.Fstat(pfd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			access &= fileRights
-		}
-		if access != 0 {
-			err = landlockAddPathRule(fd, pfd, access)
-		}
+		err = addRule(fd, pfd, r.access&attr.Handled_access_fs)
 		unix.Close(pfd)
 		if err != nil {
 			f.Close()
@@ -318,6 +311,51 @@ func rulesetFile(rules []rule, network bool, abi int) (*os.File, error) {
 		}
 	}
 	return f, nil
+}
+
+// mergeRules joins the rules on one path (opened the same way) into one
+// with their rights together, in the order of their first appearance: the
+// kernel joins the rights of rules on one inode anyway, and each rule costs
+// an open, a rule and a close (the read-only devices are granted by both
+// the device rule and the system's read set, a workspace-write profile's
+// reads twice).
+func mergeRules(rules []rule) []rule {
+	type key struct{ path, beneath string }
+	at := make(map[key]int, len(rules))
+	out := make([]rule, 0, len(rules))
+	for _, r := range rules {
+		k := key{r.path, r.beneath}
+		if i, ok := at[k]; ok {
+			out[i].access |= r.access
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+// addRule grants access beneath the descriptor pfd, without the rights
+// only a directory takes when pfd is not one. Whether it is one is asked
+// (fstat) only when the rule carries such rights and the kernel refused
+// them (EINVAL: a file given directory rights), so a directory's rule and a
+// file's file-only rule cost one system call.
+func addRule(ruleset, pfd int, access uint64) error {
+	if access == 0 {
+		return nil
+	}
+	err := landlockAddPathRule(ruleset, pfd, access)
+	if err == nil || access&^fileRights == 0 || !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	var st unix.Stat_t
+	if unix.Fstat(pfd, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return err
+	}
+	if access &= fileRights; access == 0 {
+		return nil
+	}
+	return landlockAddPathRule(ruleset, pfd, access)
 }
 
 // openRule opens the directory or file a rule grants (the caller closes it).
@@ -352,11 +390,12 @@ func mountsFor(p domain.Profile, ps Paths, rules []rule) []launcher.Mount {
 		return false
 	}
 	var hidden []string
+	memo := realPaths{}
 	for _, h := range ps.Hidden {
 		if h == "" || !filepath.IsAbs(h) {
 			continue
 		}
-		if real, err := filepath.EvalSymlinks(h); err == nil {
+		if real, err := memo.resolve(h); err == nil {
 			h = real
 		}
 		if reach(h, accessRead|accessWrite|accessExec) && exists(h) {

@@ -32,7 +32,7 @@ var (
 )
 
 // bins builds termd-launch and the probe helper once per test process.
-func bins(t *testing.T) (launcherPath, probe string) {
+func bins(t testing.TB) (launcherPath, probe string) {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "termd-sandbox-bin-")
@@ -59,7 +59,7 @@ func bins(t *testing.T) (launcherPath, probe string) {
 
 // host returns what this machine enforces; tests that need full enforcement
 // fail (never skip silently) under `make test`, where TERMD_REQUIRE_SANDBOX=1.
-func host(t *testing.T) sandbox.Support {
+func host(t testing.TB) sandbox.Support {
 	t.Helper()
 	l, _ := bins(t)
 	sup := sandbox.Probe(l)

@@ -30,8 +30,12 @@ var gitIdentityVars = []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMI
 //     HOME's ~/.gitconfig still applies over it;
 //   - where the environment names its own config files, nothing is added.
 //
+// The file is share's link to a file of termd's holding the same (see
+// hostfs.FS.LinkShared) or, where share cannot link one, a file of the
+// command's user written for this execution.
+//
 // It returns what the receipt records (nil when nothing was supplied).
-func SupplyGitIdentity(cfg *config.Config, env map[string]string, tmp string, requester *termdv1.Principal, uid, gid int) (*receipt.GitIdentity, error) {
+func SupplyGitIdentity(cfg *config.Config, env map[string]string, tmp string, requester *termdv1.Principal, uid, gid int, share func(dir, name, body string, uid int) error) (*receipt.GitIdentity, error) {
 	if tmp == "" {
 		return nil, nil
 	}
@@ -57,11 +61,14 @@ func SupplyGitIdentity(cfg *config.Config, env map[string]string, tmp string, re
 		return nil, nil
 	}
 	id, source := cfg.GitIdentityFor(requester.GetName(), requester.GetUid())
-	path := filepath.Join(tmp, "termd-gitconfig")
+	const name = "termd-gitconfig"
+	path := filepath.Join(tmp, name)
 	body := "# termd: the git identity of this execution when nothing else sets one (docs/RECEIPTS.md, git_identity)\n" +
 		"[user]\n\tname = " + gitQuote(id.Name) + "\n\temail = " + gitQuote(id.Email) + "\n" + include
-	if err := WritePrivate(path, body, uid, gid); err != nil {
-		return nil, errdefs.Internal("writing the git identity to the execution's TMPDIR: %v", err)
+	if share == nil || share(tmp, name, body, uid) != nil {
+		if err := WritePrivate(path, body, uid, gid); err != nil {
+			return nil, errdefs.Internal("writing the git identity to the execution's TMPDIR: %v", err)
+		}
 	}
 	env[key] = path
 	return &receipt.GitIdentity{Name: id.Name, Email: id.Email, Source: source}, nil

@@ -90,6 +90,7 @@ type Files interface {
 	RemoveTmp(name string) error
 	PrivatePaths() []string
 	Base() string
+	LinkShared(dir, name, body string, uid int) error
 }
 
 // Deps are what Launches needs of the daemon.
@@ -245,7 +246,7 @@ func (l *Launches) environment(s *Setup, d policy.Decision, in Start, nw Network
 // (nil: /dev/null).
 func (l *Launches) privateFiles(s *Setup, d policy.Decision, env map[string]string, requester *termdv1.Principal, uid, gid int) (*os.File, error) {
 	var err error
-	if s.GitIdentity, err = SupplyGitIdentity(l.Config(), env, s.Tmp, requester, uid, gid); err != nil {
+	if s.GitIdentity, err = SupplyGitIdentity(l.Config(), env, s.Tmp, requester, uid, gid, l.Files.LinkShared); err != nil {
 		return nil, err
 	}
 	if len(d.Credentials) > 0 {

@@ -19,6 +19,7 @@ package hostfs
 
 import (
 	"log/slog"
+	"sync"
 
 	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/receiptstore"
@@ -46,6 +47,7 @@ type FS struct {
 
 	tmpSpares tmpSpares     // TMPDIRs made ahead (tmpdirs.go)
 	homes     homeBaseCache // where the commands' homes are (homes.go)
+	shared    sync.Mutex    // makes the files shared by link (shared.go)
 }
 
 // New returns the host file system part of a broker.
