@@ -38,7 +38,7 @@ func TestLookupsUsePartialIndexes(t *testing.T) {
 	principal, args := Filter{Principal: "uid:1"}.query()
 	for _, c := range []struct {
 		name, q, index string
-		args       []any
+		args           []any
 	}{
 		{"principal filter", principal, "receipts_approved_by (approver=?)", args},
 		{"prune", `SELECT i.execution_id FROM intents i WHERE EXISTS (SELECT 1 FROM receipts r WHERE r.seq <= ?1
