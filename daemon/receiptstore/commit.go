@@ -25,7 +25,7 @@ var errClosed = errors.New("receipt store: closed")
 // write is one queued change; apply runs inside the batch's transaction.
 // The times say where its wait went (WriteTimes).
 type write struct {
-	apply func(tx *sql.Tx) error
+	apply func() error // on s.w's connection, in the open transaction
 	err   error
 	done  chan struct{}
 
@@ -52,7 +52,7 @@ func (s *Store) startWriter() {
 // submit queues fn and waits until the transaction holding it committed
 // (nil) or failed (its error). With t set, it says where the time since
 // encode (when the caller began its part) went.
-func (s *Store) submit(fn func(tx *sql.Tx) error, encode time.Time, t *WriteTimes) error {
+func (s *Store) submit(fn func() error, encode time.Time, t *WriteTimes) error {
 	w := &write{apply: fn, done: make(chan struct{}), queued: time.Now()}
 	s.qmu.Lock()
 	if s.closed {
@@ -123,34 +123,33 @@ func (s *Store) commitTx(batch []*write) error {
 	committed := false
 	defer s.keepHead(&committed)
 	stamp(batch, func(w *write) *time.Time { return &w.begun })
-	tx, err := s.db.BeginTx(context.Background(), nil)
-	if err != nil {
+	if err := s.w.begin(); err != nil {
 		return fmt.Errorf("receipt store: %w", err)
 	}
-	defer tx.Rollback()
+	defer s.w.rollbackUnless(&committed)
 	alone := len(batch) == 1
 	for _, w := range batch {
 		if alone {
-			if w.err = w.apply(tx); w.err != nil {
+			if w.err = w.apply(); w.err != nil {
 				return w.err
 			}
 			break
 		}
-		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+		if err := s.w.exec(`SAVEPOINT w`); err != nil {
 			return fmt.Errorf("receipt store: %w", err)
 		}
-		if w.err = w.apply(tx); w.err != nil {
+		if w.err = w.apply(); w.err != nil {
 			s.head.ok = false
-			if _, err := tx.Exec(`ROLLBACK TO w`); err != nil {
+			if err := s.w.exec(`ROLLBACK TO w`); err != nil {
 				return fmt.Errorf("receipt store: %w", err)
 			}
 		}
-		if _, err := tx.Exec(`RELEASE w`); err != nil {
+		if err := s.w.exec(`RELEASE w`); err != nil {
 			return fmt.Errorf("receipt store: %w", err)
 		}
 	}
 	stamp(batch, func(w *write) *time.Time { return &w.applied })
-	if err := tx.Commit(); err != nil {
+	if _, err := s.w.commit.Exec(); err != nil {
 		return fmt.Errorf("receipt store: commit: %w", err)
 	}
 	committed = true
@@ -161,6 +160,62 @@ func (s *Store) commitTx(batch []*write) error {
 		}
 	}
 	return nil
+}
+
+// writerConn is the connection the writer (and appendBatch) commits on,
+// with its statements prepared once. database/sql's Tx parsed BEGIN and
+// COMMIT again and started a goroutine (its context's watcher) for every
+// transaction; a transaction here is two prepared statements.
+type writerConn struct {
+	conn                                               *sql.Conn
+	beginStmt, commit, rollback, insReceipt, insIntent *sql.Stmt
+}
+
+func openWriterConn(db *sql.DB) (*writerConn, error) {
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	w := &writerConn{conn: c}
+	for _, p := range []struct {
+		st  **sql.Stmt
+		sql string
+	}{{&w.beginStmt, `BEGIN IMMEDIATE`}, {&w.commit, `COMMIT`}, {&w.rollback, `ROLLBACK`},
+		{&w.insReceipt, insertReceiptSQL}, {&w.insIntent, insertIntentSQL}} {
+		if *p.st, err = c.PrepareContext(context.Background(), p.sql); err != nil {
+			w.close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *writerConn) begin() error {
+	_, err := w.beginStmt.Exec()
+	return err
+}
+
+// rollbackUnless rolls the open transaction back unless it committed (a
+// failed COMMIT can leave it open; ROLLBACK's error when SQLite already
+// rolled it back is of no interest).
+func (w *writerConn) rollbackUnless(committed *bool) {
+	if !*committed {
+		_, _ = w.rollback.Exec()
+	}
+}
+
+func (w *writerConn) exec(q string, args ...any) error {
+	_, err := w.conn.ExecContext(context.Background(), q, args...)
+	return err
+}
+
+func (w *writerConn) close() {
+	for _, st := range []*sql.Stmt{w.beginStmt, w.commit, w.rollback, w.insReceipt, w.insIntent} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	w.conn.Close()
 }
 
 // WriteStats says how many writes (intents, receipts, spawn records) the
@@ -185,8 +240,8 @@ func stamp(batch []*write, field func(*write) *time.Time) {
 // which began at encode.
 func (s *Store) appendReceipt(p *receipt.Prepared, encode time.Time, t *WriteTimes) (*receipt.Receipt, error) {
 	var out *receipt.Receipt
-	err := s.submit(func(tx *sql.Tx) error {
-		r, err := s.insert(tx, p)
+	err := s.submit(func() error {
+		r, err := s.insert(p)
 		out = r
 		return err
 	}, encode, t)

@@ -109,6 +109,17 @@ func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
 		}
 		return time.Since(start) / n, (processCPU() - cpu) / n
 	}
+	sqliteReceipt := func() (time.Duration, time.Duration) {
+		start, cpu := time.Now(), processCPU()
+		for i := range n {
+			r := sampleReceipt(k, receipt.StatusSucceeded, "bench")
+			r.ExecutionID = fmt.Sprintf("e-%d-%d", time.Now().UnixNano(), i)
+			if _, err := s.Append(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start) / n, (processCPU() - cpu) / n
+	}
 	// Alternate rounds so that load from elsewhere hits all alike.
 	ways := []struct {
 		name      string
@@ -118,6 +129,7 @@ func benchIntentWrites(t *testing.T, s *Store, k *Keys) {
 		{name: "append + fdatasync (file grows)", run: appendSync},
 		{name: "preallocated log: write in place + fdatasync", run: prealloc},
 		{name: "intent today: SQLite insert, synchronous=FULL", run: sqliteIntent},
+		{name: "receipt today: Store.Append (Prepare, Seal, insert)", run: sqliteReceipt},
 	}
 	for range 3 {
 		for i := range ways {

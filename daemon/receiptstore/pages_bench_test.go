@@ -2,11 +2,16 @@ package receiptstore
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/google/uuid"
 	"github.com/termd/termd/receipt"
@@ -126,5 +131,85 @@ func pageOwners(t *testing.T, s *Store) func(uint32) string {
 			return name
 		}
 		return "free"
+	}
+}
+
+// TestBenchExecutionWrites prints what one execution's durable writes cost
+// the store (an intent with its draft, then its receipt; each its own
+// commit), wall and process CPU, against two bare appends + fdatasync of
+// the same sizes, in alternating rounds of one run (TERMD_BENCH=1). A second
+// store with the full plan_id, approver and intents_plan indexes (as before
+// they were made partial or dropped) runs in the same rounds.
+func TestBenchExecutionWrites(t *testing.T) {
+	if os.Getenv("TERMD_BENCH") != "1" {
+		t.Skip("set TERMD_BENCH=1 to run the receipt benchmarks")
+	}
+	const n, rounds = 200, 5
+	s, k, _ := newStore(t)
+	full, _, _ := newStore(t)
+	for _, q := range []string{`CREATE INDEX IF NOT EXISTS receipts_plan ON receipts(plan_id)`,
+		`CREATE INDEX IF NOT EXISTS receipts_approver ON receipts(approver)`, `CREATE INDEX IF NOT EXISTS intents_plan ON intents(plan_id)`} {
+		if _, err := full.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	draft := sampleReceipt(k, receipt.StatusSucceeded, "bench")
+	inBody, _ := json.Marshal(Intent{ExecutionID: uuid.NewString(), PlanID: uuid.NewString(), SessionID: "s", Receipt: draft})
+	rcBody, _ := receipt.CanonicalBytes(draft)
+	bare := func() (time.Duration, time.Duration) {
+		f, err := os.OpenFile(filepath.Join(t.TempDir(), "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		start, cpu := time.Now(), processCPU()
+		for range n {
+			for _, b := range [][]byte{inBody, rcBody} {
+				if _, err := f.Write(b); err != nil {
+					t.Fatal(err)
+				}
+				if err := unix.Fdatasync(int(f.Fd())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return time.Since(start) / n, (processCPU() - cpu) / n
+	}
+	store := func(s *Store) func() (time.Duration, time.Duration) {
+		return func() (time.Duration, time.Duration) {
+			start, cpu := time.Now(), processCPU()
+			for range n {
+				r := sampleReceipt(k, receipt.StatusSucceeded, uuid.NewString())
+				r.ExecutionID, r.PlanID = uuid.NewString(), uuid.NewString()
+				if err := s.AppendIntent(Intent{ExecutionID: r.ExecutionID, PlanID: r.PlanID, SessionID: r.SessionID, Receipt: r}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Append(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return time.Since(start) / n, (processCPU() - cpu) / n
+		}
+	}
+	ways := []struct {
+		name      string
+		run       func() (time.Duration, time.Duration)
+		wall, cpu []time.Duration
+	}{
+		{name: "bare: 2 x (append + fdatasync)", run: bare},
+		{name: "store: intent + receipt", run: store(s)},
+		{name: "store with the full indexes: intent + receipt", run: store(full)},
+	}
+	for range rounds {
+		for i := range ways {
+			w, c := ways[i].run()
+			ways[i].wall, ways[i].cpu = append(ways[i].wall, w), append(ways[i].cpu, c)
+		}
+	}
+	fmt.Printf("\nper execution (median of %d alternating rounds of %d): wall, then process CPU\n", rounds, n)
+	a, ac := medianDuration(ways[0].wall), medianDuration(ways[0].cpu)
+	for _, w := range ways {
+		m, c := medianDuration(w.wall), medianDuration(w.cpu)
+		fmt.Printf("%-48s %8.0f µs %6.2fx %8.0f µs CPU %6.2fx\n", w.name, us(m), float64(m)/float64(a), us(c), float64(c)/float64(ac))
 	}
 }

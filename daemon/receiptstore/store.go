@@ -113,12 +113,11 @@ COMMIT;
 type Store struct {
 	db   *sql.DB
 	keys *Keys
-	// The writer's statements, prepared once: parsing them (the receipts
-	// insert with its triggers) on every commit was a few percent of
-	// termd's CPU per execution. database/sql prepares each on a pooled
-	// connection once and reuses it there.
-	insReceipt, insIntent *sql.Stmt
-	mu                    sync.Mutex // serialises writes (the writer's commits, Prune) so seq/prev_hash are assigned in order
+	// w is the writer's connection and its statements, prepared once:
+	// parsing them (the receipts insert with its triggers) on every commit
+	// was a few percent of termd's CPU per execution (commit.go).
+	w  *writerConn
+	mu sync.Mutex // serialises writes (the writer's commits, appendBatch, Prune) so seq/prev_hash are assigned in order
 	// head is the chain's last (seq, hash), kept in memory by the single
 	// writer instead of read back on every append; ok=false (at start and
 	// after any failed append) reads it from the database again.
@@ -153,7 +152,8 @@ type Store struct {
 // allocator), with 512 KiB 6.4 MB.
 const CachePragma = "cache_size(-512)"
 
-// maxConns is how many connections the store's pool opens.
+// maxConns is how many connections the store's pool opens, the writer's
+// (which it holds) included.
 const maxConns = 4
 
 // Open opens (creating if needed) the store at path, a file in the state
@@ -188,14 +188,12 @@ func Open(path string, keys *Keys) (*Store, error) {
 		return nil, fmt.Errorf("receipt store %s: cannot enable WAL (journal_mode=%q, %v)", path, mode, err)
 	}
 	s := &Store{db: db, keys: keys}
-	if s.insReceipt, err = db.Prepare(insertReceiptSQL); err == nil {
-		s.insIntent, err = db.Prepare(insertIntentSQL)
-	}
-	if err != nil {
+	if s.w, err = openWriterConn(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("receipt store %s: %w", path, err)
 	}
 	if err := s.loadUsage(); err != nil {
+		s.w.close()
 		db.Close()
 		return nil, err
 	}
@@ -213,8 +211,7 @@ func (s *Store) Close() error {
 	if !already {
 		close(s.wake)
 		<-s.writerDone
-		s.insReceipt.Close()
-		s.insIntent.Close()
+		s.w.close()
 	}
 	return s.db.Close()
 }
@@ -245,8 +242,8 @@ func (s *Store) AppendIntentTimed(in Intent, t *WriteTimes) error {
 	if err != nil {
 		return err
 	}
-	err = s.submit(func(tx *sql.Tx) error {
-		_, err := tx.Stmt(s.insIntent).Exec(in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
+	err = s.submit(func() error {
+		_, err := s.w.insIntent.Exec(in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
 		return err
 	}, encode, t)
 	if err != nil {
@@ -279,10 +276,9 @@ func addStartTicks(db *sql.DB) error {
 // never one that took the pid over.
 func (s *Store) RecordSpawn(executionID string, pid, pgid int, start uint64, cgroupPath string) error {
 	at := time.Now().UnixNano()
-	err := s.submit(func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns, start_ticks) VALUES (?,?,?,?,?,?)`,
+	err := s.submit(func() error {
+		return s.w.exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns, start_ticks) VALUES (?,?,?,?,?,?)`,
 			executionID, pid, pgid, cgroupPath, at, int64(start))
-		return err
 	}, time.Time{}, nil)
 	if err != nil {
 		return fmt.Errorf("receipt store: record spawn of %s: %w", executionID, err)
@@ -399,16 +395,18 @@ func (s *Store) keepHead(committed *bool) {
 	s.txUsage = s.txUsage[:0]
 }
 
-func (s *Store) insert(tx *sql.Tx, p *receipt.Prepared) (*receipt.Receipt, error) {
+// insert appends a sealed receipt in the writer connection's open
+// transaction (s.mu held).
+func (s *Store) insert(p *receipt.Prepared) (*receipt.Receipt, error) {
 	c := p.Receipt()
 	last, prev := s.head.seq, s.head.hash
 	if !s.head.ok {
 		// The head is the newest receipt or, when a prune removed every
 		// receipt, the newest checkpoint's pruned head.
 		last, prev = 0, receipt.GenesisHash
-		err := tx.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
+		err := s.w.conn.QueryRowContext(context.Background(), `SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
 		if errors.Is(err, sql.ErrNoRows) {
-			err = tx.QueryRow(`SELECT head_seq, json_extract(body, '$.head_hash') FROM checkpoints ORDER BY head_seq DESC LIMIT 1`).Scan(&last, &prev)
+			err = s.w.conn.QueryRowContext(context.Background(), `SELECT head_seq, json_extract(body, '$.head_hash') FROM checkpoints ORDER BY head_seq DESC LIMIT 1`).Scan(&last, &prev)
 		}
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("receipt store: read chain head: %w", err)
@@ -419,7 +417,7 @@ func (s *Store) insert(tx *sql.Tx, p *receipt.Prepared) (*receipt.Receipt, error
 		return nil, err
 	}
 	hash := receipt.ChainHash(body)
-	_, err = tx.Stmt(s.insReceipt).Exec(c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
+	_, err = s.w.insReceipt.Exec(c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
 		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), hash, body)
 	if err != nil {
 		s.head.ok = false
@@ -437,11 +435,10 @@ func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 	defer s.mu.Unlock()
 	committed := false
 	defer s.keepHead(&committed)
-	tx, err := s.db.BeginTx(context.Background(), nil)
-	if err != nil {
+	if err := s.w.begin(); err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer s.w.rollbackUnless(&committed)
 	for _, r := range rs {
 		c, err := prepare(r)
 		if err != nil {
@@ -451,11 +448,11 @@ func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.insert(tx, p); err != nil {
+		if _, err := s.insert(p); err != nil {
 			return err
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := s.w.commit.Exec(); err != nil {
 		return err
 	}
 	committed = true
