@@ -144,7 +144,7 @@ func TestBenchExecutionWrites(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the receipt benchmarks")
 	}
-	const n, rounds = 200, 5
+	const n, rounds = 100, 9
 	s, k, _ := newStore(t)
 	full, _, _ := newStore(t)
 	for _, q := range []string{`CREATE INDEX IF NOT EXISTS receipts_plan ON receipts(plan_id)`,
@@ -192,9 +192,10 @@ func TestBenchExecutionWrites(t *testing.T) {
 		}
 	}
 	ways := []struct {
-		name      string
-		run       func() (time.Duration, time.Duration)
-		wall, cpu []time.Duration
+		name       string
+		run        func() (time.Duration, time.Duration)
+		wall, cpu  []time.Duration
+		calls, out int64 // write syscalls and bytes written, over all rounds
 	}{
 		{name: "bare: 2 x (append + fdatasync)", run: bare},
 		{name: "store: intent + receipt", run: store(s)},
@@ -202,14 +203,36 @@ func TestBenchExecutionWrites(t *testing.T) {
 	}
 	for range rounds {
 		for i := range ways {
+			calls, out := procWrites(t)
 			w, c := ways[i].run()
+			calls2, out2 := procWrites(t)
 			ways[i].wall, ways[i].cpu = append(ways[i].wall, w), append(ways[i].cpu, c)
+			ways[i].calls, ways[i].out = ways[i].calls+calls2-calls, ways[i].out+out2-out
 		}
 	}
-	fmt.Printf("\nper execution (median of %d alternating rounds of %d): wall, then process CPU\n", rounds, n)
+	fmt.Printf("\nper execution (median of %d alternating rounds of %d): wall, process CPU, write syscalls, KiB written\n", rounds, n)
 	a, ac := medianDuration(ways[0].wall), medianDuration(ways[0].cpu)
 	for _, w := range ways {
 		m, c := medianDuration(w.wall), medianDuration(w.cpu)
-		fmt.Printf("%-48s %8.0f µs %6.2fx %8.0f µs CPU %6.2fx\n", w.name, us(m), float64(m)/float64(a), us(c), float64(c)/float64(ac))
+		fmt.Printf("%-48s %8.0f µs %6.2fx %8.0f µs CPU %6.2fx %6.1f writes %6.1f KiB\n", w.name, us(m), float64(m)/float64(a), us(c), float64(c)/float64(ac),
+			float64(w.calls)/(n*rounds), float64(w.out)/1024/(n*rounds))
 	}
+}
+
+// procWrites is the process's write syscalls and bytes written so far
+// (/proc/self/io: syscw, wchar).
+func procWrites(t *testing.T) (calls, bytes int64) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			fmt.Sscan(v, &calls)
+		}
+		if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+			fmt.Sscan(v, &bytes)
+		}
+	}
+	return calls, bytes
 }

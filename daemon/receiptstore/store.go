@@ -127,13 +127,13 @@ type Store struct {
 		ok   bool
 	}
 	// The group-commit queue (commit.go).
-	qmu        sync.Mutex
-	pending    []*write
-	closed     bool
-	wake       chan struct{}
-	writerDone chan struct{}
-	commits    atomic.Int64 // transactions committed by the writer
-	writes     atomic.Int64 // writes those transactions committed
+	qmu     sync.Mutex
+	pending []*write
+	leading bool       // a caller is committing, or is told to commit, what is pending
+	idle    *sync.Cond // on qmu: leading went false
+	closed  bool
+	commits atomic.Int64 // transactions committed by the writer
+	writes  atomic.Int64 // writes those transactions committed
 	// usage is the recent receipts' sizes (usage.go); txUsage what the
 	// open transaction added, kept once it commits (s.mu).
 	usage   usage
@@ -197,20 +197,14 @@ func Open(path string, keys *Keys) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s.startWriter()
+	s.idle = sync.NewCond(&s.qmu)
 	return s, nil
 }
 
-// Close commits what is queued, stops the writer and closes the store;
+// Close commits what is queued, waits for that and closes the store;
 // writes after Close fail.
 func (s *Store) Close() error {
-	s.qmu.Lock()
-	already := s.closed
-	s.closed = true
-	s.qmu.Unlock()
-	if !already {
-		close(s.wake)
-		<-s.writerDone
+	if s.stopWrites() {
 		s.w.close()
 	}
 	return s.db.Close()
