@@ -73,12 +73,7 @@ func TestOpenReplacesFullIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.Close()
-	s2, err := Open(path, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopenStore(t, s, path, k)
 	var names []string
 	rows, err := s2.db.Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
 	if err != nil {
