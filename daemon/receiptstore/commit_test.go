@@ -187,3 +187,31 @@ func TestKill9LosesNothingAckedConcurrently(t *testing.T) {
 		t.Fatalf("only %d acked", len(acked))
 	}
 }
+
+// TestFailedCommitIsRolledBack: a COMMIT that fails leaves SQLite's
+// transaction open (here a deferred foreign key the spawn record breaks);
+// the writer rolls it back, so the batch's caller gets the error, nothing
+// of it is stored, and the next write commits as usual (without the
+// rollback its BEGIN failed: a transaction within a transaction).
+func TestFailedCommitIsRolledBack(t *testing.T) {
+	s, _, _ := newStore(t)
+	err := s.submit(func() error {
+		if err := s.w.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+			return err
+		}
+		return s.w.exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns) VALUES ('no-such-intent', 1, 1, '', 0)`)
+	}, time.Now(), nil)
+	if err == nil || !strings.Contains(err.Error(), "commit") {
+		t.Fatalf("a commit that breaks a deferred foreign key: %v, want its commit's error", err)
+	}
+	if err := s.AppendIntent(Intent{ExecutionID: "after", PlanID: "p", SessionID: "s"}); err != nil {
+		t.Fatalf("the write after a failed commit: %v", err)
+	}
+	var spawns int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM intent_spawns`).Scan(&spawns); err != nil || spawns != 0 {
+		t.Fatalf("spawn records after the failed commit: %d, %v; want none", spawns, err)
+	}
+	if open, err := s.RecoverIntents(); err != nil || len(open) != 1 || open[0].ExecutionID != "after" {
+		t.Fatalf("intents: %v, %v; want the one written after the failed commit", open, err)
+	}
+}

@@ -113,3 +113,16 @@ func newStore(t testing.TB) (*Store, *Keys, string) {
 	t.Cleanup(func() { s.Close() })
 	return s, k, path
 }
+
+// reopenStore closes s and opens the store at path again, as termd's next
+// start does.
+func reopenStore(t testing.TB, s *Store, path string, k *Keys) *Store {
+	t.Helper()
+	s.Close()
+	s2, err := Open(path, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	return s2
+}

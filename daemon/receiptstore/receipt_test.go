@@ -399,14 +399,7 @@ func TestIntentsAndOutcomeUnknown(t *testing.T) {
 	if _, err := s.Append(denied); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-
-	// "Restart".
-	s2, err := Open(path, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopenStore(t, s, path, k) // "Restart".
 	open, err := s2.RecoverIntents()
 	if err != nil {
 		t.Fatal(err)

@@ -47,9 +47,15 @@ CREATE INDEX IF NOT EXISTS receipts_session   ON receipts(session_id, seq);
 CREATE INDEX IF NOT EXISTS receipts_status    ON receipts(status, seq);
 CREATE INDEX IF NOT EXISTS receipts_started   ON receipts(started_ns);
 CREATE INDEX IF NOT EXISTS receipts_execution ON receipts(execution_id);
-CREATE INDEX IF NOT EXISTS receipts_plan      ON receipts(plan_id);
 CREATE INDEX IF NOT EXISTS receipts_requester ON receipts(requester);
-CREATE INDEX IF NOT EXISTS receipts_approver  ON receipts(approver);
+-- Partial indexes: a receipt's commit writes a page of each index that
+-- holds it, and most receipts (an execution's, with no approver) are in
+-- neither. Queries on plan_id are for receipts without an execution, and
+-- those on approver name one (Filter.query says approver != '').
+DROP INDEX IF EXISTS receipts_plan;
+DROP INDEX IF EXISTS receipts_approver;
+CREATE INDEX IF NOT EXISTS receipts_plan_unexecuted ON receipts(plan_id) WHERE execution_id = '';
+CREATE INDEX IF NOT EXISTS receipts_approved_by     ON receipts(approver) WHERE approver != '';
 CREATE TRIGGER IF NOT EXISTS receipts_no_update BEFORE UPDATE ON receipts
 	BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
 
@@ -60,7 +66,9 @@ CREATE TABLE IF NOT EXISTS intents (
 	started_ns   INTEGER NOT NULL,
 	body         BLOB    NOT NULL
 );
-CREATE INDEX IF NOT EXISTS intents_plan ON intents(plan_id);
+-- No query looks intents up by plan_id (recovery and prune go from each
+-- intent to the receipts): an index on it cost every intent a page.
+DROP INDEX IF EXISTS intents_plan;
 CREATE TRIGGER IF NOT EXISTS intents_no_update BEFORE UPDATE ON intents
 	BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
 
@@ -105,12 +113,11 @@ COMMIT;
 type Store struct {
 	db   *sql.DB
 	keys *Keys
-	// The writer's statements, prepared once: parsing them (the receipts
-	// insert with its triggers) on every commit was a few percent of
-	// termd's CPU per execution. database/sql prepares each on a pooled
-	// connection once and reuses it there.
-	insReceipt, insIntent *sql.Stmt
-	mu                    sync.Mutex // serialises writes (the writer's commits, Prune) so seq/prev_hash are assigned in order
+	// w is the writer's connection and its statements, prepared once:
+	// parsing them (the receipts insert with its triggers) on every commit
+	// was a few percent of termd's CPU per execution (commit.go).
+	w  *writerConn
+	mu sync.Mutex // serialises writes (the writer's commits, appendBatch, Prune) so seq/prev_hash are assigned in order
 	// head is the chain's last (seq, hash), kept in memory by the single
 	// writer instead of read back on every append; ok=false (at start and
 	// after any failed append) reads it from the database again.
@@ -120,13 +127,13 @@ type Store struct {
 		ok   bool
 	}
 	// The group-commit queue (commit.go).
-	qmu        sync.Mutex
-	pending    []*write
-	closed     bool
-	wake       chan struct{}
-	writerDone chan struct{}
-	commits    atomic.Int64 // transactions committed by the writer
-	writes     atomic.Int64 // writes those transactions committed
+	qmu     sync.Mutex
+	pending []*write
+	leading bool       // a caller is committing, or is told to commit, what is pending
+	idle    *sync.Cond // on qmu: leading went false
+	closed  bool
+	commits atomic.Int64 // transactions committed by the writer
+	writes  atomic.Int64 // writes those transactions committed
 	// usage is the recent receipts' sizes (usage.go); txUsage what the
 	// open transaction added, kept once it commits (s.mu).
 	usage   usage
@@ -145,7 +152,8 @@ type Store struct {
 // allocator), with 512 KiB 6.4 MB.
 const CachePragma = "cache_size(-512)"
 
-// maxConns is how many connections the store's pool opens.
+// maxConns is how many connections the store's pool opens, the writer's
+// (which it holds) included.
 const maxConns = 4
 
 // Open opens (creating if needed) the store at path, a file in the state
@@ -180,33 +188,24 @@ func Open(path string, keys *Keys) (*Store, error) {
 		return nil, fmt.Errorf("receipt store %s: cannot enable WAL (journal_mode=%q, %v)", path, mode, err)
 	}
 	s := &Store{db: db, keys: keys}
-	if s.insReceipt, err = db.Prepare(insertReceiptSQL); err == nil {
-		s.insIntent, err = db.Prepare(insertIntentSQL)
-	}
-	if err != nil {
+	if s.w, err = openWriterConn(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("receipt store %s: %w", path, err)
 	}
 	if err := s.loadUsage(); err != nil {
+		s.w.close()
 		db.Close()
 		return nil, err
 	}
-	s.startWriter()
+	s.idle = sync.NewCond(&s.qmu)
 	return s, nil
 }
 
-// Close commits what is queued, stops the writer and closes the store;
+// Close commits what is queued, waits for that and closes the store;
 // writes after Close fail.
 func (s *Store) Close() error {
-	s.qmu.Lock()
-	already := s.closed
-	s.closed = true
-	s.qmu.Unlock()
-	if !already {
-		close(s.wake)
-		<-s.writerDone
-		s.insReceipt.Close()
-		s.insIntent.Close()
+	if s.stopWrites() {
+		s.w.close()
 	}
 	return s.db.Close()
 }
@@ -237,8 +236,8 @@ func (s *Store) AppendIntentTimed(in Intent, t *WriteTimes) error {
 	if err != nil {
 		return err
 	}
-	err = s.submit(func(tx *sql.Tx) error {
-		_, err := tx.Stmt(s.insIntent).Exec(in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
+	err = s.submit(func() error {
+		_, err := s.w.insIntent.Exec(in.ExecutionID, in.PlanID, in.SessionID, in.StartedAt.UnixNano(), body)
 		return err
 	}, encode, t)
 	if err != nil {
@@ -271,10 +270,9 @@ func addStartTicks(db *sql.DB) error {
 // never one that took the pid over.
 func (s *Store) RecordSpawn(executionID string, pid, pgid int, start uint64, cgroupPath string) error {
 	at := time.Now().UnixNano()
-	err := s.submit(func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns, start_ticks) VALUES (?,?,?,?,?,?)`,
+	err := s.submit(func() error {
+		return s.w.exec(`INSERT INTO intent_spawns(execution_id, pid, pgid, cgroup_path, at_ns, start_ticks) VALUES (?,?,?,?,?,?)`,
 			executionID, pid, pgid, cgroupPath, at, int64(start))
-		return err
 	}, time.Time{}, nil)
 	if err != nil {
 		return fmt.Errorf("receipt store: record spawn of %s: %w", executionID, err)
@@ -391,16 +389,18 @@ func (s *Store) keepHead(committed *bool) {
 	s.txUsage = s.txUsage[:0]
 }
 
-func (s *Store) insert(tx *sql.Tx, p *receipt.Prepared) (*receipt.Receipt, error) {
+// insert appends a sealed receipt in the writer connection's open
+// transaction (s.mu held).
+func (s *Store) insert(p *receipt.Prepared) (*receipt.Receipt, error) {
 	c := p.Receipt()
 	last, prev := s.head.seq, s.head.hash
 	if !s.head.ok {
 		// The head is the newest receipt or, when a prune removed every
 		// receipt, the newest checkpoint's pruned head.
 		last, prev = 0, receipt.GenesisHash
-		err := tx.QueryRow(`SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
+		err := s.w.conn.QueryRowContext(context.Background(), `SELECT seq, hash FROM receipts ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
 		if errors.Is(err, sql.ErrNoRows) {
-			err = tx.QueryRow(`SELECT head_seq, json_extract(body, '$.head_hash') FROM checkpoints ORDER BY head_seq DESC LIMIT 1`).Scan(&last, &prev)
+			err = s.w.conn.QueryRowContext(context.Background(), `SELECT head_seq, json_extract(body, '$.head_hash') FROM checkpoints ORDER BY head_seq DESC LIMIT 1`).Scan(&last, &prev)
 		}
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("receipt store: read chain head: %w", err)
@@ -411,7 +411,7 @@ func (s *Store) insert(tx *sql.Tx, p *receipt.Prepared) (*receipt.Receipt, error
 		return nil, err
 	}
 	hash := receipt.ChainHash(body)
-	_, err = tx.Stmt(s.insReceipt).Exec(c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
+	_, err = s.w.insReceipt.Exec(c.Seq, c.ID, c.SessionID, c.PlanID, c.ExecutionID, string(c.Status),
 		c.Requester.ID, principalKey(c.Approver), c.StartedAt.UnixNano(), hash, body)
 	if err != nil {
 		s.head.ok = false
@@ -429,11 +429,10 @@ func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 	defer s.mu.Unlock()
 	committed := false
 	defer s.keepHead(&committed)
-	tx, err := s.db.BeginTx(context.Background(), nil)
-	if err != nil {
+	if err := s.w.begin(); err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer s.w.rollbackUnless(&committed)
 	for _, r := range rs {
 		c, err := prepare(r)
 		if err != nil {
@@ -443,11 +442,11 @@ func (s *Store) appendBatch(rs []*receipt.Receipt) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.insert(tx, p); err != nil {
+		if _, err := s.insert(p); err != nil {
 			return err
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := s.w.commit.Exec(); err != nil {
 		return err
 	}
 	committed = true
@@ -558,7 +557,7 @@ func (f Filter) query() (string, []any) {
 		args = append(args, f.Until.UnixNano())
 	}
 	if f.Principal != "" {
-		where = append(where, "(requester = ? OR approver = ?)")
+		where = append(where, "(requester = ? OR (approver = ? AND approver != ''))") // approver != '': receipts_approved_by
 		args = append(args, f.Principal, f.Principal)
 	}
 	q := "SELECT body FROM receipts"
