@@ -79,7 +79,7 @@ func (p *ptyProgram) waitFor(what string, ok func(Snapshot) bool) Snapshot {
 			return s
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s.Text())
+			p.t.Fatalf("timed out waiting for %s; cursor %d,%d, screen:\n%s", what, s.CursorRow, s.CursorCol, s.Text())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -225,8 +225,11 @@ func TestVim(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startOnPty(t, 24, 80, "sh", "-c", "echo before vim; vim -u NONE -i NONE -N -n "+file+"; echo after vim")
-	s := p.waitFor("the file in vim", func(s Snapshot) bool {
-		return s.AltScreen && s.Lines[22] == "vim line 23" && strings.Contains(s.Lines[23], "notes.txt")
+	// vim writes a screen in several chunks and places the cursor last: each
+	// wait holds out for the cursor too, so a snapshot taken mid-redraw is
+	// not judged.
+	s := p.waitFor("the file in vim, the cursor at its top", func(s Snapshot) bool {
+		return s.AltScreen && s.Lines[22] == "vim line 23" && strings.Contains(s.Lines[23], "notes.txt") && s.CursorRow == 0
 	})
 	if s.Lines[0] != "vim line 1" || s.CursorRow != 0 || s.CursorCol != 0 {
 		t.Fatalf("top %q, cursor %d,%d", s.Lines[0], s.CursorRow, s.CursorCol)
@@ -237,8 +240,8 @@ func TestVim(t *testing.T) {
 		return s.Lines[21] == "vim line 100" && strings.Contains(s.Lines[23], "INSERT")
 	})
 	p.send("hello from the test\x1b")
-	s = p.waitFor("the typed line", func(s Snapshot) bool {
-		return s.Lines[22] == "hello from the test" && !strings.Contains(s.Lines[23], "INSERT")
+	s = p.waitFor("the typed line, the cursor back on it", func(s Snapshot) bool {
+		return s.Lines[22] == "hello from the test" && !strings.Contains(s.Lines[23], "INSERT") && s.CursorRow == 22
 	})
 	if s.Lines[0] != "vim line 79" || s.CursorRow != 22 || s.CursorCol != 18 {
 		t.Fatalf("top %q, cursor %d,%d", s.Lines[0], s.CursorRow, s.CursorCol)
