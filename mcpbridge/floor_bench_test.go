@@ -65,35 +65,13 @@ func TestBenchFloor(t *testing.T) {
 	if profiles != "" {
 		termdPprof, bridgePprof = freeLoopback(t), freeLoopback(t)
 	}
-	// 32 clients of one principal: each holds a session and runs one
-	// command at a time (the defaults are 8 and 8).
-	const caps = "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n"
-	startTermd := func(name, config, bin, termdPprof, bridgePprof string) *server {
-		metrics := freeLoopback(t)
-		var env []string
-		if termdPprof != "" {
-			env = append(env, profileRate) // profiles asked for: sample finely
-		} else {
-			termdPprof = poolsDebug(t) // TERMD_BENCH_POOLS=1: the pool counts, no profile
-		}
-		env = append(env, "TERMD_DEBUG_PPROF="+termdPprof)
-		d := harness.Start(t, harness.Options{Config: agentConfig + caps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: env})
-		bridge := "" // this tree's termd-mcp, or the one beside bin (TERMD_BENCH_BASE)
-		if b := filepath.Join(filepath.Dir(bin), "termd-mcp"); bin != "" {
-			if _, err := os.Stat(b); err == nil {
-				bridge = b
-			}
-		}
-		hb := startHTTPBridgeBin(t, d, bridge, bridgePprof)
-		return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true, metrics: metrics, debug: termdPprof}
-	}
 	fl := startFloor(t, t.TempDir())
-	sides := []*server{fl, startTermd("termd", "", "", termdPprof, bridgePprof), startTermd("termd-nosb", "sandbox: \"off\"\n", "", "", "")}
+	sides := []*server{fl, startBenchTermd(t, "termd", "", "", termdPprof, bridgePprof), startBenchTermd(t, "termd-nosb", "sandbox: \"off\"\n", "", "", "")}
 	if base := os.Getenv("TERMD_BENCH_BASE"); base != "" {
 		if _, err := os.Stat(filepath.Join(base, "termd")); err != nil {
 			t.Fatalf("TERMD_BENCH_BASE: %v (a directory holding another termd build, with termd-launch beside it)", err)
 		}
-		sides = append(sides, startTermd("base", "", filepath.Join(base, "termd"), "", ""))
+		sides = append(sides, startBenchTermd(t, "base", "", filepath.Join(base, "termd"), "", ""))
 	}
 
 	harness.Bench(t, fmt.Sprintf("floor: MCP HTTP pwd pair, %d rounds of %d pairs an era, each side in turn (the first side rotates); CPU = threads + reaped children of termd + termd-mcp vs of the floor's broker + MCP server", rounds, per))
@@ -161,6 +139,35 @@ func TestBenchFloor(t *testing.T) {
 	benchFloorClients(t, sides, seconds, rss)
 	saveFloorHeapProfiles(t, profiles, termdPprof, bridgePprof)
 	harness.Bench(t, "floor: the seed (term_mcp_deepseek v1.0.0, Python) is not run here; issue 35 measured it, in its own run, at 6.1/6.4 ms a pair, 199 pairs/s p99 100 ms with 8 clients, 156 pairs/s with 32, peak RSS 80 MB")
+}
+
+// benchCaps lets 32 clients of one principal each hold a session and run
+// one command at a time (the defaults are 8 and 8).
+const benchCaps = "sessions:\n  per_principal: 64\n  global: 128\n  max_running: 64\nconnections:\n  calls_per_principal: 128\n"
+
+// startBenchTermd starts a termd (bin, or this tree's with "") with config
+// added to the agent configuration, and its termd-mcp over HTTP (the one
+// beside bin when there is one). termdPprof and bridgePprof, when set, are
+// their debug listeners (profiles sampled finely); without termdPprof,
+// termd's debug listener is TERMD_BENCH_POOLS's.
+func startBenchTermd(t *testing.T, name, config, bin, termdPprof, bridgePprof string) *server {
+	metrics := freeLoopback(t)
+	var env []string
+	if termdPprof != "" {
+		env = append(env, profileRate) // profiles asked for: sample finely
+	} else {
+		termdPprof = poolsDebug(t) // TERMD_BENCH_POOLS=1: the pool counts, no profile
+	}
+	env = append(env, "TERMD_DEBUG_PPROF="+termdPprof)
+	d := harness.Start(t, harness.Options{Config: agentConfig + benchCaps + "metrics_listen: " + metrics + "\n" + config, Bin: bin, Env: env})
+	bridge := "" // this tree's termd-mcp, or the one beside bin (TERMD_BENCH_BASE)
+	if b := filepath.Join(filepath.Dir(bin), "termd-mcp"); bin != "" {
+		if _, err := os.Stat(b); err == nil {
+			bridge = b
+		}
+	}
+	hb := startHTTPBridgeBin(t, d, bridge, bridgePprof)
+	return &server{name: name, url: hb.URL, token: hb.Token, pids: []int{d.Pid(), hb.cmd.Process.Pid}, termd: true, metrics: metrics, debug: termdPprof}
 }
 
 // benchFloorClients runs 8 and then 32 concurrent clients against each side
