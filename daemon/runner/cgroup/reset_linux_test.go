@@ -16,8 +16,9 @@ import (
 // its v1 groups holds anything of the ended one: a process in the v1 memory
 // group alone, one in the v1 pids group alone, or a zombie not reaped yet
 // in the v1 pids group (charged, no longer listed) each keep it from being
-// reused; once the process is gone and reaped it is reset. Each case reads
-// its counters through the descriptors kept open by the reads before.
+// reused; once the process is gone and reaped it is reset. So does a tmpfs
+// file charged to its v1 memory group until it is removed. Each case reads
+// the counters through the descriptors kept open by the reads before.
 func TestResetRefusesV1Leftovers(t *testing.T) {
 	if os.Geteuid() != 0 || Probe().CgroupV2 == "" {
 		t.Skip("needs cgroups (root)")
@@ -60,6 +61,27 @@ func TestResetRefusesV1Leftovers(t *testing.T) {
 		if !cg.Reset() {
 			t.Errorf("%s, gone and reaped: the cgroup was not reset", c.name)
 		}
+	}
+	// A tmpfs file written from the v1 memory group stays charged to it
+	// after its writer is gone: more than MaxLeftoverMemory is left.
+	shm := filepath.Join("/dev/shm", "termd-reset-"+strconv.Itoa(os.Getpid()))
+	defer os.Remove(shm)
+	cmd := exec.Command("sh", "-c", "sleep 0.2; head -c 4194304 /dev/zero > "+shm)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(filepath.Join(cg.v1["memory"], "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if cg.Reset() {
+		t.Error("a cgroup charged with a 4 MiB tmpfs file was reset for reuse")
+	}
+	os.Remove(shm)
+	if !cg.Reset() {
+		t.Error("the tmpfs file removed: the cgroup was not reset")
 	}
 }
 
