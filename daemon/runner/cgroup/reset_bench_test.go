@@ -17,7 +17,7 @@ import (
 )
 
 // TestBenchCgroupReset prints the CPU of one Reset of a pooled cgroup with
-// pids and memory limits against main's version of it before its counters
+// pids and memory limits (in v1 groups) against main's version of it before its counters
 // were read through kept descriptors (resetOS, below): thread CPU
 // (CLOCK_THREAD_CPUTIME_ID) of the Reset alone, the two alternating in one
 // run, each after the reads of an execution's end (Populated) that use up
@@ -26,18 +26,7 @@ func TestBenchCgroupReset(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1")
 	}
-	if os.Geteuid() != 0 || Probe().CgroupV2 == "" {
-		t.Skip("needs cgroups (root)")
-	}
-	tr := newTree(t)
-	cg, err := tr.makeCgroup("bench-reset", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cg.Remove()
-	if err := tr.ApplyLimits(cg, Limits{Pids: 64, Memory: 256 << 20}); err != nil {
-		t.Fatal(err)
-	}
+	cg := limitedV1Cgroup(t, "bench-reset")
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	now := func() time.Duration {

@@ -20,21 +20,7 @@ import (
 // file charged to its v1 memory group until it is removed. Each case reads
 // the counters through the descriptors kept open by the reads before.
 func TestResetRefusesV1Leftovers(t *testing.T) {
-	if os.Geteuid() != 0 || Probe().CgroupV2 == "" {
-		t.Skip("needs cgroups (root)")
-	}
-	tr := newTree(t)
-	if tr.V1Parents["pids"] == "" || tr.V1Parents["memory"] == "" {
-		t.Skip("no v1 pids and memory hierarchies here (not a hybrid host)")
-	}
-	cg, err := tr.makeCgroup("reset", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cg.Remove()
-	if err := tr.ApplyLimits(cg, Limits{Pids: 8, Memory: 64 << 20}); err != nil {
-		t.Fatal(err)
-	}
+	cg := limitedV1Cgroup(t, "reset")
 	if !cg.Reset() {
 		t.Fatal("an unused cgroup was not reset")
 	}
@@ -100,4 +86,27 @@ func waitZombie(t *testing.T, pid int) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatalf("process %d did not exit", pid)
+}
+
+// limitedV1Cgroup makes a pooled cgroup with pids and memory limits, in v1
+// groups (a hybrid host's, else the test is skipped), removed when the test
+// ends.
+func limitedV1Cgroup(t *testing.T, name string) *Cgroup {
+	t.Helper()
+	if os.Geteuid() != 0 || Probe().CgroupV2 == "" {
+		t.Skip("needs cgroups (root)")
+	}
+	tr := newTree(t)
+	if tr.V1Parents["pids"] == "" || tr.V1Parents["memory"] == "" {
+		t.Skip("no v1 pids and memory hierarchies here (not a hybrid host)")
+	}
+	cg, err := tr.makeCgroup(name, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cg.Remove)
+	if err := tr.ApplyLimits(cg, Limits{Pids: 64, Memory: 256 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	return cg
 }

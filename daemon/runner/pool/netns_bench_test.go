@@ -3,7 +3,6 @@
 package pool
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -101,23 +100,5 @@ func pristineNetNSOS() error {
 	if len(lines) != 3 || !strings.HasPrefix(strings.TrimSpace(lines[2]), "lo:") {
 		return fmt.Errorf("devices other than the loopback: %q", lines[2:])
 	}
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(s)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	if ifr.Uint16()&unix.IFF_UP != 0 {
-		return errors.New("the loopback is up")
-	}
-	if err := unix.IoctlIfreq(s, unix.SIOCGIFADDR, ifr); !errors.Is(err, unix.EADDRNOTAVAIL) {
-		return fmt.Errorf("the loopback has an address (%v)", err)
-	}
-	return nil
+	return loopbackDown() // unchanged
 }

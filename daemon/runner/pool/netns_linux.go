@@ -185,6 +185,12 @@ func pristineNetNS(buf *[4096]byte) error {
 	if bytes.Count(dev, []byte("\n")) != 2 || !bytes.HasPrefix(bytes.TrimSpace(dev[bytes.LastIndexByte(dev, '\n'):]), []byte("lo:")) {
 		return fmt.Errorf("devices other than the loopback: %q", dev)
 	}
+	return loopbackDown()
+}
+
+// loopbackDown says, on a thread inside a network namespace, whether its
+// loopback is down and without an address. nil: it is.
+func loopbackDown() error {
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err

@@ -93,33 +93,11 @@ func TestRecycledNetnsChecked(t *testing.T) {
 	defer unix.Close(held)
 	waitCount("a namespace with a socket left was not let go", &np.dropped, dropped+1)
 	np.Recycle(fresh(func() {
-		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer unix.Close(s)
-		ifr, _ := unix.NewIfreq("lo")
-		ifr.SetUint16(unix.IFF_UP)
-		if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
-			t.Error(err)
-		}
+		setLoopback(t, unix.SIOCSIFFLAGS, func(ifr *unix.Ifreq) error { ifr.SetUint16(unix.IFF_UP); return nil })
 	}))
 	waitCount("a namespace whose loopback is up was not let go", &np.dropped, dropped+2)
 	np.Recycle(fresh(func() {
-		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer unix.Close(s)
-		ifr, _ := unix.NewIfreq("lo")
-		if err := ifr.SetInet4Addr([]byte{127, 0, 0, 1}); err != nil {
-			t.Error(err)
-		}
-		if err := unix.IoctlIfreq(s, unix.SIOCSIFADDR, ifr); err != nil {
-			t.Error(err)
-		}
+		setLoopback(t, unix.SIOCSIFADDR, func(ifr *unix.Ifreq) error { return ifr.SetInet4Addr([]byte{127, 0, 0, 1}) })
 	}))
 	waitCount("a namespace whose loopback has an address (and is down) was not let go", &np.dropped, dropped+3)
 	var tap bool
@@ -158,4 +136,25 @@ func addTap(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	return true
+}
+
+// setLoopback sets what set puts in a request for the loopback (ioctl req)
+// in the calling thread's network namespace.
+func setLoopback(t *testing.T, req uint, set func(*unix.Ifreq) error) {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq("lo")
+	if err == nil {
+		err = set(ifr)
+	}
+	if err == nil {
+		err = unix.IoctlIfreq(s, req, ifr)
+	}
+	if err != nil {
+		t.Error(err)
+	}
 }
