@@ -100,13 +100,52 @@ func (cg *Cgroup) keepOpen(path string, once bool) {
 func (cg *Cgroup) readFile(path string) ([]byte, error) {
 	f, ok := cg.open[path]
 	if !ok {
-		return os.ReadFile(path)
+		return readFresh(path)
 	}
 	fd := f.fd
 	if f.once {
 		delete(cg.open, path)
 		defer unix.Close(fd)
 	}
+	return preadAll(fd, path)
+}
+
+// readKept reads a cgroup file that says what holds now at every read from
+// offset 0 (a counter, not a v1 member list) through a descriptor kept
+// open for the cgroup's life, opened at its first read: a pooled cgroup's
+// recycle (Reset) reads its counters without an open each (an open and a
+// close cost three times the read here).
+func (cg *Cgroup) readKept(path string) ([]byte, error) {
+	cg.keepOpen(path, false)
+	return cg.readFile(path)
+}
+
+// forget closes the descriptors kept on files of dir (a v1 directory
+// removed: made again later, it is another cgroup).
+func (cg *Cgroup) forget(dir string) {
+	for path, f := range cg.open {
+		if filepath.Dir(path) == dir {
+			unix.Close(f.fd)
+			delete(cg.open, path)
+		}
+	}
+}
+
+// readFresh reads a cgroup file through a descriptor of its own. Not
+// os.ReadFile: os.Open registers a cgroup file (it can be polled) with the
+// runtime's poller and close deregisters it, and a stat sizes the buffer;
+// here that doubles the CPU of a read (see writeFile).
+func readFresh(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	return preadAll(fd, path)
+}
+
+// preadAll reads fd from offset 0 to its end.
+func preadAll(fd int, path string) ([]byte, error) {
 	buf := make([]byte, 512)
 	for off := 0; ; {
 		if off == len(buf) {
@@ -290,13 +329,17 @@ func (cg *Cgroup) Reset() bool {
 	if err != nil || !bytes.Contains(events, []byte("populated 0")) || cg.freeze && !bytes.Contains(events, []byte("frozen 0")) {
 		return false
 	}
-	for _, d := range cg.v1 {
+	noTasks := cg.NoTasksCharged()
+	if !noTasks && (cg.v1["pids"] != "" || cg.has("pids")) {
+		return false
+	}
+	for ctl, d := range cg.v1 {
+		if ctl == "pids" && noTasks {
+			continue // pids.current 0: no task is in it (nor a zombie), so none is listed
+		}
 		if len(readPids(filepath.Join(d, "cgroup.procs"))) > 0 { // afresh: a kept descriptor may be stale
 			return false
 		}
-	}
-	if !cg.NoTasksCharged() && (cg.v1["pids"] != "" || cg.has("pids")) {
-		return false
 	}
 	if !cg.memoryBelow(MaxLeftoverMemory) {
 		return false
@@ -320,7 +363,7 @@ func (cg *Cgroup) memoryBelow(n int64) bool {
 		files = append(files, filepath.Join(d, "memory.usage_in_bytes"))
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := cg.readKept(f)
 		if err != nil {
 			return false
 		}
@@ -471,7 +514,7 @@ func (cg *Cgroup) readPids(path string) []int {
 }
 
 func readPids(path string) []int {
-	data, err := os.ReadFile(path)
+	data, err := readFresh(path)
 	if err != nil {
 		return nil
 	}
@@ -520,7 +563,7 @@ func (cg *Cgroup) NoTasksCharged() bool {
 	if dir == "" {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	b, err := cg.readKept(filepath.Join(dir, "pids.current"))
 	return err == nil && strings.TrimSpace(string(b)) == "0"
 }
 

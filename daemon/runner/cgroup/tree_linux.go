@@ -362,6 +362,7 @@ func (t *Tree) v1Dir(cg *Cgroup, ctl string, want bool) (string, error) {
 		return "", cg.liftV1(ctl, d)
 	case !want && d != "":
 		delete(cg.v1, ctl)
+		cg.forget(d)
 		_ = os.Remove(d)
 		for path := range cg.written { // made again later, it holds no limit
 			if filepath.Dir(path) == d {

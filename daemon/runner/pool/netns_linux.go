@@ -1,11 +1,11 @@
 package pool
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,6 +27,7 @@ type NetNS struct {
 	done  chan struct{}
 	err   atomic.Pointer[error] // why the filler stopped early
 	once  sync.Once
+	buf   [4096]byte // the filler's, for the files a check reads
 
 	mu     sync.Mutex // recycle against close
 	closed bool
@@ -139,7 +140,7 @@ func (np *NetNS) check(fd int) error {
 		np.dropped.Add(1)
 		return nil
 	}
-	clean := pristineNetNS() == nil
+	clean := pristineNetNS(&np.buf) == nil
 	if err := unix.Setns(np.own, unix.CLONE_NEWNET); err != nil {
 		unix.Close(fd)
 		return fmt.Errorf("return to the daemon's network namespace: %w", err)
@@ -158,28 +159,38 @@ func (np *NetNS) check(fd int) error {
 // pristineNetNS says, on a thread inside a network namespace, whether it is
 // as a fresh one is: no socket at all (not even a TCP socket in TIME_WAIT),
 // one device, the loopback, down and without an address. nil: pristine.
-func pristineNetNS() error {
-	st, err := os.ReadFile("/proc/thread-self/net/sockstat")
+// buf holds the files read (the filler's own: nothing is allocated for
+// them; a file longer than buf is not a fresh namespace's).
+func pristineNetNS(buf *[4096]byte) error {
+	st, err := readProc("/proc/thread-self/net/sockstat", buf[:])
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(string(st), "\n") {
-		f := strings.Fields(line)
+	for line := range bytes.SplitSeq(st, []byte("\n")) {
+		var f [8][]byte
+		n := fields(line, &f)
 		switch {
-		case len(f) >= 3 && f[0] == "sockets:" && f[2] != "0":
+		case n >= 3 && string(f[0]) == "sockets:" && string(f[2]) != "0":
 			return fmt.Errorf("%s sockets in use", f[2])
-		case len(f) >= 7 && f[0] == "TCP:" && f[5] == "tw" && f[6] != "0": // (orphan counts the host's)
+		case n >= 7 && string(f[0]) == "TCP:" && string(f[5]) == "tw" && string(f[6]) != "0": // (orphan counts the host's)
 			return fmt.Errorf("TCP sockets left in TIME_WAIT: %s", f[6])
 		}
 	}
-	dev, err := os.ReadFile("/proc/thread-self/net/dev")
+	dev, err := readProc("/proc/thread-self/net/dev", buf[:])
 	if err != nil {
 		return err
 	}
-	lines := strings.Split(strings.TrimSpace(string(dev)), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(strings.TrimSpace(lines[2]), "lo:") {
-		return fmt.Errorf("devices other than the loopback: %q", lines[2:])
+	// Two heading lines, then one line per device.
+	dev = bytes.TrimSpace(dev)
+	if bytes.Count(dev, []byte("\n")) != 2 || !bytes.HasPrefix(bytes.TrimSpace(dev[bytes.LastIndexByte(dev, '\n'):]), []byte("lo:")) {
+		return fmt.Errorf("devices other than the loopback: %q", dev)
 	}
+	return loopbackDown()
+}
+
+// loopbackDown says, on a thread inside a network namespace, whether its
+// loopback is down and without an address. nil: it is.
+func loopbackDown() error {
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -199,6 +210,53 @@ func pristineNetNS() error {
 		return fmt.Errorf("the loopback has an address (%v)", err)
 	}
 	return nil
+}
+
+// readProc reads a /proc file whole into buf, with a descriptor of its own
+// and no os.File (os.ReadFile's stat, poller registration and buffer of
+// its own double the CPU of the read); a file longer than buf is an error.
+// Not a descriptor kept open: a /proc/thread-self/net file opened is the
+// namespace's the thread was in at the open, and holding it would hold the
+// namespace for as long, past the pool's hands (a namespace taken is
+// closed by whoever took it).
+func readProc(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	for off := 0; ; {
+		if off == len(buf) {
+			return nil, fmt.Errorf("%s: longer than %d bytes", path, len(buf))
+		}
+		n, err := unix.Read(fd, buf[off:])
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf[:off], nil
+		}
+		off += n
+	}
+}
+
+// fields splits line at spaces into f, as strings.Fields would, keeping
+// the first len(f) fields; it returns how many it kept.
+func fields(line []byte, f *[8][]byte) int {
+	n := 0
+	for n < len(f) {
+		line = bytes.TrimLeft(line, " \t")
+		if len(line) == 0 {
+			break
+		}
+		end := bytes.IndexAny(line, " \t")
+		if end < 0 {
+			end = len(line)
+		}
+		f[n], line = line[:end], line[end:]
+		n++
+	}
+	return n
 }
 
 // Refill asks the filler to top the pool up.

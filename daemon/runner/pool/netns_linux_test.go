@@ -37,7 +37,9 @@ func newNetNS(t *testing.T) *NetNS {
 
 // A network namespace handed back to the pool is made ready again only when
 // it is as a fresh one: one with a socket left in it (an abstract unix
-// listener held from outside), or whose loopback was brought up, is let go.
+// listener held from outside), whose loopback was brought up or given an
+// address, or with a device besides the loopback (a persistent tap, where
+// /dev/net/tun exists) is let go.
 func TestRecycledNetnsChecked(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs network namespaces and root")
@@ -91,23 +93,68 @@ func TestRecycledNetnsChecked(t *testing.T) {
 	defer unix.Close(held)
 	waitCount("a namespace with a socket left was not let go", &np.dropped, dropped+1)
 	np.Recycle(fresh(func() {
-		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer unix.Close(s)
-		ifr, _ := unix.NewIfreq("lo")
-		ifr.SetUint16(unix.IFF_UP)
-		if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
-			t.Error(err)
-		}
+		setLoopback(t, unix.SIOCSIFFLAGS, func(ifr *unix.Ifreq) error { ifr.SetUint16(unix.IFF_UP); return nil })
 	}))
 	waitCount("a namespace whose loopback is up was not let go", &np.dropped, dropped+2)
+	np.Recycle(fresh(func() {
+		setLoopback(t, unix.SIOCSIFADDR, func(ifr *unix.Ifreq) error { return ifr.SetInet4Addr([]byte{127, 0, 0, 1}) })
+	}))
+	waitCount("a namespace whose loopback has an address (and is down) was not let go", &np.dropped, dropped+3)
+	var tap bool
+	np.Recycle(fresh(func() { tap = addTap(t) }))
+	if tap {
+		waitCount("a namespace with a device besides the loopback was not let go", &np.dropped, dropped+4)
+	}
 	if np.reused.Load() != reused {
 		t.Fatalf("a namespace with something left in it was reused: %s", np.Status())
 	}
 	np.Recycle(fresh(func() {}))
 	waitCount("an untouched namespace was not reused", &np.reused, reused+1)
 	t.Log(np.Status())
+}
+
+// addTap makes a persistent tap device, down and without an address, in
+// the calling thread's network namespace; false (logged) where there is
+// no /dev/net/tun.
+func addTap(t *testing.T) bool {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Logf("no tap device case: %v", err)
+		return false
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("termd-tap0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		t.Logf("no tap device case: %v", err)
+		return false
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETPERSIST, 1); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// setLoopback sets what set puts in a request for the loopback (ioctl req)
+// in the calling thread's network namespace.
+func setLoopback(t *testing.T, req uint, set func(*unix.Ifreq) error) {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq("lo")
+	if err == nil {
+		err = set(ifr)
+	}
+	if err == nil {
+		err = unix.IoctlIfreq(s, req, ifr)
+	}
+	if err != nil {
+		t.Error(err)
+	}
 }
