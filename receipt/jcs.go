@@ -36,7 +36,7 @@ func parseTree(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("jcs: input is not valid UTF-8")
 	}
-	p := parser{data: data}
+	p := parser{data: data, members: make([]member, 0, 64), items: make([]any, 0, 16)}
 	p.skipWS()
 	v, err := p.value(0)
 	if err != nil {
