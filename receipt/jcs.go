@@ -54,7 +54,7 @@ func parseTree(data []byte) (any, error) {
 func writeTree(v any, dropTop []string, sizeHint int) ([]byte, error) {
 	if len(dropTop) > 0 {
 		if m, ok := v.(jsonObject); ok {
-			kept := m[:0:0]
+			kept := make(jsonObject, 0, len(m))
 			for _, mem := range m {
 				drop := false
 				for _, d := range dropTop {
