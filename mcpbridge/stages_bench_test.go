@@ -27,8 +27,11 @@ import (
 // TERMD_BENCH_ARCHFLOOR=PATH (a floor binary built outside the project, e.g.
 // ../shared/bench/archfloor) its pairs run in rounds alternating with
 // termd's, and the ratios are printed. TERMD_BENCH_ROUNDS (default 4) and
-// TERMD_BENCH_PAIRS (per round, default 100) size the run. Run with
-// TERMD_BENCH=1; nothing here is asserted on time.
+// TERMD_BENCH_PAIRS (per round, default 100) size the run. It prints the
+// bytes and objects termd allocated per pair; TERMD_BENCH_PROFILES=DIR
+// writes termd's CPU profile and its heap profiles before and after the
+// rounds there, sampled finer with TERMD_BENCH_MEMPROFILERATE=BYTES. Run
+// with TERMD_BENCH=1; nothing here is asserted on time.
 func TestBenchStages(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the stage benchmark")
@@ -48,8 +51,10 @@ func TestBenchStages(t *testing.T) {
 	load0 := loadAvg()
 	stagesAddr := freeLoopback(t)
 	env := []string{"TERMD_DEBUG_PPROF=" + stagesAddr}
-	if os.Getenv("TERMD_BENCH_PROFILES") != "" {
-		env = append(env, "GODEBUG=memprofilerate=4096") // a heap profile fine enough to read per pair
+	if r := os.Getenv("TERMD_BENCH_MEMPROFILERATE"); r != "" {
+		// A heap profile fine enough to read per pair (4096, say); the
+		// sampling costs CPU, which then shows in the CPU profile.
+		env = append(env, "GODEBUG=memprofilerate="+r)
 	}
 	d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Args: []string{"--console-url", consoleURL}, Env: env})
 	hb := startHTTPBridge(t, d)
