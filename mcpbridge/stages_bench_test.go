@@ -27,8 +27,11 @@ import (
 // TERMD_BENCH_ARCHFLOOR=PATH (a floor binary built outside the project, e.g.
 // ../shared/bench/archfloor) its pairs run in rounds alternating with
 // termd's, and the ratios are printed. TERMD_BENCH_ROUNDS (default 4) and
-// TERMD_BENCH_PAIRS (per round, default 100) size the run. Run with
-// TERMD_BENCH=1; nothing here is asserted on time.
+// TERMD_BENCH_PAIRS (per round, default 100) size the run. It prints the
+// bytes and objects termd allocated per pair; TERMD_BENCH_PROFILES=DIR
+// writes termd's CPU profile and its heap profiles before and after the
+// rounds there, sampled finer with TERMD_BENCH_MEMPROFILERATE=BYTES. Run
+// with TERMD_BENCH=1; nothing here is asserted on time.
 func TestBenchStages(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the stage benchmark")
@@ -47,7 +50,13 @@ func TestBenchStages(t *testing.T) {
 	const warmup = 5
 	load0 := loadAvg()
 	stagesAddr := freeLoopback(t)
-	d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Args: []string{"--console-url", consoleURL}, Env: []string{"TERMD_DEBUG_PPROF=" + stagesAddr}})
+	env := []string{"TERMD_DEBUG_PPROF=" + stagesAddr}
+	if r := os.Getenv("TERMD_BENCH_MEMPROFILERATE"); r != "" {
+		// A heap profile fine enough to read per pair (4096, say); the
+		// sampling costs CPU, which then shows in the CPU profile.
+		env = append(env, "GODEBUG=memprofilerate="+r)
+	}
+	d := harness.Start(t, harness.Options{Config: agentConfig, AskWrites: true, Args: []string{"--console-url", consoleURL}, Env: env})
 	hb := startHTTPBridge(t, d)
 	u, err := url.Parse(hb.URL)
 	if err != nil {
@@ -58,7 +67,19 @@ func TestBenchStages(t *testing.T) {
 		sides = append(sides, startArchfloor(t, bin, d.Workspace))
 	}
 	var appendSync, forkExec []time.Duration
+	heap0 := fetch(t, "http://"+stagesAddr+"/debug/pprof/heap?debug=0")
+	allocs0 := termdAllocs(t, stagesAddr)
 	if dir := os.Getenv("TERMD_BENCH_PROFILES"); dir != "" {
+		// termd's heap profiles before and after the rounds (go tool pprof
+		// -sample_index=alloc_space -diff_base termd-heap0.pb.gz termd-heap.pb.gz).
+		defer func() {
+			heap1 := fetch(t, "http://"+stagesAddr+"/debug/pprof/heap?debug=0")
+			for name, b := range map[string]string{"termd-heap0.pb.gz": heap0, "termd-heap.pb.gz": heap1} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
 		// termd's CPU profile over the first rounds (go tool pprof FILE).
 		prof := make(chan string, 1)
 		go func() { prof <- fetch(t, "http://"+stagesAddr+"/debug/pprof/profile?seconds="+profileSeconds()) }()
@@ -96,6 +117,7 @@ func TestBenchStages(t *testing.T) {
 		forkExec = append(forkExec, bareForkExec(t, n/4)...)
 	}
 	stages := fetch(t, "http://"+stagesAddr+"/debug/stages")
+	allocs1 := termdAllocs(t, stagesAddr)
 	load1 := loadAvg()
 
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
@@ -106,6 +128,8 @@ func TestBenchStages(t *testing.T) {
 		harness.Bench(t, fmt.Sprintf("stages: %s: MCP pair median per round %v; server CPU per pair %s (daemon %s + its reaped children %s + MCP server %s)",
 			s.name, roundMs(s.medians), per(s.total()), per(s.cpu[0]), per(s.cpu[1]), per(s.cpu[2])))
 	}
+	harness.Bench(t, fmt.Sprintf("stages: termd allocated per pair %.1f KiB in %.0f objects (runtime.MemStats TotalAlloc, Mallocs)",
+		float64(allocs1[0]-allocs0[0])/1024/float64(sides[0].pairs), float64(allocs1[1]-allocs0[1])/float64(sides[0].pairs)))
 	if len(sides) == 2 {
 		var ratios []string
 		for r := range rounds {
@@ -245,6 +269,23 @@ func poolsLine(t *testing.T, addr string) string {
 		}
 	}
 	return ""
+}
+
+// termdAllocs is the bytes and the objects termd at the debug address addr
+// has allocated so far (its heap profile's MemStats TotalAlloc and Mallocs).
+func termdAllocs(t *testing.T, addr string) [2]uint64 {
+	var out [2]uint64
+	for _, l := range strings.Split(fetch(t, "http://"+addr+"/debug/pprof/heap?debug=1"), "\n") {
+		for i, key := range []string{"# TotalAlloc = ", "# Mallocs = "} {
+			if v, ok := strings.CutPrefix(l, key); ok {
+				out[i], _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+	}
+	if out[0] == 0 || out[1] == 0 {
+		t.Fatalf("termd's heap profile at %s has no TotalAlloc/Mallocs", addr)
+	}
+	return out
 }
 
 func fetch(t *testing.T, u string) string {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -36,7 +37,9 @@ func parseTree(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("jcs: input is not valid UTF-8")
 	}
-	p := parser{data: data}
+	st := parserStacks.Get().(*stacks)
+	p := parser{data: data, members: st.members[:0], items: st.items[:0]}
+	defer st.put(&p)
 	p.skipWS()
 	v, err := p.value(0)
 	if err != nil {
@@ -49,12 +52,34 @@ func parseTree(data []byte) (any, error) {
 	return v, nil
 }
 
+// parserStacks keeps parsers' member and element stacks (a receipt's top
+// level needs some 60 members) from one parse to the next.
+var parserStacks = sync.Pool{New: func() any { return &stacks{members: make([]member, 0, 64), items: make([]any, 0, 16)} }}
+
+type stacks struct {
+	members []member
+	items   []any
+}
+
+// put keeps p's stacks, cleared (the tree p returned is copied out of them),
+// unless a large document grew them.
+func (st *stacks) put(p *parser) {
+	const keep = 1024
+	if cap(p.members) > keep || cap(p.items) > keep {
+		return
+	}
+	clear(p.members[:cap(p.members)])
+	clear(p.items[:cap(p.items)])
+	st.members, st.items = p.members[:0], p.items[:0]
+	parserStacks.Put(st)
+}
+
 // writeTree writes the canonical form of a parsed tree, dropping the named
 // top-level members. sizeHint is the expected output size.
 func writeTree(v any, dropTop []string, sizeHint int) ([]byte, error) {
 	if len(dropTop) > 0 {
 		if m, ok := v.(jsonObject); ok {
-			kept := m[:0:0]
+			kept := make(jsonObject, 0, len(m))
 			for _, mem := range m {
 				drop := false
 				for _, d := range dropTop {

@@ -109,6 +109,52 @@ func TestCanonicalizeRejects(t *testing.T) {
 	}
 }
 
+// TestCanonicalizeDuplicatesAnySize: a duplicate member name is refused
+// wherever it is in an object of any size (names are compared one by one in
+// small objects and through a map in large ones), while the same names in a
+// nested object or array, or in a sibling object, are not duplicates.
+func TestCanonicalizeDuplicatesAnySize(t *testing.T) {
+	obj := func(names []string, nested string) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, n := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%q:%d", n, i)
+			if nested != "" && i == len(names)/2 {
+				fmt.Fprintf(&b, `,"nested":[%s,%s]`, nested, nested)
+			}
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	for _, n := range []int{2, 3, 15, 16, 17, 63, 64, 65, 66, 150} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("k%03d", i)
+		}
+		inner := obj(names, "")
+		for _, in := range []string{obj(names, ""), obj(names, inner), obj(names[:1], inner), obj(names, obj(names[:1], ""))} {
+			if _, err := Canonicalize([]byte(in)); err != nil {
+				t.Fatalf("%d members: %v\n%s", n, err, in)
+			}
+		}
+		for _, at := range [][2]int{{0, 1}, {0, n - 1}, {n / 2, n - 1}, {n - 2, n - 1}} {
+			if at[0] == at[1] {
+				continue
+			}
+			dup := append([]string(nil), names...)
+			dup[at[1]] = dup[at[0]]
+			for _, in := range []string{obj(dup, ""), obj(names, obj(dup, "")), obj(dup[:1], obj(dup, ""))} {
+				if _, err := Canonicalize([]byte(in)); err == nil || !strings.Contains(err.Error(), "duplicate member") {
+					t.Fatalf("%d members, %q at %d and %d: err %v, want a duplicate member\n%s", n, dup[at[0]], at[0], at[1], err, in)
+				}
+			}
+		}
+	}
+}
+
 // TestCanonicalizeStringRuns: strings made of runs of plain text, escapes
 // and control bytes (as a receipt's output is) come out escaped byte by
 // byte per RFC 8785, whatever the run lengths, whether the input spelled

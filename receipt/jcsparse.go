@@ -17,8 +17,10 @@ const maxDepth = 64
 // parser is a small strict JSON (RFC 8259) parser that keeps member order
 // and reports duplicates; it is what Canonicalize runs on.
 type parser struct {
-	data []byte
-	pos  int
+	data    []byte
+	pos     int
+	members []member // the open objects' members so far
+	items   []any    // the open arrays' elements so far
 }
 
 func (p *parser) skipWS() {
@@ -68,13 +70,16 @@ func (p *parser) value(depth int) (any, error) {
 
 func (p *parser) object(depth int) (any, error) {
 	p.pos++ // {
-	obj := jsonObject{}
 	p.skipWS()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return obj, nil
+		return jsonObject{}, nil
 	}
-	seen := map[string]struct{}{}
+	// The members gather on p.members (nested objects' above them, gone
+	// when those return) and are copied out once, at their exact count.
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
+	var seen map[string]struct{} // past dupScan members
 	for {
 		p.skipWS()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -84,10 +89,11 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := seen[k]; dup {
+		dup, m := duplicate(p.members[base:], seen, k)
+		if dup {
 			return nil, fmt.Errorf("duplicate member %q", k)
 		}
-		seen[k] = struct{}{}
+		seen = m
 		p.skipWS()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return nil, p.errf("expected ':'")
@@ -98,7 +104,7 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		obj = append(obj, member{k, v})
+		p.members = append(p.members, member{k, v})
 		p.skipWS()
 		if p.pos >= len(p.data) {
 			return nil, p.errf("unterminated object")
@@ -108,28 +114,57 @@ func (p *parser) object(depth int) (any, error) {
 			p.pos++
 		case '}':
 			p.pos++
-			return obj, nil
+			return append(make(jsonObject, 0, len(p.members)-base), p.members[base:]...), nil
 		default:
 			return nil, p.errf("expected ',' or '}'")
 		}
 	}
 }
 
+// dupScan is how many members an object's names are compared with one by
+// one; a larger object's names go into a map.
+const dupScan = 64
+
+// duplicate reports whether name k is among an object's members so far,
+// and returns the map of their names once there are more than dupScan.
+func duplicate(members []member, seen map[string]struct{}, k string) (bool, map[string]struct{}) {
+	if seen == nil && len(members) < dupScan {
+		for _, m := range members {
+			if m.key == k {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if seen == nil {
+		seen = make(map[string]struct{}, 4*dupScan)
+		for _, m := range members {
+			seen[m.key] = struct{}{}
+		}
+	}
+	if _, dup := seen[k]; dup {
+		return true, seen
+	}
+	seen[k] = struct{}{}
+	return false, seen
+}
+
 func (p *parser) array(depth int) (any, error) {
 	p.pos++ // [
-	arr := []any{}
 	p.skipWS()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return arr, nil
+		return []any{}, nil
 	}
+	base := len(p.items) // as object's p.members
+	defer func() { p.items = p.items[:base] }()
 	for {
 		p.skipWS()
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		arr = append(arr, v)
+		p.items = append(p.items, v)
 		p.skipWS()
 		if p.pos >= len(p.data) {
 			return nil, p.errf("unterminated array")
@@ -139,7 +174,7 @@ func (p *parser) array(depth int) (any, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return arr, nil
+			return append(make([]any, 0, len(p.items)-base), p.items[base:]...), nil
 		default:
 			return nil, p.errf("expected ',' or ']'")
 		}

@@ -72,6 +72,53 @@ func TestPreparedSealsLikeSign(t *testing.T) {
 	}
 }
 
+// SignIndented, which encodes the receipt once, gives exactly Sign then
+// IndentedJSON (what ExportReceipt sends), for receipts of every shape,
+// signed before or not, and what it gives verifies.
+func TestSignIndentedIsSignThenIndentedJSON(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	s := Signer{KeyID: KeyIDFor(pub), Ed25519: priv, HMAC: bytes.Repeat([]byte{7}, 32)}
+	shapes := map[string]func(*Receipt){
+		"plain": func(*Receipt) {},
+		"escapes": func(r *Receipt) {
+			r.Stdout, r.Stderr = "<a href=\"x\">&amp;</a>\u2028 \x01 é \U0001F600", "tab\there\n"
+			r.Detail = "quote \" backslash \\"
+		},
+		"signed before": func(r *Receipt) {
+			r.KeyID, r.Signature, r.SignatureEd25519 = "old", strings.Repeat("f", 64), strings.Repeat("e", 128)
+		},
+		"terminal and sandbox": func(r *Receipt) {
+			r.Terminal = &Terminal{Rows: 24, Cols: 80, Inputs: []TerminalInput{{Seq: 1, At: time.Unix(1700000000, 5).In(time.FixedZone("x", 3600)), By: "u", Kind: "input", Text: "ls<Enter>", SHA256: strings.Repeat("1", 64)}}}
+			r.Sandbox = &Sandbox{Profile: "workspace-write", Level: "full", Mode: "required", Seccomp: true}
+		},
+	}
+	for name, shape := range shapes {
+		a, b := testReceipt(), testReceipt()
+		shape(a)
+		shape(b)
+		if err := s.Sign(a); err != nil {
+			t.Fatal(err)
+		}
+		want, err := IndentedJSON(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.SignIndented(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: SignIndented:\n%s\nSign then IndentedJSON:\n%s", name, got, want)
+		}
+		if b.Signature != a.Signature || b.SignatureEd25519 != a.SignatureEd25519 || b.KeyID != s.KeyID {
+			t.Fatalf("%s: SignIndented left the receipt signed %q %q %q, Sign %q %q", name, b.KeyID, b.Signature, b.SignatureEd25519, a.Signature, a.SignatureEd25519)
+		}
+		if _, err := VerifyJSON(got, map[string]ed25519.PublicKey{s.KeyID: pub}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
 // BenchmarkPrepareSeal is the receipt's CPU in the store's append, outside
 // SQLite: encode and schema-check (Prepare), then place and sign (Seal).
 func BenchmarkPrepareSeal(b *testing.B) {

@@ -229,3 +229,42 @@ func (p *Prepared) sealOnce() (body []byte, ok bool, err error) {
 	setMember(&p.obj, "signature_ed25519", r.SignatureEd25519)
 	return body, true, nil
 }
+
+// IndentedJSON is r as the daemon hands a receipt out (GetReceipt,
+// ExportReceipt): json.MarshalIndent with two spaces.
+func IndentedJSON(r *Receipt) ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
+
+// SignIndented is Sign followed by IndentedJSON(r), with r encoded once
+// for both: marshalled with placeholder signatures (the Receipt's last two
+// members, never omitted), canonicalized without them to be signed, the
+// signatures then written over the placeholders, and the result indented
+// (what MarshalIndent does after its Marshal).
+func (s Signer) SignIndented(r *Receipt) ([]byte, error) {
+	r.Normalize()
+	r.KeyID = s.KeyID
+	r.Signature, r.SignatureEd25519 = placeholderHMAC, placeholderEd25519
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := canonicalize(raw, signatureFields)
+	if err != nil {
+		return nil, err
+	}
+	s.sign(r, msg)
+	tail := `,"signature":"` + r.Signature + `","signature_ed25519":"` + r.SignatureEd25519 + `"}`
+	if at := len(raw) - len(tail); at > 0 && string(raw[at:]) == placeholderTail {
+		copy(raw[at:], tail)
+	} else if raw, err = json.Marshal(r); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// placeholderTail is how a receipt marshalled with the placeholder
+// signatures ends.
+var placeholderTail = `,"signature":"` + placeholderHMAC + `","signature_ed25519":"` + placeholderEd25519 + `"}`

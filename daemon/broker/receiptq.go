@@ -39,9 +39,10 @@ func (b *Broker) ExportReceipt(ctx context.Context, caller *termdv1.Principal, i
 	return b.receipts.ExportReceipt(ctx, caller, id, share)
 }
 
-// ShareReceipt is ExportReceipt's share form of receipt id.
-func (b *Broker) ShareReceipt(ctx context.Context, caller *termdv1.Principal, id string) (*receipt.Receipt, error) {
-	return b.receipts.ShareReceipt(ctx, caller, id)
+// ShareReceiptJSON is ExportReceipt's share form of receipt id, as the
+// server sends it (receipt.IndentedJSON).
+func (b *Broker) ShareReceiptJSON(ctx context.Context, caller *termdv1.Principal, id string) ([]byte, error) {
+	return b.receipts.ShareReceiptJSON(ctx, caller, id)
 }
 
 // VerifyReceipt checks a receipt document: schema, both signatures, chain.

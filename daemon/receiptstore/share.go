@@ -56,6 +56,12 @@ func ShareForm(r *receipt.Receipt) *receipt.Receipt {
 	return c
 }
 
+// SignShareJSON signs a share form from ShareForm (in place) and returns
+// it as receipt.IndentedJSON, encoded once (receipt.Signer.SignIndented).
+func SignShareJSON(c *receipt.Receipt, k *Keys) ([]byte, error) {
+	return k.Signer().SignIndented(c)
+}
+
 // SignShare signs a share form from ShareForm (in place) and returns it.
 func SignShare(c *receipt.Receipt, k *Keys) (*receipt.Receipt, error) {
 	if err := k.Sign(c); err != nil {

@@ -113,8 +113,8 @@ func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.Server
 		if r.ShareReceipt && e.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
 			// The share form rides on the final message: no ExportReceipt
 			// round trip after every execution (the MCP bridge's case).
-			if rc, err := s.b.ShareReceipt(ctx, who(ctx), e.GetReceipt().GetId()); err == nil {
-				m.ShareReceiptJson, _ = receiptJSON(rc)
+			if js, err := s.b.ShareReceiptJSON(ctx, who(ctx), e.GetReceipt().GetId()); err == nil {
+				m.ShareReceiptJson = string(js)
 			}
 		}
 		return st.Send(m)
@@ -171,7 +171,7 @@ type receiptSvc struct {
 }
 
 func receiptJSON(r *receipt.Receipt) (string, error) {
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := receipt.IndentedJSON(r)
 	if err != nil {
 		return "", errdefs.Internal("encoding receipt %s: %v", r.ID, err)
 	}

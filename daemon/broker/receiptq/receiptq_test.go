@@ -225,6 +225,42 @@ func TestShareReceiptIsExportReceiptsShareForm(t *testing.T) {
 	}
 }
 
+// ShareReceiptJSON is ExportReceipt's share form in the server's JSON
+// (receipt.IndentedJSON), byte for byte, whether signed from a kept form
+// (encoded once) or exported from the store, and verifies.
+func TestShareReceiptJSONIsExportReceiptsJSON(t *testing.T) {
+	rq := newReceipts(t)
+	ctx := t.Context()
+	stored := ran(t, rq, alice, "s-alice", "shared")
+	exported, err := rq.ExportReceipt(ctx, alice, stored.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := receipt.IndentedJSON(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []bool{true, false} {
+		if keep {
+			rq.KeepShare(stored)
+		}
+		got, err := rq.ShareReceiptJSON(ctx, alice, stored.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("kept %v: ShareReceiptJSON\n%s\ndiffers from ExportReceipt's\n%s", keep, got, want)
+		}
+		if v := rq.VerifyReceipt(ctx, got); !v.Valid {
+			t.Fatalf("kept %v: the share form does not verify: %v", keep, v.Problems)
+		}
+	}
+	rq.KeepShare(stored)
+	if _, err := rq.ShareReceiptJSON(ctx, bob, stored.ID); !isKind(err, errdefs.KindNotFound) {
+		t.Fatalf("bob got alice's share form: %v", err)
+	}
+}
+
 // The audit chain reports its head, and a head recorded earlier that is no
 // longer in it.
 func TestVerifyAuditChainNamesAMissingHead(t *testing.T) {

@@ -73,10 +73,36 @@ func (rq *Receipts) KeepShare(stored *receipt.Receipt) { rq.shares.put(stored) }
 // ShareReceipt is ExportReceipt's share form of receipt id, signed from the
 // form kept when the receipt was sealed when there is one (see shareCache).
 func (rq *Receipts) ShareReceipt(ctx context.Context, caller *termdv1.Principal, id string) (*receipt.Receipt, error) {
+	r, _, err := rq.share(ctx, caller, id, false)
+	return r, err
+}
+
+// ShareReceiptJSON is ShareReceipt's receipt as receipt.IndentedJSON (what
+// the server sends for ExportReceipt); one signed from a kept form is
+// encoded once for its signatures and its JSON.
+func (rq *Receipts) ShareReceiptJSON(ctx context.Context, caller *termdv1.Principal, id string) ([]byte, error) {
+	_, js, err := rq.share(ctx, caller, id, true)
+	return js, err
+}
+
+// share is ShareReceipt, and with asJSON its JSON too.
+func (rq *Receipts) share(ctx context.Context, caller *termdv1.Principal, id string, asJSON bool) (*receipt.Receipt, []byte, error) {
 	if form := rq.shares.take(id); form != nil && domain.ReceiptVisible(caller, form) {
-		if out, err := receiptstore.SignShare(form, rq.Keys); err == nil {
-			return out, nil
+		var js []byte
+		var err error
+		if asJSON {
+			js, err = receiptstore.SignShareJSON(form, rq.Keys)
+		} else {
+			_, err = receiptstore.SignShare(form, rq.Keys)
+		}
+		if err == nil {
+			return form, js, nil
 		}
 	}
-	return rq.ExportReceipt(ctx, caller, id, true)
+	r, err := rq.ExportReceipt(ctx, caller, id, true)
+	if err != nil || !asJSON {
+		return r, nil, err
+	}
+	js, err := receipt.IndentedJSON(r)
+	return r, js, err
 }

@@ -1,8 +1,11 @@
 package wsnet
 
 import (
+	"maps"
 	"os"
+	"slices"
 
+	"github.com/termd/termd/daemon/config"
 	"github.com/termd/termd/daemon/egress"
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/internal/netmode"
@@ -34,19 +37,30 @@ type Egress struct {
 // root): the policy then gives package fetches the host network (asked)
 // instead of egress:registries, and an egress:NAME plan is refused at its
 // start with the reason (egressReady).
+// The names are those of the config in use, parsed once per config (each
+// plan's policy asks twice: at the plan and at its start), sorted; a
+// reload puts a new config in place, whose names are read at its first ask.
 func (n *Net) EgressLists() []string {
 	if !n.NetNS() || os.Geteuid() != 0 {
 		return nil
 	}
-	lists, err := n.Config().EgressLists()
-	if err != nil {
-		return []string{}
+	cfg := n.Config()
+	if m := n.listNames.Load(); m != nil && m.cfg == cfg {
+		return m.names
 	}
-	names := make([]string, 0, len(lists))
-	for n := range lists {
-		names = append(names, n)
+	names := []string{}
+	if lists, err := cfg.EgressLists(); err == nil {
+		names = slices.Sorted(maps.Keys(lists))
 	}
+	names = slices.Clip(names) // shared: an append copies
+	n.listNames.Store(&listNames{cfg: cfg, names: names})
 	return names
+}
+
+// listNames are EgressLists' names for one config.
+type listNames struct {
+	cfg   *config.Config
+	names []string
 }
 
 // egressReady says why this daemon cannot run a plan with network mode m

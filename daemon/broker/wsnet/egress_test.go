@@ -81,3 +81,29 @@ func TestPortForwardNamesOneTarget(t *testing.T) {
 		}
 	}
 }
+
+// The lists' names the policy is told are those of the config in use,
+// sorted: a reload's new config (another list, a list gone) is followed at
+// the next ask.
+func TestEgressListNamesFollowTheConfig(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lists are offered only to a root daemon")
+	}
+	n := newTestNet(true)
+	first := config.Default()
+	second := config.Default()
+	second.Egress.AllowLists = map[string][]string{"docs": {"example.org"}, "apt": {"deb.debian.org"}}
+	cfg := first
+	n.Config = func() *config.Config { return cfg }
+	for i, want := range []string{"registries", "registries", "apt docs registries", "apt docs registries", "registries"} {
+		if i == 2 {
+			cfg = second
+		}
+		if i == 4 {
+			cfg = first
+		}
+		if got := strings.Join(n.EgressLists(), " "); got != want {
+			t.Fatalf("ask %d: lists %q, want %q", i, got, want)
+		}
+	}
+}

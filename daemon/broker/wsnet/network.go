@@ -86,6 +86,8 @@ type Net struct {
 
 	mu   sync.Mutex
 	fwds map[string]*forward
+
+	listNames atomic.Pointer[listNames] // EgressLists' names of the config last asked
 }
 
 // New returns the network part of a broker.

@@ -195,7 +195,7 @@ const (
 // Encode is the wire form termd-launch reads: NUL-terminated key and value
 // pairs, in the order they are applied.
 func (c Config) Encode() []byte {
-	var b []byte
+	b := make([]byte, 0, c.encodedSize())
 	kv := func(k, v string) {
 		b = append(b, k...)
 		b = append(b, 0)
@@ -248,11 +248,14 @@ func (c Config) Encode() []byte {
 		kv("ruleset_fd", strconv.Itoa(c.RulesetFD))
 	}
 	if len(c.Seccomp) > 0 {
-		raw := make([]byte, 0, 8*len(c.Seccomp))
+		// kv("seccomp", hex of the instructions), written in place.
+		b = append(b, "seccomp"...)
+		b = append(b, 0)
 		for _, f := range c.Seccomp {
-			raw = append(raw, byte(f.Code), byte(f.Code>>8), f.Jt, f.Jf, byte(f.K), byte(f.K>>8), byte(f.K>>16), byte(f.K>>24))
+			raw := [8]byte{byte(f.Code), byte(f.Code >> 8), f.Jt, f.Jf, byte(f.K), byte(f.K >> 8), byte(f.K >> 16), byte(f.K >> 24)}
+			b = hex.AppendEncode(b, raw[:])
 		}
-		kv("seccomp", hex.EncodeToString(raw))
+		b = append(b, 0)
 	}
 	kv("path", c.Path)
 	for _, a := range c.Argv {
@@ -262,4 +265,20 @@ func (c Config) Encode() []byte {
 		kv("env", e)
 	}
 	return b
+}
+
+// encodedSize is about the length of Encode's result, so that it is made
+// in one allocation: its strings and the seccomp program's hex, and room for
+// the keys and the numbers.
+func (c Config) encodedSize() int {
+	n := 256 + len(c.Cwd) + len(c.Path) + 16*len(c.Seccomp) + 24*len(c.Groups)
+	for _, m := range c.Mounts {
+		n += len(m.Kind) + len(m.Path) + 2
+	}
+	for _, s := range [][]string{c.Argv, c.Env} {
+		for _, a := range s {
+			n += len(a) + 5 // "arg\x00" or "env\x00", and its own NUL
+		}
+	}
+	return n
 }
