@@ -34,7 +34,7 @@ func TestParseCPUProfileAttributes(t *testing.T) {
 		{Name: "nothing", Prefixes: []string{"no/such.Function"}},
 		{Name: "spin", Prefixes: []string{"github.com/termd/termd/internal/harness.spinForProfile"}},
 	})
-	if by["nothing"] != 0 || by["spin"] < p.Total*8/10 || by["spin"]+by["other"] != p.Total {
+	if by["nothing"] != 0 || by["spin"] < p.Total/2 || by["spin"]+by["other"] != p.Total {
 		t.Fatalf("attribution %v of %v", by, p.Total)
 	}
 	if _, err := ParseCPUProfile([]byte("not a profile")); err == nil {
