@@ -86,6 +86,12 @@ func Dial(socket string, opts ...Options) (*Client, error) {
 	return newClient("unix://"+socket, socket, o,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dialer(socket, operatorSocket(socket))),
+		// Fixed flow-control windows, as the daemon has: gRPC's window
+		// estimation (BDP) answers each response with a ping, a round trip
+		// per call (a write and a read on each side, and their wake-ups)
+		// that only a network with latency has a use for.
+		grpc.WithInitialWindowSize(1<<20),
+		grpc.WithInitialConnWindowSize(4<<20),
 	)
 }
 

@@ -112,6 +112,9 @@ type Broker struct {
 	// are the plans settled since the mutex was taken, placed at unlock.
 	planUse bounds.Uses
 	settled []*planRec
+	// linger is how long ExecuteAndWait holds an event for those after it
+	// (sessions.Linger; a test sets its own).
+	linger time.Duration
 
 	stop chan struct{}
 	done chan struct{}
@@ -132,6 +135,7 @@ func New(d Deps) (*Broker, error) {
 		runningBy: map[string]int{},
 		recovered: map[string]string{},
 		streams:   sessions.Streams{},
+		linger:    sessions.Linger,
 		planUse:   bounds.Uses{},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),

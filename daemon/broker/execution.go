@@ -92,10 +92,11 @@ func (b *Broker) Execute(_ context.Context, caller *termdv1.Principal, planID, s
 }
 
 // ExecuteAndWait starts a plan and delivers its events until its receipt is
-// signed. The caller owns a foreground execution: when its stream ends first
+// signed, in order and in batches (sessions.Follow: a short command's
+// events all in one). The caller owns a foreground execution: when its stream ends first
 // (the client was killed, its pipe broke, its terminal closed), the execution
 // is cancelled and gets a receipt saying why. A detached one keeps running.
-func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, detach bool, send func(*termdv1.Event) error) (err error) {
+func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, detach bool, send func([]*termdv1.Event) error) (err error) {
 	release, err := b.acquireStream(caller)
 	if err != nil {
 		return err
@@ -127,7 +128,11 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 			}
 		}()
 	}
-	return sessions.Follow(ctx, sub, e.id, planID, func() []*termdv1.Event {
+	linger := b.linger
+	if e.hub != nil {
+		linger = 0 // its client follows it until it starts (the MCP bridge, the console)
+	}
+	return sessions.Follow(ctx, sub, e.id, planID, linger, func() []*termdv1.Event {
 		b.mu.Lock()
 		defer b.unlock()
 		return e.ends

@@ -154,7 +154,7 @@ func (r *rig) run(t *testing.T, who *termdv1.Principal, p *termdv1.Plan) (termdv
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := r.ExecuteAndWait(ctx, who, p.Id, p.SessionId, false, func(*termdv1.Event) error { return nil })
+	err := r.ExecuteAndWait(ctx, who, p.Id, p.SessionId, false, func([]*termdv1.Event) error { return nil })
 	if err != nil {
 		return r.state(t, p.Id), err
 	}

@@ -94,7 +94,7 @@ func BenchmarkPlanExecute(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := r.ExecuteAndWait(ctx, agent, p.Id, s.Id, false, func(*termdv1.Event) error { return nil }); err != nil {
+		if err := r.ExecuteAndWait(ctx, agent, p.Id, s.Id, false, func([]*termdv1.Event) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}

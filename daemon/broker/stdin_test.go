@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/daemon/broker/sessions"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
 
@@ -23,13 +24,13 @@ func TestStdinInProcess(t *testing.T) {
 	defer cancel()
 	var out []byte
 	var receiptID string
-	err = r.ExecuteAndWait(ctx, agent, p.Id, s, false, func(ev *termdv1.Event) error {
+	err = r.ExecuteAndWait(ctx, agent, p.Id, s, false, sessions.Each(func(ev *termdv1.Event) error {
 		out = append(out, ev.GetOutput().GetData()...)
 		if rc := ev.GetReceipt(); rc != nil {
 			receiptID = rc.Id
 		}
 		return nil
-	})
+	}))
 	if err != nil || string(out) != string(in) {
 		t.Fatalf("cat with stdin: %v, output %q; want %q", err, out, in)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termd/termd/daemon/broker/sessions"
 	"github.com/termd/termd/daemon/broker/terminals"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 )
@@ -112,12 +113,12 @@ func TestTerminalOutlivesItsStream(t *testing.T) {
 	started := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- r.ExecuteAndWait(ctx, operator, p.Id, s, false, func(ev *termdv1.Event) error {
+		done <- r.ExecuteAndWait(ctx, operator, p.Id, s, false, sessions.Each(func(ev *termdv1.Event) error {
 			if ev.Kind == termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED {
 				started <- ev.GetExecution().Id
 			}
 			return nil
-		})
+		}))
 	}()
 	id := <-started
 	cancel()

@@ -378,6 +378,13 @@ func (s *Subscription) poke() {
 // subscription stays usable: the caller still owns Close); ErrClosed after
 // Close.
 func (s *Subscription) Next(ctx context.Context) (*termdv1.Event, error) {
+	return s.NextUntil(ctx, nil)
+}
+
+// NextUntil is Next that also returns (nil, nil) when expired delivers
+// first (nil: never), so a reader can hold what it read for a while and
+// still be woken for the next event.
+func (s *Subscription) NextUntil(ctx context.Context, expired <-chan time.Time) (*termdv1.Event, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -402,6 +409,8 @@ func (s *Subscription) Next(ctx context.Context) (*termdv1.Event, error) {
 			return nil, ErrClosed
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-expired:
+			return nil, nil
 		}
 	}
 }

@@ -31,7 +31,7 @@ type Broker interface {
 	CheckPolicy(ctx context.Context, caller *termdv1.Principal, r *termdv1.CommandRequest) (*termdv1.Decision, string, error)
 	CreateSession(ctx context.Context, caller *termdv1.Principal, label string) (*termdv1.Session, error)
 	CreatePlan(ctx context.Context, caller *termdv1.Principal, sessionID string, r *termdv1.CommandRequest) (*termdv1.Plan, error)
-	ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, detach bool, send func(*termdv1.Event) error) error
+	ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, detach bool, send func([]*termdv1.Event) error) error
 	GetReceipt(ctx context.Context, caller *termdv1.Principal, id, sessionID string) (*receipt.Receipt, error)
 }
 

@@ -114,9 +114,11 @@ func (s *Service) runStep(ctx context.Context, caller *termdv1.Principal, r *ter
 		return res, p
 	}
 	var receiptID string
-	err = s.b.ExecuteAndWait(ctx, caller, plan.Id, sessionID, false, func(ev *termdv1.Event) error {
-		if rs := ev.GetReceipt(); rs != nil && rs.PlanId == plan.Id {
-			receiptID = rs.Id
+	err = s.b.ExecuteAndWait(ctx, caller, plan.Id, sessionID, false, func(evs []*termdv1.Event) error {
+		for _, ev := range evs {
+			if rs := ev.GetReceipt(); rs != nil && rs.PlanId == plan.Id {
+				receiptID = rs.Id
+			}
 		}
 		return nil
 	})

@@ -256,7 +256,7 @@ func (p *Process) openStdio(sys *syscall.SysProcAttr, devnull *os.File, writers 
 		}
 		p.pipes[i], writers[i] = rd, w
 		// A larger pipe means fewer wakeups for chatty commands; best effort.
-		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+		pool.GrowPipe(rd)
 	}
 	return stdin, nil
 }

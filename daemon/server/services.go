@@ -108,16 +108,28 @@ func (s execSvc) Execute(ctx context.Context, r *termdv1.ExecuteRequest) (*termd
 
 func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.ServerStreamingServer[termdv1.ExecuteAndWaitResponse]) error {
 	ctx := st.Context()
-	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, r.Detach, func(e *termdv1.Event) error {
-		m := &termdv1.ExecuteAndWaitResponse{Event: e}
-		if r.ShareReceipt && e.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
-			// The share form rides on the final message: no ExportReceipt
-			// round trip after every execution (the MCP bridge's case).
-			if js, err := s.b.ShareReceiptJSON(ctx, who(ctx), e.GetReceipt().GetId()); err == nil {
-				m.ShareReceiptJson = string(js)
+	var ms []*termdv1.ExecuteAndWaitResponse
+	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, r.Detach, func(evs []*termdv1.Event) error {
+		// A batch's messages are made first and then sent back to back, so
+		// gRPC's writer finds them queued together: one write for them all.
+		ms = ms[:0]
+		for _, e := range evs {
+			m := &termdv1.ExecuteAndWaitResponse{Event: e}
+			if r.ShareReceipt && e.Kind == termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED {
+				// The share form rides on the final message: no ExportReceipt
+				// round trip after every execution (the MCP bridge's case).
+				if js, err := s.b.ShareReceiptJSON(ctx, who(ctx), e.GetReceipt().GetId()); err == nil {
+					m.ShareReceiptJson = string(js)
+				}
+			}
+			ms = append(ms, m)
+		}
+		for _, m := range ms {
+			if err := st.Send(m); err != nil {
+				return err
 			}
 		}
-		return st.Send(m)
+		return nil
 	})
 }
 

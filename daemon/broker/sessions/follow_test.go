@@ -36,10 +36,10 @@ func TestFollowEndsAtTheReceipt(t *testing.T) {
 	})
 	publishExec(bus, "s", "e", termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED) // after the end: never read
 	var kinds []termdv1.EventKind
-	err = Follow(context.Background(), sub, "e", "p", func() []*termdv1.Event { return nil }, func(ev *termdv1.Event) error {
+	err = Follow(context.Background(), sub, "e", "p", Linger, func() []*termdv1.Event { return nil }, Each(func(ev *termdv1.Event) error {
 		kinds = append(kinds, ev.Kind)
 		return nil
-	})
+	}))
 	want := []termdv1.EventKind{termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, termdv1.EventKind_EVENT_KIND_OUTPUT, termdv1.EventKind_EVENT_KIND_FINISHED, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED}
 	if err != nil || len(kinds) != len(want) {
 		t.Fatalf("followed %v (%v), want %v", kinds, err, want)
@@ -71,11 +71,11 @@ func TestFollowResendsMissedEnds(t *testing.T) {
 	var got []*termdv1.Event
 	// Once it was sent LAGGED a Follow that read on would see ctx's end.
 	ctx, cancel := context.WithCancel(context.Background())
-	err = Follow(ctx, sub, "e", "p", func() []*termdv1.Event { return []*termdv1.Event{end} }, func(ev *termdv1.Event) error {
+	err = Follow(ctx, sub, "e", "p", Linger, func() []*termdv1.Event { return []*termdv1.Event{end} }, Each(func(ev *termdv1.Event) error {
 		got = append(got, ev)
 		cancel()
 		return nil
-	})
+	}))
 	if err != nil || len(got) != 2 || got[0].Kind != termdv1.EventKind_EVENT_KIND_LAGGED || got[1] != end {
 		t.Fatalf("followed %v (%v): want LAGGED, then the missed end", got, err)
 	}

@@ -225,6 +225,18 @@ func (lp *Launchers) start(path string) (pl *Launcher, err error) {
 	return pl, nil
 }
 
+// GrowPipe enlarges the buffer of pipe rd, an output's read end: a larger
+// pipe means fewer wake-ups for chatty commands (best effort). It goes
+// through the raw descriptor, since File.Fd would put rd in blocking mode:
+// each read would then hold a thread and its P in the kernel while the
+// command runs, and Go's sysmon, finding a P in a system call, keeps
+// waking every 20 µs, preempting the command (20-25 times during a `pwd`).
+func GrowPipe(rd *os.File) {
+	if raw, err := rd.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
+	}
+}
+
 // openEnds makes the launcher's descriptors: its stdout, stderr and report
 // pipes and its configuration socket (our ends go into pl and ours, the
 // launcher's into theirs, which the caller closes once it has them) and
@@ -240,8 +252,7 @@ func (pl *Launcher) openEnds(ours, theirs *[]*os.File) ([]*os.File, error) {
 		*ours, *theirs = append(*ours, rd), append(*theirs, w)
 	}
 	for _, rd := range pl.Out {
-		// A larger pipe means fewer wakeups for chatty commands; best effort.
-		_, _ = unix.FcntlInt(rd.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+		GrowPipe(rd)
 	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
