@@ -395,10 +395,13 @@ func mountsFor(p domain.Profile, ps Paths, rules []rule) []launcher.Mount {
 		if h == "" || !filepath.IsAbs(h) {
 			continue
 		}
-		if real, err := memo.resolve(h); err == nil {
+		// A path resolved exists: resolve has just looked at each of its
+		// components. One that could not be is looked at once more.
+		real, err := memo.resolve(h)
+		if err == nil {
 			h = real
 		}
-		if reach(h, accessRead|accessWrite|accessExec) && exists(h) {
+		if reach(h, accessRead|accessWrite|accessExec) && (err == nil || exists(h)) {
 			hidden = append(hidden, h)
 		}
 	}
