@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/termd/termd/daemon/config"
@@ -108,10 +109,13 @@ type Deps struct {
 
 // Launches builds the runner's description of each execution from its
 // fresh decision.
-type Launches struct{ Deps }
+type Launches struct {
+	Deps
+	hidden atomic.Pointer[hiddenCache] // hiddenPaths' last config's
+}
 
 // NewLaunches returns the executions' launch preparation.
-func NewLaunches(d Deps) *Launches { return &Launches{d} }
+func NewLaunches(d Deps) *Launches { return &Launches{Deps: d} }
 
 // Spec builds the bounded process description from a fresh decision,
 // filling s.

@@ -93,7 +93,7 @@ func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network
 		Home:           home,
 		Tmp:            tmp,
 		Cwd:            d.Cwd,
-		Hidden:         append(HiddenPaths(cfg, l.Files.Base()), l.Files.PrivatePaths()...),
+		Hidden:         l.hiddenPaths(cfg),
 		ProtectedNames: pol.ProtectedNames(),
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,
@@ -121,12 +121,40 @@ func RootMap(cfg *config.Config, uid int, privileged bool) uint32 {
 	return sandbox.DefaultRootMapUID
 }
 
+// hiddenPaths are HiddenPaths and the host file system's private paths
+// for one execution. What follows from the config alone is made once per
+// config (a reload brings a new one) and command base; the host's ssh keys
+// are globbed again for each execution, as HiddenPaths does.
+func (l *Launches) hiddenPaths(cfg *config.Config) []string {
+	base := l.Files.Base()
+	c := l.hidden.Load()
+	if c == nil || c.cfg != cfg || c.base != base {
+		fixed := append(hiddenFixed(cfg, base), l.Files.PrivatePaths()...)
+		c = &hiddenCache{cfg: cfg, base: base, fixed: fixed[:len(fixed):len(fixed)]}
+		l.hidden.Store(c)
+	}
+	return appendHostKeys(c.fixed, cfg, base)
+}
+
+// hiddenCache is what hiddenPaths made of one config and command base.
+type hiddenCache struct {
+	cfg   *config.Config
+	base  string
+	fixed []string // full: every execution's append copies it
+}
+
 // HiddenPaths are termd's own files and the host's well-known secrets,
 // which no execution may reach, whatever uid it runs as (a privileged run
 // included): covered in its mount namespace wherever a readable root would
 // reach them. fsBase is where termd keeps the command homes and TMPDIRs
 // (hostfs), which stay reachable.
 func HiddenPaths(cfg *config.Config, fsBase string) []string {
+	return appendHostKeys(hiddenFixed(cfg, fsBase), cfg, fsBase)
+}
+
+// hiddenFixed is HiddenPaths without the host's ssh keys: what the config
+// and the command base alone decide.
+func hiddenFixed(cfg *config.Config, fsBase string) []string {
 	h := []string{cfg.StateDir, cfg.Socket, cfg.Source, cfg.Policy, cfg.Adviser.APIKeyFile, cfg.CredentialsFile}
 	h = append(h, cfg.Secrets...)
 	for _, c := range cfg.Credentials {
@@ -146,12 +174,31 @@ func HiddenPaths(cfg *config.Config, fsBase string) []string {
 	}
 	if os.Geteuid() == 0 {
 		own = append(own, hostSecrets...)
-		if keys, err := filepath.Glob("/etc/ssh/ssh_host_*key"); err == nil {
-			own = append(own, keys...)
-		}
 	}
-	keep := append([]string{fsBase}, cfg.Workspaces...)
+	return appendOwn(h, own, cfg, fsBase)
+}
+
+// appendHostKeys appends to h, when termd is root, the host's ssh keys as
+// they are now (never a workspace's or the command base's).
+func appendHostKeys(h []string, cfg *config.Config, fsBase string) []string {
+	if os.Geteuid() != 0 {
+		return h
+	}
+	keys, err := filepath.Glob("/etc/ssh/ssh_host_*key")
+	if err != nil {
+		return h
+	}
+	return appendOwn(h, keys, cfg, fsBase)
+}
+
+// appendOwn appends to h the paths of own that hold neither a workspace
+// nor the command base and are in no workspace.
+func appendOwn(h, own []string, cfg *config.Config, fsBase string) []string {
+	var keep []string
 	for _, p := range own {
+		if keep == nil {
+			keep = append([]string{fsBase}, cfg.Workspaces...)
+		}
 		if !domain.ContainsAny(p, keep) && !domain.InsideAny(p, cfg.Workspaces) {
 			h = append(h, p)
 		}
