@@ -390,7 +390,10 @@ func mountsFor(p domain.Profile, ps Paths, rules []rule) []launcher.Mount {
 		return false
 	}
 	var hidden []string
-	memo := realPaths{}
+	memo := realPaths(ps.Memo)
+	if memo == nil {
+		memo = realPaths{}
+	}
 	for _, h := range ps.Hidden {
 		if h == "" || !filepath.IsAbs(h) {
 			continue

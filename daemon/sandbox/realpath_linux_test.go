@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/termd/termd/daemon/domain"
+	"github.com/termd/termd/internal/pathmemo"
 )
 
 // The hidden paths' memo serves one execution: a hidden path whose link is
@@ -39,5 +40,52 @@ func TestMountsSeeAHiddenLinkSwapped(t *testing.T) {
 		if want := filepath.Join(ws, target); !slices.Equal(hidden, []string{want}) {
 			t.Errorf("with %s -> %s the execution hides %v, want [%s]", link, target, hidden, want)
 		}
+	}
+}
+
+// An execution's memo (Paths.Memo: its policy re-check's) serves its hidden
+// paths: they are resolved as the re-check saw the file system, in one
+// moment, and the next execution's own memo sees a link swapped since.
+func TestMountsShareTheExecutionsMemo(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(base, "ws")
+	for _, d := range []string{"ws/a", "ws/b", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(ws, "state")
+	if err := os.Symlink("a", link); err != nil {
+		t.Fatal(err)
+	}
+	p := domain.Profile{Profile: domain.WorkspaceWrite}
+	hides := func(memo pathmemo.Memo) []string {
+		paths := Paths{Workspaces: []string{ws}, Tmp: filepath.Join(base, "tmp"), Cwd: ws, Hidden: []string{link}, Memo: memo}
+		var hidden []string
+		for _, m := range mountsFor(p, paths, buildRules(p, paths)) {
+			if m.Kind == "hide" {
+				hidden = append(hidden, m.Path)
+			}
+		}
+		return hidden
+	}
+	memo := pathmemo.Memo{}
+	for _, c := range []string{"/", base, ws, link} {
+		memo.Lstat(filepath.Clean(c)) // what the re-check looked at
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b", link); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hides(memo), []string{filepath.Join(ws, "a")}; !slices.Equal(got, want) {
+		t.Errorf("with the execution's memo it hides %v, want %v (as its re-check saw it)", got, want)
+	}
+	if got, want := hides(pathmemo.Memo{}), []string{filepath.Join(ws, "b")}; !slices.Equal(got, want) {
+		t.Errorf("the next execution hides %v, want %v", got, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/sandbox/launcher"
+	"github.com/termd/termd/internal/pathmemo"
 	"github.com/termd/termd/internal/safefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
@@ -68,6 +69,10 @@ type Start struct {
 	Terminal func() *runner.TTY
 	// Feed gets each chunk of output before its live stream (nil: none).
 	Feed func(off int64, chunk []byte)
+	// Paths is the execution's memo of the file system's answers (its
+	// policy re-check's), which its sandbox shares (nil: the sandbox keeps
+	// its own).
+	Paths pathmemo.Memo
 }
 
 // Network is an execution's network as the broker joined it.
@@ -198,7 +203,7 @@ func (l *Launches) isolate(s *Setup, d policy.Decision, in Start, uid, gid int) 
 	if err != nil {
 		return nw, "", errdefs.Internal("preparing HOME for the command: %v", err)
 	}
-	rec, tmp, err := l.sandboxFor(s, d, in.ID, nw, home, uid, gid)
+	rec, tmp, err := l.sandboxFor(s, d, in, nw, home, uid, gid)
 	if err != nil {
 		return nw, "", err
 	}

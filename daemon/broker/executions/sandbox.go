@@ -11,6 +11,7 @@ import (
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/internal/pathmemo"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -48,8 +49,8 @@ func (l *Launches) Capability() *termdv1.Capability {
 // sandboxFor prepares the sandbox of one execution (s.Launch). It creates
 // the execution's private temporary directory (returned, to be removed when
 // it ends) and the build caches under HOME.
-func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network, home string, uid, gid int) (*sandbox.Record, string, error) {
-	tmp, err := l.Files.PrivateTmp(id, uid, gid)
+func (l *Launches) sandboxFor(s *Setup, d policy.Decision, in Start, nw Network, home string, uid, gid int) (*sandbox.Record, string, error) {
+	tmp, err := l.Files.PrivateTmp(in.ID, uid, gid)
 	if err != nil {
 		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
 	}
@@ -61,7 +62,7 @@ func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network
 		}
 	}
 	mode := l.Mode()
-	launch, rec, err := sandbox.Prepare(d.Sandbox, l.sandboxPaths(mode, d, nw, home, tmp, uid), mode, l.Sandbox)
+	launch, rec, err := sandbox.Prepare(d.Sandbox, l.sandboxPaths(mode, d, nw, home, tmp, uid, in.Paths), mode, l.Sandbox)
 	if err == nil && nw.Fallback != "" {
 		rec.Missing = append(rec.Missing, nw.Fallback)
 	}
@@ -82,7 +83,7 @@ func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network
 // from it. With the sandbox off there are none to compute: Prepare reads
 // none of them then (its record says the sandbox is off), and the hidden
 // paths cost a glob of /etc/ssh and a few lookups per execution.
-func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network, home, tmp string, uid int) sandbox.Paths {
+func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network, home, tmp string, uid int, memo pathmemo.Memo) sandbox.Paths {
 	if mode == sandbox.Off {
 		return sandbox.Paths{}
 	}
@@ -99,6 +100,7 @@ func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network
 		Terminal:       d.TTY != nil,
 		RootMap:        RootMap(cfg, uid, d.Privileged),
 		NetNS:          nw.Loopback,
+		Memo:           memo,
 	}
 	if nw.Egress {
 		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
