@@ -10,20 +10,26 @@ import (
 	"github.com/termd/termd/internal/pathmemo"
 )
 
-// The hidden paths' memo serves one execution: a hidden path whose link is
-// swapped between two executions is hidden where it leads at the second.
-func TestMountsSeeAHiddenLinkSwapped(t *testing.T) {
+// linkTree is a workspace (base/ws, holding directories a and b) and the
+// path of a hidden link in it, not made yet (base/ws/state).
+func linkTree(t *testing.T) (base, ws, link string) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := filepath.Join(base, "ws")
+	ws = filepath.Join(base, "ws")
 	for _, d := range []string{"ws/a", "ws/b", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	link := filepath.Join(ws, "state")
+	return base, ws, filepath.Join(ws, "state")
+}
+
+// The hidden paths' memo serves one execution: a hidden path whose link is
+// swapped between two executions is hidden where it leads at the second.
+func TestMountsSeeAHiddenLinkSwapped(t *testing.T) {
+	base, ws, link := linkTree(t)
 	p := domain.Profile{Profile: domain.WorkspaceWrite}
 	paths := Paths{Workspaces: []string{ws}, Tmp: filepath.Join(base, "tmp"), Cwd: ws, Hidden: []string{link}}
 	for _, target := range []string{"a", "b", "a"} {
@@ -47,17 +53,7 @@ func TestMountsSeeAHiddenLinkSwapped(t *testing.T) {
 // paths: they are resolved as the re-check saw the file system, in one
 // moment, and the next execution's own memo sees a link swapped since.
 func TestMountsShareTheExecutionsMemo(t *testing.T) {
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(base, "ws")
-	for _, d := range []string{"ws/a", "ws/b", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := filepath.Join(ws, "state")
+	base, ws, link := linkTree(t)
 	if err := os.Symlink("a", link); err != nil {
 		t.Fatal(err)
 	}
