@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/internal/pathmemo"
 )
@@ -83,5 +85,29 @@ func TestMountsShareTheExecutionsMemo(t *testing.T) {
 	}
 	if got, want := hides(pathmemo.Memo{}), []string{filepath.Join(ws, "b")}; !slices.Equal(got, want) {
 		t.Errorf("the next execution hides %v, want %v", got, want)
+	}
+}
+
+// The character devices every profile names are asked only the rights a
+// file may carry (the kernel refuses a directory's on them); a directory
+// keeps its rights, and a rule beneath HOME is asked as it is.
+func TestRuleRightsOfDevices(t *testing.T) {
+	handled := handledFS(5)
+	devWrite := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE)
+	for _, r := range mergeRules([]rule{{path: "/dev/null", access: devWrite}, {path: "/usr", access: accessRead}, {path: "/dev/null", access: accessRead}, {path: "/dev/urandom", access: accessRead | accessExec}}) {
+		got := ruleRights(r, handled)
+		want := r.access & handled
+		if charDevices[r.path] {
+			want &= fileRights
+		}
+		if got != want || (charDevices[r.path] && got&unix.LANDLOCK_ACCESS_FS_READ_DIR != 0) {
+			t.Errorf("%s: rights %#x, want %#x", r.path, got, want)
+		}
+		if r.path == "/usr" && got&unix.LANDLOCK_ACCESS_FS_READ_DIR == 0 {
+			t.Errorf("/usr lost READ_DIR: %#x", got)
+		}
+	}
+	if r := (rule{path: "/dev/null", access: accessRead, beneath: "/home/x"}); ruleRights(r, handled) != accessRead {
+		t.Errorf("a rule beneath HOME: %#x", ruleRights(r, handled))
 	}
 }
