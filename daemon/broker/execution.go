@@ -23,6 +23,7 @@ import (
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/receiptstore"
 	"github.com/termd/termd/daemon/runner"
+	"github.com/termd/termd/internal/pathmemo"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -154,7 +155,7 @@ func (b *Broker) start(caller *termdv1.Principal, planID, sessionID string) (*ex
 	if err != nil {
 		return nil, err
 	}
-	spec, err := b.spec(r.e, fresh, r.requester)
+	spec, err := b.spec(r.e, fresh, r.requester, r.paths)
 	if err != nil {
 		b.refuse(r.e, err.Error())
 		return nil, err
@@ -170,6 +171,10 @@ type reservation struct {
 	req       policy.Request
 	approved  policy.Decision
 	requester *termdv1.Principal
+	// paths is the execution's memo of the file system's answers: the
+	// re-check's, which its sandbox's hidden paths share. It goes with the
+	// reservation: the next execution looks again.
+	paths pathmemo.Memo
 }
 
 // startableLocked finds a plan that caller may start now in the session
@@ -256,7 +261,7 @@ func (b *Broker) reserve(caller *termdv1.Principal, planID, sessionID string, be
 	e.who = domain.PrincipalKey(p.p.Requester)
 	b.runningBy[e.who]++
 	b.running.Add(1)
-	r := &reservation{e: e, now: now, req: p.req, approved: p.dec, requester: p.p.Requester}
+	r := &reservation{e: e, now: now, req: p.req, approved: p.dec, requester: p.p.Requester, paths: pathmemo.Memo{}}
 	b.unlock()
 	record()
 	return r, nil
@@ -266,7 +271,9 @@ func (b *Broker) reserve(caller *termdv1.Principal, planID, sessionID string, be
 // and approved on changed since; it returns the fresh decision.
 func (b *Broker) recheck(r *reservation) (policy.Decision, error) {
 	p := r.e.plan
-	fresh := b.decide(r.requester, r.req)
+	ctx := b.policyContext(r.requester)
+	ctx.Paths = r.paths
+	fresh := b.projects.Decide(r.req, ctx).Decision
 	// The plan holds its decision as shown (redacted): compare the fresh one
 	// in that form. The request hash, computed on the real request, still
 	// binds exactly what runs.
@@ -447,9 +454,9 @@ func (b *Broker) refuse(e *execRec, why string) {
 // spec builds the bounded process description from a fresh decision
 // (executions.Launches.Spec), joining the execution's network where it is
 // made.
-func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principal) (runner.Spec, error) {
+func (b *Broker) spec(e *execRec, d policy.Decision, requester *termdv1.Principal, paths pathmemo.Memo) (runner.Spec, error) {
 	return b.launches.Spec(&e.Setup, d, executions.Start{
-		ID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID, Requester: requester,
+		ID: e.id, PlanID: e.plan.p.Id, SessionID: e.plan.session.ID, Requester: requester, Paths: paths,
 		KeepTail: e.storageTail != "", Term: terminals.TermName(d.TTY),
 		Network:  func() (executions.Network, error) { return b.joinNetwork(e, d) },
 		Terminal: func() *runner.TTY { return b.terminalFor(e, d, requester) },

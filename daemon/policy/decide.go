@@ -56,7 +56,10 @@ func (p *Policy) Decide(req decision.Request, ctx decision.Context) (d decision.
 			d = decision.Decision{Verdict: verdict.Deny, Risk: verdict.RiskCritical, Reasons: []string{fmt.Sprintf("internal error while deciding: %v", r)}, PolicyVersion: p.version, Mode: req.Mode}
 		}
 	}()
-	dc := &toolspec.DecideCtx{Home: ctx.Home, Sandbox: ctx.Sandbox, SandboxBy: ctx.SandboxBy, Credentials: ctx.Credentials, EgressLists: ctx.EgressLists, Paths: toolspec.PathMemo{}}
+	dc := &toolspec.DecideCtx{Home: ctx.Home, Sandbox: ctx.Sandbox, SandboxBy: ctx.SandboxBy, Credentials: ctx.Credentials, EgressLists: ctx.EgressLists, Paths: toolspec.PathMemo(ctx.Paths)}
+	if dc.Paths == nil {
+		dc.Paths = toolspec.PathMemo{}
+	}
 	for _, w := range ctx.Workspaces {
 		if filepath.IsAbs(w) {
 			dc.Workspaces = append(dc.Workspaces, dc.Paths.Resolve(w, 0))

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/termd/termd/daemon/policy/decision"
 	"github.com/termd/termd/daemon/policy/toolspec"
 	"github.com/termd/termd/daemon/policy/verdict"
+	"github.com/termd/termd/internal/pathmemo"
 )
 
 // A decision's memo resolves every path as looking at the file system each
@@ -107,5 +109,38 @@ func TestProgramHashFollowsRewrites(t *testing.T) {
 	after := f.decide([]string{"tool"}, verdict.ModeConfirm)
 	if after.BinarySHA256 == before.BinarySHA256 || after.RequestHash == before.RequestHash {
 		t.Errorf("the program was rewritten (same size, same mtime) and its hash %s did not change", after.BinarySHA256)
+	}
+}
+
+// A decision given the execution's memo (Context.Paths: Execute's re-check)
+// looks at the file system through it, so its sandbox sees the same answers
+// (a cwd link as the memo holds it); a decision without one looks afresh.
+func TestDecideUsesTheExecutionsMemo(t *testing.T) {
+	f := newFixture(t)
+	if err := os.Symlink(f.ws+"/src", f.ws+"/cur"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := f.ctx
+	ctx.Paths = pathmemo.Memo{}
+	req := decision.Request{Argv: []string{"cat", "data.txt"}, Cwd: f.ws + "/cur", Mode: verdict.ModeConfirm}
+	if d := f.pol.Decide(req, ctx); d.Cwd != f.ws+"/src" {
+		t.Fatalf("the cwd resolves to %s, want %s/src", d.Cwd, f.ws)
+	}
+	for _, p := range []string{f.ws, f.ws + "/cur"} {
+		if _, ok := ctx.Paths[p]; !ok {
+			t.Errorf("the decision did not keep what it saw of %s in the execution's memo", p)
+		}
+	}
+	if err := os.Remove(f.ws + "/cur"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.ws+"/dir", f.ws+"/cur"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.pol.Decide(req, ctx); d.Cwd != f.ws+"/src" {
+		t.Errorf("with the same execution's memo the cwd resolves to %s, want %s/src", d.Cwd, f.ws)
+	}
+	if d := f.decideIn(req.Argv, req.Cwd, req.Mode); d.Cwd != f.ws+"/dir" {
+		t.Errorf("a decision of its own sees the cwd as %s, want %s/dir", d.Cwd, f.ws)
 	}
 }

@@ -303,7 +303,7 @@ func rulesetFile(rules []rule, network bool, abi int) (*os.File, error) {
 			f.Close()
 			return nil, fmt.Errorf("opening %s: %w", r.path, err)
 		}
-		err = addRule(fd, pfd, r.access&attr.Handled_access_fs)
+		err = addRule(fd, pfd, ruleRights(r, attr.Handled_access_fs))
 		unix.Close(pfd)
 		if err != nil {
 			f.Close()
@@ -333,6 +333,22 @@ func mergeRules(rules []rule) []rule {
 		out = append(out, r)
 	}
 	return out
+}
+
+// charDevices are the character devices profiles name (the device rules,
+// the system read set's random sources): a directory's rights on one are
+// refused by the kernel, so they are not asked for.
+var charDevices = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/full": true, "/dev/tty": true, "/dev/random": true, "/dev/urandom": true}
+
+// ruleRights are the rights r asks of the kernel, of those handled: a
+// character device's are only those a file may carry (what addRule would
+// have kept after the kernel refused the rest, without the refusal and the
+// fstat).
+func ruleRights(r rule, handled uint64) uint64 {
+	if charDevices[r.path] && r.beneath == "" {
+		return r.access & handled & fileRights
+	}
+	return r.access & handled
 }
 
 // addRule grants access beneath the descriptor pfd, without the rights
@@ -390,15 +406,21 @@ func mountsFor(p domain.Profile, ps Paths, rules []rule) []launcher.Mount {
 		return false
 	}
 	var hidden []string
-	memo := realPaths{}
+	memo := realPaths(ps.Memo)
+	if memo == nil {
+		memo = realPaths{}
+	}
 	for _, h := range ps.Hidden {
 		if h == "" || !filepath.IsAbs(h) {
 			continue
 		}
-		if real, err := memo.resolve(h); err == nil {
+		// A path resolved exists: resolve has just looked at each of its
+		// components. One that could not be is looked at once more.
+		real, err := memo.resolve(h)
+		if err == nil {
 			h = real
 		}
-		if reach(h, accessRead|accessWrite|accessExec) && exists(h) {
+		if reach(h, accessRead|accessWrite|accessExec) && (err == nil || exists(h)) {
 			hidden = append(hidden, h)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/termd/termd/internal/pathmemo"
 )
 
 // realPaths resolves absolute paths as filepath.EvalSymlinks does,
@@ -13,9 +15,10 @@ import (
 // target): termd's own files, which every execution hides, share their
 // parents (the state directory's, the socket's), and EvalSymlinks looked at
 // each of those again for each file, at every execution. A memo serves one
-// Prepare only, so the files are looked at again for the next execution,
-// and all of one execution's resolutions see one moment of the file system.
-type realPaths map[string]realComponent
+// execution only (its policy re-check's, Paths.Memo, or one Prepare's), so
+// the files are looked at again for the next execution, and all of one
+// execution's resolutions see one moment of the file system.
+type realPaths pathmemo.Memo
 
 // realComponent is what Lstat (and Readlink, for a link) said of a path.
 type realComponent struct {
@@ -26,21 +29,11 @@ type realComponent struct {
 }
 
 func (m realPaths) lstat(p string) realComponent {
-	if c, ok := m[p]; ok {
-		return c
+	e := pathmemo.Memo(m).Lstat(p)
+	c := realComponent{err: e.Err, dir: e.Dir, link: e.Link, target: e.Target}
+	if e.Link {
+		c.err = e.TargetErr
 	}
-	var c realComponent
-	fi, err := os.Lstat(p)
-	switch {
-	case err != nil:
-		c.err = err
-	case fi.Mode()&os.ModeSymlink != 0:
-		c.link = true
-		c.target, c.err = os.Readlink(p)
-	default:
-		c.dir = fi.IsDir()
-	}
-	m[p] = c
 	return c
 }
 

@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/termd/termd/daemon/domain"
+	"github.com/termd/termd/internal/pathmemo"
 )
 
 // Mode is the operator's choice of how strictly profiles are enforced
@@ -209,6 +210,10 @@ type Paths struct {
 	// controlling terminal, which pagers open) may be read, written and
 	// controlled.
 	Terminal bool
+	// Memo is the execution's memo of the file system's answers (its
+	// policy re-check's), which resolving the hidden paths shares; nil:
+	// Prepare keeps its own.
+	Memo pathmemo.Memo
 }
 
 // readSet is what an execution may read outside its roots (and, under

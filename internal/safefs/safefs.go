@@ -286,18 +286,26 @@ func isEmpty(fd int) (bool, error) {
 // Mkdir makes the single directory name in d, or opens it when it exists
 // (a directory, not a link, of any owner), and reports whether it made it.
 // Use it in directories only termd can write; the caller checks the owner.
+// It opens first and makes only what is missing: a directory that exists
+// (the common case: a HOME, the TMPDIRs' base, at every execution) costs
+// one open, not a refused mkdirat and an open.
 func (d *Dir) Mkdir(name string, perm uint32) (*Dir, bool, error) {
 	if names, err := components(name); err != nil || len(names) != 1 {
 		return nil, false, fmt.Errorf("%q: not a single file name", name)
 	}
 	p := d.join(name)
-	made := true
-	if err := unix.Mkdirat(d.fd, name, perm); errors.Is(err, unix.EEXIST) {
-		made = false
-	} else if err != nil {
-		return nil, false, pathErr(p, err)
+	const open = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	made := false
+	fd, err := unix.Openat(d.fd, name, open, 0)
+	if errors.Is(err, unix.ENOENT) {
+		made = true
+		if err := unix.Mkdirat(d.fd, name, perm); errors.Is(err, unix.EEXIST) {
+			made = false
+		} else if err != nil {
+			return nil, false, pathErr(p, err)
+		}
+		fd, err = unix.Openat(d.fd, name, open, 0)
 	}
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false, pathErr(p, err)
 	}

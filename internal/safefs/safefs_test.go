@@ -252,3 +252,46 @@ func TestMkdirAllAndRemoveAllUnderSwaps(t *testing.T) {
 		}
 	})
 }
+
+// Mkdir makes a missing directory with its mode (not the umask's) and says
+// so, opens one that exists as it is, and refuses a link or a file where
+// the directory would be.
+func TestMkdirMakesOrOpens(t *testing.T) {
+	p, victim := tree(t)
+	d, err := Open(p, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	sub, made, err := d.Mkdir("new", 0o711)
+	if err != nil || !made {
+		t.Fatalf("a new directory: made %v, %v", made, err)
+	}
+	sub.Close()
+	if st, err := os.Lstat(filepath.Join(p, "new")); err != nil || !st.IsDir() || st.Mode().Perm() != 0o711 {
+		t.Fatalf("the new directory: %v, %v", st, err)
+	}
+	if err := os.Chmod(filepath.Join(p, "new"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	sub, made, err = d.Mkdir("new", 0o711)
+	if err != nil || made {
+		t.Fatalf("an existing directory: made %v, %v", made, err)
+	}
+	sub.Close()
+	if st, err := os.Lstat(filepath.Join(p, "new")); err != nil || st.Mode().Perm() != 0o750 {
+		t.Fatalf("an existing directory was changed: %v, %v", st, err)
+	}
+	if err := os.Symlink(victim, filepath.Join(p, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"link", "file"} {
+		if sub, _, err := d.Mkdir(name, 0o711); err == nil {
+			sub.Close()
+			t.Errorf("Mkdir(%s) opened it", name)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/termd/termd/daemon/config"
@@ -15,6 +16,7 @@ import (
 	"github.com/termd/termd/daemon/runner"
 	"github.com/termd/termd/daemon/sandbox"
 	"github.com/termd/termd/daemon/sandbox/launcher"
+	"github.com/termd/termd/internal/pathmemo"
 	"github.com/termd/termd/internal/safefs"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
@@ -67,6 +69,10 @@ type Start struct {
 	Terminal func() *runner.TTY
 	// Feed gets each chunk of output before its live stream (nil: none).
 	Feed func(off int64, chunk []byte)
+	// Paths is the execution's memo of the file system's answers (its
+	// policy re-check's), which its sandbox shares (nil: the sandbox keeps
+	// its own).
+	Paths pathmemo.Memo
 }
 
 // Network is an execution's network as the broker joined it.
@@ -108,10 +114,13 @@ type Deps struct {
 
 // Launches builds the runner's description of each execution from its
 // fresh decision.
-type Launches struct{ Deps }
+type Launches struct {
+	Deps
+	hidden atomic.Pointer[hiddenCache] // hiddenPaths' last config's
+}
 
 // NewLaunches returns the executions' launch preparation.
-func NewLaunches(d Deps) *Launches { return &Launches{d} }
+func NewLaunches(d Deps) *Launches { return &Launches{Deps: d} }
 
 // Spec builds the bounded process description from a fresh decision,
 // filling s.
@@ -194,7 +203,7 @@ func (l *Launches) isolate(s *Setup, d policy.Decision, in Start, uid, gid int) 
 	if err != nil {
 		return nw, "", errdefs.Internal("preparing HOME for the command: %v", err)
 	}
-	rec, tmp, err := l.sandboxFor(s, d, in.ID, nw, home, uid, gid)
+	rec, tmp, err := l.sandboxFor(s, d, in, nw, home, uid, gid)
 	if err != nil {
 		return nw, "", err
 	}

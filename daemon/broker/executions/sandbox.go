@@ -11,6 +11,7 @@ import (
 	"github.com/termd/termd/daemon/errdefs"
 	"github.com/termd/termd/daemon/policy"
 	"github.com/termd/termd/daemon/sandbox"
+	"github.com/termd/termd/internal/pathmemo"
 	termdv1 "github.com/termd/termd/proto/termd/v1"
 	"github.com/termd/termd/receipt"
 )
@@ -48,8 +49,8 @@ func (l *Launches) Capability() *termdv1.Capability {
 // sandboxFor prepares the sandbox of one execution (s.Launch). It creates
 // the execution's private temporary directory (returned, to be removed when
 // it ends) and the build caches under HOME.
-func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network, home string, uid, gid int) (*sandbox.Record, string, error) {
-	tmp, err := l.Files.PrivateTmp(id, uid, gid)
+func (l *Launches) sandboxFor(s *Setup, d policy.Decision, in Start, nw Network, home string, uid, gid int) (*sandbox.Record, string, error) {
+	tmp, err := l.Files.PrivateTmp(in.ID, uid, gid)
 	if err != nil {
 		return nil, "", errdefs.Internal("preparing the command's temporary directory: %v", err)
 	}
@@ -61,7 +62,7 @@ func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network
 		}
 	}
 	mode := l.Mode()
-	launch, rec, err := sandbox.Prepare(d.Sandbox, l.sandboxPaths(mode, d, nw, home, tmp, uid), mode, l.Sandbox)
+	launch, rec, err := sandbox.Prepare(d.Sandbox, l.sandboxPaths(mode, d, nw, home, tmp, uid, in.Paths), mode, l.Sandbox)
 	if err == nil && nw.Fallback != "" {
 		rec.Missing = append(rec.Missing, nw.Fallback)
 	}
@@ -82,7 +83,7 @@ func (l *Launches) sandboxFor(s *Setup, d policy.Decision, id string, nw Network
 // from it. With the sandbox off there are none to compute: Prepare reads
 // none of them then (its record says the sandbox is off), and the hidden
 // paths cost a glob of /etc/ssh and a few lookups per execution.
-func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network, home, tmp string, uid int) sandbox.Paths {
+func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network, home, tmp string, uid int, memo pathmemo.Memo) sandbox.Paths {
 	if mode == sandbox.Off {
 		return sandbox.Paths{}
 	}
@@ -93,12 +94,13 @@ func (l *Launches) sandboxPaths(mode sandbox.Mode, d policy.Decision, nw Network
 		Home:           home,
 		Tmp:            tmp,
 		Cwd:            d.Cwd,
-		Hidden:         append(HiddenPaths(cfg, l.Files.Base()), l.Files.PrivatePaths()...),
+		Hidden:         l.hiddenPaths(cfg),
 		ProtectedNames: pol.ProtectedNames(),
 		ProtectedDirs:  pol.ProtectedDirs(),
 		Terminal:       d.TTY != nil,
 		RootMap:        RootMap(cfg, uid, d.Privileged),
 		NetNS:          nw.Loopback,
+		Memo:           memo,
 	}
 	if nw.Egress {
 		paths.NetNS = true // its own namespace, with the proxy: Landlock leaves TCP to it
@@ -121,12 +123,40 @@ func RootMap(cfg *config.Config, uid int, privileged bool) uint32 {
 	return sandbox.DefaultRootMapUID
 }
 
+// hiddenPaths are HiddenPaths and the host file system's private paths
+// for one execution. What follows from the config alone is made once per
+// config (a reload brings a new one) and command base; the host's ssh keys
+// are globbed again for each execution, as HiddenPaths does.
+func (l *Launches) hiddenPaths(cfg *config.Config) []string {
+	base := l.Files.Base()
+	c := l.hidden.Load()
+	if c == nil || c.cfg != cfg || c.base != base {
+		fixed := append(hiddenFixed(cfg, base), l.Files.PrivatePaths()...)
+		c = &hiddenCache{cfg: cfg, base: base, fixed: fixed[:len(fixed):len(fixed)]}
+		l.hidden.Store(c)
+	}
+	return appendHostKeys(c.fixed, cfg, base)
+}
+
+// hiddenCache is what hiddenPaths made of one config and command base.
+type hiddenCache struct {
+	cfg   *config.Config
+	base  string
+	fixed []string // full: every execution's append copies it
+}
+
 // HiddenPaths are termd's own files and the host's well-known secrets,
 // which no execution may reach, whatever uid it runs as (a privileged run
 // included): covered in its mount namespace wherever a readable root would
 // reach them. fsBase is where termd keeps the command homes and TMPDIRs
 // (hostfs), which stay reachable.
 func HiddenPaths(cfg *config.Config, fsBase string) []string {
+	return appendHostKeys(hiddenFixed(cfg, fsBase), cfg, fsBase)
+}
+
+// hiddenFixed is HiddenPaths without the host's ssh keys: what the config
+// and the command base alone decide.
+func hiddenFixed(cfg *config.Config, fsBase string) []string {
 	h := []string{cfg.StateDir, cfg.Socket, cfg.Source, cfg.Policy, cfg.Adviser.APIKeyFile, cfg.CredentialsFile}
 	h = append(h, cfg.Secrets...)
 	for _, c := range cfg.Credentials {
@@ -146,12 +176,31 @@ func HiddenPaths(cfg *config.Config, fsBase string) []string {
 	}
 	if os.Geteuid() == 0 {
 		own = append(own, hostSecrets...)
-		if keys, err := filepath.Glob("/etc/ssh/ssh_host_*key"); err == nil {
-			own = append(own, keys...)
-		}
 	}
-	keep := append([]string{fsBase}, cfg.Workspaces...)
+	return appendOwn(h, own, cfg, fsBase)
+}
+
+// appendHostKeys appends to h, when termd is root, the host's ssh keys as
+// they are now (never a workspace's or the command base's).
+func appendHostKeys(h []string, cfg *config.Config, fsBase string) []string {
+	if os.Geteuid() != 0 {
+		return h
+	}
+	keys, err := filepath.Glob("/etc/ssh/ssh_host_*key")
+	if err != nil {
+		return h
+	}
+	return appendOwn(h, keys, cfg, fsBase)
+}
+
+// appendOwn appends to h the paths of own that hold neither a workspace
+// nor the command base and are in no workspace.
+func appendOwn(h, own []string, cfg *config.Config, fsBase string) []string {
+	var keep []string
 	for _, p := range own {
+		if keep == nil {
+			keep = append([]string{fsBase}, cfg.Workspaces...)
+		}
 		if !domain.ContainsAny(p, keep) && !domain.InsideAny(p, cfg.Workspaces) {
 			h = append(h, p)
 		}

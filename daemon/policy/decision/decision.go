@@ -3,7 +3,8 @@
 // support, credentials), and the Decision with its steps, limits, terminal
 // and sandbox profile. Plain Go types with JSON tags (the canonical
 // request is built from them); it imports only verdict, domain (the
-// sandbox profile) and internal/policyjson (the explain Step).
+// sandbox profile), internal/policyjson (the explain Step) and
+// internal/pathmemo (the context's memo of the file system).
 package decision
 
 import (
@@ -14,6 +15,7 @@ import (
 
 	"github.com/termd/termd/daemon/domain"
 	"github.com/termd/termd/daemon/policy/verdict"
+	"github.com/termd/termd/internal/pathmemo"
 	"github.com/termd/termd/internal/policyjson"
 )
 
@@ -73,6 +75,10 @@ type Context struct {
 	// (no such configuration) accepts any well-formed "egress:NAME", which
 	// the daemon then refuses at execution unless it runs an egress proxy.
 	EgressLists []string
+	// Paths is the memo of the file system's answers for one execution
+	// (Execute's re-check, then its sandbox), never kept beyond it; nil: the
+	// decision keeps a memo of its own.
+	Paths pathmemo.Memo
 }
 
 // Step is one stage of a decision, for explain (internal/policyjson's, which

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/termd/termd/daemon/policy/verdict"
+	"github.com/termd/termd/internal/pathmemo"
 )
 
 // ResolvePath makes p absolute against cwd and follows symlinks component
@@ -24,34 +25,16 @@ func ResolveAbs(p string, depth int) string { return PathMemo(nil).Resolve(p, de
 // which share parents (/usr, the workspace's), so it would look at each of
 // those several times; with the memo it looks once, and every resolution in
 // the decision sees the file system of one moment. A memo lives for one
-// Decide only: the next decision (Execute's re-check) looks again. A nil
+// Decide only, or for one execution (Context.Paths: Execute's re-check and
+// the execution's sandbox share one): the next decision looks again. A nil
 // memo looks every time.
-type PathMemo map[string]component
+type PathMemo pathmemo.Memo
 
-// component is what Lstat (and Readlink, for a symlink) said of a path.
-type component struct {
-	missing bool   // Lstat failed
-	link    bool   // a symlink
-	target  string // its target; "" when it could not be read
-}
-
-func (m PathMemo) lstat(p string) component {
-	if c, ok := m[p]; ok {
-		return c
-	}
-	var c component
-	fi, err := os.Lstat(p)
-	switch {
-	case err != nil:
-		c.missing = true
-	case fi.Mode()&os.ModeSymlink != 0:
-		c.link = true
-		c.target, _ = os.Readlink(p)
-	}
-	if m != nil {
-		m[p] = c
-	}
-	return c
+// lstat is what Lstat (and Readlink, for a symlink) said of p: missing
+// when Lstat failed, and a link's target ("" when it could not be read).
+func (m PathMemo) lstat(p string) (missing, link bool, target string) {
+	e := pathmemo.Memo(m).Lstat(p)
+	return e.Err != nil, e.Link, e.Target
 }
 
 func (m PathMemo) ResolvePath(cwd, p string) string {
@@ -78,12 +61,12 @@ func (m PathMemo) Resolve(p string, depth int) string {
 			cur = next
 			continue
 		}
-		st := m.lstat(next)
-		if st.missing {
+		gone, link, target := m.lstat(next)
+		if gone {
 			missing, cur = true, next
 			continue
 		}
-		if st.link {
+		if link {
 			if Within("/proc", cur) {
 				// /proc symlinks (self, thread-self, <pid>/fd/N, <pid>/cwd,
 				// <pid>/root) mean something else in the child than in the
@@ -93,11 +76,10 @@ func (m PathMemo) Resolve(p string, depth int) string {
 			if depth > 40 {
 				return next // loop: treat as opaque
 			}
-			if st.target == "" {
+			if target == "" {
 				cur = next
 				continue
 			}
-			target := st.target
 			if !filepath.IsAbs(target) {
 				target = cur + "/" + target
 			}
