@@ -205,7 +205,11 @@ func (b *Bridge) run(ctx context.Context, req *mcp.CallToolRequest, planID strin
 	var final *termdv1.Execution
 	receiptID, shared := "", ""
 	events := 0
-	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID, Detach: true, ShareReceipt: true})
+	// With progress asked for, the events come live: the MCP client must
+	// read each notification before the result (the TypeScript SDK drops a
+	// progress notification it reads together with its call's result).
+	live := token != nil && req.Session != nil
+	stream, err := b.c.Executions.ExecuteAndWait(wctx, &termdv1.ExecuteAndWaitRequest{PlanId: planID, Detach: true, ShareReceipt: true, Live: live})
 	// A PTY execution is followed only until it starts: the program waits
 	// for input, which terminal_send types (the stream ending detaches).
 	for err == nil && w.exec.GetTty() == nil {

@@ -97,7 +97,18 @@ func (b *Broker) Execute(_ context.Context, caller *termdv1.Principal, planID, s
 // events all in one). The caller owns a foreground execution: when its stream ends first
 // (the client was killed, its pipe broke, its terminal closed), the execution
 // is cancelled and gets a receipt saying why. A detached one keeps running.
-func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, detach bool, send func([]*termdv1.Event) error) (err error) {
+func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, detach bool, send func([]*termdv1.Event) error) error {
+	return b.ExecuteAndFollow(ctx, caller, planID, sessionID, FollowOptions{Detach: detach}, send)
+}
+
+// FollowOptions are how ExecuteAndFollow follows: Detach as ExecuteAndWait's
+// detach; Live sends each event as it is published, never held for those
+// after it (a client relaying progress as it happens).
+type FollowOptions struct{ Detach, Live bool }
+
+// ExecuteAndFollow is ExecuteAndWait with its options.
+func (b *Broker) ExecuteAndFollow(ctx context.Context, caller *termdv1.Principal, planID, sessionID string, o FollowOptions, send func([]*termdv1.Event) error) (err error) {
+	detach := o.Detach
 	release, err := b.acquireStream(caller)
 	if err != nil {
 		return err
@@ -130,7 +141,7 @@ func (b *Broker) ExecuteAndWait(ctx context.Context, caller *termdv1.Principal, 
 		}()
 	}
 	linger := b.linger
-	if e.hub != nil {
+	if e.hub != nil || o.Live {
 		linger = 0 // its client follows it until it starts (the MCP bridge, the console)
 	}
 	return sessions.Follow(ctx, sub, e.id, planID, linger, func() []*termdv1.Event {

@@ -15,11 +15,11 @@ import (
 // followBatches runs plan p with ExecuteAndWait and returns the batches its
 // events came in (kinds), and their output; each batch is given to seen as
 // it comes (it may cancel the execution).
-func followBatches(t *testing.T, r *rig, p *termdv1.Plan, seen func(evs []*termdv1.Event)) (batches [][]termdv1.EventKind, out string) {
+func followBatches(t *testing.T, r *rig, p *termdv1.Plan, o FollowOptions, seen func(evs []*termdv1.Event)) (batches [][]termdv1.EventKind, out string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := r.ExecuteAndWait(ctx, agent, p.Id, p.SessionId, false, func(evs []*termdv1.Event) error {
+	err := r.ExecuteAndFollow(ctx, agent, p.Id, p.SessionId, o, func(evs []*termdv1.Event) error {
 		var kinds []termdv1.EventKind
 		for _, ev := range evs {
 			kinds = append(kinds, ev.Kind)
@@ -44,11 +44,27 @@ func TestShortCommandStreamsInOneBatch(t *testing.T) {
 	r := newRig(t)
 	r.linger = time.Hour // only the end sends: what a short command sees with Linger
 	s := r.session(t, agent)
-	batches, out := followBatches(t, r, r.plan(t, agent, s, "pwd"), nil)
+	batches, out := followBatches(t, r, r.plan(t, agent, s, "pwd"), FollowOptions{}, nil)
 	want := []termdv1.EventKind{termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED, termdv1.EventKind_EVENT_KIND_OUTPUT,
 		termdv1.EventKind_EVENT_KIND_FINISHED, termdv1.EventKind_EVENT_KIND_RECEIPT_SIGNED}
 	if len(batches) != 1 || !slices.Equal(batches[0], want) {
 		t.Fatalf("pwd's events came in batches %v, want one: %v", batches, want)
+	}
+	if out != r.ws+"\n" {
+		t.Fatalf("pwd's output %q, want %q", out, r.ws+"\n")
+	}
+}
+
+// A live stream (a client relaying progress as it happens) holds nothing:
+// each of a short command's events is sent as it is published, whatever
+// the linger.
+func TestLiveStreamSendsEachEvent(t *testing.T) {
+	r := newRig(t)
+	r.linger = time.Hour
+	s := r.session(t, agent)
+	batches, out := followBatches(t, r, r.plan(t, agent, s, "pwd"), FollowOptions{Live: true}, nil)
+	if len(batches) != 4 || len(batches[0]) != 1 || batches[0][0] != termdv1.EventKind_EVENT_KIND_EXECUTION_STARTED {
+		t.Fatalf("a live stream of pwd came in batches %v, want each event alone, the start first", batches)
 	}
 	if out != r.ws+"\n" {
 		t.Fatalf("pwd's output %q, want %q", out, r.ws+"\n")
@@ -77,7 +93,7 @@ func TestLongCommandStreamsWhileRunning(t *testing.T) {
 		r.linger = c.linger
 		p := r.plan(t, agent, s, c.argv...)
 		first := true
-		batches, _ := followBatches(t, r, p, func(evs []*termdv1.Event) {
+		batches, _ := followBatches(t, r, p, FollowOptions{}, func(evs []*termdv1.Event) {
 			if first {
 				first = false
 				// Only a batch sent while it runs can end it.

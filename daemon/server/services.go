@@ -109,7 +109,7 @@ func (s execSvc) Execute(ctx context.Context, r *termdv1.ExecuteRequest) (*termd
 func (s execSvc) ExecuteAndWait(r *termdv1.ExecuteAndWaitRequest, st grpc.ServerStreamingServer[termdv1.ExecuteAndWaitResponse]) error {
 	ctx := st.Context()
 	var ms []*termdv1.ExecuteAndWaitResponse
-	return s.b.ExecuteAndWait(ctx, who(ctx), r.PlanId, r.SessionId, r.Detach, func(evs []*termdv1.Event) error {
+	return s.b.ExecuteAndFollow(ctx, who(ctx), r.PlanId, r.SessionId, broker.FollowOptions{Detach: r.Detach, Live: r.Live}, func(evs []*termdv1.Event) error {
 		// A batch's messages are made first and then sent back to back, so
 		// gRPC's writer finds them queued together: one write for them all.
 		ms = ms[:0]

@@ -131,7 +131,13 @@ type ExecuteAndWaitRequest struct {
 	// share_receipt asks for the receipt's share form (as ExportReceipt with
 	// share) on the message that carries the receipt_signed event, saving a
 	// round trip.
-	ShareReceipt  bool `protobuf:"varint,4,opt,name=share_receipt,json=shareReceipt,proto3" json:"share_receipt,omitempty"`
+	ShareReceipt bool `protobuf:"varint,4,opt,name=share_receipt,json=shareReceipt,proto3" json:"share_receipt,omitempty"`
+	// live sends each event as it is published. By default a command's
+	// events are held briefly (up to 20 ms) so a short command's stream
+	// leaves in one write; a client that relays progress as it happens (the
+	// MCP bridge when its client asked for progress notifications) asks
+	// for live, so its relays come before the result, not with it.
+	Live          bool `protobuf:"varint,5,opt,name=live,proto3" json:"live,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -190,6 +196,13 @@ func (x *ExecuteAndWaitRequest) GetDetach() bool {
 func (x *ExecuteAndWaitRequest) GetShareReceipt() bool {
 	if x != nil {
 		return x.ShareReceipt
+	}
+	return false
+}
+
+func (x *ExecuteAndWaitRequest) GetLive() bool {
+	if x != nil {
+		return x.Live
 	}
 	return false
 }
@@ -960,13 +973,14 @@ const file_termd_v1_execution_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\"D\n" +
 	"\x0fExecuteResponse\x121\n" +
-	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\"\x8c\x01\n" +
+	"\texecution\x18\x01 \x01(\v2\x13.termd.v1.ExecutionR\texecution\"\xa0\x01\n" +
 	"\x15ExecuteAndWaitRequest\x12\x17\n" +
 	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x16\n" +
 	"\x06detach\x18\x03 \x01(\bR\x06detach\x12#\n" +
-	"\rshare_receipt\x18\x04 \x01(\bR\fshareReceipt\"m\n" +
+	"\rshare_receipt\x18\x04 \x01(\bR\fshareReceipt\x12\x12\n" +
+	"\x04live\x18\x05 \x01(\bR\x04live\"m\n" +
 	"\x16ExecuteAndWaitResponse\x12%\n" +
 	"\x05event\x18\x01 \x01(\v2\x0f.termd.v1.EventR\x05event\x12,\n" +
 	"\x12share_receipt_json\x18\x02 \x01(\tR\x10shareReceiptJson\"8\n" +
