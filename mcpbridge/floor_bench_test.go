@@ -307,7 +307,7 @@ func startFloor(t *testing.T, workspace string) *server {
 	}
 	_, url, _ := strings.Cut(strings.TrimSpace(line), "serving ")
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	return &server{name: "floor", url: url, token: testToken, pids: []int{br.Process.Pid, m.Process.Pid}}
+	return &server{name: "floor", url: url, token: testToken, pids: []int{br.Process.Pid, m.Process.Pid}, sock: sock}
 }
 
 // server is one side of the comparison: its URL and its processes.
@@ -315,8 +315,10 @@ type server struct {
 	name, url, token string
 	pids             []int // termd's sides: termd, termd-mcp
 	termd            bool
-	metrics          string // termd's metrics_listen
-	debug            string // termd's TERMD_DEBUG_PPROF (TERMD_BENCH_POOLS=1)
+	metrics          string             // termd's metrics_listen
+	debug            string             // termd's TERMD_DEBUG_PPROF (TERMD_BENCH_POOLS=1)
+	sock             string             // the floor broker's socket (its Steps method)
+	phases           [][2]time.Duration // the last series' pairs: the plan call's time, the execute call's
 }
 
 // storeWrites reads termd's receipt store counters (termd_receipt_store_
@@ -376,6 +378,7 @@ func (s *server) series(t *testing.T, era string, n, warmup int) ([]time.Duratio
 	defer c.close()
 	failed := 0
 	var ds []time.Duration
+	s.phases = s.phases[:0]
 	for i := range n + warmup {
 		d, err := c.pair()
 		if err != nil {
@@ -386,6 +389,7 @@ func (s *server) series(t *testing.T, era string, n, warmup int) ([]time.Duratio
 		}
 		if i >= warmup {
 			ds = append(ds, d)
+			s.phases = append(s.phases, c.phases)
 		}
 	}
 	return ds, failed
@@ -456,8 +460,9 @@ type mcpPairs struct {
 	era     string
 	hc      *http.Client
 	id      int
-	session string // the MCP session (legacy)
-	termd   string // the session its plans go to (from the first plan)
+	session string           // the MCP session (legacy)
+	termd   string           // the session its plans go to (from the first plan)
+	phases  [2]time.Duration // the last pair's plan call and execute call
 }
 
 func (s *server) client(era string) (*mcpPairs, error) {
@@ -565,6 +570,7 @@ func (c *mcpPairs) pair() (time.Duration, error) {
 	if c.termd == "" {
 		c.termd, _ = p["session_id"].(string)
 	}
+	planned := time.Now()
 	x, err := c.tool("terminal_execute", map[string]any{"plan_id": p["plan_id"]})
 	if err != nil {
 		return 0, err
@@ -572,7 +578,9 @@ func (c *mcpPairs) pair() (time.Duration, error) {
 	if x["state"] != "succeeded" {
 		return 0, c.failedExecution(x)
 	}
-	return time.Since(start), nil
+	end := time.Now()
+	c.phases = [2]time.Duration{planned.Sub(start), end.Sub(planned)}
+	return end.Sub(start), nil
 }
 
 // failedExecution says why an execution did not succeed, in full: its

@@ -65,8 +65,11 @@ var guaranteeParts = []guaranteePart{
 // rounds after the first (the first sizes the profile window). It prints
 // CPU per pair of each side's processes (daemon threads, their reaped
 // children, the MCP server), and termd's daemon CPU per pair split by
-// guaranteeParts, each with the guarantee it buys. Run with TERMD_BENCH=1;
-// nothing here is asserted on time.
+// guaranteeParts, each with the guarantee it buys; then the same for
+// latency (latencyTable): each side's plan and execute call medians as the
+// client saw them, set against termd's /debug/stages and the floor
+// broker's steps, each part with the guarantee it buys. Run with
+// TERMD_BENCH=1; nothing here is asserted on time.
 func TestBenchGuarantees(t *testing.T) {
 	if os.Getenv("TERMD_BENCH") != "1" {
 		t.Skip("set TERMD_BENCH=1 to run the guarantees benchmark")
@@ -80,6 +83,7 @@ func TestBenchGuarantees(t *testing.T) {
 		return use{harness.ThreadsCPU(s.pids[0]), harness.ChildrenCPU(s.pids[0]), harness.ThreadsCPU(s.pids[1]) + harness.ChildrenCPU(s.pids[1])}
 	}
 	total := make([]use, len(sides))
+	calls := make([][][2]time.Duration, len(sides)) // each side's modern pairs: plan call, execute call
 	var profiled use
 	var profPairs int
 	parts := map[string]int64{}
@@ -101,6 +105,7 @@ func TestBenchGuarantees(t *testing.T) {
 			u1 := split(s)
 			d := use{u1.daemon - u0.daemon, u1.children - u0.children, u1.mcp - u0.mcp}
 			i := (r + k) % len(sides)
+			calls[i] = append(calls[i], s.phases...)
 			total[i] = use{total[i].daemon + d.daemon, total[i].children + d.children, total[i].mcp + d.mcp}
 			if s.name != "termd" {
 				continue
@@ -146,4 +151,5 @@ func TestBenchGuarantees(t *testing.T) {
 	}
 	sb, nosb := total[1].children/np, total[2].children/np
 	harness.Bench(t, fmt.Sprintf("guarantees: the sandbox in the children: %v per pair (children %v sandboxed vs %v with sandbox: off; the floor's %v)", ms(sb-nosb), ms(sb), ms(nosb), ms(total[0].children/np)))
+	latencyTable(t, sides, calls)
 }

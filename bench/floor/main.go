@@ -12,7 +12,10 @@
 // appends an intent line to DIR/journal and fdatasyncs it, fork/execs the
 // command in the broker's directory with its output captured, and appends
 // the receipt (state, exit code, output and its sha256) and fdatasyncs
-// again. No policy, sandbox, signature or redaction. HTTP requests need
+// again. No policy, sandbox, signature or redaction. A third method, Steps,
+// reports the p50 and p90 of the broker's steps (resolve, intent, run,
+// receipt, all of execute) over its last 512 executions, for the bench's
+// latency table. HTTP requests need
 // the bearer token; 2026-07-28 requests are served stateless, initialize
 // and the 2025-11-25 session form stateful.
 package main
@@ -31,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +71,9 @@ type brokerServer struct {
 
 	mu    sync.Mutex
 	seq   uint64
-	plans map[string][]string
+	plans map[string]floorPlan
+	times [stepsKept][nSteps]time.Duration // the last stepsKept executions' steps (under mu)
+	timed int                              // executions timed so far
 
 	jmu     sync.Mutex // one append+fdatasync at a time
 	journal *os.File
@@ -82,7 +88,7 @@ func broker(sock, dir string) error {
 	if err != nil {
 		return err
 	}
-	b := &brokerServer{dir: wd, plans: map[string][]string{}, journal: j}
+	b := &brokerServer{dir: wd, plans: map[string]floorPlan{}, journal: j}
 	_ = os.Remove(sock)
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -98,6 +104,7 @@ func broker(sock, dir string) error {
 		Methods: []grpc.MethodDesc{
 			{MethodName: "Plan", Handler: handler(b.plan)},
 			{MethodName: "Execute", Handler: handler(b.execute)},
+			{MethodName: "Steps", Handler: handler(b.steps)},
 		},
 	}, b)
 	return s.Serve(l)
@@ -117,7 +124,53 @@ func handler(f func(string) (string, error)) grpc.MethodHandler {
 	}
 }
 
+// floorPlan is a plan's argv and how long making it took.
+type floorPlan struct {
+	argv []string
+	took time.Duration
+}
+
+// The broker's steps of one pair, each timed (two clock reads a step).
+const (
+	stepResolve = iota // plan: split, look the program up on PATH, keep the plan
+	stepIntent         // execute: the intent's JSON, append + fdatasync
+	stepRun            // execute: fork/exec, the output read, wait
+	stepReceipt        // execute: the receipt's JSON and sha256, append + fdatasync
+	stepExecute        // execute: all of it, from the call to the answer
+	nSteps
+)
+
+var stepNames = [nSteps]string{"resolve", "intent", "run", "receipt", "execute"}
+
+const stepsKept = 512
+
+// steps reports each step's p50 and p90 over the last stepsKept
+// executions (the Steps method; the bench reads it, the hot path only
+// stores five durations).
+func (b *brokerServer) steps(string) (string, error) {
+	b.mu.Lock()
+	kept := b.times[:min(b.timed, stepsKept)]
+	col := make([][]time.Duration, nSteps)
+	for _, row := range kept {
+		for i, d := range row {
+			col[i] = append(col[i], d)
+		}
+	}
+	b.mu.Unlock()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "floor broker steps over the last %d executions\n", len(kept))
+	for i, c := range col {
+		if len(c) == 0 {
+			break
+		}
+		slices.Sort(c)
+		fmt.Fprintf(&sb, "%-10s %v %v\n", stepNames[i], c[(len(c)-1)/2], c[(len(c)-1)*9/10])
+	}
+	return sb.String(), nil
+}
+
 func (b *brokerServer) plan(command string) (string, error) {
+	start := time.Now()
 	argv := strings.Fields(command)
 	if len(argv) == 0 {
 		return "", errors.New("no command")
@@ -130,7 +183,7 @@ func (b *brokerServer) plan(command string) (string, error) {
 	b.mu.Lock()
 	b.seq++
 	id := "p" + strconv.FormatUint(b.seq, 10)
-	b.plans[id] = argv
+	b.plans[id] = floorPlan{argv, time.Since(start)}
 	b.mu.Unlock()
 	return id, nil
 }
@@ -155,13 +208,15 @@ type receipt struct {
 }
 
 func (b *brokerServer) execute(id string) (string, error) {
+	t0 := time.Now()
 	b.mu.Lock()
-	argv, ok := b.plans[id]
+	p, ok := b.plans[id]
 	delete(b.plans, id)
 	b.mu.Unlock()
 	if !ok {
 		return "", fmt.Errorf("no plan %q", id)
 	}
+	argv := p.argv
 	intent, _ := json.Marshal(struct {
 		Intent string   `json:"intent"`
 		Argv   []string `json:"argv"`
@@ -170,10 +225,12 @@ func (b *brokerServer) execute(id string) (string, error) {
 		return "", err
 	}
 	start := time.Now()
+	t1 := start
 	var out bytes.Buffer
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir, c.Stdout = b.dir, &out
 	err := c.Run()
+	t2 := time.Now()
 	r := receipt{PlanID: id, State: "succeeded", ExitCode: c.ProcessState.ExitCode(), DurationMS: time.Since(start).Milliseconds()}
 	if err != nil {
 		r.State = "failed"
@@ -184,6 +241,11 @@ func (b *brokerServer) execute(id string) (string, error) {
 	if err := b.durable(append(line, '\n')); err != nil {
 		return "", err
 	}
+	t3 := time.Now()
+	b.mu.Lock()
+	b.times[b.timed%stepsKept] = [nSteps]time.Duration{p.took, t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t3.Sub(t0)}
+	b.timed++
+	b.mu.Unlock()
 	return string(line), nil
 }
 

@@ -1,0 +1,130 @@
+package mcpbridge_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/termd/termd/internal/harness"
+)
+
+// latencyRow is one row of the latency account: the floor's step and
+// termd's stage set against each other (either "" where the side has
+// none), and the guarantee termd's extra time there buys.
+type latencyRow struct {
+	name, floor, termd string
+	why                string // "" where the floor does the same work; "=" a row whose parts follow
+}
+
+// latencyRows lay a pair's time out in order: the two MCP calls as the
+// client saw them, and inside each the daemon's part (termd's
+// /debug/stages, the floor broker's Steps) and what is outside it (the MCP
+// server, gRPC, HTTP: the call's median less the daemon's). Medians do not
+// add up exactly; the indented rows are parts of the row above.
+var latencyRows = []latencyRow{
+	{"plan call (client)", "call/plan", "call/plan", "="},
+	{"  in the daemon: plan", "resolve", "plan", "a policy decision at plan; the plan journalled (fsync) before it is answered"},
+	{"  outside the daemon", "outside/plan", "outside/plan", ""},
+	{"execute call (client)", "call/execute", "call/execute", "="},
+	{"  check", "", "check", "the policy re-checked at execute (a stale plan refused), the command's spec (sandbox, env, limits)"},
+	{"  intent (append + fsync)", "intent", "intent", "(intent durable before the command runs: the floor too)"},
+	{"    intent/commit", "", "intent/commit", ""},
+	{"  launch (beside the intent)", "", "launch", "a pre-started confined launcher, its cgroup (overlaps the intent)"},
+	{"  release..exit seen", "run", "release+run", "="},
+	{"    release (intent durable..exec)", "", "release", "the command waits for its durable intent (the launcher's go-ahead)"},
+	{"    exit (exec..exit seen)", "", "exit", ""},
+	{"    teardown", "", "teardown", "leftover processes killed (cgroup), output read to its end"},
+	{"  receipt", "receipt", "receipt", "a signed receipt (ed25519 + HMAC, schema-checked, hash-chained)"},
+	{"    receipt/encode", "", "receipt/encode", "the receipt's signing and schema check"},
+	{"    receipt/commit", "", "receipt/commit", ""},
+	{"  total (execute..receipt)", "execute", "total", "="},
+	{"  settle (receipt..end told)", "", "settle", "the final state and events to every watching client (live events)"},
+	{"  outside the daemon", "outside/execute", "outside/execute", ""},
+	{"pair (client)", "call/pair", "call/pair", "="},
+}
+
+// latencyTable prints the latency account of TestBenchGuarantees: sides
+// are the floor, termd and termd-nosb; calls their modern pairs' plan and
+// execute call times.
+func latencyTable(t *testing.T, sides []*server, calls [][][2]time.Duration) {
+	vals := make([]map[string]time.Duration, len(sides))
+	for i, s := range sides {
+		var plan, exec, pair []time.Duration
+		for _, c := range calls[i] {
+			plan, exec, pair = append(plan, c[0]), append(exec, c[1]), append(pair, c[0]+c[1])
+		}
+		var v map[string]time.Duration
+		if s.termd {
+			v = parseMedians(fetch(t, "http://"+s.debug+"/debug/stages"))
+			v["release+run"] = v["release"] + v["run"]
+			v["outside/execute"] = harness.Pct(exec, 50) - v["total"] - v["settle"]
+		} else {
+			v = parseMedians(floorSteps(t, s.sock))
+			v["plan"] = v["resolve"]
+			v["outside/execute"] = harness.Pct(exec, 50) - v["execute"]
+		}
+		v["call/plan"], v["call/execute"], v["call/pair"] = harness.Pct(plan, 50), harness.Pct(exec, 50), harness.Pct(pair, 50)
+		v["outside/plan"] = v["call/plan"] - v["plan"]
+		vals[i] = v
+	}
+	harness.Bench(t, "latency: medians per modern pwd pair; the daemons' parts over their last 512 executions (termd's /debug/stages, the floor broker's Steps); nosb-floor is termd-nosb's extra time")
+	harness.Bench(t, fmt.Sprintf("latency: %-36s %9s %9s %10s %10s  %s", "part", "floor", "termd", "termd-nosb", "nosb-floor", "the guarantee it buys"))
+	cell := func(v map[string]time.Duration, key string) string {
+		if d, ok := v[key]; ok && key != "" {
+			return ms(d).String()
+		}
+		return "-"
+	}
+	for _, r := range latencyRows {
+		f, okf := vals[0][r.floor]
+		n, okn := vals[2][r.termd]
+		diff := "-"
+		if okn && (okf || r.floor == "") {
+			diff = ms(n - f).String()
+		}
+		why := r.why
+		switch why {
+		case "":
+			why = "(the floor does the same work)"
+		case "=":
+			why = "(its parts below)"
+		}
+		harness.Bench(t, fmt.Sprintf("latency: %-36s %9s %9s %10s %10s  %s", r.name, cell(vals[0], r.floor), cell(vals[1], r.termd), cell(vals[2], r.termd), diff, why))
+	}
+}
+
+// parseMedians reads "name p50 p90" lines (termd's /debug/stages, the
+// floor's Steps) into name -> p50.
+func parseMedians(report string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, l := range strings.Split(report, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		if d, err := time.ParseDuration(f[1]); err == nil {
+			out[f[0]] = d
+		}
+	}
+	return out
+}
+
+// floorSteps asks the floor broker at sock for its steps' report.
+func floorSteps(t *testing.T, sock string) string {
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var out wrapperspb.StringValue
+	if err := conn.Invoke(context.Background(), "/floor.Broker/Steps", wrapperspb.String(""), &out); err != nil {
+		t.Fatalf("the floor's steps: %v", err)
+	}
+	return out.Value
+}
