@@ -3,6 +3,7 @@ package mcpbridge_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -65,7 +66,9 @@ var guaranteeParts = []guaranteePart{
 // rounds after the first (the first sizes the profile window). It prints
 // CPU per pair of each side's processes (daemon threads, their reaped
 // children, the MCP server), and termd's daemon CPU per pair split by
-// guaranteeParts, each with the guarantee it buys; then the same for
+// guaranteeParts, each with the guarantee it buys (with
+// TERMD_BENCH_BASE=DIR, DIR's termd with `sandbox: off` takes its turns
+// too, "base-nosb", a before/after of termd-nosb); then the same for
 // latency (latencyTable): each side's plan and execute call medians as the
 // client saw them, set against termd's /debug/stages and the floor
 // broker's steps, each part with the guarantee it buys. Run with
@@ -78,6 +81,9 @@ func TestBenchGuarantees(t *testing.T) {
 	rounds, per := envInt("TERMD_BENCH_ROUNDS", 4), envInt("TERMD_BENCH_PAIRS", 250)
 	t.Setenv("TERMD_BENCH_POOLS", "1") // a debug listener for termd, without finer heap sampling
 	sides := []*server{startFloor(t, t.TempDir()), startBenchTermd(t, "termd", "", "", "", ""), startBenchTermd(t, "termd-nosb", "sandbox: \"off\"\n", "", "", "")}
+	if base := os.Getenv("TERMD_BENCH_BASE"); base != "" { // an A/B of sandbox: off in the same run
+		sides = append(sides, startBenchTermd(t, "base-nosb", "sandbox: \"off\"\n", filepath.Join(base, "termd"), "", ""))
+	}
 	type use struct{ daemon, children, mcp time.Duration }
 	split := func(s *server) use {
 		return use{harness.ThreadsCPU(s.pids[0]), harness.ChildrenCPU(s.pids[0]), harness.ThreadsCPU(s.pids[1]) + harness.ChildrenCPU(s.pids[1])}

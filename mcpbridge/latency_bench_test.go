@@ -50,8 +50,8 @@ var latencyRows = []latencyRow{
 }
 
 // latencyTable prints the latency account of TestBenchGuarantees: sides
-// are the floor, termd and termd-nosb; calls their modern pairs' plan and
-// execute call times.
+// are the floor, termd and termd-nosb (and any other termd, a column
+// more); calls their modern pairs' plan and execute call times.
 func latencyTable(t *testing.T, sides []*server, calls [][][2]time.Duration) {
 	vals := make([]map[string]time.Duration, len(sides))
 	for i, s := range sides {
@@ -74,7 +74,11 @@ func latencyTable(t *testing.T, sides []*server, calls [][][2]time.Duration) {
 		vals[i] = v
 	}
 	harness.Bench(t, "latency: medians per modern pwd pair; the daemons' parts over their last 512 executions (termd's /debug/stages, the floor broker's Steps); nosb-floor is termd-nosb's extra time")
-	harness.Bench(t, fmt.Sprintf("latency: %-36s %9s %9s %10s %10s  %s", "part", "floor", "termd", "termd-nosb", "nosb-floor", "the guarantee it buys"))
+	head := fmt.Sprintf("latency: %-36s", "part")
+	for _, s := range sides {
+		head += fmt.Sprintf(" %10s", s.name)
+	}
+	harness.Bench(t, head+fmt.Sprintf(" %10s  %s", "nosb-floor", "the guarantee it buys"))
 	cell := func(v map[string]time.Duration, key string) string {
 		if d, ok := v[key]; ok && key != "" {
 			return ms(d).String()
@@ -95,7 +99,11 @@ func latencyTable(t *testing.T, sides []*server, calls [][][2]time.Duration) {
 		case "=":
 			why = "(its parts below)"
 		}
-		harness.Bench(t, fmt.Sprintf("latency: %-36s %9s %9s %10s %10s  %s", r.name, cell(vals[0], r.floor), cell(vals[1], r.termd), cell(vals[2], r.termd), diff, why))
+		line := fmt.Sprintf("latency: %-36s %10s", r.name, cell(vals[0], r.floor))
+		for _, v := range vals[1:] {
+			line += fmt.Sprintf(" %10s", cell(v, r.termd))
+		}
+		harness.Bench(t, line+fmt.Sprintf(" %10s  %s", diff, why))
 	}
 }
 
