@@ -19,7 +19,7 @@ import (
 // none), and the guarantee termd's extra time there buys.
 type latencyRow struct {
 	name, floor, termd string
-	why                string // "" where the floor does the same work; "=" a row whose parts follow
+	why                string // "" where the floor does the same work; "=" a row whose parts follow, "^" the pair
 }
 
 // latencyRows lay a pair's time out in order: the two MCP calls as the
@@ -34,7 +34,10 @@ var latencyRows = []latencyRow{
 	{"execute call (client)", "call/execute", "call/execute", "="},
 	{"  check", "", "check", "the policy re-checked at execute (a stale plan refused), the command's spec (sandbox, env, limits)"},
 	{"  intent (append + fsync)", "intent", "intent", "(intent durable before the command runs: the floor too)"},
-	{"    intent/commit", "", "intent/commit", ""},
+	{"    intent/encode", "", "intent/encode", ""},
+	{"    intent/wait (hand-offs)", "", "intent/wait", ""},
+	{"    intent/apply (BEGIN, insert)", "", "intent/apply", ""},
+	{"    intent/commit (WAL, fsync)", "", "intent/commit", ""},
 	{"  launch (beside the intent)", "", "launch", "a pre-started confined launcher, its cgroup (overlaps the intent)"},
 	{"  release..exit seen", "run", "release+run", "="},
 	{"    release (intent durable..exec)", "", "release", "the command waits for its durable intent (the launcher's go-ahead)"},
@@ -42,11 +45,13 @@ var latencyRows = []latencyRow{
 	{"    teardown", "", "teardown", "leftover processes killed (cgroup), output read to its end"},
 	{"  receipt", "receipt", "receipt", "a signed receipt (ed25519 + HMAC, schema-checked, hash-chained)"},
 	{"    receipt/encode", "", "receipt/encode", "the receipt's signing and schema check"},
-	{"    receipt/commit", "", "receipt/commit", ""},
+	{"    receipt/wait (hand-offs)", "", "receipt/wait", ""},
+	{"    receipt/apply (seal, insert)", "", "receipt/apply", "the chain: seq, prev_hash, the signatures"},
+	{"    receipt/commit (WAL, fsync)", "", "receipt/commit", ""},
 	{"  total (execute..receipt)", "execute", "total", "="},
 	{"  settle (receipt..end told)", "", "settle", "the final state and events to every watching client (live events)"},
 	{"  outside the daemon", "outside/execute", "outside/execute", ""},
-	{"pair (client)", "call/pair", "call/pair", "="},
+	{"pair (client)", "call/pair", "call/pair", "^"},
 }
 
 // latencyTable prints the latency account of TestBenchGuarantees: sides
@@ -98,6 +103,8 @@ func latencyTable(t *testing.T, sides []*server, calls [][][2]time.Duration) {
 			why = "(the floor does the same work)"
 		case "=":
 			why = "(its parts below)"
+		case "^":
+			why = "(the two calls above)"
 		}
 		line := fmt.Sprintf("latency: %-36s %10s", r.name, cell(vals[0], r.floor))
 		for _, v := range vals[1:] {
