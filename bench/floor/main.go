@@ -15,9 +15,9 @@
 // again. No policy, sandbox, signature or redaction. A third method, Steps,
 // reports the p50 and p90 of the broker's steps (resolve, intent, run,
 // receipt, all of execute) over its last 512 executions, for the bench's
-// latency table. HTTP requests need
-// the bearer token; 2026-07-28 requests are served stateless, initialize
-// and the 2025-11-25 session form stateful.
+// latency table. HTTP requests need the bearer token; 2026-07-28 requests
+// are served stateless, initialize and the 2025-11-25 session form
+// stateful.
 package main
 
 import (
@@ -225,7 +225,6 @@ func (b *brokerServer) execute(id string) (string, error) {
 		return "", err
 	}
 	start := time.Now()
-	t1 := start
 	var out bytes.Buffer
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir, c.Stdout = b.dir, &out
@@ -243,7 +242,7 @@ func (b *brokerServer) execute(id string) (string, error) {
 	}
 	t3 := time.Now()
 	b.mu.Lock()
-	b.times[b.timed%stepsKept] = [nSteps]time.Duration{p.took, t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t3.Sub(t0)}
+	b.times[b.timed%stepsKept] = [nSteps]time.Duration{p.took, start.Sub(t0), t2.Sub(start), t3.Sub(t2), t3.Sub(t0)}
 	b.timed++
 	b.mu.Unlock()
 	return string(line), nil
