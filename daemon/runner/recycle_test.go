@@ -228,11 +228,14 @@ func TestCgroupPoolGrowsToExecutionsInFlight(t *testing.T) {
 	defer r.releaseRefill()
 	n := 3 * pool.Size
 	batch := func(round int) map[string]bool {
-		gate := filepath.Join(t.TempDir(), "go") // each waits for it: all n in flight at once
+		// Each waits for the gate (all n in flight at once), or for its
+		// directory's removal at the end of a failed test.
+		dir := t.TempDir()
+		gate := filepath.Join(dir, "go")
 		paths := map[string]bool{}
 		var procs []*Process
 		for i := range n {
-			s := sh("while [ ! -e " + gate + " ]; do sleep 0.01; done")
+			s := sh("while [ -d " + dir + " ] && [ ! -e " + gate + " ]; do sleep 0.01; done")
 			s.ID, s.PidsMax = fmt.Sprintf("inflight-%d-%d", round, i), 8
 			path := r.ReserveCgroup(s.ID)
 			if !strings.HasPrefix(filepath.Base(path), pool.Prefix) {
