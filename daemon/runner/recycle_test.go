@@ -212,3 +212,60 @@ func TestRecycledCgroupLimitsAfterNone(t *testing.T) {
 		}
 	}
 }
+
+// More executions in flight together than the cgroup pool holds: each is
+// still reserved a pooled cgroup (made then, not x-<id>), and at their end
+// all go back to the pool, so the next as many executions are served by
+// them without a cgroup made or removed (before, each execution beyond the
+// pool's made and removed one).
+func TestCgroupPoolGrowsToExecutionsInFlight(t *testing.T) {
+	r := newRunner(t, Options{})
+	if r.CgroupParent() == "" {
+		t.Skip("no cgroups")
+	}
+	waitPool(t, r, 0, pool.Size)
+	r.holdRefill() // no filler: what the pool holds after the first batch is what came back
+	defer r.releaseRefill()
+	n := 3 * pool.Size
+	batch := func(round int) map[string]bool {
+		// Each waits for the gate (all n in flight at once), or for its
+		// directory's removal at the end of a failed test.
+		dir := t.TempDir()
+		gate := filepath.Join(dir, "go")
+		paths := map[string]bool{}
+		var procs []*Process
+		for i := range n {
+			s := sh("while [ -d " + dir + " ] && [ ! -e " + gate + " ]; do sleep 0.01; done")
+			s.ID, s.PidsMax = fmt.Sprintf("inflight-%d-%d", round, i), 8
+			path := r.ReserveCgroup(s.ID)
+			if !strings.HasPrefix(filepath.Base(path), pool.Prefix) {
+				t.Fatalf("round %d: execution %d of %d in flight was reserved %s, not a pooled cgroup: %s", round, i, n, path, r.PoolStatus())
+			}
+			paths[path] = true
+			procs = append(procs, start(t, r, s))
+		}
+		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range procs {
+			if res := p.Wait(); res.Status != StatusSucceeded {
+				t.Fatalf("round %d: %s %v", round, res.Status, res.Err)
+			}
+			p.Delivered()
+		}
+		r.cleanup.Wait()
+		return paths
+	}
+	first := batch(0)
+	if len(first) != n {
+		t.Fatalf("%d executions in flight shared %d cgroups", n, len(first))
+	}
+	if got := r.cgPool.Ready(); got != n {
+		t.Fatalf("after %d executions in flight the pool holds %d cgroups, not all of theirs: %s", n, got, r.PoolStatus())
+	}
+	for path := range batch(1) {
+		if !first[path] {
+			t.Errorf("the second batch was given %s, made anew, while the first batch's were back in the pool: %s", path, r.PoolStatus())
+		}
+	}
+}

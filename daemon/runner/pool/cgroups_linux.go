@@ -41,8 +41,12 @@ type Cgroups struct {
 // recycled ones kept up to this many, so that one an ended execution hands
 // back is not turned away because the filler replaced meanwhile the one a
 // pre-started launcher took (ForLauncher), which left the next made and
-// removed per execution as without recycling.
-const cgroupsKept = 2 * Size
+// removed per execution as without recycling; and so that the pool grows
+// to the executions in flight together (Reserve makes one when it is
+// empty): with 2*Size, 32 clients' executions beyond it each made and
+// removed a cgroup (7% of termd's CPU at 32 clients, and the kernel's
+// teardown of a memory cgroup besides).
+const cgroupsKept = 8 * Size
 
 // Prefix begins the name of every pooled cgroup.
 const Prefix = "p-"
@@ -169,15 +173,36 @@ func (cp *Cgroups) take() *cgroup.Cgroup {
 }
 
 // Reserve hands the execution id a cgroup now, so its path can go into the
-// durable intent before the spawn; nil when the pool is empty (the spawn then
-// makes x-<id> as without a pool).
+// durable intent before the spawn. When the pool is empty (more executions
+// in flight than it held) it makes one now, in the pool's name, which the
+// execution's end hands back (Recycle): the pool grows to the load instead
+// of a cgroup made and removed per execution beyond it. nil when that fails
+// (the spawn then makes x-<id> as without a pool).
 func (cp *Cgroups) Reserve(id string) *cgroup.Cgroup {
 	cp.mu.Lock()
-	defer cp.mu.Unlock()
 	if cg, ok := cp.reserved[id]; ok || cp.closed {
+		cp.mu.Unlock()
 		return cg
 	}
 	cg := cp.take()
+	if cg != nil {
+		cp.reserved[id] = cg
+		cp.mu.Unlock()
+		return cg
+	}
+	cp.mu.Unlock()
+	cg, err := cp.Make(false) // off the lock: other executions take and reserve meanwhile
+	if err != nil {
+		cg = nil
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if prev, ok := cp.reserved[id]; ok || cp.closed {
+		if cg != nil {
+			cg.Remove() // reserved meanwhile by another call, or the pool closed
+		}
+		return prev
+	}
 	cp.reserved[id] = cg
 	return cg
 }
