@@ -203,20 +203,25 @@ const profileRate = "GODEBUG=memprofilerate=4096"
 
 // saveFloorHeapProfiles writes termd's and termd-mcp's heap profiles to
 // TERMD_BENCH_PROFILES (profiles), when it is set, and beside each the
-// runtime's memory statistics (NAME-heap.txt: the end of ?debug=1).
+// runtime's memory statistics (NAME-heap.txt: the end of ?debug=1), the
+// heap after a collection (NAME-live.pb.gz) and the goroutines
+// (NAME-goroutines.txt).
 func saveFloorHeapProfiles(t *testing.T, profiles, termdPprof, bridgePprof string) {
 	if profiles == "" {
 		return
 	}
 	for name, addr := range map[string]string{"termd": termdPprof, "bridge": bridgePprof} {
-		for file, query := range map[string]string{name + "-heap.pb.gz": "", name + "-heap.txt": "?debug=1"} {
-			resp, err := http.Get("http://" + addr + "/debug/pprof/heap" + query)
+		// In this order: the heap as the load left it, then what a
+		// collection leaves live, and the goroutines (what holds it).
+		for _, f := range [][2]string{{"-heap.pb.gz", "heap"}, {"-heap.txt", "heap?debug=1"}, {"-live.pb.gz", "heap?gc=1"}, {"-goroutines.txt", "goroutine?debug=1"}} {
+			file, query := name+f[0], f[1]
+			resp, err := http.Get("http://" + addr + "/debug/pprof/" + query)
 			if err != nil {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if query != "" {
+			if query == "heap?debug=1" {
 				body = body[max(0, bytes.LastIndex(body, []byte("\n# runtime.MemStats"))):]
 			}
 			if err := os.WriteFile(filepath.Join(profiles, file), body, 0o644); err != nil {

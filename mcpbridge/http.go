@@ -22,6 +22,15 @@ import (
 // MaxBodyBytes bounds an HTTP request body.
 const MaxBodyBytes = 1 << 20
 
+// ResumeStoreBytes bounds the events that the stateful HTTP sessions keep
+// so that a client whose stream was cut can resume it (Last-Event-ID): all
+// sessions together; past it the SDK drops the oldest event of every
+// stream, never the one just stored. Its default, 10 MiB, filled after a
+// few thousand calls on sessions left open (~3 KB a tools/list result)
+// and was live heap that termd-mcp's GC headroom (GOGC 200) tripled;
+// 4 MiB still holds several of the largest results (256 KiB of output).
+const ResumeStoreBytes = 4 << 20
+
 // HTTPOptions configure the streamable HTTP transport.
 type HTTPOptions struct {
 	// Token is the bearer token every request must carry.
@@ -74,13 +83,15 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 	get := func(*http.Request) *mcp.Server { return b.server }
 	// Stateful (2025-11-25) streams are resumable: each POST's SSE stream
 	// opens with a priming event (an id to resume from), and a client that
-	// lost it reconnects with Last-Event-ID. The store is bounded (the SDK
-	// purges the oldest events past 10 MiB).
+	// lost it reconnects with Last-Event-ID. The store is bounded, all
+	// sessions together, at ResumeStoreBytes.
+	store := mcp.NewMemoryEventStore(nil)
+	store.SetMaxBytes(ResumeStoreBytes)
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		Logger:              b.sdkLog,
-		EventStore:          mcp.NewMemoryEventStore(nil),
+		EventStore:          store,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Stateless:           true,

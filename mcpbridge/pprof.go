@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -67,6 +68,9 @@ func namedProfile(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, p.Name())
 		}
 		return
+	}
+	if gc, _ := strconv.Atoi(r.FormValue("gc")); gc > 0 && p.Name() == "heap" {
+		runtime.GC() // ?gc=1: what is live now, as net/http/pprof does
 	}
 	debug, _ := strconv.Atoi(r.FormValue("debug"))
 	if debug == 0 {
